@@ -1,0 +1,153 @@
+//! Per-target loops and dispatch.
+//!
+//! The arithmetic lives in [`crate::fixedpoint`] and [`crate::ops`], written
+//! once over [`Lane`](crate::fixedpoint::Lane). A backend only differs in how
+//! it loads, widens, narrows and stores elements and how it walks rows:
+//!
+//! * [`Backend::Scalar`]: one `i32` lane at a time; always compiled; the reference
+//!   every other backend is tested against.
+//! * [`Backend::Neon`]: aarch64 Advanced SIMD (baseline there, so no run-time
+//!   detection). Requesting it elsewhere is [`Error::BackendUnavailable`].
+//!
+//! Kernel names are the same in every backend module (`softmax`, `activation`,
+//! `log_softmax`, `q31_*`) so the dispatch below is symmetric.
+
+pub(crate) mod scalar;
+
+use crate::error::{Error, Result};
+use crate::ops::{ActivationParams, LogSoftmaxParams, QuantElem, SoftmaxParams};
+
+/// The instruction set a kernel runs on. It never changes a result byte.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Backend {
+    /// Portable scalar code, the reference.
+    Scalar,
+    /// aarch64 NEON (Advanced SIMD).
+    Neon,
+}
+
+impl Backend {
+    /// The fastest backend available on this target.
+    pub fn best() -> Backend {
+        if Backend::Neon.is_available() {
+            Backend::Neon
+        } else {
+            Backend::Scalar
+        }
+    }
+
+    /// Whether this backend's kernels exist in this build for this CPU.
+    pub fn is_available(self) -> bool {
+        match self {
+            Backend::Scalar => true,
+            Backend::Neon => NEON_KERNELS,
+        }
+    }
+
+    /// Every backend available here, scalar first.
+    pub fn available() -> impl Iterator<Item = Backend> {
+        [Backend::Scalar, Backend::Neon].into_iter().filter(|b| b.is_available())
+    }
+
+    /// A short lowercase name (`"scalar"`, `"neon"`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Scalar => "scalar",
+            Backend::Neon => "neon",
+        }
+    }
+
+    /// Parses [`name`](Self::name) (case-insensitive).
+    pub fn from_name(name: &str) -> Option<Backend> {
+        [Backend::Scalar, Backend::Neon].into_iter().find(|b| b.name().eq_ignore_ascii_case(name))
+    }
+}
+
+/// NEON kernels are compiled in (they come with the NEON backend; until then none).
+const NEON_KERNELS: bool = false;
+
+fn unavailable(backend: Backend) -> Error {
+    Error::BackendUnavailable { backend: backend.name() }
+}
+
+pub(crate) fn softmax<T: QuantElem>(
+    backend: Backend,
+    p: &SoftmaxParams,
+    input: &[T],
+    output: &mut [T],
+    row_len: usize,
+) -> Result<()> {
+    match backend {
+        Backend::Scalar => {
+            scalar::softmax(p, input, output, row_len);
+            Ok(())
+        }
+        b => Err(unavailable(b)),
+    }
+}
+
+pub(crate) fn log_softmax<T: QuantElem>(
+    backend: Backend,
+    p: &LogSoftmaxParams,
+    input: &[T],
+    output: &mut [T],
+    row_len: usize,
+) -> Result<()> {
+    match backend {
+        Backend::Scalar => {
+            scalar::log_softmax(p, input, output, row_len);
+            Ok(())
+        }
+        b => Err(unavailable(b)),
+    }
+}
+
+pub(crate) fn activation<T: QuantElem>(
+    backend: Backend,
+    p: &ActivationParams,
+    input: &[T],
+    output: &mut [T],
+) -> Result<()> {
+    match backend {
+        Backend::Scalar => {
+            scalar::activation(p, input, output);
+            Ok(())
+        }
+        b => Err(unavailable(b)),
+    }
+}
+
+pub(crate) fn q31_softmax<const I: u32>(backend: Backend, input: &[i32], output: &mut [i32], row_len: usize) -> Result<()> {
+    match backend {
+        Backend::Scalar => {
+            scalar::q31_softmax::<I>(input, output, row_len);
+            Ok(())
+        }
+        b => Err(unavailable(b)),
+    }
+}
+
+pub(crate) fn q31_logistic<const I: u32>(backend: Backend, input: &[i32], output: &mut [i32]) -> Result<()> {
+    match backend {
+        Backend::Scalar => {
+            scalar::q31_logistic::<I>(input, output);
+            Ok(())
+        }
+        b => Err(unavailable(b)),
+    }
+}
+
+pub(crate) fn q31_tanh<const I: u32, const I_PLUS_1: u32>(
+    backend: Backend,
+    input: &[i32],
+    output: &mut [i32],
+) -> Result<()> {
+    match backend {
+        Backend::Scalar => {
+            scalar::q31_tanh::<I, I_PLUS_1>(input, output);
+            Ok(())
+        }
+        b => Err(unavailable(b)),
+    }
+}

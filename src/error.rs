@@ -1,0 +1,148 @@
+//! The one error type of the crate.
+
+use core::fmt;
+
+/// Everything a caller can get wrong, named after the problem and carrying the values.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum Error {
+    /// Input and output buffers differ in length.
+    LengthMismatch {
+        /// The operation.
+        op: &'static str,
+        /// Input length in elements.
+        input: usize,
+        /// Output length in elements.
+        output: usize,
+    },
+    /// The row length is 0 or does not divide the buffer length.
+    RowLength {
+        /// The operation.
+        op: &'static str,
+        /// Buffer length in elements.
+        len: usize,
+        /// The requested row length.
+        row: usize,
+    },
+    /// A scale that is not finite or not positive.
+    Scale {
+        /// Which scale (`"input scale"`, `"output scale"`).
+        what: &'static str,
+        /// The value given.
+        value: f64,
+    },
+    /// A softmax `beta` that is not finite or not positive.
+    Beta {
+        /// The value given.
+        value: f64,
+    },
+    /// A zero point outside the element type's range.
+    ZeroPoint {
+        /// Which zero point.
+        what: &'static str,
+        /// The value given.
+        value: i32,
+        /// Smallest allowed value.
+        min: i32,
+        /// Largest allowed value.
+        max: i32,
+    },
+    /// Output quantization that TFLite's `Prepare` rejects for this op and type.
+    OutputQuantization {
+        /// The operation.
+        op: &'static str,
+        /// The element type.
+        dtype: &'static str,
+        /// The scale TFLite requires.
+        expected_scale: f64,
+        /// The zero point TFLite requires.
+        expected_zero_point: i32,
+        /// The scale given.
+        scale: f64,
+        /// The zero point given.
+        zero_point: i32,
+    },
+    /// A Q31 `integer_bits` outside the supported range.
+    IntegerBits {
+        /// The operation.
+        op: &'static str,
+        /// The value given.
+        value: u32,
+        /// Largest supported value.
+        max: u32,
+    },
+    /// A real multiplier that is negative or not finite.
+    Multiplier {
+        /// The value given.
+        value: f64,
+    },
+    /// The combination of operation, element type and method is not implemented.
+    Unsupported {
+        /// The operation.
+        op: &'static str,
+        /// The element type.
+        dtype: &'static str,
+        /// What is missing and why.
+        reason: &'static str,
+    },
+    /// The requested backend does not exist on this target or CPU.
+    BackendUnavailable {
+        /// The backend's name.
+        backend: &'static str,
+    },
+}
+
+/// `core::result::Result` with this crate's [`Error`].
+pub type Result<T, E = Error> = core::result::Result<T, E>;
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Error::LengthMismatch { op, input, output } => write!(
+                f,
+                "{op}: input has {input} elements but output has {output}"
+            ),
+            Error::RowLength { op, len, row } => {
+                if row == 0 {
+                    write!(f, "{op}: row_len must be at least 1 (buffer has {len} elements)")
+                } else {
+                    write!(f, "{op}: row_len {row} does not divide the buffer length {len}")
+                }
+            }
+            Error::Scale { what, value } => {
+                write!(f, "{what} must be finite and > 0, got {value}")
+            }
+            Error::Beta { value } => write!(f, "softmax beta must be finite and > 0, got {value}"),
+            Error::ZeroPoint { what, value, min, max } => {
+                write!(f, "{what} {value} is outside [{min}, {max}]")
+            }
+            Error::OutputQuantization {
+                op,
+                dtype,
+                expected_scale,
+                expected_zero_point,
+                scale,
+                zero_point,
+            } => write!(
+                f,
+                "{op} {dtype}: output quantization must be scale {expected_scale} and zero point \
+                 {expected_zero_point} (as TFLite requires), got scale {scale} and zero point {zero_point}"
+            ),
+            Error::IntegerBits { op, value, max } => {
+                write!(f, "{op}: integer_bits must be in 0..={max}, got {value}")
+            }
+            Error::Multiplier { value } => {
+                write!(f, "real multiplier must be finite and >= 0, got {value}")
+            }
+            Error::Unsupported { op, dtype, reason } => {
+                write!(f, "{op} {dtype}: unsupported: {reason}")
+            }
+            Error::BackendUnavailable { backend } => {
+                write!(f, "backend {backend} is not available on this target")
+            }
+        }
+    }
+}
+
+#[cfg(feature = "std")]
+impl std::error::Error for Error {}

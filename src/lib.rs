@@ -1,0 +1,57 @@
+//! # qneon
+//!
+//! Fixed-point quantized activations (softmax, log-softmax, logistic, tanh) for
+//! int8, uint8, int16 and raw Q31 data, bit-exact with the references models are
+//! validated against, with a scalar reference backend and aarch64 NEON kernels.
+//!
+//! ```
+//! use qneon::{Backend, Method, QuantParams, Softmax};
+//! let q_in = QuantParams { scale: 0.1, zero_point: 3 };
+//! let q_out = QuantParams { scale: 1.0 / 256.0, zero_point: -128 };
+//! let sm = Softmax::<i8>::new(q_in, 1.0, q_out, Method::FixedPoint)?;
+//! let input = [3i8, 13, 23, -100];
+//! let mut output = [0i8; 4];
+//! sm.run(&input, &mut output, 4)?;
+//! sm.run_with(Backend::Scalar, &input, &mut output, 2)?;
+//! # Ok::<(), qneon::Error>(())
+//! ```
+//!
+//! ## Methods and backends
+//!
+//! A [`Method`] is the algorithm and carries the exactness promise:
+//! [`Method::FixedPoint`] is the integer-only gemmlowp arithmetic of TFLite's
+//! reference kernels and TFLite Micro, bit for bit (rounding as TFLite's default
+//! build: a rounding doubling high multiply, ties toward +inf, then a rounding
+//! power-of-two divide, ties away from zero). A [`Backend`] is the instruction
+//! set ([`Backend::Scalar`], [`Backend::Neon`]); it never changes a byte.
+//!
+//! ## Layout
+//!
+//! * [`fixedpoint`]: the arithmetic, written once over the [`Lane`](fixedpoint::Lane) trait.
+//! * [`quant`]: quantization parameters and TFLite's multiplier arithmetic.
+//! * [`ops`]: prepared operators (`new()` validates and precomputes, `run()` loops).
+//! * [`q31`]: raw Q31 softmax, logistic and tanh.
+//!
+//! The crate is `no_std`; the default `std` feature adds `std::error::Error`.
+
+#![no_std]
+#![deny(missing_docs, unsafe_op_in_unsafe_fn)]
+#![warn(clippy::undocumented_unsafe_blocks)]
+
+#[cfg(feature = "std")]
+extern crate std;
+
+#[cfg(feature = "alloc")]
+extern crate alloc;
+
+pub mod arch;
+pub mod error;
+pub mod fixedpoint;
+pub mod ops;
+pub mod q31;
+pub mod quant;
+
+pub use arch::Backend;
+pub use error::{Error, Result};
+pub use ops::{LogSoftmax, Logistic, Method, QuantElem, Softmax, Tanh};
+pub use quant::QuantParams;

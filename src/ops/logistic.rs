@@ -1,0 +1,237 @@
+//! Quantized logistic (sigmoid) and tanh.
+//!
+//! ```text
+//! x      = q - input_zero_point
+//! x <= -radius        -> the op's lower limit, quantized (logistic 0, tanh -1)
+//! x >=  radius        -> the op's upper limit, quantized (clamped)
+//! else v = x * input_multiplier * 2^input_shift     in Q4.27 (Q5.26 for int16)
+//!      y = logistic(v) or tanh(v)                   in Q0.31 (gemmlowp polynomial)
+//!      q = rounding_divide_by_pot(y, 31 - output_fraction_bits) + output_zero_point, clamped
+//! ```
+//! For int8 this is TFLite Micro's `reference_integer_ops::Logistic` / `Tanh`
+//! (and its `Prepare`: multiplier from `frexp(scale * 2^27)`, radius from
+//! `CalculateInputRadius`), bit for bit. uint8 uses the same arithmetic with
+//! TFLite's uint8 output quantization.
+//!
+//! Where TFLite Micro is wrong, qneon is not: for input scales >= 4 TFLite
+//! Micro's radius rounds down to one step (logistic) or zero steps (both ops; at
+//! scale >= 8 `logistic(0)` comes out -128). qneon widens the radius just enough
+//! that every input it clamps is saturated in exact arithmetic, which matches
+//! TFLite's correctly rounded reference there.
+//!
+//! For int16 there is no integer-only reference to match (TFLite uses a 513-entry
+//! table). qneon's FixedPoint int16 path rescales to Q5.26 instead of Q4.27: the
+//! TFLite-style radius then covers `|v| >= 15.5`, beyond which logistic and tanh
+//! round to the saturated int16 value, so clamping there loses nothing.
+
+use super::{check_lengths, check_quantization, unsupported_method, Method, QuantElem};
+use crate::arch::{self, Backend};
+use crate::error::Result;
+use crate::fixedpoint::{self, FixedPoint, Lane};
+use crate::quant::{calculate_input_radius, frexp, multiply_by_quantized_multiplier, QuantParams};
+use core::marker::PhantomData;
+
+/// Which activation an [`ActivationParams`] computes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Activation {
+    /// `1 / (1 + exp(-x))`.
+    Logistic,
+    /// `tanh(x)`.
+    Tanh,
+}
+
+/// Everything the logistic/tanh kernels need, computed once by `new()`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ActivationParams {
+    /// Which function.
+    pub activation: Activation,
+    /// Integer bits of the rescaled input: 4 (Q4.27) for 8-bit types, 5 (Q5.26) for int16.
+    pub input_integer_bits: u32,
+    /// Input zero point.
+    pub input_zero_point: i32,
+    /// Inputs with `|q - zero_point| >= radius` saturate without computing.
+    pub input_range_radius: i32,
+    /// Q0.31 mantissa of `scale * 2^(31 - input_integer_bits)`.
+    pub input_multiplier: i32,
+    /// Its power-of-two exponent (a left shift when positive).
+    pub input_shift: i32,
+    /// `31 - output fraction bits`: 23 for scale 1/256, 24 for 1/128, 16 for 1/32768.
+    pub output_shift: u32,
+    /// Output zero point.
+    pub output_zero_point: i32,
+    /// Quantized lower limit of the function (clamped to the type).
+    pub saturated_low: i32,
+    /// Quantized upper limit of the function (clamped to the type).
+    pub saturated_high: i32,
+    /// Smallest output value of the type.
+    pub output_min: i32,
+    /// Largest output value of the type.
+    pub output_max: i32,
+}
+
+impl ActivationParams {
+    /// Validates and prepares logistic or tanh for element type `T`.
+    pub fn new<T: QuantElem>(activation: Activation, input: QuantParams, output: QuantParams) -> Result<Self> {
+        let op = match activation {
+            Activation::Logistic => "logistic",
+            Activation::Tanh => "tanh",
+        };
+        // TFLite's output quantization: [0, 1) or [-1, 1) over the type's range.
+        let (expected_scale, expected_zero_point, output_fraction_bits) = match (activation, T::NAME) {
+            (Activation::Logistic, "int8") => (1.0 / 256.0, -128, 8),
+            (Activation::Logistic, "uint8") => (1.0 / 256.0, 0, 8),
+            (Activation::Logistic, _) => (1.0 / 32768.0, 0, 15),
+            (Activation::Tanh, "int8") => (1.0 / 128.0, 0, 7),
+            (Activation::Tanh, "uint8") => (1.0 / 128.0, 128, 7),
+            (Activation::Tanh, _) => (1.0 / 32768.0, 0, 15),
+        };
+        // TFLite compares the logistic output scale exactly (tanh it does not check;
+        // its kernel assumes these values).
+        let input_scale = check_quantization::<T>(op, input, output, expected_scale, expected_zero_point, 0.0)?;
+
+        let input_integer_bits = if T::NAME == "int16" { 5 } else { 4 };
+        // TFLite Micro's Prepare: frexp of the real multiplier, mantissa rounded
+        // half away from zero (no renormalisation: the mantissa is < 1 - 2^-32
+        // for every f32 scale, so it never rounds up to 2^31).
+        let real = input_scale * (1u64 << (31 - input_integer_bits)) as f64;
+        let (mantissa, input_shift) = frexp(real);
+        let input_multiplier = fixedpoint::libm_round(mantissa * (1u64 << 31) as f64) as i64;
+        debug_assert!(input_multiplier < 1 << 31);
+        let (input_multiplier, input_shift) = if input_shift < -31 {
+            // Scales below 2^-58: every rescaled input rounds to 0 anyway, and
+            // the divide by 2^-shift would not fit an i32 shift.
+            (0, 0)
+        } else {
+            (input_multiplier as i32, input_shift)
+        };
+
+        let mut radius = calculate_input_radius(input_integer_bits, input_shift, 31);
+        if T::NAME != "int16" {
+            // TFLite Micro's radius rounds down to 1 (shift 30, scales in [4, 8)) or
+            // 0 (shift >= 31, scales >= 8) steps and then clamps values that are
+            // not saturated, or even zero. Step 1 is |v| in [4, 8) and must be
+            // computed for logistic (logistic(4) is 0.982, not 1); from step 2
+            // (|v| >= 8) both functions round to their limits. Both steps fit
+            // the input shift without overflow (|x| * 2^30 < 2^31).
+            let needed = match (activation, input_shift) {
+                (Activation::Logistic, 30) => 2,
+                (_, s) if s >= 30 => 1,
+                _ => 0,
+            };
+            radius = radius.max(needed);
+        }
+
+        let output_shift = 31 - output_fraction_bits;
+        let clamp = |x: i64| x.clamp(T::MIN as i64, T::MAX as i64) as i32;
+        let one = 1i64 << output_fraction_bits;
+        let low = match activation {
+            Activation::Logistic => 0,
+            Activation::Tanh => -one,
+        };
+        Ok(ActivationParams {
+            activation,
+            input_integer_bits,
+            input_zero_point: input.zero_point,
+            input_range_radius: radius,
+            input_multiplier,
+            input_shift,
+            output_shift,
+            output_zero_point: output.zero_point,
+            saturated_low: clamp(output.zero_point as i64 + low),
+            saturated_high: clamp(output.zero_point as i64 + one),
+            output_min: T::MIN,
+            output_max: T::MAX,
+        })
+    }
+}
+
+/// Logistic or tanh of already-widened inputs, `L::LANES` at a time: the whole
+/// per-element algorithm, shared by every backend.
+#[inline(always)]
+pub(crate) fn activation_lanes<L: Lane, const I: u32, const I_PLUS_1: u32>(q: L, p: &ActivationParams) -> L {
+    let x = q.sub(L::splat(p.input_zero_point));
+    let saturate_low = x.mask_if_less_than(L::splat(1 - p.input_range_radius));
+    let saturate_high = x.mask_if_greater_than(L::splat(p.input_range_radius - 1));
+    // Lanes that saturate may wrap here; their result is discarded below.
+    let v = FixedPoint::<L, I>::from_raw(multiply_by_quantized_multiplier(x, p.input_multiplier, p.input_shift));
+    let y = match p.activation {
+        Activation::Logistic => fixedpoint::logistic(v),
+        Activation::Tanh => fixedpoint::tanh::<L, I, I_PLUS_1>(v),
+    };
+    let out = y
+        .raw()
+        .rounding_divide_by_pot(p.output_shift)
+        .add(L::splat(p.output_zero_point))
+        .lane_max(L::splat(p.output_min))
+        .lane_min(L::splat(p.output_max));
+    L::select(
+        saturate_low,
+        L::splat(p.saturated_low),
+        L::select(saturate_high, L::splat(p.saturated_high), out),
+    )
+}
+
+macro_rules! activation_op {
+    ($name:ident, $activation:expr, $opname:literal, $doc:literal) => {
+        #[doc = $doc]
+        #[derive(Clone, Copy, Debug)]
+        pub struct $name<T: QuantElem> {
+            params: ActivationParams,
+            backend: Backend,
+            _type: PhantomData<T>,
+        }
+
+        impl<T: QuantElem> $name<T> {
+            /// Validates the quantization (input scale finite and > 0, zero points
+            /// in range, output quantization as TFLite requires) and prepares the op.
+            pub fn new(input: QuantParams, output: QuantParams, method: Method) -> Result<Self> {
+                let params = ActivationParams::new::<T>($activation, input, output)?;
+                if method != Method::FixedPoint {
+                    return Err(unsupported_method::<T>($opname, method));
+                }
+                Ok($name { params, backend: Backend::best(), _type: PhantomData })
+            }
+
+            /// The prepared parameters.
+            pub fn params(&self) -> &ActivationParams {
+                &self.params
+            }
+
+            /// The backend [`run`](Self::run) uses.
+            pub fn backend(&self) -> Backend {
+                self.backend
+            }
+
+            /// Applies the function element-wise with the best backend.
+            /// Errors if the lengths differ.
+            pub fn run(&self, input: &[T], output: &mut [T]) -> Result<()> {
+                self.run_with(self.backend, input, output)
+            }
+
+            /// Applies the function with the given backend (an error if it is not
+            /// available here). Every backend gives the same bytes.
+            pub fn run_with(&self, backend: Backend, input: &[T], output: &mut [T]) -> Result<()> {
+                check_lengths($opname, input.len(), output.len())?;
+                arch::activation(backend, &self.params, input, output)
+            }
+        }
+    };
+}
+
+activation_op!(
+    Logistic,
+    Activation::Logistic,
+    "logistic",
+    "Quantized logistic (sigmoid), `1 / (1 + exp(-x))`.\n\n\
+     Output quantization (TFLite's): int8 scale 1/256 zero point -128; uint8 1/256 and 0; \
+     int16 1/32768 and 0. [`Method::FixedPoint`] is bit-exact with TFLite Micro's int8 kernel \
+     (and correct where TFLite Micro saturates too early, input scales >= 4)."
+);
+activation_op!(
+    Tanh,
+    Activation::Tanh,
+    "tanh",
+    "Quantized hyperbolic tangent.\n\n\
+     Output quantization (TFLite's): int8 scale 1/128 zero point 0; uint8 1/128 and 128; \
+     int16 1/32768 and 0. [`Method::FixedPoint`] is bit-exact with TFLite Micro's int8 kernel."
+);

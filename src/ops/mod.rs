@@ -1,0 +1,169 @@
+//! Prepared quantized operators.
+//!
+//! Every operator follows one convention: `new()` validates all parameters and
+//! computes everything the kernels need (multipliers, shifts, radii, cut-offs)
+//! into a small `Copy` params struct; `run()` checks only buffer lengths and
+//! row divisibility, then loops. `run()` never allocates and never touches
+//! floating point.
+//!
+//! Operators are out of place: `input` and `output` are distinct slices.
+
+pub(crate) mod log_softmax;
+pub(crate) mod logistic;
+pub(crate) mod softmax;
+
+pub use log_softmax::{LogSoftmax, LogSoftmaxParams};
+pub use logistic::{Activation, ActivationParams, Logistic, Tanh};
+pub use softmax::{Softmax, SoftmaxParams};
+
+use crate::error::{Error, Result};
+use crate::quant::QuantParams;
+
+/// The algorithm an operator uses. Exactness promises attach to the method;
+/// the [`Backend`](crate::Backend) never changes a byte.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Method {
+    /// Integer-only gemmlowp-style fixed point: bit-exact with TFLite Micro and
+    /// TFLite's reference kernels (see each operator for the exact reference).
+    FixedPoint,
+    /// Lookup tables as TFLite's optimized kernels use them (not yet implemented).
+    Lut,
+    /// Dequantize, compute in `f32`, requantize (not yet implemented).
+    DequantF32,
+}
+
+impl Method {
+    /// A short lowercase name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Method::FixedPoint => "fixed",
+            Method::Lut => "lut",
+            Method::DequantF32 => "f32",
+        }
+    }
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for i8 {}
+    impl Sealed for u8 {}
+    impl Sealed for i16 {}
+}
+
+/// A quantized element type: `i8`, `u8` or `i16` (sealed).
+pub trait QuantElem: sealed::Sealed + Copy + Default + PartialOrd + core::fmt::Debug + 'static {
+    /// Smallest value, widened.
+    const MIN: i32;
+    /// Largest value, widened.
+    const MAX: i32;
+    /// TFLite's name of the type (`"int8"`, `"uint8"`, `"int16"`).
+    const NAME: &'static str;
+    /// Widen to `i32`.
+    fn to_i32(self) -> i32;
+    /// Narrow an `i32` already clamped to `[MIN, MAX]`.
+    fn from_i32(x: i32) -> Self;
+}
+
+macro_rules! quant_elem {
+    ($t:ty, $name:literal) => {
+        impl QuantElem for $t {
+            const MIN: i32 = <$t>::MIN as i32;
+            const MAX: i32 = <$t>::MAX as i32;
+            const NAME: &'static str = $name;
+            #[inline(always)]
+            fn to_i32(self) -> i32 {
+                self as i32
+            }
+            #[inline(always)]
+            fn from_i32(x: i32) -> Self {
+                debug_assert!((<Self as QuantElem>::MIN..=<Self as QuantElem>::MAX).contains(&x));
+                x as $t
+            }
+        }
+    };
+}
+quant_elem!(i8, "int8");
+quant_elem!(u8, "uint8");
+quant_elem!(i16, "int16");
+
+/// Checks a scale: finite and `> 0`.
+pub(crate) fn check_scale(what: &'static str, scale: f32) -> Result<f64> {
+    if scale.is_finite() && scale > 0.0 {
+        Ok(scale as f64)
+    } else {
+        Err(Error::Scale { what, value: scale as f64 })
+    }
+}
+
+/// Checks a zero point against the element type's range.
+pub(crate) fn check_zero_point<T: QuantElem>(what: &'static str, zero_point: i32) -> Result<()> {
+    if (T::MIN..=T::MAX).contains(&zero_point) {
+        Ok(())
+    } else {
+        Err(Error::ZeroPoint { what, value: zero_point, min: T::MIN, max: T::MAX })
+    }
+}
+
+/// Validates input and output quantization, and that the output matches the
+/// fixed quantization TFLite's `Prepare` demands for this op: the zero point
+/// exactly and the scale within `relative_tolerance` (TFLite's softmax uses
+/// `TF_LITE_ENSURE_NEAR(scale, expected, 0.001 * expected)`, other ops `==`).
+pub(crate) fn check_quantization<T: QuantElem>(
+    op: &'static str,
+    input: QuantParams,
+    output: QuantParams,
+    expected_scale: f64,
+    expected_zero_point: i32,
+    relative_tolerance: f64,
+) -> Result<f64> {
+    let in_scale = check_scale("input scale", input.scale)?;
+    check_zero_point::<T>("input zero point", input.zero_point)?;
+    let out_scale = check_scale("output scale", output.scale)?;
+    check_zero_point::<T>("output zero point", output.zero_point)?;
+    let diff = out_scale - expected_scale;
+    let near = diff.abs() <= relative_tolerance * expected_scale;
+    if !near || output.zero_point != expected_zero_point {
+        return Err(Error::OutputQuantization {
+            op,
+            dtype: T::NAME,
+            expected_scale,
+            expected_zero_point,
+            scale: out_scale,
+            zero_point: output.zero_point,
+        });
+    }
+    Ok(in_scale)
+}
+
+/// Checks buffer lengths for a row-wise op; returns the number of rows.
+pub(crate) fn check_rows(op: &'static str, input: usize, output: usize, row_len: usize) -> Result<usize> {
+    if input != output {
+        return Err(Error::LengthMismatch { op, input, output });
+    }
+    if row_len == 0 || input % row_len != 0 {
+        return Err(Error::RowLength { op, len: input, row: row_len });
+    }
+    Ok(input / row_len)
+}
+
+/// Checks buffer lengths for an element-wise op.
+pub(crate) fn check_lengths(op: &'static str, input: usize, output: usize) -> Result<()> {
+    if input != output {
+        return Err(Error::LengthMismatch { op, input, output });
+    }
+    Ok(())
+}
+
+/// The error for a method that is not implemented yet for an op.
+pub(crate) fn unsupported_method<T: QuantElem>(op: &'static str, method: Method) -> Error {
+    Error::Unsupported {
+        op,
+        dtype: T::NAME,
+        reason: match method {
+            Method::Lut => "Method::Lut is not implemented yet; use Method::FixedPoint",
+            Method::DequantF32 => "Method::DequantF32 is not implemented yet; use Method::FixedPoint",
+            Method::FixedPoint => "Method::FixedPoint is not available for this type",
+        },
+    }
+}

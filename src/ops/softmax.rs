@@ -1,0 +1,162 @@
+//! Quantized softmax over the last axis.
+//!
+//! ```text
+//! per row:
+//!   max  = max(q)
+//!   d    = q - max                              (<= 0, input steps)
+//!   e(d) = exp_on_negative_values(d * beta * scale)   d rescaled to Q5.26, e in Q0.31
+//!          only for d >= diff_min (smaller d would not fit Q5.26; their exp is 0)
+//!   sum  = sum of e(d) rescaled to Q12.19       (TFLite: i32; qneon: i64)
+//!   (r, n) = get_reciprocal(sum)                1/sum = r * 2^-n, r in Q0.31
+//!   out  = rounding_divide_by_pot(r * e(d), n + 31 - output_bits) + zero_point, clamped
+//! ```
+//! This is TFLite's `reference_ops::Softmax` for int8/uint8 (and TFLite Micro's,
+//! which is the same), with its `Prepare`: `PreprocessSoftmaxScaling` with 5
+//! integer bits and `diff_min = -CalculateInputRadius(5, shift)`.
+//!
+//! Where the references fail, qneon answers correctly:
+//! * TFLite's accumulator is a Q12.19 `i32`; once a row's sum of exps reaches
+//!   512 its output shift passes 31 and the process aborts on a failed check
+//!   (and at 4096 the sum itself overflows). qneon accumulates in `i64`, extends
+//!   [`get_reciprocal`](crate::fixedpoint::get_reciprocal) to 64-bit sums and
+//!   rounds shifts beyond 31 to zero; for sums below 512 nothing changes.
+//! * TFLite aborts when `beta * scale * 2^26 <= 1`; qneon then uses a right-shift
+//!   multiplier. `beta <= 0` is an [`Error`](crate::Error).
+//!
+//! int16 uses the same fixed-point algorithm with output scale 1/32768 (TFLite
+//! itself uses a lookup table for int16, see `Method::Lut`).
+
+use super::{check_quantization, check_rows, unsupported_method, Method, QuantElem};
+use crate::arch::{self, Backend};
+use crate::error::{Error, Result};
+use crate::fixedpoint::{exp_on_negative_values, get_reciprocal, FixedPoint, Lane, Q0_31};
+use crate::quant::{calculate_input_radius, multiply_by_quantized_multiplier, preprocess_softmax_scaling, QuantParams};
+use core::marker::PhantomData;
+
+/// Integer bits of the scaled input difference (Q5.26), as in TFLite.
+pub(crate) const SCALED_DIFF_INTEGER_BITS: u32 = 5;
+/// Integer bits of the sum of exps (Q12.19), as in TFLite.
+pub(crate) const ACCUMULATION_INTEGER_BITS: u32 = 12;
+
+/// Everything the softmax kernels need, computed once by `new()`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SoftmaxParams {
+    /// Q0.31 mantissa of `beta * scale * 2^26` (capped at `2^31 - 1`).
+    pub input_multiplier: i32,
+    /// Its power-of-two exponent (a left shift when positive).
+    pub input_shift: i32,
+    /// Differences below this (in input steps) contribute exp = 0.
+    pub diff_min: i32,
+    /// Fraction bits of the output: 8 (scale 1/256) or 15 (scale 1/32768).
+    pub output_bits: u32,
+    /// Output zero point (the quantized probability 0).
+    pub output_zero_point: i32,
+    /// Smallest output value of the type.
+    pub output_min: i32,
+    /// Largest output value of the type.
+    pub output_max: i32,
+}
+
+impl SoftmaxParams {
+    /// Validates and prepares softmax for element type `T`.
+    pub fn new<T: QuantElem>(input: QuantParams, beta: f32, output: QuantParams) -> Result<Self> {
+        let (expected_scale, expected_zero_point, output_bits) = match T::NAME {
+            "int8" => (1.0 / 256.0, -128, 8),
+            "uint8" => (1.0 / 256.0, 0, 8),
+            _ => (1.0 / 32768.0, 0, 15),
+        };
+        let input_scale = check_quantization::<T>("softmax", input, output, expected_scale, expected_zero_point, 0.001)?;
+        if !(beta.is_finite() && beta > 0.0) {
+            return Err(Error::Beta { value: beta as f64 });
+        }
+        let m = preprocess_softmax_scaling(beta as f64, input_scale, SCALED_DIFF_INTEGER_BITS)?;
+        let (input_multiplier, input_shift) = if m.shift < -31 { (0, 0) } else { (m.multiplier, m.shift) };
+        let radius = calculate_input_radius(SCALED_DIFF_INTEGER_BITS, input_shift, 31);
+        Ok(SoftmaxParams {
+            input_multiplier,
+            input_shift,
+            diff_min: -radius,
+            output_bits,
+            output_zero_point: output.zero_point,
+            output_min: T::MIN,
+            output_max: T::MAX,
+        })
+    }
+
+    /// `exp(d * beta * scale)` in Q0.31 for input differences `d <= 0` with
+    /// `d >= diff_min` (other lanes give garbage the caller masks).
+    #[inline(always)]
+    pub(crate) fn exp_of_diff<L: Lane>(&self, diff: L) -> Q0_31<L> {
+        let scaled = multiply_by_quantized_multiplier(diff, self.input_multiplier, self.input_shift);
+        exp_on_negative_values(FixedPoint::<L, SCALED_DIFF_INTEGER_BITS>::from_raw(scaled))
+    }
+
+    /// The reciprocal of a row's sum of exps (raw Q12.19, at least 2^19):
+    /// `(scale in Q0.31, output rounding exponent)`.
+    #[inline]
+    pub(crate) fn reciprocal(&self, sum_of_exps: i64) -> (i32, u32) {
+        let (scale, num_bits_over_unit) = get_reciprocal(sum_of_exps, ACCUMULATION_INTEGER_BITS as i32);
+        // num_bits_over_unit >= 0 since the row's maximum contributes exp(0) = 1.
+        let exponent = num_bits_over_unit + 31 - self.output_bits as i32;
+        debug_assert!(exponent >= 0);
+        (scale, exponent as u32)
+    }
+
+    /// Quantized output for one exp value: `exp * scale / 2^exponent`, shifted
+    /// by the zero point and clamped. Exponents above 31 (only reached by sums
+    /// TFLite cannot represent) round a value below 2^31 to 0.
+    #[inline(always)]
+    pub(crate) fn output<L: Lane>(&self, exp: Q0_31<L>, scale: i32, exponent: u32) -> L {
+        let product = exp.raw().saturating_rounding_doubling_high_mul(L::splat(scale));
+        let unsat = if exponent <= 31 { product.rounding_divide_by_pot(exponent) } else { L::splat(0) };
+        unsat.add(L::splat(self.output_zero_point)).lane_max(L::splat(self.output_min)).lane_min(L::splat(self.output_max))
+    }
+}
+
+/// Quantized softmax over rows of the last axis.
+///
+/// Output quantization (TFLite's): int8 scale 1/256 zero point -128, uint8 1/256
+/// and 0, int16 1/32768 and 0. [`Method::FixedPoint`] is bit-exact with TFLite's
+/// reference kernel and TFLite Micro for int8 and uint8, including rows where
+/// they abort (see the module docs).
+#[derive(Clone, Copy, Debug)]
+pub struct Softmax<T: QuantElem> {
+    params: SoftmaxParams,
+    backend: Backend,
+    _type: PhantomData<T>,
+}
+
+impl<T: QuantElem> Softmax<T> {
+    /// Validates (scales finite and > 0, zero points in range, `beta` finite and
+    /// > 0, output quantization as TFLite requires) and prepares the op.
+    pub fn new(input: QuantParams, beta: f32, output: QuantParams, method: Method) -> Result<Self> {
+        let params = SoftmaxParams::new::<T>(input, beta, output)?;
+        if method != Method::FixedPoint {
+            return Err(unsupported_method::<T>("softmax", method));
+        }
+        Ok(Softmax { params, backend: Backend::best(), _type: PhantomData })
+    }
+
+    /// The prepared parameters.
+    pub fn params(&self) -> &SoftmaxParams {
+        &self.params
+    }
+
+    /// The backend [`run`](Self::run) uses.
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    /// Softmax of each `row_len`-long row of `input` into `output`, with the
+    /// best backend. Errors if the lengths differ or `row_len` is 0 or does not
+    /// divide them.
+    pub fn run(&self, input: &[T], output: &mut [T], row_len: usize) -> Result<()> {
+        self.run_with(self.backend, input, output, row_len)
+    }
+
+    /// [`run`](Self::run) with the given backend (an error if not available here).
+    pub fn run_with(&self, backend: Backend, input: &[T], output: &mut [T], row_len: usize) -> Result<()> {
+        check_rows("softmax", input.len(), output.len(), row_len)?;
+        arch::softmax(backend, &self.params, input, output, row_len)
+    }
+}
