@@ -30,9 +30,6 @@ pub use recip::{
     one_over_one_plus_x_for_x_in_0_1, tanh,
 };
 
-#[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
-pub(crate) mod neon;
-
 /// A fixed-point number (or vector of them) with `INT_BITS` integer bits,
 /// excluding the sign, stored in the raw `i32` lanes of `L`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,0 +1,228 @@
+//! `qneon-bench`: runs every operator on a named shape and prints a table.
+//!
+//! Built for the board (static aarch64 binary) and for the host. Wall-clock
+//! numbers are meaningful on real hardware; under qemu use `--reps R` and an
+//! instruction counter instead (the difference between R and 2R repetitions
+//! isolates the kernels from start-up).
+//!
+//! ```text
+//! qneon-bench [--shape mobilebert|short|vocab] [--reps R] [--backend scalar|neon|all] [--filter TEXT]
+//! ```
+//! `QNEON_BACKEND` sets the default backend.
+
+use qneon::{q31, Backend, LogSoftmax, Logistic, Method, QuantElem, QuantParams, Softmax, Tanh};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+struct Args {
+    shape: String,
+    reps: usize,
+    backends: Vec<Backend>,
+    filter: Option<String>,
+}
+
+const USAGE: &str = "usage: qneon-bench [--shape mobilebert|short|vocab] [--reps R] \
+[--backend scalar|neon|all] [--filter TEXT]";
+
+fn parse_args() -> Result<Args, String> {
+    let mut shape = "mobilebert".to_string();
+    let mut reps = 1usize;
+    let mut backend = std::env::var("QNEON_BACKEND").unwrap_or_else(|_| "all".into());
+    let mut filter = None;
+    let mut it = std::env::args().skip(1);
+    while let Some(arg) = it.next() {
+        let mut value = |name: &str| it.next().ok_or_else(|| format!("{name} needs a value\n{USAGE}"));
+        match arg.as_str() {
+            "--shape" => shape = value("--shape")?,
+            "--reps" => {
+                reps = value("--reps")?.parse().map_err(|e| format!("--reps: {e}"))?;
+            }
+            "--backend" => backend = value("--backend")?,
+            "--filter" => filter = Some(value("--filter")?),
+            "-h" | "--help" => return Err(USAGE.to_string()),
+            other => return Err(format!("unknown argument {other}\n{USAGE}")),
+        }
+    }
+    let backends = if backend == "all" {
+        Backend::available().collect()
+    } else {
+        let b = Backend::from_name(&backend).ok_or_else(|| format!("unknown backend {backend}"))?;
+        if !b.is_available() {
+            return Err(format!("backend {backend} is not available on this machine"));
+        }
+        vec![b]
+    };
+    if reps == 0 {
+        return Err("--reps must be at least 1".into());
+    }
+    Ok(Args { shape, reps, backends, filter })
+}
+
+/// (rows, row_len) of a named shape.
+fn shape_dims(name: &str) -> Result<(usize, usize), String> {
+    match name {
+        // 4 attention heads x 384 queries x 384 keys.
+        "mobilebert" => Ok((4 * 384, 384)),
+        "short" => Ok((4096, 16)),
+        "vocab" => Ok((1, 32768)),
+        other => Err(format!("unknown shape {other} (mobilebert, short, vocab)")),
+    }
+}
+
+/// A small deterministic generator (xorshift64*), so runs are repeatable.
+struct Rng(u64);
+impl Rng {
+    fn next_u64(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    fn uniform(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+    /// Standard normal by Box-Muller.
+    fn normal(&mut self) -> f64 {
+        let u = self.uniform().max(1e-300);
+        let v = self.uniform();
+        (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()
+    }
+}
+
+/// Attention-like logits, N(0, 3) in real units, quantized with `q`.
+fn logits<T: QuantElem + TryFrom<i32>>(n: usize, q: QuantParams, seed: u64) -> Vec<T> {
+    let mut rng = Rng(seed);
+    (0..n)
+        .map(|_| {
+            let real = 3.0 * rng.normal();
+            let v = (real / q.scale as f64).round() as i64 + q.zero_point as i64;
+            let v = v.clamp(T::MIN as i64, T::MAX as i64) as i32;
+            T::try_from(v).ok().expect("clamped to the type")
+        })
+        .collect()
+}
+
+struct Row {
+    op: &'static str,
+    dtype: &'static str,
+    backend: Backend,
+    elements: usize,
+    elapsed: Duration,
+}
+
+fn time(reps: usize, mut f: impl FnMut()) -> Duration {
+    let start = Instant::now();
+    for _ in 0..reps {
+        f();
+    }
+    start.elapsed()
+}
+
+fn bench_type<T: QuantElem + TryFrom<i32>>(args: &Args, rows: usize, cols: usize, out: &mut Vec<Row>) {
+    let n = rows * cols;
+    let (softmax_out, tanh_out) = match T::NAME {
+        "int8" => (QuantParams::new(1.0 / 256.0, -128), QuantParams::new(1.0 / 128.0, 0)),
+        "uint8" => (QuantParams::new(1.0 / 256.0, 0), QuantParams::new(1.0 / 128.0, 128)),
+        _ => (QuantParams::new(1.0 / 32768.0, 0), QuantParams::new(1.0 / 32768.0, 0)),
+    };
+    let q_in = match T::NAME {
+        "int8" => QuantParams::new(0.1, 0),
+        "uint8" => QuantParams::new(0.1, 128),
+        _ => QuantParams::new(1.0 / 2048.0, 0),
+    };
+    let input: Vec<T> = logits(n, q_in, 0x5eed ^ n as u64);
+    let mut output = vec![T::default(); n];
+    let wanted = |op: &str| args.filter.as_deref().is_none_or(|f| format!("{op} {}", T::NAME).contains(f));
+
+    let softmax = Softmax::<T>::new(q_in, 1.0, softmax_out, Method::FixedPoint).expect("valid params");
+    let logistic = Logistic::<T>::new(q_in, softmax_out, Method::FixedPoint).expect("valid params");
+    let tanh = Tanh::<T>::new(q_in, tanh_out, Method::FixedPoint).expect("valid params");
+    let log_softmax = match T::NAME {
+        "int16" => None,
+        "int8" => LogSoftmax::<T>::new(q_in, QuantParams::new(16.0 / 256.0, 127), Method::FixedPoint).ok(),
+        _ => LogSoftmax::<T>::new(q_in, QuantParams::new(16.0 / 256.0, 255), Method::FixedPoint).ok(),
+    };
+    for &backend in &args.backends {
+        let mut push = |op: &'static str, elapsed: Duration| {
+            out.push(Row { op, dtype: T::NAME, backend, elements: n * args.reps, elapsed });
+        };
+        if wanted("softmax") {
+            push("softmax", time(args.reps, || softmax.run_with(backend, &input, &mut output, cols).unwrap()));
+        }
+        if let Some(ls) = &log_softmax {
+            if wanted("log_softmax") {
+                push("log_softmax", time(args.reps, || ls.run_with(backend, &input, &mut output, cols).unwrap()));
+            }
+        }
+        if wanted("logistic") {
+            push("logistic", time(args.reps, || logistic.run_with(backend, &input, &mut output).unwrap()));
+        }
+        if wanted("tanh") {
+            push("tanh", time(args.reps, || tanh.run_with(backend, &input, &mut output).unwrap()));
+        }
+    }
+}
+
+fn bench_q31(args: &Args, rows: usize, cols: usize, out: &mut Vec<Row>) {
+    let n = rows * cols;
+    let integer_bits = 5;
+    let mut rng = Rng(0x0031);
+    let input: Vec<i32> = (0..n).map(|_| (3.0 * rng.normal() * (1 << 26) as f64) as i32).collect();
+    let mut output = vec![0i32; n];
+    let wanted = |op: &str| args.filter.as_deref().is_none_or(|f| format!("{op} q31").contains(f));
+    for &backend in &args.backends {
+        let mut push = |op: &'static str, elapsed: Duration| {
+            out.push(Row { op, dtype: "q31", backend, elements: n * args.reps, elapsed });
+        };
+        if wanted("softmax") {
+            push(
+                "softmax",
+                time(args.reps, || q31::softmax_with(backend, &input, integer_bits, &mut output, cols).unwrap()),
+            );
+        }
+        if wanted("logistic") {
+            push("logistic", time(args.reps, || q31::logistic_with(backend, &input, integer_bits, &mut output).unwrap()));
+        }
+        if wanted("tanh") {
+            push("tanh", time(args.reps, || q31::tanh_with(backend, &input, integer_bits, &mut output).unwrap()));
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let args = match parse_args() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let (rows, cols) = match shape_dims(&args.shape) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let mut results = Vec::new();
+    bench_type::<i8>(&args, rows, cols, &mut results);
+    bench_type::<u8>(&args, rows, cols, &mut results);
+    bench_type::<i16>(&args, rows, cols, &mut results);
+    bench_q31(&args, rows, cols, &mut results);
+
+    println!("shape {} ({rows} x {cols}), {} repetition(s), method fixed", args.shape, args.reps);
+    println!("{:<12} {:<6} {:<8} {:>12} {:>12} {:>10}", "op", "type", "backend", "elements", "total ms", "ns/elem");
+    for r in &results {
+        let ns = r.elapsed.as_nanos() as f64 / r.elements as f64;
+        println!(
+            "{:<12} {:<6} {:<8} {:>12} {:>12.2} {:>10.2}",
+            r.op,
+            r.dtype,
+            r.backend.name(),
+            r.elements,
+            r.elapsed.as_secs_f64() * 1e3,
+            ns
+        );
+    }
+    ExitCode::SUCCESS
+}

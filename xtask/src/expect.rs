@@ -1,0 +1,325 @@
+//! Reads `asm_tests/expect.toml`.
+//!
+//! Only the small TOML subset that file needs is understood: comments,
+//! `[[kernel]]` headers, and `key = "string"` / `key = ["string", ...]`
+//! (arrays may span lines and end with a comma; strings may be `"basic"`
+//! with `\" \\ \t \n` escapes, or `'literal'`). Anything else is reported
+//! with its line number.
+
+use std::fmt;
+
+/// One `[[kernel]]` entry.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Kernel {
+    /// Substring of the (demangled) function name to check.
+    pub symbol: String,
+    /// Patterns that must each match at least one instruction.
+    pub must_contain: Vec<String>,
+    /// Patterns that must match no instruction.
+    pub must_not_contain: Vec<String>,
+    /// Line of the `[[kernel]]` header, for messages.
+    pub line: usize,
+}
+
+#[derive(Debug, PartialEq, Eq)]
+pub struct ParseError {
+    pub line: usize,
+    pub message: String,
+}
+
+impl fmt::Display for ParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "line {}: {}", self.line, self.message)
+    }
+}
+
+impl std::error::Error for ParseError {}
+
+enum Value {
+    Str(String),
+    List(Vec<String>),
+}
+
+struct Parser {
+    chars: Vec<char>,
+    pos: usize,
+    line: usize,
+}
+
+pub fn parse(text: &str) -> Result<Vec<Kernel>, ParseError> {
+    let mut p = Parser {
+        chars: text.chars().collect(),
+        pos: 0,
+        line: 1,
+    };
+    let mut kernels: Vec<Kernel> = Vec::new();
+    let mut seen_keys: Vec<String> = Vec::new();
+    loop {
+        p.skip_blank(true);
+        let Some(c) = p.peek() else { break };
+        if c == '[' {
+            let line = p.line;
+            p.header()?;
+            kernels.push(Kernel {
+                line,
+                ..Kernel::default()
+            });
+            seen_keys.clear();
+            continue;
+        }
+        let key_line = p.line;
+        let key = p.key()?;
+        p.skip_blank(false);
+        p.expect('=')?;
+        p.skip_blank(false);
+        let value = p.value()?;
+        p.end_of_line()?;
+
+        let Some(kernel) = kernels.last_mut() else {
+            return Err(p.error_at(
+                key_line,
+                format!("`{key}` must come after a [[kernel]] header"),
+            ));
+        };
+        if seen_keys.contains(&key) {
+            return Err(p.error_at(key_line, format!("`{key}` given twice")));
+        }
+        match (key.as_str(), value) {
+            ("symbol", Value::Str(s)) => kernel.symbol = s,
+            ("must_contain", Value::List(l)) => kernel.must_contain = l,
+            ("must_not_contain", Value::List(l)) => kernel.must_not_contain = l,
+            ("symbol", _) => return Err(p.error_at(key_line, "`symbol` must be a string".into())),
+            ("must_contain" | "must_not_contain", _) => {
+                return Err(p.error_at(key_line, format!("`{key}` must be an array of strings")))
+            }
+            _ => {
+                return Err(p.error_at(
+                    key_line,
+                    format!(
+                        "unknown key `{key}` (expected symbol, must_contain, must_not_contain)"
+                    ),
+                ))
+            }
+        }
+        seen_keys.push(key);
+    }
+    for k in &kernels {
+        if k.symbol.is_empty() {
+            return Err(p.error_at(k.line, "[[kernel]] without a `symbol`".into()));
+        }
+    }
+    Ok(kernels)
+}
+
+impl Parser {
+    fn peek(&self) -> Option<char> {
+        self.chars.get(self.pos).copied()
+    }
+
+    fn bump(&mut self) -> Option<char> {
+        let c = self.peek()?;
+        self.pos += 1;
+        if c == '\n' {
+            self.line += 1;
+        }
+        Some(c)
+    }
+
+    fn error_at(&self, line: usize, message: String) -> ParseError {
+        ParseError { line, message }
+    }
+
+    fn error(&self, message: impl Into<String>) -> ParseError {
+        self.error_at(self.line, message.into())
+    }
+
+    /// Skips spaces, tabs and comments; newlines too if `newlines`.
+    fn skip_blank(&mut self, newlines: bool) {
+        while let Some(c) = self.peek() {
+            match c {
+                ' ' | '\t' | '\r' => {}
+                '\n' if newlines => {}
+                '#' => {
+                    while self.peek().is_some_and(|c| c != '\n') {
+                        self.bump();
+                    }
+                    continue;
+                }
+                _ => break,
+            }
+            self.bump();
+        }
+    }
+
+    fn expect(&mut self, want: char) -> Result<(), ParseError> {
+        match self.peek() {
+            Some(c) if c == want => {
+                self.bump();
+                Ok(())
+            }
+            Some(c) => Err(self.error(format!("expected `{want}`, found `{c}`"))),
+            None => Err(self.error(format!("expected `{want}`, found end of file"))),
+        }
+    }
+
+    fn end_of_line(&mut self) -> Result<(), ParseError> {
+        self.skip_blank(false);
+        match self.peek() {
+            None => Ok(()),
+            Some('\n') => {
+                self.bump();
+                Ok(())
+            }
+            Some(c) => Err(self.error(format!("unexpected `{c}` after the value"))),
+        }
+    }
+
+    fn header(&mut self) -> Result<(), ParseError> {
+        let start = self.pos;
+        while self.peek().is_some_and(|c| c != '\n' && c != '#') {
+            self.bump();
+        }
+        let header: String = self.chars[start..self.pos].iter().collect();
+        if header.trim() != "[[kernel]]" {
+            return Err(self.error(format!(
+                "unsupported table `{}` (only [[kernel]] entries are allowed)",
+                header.trim()
+            )));
+        }
+        self.end_of_line()
+    }
+
+    fn key(&mut self) -> Result<String, ParseError> {
+        let start = self.pos;
+        while self
+            .peek()
+            .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        {
+            self.bump();
+        }
+        if start == self.pos {
+            let found = self
+                .peek()
+                .map_or("end of file".into(), |c| format!("`{c}`"));
+            return Err(self.error(format!("expected a key, found {found}")));
+        }
+        Ok(self.chars[start..self.pos].iter().collect())
+    }
+
+    fn value(&mut self) -> Result<Value, ParseError> {
+        match self.peek() {
+            Some('[') => self.list().map(Value::List),
+            Some('"' | '\'') => self.string().map(Value::Str),
+            _ => Err(self.error("expected a \"string\" or an [array]")),
+        }
+    }
+
+    fn list(&mut self) -> Result<Vec<String>, ParseError> {
+        self.expect('[')?;
+        let mut items = Vec::new();
+        loop {
+            self.skip_blank(true);
+            if self.peek() == Some(']') {
+                self.bump();
+                return Ok(items);
+            }
+            items.push(self.string()?);
+            self.skip_blank(true);
+            match self.bump() {
+                Some(',') => {}
+                Some(']') => return Ok(items),
+                _ => return Err(self.error("expected `,` or `]` in array")),
+            }
+        }
+    }
+
+    fn string(&mut self) -> Result<String, ParseError> {
+        let quote = match self.peek() {
+            Some(q @ ('"' | '\'')) => q,
+            _ => return Err(self.error("expected a string")),
+        };
+        self.bump();
+        let mut out = String::new();
+        loop {
+            match self.bump() {
+                None | Some('\n') => return Err(self.error("unterminated string")),
+                Some(c) if c == quote => return Ok(out),
+                Some('\\') if quote == '"' => {
+                    let escaped = match self.bump() {
+                        Some('"') => '"',
+                        Some('\\') => '\\',
+                        Some('t') => '\t',
+                        Some('n') => '\n',
+                        other => {
+                            let shown = other.map_or(String::new(), String::from);
+                            return Err(self.error(format!(
+                                "unsupported escape `\\{shown}` (use \\\" \\\\ \\t \\n)"
+                            )));
+                        }
+                    };
+                    out.push(escaped);
+                }
+                Some(c) => out.push(c),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_and_comment_only_files_have_no_kernels() {
+        assert_eq!(parse(""), Ok(vec![]));
+        assert_eq!(parse("# [[kernel]]\n# symbol = \"x\"\n"), Ok(vec![]));
+    }
+
+    #[test]
+    fn parses_entries() {
+        let text = r#"
+# leading comment
+[[kernel]]
+symbol = "qneon_neon_softmax_i8"   # trailing comment
+must_contain = [
+    "sqrdmulh v*.4s",  # comment in an array
+    'bl\tpanic',
+]
+
+[[kernel]]
+symbol = 'logistic'
+must_not_contain = ["bl\tpanic"]
+"#;
+        let kernels = parse(text).unwrap();
+        assert_eq!(kernels.len(), 2);
+        assert_eq!(kernels[0].symbol, "qneon_neon_softmax_i8");
+        assert_eq!(kernels[0].line, 3);
+        assert_eq!(kernels[0].must_contain, ["sqrdmulh v*.4s", r"bl\tpanic"]);
+        assert!(kernels[0].must_not_contain.is_empty());
+        assert_eq!(kernels[1].symbol, "logistic");
+        assert_eq!(kernels[1].must_not_contain, ["bl\tpanic"]);
+    }
+
+    #[test]
+    fn reports_mistakes_with_line_numbers() {
+        let err = |text: &str| parse(text).unwrap_err();
+        assert_eq!(err("symbol = \"x\"").line, 1);
+        assert_eq!(err("[[kernel]]\nsymbol = \"x\"\nsymbol = \"y\"").line, 3);
+        assert!(err("[[kernel]]\nsymbol = \"x\"\nmust = []")
+            .message
+            .contains("unknown key"));
+        assert!(err("[[kernel]]\nmust_contain = [\"a\"]")
+            .message
+            .contains("symbol"));
+        assert!(err("[kernel]\n").message.contains("unsupported table"));
+        assert!(err("[[kernel]]\nsymbol = \"x")
+            .message
+            .contains("unterminated"));
+        assert!(err("[[kernel]]\nsymbol = [\"x\"]")
+            .message
+            .contains("string"));
+        assert!(err("[[kernel]]\nsymbol = \"x\" junk")
+            .message
+            .contains("after the value"));
+    }
+}

@@ -1,0 +1,63 @@
+//! Project automation for qneon: `cargo xtask <command>`.
+//!
+//! Everything aarch64 is cross-compiled and run under `qemu-aarch64`; see
+//! `.cargo/config.toml` for the linker and runner. Run `cargo xtask help`.
+
+mod asm;
+mod bench;
+mod expect;
+mod pattern;
+mod plugin;
+mod setup;
+mod test;
+mod util;
+
+use std::process::ExitCode;
+
+const USAGE: &str = "\
+usage: cargo xtask <command> [options]
+
+commands:
+  setup [--mca]         install missing cross tools (rustup target, gcc,
+                        libc, qemu-user); --mca also installs llvm-mca-16
+  test [--host] [-- FILTER...]
+                        host tests, aarch64 tests under qemu, no_std build
+                        check and asm checks; ends with `N passed, M failed`.
+                        --host runs the host tests only; FILTERs go to both
+                        `cargo test` runs
+  bench [--insn] [-- ARG...]
+                        build qneon-bench for aarch64 and run it under qemu;
+                        --insn counts guest instructions with the
+                        tools/qemu-insn plugin
+  asm                   check the disassembly of kernels against
+                        asm_tests/expect.toml
+  help                  show this message
+";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let Some((command, rest)) = args.split_first() else {
+        eprint!("{USAGE}");
+        return ExitCode::FAILURE;
+    };
+    let result = match command.as_str() {
+        "setup" => setup::cli(rest),
+        "test" => test::cli(rest),
+        "bench" => bench::cli(rest),
+        "asm" => asm::cli(rest),
+        "help" | "-h" | "--help" => {
+            print!("{USAGE}");
+            Ok(())
+        }
+        other => Err(format!("unknown command `{other}`\n\n{USAGE}").into()),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        // Already explained in the command's own output.
+        Err(err) if err.is::<util::Reported>() => ExitCode::FAILURE,
+        Err(err) => {
+            eprintln!("xtask: error: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}

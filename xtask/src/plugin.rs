@@ -1,0 +1,77 @@
+//! The guest instruction counter, `tools/qemu-insn`, a QEMU TCG plugin.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::util::{self, bail, Result};
+
+/// Builds `target/qemu-insn/libinsn.so` if it is missing or older than its
+/// source, and returns its path.
+pub fn insn_plugin() -> Result<PathBuf> {
+    let source = util::root().join("tools/qemu-insn/insn.c");
+    let out_dir = util::target_dir().join("qemu-insn");
+    let lib = out_dir.join("libinsn.so");
+    if is_fresh(&lib, &source) {
+        return Ok(lib);
+    }
+    if !source.is_file() {
+        bail!("plugin source {} not found", source.display());
+    }
+    fs::create_dir_all(&out_dir)
+        .map_err(|e| format!("cannot create {}: {e}", out_dir.display()))?;
+    util::run(
+        Command::new("cc")
+            .args(["-shared", "-fPIC", "-O2", "-fvisibility=hidden", "-o"])
+            .arg(&lib)
+            .arg(&source),
+    )
+    .map_err(|e| format!("building the qemu-insn plugin failed: {e}"))?;
+    Ok(lib)
+}
+
+fn is_fresh(output: &Path, source: &Path) -> bool {
+    let modified = |p: &Path| p.metadata().and_then(|m| m.modified()).ok();
+    match (modified(output), modified(source)) {
+        (Some(out), Some(src)) => out >= src,
+        (Some(_), None) => true,
+        _ => false,
+    }
+}
+
+/// Runs an aarch64 `binary` under `qemu-aarch64 -cpu max` with the counting
+/// plugin and returns the number of guest instructions it executed. Its
+/// stdout and stderr pass through; a failing exit status is an error.
+pub fn count_instructions(binary: &Path, args: &[String]) -> Result<u64> {
+    let plugin = insn_plugin()?;
+    let count_file = plugin.with_file_name("last-count.txt");
+    // A stale count must never be mistaken for this run's.
+    let _ = fs::remove_file(&count_file);
+
+    if count_file.to_string_lossy().contains(',') {
+        bail!(
+            "qemu's -plugin option cannot take a path with a comma: {}",
+            count_file.display()
+        );
+    }
+    let mut plugin_arg = plugin.into_os_string();
+    plugin_arg.push(",out=");
+    plugin_arg.push(&count_file);
+    util::run(
+        Command::new("qemu-aarch64")
+            .args(["-cpu", "max", "-plugin"])
+            .arg(plugin_arg)
+            .arg(binary)
+            .args(args),
+    )?;
+
+    let text = fs::read_to_string(&count_file).map_err(|e| {
+        format!(
+            "the qemu-insn plugin wrote no count to {}: {e}",
+            count_file.display()
+        )
+    })?;
+    text.trim()
+        .parse()
+        .map_err(|_| format!("unexpected plugin output {text:?}").into())
+}

@@ -1,0 +1,184 @@
+//! `cargo xtask setup`: make sure the cross toolchain is installed.
+//!
+//! Checks for the Rust aarch64 target, the aarch64 gcc/binutils/libc, qemu
+//! user mode and a host C compiler (for the qemu-insn plugin), and installs
+//! what is missing with rustup and apt-get. Other commands call [`ensure`].
+
+use std::path::Path;
+use std::process::Command;
+
+use crate::util::{self, bail, Result, TARGET};
+
+/// Something we need on the machine, and the Debian package providing it.
+struct Tool {
+    what: &'static str,
+    package: &'static str,
+    present: fn() -> bool,
+}
+
+const TOOLS: &[Tool] = &[
+    Tool {
+        what: "aarch64-linux-gnu-gcc (cross linker)",
+        package: "gcc-aarch64-linux-gnu",
+        present: || util::which("aarch64-linux-gnu-gcc").is_some(),
+    },
+    Tool {
+        what: "aarch64 glibc for static linking",
+        package: "libc6-dev-arm64-cross",
+        present: aarch64_libc_present,
+    },
+    Tool {
+        what: "aarch64-linux-gnu-objdump (asm checks)",
+        package: "binutils-aarch64-linux-gnu",
+        present: || util::which("aarch64-linux-gnu-objdump").is_some(),
+    },
+    Tool {
+        what: "qemu-aarch64 (test runner)",
+        package: "qemu-user",
+        present: || util::which("qemu-aarch64").is_some(),
+    },
+    Tool {
+        what: "cc (builds the qemu-insn plugin)",
+        package: "gcc",
+        present: || util::which("cc").is_some(),
+    },
+];
+
+const MCA: Tool = Tool {
+    what: "llvm-mca-16 (optional pipeline analysis)",
+    package: "llvm-16",
+    present: || util::which("llvm-mca-16").is_some(),
+};
+
+pub fn cli(args: &[String]) -> Result {
+    let mut mca = false;
+    for arg in args {
+        match arg.as_str() {
+            "--mca" => mca = true,
+            other => bail!("setup: unknown option `{other}` (only --mca is accepted)"),
+        }
+    }
+    ensure(mca)
+}
+
+/// Installs whatever is missing; prints one line when nothing is.
+pub fn ensure(mca: bool) -> Result {
+    let added_target = ensure_rust_target()?;
+
+    let missing: Vec<&Tool> = TOOLS
+        .iter()
+        .chain(mca.then_some(&MCA))
+        .filter(|t| !(t.present)())
+        .collect();
+    if missing.is_empty() {
+        if !added_target {
+            eprintln!("setup: all tools present");
+        }
+        return Ok(());
+    }
+
+    let mut packages: Vec<&str> = missing.iter().map(|t| t.package).collect();
+    packages.dedup();
+    eprintln!("setup: missing:");
+    for tool in &missing {
+        eprintln!("  - {} (package {})", tool.what, tool.package);
+    }
+    apt_install(&packages)?;
+
+    let still: Vec<&str> = missing
+        .iter()
+        .filter(|t| !(t.present)())
+        .map(|t| t.what)
+        .collect();
+    if !still.is_empty() {
+        bail!(
+            "setup: still missing after installing {} (not on PATH?): {}",
+            packages.join(" "),
+            still.join(", ")
+        );
+    }
+    eprintln!("setup: installed {}", packages.join(" "));
+    Ok(())
+}
+
+/// Adds the aarch64 Rust target if needed; returns whether it did.
+fn ensure_rust_target() -> Result<bool> {
+    if util::which("rustup").is_none() {
+        // A toolchain not managed by rustup may still ship the target.
+        let sysroot = util::capture(Command::new("rustc").args(["--print", "sysroot"]))?;
+        let lib = Path::new(sysroot.trim()).join("lib/rustlib").join(TARGET);
+        if lib.is_dir() {
+            return Ok(false);
+        }
+        bail!(
+            "setup: the Rust standard library for {TARGET} is not installed and \
+             rustup is not available to add it; install rustup \
+             (then `rustup target add {TARGET}`) or your toolchain's {TARGET} std"
+        );
+    }
+    let mut list = Command::new("rustup");
+    list.args(["target", "list", "--installed"])
+        .current_dir(util::root());
+    let installed = util::capture(&mut list)?;
+    if installed.lines().any(|l| l.trim() == TARGET) {
+        return Ok(false);
+    }
+    eprintln!("setup: Rust target {TARGET} is missing, adding it");
+    util::run(
+        Command::new("rustup")
+            .args(["target", "add", TARGET])
+            .current_dir(util::root()),
+    )?;
+    eprintln!("setup: added Rust target {TARGET}");
+    Ok(true)
+}
+
+fn aarch64_libc_present() -> bool {
+    if Path::new("/usr/aarch64-linux-gnu/lib/libc.a").is_file() {
+        return true;
+    }
+    let mut query = Command::new("dpkg-query");
+    query.args(["-W", "-f=${Status}", "libc6-dev-arm64-cross"]);
+    util::capture(&mut query).is_ok_and(|status| status.trim() == "install ok installed")
+}
+
+fn is_root() -> bool {
+    util::capture(Command::new("id").arg("-u")).is_ok_and(|uid| uid.trim() == "0")
+}
+
+fn apt_get(args: &[&str]) -> Command {
+    let mut cmd = Command::new("apt-get");
+    cmd.args(args).env("DEBIAN_FRONTEND", "noninteractive");
+    cmd
+}
+
+/// `apt-get install`, refreshing the package lists and retrying once if
+/// the first attempt fails (lists missing or stale on a fresh machine).
+fn apt_install(packages: &[&str]) -> Result {
+    let mut install_args = vec!["install", "-y", "--no-install-recommends"];
+    install_args.extend_from_slice(packages);
+    let command = format!("apt-get update && apt-get {}", install_args.join(" "));
+
+    if util::which("apt-get").is_none() {
+        bail!(
+            "setup: apt-get not found; install the equivalent of these Debian \
+             packages with your package manager, then re-run: {}",
+            packages.join(" ")
+        );
+    }
+    if !is_root() {
+        bail!(
+            "setup: installing packages needs root; run\n\n    sudo sh -c '{command}'\n\n\
+             then re-run this command"
+        );
+    }
+
+    eprintln!("setup: installing {}", packages.join(" "));
+    if util::run(&mut apt_get(&install_args)).is_ok() {
+        return Ok(());
+    }
+    eprintln!("setup: apt-get install failed; refreshing package lists and retrying");
+    util::run(&mut apt_get(&["update"]))?;
+    util::run(&mut apt_get(&install_args))
+        .map_err(|e| format!("setup: could not install packages: {e}").into())
+}
