@@ -12,7 +12,11 @@
 //! Kernel names are the same in every backend module (`softmax`, `activation`,
 //! `log_softmax`, `q31_*`) so the dispatch below is symmetric.
 
+#[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+pub(crate) mod neon;
 pub(crate) mod scalar;
+#[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+pub(crate) mod tail;
 
 use crate::error::{Error, Result};
 use crate::ops::{ActivationParams, LogSoftmaxParams, QuantElem, SoftmaxParams};
@@ -64,8 +68,8 @@ impl Backend {
     }
 }
 
-/// NEON kernels are compiled in (they come with the NEON backend; until then none).
-const NEON_KERNELS: bool = false;
+/// NEON kernels are compiled in: aarch64 has NEON as a baseline feature.
+const NEON_KERNELS: bool = cfg!(all(target_arch = "aarch64", target_feature = "neon"));
 
 fn unavailable(backend: Backend) -> Error {
     Error::BackendUnavailable { backend: backend.name() }
@@ -83,6 +87,12 @@ pub(crate) fn softmax<T: QuantElem>(
             scalar::softmax(p, input, output, row_len);
             Ok(())
         }
+        #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+        Backend::Neon => {
+            neon::softmax(p, input, output, row_len);
+            Ok(())
+        }
+        #[allow(unreachable_patterns)]
         b => Err(unavailable(b)),
     }
 }
@@ -99,6 +109,12 @@ pub(crate) fn log_softmax<T: QuantElem>(
             scalar::log_softmax(p, input, output, row_len);
             Ok(())
         }
+        #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+        Backend::Neon => {
+            neon::log_softmax(p, input, output, row_len);
+            Ok(())
+        }
+        #[allow(unreachable_patterns)]
         b => Err(unavailable(b)),
     }
 }
@@ -114,6 +130,12 @@ pub(crate) fn activation<T: QuantElem>(
             scalar::activation(p, input, output);
             Ok(())
         }
+        #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+        Backend::Neon => {
+            neon::activation(p, input, output);
+            Ok(())
+        }
+        #[allow(unreachable_patterns)]
         b => Err(unavailable(b)),
     }
 }
@@ -124,6 +146,12 @@ pub(crate) fn q31_softmax<const I: u32>(backend: Backend, input: &[i32], output:
             scalar::q31_softmax::<I>(input, output, row_len);
             Ok(())
         }
+        #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+        Backend::Neon => {
+            neon::q31_softmax::<I>(input, output, row_len);
+            Ok(())
+        }
+        #[allow(unreachable_patterns)]
         b => Err(unavailable(b)),
     }
 }
@@ -134,6 +162,12 @@ pub(crate) fn q31_logistic<const I: u32>(backend: Backend, input: &[i32], output
             scalar::q31_logistic::<I>(input, output);
             Ok(())
         }
+        #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+        Backend::Neon => {
+            neon::q31_logistic::<I>(input, output);
+            Ok(())
+        }
+        #[allow(unreachable_patterns)]
         b => Err(unavailable(b)),
     }
 }
@@ -148,6 +182,12 @@ pub(crate) fn q31_tanh<const I: u32, const I_PLUS_1: u32>(
             scalar::q31_tanh::<I, I_PLUS_1>(input, output);
             Ok(())
         }
+        #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+        Backend::Neon => {
+            neon::q31_tanh::<I, I_PLUS_1>(input, output);
+            Ok(())
+        }
+        #[allow(unreachable_patterns)]
         b => Err(unavailable(b)),
     }
 }

@@ -36,7 +36,7 @@ pub(crate) fn log_softmax<T: QuantElem>(p: &LogSoftmaxParams, input: &[T], outpu
         let max = row_in.iter().fold(i32::MIN, |m, x| m.max(x.to_i32()));
         let mut sum_of_exps: i64 = 0;
         for x in row_in {
-            sum_of_exps += p.exp_term(x.to_i32() - max) as i64;
+            sum_of_exps += p.exp_term::<i32>(x.to_i32() - max) as i64;
         }
         let row = p.row_constants(sum_of_exps);
         for (x, y) in row_in.iter().zip(row_out.iter_mut()) {

@@ -25,6 +25,9 @@ pub use constants::*;
 pub use exp::{exp_on_interval_between_negative_one_quarter_and_0_excl, exp_on_negative_values};
 pub use lane::Lane;
 pub use log::log_x_for_x_greater_than_or_equal_to_1;
+#[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+mod neon;
+
 pub use recip::{
     get_reciprocal, logistic, one_minus_x_over_one_plus_x_for_x_in_0_1,
     one_over_one_plus_x_for_x_in_0_1, tanh,

@@ -109,15 +109,13 @@ impl LogSoftmaxParams {
         multiply_by_quantized_multiplier(diff, self.input_multiplier, self.input_shift)
     }
 
-    /// One element's contribution to the sum of exps: Q12.19 raw, 0 below `diff_min`.
+    /// Each element's contribution to the sum of exps: Q12.19 raw, 0 below `diff_min`.
     #[inline(always)]
-    pub(crate) fn exp_term(&self, diff: i32) -> i32 {
-        if diff >= self.diff_min {
-            let e = exp_on_negative_values(FixedPoint::<i32, SCALED_DIFF_INTEGER_BITS>::from_raw(self.scaled_diff(diff)));
-            e.rescale::<ACCUMULATION_INTEGER_BITS>().raw()
-        } else {
-            0
-        }
+    pub(crate) fn exp_term<L: Lane>(&self, diff: L) -> L {
+        let e = exp_on_negative_values(FixedPoint::<L, SCALED_DIFF_INTEGER_BITS>::from_raw(self.scaled_diff(diff)));
+        // exp >= 0, so the rescale's rounding needs no sign fix-up.
+        let term = e.raw().rounding_divide_by_pot_non_negative(ACCUMULATION_INTEGER_BITS);
+        L::select(diff.mask_if_less_than(L::splat(self.diff_min)), L::splat(0), term)
     }
 
     /// The row's log-sum and cut-off from its sum of exps (raw Q12.19, >= 2^19).

@@ -1,0 +1,568 @@
+//! The NEON backend: the same lane-generic arithmetic as the scalar reference,
+//! instantiated with `int32x4_t`, 16 elements per block.
+//!
+//! Only loading, widening, narrowing, storing and row walking live here.
+//! Kernels with stable names (`softmax_i8`, `logistic_u8`, ...) are
+//! `#[inline(never)]` so `asm_tests/` can find and inspect them.
+
+use super::tail::{for_each_block, BLOCK};
+use crate::fixedpoint::{exp_on_negative_values, get_reciprocal, FixedPoint, Lane};
+use crate::ops::logistic::activation_lanes;
+use crate::ops::softmax::ACCUMULATION_INTEGER_BITS;
+use crate::ops::{ActivationParams, LogSoftmaxParams, QuantElem, SoftmaxParams};
+use core::arch::aarch64::*;
+
+/// Calls the kernel for the concrete element type behind `T` (sealed: i8, u8, i16).
+macro_rules! dispatch_type {
+    ($t:ty, $input:expr, $output:expr, $f_i8:expr, $f_u8:expr, $f_i16:expr) => {{
+        let (input, output) = ($input, $output);
+        let (len_in, len_out) = (input.len(), output.len());
+        let (src, dst) = (input.as_ptr(), output.as_mut_ptr());
+        match <$t as QuantElem>::NAME {
+            // SAFETY: NAME identifies the sealed element type exactly, so the
+            // casts reinterpret a slice as its own type with its own length.
+            "int8" => ($f_i8)(unsafe { core::slice::from_raw_parts(src as *const i8, len_in) }, unsafe {
+                core::slice::from_raw_parts_mut(dst as *mut i8, len_out)
+            }),
+            // SAFETY: as above, T is u8.
+            "uint8" => ($f_u8)(unsafe { core::slice::from_raw_parts(src as *const u8, len_in) }, unsafe {
+                core::slice::from_raw_parts_mut(dst as *mut u8, len_out)
+            }),
+            // SAFETY: as above, T is i16.
+            _ => ($f_i16)(unsafe { core::slice::from_raw_parts(src as *const i16, len_in) }, unsafe {
+                core::slice::from_raw_parts_mut(dst as *mut i16, len_out)
+            }),
+        }
+    }};
+}
+
+/// Four vectors: one block of 16 elements widened to `i32`.
+type Block = [int32x4_t; 4];
+
+/// Element types the NEON loops can load and store (i8, u8, i16).
+pub(crate) trait NeonElem: QuantElem {
+    /// Loads 16 elements and widens them to `i32`.
+    ///
+    /// # Safety
+    /// `p` must be valid for reading 16 elements.
+    unsafe fn load_block(p: *const Self) -> Block;
+
+    /// Narrows 16 `i32` values (already within the type's range) and stores them.
+    ///
+    /// # Safety
+    /// `p` must be valid for writing 16 elements.
+    unsafe fn store_block(p: *mut Self, v: Block);
+}
+
+impl NeonElem for i8 {
+    #[inline(always)]
+    unsafe fn load_block(p: *const i8) -> Block {
+        // SAFETY: the caller guarantees 16 readable bytes at p.
+        unsafe {
+            let v = vld1q_s8(p);
+            let lo = vmovl_s8(vget_low_s8(v));
+            let hi = vmovl_high_s8(v);
+            [vmovl_s16(vget_low_s16(lo)), vmovl_high_s16(lo), vmovl_s16(vget_low_s16(hi)), vmovl_high_s16(hi)]
+        }
+    }
+    #[inline(always)]
+    unsafe fn store_block(p: *mut i8, v: Block) {
+        // SAFETY: the caller guarantees 16 writable bytes at p.
+        unsafe {
+            let lo = vqmovn_high_s32(vqmovn_s32(v[0]), v[1]);
+            let hi = vqmovn_high_s32(vqmovn_s32(v[2]), v[3]);
+            vst1q_s8(p, vqmovn_high_s16(vqmovn_s16(lo), hi));
+        }
+    }
+}
+
+impl NeonElem for u8 {
+    #[inline(always)]
+    unsafe fn load_block(p: *const u8) -> Block {
+        // SAFETY: the caller guarantees 16 readable bytes at p.
+        unsafe {
+            let v = vld1q_u8(p);
+            let lo = vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(v)));
+            let hi = vreinterpretq_s16_u16(vmovl_high_u8(v));
+            [vmovl_s16(vget_low_s16(lo)), vmovl_high_s16(lo), vmovl_s16(vget_low_s16(hi)), vmovl_high_s16(hi)]
+        }
+    }
+    #[inline(always)]
+    unsafe fn store_block(p: *mut u8, v: Block) {
+        // SAFETY: the caller guarantees 16 writable bytes at p.
+        unsafe {
+            let lo = vqmovn_high_s32(vqmovn_s32(v[0]), v[1]);
+            let hi = vqmovn_high_s32(vqmovn_s32(v[2]), v[3]);
+            vst1q_u8(p, vqmovun_high_s16(vqmovun_s16(lo), hi));
+        }
+    }
+}
+
+impl NeonElem for i16 {
+    #[inline(always)]
+    unsafe fn load_block(p: *const i16) -> Block {
+        // SAFETY: the caller guarantees 16 readable i16 at p.
+        unsafe {
+            let lo = vld1q_s16(p);
+            let hi = vld1q_s16(p.add(8));
+            [vmovl_s16(vget_low_s16(lo)), vmovl_high_s16(lo), vmovl_s16(vget_low_s16(hi)), vmovl_high_s16(hi)]
+        }
+    }
+    #[inline(always)]
+    unsafe fn store_block(p: *mut i16, v: Block) {
+        // SAFETY: the caller guarantees 16 writable i16 at p.
+        unsafe {
+            vst1q_s16(p, vqmovn_high_s32(vqmovn_s32(v[0]), v[1]));
+            vst1q_s16(p.add(8), vqmovn_high_s32(vqmovn_s32(v[2]), v[3]));
+        }
+    }
+}
+
+/// Loads 16 `i32`.
+///
+/// # Safety
+/// `p` must be valid for reading 16 `i32`.
+#[inline(always)]
+unsafe fn load_block_i32(p: *const i32) -> Block {
+    // SAFETY: the caller guarantees 16 readable i32 at p.
+    unsafe { [vld1q_s32(p), vld1q_s32(p.add(4)), vld1q_s32(p.add(8)), vld1q_s32(p.add(12))] }
+}
+
+/// Stores 16 `i32`.
+///
+/// # Safety
+/// `p` must be valid for writing 16 `i32`.
+#[inline(always)]
+unsafe fn store_block_i32(p: *mut i32, v: Block) {
+    // SAFETY: the caller guarantees 16 writable i32 at p.
+    unsafe {
+        vst1q_s32(p, v[0]);
+        vst1q_s32(p.add(4), v[1]);
+        vst1q_s32(p.add(8), v[2]);
+        vst1q_s32(p.add(12), v[3]);
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Logistic and tanh.
+
+#[inline(always)]
+fn activation_rows<T: NeonElem, const I: u32, const I_PLUS_1: u32>(p: &ActivationParams, input: &[T], output: &mut [T]) {
+    let pad = T::from_i32(p.input_zero_point);
+    for_each_block(input, output, pad, |src, dst| {
+        // SAFETY: for_each_block hands out pointers to 16 valid elements each.
+        unsafe {
+            let x = T::load_block(src);
+            T::store_block(dst, x.map(|v| activation_lanes::<int32x4_t, I, I_PLUS_1>(v, p)));
+        }
+    });
+}
+
+macro_rules! activation_kernels {
+    ($($name:ident: $t:ty, $i:literal, $i1:literal;)*) => {$(
+        #[doc = concat!("Logistic or tanh on `", stringify!($t), "` with Q", $i, " input.")]
+        #[inline(never)]
+        pub(crate) fn $name(p: &ActivationParams, input: &[$t], output: &mut [$t]) {
+            activation_rows::<$t, $i, $i1>(p, input, output)
+        }
+    )*};
+}
+
+activation_kernels! {
+    activation_i8: i8, 4, 5;
+    activation_u8: u8, 4, 5;
+    activation_i16: i16, 5, 6;
+}
+
+/// Logistic or tanh, element-wise; lengths were checked by the caller.
+pub(crate) fn activation<T: QuantElem>(p: &ActivationParams, input: &[T], output: &mut [T]) {
+    dispatch_type!(T, input, output, |i, o| activation_i8(p, i, o), |i, o| activation_u8(p, i, o), |i, o| {
+        activation_i16(p, i, o)
+    })
+}
+
+// ---------------------------------------------------------------------------
+// Softmax.
+
+/// Exps cached per row on the stack up to this row length; longer rows use a
+/// heap buffer (with `alloc`) or recompute the exps in the output pass.
+const STACK_CACHE: usize = 1024;
+
+/// Sums of Q12.19 exps: `u32` lanes, flushed into `u64` before they can overflow.
+struct SumOfExps {
+    lanes: uint32x4_t,
+    wide: uint64x2_t,
+    blocks: u32,
+}
+
+impl SumOfExps {
+    /// Blocks a `u32` lane can take: each adds at most 4 * 2^19.
+    const FLUSH_EVERY: u32 = 1 << 10;
+
+    #[inline(always)]
+    fn new() -> Self {
+        // SAFETY: neon is a compile-time target feature on aarch64.
+        unsafe { SumOfExps { lanes: vdupq_n_u32(0), wide: vdupq_n_u64(0), blocks: 0 } }
+    }
+
+    /// Adds a block of Q12.19 values (each in `[0, 2^19]`).
+    #[inline(always)]
+    fn add(&mut self, v: Block) {
+        // SAFETY: neon is a compile-time target feature on aarch64.
+        unsafe {
+            let s = vaddq_s32(vaddq_s32(v[0], v[1]), vaddq_s32(v[2], v[3]));
+            self.lanes = vaddq_u32(self.lanes, vreinterpretq_u32_s32(s));
+        }
+        self.blocks += 1;
+        if self.blocks == Self::FLUSH_EVERY {
+            self.flush();
+        }
+    }
+
+    #[inline(always)]
+    fn flush(&mut self) {
+        // SAFETY: neon is a compile-time target feature on aarch64.
+        unsafe {
+            self.wide = vpadalq_u32(self.wide, self.lanes);
+            self.lanes = vdupq_n_u32(0);
+        }
+        self.blocks = 0;
+    }
+
+    #[inline(always)]
+    fn total(mut self) -> i64 {
+        self.flush();
+        // SAFETY: neon is a compile-time target feature on aarch64.
+        unsafe { vaddvq_u64(self.wide) as i64 }
+    }
+}
+
+/// Zeroes the lanes of a block at index `>= valid` (tail padding must not count).
+#[inline(always)]
+fn keep_first(v: Block, valid: usize) -> Block {
+    let mut a = [0i32; BLOCK];
+    // SAFETY: `a` holds exactly 16 i32.
+    unsafe { store_block_i32(a.as_mut_ptr(), v) };
+    for x in a.iter_mut().skip(valid) {
+        *x = 0;
+    }
+    // SAFETY: `a` holds exactly 16 i32.
+    unsafe { load_block_i32(a.as_ptr()) }
+}
+
+/// Loads a block of the row starting at `start`, padding past the end with `pad`.
+#[inline(always)]
+fn load_row_block<T: NeonElem>(row: &[T], start: usize, pad: T) -> Block {
+    if start + BLOCK <= row.len() {
+        // SAFETY: start + 16 <= row.len().
+        unsafe { T::load_block(row.as_ptr().add(start)) }
+    } else {
+        let mut buf = [pad; BLOCK];
+        let rest = row.len() - start;
+        buf[..rest].copy_from_slice(&row[start..]);
+        // SAFETY: buf holds 16 elements.
+        unsafe { T::load_block(buf.as_ptr()) }
+    }
+}
+
+/// The row maximum, widened.
+#[inline(always)]
+fn row_max<T: NeonElem>(row: &[T]) -> i32 {
+    let pad = T::from_i32(T::MIN);
+    // SAFETY: neon is a compile-time target feature on aarch64.
+    let mut m = unsafe { vdupq_n_s32(T::MIN) };
+    let mut start = 0;
+    while start < row.len() {
+        let b = load_row_block(row, start, pad);
+        // SAFETY: neon is a compile-time target feature on aarch64.
+        unsafe { m = vmaxq_s32(m, vmaxq_s32(vmaxq_s32(b[0], b[1]), vmaxq_s32(b[2], b[3]))) };
+        start += BLOCK;
+    }
+    // SAFETY: neon is a compile-time target feature on aarch64.
+    unsafe { vmaxvq_s32(m) }
+}
+
+/// `exp(x - max)` for a block, 0 where the difference is below `diff_min`.
+#[inline(always)]
+fn softmax_exp_block(p: &SoftmaxParams, x: Block, max: int32x4_t) -> Block {
+    x.map(|v| {
+        let diff = v.sub(max);
+        let e = p.exp_of_diff(diff).raw();
+        <int32x4_t as Lane>::select(diff.mask_if_less_than(int32x4_t::splat(p.diff_min)), int32x4_t::splat(0), e)
+    })
+}
+
+#[inline(always)]
+fn softmax_row<T: NeonElem>(p: &SoftmaxParams, row_in: &[T], row_out: &mut [T], cache: Option<&mut [i32]>) {
+    let n = row_in.len();
+    let max_scalar = row_max(row_in);
+    let max = int32x4_t::splat(max_scalar);
+    let pad = T::from_i32(T::MIN);
+    let mut sum = SumOfExps::new();
+    let mut start = 0;
+    let cache_ptr = cache.map(|c| {
+        debug_assert!(c.len() >= n.div_ceil(BLOCK) * BLOCK);
+        c.as_mut_ptr()
+    });
+    while start < n {
+        let mut e = softmax_exp_block(p, load_row_block(row_in, start, pad), max);
+        if start + BLOCK > n {
+            e = keep_first(e, n - start);
+        }
+        sum.add(e.map(|v| v.rounding_divide_by_pot_non_negative(ACCUMULATION_INTEGER_BITS)));
+        if let Some(c) = cache_ptr {
+            // SAFETY: the cache holds n rounded up to whole blocks of i32.
+            unsafe { store_block_i32(c.add(start), e) };
+        }
+        start += BLOCK;
+    }
+    let (scale, exponent) = p.reciprocal(sum.total());
+    let mut start = 0;
+    for_each_block(row_in, row_out, pad, |src, dst| {
+        let e = match cache_ptr {
+            // SAFETY: the cache holds n rounded up to whole blocks of i32.
+            Some(c) => unsafe { load_block_i32(c.add(start)) },
+            // SAFETY: for_each_block hands out pointers to 16 valid elements.
+            None => softmax_exp_block(p, unsafe { T::load_block(src) }, max),
+        };
+        let y = e.map(|v| p.output(FixedPoint::<int32x4_t, 0>::from_raw(v), scale, exponent));
+        // SAFETY: for_each_block hands out pointers to 16 valid elements.
+        unsafe { T::store_block(dst, y) };
+        start += BLOCK;
+    });
+}
+
+#[inline(always)]
+fn softmax_rows<T: NeonElem>(p: &SoftmaxParams, input: &[T], output: &mut [T], row_len: usize) {
+    with_exp_cache(row_len, |cache| {
+        for (row_in, row_out) in input.chunks_exact(row_len).zip(output.chunks_exact_mut(row_len)) {
+            softmax_row(p, row_in, row_out, cache.as_deref_mut());
+        }
+    })
+}
+
+/// Runs `f` with a scratch buffer of `row_len` rounded up to whole blocks of
+/// `i32`: on the stack when small, on the heap with `alloc`, else none.
+#[inline(always)]
+fn with_exp_cache<R>(row_len: usize, f: impl FnOnce(&mut Option<&mut [i32]>) -> R) -> R {
+    let padded = row_len.div_ceil(BLOCK) * BLOCK;
+    if padded <= STACK_CACHE {
+        let mut buf = [0i32; STACK_CACHE];
+        return f(&mut Some(&mut buf[..padded]));
+    }
+    #[cfg(feature = "alloc")]
+    {
+        let mut heap = alloc::vec![0i32; padded];
+        f(&mut Some(&mut heap[..]))
+    }
+    #[cfg(not(feature = "alloc"))]
+    {
+        f(&mut None)
+    }
+}
+
+macro_rules! softmax_kernels {
+    ($($name:ident: $t:ty;)*) => {$(
+        #[doc = concat!("Softmax rows of `", stringify!($t), "`.")]
+        #[inline(never)]
+        pub(crate) fn $name(p: &SoftmaxParams, input: &[$t], output: &mut [$t], row_len: usize) {
+            softmax_rows::<$t>(p, input, output, row_len)
+        }
+    )*};
+}
+
+softmax_kernels! {
+    softmax_i8: i8;
+    softmax_u8: u8;
+    softmax_i16: i16;
+}
+
+/// Softmax of every `row_len`-long row; lengths were checked by the caller.
+pub(crate) fn softmax<T: QuantElem>(p: &SoftmaxParams, input: &[T], output: &mut [T], row_len: usize) {
+    dispatch_type!(
+        T,
+        input,
+        output,
+        |i, o| softmax_i8(p, i, o, row_len),
+        |i, o| softmax_u8(p, i, o, row_len),
+        |i, o| softmax_i16(p, i, o, row_len)
+    )
+}
+
+// ---------------------------------------------------------------------------
+// Log-softmax.
+
+#[inline(always)]
+fn log_softmax_rows<T: NeonElem>(p: &LogSoftmaxParams, input: &[T], output: &mut [T], row_len: usize) {
+    let pad = T::from_i32(T::MIN);
+    for (row_in, row_out) in input.chunks_exact(row_len).zip(output.chunks_exact_mut(row_len)) {
+        let n = row_in.len();
+        let max = int32x4_t::splat(row_max(row_in));
+        let mut sum = SumOfExps::new();
+        let mut start = 0;
+        while start < n {
+            let x = load_row_block(row_in, start, pad);
+            let mut e = x.map(|v| p.exp_term(v.sub(max)));
+            if start + BLOCK > n {
+                e = keep_first(e, n - start);
+            }
+            sum.add(e);
+            start += BLOCK;
+        }
+        let row = p.row_constants(sum.total());
+        for_each_block(row_in, row_out, pad, |src, dst| {
+            // SAFETY: for_each_block hands out pointers to 16 valid elements.
+            unsafe {
+                let x = T::load_block(src);
+                T::store_block(dst, x.map(|v| p.output(v.sub(max), &row)));
+            }
+        });
+    }
+}
+
+macro_rules! log_softmax_kernels {
+    ($($name:ident: $t:ty;)*) => {$(
+        #[doc = concat!("Log-softmax rows of `", stringify!($t), "`.")]
+        #[inline(never)]
+        pub(crate) fn $name(p: &LogSoftmaxParams, input: &[$t], output: &mut [$t], row_len: usize) {
+            log_softmax_rows::<$t>(p, input, output, row_len)
+        }
+    )*};
+}
+
+log_softmax_kernels! {
+    log_softmax_i8: i8;
+    log_softmax_u8: u8;
+}
+
+/// Log-softmax of every `row_len`-long row; lengths were checked by the caller.
+pub(crate) fn log_softmax<T: QuantElem>(p: &LogSoftmaxParams, input: &[T], output: &mut [T], row_len: usize) {
+    dispatch_type!(
+        T,
+        input,
+        output,
+        |i, o| log_softmax_i8(p, i, o, row_len),
+        |i, o| log_softmax_u8(p, i, o, row_len),
+        |i: &[i16], o: &mut [i16]| log_softmax_rows::<i16>(p, i, o, row_len) // never constructed
+    )
+}
+
+// ---------------------------------------------------------------------------
+// Q31.
+
+/// `exp(x - max)` in Q0.31 for a block of raw Q(I) values.
+#[inline(always)]
+fn q31_exp_block<const I: u32>(x: Block, max: int32x4_t) -> Block {
+    x.map(|v| exp_on_negative_values(FixedPoint::<int32x4_t, I>::from_raw(v.saturating_sub(max))).raw())
+}
+
+/// Q31 softmax: input Q(I).(31-I), output Q0.31, per `row_len`-long row.
+pub(crate) fn q31_softmax<const I: u32>(input: &[i32], output: &mut [i32], row_len: usize) {
+    with_exp_cache(row_len, |cache| {
+        for (row_in, row_out) in input.chunks_exact(row_len).zip(output.chunks_exact_mut(row_len)) {
+            q31_softmax_row::<I>(row_in, row_out, cache.as_deref_mut());
+        }
+    })
+}
+
+#[inline(always)]
+fn q31_load(row: &[i32], start: usize, pad: i32) -> Block {
+    if start + BLOCK <= row.len() {
+        // SAFETY: start + 16 <= row.len().
+        unsafe { load_block_i32(row.as_ptr().add(start)) }
+    } else {
+        let mut buf = [pad; BLOCK];
+        buf[..row.len() - start].copy_from_slice(&row[start..]);
+        // SAFETY: buf holds 16 i32.
+        unsafe { load_block_i32(buf.as_ptr()) }
+    }
+}
+
+#[inline(always)]
+fn q31_softmax_row<const I: u32>(row_in: &[i32], row_out: &mut [i32], cache: Option<&mut [i32]>) {
+    let n = row_in.len();
+    // SAFETY: neon is a compile-time target feature on aarch64.
+    let mut m = unsafe { vdupq_n_s32(i32::MIN) };
+    let mut start = 0;
+    while start < n {
+        let b = q31_load(row_in, start, i32::MIN);
+        // SAFETY: neon is a compile-time target feature on aarch64.
+        unsafe { m = vmaxq_s32(m, vmaxq_s32(vmaxq_s32(b[0], b[1]), vmaxq_s32(b[2], b[3]))) };
+        start += BLOCK;
+    }
+    // SAFETY: neon is a compile-time target feature on aarch64.
+    let max = unsafe { vdupq_n_s32(vmaxvq_s32(m)) };
+    // Exact Q0.31 sum in u64 lanes (each exp is below 2^31).
+    // SAFETY: neon is a compile-time target feature on aarch64.
+    let mut wide = unsafe { vdupq_n_u64(0) };
+    let cache_ptr = cache.map(|c| c.as_mut_ptr());
+    let mut start = 0;
+    while start < n {
+        let mut e = q31_exp_block::<I>(q31_load(row_in, start, i32::MIN), max);
+        if start + BLOCK > n {
+            e = keep_first(e, n - start);
+        }
+        // SAFETY: neon is a compile-time target feature on aarch64.
+        unsafe {
+            for v in e {
+                wide = vpadalq_u32(wide, vreinterpretq_u32_s32(v));
+            }
+        }
+        if let Some(c) = cache_ptr {
+            // SAFETY: the cache holds n rounded up to whole blocks of i32.
+            unsafe { store_block_i32(c.add(start), e) };
+        }
+        start += BLOCK;
+    }
+    // SAFETY: neon is a compile-time target feature on aarch64.
+    let total = unsafe { vaddvq_u64(wide) } as i64;
+    let (scale, num_bits_over_unit) = get_reciprocal(total, 0);
+    let scale_v = int32x4_t::splat(scale);
+    let mut start = 0;
+    for_each_block(row_in, row_out, i32::MIN, |src, dst| {
+        let e = match cache_ptr {
+            // SAFETY: the cache holds n rounded up to whole blocks of i32.
+            Some(c) => unsafe { load_block_i32(c.add(start)) },
+            // SAFETY: for_each_block hands out pointers to 16 valid elements.
+            None => q31_exp_block::<I>(unsafe { load_block_i32(src) }, max),
+        };
+        let y = e.map(|v| {
+            let product = v.saturating_rounding_doubling_high_mul(scale_v);
+            if num_bits_over_unit <= 0 {
+                product.saturating_rounding_multiply_by_pot(-num_bits_over_unit)
+            } else if num_bits_over_unit <= 31 {
+                product.rounding_divide_by_pot(num_bits_over_unit as u32)
+            } else {
+                int32x4_t::splat(0)
+            }
+        });
+        // SAFETY: for_each_block hands out pointers to 16 valid elements.
+        unsafe { store_block_i32(dst, y) };
+        start += BLOCK;
+    });
+}
+
+/// Q31 logistic: input Q(I).(31-I), output Q0.31.
+pub(crate) fn q31_logistic<const I: u32>(input: &[i32], output: &mut [i32]) {
+    for_each_block(input, output, 0, |src, dst| {
+        // SAFETY: for_each_block hands out pointers to 16 valid elements.
+        unsafe {
+            let x = load_block_i32(src);
+            store_block_i32(dst, x.map(|v| crate::fixedpoint::logistic(FixedPoint::<int32x4_t, I>::from_raw(v)).raw()));
+        }
+    });
+}
+
+/// Q31 tanh: input Q(I).(31-I), output Q0.31.
+pub(crate) fn q31_tanh<const I: u32, const I_PLUS_1: u32>(input: &[i32], output: &mut [i32]) {
+    for_each_block(input, output, 0, |src, dst| {
+        // SAFETY: for_each_block hands out pointers to 16 valid elements.
+        unsafe {
+            let x = load_block_i32(src);
+            store_block_i32(
+                dst,
+                x.map(|v| crate::fixedpoint::tanh::<int32x4_t, I, I_PLUS_1>(FixedPoint::from_raw(v)).raw()),
+            );
+        }
+    });
+}
