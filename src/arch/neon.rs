@@ -149,7 +149,7 @@ unsafe fn store_block_i32(p: *mut i32, v: Block) {
 #[inline(always)]
 fn activation_rows<T: NeonElem, const I: u32, const I_PLUS_1: u32>(p: &ActivationParams, input: &[T], output: &mut [T]) {
     let pad = T::from_i32(p.input_zero_point);
-    for_each_block(input, output, pad, |src, dst| {
+    for_each_block(input, output, pad, #[inline(always)] |src, dst| {
         // SAFETY: for_each_block hands out pointers to 16 valid elements each.
         unsafe {
             let x = T::load_block(src);
@@ -318,7 +318,7 @@ fn softmax_row<T: NeonElem>(p: &SoftmaxParams, row_in: &[T], row_out: &mut [T], 
     }
     let (scale, exponent) = p.reciprocal(sum.total());
     let mut start = 0;
-    for_each_block(row_in, row_out, pad, |src, dst| {
+    for_each_block(row_in, row_out, pad, #[inline(always)] |src, dst| {
         let e = match cache_ptr {
             // SAFETY: the cache holds n rounded up to whole blocks of i32.
             Some(c) => unsafe { load_block_i32(c.add(start)) },
@@ -410,7 +410,7 @@ fn log_softmax_rows<T: NeonElem>(p: &LogSoftmaxParams, input: &[T], output: &mut
             start += BLOCK;
         }
         let row = p.row_constants(sum.total());
-        for_each_block(row_in, row_out, pad, |src, dst| {
+        for_each_block(row_in, row_out, pad, #[inline(always)] |src, dst| {
             // SAFETY: for_each_block hands out pointers to 16 valid elements.
             unsafe {
                 let x = T::load_block(src);
@@ -519,7 +519,7 @@ fn q31_softmax_row<const I: u32>(row_in: &[i32], row_out: &mut [i32], cache: Opt
     let (scale, num_bits_over_unit) = get_reciprocal(total, 0);
     let scale_v = int32x4_t::splat(scale);
     let mut start = 0;
-    for_each_block(row_in, row_out, i32::MIN, |src, dst| {
+    for_each_block(row_in, row_out, i32::MIN, #[inline(always)] |src, dst| {
         let e = match cache_ptr {
             // SAFETY: the cache holds n rounded up to whole blocks of i32.
             Some(c) => unsafe { load_block_i32(c.add(start)) },
@@ -544,7 +544,7 @@ fn q31_softmax_row<const I: u32>(row_in: &[i32], row_out: &mut [i32], cache: Opt
 
 /// Q31 logistic: input Q(I).(31-I), output Q0.31.
 pub(crate) fn q31_logistic<const I: u32>(input: &[i32], output: &mut [i32]) {
-    for_each_block(input, output, 0, |src, dst| {
+    for_each_block(input, output, 0, #[inline(always)] |src, dst| {
         // SAFETY: for_each_block hands out pointers to 16 valid elements.
         unsafe {
             let x = load_block_i32(src);
@@ -555,7 +555,7 @@ pub(crate) fn q31_logistic<const I: u32>(input: &[i32], output: &mut [i32]) {
 
 /// Q31 tanh: input Q(I).(31-I), output Q0.31.
 pub(crate) fn q31_tanh<const I: u32, const I_PLUS_1: u32>(input: &[i32], output: &mut [i32]) {
-    for_each_block(input, output, 0, |src, dst| {
+    for_each_block(input, output, 0, #[inline(always)] |src, dst| {
         // SAFETY: for_each_block hands out pointers to 16 valid elements.
         unsafe {
             let x = load_block_i32(src);

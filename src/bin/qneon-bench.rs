@@ -102,6 +102,12 @@ fn logits<T: QuantElem + TryFrom<i32>>(n: usize, q: QuantParams, seed: u64) -> V
         .collect()
 }
 
+/// `--filter` selects rows whose `"op type"` starts with the filter (so
+/// `softmax` does not select `log_softmax`), or whose type equals it.
+fn filter_matches(filter: &str, op: &str, dtype: &str) -> bool {
+    format!("{op} {dtype}").starts_with(filter) || filter == dtype
+}
+
 struct Row {
     op: &'static str,
     dtype: &'static str,
@@ -132,7 +138,7 @@ fn bench_type<T: QuantElem + TryFrom<i32>>(args: &Args, rows: usize, cols: usize
     };
     let input: Vec<T> = logits(n, q_in, 0x5eed ^ n as u64);
     let mut output = vec![T::default(); n];
-    let wanted = |op: &str| args.filter.as_deref().is_none_or(|f| format!("{op} {}", T::NAME).contains(f));
+    let wanted = |op: &str| args.filter.as_deref().is_none_or(|f| filter_matches(f, op, T::NAME));
 
     let softmax = Softmax::<T>::new(q_in, 1.0, softmax_out, Method::FixedPoint).expect("valid params");
     let logistic = Logistic::<T>::new(q_in, softmax_out, Method::FixedPoint).expect("valid params");
@@ -169,7 +175,7 @@ fn bench_q31(args: &Args, rows: usize, cols: usize, out: &mut Vec<Row>) {
     let mut rng = Rng(0x0031);
     let input: Vec<i32> = (0..n).map(|_| (3.0 * rng.normal() * (1 << 26) as f64) as i32).collect();
     let mut output = vec![0i32; n];
-    let wanted = |op: &str| args.filter.as_deref().is_none_or(|f| format!("{op} q31").contains(f));
+    let wanted = |op: &str| args.filter.as_deref().is_none_or(|f| filter_matches(f, op, "q31"));
     for &backend in &args.backends {
         let mut push = |op: &'static str, elapsed: Duration| {
             out.push(Row { op, dtype: "q31", backend, elements: n * args.reps, elapsed });
