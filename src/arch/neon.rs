@@ -118,6 +118,13 @@ impl NeonElem for i16 {
     }
 }
 
+/// Applies `f` to each vector of a block (always inlined, unlike `array::map`,
+/// so constants stay in registers across the loop).
+#[inline(always)]
+fn map4(b: Block, mut f: impl FnMut(int32x4_t) -> int32x4_t) -> Block {
+    [f(b[0]), f(b[1]), f(b[2]), f(b[3])]
+}
+
 /// Loads 16 `i32`.
 ///
 /// # Safety
@@ -153,7 +160,7 @@ fn activation_rows<T: NeonElem, const I: u32, const I_PLUS_1: u32>(p: &Activatio
         // SAFETY: for_each_block hands out pointers to 16 valid elements each.
         unsafe {
             let x = T::load_block(src);
-            T::store_block(dst, x.map(|v| activation_lanes::<int32x4_t, I, I_PLUS_1>(v, p)));
+            T::store_block(dst, map4(x, #[inline(always)] |v| activation_lanes::<int32x4_t, I, I_PLUS_1>(v, p)));
         }
     });
 }
@@ -285,7 +292,7 @@ fn row_max<T: NeonElem>(row: &[T]) -> i32 {
 /// `exp(x - max)` for a block, 0 where the difference is below `diff_min`.
 #[inline(always)]
 fn softmax_exp_block(p: &SoftmaxParams, x: Block, max: int32x4_t) -> Block {
-    x.map(|v| {
+    map4(x, #[inline(always)] |v| {
         let diff = v.sub(max);
         let e = p.exp_of_diff(diff).raw();
         <int32x4_t as Lane>::select(diff.mask_if_less_than(int32x4_t::splat(p.diff_min)), int32x4_t::splat(0), e)
@@ -309,7 +316,7 @@ fn softmax_row<T: NeonElem>(p: &SoftmaxParams, row_in: &[T], row_out: &mut [T], 
         if start + BLOCK > n {
             e = keep_first(e, n - start);
         }
-        sum.add(e.map(|v| v.rounding_divide_by_pot_non_negative(ACCUMULATION_INTEGER_BITS)));
+        sum.add(map4(e, #[inline(always)] |v| v.rounding_divide_by_pot_non_negative(ACCUMULATION_INTEGER_BITS)));
         if let Some(c) = cache_ptr {
             // SAFETY: the cache holds n rounded up to whole blocks of i32.
             unsafe { store_block_i32(c.add(start), e) };
@@ -325,7 +332,7 @@ fn softmax_row<T: NeonElem>(p: &SoftmaxParams, row_in: &[T], row_out: &mut [T], 
             // SAFETY: for_each_block hands out pointers to 16 valid elements.
             None => softmax_exp_block(p, unsafe { T::load_block(src) }, max),
         };
-        let y = e.map(|v| p.output(FixedPoint::<int32x4_t, 0>::from_raw(v), scale, exponent));
+        let y = map4(e, #[inline(always)] |v| p.output(FixedPoint::<int32x4_t, 0>::from_raw(v), scale, exponent));
         // SAFETY: for_each_block hands out pointers to 16 valid elements.
         unsafe { T::store_block(dst, y) };
         start += BLOCK;
@@ -402,7 +409,7 @@ fn log_softmax_rows<T: NeonElem>(p: &LogSoftmaxParams, input: &[T], output: &mut
         let mut start = 0;
         while start < n {
             let x = load_row_block(row_in, start, pad);
-            let mut e = x.map(|v| p.exp_term(v.sub(max)));
+            let mut e = map4(x, #[inline(always)] |v| p.exp_term(v.sub(max)));
             if start + BLOCK > n {
                 e = keep_first(e, n - start);
             }
@@ -414,7 +421,7 @@ fn log_softmax_rows<T: NeonElem>(p: &LogSoftmaxParams, input: &[T], output: &mut
             // SAFETY: for_each_block hands out pointers to 16 valid elements.
             unsafe {
                 let x = T::load_block(src);
-                T::store_block(dst, x.map(|v| p.output(v.sub(max), &row)));
+                T::store_block(dst, map4(x, #[inline(always)] |v| p.output(v.sub(max), &row)));
             }
         });
     }
@@ -453,7 +460,7 @@ pub(crate) fn log_softmax<T: QuantElem>(p: &LogSoftmaxParams, input: &[T], outpu
 /// `exp(x - max)` in Q0.31 for a block of raw Q(I) values.
 #[inline(always)]
 fn q31_exp_block<const I: u32>(x: Block, max: int32x4_t) -> Block {
-    x.map(|v| exp_on_negative_values(FixedPoint::<int32x4_t, I>::from_raw(v.saturating_sub(max))).raw())
+    map4(x, #[inline(always)] |v| exp_on_negative_values(FixedPoint::<int32x4_t, I>::from_raw(v.saturating_sub(max))).raw())
 }
 
 /// Q31 softmax: input Q(I).(31-I), output Q0.31, per `row_len`-long row.
@@ -526,7 +533,7 @@ fn q31_softmax_row<const I: u32>(row_in: &[i32], row_out: &mut [i32], cache: Opt
             // SAFETY: for_each_block hands out pointers to 16 valid elements.
             None => q31_exp_block::<I>(unsafe { load_block_i32(src) }, max),
         };
-        let y = e.map(|v| {
+        let y = map4(e, #[inline(always)] |v| {
             let product = v.saturating_rounding_doubling_high_mul(scale_v);
             if num_bits_over_unit <= 0 {
                 product.saturating_rounding_multiply_by_pot(-num_bits_over_unit)
@@ -548,7 +555,7 @@ pub(crate) fn q31_logistic<const I: u32>(input: &[i32], output: &mut [i32]) {
         // SAFETY: for_each_block hands out pointers to 16 valid elements.
         unsafe {
             let x = load_block_i32(src);
-            store_block_i32(dst, x.map(|v| crate::fixedpoint::logistic(FixedPoint::<int32x4_t, I>::from_raw(v)).raw()));
+            store_block_i32(dst, map4(x, #[inline(always)] |v| crate::fixedpoint::logistic(FixedPoint::<int32x4_t, I>::from_raw(v)).raw()));
         }
     });
 }
@@ -561,7 +568,7 @@ pub(crate) fn q31_tanh<const I: u32, const I_PLUS_1: u32>(input: &[i32], output:
             let x = load_block_i32(src);
             store_block_i32(
                 dst,
-                x.map(|v| crate::fixedpoint::tanh::<int32x4_t, I, I_PLUS_1>(FixedPoint::from_raw(v)).raw()),
+                map4(x, #[inline(always)] |v| crate::fixedpoint::tanh::<int32x4_t, I, I_PLUS_1>(FixedPoint::from_raw(v)).raw()),
             );
         }
     });
