@@ -89,11 +89,13 @@ pub fn quantize_multiplier(real: f64) -> Result<QuantizedMultiplier> {
 /// callers keep `|x| * 2^shift < 2^31`.
 #[inline(always)]
 pub fn multiply_by_quantized_multiplier<L: Lane>(x: L, multiplier: i32, shift: i32) -> L {
-    let left_shift = shift.max(0) as u32;
-    let right_shift = (-shift).max(0) as u32;
-    x.shl(left_shift)
-        .saturating_rounding_doubling_high_mul(L::splat(multiplier))
-        .rounding_divide_by_pot(right_shift)
+    if shift >= 0 {
+        // The rounding divide by 2^0 is the identity; skipping it keeps the
+        // vector loops free of four dead instructions (the branch is loop-invariant).
+        x.shl(shift as u32).saturating_rounding_doubling_high_mul(L::splat(multiplier))
+    } else {
+        x.saturating_rounding_doubling_high_mul(L::splat(multiplier)).rounding_divide_by_pot(shift.unsigned_abs())
+    }
 }
 
 /// TFLite's `MultiplyByQuantizedMultiplierGreaterThanOne`: `srdhm(x * 2^left_shift, multiplier)`.

@@ -36,6 +36,22 @@ macro_rules! dispatch_type {
     }};
 }
 
+/// Instantiates the loop twice, for input multipliers with a left shift
+/// (TFLite's usual case) and with a right shift, so that the shift direction
+/// is known inside each loop and the unused half of the rescale disappears.
+macro_rules! unswitch_on_shift {
+    ($p:expr, |$q:ident| $call:expr) => {{
+        let params = *$p;
+        if params.input_shift >= 0 {
+            let $q = &params;
+            $call
+        } else {
+            let $q = &params;
+            $call
+        }
+    }};
+}
+
 /// Four vectors: one block of 16 elements widened to `i32`.
 type Block = [int32x4_t; 4];
 
@@ -155,6 +171,15 @@ unsafe fn store_block_i32(p: *mut i32, v: Block) {
 
 #[inline(always)]
 fn activation_rows<T: NeonElem, const I: u32, const I_PLUS_1: u32>(p: &ActivationParams, input: &[T], output: &mut [T]) {
+    unswitch_on_shift!(p, |p| activation_rows_inner::<T, I, I_PLUS_1>(p, input, output))
+}
+
+#[inline(always)]
+fn activation_rows_inner<T: NeonElem, const I: u32, const I_PLUS_1: u32>(
+    p: &ActivationParams,
+    input: &[T],
+    output: &mut [T],
+) {
     let pad = T::from_i32(p.input_zero_point);
     for_each_block(input, output, pad, #[inline(always)] |src, dst| {
         // SAFETY: for_each_block hands out pointers to 16 valid elements each.
@@ -341,7 +366,12 @@ fn softmax_row<T: NeonElem>(p: &SoftmaxParams, row_in: &[T], row_out: &mut [T], 
 
 #[inline(always)]
 fn softmax_rows<T: NeonElem>(p: &SoftmaxParams, input: &[T], output: &mut [T], row_len: usize) {
-    with_exp_cache(row_len, |cache| {
+    unswitch_on_shift!(p, |p| softmax_rows_inner::<T>(p, input, output, row_len))
+}
+
+#[inline(always)]
+fn softmax_rows_inner<T: NeonElem>(p: &SoftmaxParams, input: &[T], output: &mut [T], row_len: usize) {
+    with_exp_cache(row_len, #[inline(always)] |cache| {
         for (row_in, row_out) in input.chunks_exact(row_len).zip(output.chunks_exact_mut(row_len)) {
             softmax_row(p, row_in, row_out, cache.as_deref_mut());
         }
@@ -401,6 +431,11 @@ pub(crate) fn softmax<T: QuantElem>(p: &SoftmaxParams, input: &[T], output: &mut
 
 #[inline(always)]
 fn log_softmax_rows<T: NeonElem>(p: &LogSoftmaxParams, input: &[T], output: &mut [T], row_len: usize) {
+    unswitch_on_shift!(p, |p| log_softmax_rows_inner::<T>(p, input, output, row_len))
+}
+
+#[inline(always)]
+fn log_softmax_rows_inner<T: NeonElem>(p: &LogSoftmaxParams, input: &[T], output: &mut [T], row_len: usize) {
     let pad = T::from_i32(T::MIN);
     for (row_in, row_out) in input.chunks_exact(row_len).zip(output.chunks_exact_mut(row_len)) {
         let n = row_in.len();
@@ -465,7 +500,7 @@ fn q31_exp_block<const I: u32>(x: Block, max: int32x4_t) -> Block {
 
 /// Q31 softmax: input Q(I).(31-I), output Q0.31, per `row_len`-long row.
 pub(crate) fn q31_softmax<const I: u32>(input: &[i32], output: &mut [i32], row_len: usize) {
-    with_exp_cache(row_len, |cache| {
+    with_exp_cache(row_len, #[inline(always)] |cache| {
         for (row_in, row_out) in input.chunks_exact(row_len).zip(output.chunks_exact_mut(row_len)) {
             q31_softmax_row::<I>(row_in, row_out, cache.as_deref_mut());
         }

@@ -107,8 +107,9 @@ impl SoftmaxParams {
     /// TFLite cannot represent) round a value below 2^31 to 0.
     #[inline(always)]
     pub(crate) fn output<L: Lane>(&self, exp: Q0_31<L>, scale: i32, exponent: u32) -> L {
+        // exp >= 0 and scale > 0, so the product is non-negative.
         let product = exp.raw().saturating_rounding_doubling_high_mul(L::splat(scale));
-        let unsat = if exponent <= 31 { product.rounding_divide_by_pot(exponent) } else { L::splat(0) };
+        let unsat = if exponent <= 31 { product.rounding_divide_by_pot_non_negative(exponent) } else { L::splat(0) };
         unsat.add(L::splat(self.output_zero_point)).lane_max(L::splat(self.output_min)).lane_min(L::splat(self.output_max))
     }
 }
