@@ -1,0 +1,276 @@
+//! Bit-exactness against bytes produced by the real TFLite Micro and TFLite
+//! interpreters (`tests/golden/*.jsonl`, written by `tests/golden/gen/generate.py`).
+//!
+//! Which reference `Method::FixedPoint` must equal, per op and type:
+//! * softmax int8: TFLite Micro and TFLite's reference resolver; uint8: TFLite reference.
+//! * log-softmax int8: TFLite Micro and TFLite reference; uint8: TFLite reference.
+//! * logistic and tanh int8: TFLite Micro (TFLite's own int8 kernels are float-built tables).
+//!
+//! Where a reference aborted (`"status": "abort"`) or is known wrong (`"note"`),
+//! qneon must instead be within 1 LSB of the exactly computed, correctly rounded
+//! result. Every backend available on this target is checked.
+
+use qneon::{Backend, LogSoftmax, Logistic, Method, QuantElem, QuantParams, Softmax, Tanh};
+use serde_json::Value;
+use std::path::PathBuf;
+
+fn golden_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden")
+}
+
+/// One case of a golden file.
+struct Case {
+    line: usize,
+    in_scale: f32,
+    in_zp: i32,
+    out_scale: f32,
+    out_zp: i32,
+    beta: f32,
+    row_len: usize,
+    status: String,
+    note: Option<String>,
+    input: Vec<i32>,
+    output: Option<Vec<i32>>,
+}
+
+fn load(name: &str) -> Vec<Case> {
+    let path = golden_dir().join(name);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut lines = text.lines().enumerate();
+    let (_, header) = lines.next().expect("empty golden file");
+    let header: Value = serde_json::from_str(header).expect("header is JSON");
+    assert!(header.get("provenance").is_some(), "{name}: first line must be the provenance header");
+    let ints = |v: &Value| -> Vec<i32> {
+        v.as_array().expect("array").iter().map(|x| x.as_i64().expect("integer") as i32).collect()
+    };
+    lines
+        .map(|(i, l)| {
+            let v: Value = serde_json::from_str(l).unwrap_or_else(|e| panic!("{name}:{}: {e}", i + 1));
+            let input = ints(&v["input"]);
+            Case {
+                line: i + 1,
+                in_scale: v["in_scale"].as_f64().unwrap() as f32,
+                in_zp: v["in_zp"].as_i64().unwrap() as i32,
+                out_scale: v["out_scale"].as_f64().unwrap() as f32,
+                out_zp: v["out_zp"].as_i64().unwrap() as i32,
+                beta: v.get("beta").and_then(Value::as_f64).unwrap_or(1.0) as f32,
+                row_len: v.get("row_len").and_then(Value::as_u64).map_or(input.len(), |r| r as usize),
+                status: v.get("status").and_then(Value::as_str).unwrap_or("ok").to_string(),
+                note: v.get("note").and_then(Value::as_str).map(str::to_string),
+                output: v.get("output").filter(|o| !o.is_null()).map(ints),
+                input,
+            }
+        })
+        .collect()
+}
+
+fn to_elems<T: QuantElem + TryFrom<i32>>(v: &[i32]) -> Vec<T> {
+    v.iter().map(|&x| T::try_from(x).ok().expect("golden value fits the type")).collect()
+}
+
+fn widen<T: QuantElem>(v: &[T]) -> Vec<i32> {
+    v.iter().map(|x| x.to_i32()).collect()
+}
+
+/// Exact, correctly rounded (half away from zero) quantization of `p / out_scale + zp`.
+fn quantize<T: QuantElem>(p: f64, out_scale: f32, out_zp: i32) -> i32 {
+    ((p / out_scale as f64).round() as i64 + out_zp as i64).clamp(T::MIN as i64, T::MAX as i64) as i32
+}
+
+fn exact_softmax<T: QuantElem>(c: &Case) -> Vec<i32> {
+    let mut out = Vec::with_capacity(c.input.len());
+    for row in c.input.chunks(c.row_len) {
+        let max = *row.iter().max().unwrap();
+        let k = c.beta as f64 * c.in_scale as f64;
+        let sum: f64 = row.iter().map(|&x| (k * (x - max) as f64).exp()).sum();
+        out.extend(row.iter().map(|&x| quantize::<T>((k * (x - max) as f64).exp() / sum, c.out_scale, c.out_zp)));
+    }
+    out
+}
+
+fn exact_log_softmax<T: QuantElem>(c: &Case) -> Vec<i32> {
+    let mut out = Vec::with_capacity(c.input.len());
+    for row in c.input.chunks(c.row_len) {
+        let max = *row.iter().max().unwrap();
+        let k = c.in_scale as f64;
+        let sum: f64 = row.iter().map(|&x| (k * (x - max) as f64).exp()).sum();
+        out.extend(row.iter().map(|&x| quantize::<T>(k * (x - max) as f64 - sum.ln(), c.out_scale, c.out_zp)));
+    }
+    out
+}
+
+fn exact_activation<T: QuantElem>(c: &Case, f: fn(f64) -> f64) -> Vec<i32> {
+    c.input
+        .iter()
+        .map(|&x| quantize::<T>(f(c.in_scale as f64 * (x - c.in_zp) as f64), c.out_scale, c.out_zp))
+        .collect()
+}
+
+#[derive(Default)]
+struct Tally {
+    exact_cases: usize,
+    exact_elems: usize,
+    corrected_cases: usize,
+    rejected: usize,
+    failures: Vec<String>,
+}
+
+impl Tally {
+    fn compare(&mut self, file: &str, c: &Case, backend: Backend, got: &[i32], want: &[i32], tolerance: i32) {
+        let bad: Vec<usize> = (0..want.len()).filter(|&i| (got[i] - want[i]).abs() > tolerance).collect();
+        if let Some(&i) = bad.first() {
+            self.failures.push(format!(
+                "{file}:{} [{}] scale {} zp {} beta {} row_len {}: {} of {} differ (tolerance {tolerance}); \
+                 first at {i}: input {} want {} got {}",
+                c.line,
+                backend.name(),
+                c.in_scale,
+                c.in_zp,
+                c.beta,
+                c.row_len,
+                bad.len(),
+                want.len(),
+                c.input[i],
+                want[i],
+                got[i]
+            ));
+        }
+        if tolerance == 0 {
+            self.exact_cases += 1;
+            self.exact_elems += want.len();
+        } else {
+            self.corrected_cases += 1;
+        }
+    }
+
+    fn finish(self, what: &str, min_cases: usize) {
+        println!(
+            "{what}: {} cases ({} elements) bit-exact, {} checked against exact math, {} rejected (beta <= 0)",
+            self.exact_cases, self.exact_elems, self.corrected_cases, self.rejected
+        );
+        assert!(self.failures.is_empty(), "{what}: {} mismatches:\n{}", self.failures.len(), self.failures.join("\n"));
+        assert!(self.exact_cases >= min_cases, "{what}: only {} bit-exact cases", self.exact_cases);
+    }
+}
+
+fn softmax_file<T: QuantElem + TryFrom<i32>>(file: &str, tally: &mut Tally) {
+    for c in load(file) {
+        let q_in = QuantParams::new(c.in_scale, c.in_zp);
+        let q_out = QuantParams::new(c.out_scale, c.out_zp);
+        if c.beta <= 0.0 {
+            // The references abort on beta <= 0; qneon rejects it up front.
+            let err = Softmax::<T>::new(q_in, c.beta, q_out, Method::FixedPoint).unwrap_err();
+            assert!(matches!(err, qneon::Error::Beta { .. }), "{file}:{}: {err}", c.line);
+            tally.rejected += 1;
+            continue;
+        }
+        let op = Softmax::<T>::new(q_in, c.beta, q_out, Method::FixedPoint)
+            .unwrap_or_else(|e| panic!("{file}:{}: {e}", c.line));
+        let input = to_elems::<T>(&c.input);
+        for backend in Backend::available() {
+            let mut out = vec![T::default(); input.len()];
+            op.run_with(backend, &input, &mut out, c.row_len).unwrap();
+            match (&c.output, c.status.as_str()) {
+                (Some(want), "ok") if c.note.is_none() => tally.compare(file, &c, backend, &widen(&out), want, 0),
+                _ => tally.compare(file, &c, backend, &widen(&out), &exact_softmax::<T>(&c), 1),
+            }
+        }
+    }
+}
+
+fn log_softmax_file<T: QuantElem + TryFrom<i32>>(file: &str, tally: &mut Tally) {
+    for c in load(file) {
+        let q_in = QuantParams::new(c.in_scale, c.in_zp);
+        let q_out = QuantParams::new(c.out_scale, c.out_zp);
+        let op = LogSoftmax::<T>::new(q_in, q_out, Method::FixedPoint)
+            .unwrap_or_else(|e| panic!("{file}:{}: {e}", c.line));
+        let input = to_elems::<T>(&c.input);
+        for backend in Backend::available() {
+            let mut out = vec![T::default(); input.len()];
+            op.run_with(backend, &input, &mut out, c.row_len).unwrap();
+            match (&c.output, c.status.as_str()) {
+                (Some(want), "ok") if c.note.is_none() => tally.compare(file, &c, backend, &widen(&out), want, 0),
+                _ => tally.compare(file, &c, backend, &widen(&out), &exact_log_softmax::<T>(&c), 1),
+            }
+        }
+    }
+}
+
+fn activation_file<T: QuantElem + TryFrom<i32>>(file: &str, tanh: bool, tally: &mut Tally) {
+    for c in load(file) {
+        let q_in = QuantParams::new(c.in_scale, c.in_zp);
+        let q_out = QuantParams::new(c.out_scale, c.out_zp);
+        let input = to_elems::<T>(&c.input);
+        for backend in Backend::available() {
+            let mut out = vec![T::default(); input.len()];
+            if tanh {
+                let op = Tanh::<T>::new(q_in, q_out, Method::FixedPoint).unwrap();
+                op.run_with(backend, &input, &mut out).unwrap();
+            } else {
+                let op = Logistic::<T>::new(q_in, q_out, Method::FixedPoint).unwrap();
+                op.run_with(backend, &input, &mut out).unwrap();
+            }
+            let f: fn(f64) -> f64 = if tanh { f64::tanh } else { |x| 1.0 / (1.0 + (-x).exp()) };
+            match (&c.output, c.status.as_str()) {
+                (Some(want), "ok") if c.note.is_none() => tally.compare(file, &c, backend, &widen(&out), want, 0),
+                _ => tally.compare(file, &c, backend, &widen(&out), &exact_activation::<T>(&c, f), 1),
+            }
+        }
+    }
+}
+
+#[test]
+fn softmax_int8_fixed_point_equals_tflite_micro() {
+    let mut t = Tally::default();
+    softmax_file::<i8>("softmax_int8_tflm.jsonl", &mut t);
+    t.finish("softmax int8 vs TFLite Micro", 100);
+}
+
+#[test]
+fn softmax_int8_fixed_point_equals_tflite_reference() {
+    let mut t = Tally::default();
+    softmax_file::<i8>("softmax_int8_tflite_ref.jsonl", &mut t);
+    t.finish("softmax int8 vs TFLite reference", 100);
+}
+
+#[test]
+fn softmax_uint8_fixed_point_equals_tflite_reference() {
+    let mut t = Tally::default();
+    softmax_file::<u8>("softmax_uint8_tflite_ref.jsonl", &mut t);
+    t.finish("softmax uint8 vs TFLite reference", 50);
+}
+
+#[test]
+fn log_softmax_int8_fixed_point_equals_tflite_micro() {
+    let mut t = Tally::default();
+    log_softmax_file::<i8>("log_softmax_int8_tflm.jsonl", &mut t);
+    t.finish("log-softmax int8 vs TFLite Micro", 50);
+}
+
+#[test]
+fn log_softmax_int8_fixed_point_equals_tflite_reference() {
+    let mut t = Tally::default();
+    log_softmax_file::<i8>("log_softmax_int8_tflite_ref.jsonl", &mut t);
+    t.finish("log-softmax int8 vs TFLite reference", 50);
+}
+
+#[test]
+fn log_softmax_uint8_fixed_point_equals_tflite_reference() {
+    let mut t = Tally::default();
+    log_softmax_file::<u8>("log_softmax_uint8_tflite_ref.jsonl", &mut t);
+    t.finish("log-softmax uint8 vs TFLite reference", 50);
+}
+
+#[test]
+fn logistic_int8_fixed_point_equals_tflite_micro() {
+    let mut t = Tally::default();
+    activation_file::<i8>("logistic_int8_tflm.jsonl", false, &mut t);
+    t.finish("logistic int8 vs TFLite Micro", 20);
+}
+
+#[test]
+fn tanh_int8_fixed_point_equals_tflite_micro() {
+    let mut t = Tally::default();
+    activation_file::<i8>("tanh_int8_tflm.jsonl", true, &mut t);
+    t.finish("tanh int8 vs TFLite Micro", 20);
+}
