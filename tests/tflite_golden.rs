@@ -274,3 +274,46 @@ fn tanh_int8_fixed_point_equals_tflite_micro() {
     activation_file::<i8>("tanh_int8_tflm.jsonl", true, &mut t);
     t.finish("tanh int8 vs TFLite Micro", 20);
 }
+
+/// Where TFLite Micro's int8 logistic/tanh are wrong (input scales >= 4 and
+/// >= 8), qneon must give exactly what TFLite's reference resolver gives (its
+/// float-built table, correctly rounded there).
+fn large_scale_matches_tflite_reference(op: &str, tanh: bool) -> usize {
+    let tflm = load(&format!("{op}_int8_tflm.jsonl"));
+    let reference = load(&format!("{op}_int8_tflite_ref.jsonl"));
+    let mut checked = 0;
+    for c in tflm.iter().filter(|c| c.note.is_some()) {
+        let Some(r) = reference.iter().find(|r| {
+            r.in_scale == c.in_scale && r.in_zp == c.in_zp && r.input == c.input && r.output.is_some()
+        }) else {
+            continue;
+        };
+        let q_in = QuantParams::new(c.in_scale, c.in_zp);
+        let q_out = QuantParams::new(c.out_scale, c.out_zp);
+        let input = to_elems::<i8>(&c.input);
+        for backend in Backend::available() {
+            let mut out = vec![0i8; input.len()];
+            if tanh {
+                Tanh::<i8>::new(q_in, q_out, Method::FixedPoint).unwrap().run_with(backend, &input, &mut out).unwrap();
+            } else {
+                Logistic::<i8>::new(q_in, q_out, Method::FixedPoint)
+                    .unwrap()
+                    .run_with(backend, &input, &mut out)
+                    .unwrap();
+            }
+            assert_eq!(&widen(&out), r.output.as_ref().unwrap(), "{op} scale {} zp {}", c.in_scale, c.in_zp);
+            checked += 1;
+        }
+    }
+    checked
+}
+
+#[test]
+fn logistic_int8_large_scales_equal_tflite_reference_where_tflite_micro_is_wrong() {
+    assert!(large_scale_matches_tflite_reference("logistic", false) >= 5);
+}
+
+#[test]
+fn tanh_int8_large_scales_equal_tflite_reference_where_tflite_micro_is_wrong() {
+    assert!(large_scale_matches_tflite_reference("tanh", true) >= 3);
+}

@@ -105,21 +105,30 @@ impl ActivationParams {
             (input_multiplier as i32, input_shift)
         };
 
-        let mut radius = calculate_input_radius(input_integer_bits, input_shift, 31);
-        if T::NAME != "int16" {
-            // TFLite Micro's radius rounds down to 1 (shift 30, scales in [4, 8)) or
-            // 0 (shift >= 31, scales >= 8) steps and then clamps values that are
-            // not saturated, or even zero. Step 1 is |v| in [4, 8) and must be
-            // computed for logistic (logistic(4) is 0.982, not 1); from step 2
-            // (|v| >= 8) both functions round to their limits. Both steps fit
-            // the input shift without overflow (|x| * 2^30 < 2^31).
-            let needed = match (activation, input_shift) {
-                (Activation::Logistic, 30) => 2,
-                (_, s) if s >= 30 => 1,
-                _ => 0,
-            };
-            radius = radius.max(needed);
-        }
+        // The TFLite radius, floor((2^I - 1) 2^(31-I) / 2^shift), rounds down to
+        // 1 step at shift 30 and 0 steps from shift 31 on, and then clamps
+        // inputs that are not saturated, or even zero (TFLite Micro's int8
+        // bug at input scales >= 4). Step 1 (|v| in [2^(I-1), 2^I)) must be
+        // computed when it does not round to the limit: logistic(4) is 0.982
+        // for 8-bit types, and for int16 neither function saturates below
+        // |v| = 11.1. From step 2 on (|v| >= 2^I) everything saturates. Both
+        // steps fit the shift without overflow (|x| * 2^30 < 2^31). Elsewhere
+        // the radius covers |v| >= (2^I - 1)/2, which saturates logistic and
+        // tanh in 8 bits (I = 4) and in 16 bits (I = 5).
+        let radius = calculate_input_radius(input_integer_bits, input_shift, 31);
+        let step_one_needed = activation == Activation::Logistic || T::NAME == "int16";
+        let needed = match input_shift {
+            30 if step_one_needed => 2,
+            s if s >= 30 => 1,
+            _ => 0,
+        };
+        let radius = radius.max(needed);
+
+        // Shifts past 31 (input scales >= 16 for 8-bit types) leave only
+        // x == 0 inside the radius, whose rescaled value is 0 for any
+        // multiplier; cap the shift so the (discarded) other lanes stay
+        // well-defined shifts.
+        let input_shift = input_shift.min(31);
 
         let output_shift = 31 - output_fraction_bits;
         let clamp = |x: i64| x.clamp(T::MIN as i64, T::MAX as i64) as i32;
