@@ -9,7 +9,7 @@ use super::tail::{for_each_block, BLOCK};
 use crate::fixedpoint::{exp_on_negative_values, get_reciprocal, FixedPoint, Lane};
 use crate::ops::logistic::activation_lanes;
 use crate::ops::softmax::ACCUMULATION_INTEGER_BITS;
-use crate::ops::{ActivationParams, LogSoftmaxParams, QuantElem, SoftmaxParams};
+use crate::ops::{Activation, ActivationParams, LogSoftmaxParams, QuantElem, SoftmaxParams};
 use core::arch::aarch64::*;
 
 /// Calls the kernel for the concrete element type behind `T` (sealed: i8, u8, i16).
@@ -170,12 +170,16 @@ unsafe fn store_block_i32(p: *mut i32, v: Block) {
 // Logistic and tanh.
 
 #[inline(always)]
-fn activation_rows<T: NeonElem, const I: u32, const I_PLUS_1: u32>(p: &ActivationParams, input: &[T], output: &mut [T]) {
-    unswitch_on_shift!(p, |p| activation_rows_inner::<T, I, I_PLUS_1>(p, input, output))
+fn activation_rows<T: NeonElem, const I: u32, const I_PLUS_1: u32, const TANH: bool>(
+    p: &ActivationParams,
+    input: &[T],
+    output: &mut [T],
+) {
+    unswitch_on_shift!(p, |p| activation_rows_inner::<T, I, I_PLUS_1, TANH>(p, input, output))
 }
 
 #[inline(always)]
-fn activation_rows_inner<T: NeonElem, const I: u32, const I_PLUS_1: u32>(
+fn activation_rows_inner<T: NeonElem, const I: u32, const I_PLUS_1: u32, const TANH: bool>(
     p: &ActivationParams,
     input: &[T],
     output: &mut [T],
@@ -185,32 +189,45 @@ fn activation_rows_inner<T: NeonElem, const I: u32, const I_PLUS_1: u32>(
         // SAFETY: for_each_block hands out pointers to 16 valid elements each.
         unsafe {
             let x = T::load_block(src);
-            T::store_block(dst, map4(x, #[inline(always)] |v| activation_lanes::<int32x4_t, I, I_PLUS_1>(v, p)));
+            T::store_block(dst, map4(x, #[inline(always)] |v| activation_lanes::<int32x4_t, I, I_PLUS_1, TANH>(v, p)));
         }
     });
 }
 
 macro_rules! activation_kernels {
-    ($($name:ident: $t:ty, $i:literal, $i1:literal;)*) => {$(
-        #[doc = concat!("Logistic or tanh on `", stringify!($t), "` with Q", $i, " input.")]
+    ($($name:ident: $t:ty, $i:literal, $i1:literal, $tanh:literal;)*) => {$(
+        #[doc = concat!("`", stringify!($name), "`: Q", $i, " rescaled input, 16 elements per iteration.")]
         #[inline(never)]
         pub(crate) fn $name(p: &ActivationParams, input: &[$t], output: &mut [$t]) {
-            activation_rows::<$t, $i, $i1>(p, input, output)
+            activation_rows::<$t, $i, $i1, $tanh>(p, input, output)
         }
     )*};
 }
 
 activation_kernels! {
-    activation_i8: i8, 4, 5;
-    activation_u8: u8, 4, 5;
-    activation_i16: i16, 5, 6;
+    logistic_i8: i8, 4, 5, false;
+    logistic_u8: u8, 4, 5, false;
+    logistic_i16: i16, 5, 6, false;
+    tanh_i8: i8, 4, 5, true;
+    tanh_u8: u8, 4, 5, true;
+    tanh_i16: i16, 5, 6, true;
 }
 
 /// Logistic or tanh, element-wise; lengths were checked by the caller.
 pub(crate) fn activation<T: QuantElem>(p: &ActivationParams, input: &[T], output: &mut [T]) {
-    dispatch_type!(T, input, output, |i, o| activation_i8(p, i, o), |i, o| activation_u8(p, i, o), |i, o| {
-        activation_i16(p, i, o)
-    })
+    match p.activation {
+        Activation::Logistic => dispatch_type!(
+            T,
+            input,
+            output,
+            |i, o| logistic_i8(p, i, o),
+            |i, o| logistic_u8(p, i, o),
+            |i, o| logistic_i16(p, i, o)
+        ),
+        Activation::Tanh => {
+            dispatch_type!(T, input, output, |i, o| tanh_i8(p, i, o), |i, o| tanh_u8(p, i, o), |i, o| tanh_i16(p, i, o))
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------

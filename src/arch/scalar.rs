@@ -3,7 +3,7 @@
 use crate::fixedpoint::{self, exp_on_negative_values, get_reciprocal, FixedPoint, Lane};
 use crate::ops::logistic::activation_lanes;
 use crate::ops::softmax::ACCUMULATION_INTEGER_BITS;
-use crate::ops::{ActivationParams, LogSoftmaxParams, QuantElem, SoftmaxParams};
+use crate::ops::{Activation, ActivationParams, LogSoftmaxParams, QuantElem, SoftmaxParams};
 
 /// Softmax of every `row_len`-long row; lengths were checked by the caller.
 pub(crate) fn softmax<T: QuantElem>(p: &SoftmaxParams, input: &[T], output: &mut [T], row_len: usize) {
@@ -47,19 +47,21 @@ pub(crate) fn log_softmax<T: QuantElem>(p: &LogSoftmaxParams, input: &[T], outpu
 
 /// Logistic or tanh, element-wise; lengths were checked by the caller.
 pub(crate) fn activation<T: QuantElem>(p: &ActivationParams, input: &[T], output: &mut [T]) {
-    match p.input_integer_bits {
-        4 => activation_loop::<T, 4, 5>(p, input, output),
-        _ => activation_loop::<T, 5, 6>(p, input, output),
+    match (p.input_integer_bits, p.activation) {
+        (4, Activation::Logistic) => activation_loop::<T, 4, 5, false>(p, input, output),
+        (4, Activation::Tanh) => activation_loop::<T, 4, 5, true>(p, input, output),
+        (_, Activation::Logistic) => activation_loop::<T, 5, 6, false>(p, input, output),
+        (_, Activation::Tanh) => activation_loop::<T, 5, 6, true>(p, input, output),
     }
 }
 
-fn activation_loop<T: QuantElem, const I: u32, const I_PLUS_1: u32>(
+fn activation_loop<T: QuantElem, const I: u32, const I_PLUS_1: u32, const TANH: bool>(
     p: &ActivationParams,
     input: &[T],
     output: &mut [T],
 ) {
     for (x, y) in input.iter().zip(output.iter_mut()) {
-        *y = T::from_i32(activation_lanes::<i32, I, I_PLUS_1>(x.to_i32(), p));
+        *y = T::from_i32(activation_lanes::<i32, I, I_PLUS_1, TANH>(x.to_i32(), p));
     }
 }
 

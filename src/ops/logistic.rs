@@ -154,19 +154,21 @@ impl ActivationParams {
     }
 }
 
-/// Logistic or tanh of already-widened inputs, `L::LANES` at a time: the whole
-/// per-element algorithm, shared by every backend.
+/// Logistic (`TANH == false`) or tanh of already-widened inputs, `L::LANES` at
+/// a time: the whole per-element algorithm, shared by every backend. The
+/// function is a const parameter so each kernel loop holds one of them.
 #[inline(always)]
-pub(crate) fn activation_lanes<L: Lane, const I: u32, const I_PLUS_1: u32>(q: L, p: &ActivationParams) -> L {
+pub(crate) fn activation_lanes<L: Lane, const I: u32, const I_PLUS_1: u32, const TANH: bool>(
+    q: L,
+    p: &ActivationParams,
+) -> L {
+    debug_assert_eq!(TANH, p.activation == Activation::Tanh);
     let x = q.sub(L::splat(p.input_zero_point));
     let saturate_low = x.mask_if_less_than(L::splat(1 - p.input_range_radius));
     let saturate_high = x.mask_if_greater_than(L::splat(p.input_range_radius - 1));
     // Lanes that saturate may wrap here; their result is discarded below.
     let v = FixedPoint::<L, I>::from_raw(multiply_by_quantized_multiplier(x, p.input_multiplier, p.input_shift));
-    let y = match p.activation {
-        Activation::Logistic => fixedpoint::logistic(v),
-        Activation::Tanh => fixedpoint::tanh::<L, I, I_PLUS_1>(v),
-    };
+    let y = if TANH { fixedpoint::tanh::<L, I, I_PLUS_1>(v) } else { fixedpoint::logistic(v) };
     let out = y
         .raw()
         .rounding_divide_by_pot(p.output_shift)
