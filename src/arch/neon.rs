@@ -68,6 +68,34 @@ pub(crate) trait NeonElem: QuantElem {
     /// # Safety
     /// `p` must be valid for writing 16 elements.
     unsafe fn store_block(p: *mut Self, v: Block);
+
+    /// The maximum of a slice, computed in the type's own lanes.
+    fn slice_max(x: &[Self]) -> i32;
+}
+
+/// Whole 16-element chunks of `x` by pointer, then the remainder by value.
+macro_rules! native_max {
+    ($x:expr, $t:ty, $init:expr, $load:ident, $max:ident, $reduce:ident, $step:literal) => {{
+        let x: &[$t] = $x;
+        let whole = x.len() - x.len() % BLOCK;
+        // SAFETY: neon is a compile-time target feature on aarch64.
+        let mut m = unsafe { $init };
+        let mut i = 0;
+        while i < whole {
+            // SAFETY: i + 16 <= whole <= x.len(): the 16 elements read are in bounds.
+            unsafe {
+                let mut j = 0;
+                while j < BLOCK {
+                    m = $max(m, $load(x.as_ptr().add(i + j)));
+                    j += $step;
+                }
+            }
+            i += BLOCK;
+        }
+        // SAFETY: neon is a compile-time target feature on aarch64.
+        let vector_max = unsafe { $reduce(m) } as i32;
+        x[whole..].iter().fold(vector_max, |a, &b| a.max(b as i32))
+    }};
 }
 
 impl NeonElem for i8 {
@@ -89,6 +117,10 @@ impl NeonElem for i8 {
             let hi = vqmovn_high_s32(vqmovn_s32(v[2]), v[3]);
             vst1q_s8(p, vqmovn_high_s16(vqmovn_s16(lo), hi));
         }
+    }
+    #[inline(always)]
+    fn slice_max(x: &[i8]) -> i32 {
+        native_max!(x, i8, vdupq_n_s8(i8::MIN), vld1q_s8, vmaxq_s8, vmaxvq_s8, 16)
     }
 }
 
@@ -112,6 +144,10 @@ impl NeonElem for u8 {
             vst1q_u8(p, vqmovun_high_s16(vqmovun_s16(lo), hi));
         }
     }
+    #[inline(always)]
+    fn slice_max(x: &[u8]) -> i32 {
+        native_max!(x, u8, vdupq_n_u8(0), vld1q_u8, vmaxq_u8, vmaxvq_u8, 16)
+    }
 }
 
 impl NeonElem for i16 {
@@ -131,6 +167,10 @@ impl NeonElem for i16 {
             vst1q_s16(p, vqmovn_high_s32(vqmovn_s32(v[0]), v[1]));
             vst1q_s16(p.add(8), vqmovn_high_s32(vqmovn_s32(v[2]), v[3]));
         }
+    }
+    #[inline(always)]
+    fn slice_max(x: &[i16]) -> i32 {
+        native_max!(x, i16, vdupq_n_s16(i16::MIN), vld1q_s16, vmaxq_s16, vmaxvq_s16, 8)
     }
 }
 
@@ -254,6 +294,25 @@ impl SumOfExps {
         unsafe { SumOfExps { lanes: vdupq_n_u32(0), wide: vdupq_n_u64(0), blocks: 0 } }
     }
 
+    /// Adds a block of Q0.31 exps (each `>= 0`), each rescaled to Q12.19 with
+    /// the rounding shift fused into the accumulate (`srsra`): the same value as
+    /// `rounding_divide_by_pot(e, 12)` for non-negative `e`.
+    #[inline(always)]
+    fn add_q0_31(&mut self, v: Block) {
+        // SAFETY: neon is a compile-time target feature on aarch64.
+        unsafe {
+            let mut acc = vreinterpretq_s32_u32(self.lanes);
+            for e in v {
+                acc = vrsraq_n_s32::<{ ACCUMULATION_INTEGER_BITS as i32 }>(acc, e);
+            }
+            self.lanes = vreinterpretq_u32_s32(acc);
+        }
+        self.blocks += 1;
+        if self.blocks == Self::FLUSH_EVERY {
+            self.flush();
+        }
+    }
+
     /// Adds a block of Q12.19 values (each in `[0, 2^19]`).
     #[inline(always)]
     fn add(&mut self, v: Block) {
@@ -299,36 +358,28 @@ fn keep_first(v: Block, valid: usize) -> Block {
     unsafe { load_block_i32(a.as_ptr()) }
 }
 
-/// Loads a block of the row starting at `start`, padding past the end with `pad`.
+/// Calls `f(block, start, valid)` for each 16-element block of `row`: whole
+/// blocks straight from the slice (`valid == 16`), then the last partial block
+/// from a buffer padded with `pad`. Always inlined, so `valid` is a constant in
+/// the main loop.
 #[inline(always)]
-fn load_row_block<T: NeonElem>(row: &[T], start: usize, pad: T) -> Block {
-    if start + BLOCK <= row.len() {
-        // SAFETY: start + 16 <= row.len().
-        unsafe { T::load_block(row.as_ptr().add(start)) }
-    } else {
-        let mut buf = [pad; BLOCK];
-        let rest = row.len() - start;
-        buf[..rest].copy_from_slice(&row[start..]);
-        // SAFETY: buf holds 16 elements.
-        unsafe { T::load_block(buf.as_ptr()) }
-    }
-}
-
-/// The row maximum, widened.
-#[inline(always)]
-fn row_max<T: NeonElem>(row: &[T]) -> i32 {
-    let pad = T::from_i32(T::MIN);
-    // SAFETY: neon is a compile-time target feature on aarch64.
-    let mut m = unsafe { vdupq_n_s32(T::MIN) };
+fn for_each_row_block<T: NeonElem>(row: &[T], pad: T, mut f: impl FnMut(Block, usize, usize)) {
+    let n = row.len();
+    let whole = n - n % BLOCK;
     let mut start = 0;
-    while start < row.len() {
-        let b = load_row_block(row, start, pad);
-        // SAFETY: neon is a compile-time target feature on aarch64.
-        unsafe { m = vmaxq_s32(m, vmaxq_s32(vmaxq_s32(b[0], b[1]), vmaxq_s32(b[2], b[3]))) };
+    while start < whole {
+        // SAFETY: start + 16 <= whole <= row.len().
+        let b = unsafe { T::load_block(row.as_ptr().add(start)) };
+        f(b, start, BLOCK);
         start += BLOCK;
     }
-    // SAFETY: neon is a compile-time target feature on aarch64.
-    unsafe { vmaxvq_s32(m) }
+    if whole < n {
+        let mut buf = [pad; BLOCK];
+        buf[..n - whole].copy_from_slice(&row[whole..]);
+        // SAFETY: buf holds 16 elements.
+        let b = unsafe { T::load_block(buf.as_ptr()) };
+        f(b, whole, n - whole);
+    }
 }
 
 /// `exp(x - max)` for a block, 0 where the difference is below `diff_min`.
@@ -344,27 +395,25 @@ fn softmax_exp_block(p: &SoftmaxParams, x: Block, max: int32x4_t) -> Block {
 #[inline(always)]
 fn softmax_row<T: NeonElem>(p: &SoftmaxParams, row_in: &[T], row_out: &mut [T], cache: Option<&mut [i32]>) {
     let n = row_in.len();
-    let max_scalar = row_max(row_in);
+    let max_scalar = T::slice_max(row_in);
     let max = int32x4_t::splat(max_scalar);
     let pad = T::from_i32(T::MIN);
     let mut sum = SumOfExps::new();
-    let mut start = 0;
     let cache_ptr = cache.map(|c| {
         debug_assert!(c.len() >= n.div_ceil(BLOCK) * BLOCK);
         c.as_mut_ptr()
     });
-    while start < n {
-        let mut e = softmax_exp_block(p, load_row_block(row_in, start, pad), max);
-        if start + BLOCK > n {
-            e = keep_first(e, n - start);
+    for_each_row_block(row_in, pad, #[inline(always)] |x, start, valid| {
+        let mut e = softmax_exp_block(p, x, max);
+        if valid < BLOCK {
+            e = keep_first(e, valid);
         }
-        sum.add(map4(e, #[inline(always)] |v| v.rounding_divide_by_pot_non_negative(ACCUMULATION_INTEGER_BITS)));
+        sum.add_q0_31(e);
         if let Some(c) = cache_ptr {
             // SAFETY: the cache holds n rounded up to whole blocks of i32.
             unsafe { store_block_i32(c.add(start), e) };
         }
-        start += BLOCK;
-    }
+    });
     let (scale, exponent) = p.reciprocal(sum.total());
     let mut start = 0;
     for_each_block(row_in, row_out, pad, #[inline(always)] |src, dst| {
@@ -455,19 +504,15 @@ fn log_softmax_rows<T: NeonElem>(p: &LogSoftmaxParams, input: &[T], output: &mut
 fn log_softmax_rows_inner<T: NeonElem>(p: &LogSoftmaxParams, input: &[T], output: &mut [T], row_len: usize) {
     let pad = T::from_i32(T::MIN);
     for (row_in, row_out) in input.chunks_exact(row_len).zip(output.chunks_exact_mut(row_len)) {
-        let n = row_in.len();
-        let max = int32x4_t::splat(row_max(row_in));
+        let max = int32x4_t::splat(T::slice_max(row_in));
         let mut sum = SumOfExps::new();
-        let mut start = 0;
-        while start < n {
-            let x = load_row_block(row_in, start, pad);
+        for_each_row_block(row_in, pad, #[inline(always)] |x, _, valid| {
             let mut e = map4(x, #[inline(always)] |v| p.exp_term(v.sub(max)));
-            if start + BLOCK > n {
-                e = keep_first(e, n - start);
+            if valid < BLOCK {
+                e = keep_first(e, valid);
             }
             sum.add(e);
-            start += BLOCK;
-        }
+        });
         let row = p.row_constants(sum.total());
         for_each_block(row_in, row_out, pad, #[inline(always)] |src, dst| {
             // SAFETY: for_each_block hands out pointers to 16 valid elements.

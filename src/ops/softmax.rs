@@ -110,7 +110,8 @@ impl SoftmaxParams {
         // exp >= 0 and scale > 0, so the product is non-negative.
         let product = exp.raw().saturating_rounding_doubling_high_mul(L::splat(scale));
         let unsat = if exponent <= 31 { product.rounding_divide_by_pot_non_negative(exponent) } else { L::splat(0) };
-        unsat.add(L::splat(self.output_zero_point)).lane_max(L::splat(self.output_min)).lane_min(L::splat(self.output_max))
+        // unsat >= 0, so only the upper clamp can bind.
+        unsat.add(L::splat(self.output_zero_point)).lane_min(L::splat(self.output_max))
     }
 }
 
