@@ -55,8 +55,8 @@ macro_rules! unswitch_on_shift {
 /// Four vectors: one block of 16 elements widened to `i32`.
 type Block = [int32x4_t; 4];
 
-/// Element types the NEON loops can load and store (i8, u8, i16).
-pub(crate) trait NeonElem: QuantElem {
+/// Element types the NEON loops can load and store (i8, u8, i16, and raw i32).
+pub(crate) trait NeonElem: Copy + 'static {
     /// Loads 16 elements and widens them to `i32`.
     ///
     /// # Safety
@@ -206,11 +206,28 @@ unsafe fn store_block_i32(p: *mut i32, v: Block) {
     }
 }
 
+impl NeonElem for i32 {
+    #[inline(always)]
+    unsafe fn load_block(p: *const i32) -> Block {
+        // SAFETY: the caller guarantees 16 readable i32 at p.
+        unsafe { load_block_i32(p) }
+    }
+    #[inline(always)]
+    unsafe fn store_block(p: *mut i32, v: Block) {
+        // SAFETY: the caller guarantees 16 writable i32 at p.
+        unsafe { store_block_i32(p, v) }
+    }
+    #[inline(always)]
+    fn slice_max(x: &[i32]) -> i32 {
+        native_max!(x, i32, vdupq_n_s32(i32::MIN), vld1q_s32, vmaxq_s32, vmaxvq_s32, 4)
+    }
+}
+
 // ---------------------------------------------------------------------------
 // Logistic and tanh.
 
 #[inline(always)]
-fn activation_rows<T: NeonElem, const I: u32, const I_PLUS_1: u32, const TANH: bool>(
+fn activation_rows<T: NeonElem + QuantElem, const I: u32, const I_PLUS_1: u32, const TANH: bool>(
     p: &ActivationParams,
     input: &[T],
     output: &mut [T],
@@ -219,7 +236,7 @@ fn activation_rows<T: NeonElem, const I: u32, const I_PLUS_1: u32, const TANH: b
 }
 
 #[inline(always)]
-fn activation_rows_inner<T: NeonElem, const I: u32, const I_PLUS_1: u32, const TANH: bool>(
+fn activation_rows_inner<T: NeonElem + QuantElem, const I: u32, const I_PLUS_1: u32, const TANH: bool>(
     p: &ActivationParams,
     input: &[T],
     output: &mut [T],
@@ -393,7 +410,7 @@ fn softmax_exp_block(p: &SoftmaxParams, x: Block, max: int32x4_t) -> Block {
 }
 
 #[inline(always)]
-fn softmax_row<T: NeonElem>(p: &SoftmaxParams, row_in: &[T], row_out: &mut [T], cache: Option<&mut [i32]>) {
+fn softmax_row<T: NeonElem + QuantElem>(p: &SoftmaxParams, row_in: &[T], row_out: &mut [T], cache: Option<&mut [i32]>) {
     let n = row_in.len();
     let max_scalar = T::slice_max(row_in);
     let max = int32x4_t::splat(max_scalar);
@@ -431,12 +448,12 @@ fn softmax_row<T: NeonElem>(p: &SoftmaxParams, row_in: &[T], row_out: &mut [T], 
 }
 
 #[inline(always)]
-fn softmax_rows<T: NeonElem>(p: &SoftmaxParams, input: &[T], output: &mut [T], row_len: usize) {
+fn softmax_rows<T: NeonElem + QuantElem>(p: &SoftmaxParams, input: &[T], output: &mut [T], row_len: usize) {
     unswitch_on_shift!(p, |p| softmax_rows_inner::<T>(p, input, output, row_len))
 }
 
 #[inline(always)]
-fn softmax_rows_inner<T: NeonElem>(p: &SoftmaxParams, input: &[T], output: &mut [T], row_len: usize) {
+fn softmax_rows_inner<T: NeonElem + QuantElem>(p: &SoftmaxParams, input: &[T], output: &mut [T], row_len: usize) {
     with_exp_cache(row_len, #[inline(always)] |cache| {
         for (row_in, row_out) in input.chunks_exact(row_len).zip(output.chunks_exact_mut(row_len)) {
             softmax_row(p, row_in, row_out, cache.as_deref_mut());
@@ -496,12 +513,12 @@ pub(crate) fn softmax<T: QuantElem>(p: &SoftmaxParams, input: &[T], output: &mut
 // Log-softmax.
 
 #[inline(always)]
-fn log_softmax_rows<T: NeonElem>(p: &LogSoftmaxParams, input: &[T], output: &mut [T], row_len: usize) {
+fn log_softmax_rows<T: NeonElem + QuantElem>(p: &LogSoftmaxParams, input: &[T], output: &mut [T], row_len: usize) {
     unswitch_on_shift!(p, |p| log_softmax_rows_inner::<T>(p, input, output, row_len))
 }
 
 #[inline(always)]
-fn log_softmax_rows_inner<T: NeonElem>(p: &LogSoftmaxParams, input: &[T], output: &mut [T], row_len: usize) {
+fn log_softmax_rows_inner<T: NeonElem + QuantElem>(p: &LogSoftmaxParams, input: &[T], output: &mut [T], row_len: usize) {
     let pad = T::from_i32(T::MIN);
     for (row_in, row_out) in input.chunks_exact(row_len).zip(output.chunks_exact_mut(row_len)) {
         let max = int32x4_t::splat(T::slice_max(row_in));
@@ -570,41 +587,16 @@ pub(crate) fn q31_softmax<const I: u32>(input: &[i32], output: &mut [i32], row_l
 }
 
 #[inline(always)]
-fn q31_load(row: &[i32], start: usize, pad: i32) -> Block {
-    if start + BLOCK <= row.len() {
-        // SAFETY: start + 16 <= row.len().
-        unsafe { load_block_i32(row.as_ptr().add(start)) }
-    } else {
-        let mut buf = [pad; BLOCK];
-        buf[..row.len() - start].copy_from_slice(&row[start..]);
-        // SAFETY: buf holds 16 i32.
-        unsafe { load_block_i32(buf.as_ptr()) }
-    }
-}
-
-#[inline(always)]
 fn q31_softmax_row<const I: u32>(row_in: &[i32], row_out: &mut [i32], cache: Option<&mut [i32]>) {
-    let n = row_in.len();
-    // SAFETY: neon is a compile-time target feature on aarch64.
-    let mut m = unsafe { vdupq_n_s32(i32::MIN) };
-    let mut start = 0;
-    while start < n {
-        let b = q31_load(row_in, start, i32::MIN);
-        // SAFETY: neon is a compile-time target feature on aarch64.
-        unsafe { m = vmaxq_s32(m, vmaxq_s32(vmaxq_s32(b[0], b[1]), vmaxq_s32(b[2], b[3]))) };
-        start += BLOCK;
-    }
-    // SAFETY: neon is a compile-time target feature on aarch64.
-    let max = unsafe { vdupq_n_s32(vmaxvq_s32(m)) };
+    let max = int32x4_t::splat(i32::slice_max(row_in));
     // Exact Q0.31 sum in u64 lanes (each exp is below 2^31).
     // SAFETY: neon is a compile-time target feature on aarch64.
     let mut wide = unsafe { vdupq_n_u64(0) };
     let cache_ptr = cache.map(|c| c.as_mut_ptr());
-    let mut start = 0;
-    while start < n {
-        let mut e = q31_exp_block::<I>(q31_load(row_in, start, i32::MIN), max);
-        if start + BLOCK > n {
-            e = keep_first(e, n - start);
+    for_each_row_block(row_in, i32::MIN, #[inline(always)] |x, start, valid| {
+        let mut e = q31_exp_block::<I>(x, max);
+        if valid < BLOCK {
+            e = keep_first(e, valid);
         }
         // SAFETY: neon is a compile-time target feature on aarch64.
         unsafe {
@@ -613,35 +605,46 @@ fn q31_softmax_row<const I: u32>(row_in: &[i32], row_out: &mut [i32], cache: Opt
             }
         }
         if let Some(c) = cache_ptr {
-            // SAFETY: the cache holds n rounded up to whole blocks of i32.
+            // SAFETY: the cache holds the row rounded up to whole blocks of i32.
             unsafe { store_block_i32(c.add(start), e) };
         }
-        start += BLOCK;
-    }
+    });
     // SAFETY: neon is a compile-time target feature on aarch64.
     let total = unsafe { vaddvq_u64(wide) } as i64;
     let (scale, num_bits_over_unit) = get_reciprocal(total, 0);
-    let scale_v = int32x4_t::splat(scale);
+    let scale = int32x4_t::splat(scale);
+    // One loop per shift direction; exp * scale >= 0, so the right shift needs
+    // no sign fix-up (the same value as the scalar kernel's rounding divide).
+    match num_bits_over_unit {
+        n if n <= 0 => q31_output_pass::<I>(row_in, row_out, cache_ptr, max, #[inline(always)] |e| {
+            e.saturating_rounding_doubling_high_mul(scale).saturating_rounding_multiply_by_pot(-n)
+        }),
+        n if n <= 31 => q31_output_pass::<I>(row_in, row_out, cache_ptr, max, #[inline(always)] |e| {
+            e.saturating_rounding_doubling_high_mul(scale).rounding_divide_by_pot_non_negative(n as u32)
+        }),
+        _ => q31_output_pass::<I>(row_in, row_out, cache_ptr, max, #[inline(always)] |_| int32x4_t::splat(0)),
+    }
+}
+
+/// Writes `f(exp)` for the row, exps from the cache (or recomputed without one).
+#[inline(always)]
+fn q31_output_pass<const I: u32>(
+    row_in: &[i32],
+    row_out: &mut [i32],
+    cache_ptr: Option<*mut i32>,
+    max: int32x4_t,
+    f: impl Fn(int32x4_t) -> int32x4_t,
+) {
     let mut start = 0;
     for_each_block(row_in, row_out, i32::MIN, #[inline(always)] |src, dst| {
         let e = match cache_ptr {
-            // SAFETY: the cache holds n rounded up to whole blocks of i32.
+            // SAFETY: the cache holds the row rounded up to whole blocks of i32.
             Some(c) => unsafe { load_block_i32(c.add(start)) },
             // SAFETY: for_each_block hands out pointers to 16 valid elements.
             None => q31_exp_block::<I>(unsafe { load_block_i32(src) }, max),
         };
-        let y = map4(e, #[inline(always)] |v| {
-            let product = v.saturating_rounding_doubling_high_mul(scale_v);
-            if num_bits_over_unit <= 0 {
-                product.saturating_rounding_multiply_by_pot(-num_bits_over_unit)
-            } else if num_bits_over_unit <= 31 {
-                product.rounding_divide_by_pot(num_bits_over_unit as u32)
-            } else {
-                int32x4_t::splat(0)
-            }
-        });
         // SAFETY: for_each_block hands out pointers to 16 valid elements.
-        unsafe { store_block_i32(dst, y) };
+        unsafe { store_block_i32(dst, map4(e, #[inline(always)] |v| f(v))) };
         start += BLOCK;
     });
 }
