@@ -90,8 +90,22 @@ pub fn softmax_with<X: RawQ31, Y: RawQ31>(
 ) -> Result<()> {
     check_format::<X, Y>("q31 softmax", integer_bits)?;
     crate::ops::check_rows("q31 softmax", input.len(), output.len(), row_len)?;
-    let (x, y) = (bytemuck::cast_slice(input), bytemuck::cast_slice_mut(output));
+    softmax_raw(backend, bytemuck::cast_slice(input), integer_bits, bytemuck::cast_slice_mut(output), row_len)
+}
+
+// The raw kernels are not generic over the element types, so every
+// integer-bit instantiation is compiled into this crate (where the asm checks
+// find it) rather than into each caller.
+fn softmax_raw(backend: Backend, x: &[i32], integer_bits: u32, y: &mut [i32], row_len: usize) -> Result<()> {
     with_integer_bits!(integer_bits, |I| arch::q31_softmax::<I>(backend, x, y, row_len))
+}
+
+fn logistic_raw(backend: Backend, x: &[i32], integer_bits: u32, y: &mut [i32]) -> Result<()> {
+    with_integer_bits!(integer_bits, |I| arch::q31_logistic::<I>(backend, x, y))
+}
+
+fn tanh_raw(backend: Backend, x: &[i32], integer_bits: u32, y: &mut [i32]) -> Result<()> {
+    with_integer_bits!(integer_bits, |I| arch::q31_tanh::<I, { I + 1 }>(backend, x, y))
 }
 
 /// Logistic, element-wise: Q(integer_bits) in, Q0.31 out, best backend.
@@ -108,8 +122,7 @@ pub fn logistic_with<X: RawQ31, Y: RawQ31>(
 ) -> Result<()> {
     check_format::<X, Y>("q31 logistic", integer_bits)?;
     crate::ops::check_lengths("q31 logistic", input.len(), output.len())?;
-    let (x, y) = (bytemuck::cast_slice(input), bytemuck::cast_slice_mut(output));
-    with_integer_bits!(integer_bits, |I| arch::q31_logistic::<I>(backend, x, y))
+    logistic_raw(backend, bytemuck::cast_slice(input), integer_bits, bytemuck::cast_slice_mut(output))
 }
 
 /// Tanh, element-wise: Q(integer_bits) in, Q0.31 out, best backend.
@@ -121,6 +134,5 @@ pub fn tanh<X: RawQ31, Y: RawQ31>(input: &[X], integer_bits: u32, output: &mut [
 pub fn tanh_with<X: RawQ31, Y: RawQ31>(backend: Backend, input: &[X], integer_bits: u32, output: &mut [Y]) -> Result<()> {
     check_format::<X, Y>("q31 tanh", integer_bits)?;
     crate::ops::check_lengths("q31 tanh", input.len(), output.len())?;
-    let (x, y) = (bytemuck::cast_slice(input), bytemuck::cast_slice_mut(output));
-    with_integer_bits!(integer_bits, |I| arch::q31_tanh::<I, { I + 1 }>(backend, x, y))
+    tanh_raw(backend, bytemuck::cast_slice(input), integer_bits, bytemuck::cast_slice_mut(output))
 }

@@ -578,6 +578,7 @@ fn q31_exp_block<const I: u32>(x: Block, max: int32x4_t) -> Block {
 }
 
 /// Q31 softmax: input Q(I).(31-I), output Q0.31, per `row_len`-long row.
+#[inline(never)]
 pub(crate) fn q31_softmax<const I: u32>(input: &[i32], output: &mut [i32], row_len: usize) {
     with_exp_cache(row_len, #[inline(always)] |cache| {
         for (row_in, row_out) in input.chunks_exact(row_len).zip(output.chunks_exact_mut(row_len)) {
@@ -650,6 +651,7 @@ fn q31_output_pass<const I: u32>(
 }
 
 /// Q31 logistic: input Q(I).(31-I), output Q0.31.
+#[inline(never)]
 pub(crate) fn q31_logistic<const I: u32>(input: &[i32], output: &mut [i32]) {
     for_each_block(input, output, 0, #[inline(always)] |src, dst| {
         // SAFETY: for_each_block hands out pointers to 16 valid elements.
@@ -661,6 +663,7 @@ pub(crate) fn q31_logistic<const I: u32>(input: &[i32], output: &mut [i32]) {
 }
 
 /// Q31 tanh: input Q(I).(31-I), output Q0.31.
+#[inline(never)]
 pub(crate) fn q31_tanh<const I: u32, const I_PLUS_1: u32>(input: &[i32], output: &mut [i32]) {
     for_each_block(input, output, 0, #[inline(always)] |src, dst| {
         // SAFETY: for_each_block hands out pointers to 16 valid elements.
