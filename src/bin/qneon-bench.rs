@@ -6,7 +6,7 @@
 //! isolates the kernels from start-up).
 //!
 //! ```text
-//! qneon-bench [--shape mobilebert|short|vocab] [--reps R] [--backend scalar|neon|all] [--filter TEXT]
+//! qneon-bench [--shape mobilebert|rows64|short|vocab] [--reps R] [--backend scalar|neon|all] [--filter TEXT]
 //! ```
 //! `QNEON_BACKEND` sets the default backend.
 
@@ -21,7 +21,7 @@ struct Args {
     filter: Option<String>,
 }
 
-const USAGE: &str = "usage: qneon-bench [--shape mobilebert|short|vocab] [--reps R] \
+const USAGE: &str = "usage: qneon-bench [--shape mobilebert|rows64|short|vocab] [--reps R] \
 [--backend scalar|neon|all] [--filter TEXT]";
 
 fn parse_args() -> Result<Args, String> {
@@ -65,7 +65,10 @@ fn shape_dims(name: &str) -> Result<(usize, usize), String> {
         "mobilebert" => Ok((4 * 384, 384)),
         "short" => Ok((4096, 16)),
         "vocab" => Ok((1, 32768)),
-        other => Err(format!("unknown shape {other} (mobilebert, short, vocab)")),
+        // Same element count as `mobilebert` in 64-wide rows: with it, the
+        // per-row overhead separates from the per-element cost.
+        "rows64" => Ok((9216, 64)),
+        other => Err(format!("unknown shape {other} (mobilebert, rows64, short, vocab)")),
     }
 }
 
