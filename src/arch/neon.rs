@@ -6,7 +6,7 @@
 //! `#[inline(never)]` so `asm_tests/` can find and inspect them.
 
 use super::tail::{for_each_block, BLOCK};
-use crate::fixedpoint::{exp_on_negative_values, get_reciprocal, FixedPoint, Lane};
+use crate::fixedpoint::{exp_on_negative_values, get_reciprocal_splat, FixedPoint, Lane};
 use crate::ops::logistic::activation_lanes;
 use crate::ops::softmax::ACCUMULATION_INTEGER_BITS;
 use crate::ops::{Activation, ActivationParams, LogSoftmaxParams, QuantElem, SoftmaxParams};
@@ -431,7 +431,7 @@ fn softmax_row<T: NeonElem + QuantElem>(p: &SoftmaxParams, row_in: &[T], row_out
             unsafe { store_block_i32(c.add(start), e) };
         }
     });
-    let (scale, exponent) = p.reciprocal(sum.total());
+    let (scale, exponent) = p.reciprocal::<int32x4_t>(sum.total());
     let mut start = 0;
     for_each_block(row_in, row_out, pad, #[inline(always)] |src, dst| {
         let e = match cache_ptr {
@@ -612,8 +612,7 @@ fn q31_softmax_row<const I: u32>(row_in: &[i32], row_out: &mut [i32], cache: Opt
     });
     // SAFETY: neon is a compile-time target feature on aarch64.
     let total = unsafe { vaddvq_u64(wide) } as i64;
-    let (scale, num_bits_over_unit) = get_reciprocal(total, 0);
-    let scale = int32x4_t::splat(scale);
+    let (scale, num_bits_over_unit) = get_reciprocal_splat::<int32x4_t>(total, 0);
     // One loop per shift direction; exp * scale >= 0, so the right shift needs
     // no sign fix-up (the same value as the scalar kernel's rounding divide).
     match num_bits_over_unit {

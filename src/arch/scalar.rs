@@ -17,7 +17,7 @@ pub(crate) fn softmax<T: QuantElem>(p: &SoftmaxParams, input: &[T], output: &mut
                 sum_of_exps += p.exp_of_diff(diff).rescale::<ACCUMULATION_INTEGER_BITS>().raw() as i64;
             }
         }
-        let (scale, exponent) = p.reciprocal(sum_of_exps);
+        let (scale, exponent) = p.reciprocal::<i32>(sum_of_exps);
         for (x, y) in row_in.iter().zip(row_out.iter_mut()) {
             let diff = x.to_i32() - max;
             let q = if diff >= p.diff_min {

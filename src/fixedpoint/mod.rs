@@ -28,6 +28,7 @@ pub use log::log_x_for_x_greater_than_or_equal_to_1;
 #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
 mod neon;
 
+pub(crate) use recip::get_reciprocal_splat;
 pub use recip::{
     get_reciprocal, logistic, one_minus_x_over_one_plus_x_for_x_in_0_1,
     one_over_one_plus_x_for_x_in_0_1, tanh,

@@ -94,6 +94,14 @@ pub fn tanh<L: Lane, const I: u32, const I_PLUS_1: u32>(a: FixedPoint<L, I>) -> 
 /// larger sums, where TFLite's 32-bit accumulator has already overflowed, keep
 /// the top 32 bits of the sum (truncating the rest, under 2^-31 relative).
 pub fn get_reciprocal(sum: i64, x_integer_digits: i32) -> (i32, i32) {
+    get_reciprocal_splat::<i32>(sum, x_integer_digits)
+}
+
+/// [`get_reciprocal`] with the scale splat across the lanes of `L`: vector
+/// kernels run the Newton-Raphson steps on vector registers (one instruction
+/// per multiply instead of a scalar 64-bit emulation) and use the result as is.
+#[inline(always)]
+pub(crate) fn get_reciprocal_splat<L: Lane>(sum: i64, x_integer_digits: i32) -> (L, i32) {
     debug_assert!(sum > 0);
     // Leading zeros the sum would have as a u32 (negative once it needs more).
     let headroom_plus_one = sum.leading_zeros() as i32 - 32;
@@ -104,6 +112,6 @@ pub fn get_reciprocal(sum: i64, x_integer_digits: i32) -> (i32, i32) {
     };
     let num_bits_over_unit = x_integer_digits - headroom_plus_one;
     let shifted_sum_minus_one = normalized.wrapping_sub(1 << 31) as i32;
-    let scale = one_over_one_plus_x_for_x_in_0_1(Q0_31::<i32>::from_raw(shifted_sum_minus_one));
+    let scale = one_over_one_plus_x_for_x_in_0_1(Q0_31::<L>::from_scalar_raw(shifted_sum_minus_one));
     (scale.raw(), num_bits_over_unit)
 }

@@ -29,7 +29,7 @@
 use super::{check_quantization, check_rows, unsupported_method, Method, QuantElem};
 use crate::arch::{self, Backend};
 use crate::error::{Error, Result};
-use crate::fixedpoint::{exp_on_negative_values, get_reciprocal, FixedPoint, Lane, Q0_31};
+use crate::fixedpoint::{exp_on_negative_values, get_reciprocal_splat, FixedPoint, Lane, Q0_31};
 use crate::quant::{calculate_input_radius, multiply_by_quantized_multiplier, preprocess_softmax_scaling, QuantParams};
 use core::marker::PhantomData;
 
@@ -93,9 +93,9 @@ impl SoftmaxParams {
 
     /// The reciprocal of a row's sum of exps (raw Q12.19, at least 2^19):
     /// `(scale in Q0.31, output rounding exponent)`.
-    #[inline]
-    pub(crate) fn reciprocal(&self, sum_of_exps: i64) -> (i32, u32) {
-        let (scale, num_bits_over_unit) = get_reciprocal(sum_of_exps, ACCUMULATION_INTEGER_BITS as i32);
+    #[inline(always)]
+    pub(crate) fn reciprocal<L: Lane>(&self, sum_of_exps: i64) -> (L, u32) {
+        let (scale, num_bits_over_unit) = get_reciprocal_splat::<L>(sum_of_exps, ACCUMULATION_INTEGER_BITS as i32);
         // num_bits_over_unit >= 0 since the row's maximum contributes exp(0) = 1.
         let exponent = num_bits_over_unit + 31 - self.output_bits as i32;
         debug_assert!(exponent >= 0);
@@ -106,9 +106,9 @@ impl SoftmaxParams {
     /// by the zero point and clamped. Exponents above 31 (only reached by sums
     /// TFLite cannot represent) round a value below 2^31 to 0.
     #[inline(always)]
-    pub(crate) fn output<L: Lane>(&self, exp: Q0_31<L>, scale: i32, exponent: u32) -> L {
+    pub(crate) fn output<L: Lane>(&self, exp: Q0_31<L>, scale: L, exponent: u32) -> L {
         // exp >= 0 and scale > 0, so the product is non-negative.
-        let product = exp.raw().saturating_rounding_doubling_high_mul(L::splat(scale));
+        let product = exp.raw().saturating_rounding_doubling_high_mul(scale);
         let unsat = if exponent <= 31 { product.rounding_divide_by_pot_non_negative(exponent) } else { L::splat(0) };
         // unsat >= 0, so only the upper clamp can bind.
         unsat.add(L::splat(self.output_zero_point)).lane_min(L::splat(self.output_max))
