@@ -15,10 +15,13 @@
 //! * [`softmax`] has no reference to match: `exp(x - max)` by
 //!   `exp_on_negative_values`, an exact 64-bit sum, one Newton-Raphson
 //!   reciprocal per row (TFLite's `GetReciprocal` normalisation) and a rounding
-//!   multiply per element.
+//!   multiply per element. Differences below the format's range (`x - max <
+//!   -2^integer_bits`, possible for small `integer_bits`) are split in two
+//!   factors, `exp(-2^I) * exp(rest)`, instead of being clamped.
 
 use crate::arch::{self, Backend};
 use crate::error::{Error, Result};
+use crate::fixedpoint::{exp_on_negative_values, FixedPoint, Lane};
 use fixed::types::extra::LeEqU32;
 use fixed::FixedI32;
 
@@ -47,7 +50,11 @@ impl<F: LeEqU32> RawQ31 for FixedI32<F> {
 
 fn check_format<X: RawQ31, Y: RawQ31>(op: &'static str, integer_bits: u32) -> Result<()> {
     if integer_bits > MAX_INTEGER_BITS {
-        return Err(Error::IntegerBits { op, value: integer_bits, max: MAX_INTEGER_BITS });
+        return Err(Error::IntegerBits {
+            op,
+            value: integer_bits,
+            max: MAX_INTEGER_BITS,
+        });
     }
     if X::FRAC_BITS.is_some_and(|f| f != 31 - integer_bits) {
         return Err(Error::Unsupported {
@@ -57,7 +64,11 @@ fn check_format<X: RawQ31, Y: RawQ31>(op: &'static str, integer_bits: u32) -> Re
         });
     }
     if Y::FRAC_BITS.is_some_and(|f| f != 31) {
-        return Err(Error::Unsupported { op, dtype: "q31", reason: "the output must be Q0.31 (I1F31 or i32)" });
+        return Err(Error::Unsupported {
+            op,
+            dtype: "q31",
+            reason: "the output must be Q0.31 (I1F31 or i32)",
+        });
     }
     Ok(())
 }
@@ -76,7 +87,12 @@ macro_rules! with_integer_bits {
 }
 
 /// Softmax of each `row_len`-long row: Q(integer_bits) in, Q0.31 out, best backend.
-pub fn softmax<X: RawQ31, Y: RawQ31>(input: &[X], integer_bits: u32, output: &mut [Y], row_len: usize) -> Result<()> {
+pub fn softmax<X: RawQ31, Y: RawQ31>(
+    input: &[X],
+    integer_bits: u32,
+    output: &mut [Y],
+    row_len: usize,
+) -> Result<()> {
     softmax_with(Backend::best(), input, integer_bits, output, row_len)
 }
 
@@ -90,14 +106,28 @@ pub fn softmax_with<X: RawQ31, Y: RawQ31>(
 ) -> Result<()> {
     check_format::<X, Y>("q31 softmax", integer_bits)?;
     crate::ops::check_rows("q31 softmax", input.len(), output.len(), row_len)?;
-    softmax_raw(backend, bytemuck::cast_slice(input), integer_bits, bytemuck::cast_slice_mut(output), row_len)
+    softmax_raw(
+        backend,
+        bytemuck::cast_slice(input),
+        integer_bits,
+        bytemuck::cast_slice_mut(output),
+        row_len,
+    )
 }
 
 // The raw kernels are not generic over the element types, so every
 // integer-bit instantiation is compiled into this crate (where the asm checks
 // find it) rather than into each caller.
-fn softmax_raw(backend: Backend, x: &[i32], integer_bits: u32, y: &mut [i32], row_len: usize) -> Result<()> {
-    with_integer_bits!(integer_bits, |I| arch::q31_softmax::<I>(backend, x, y, row_len))
+fn softmax_raw(
+    backend: Backend,
+    x: &[i32],
+    integer_bits: u32,
+    y: &mut [i32],
+    row_len: usize,
+) -> Result<()> {
+    with_integer_bits!(integer_bits, |I| arch::q31_softmax::<I>(
+        backend, x, y, row_len
+    ))
 }
 
 fn logistic_raw(backend: Backend, x: &[i32], integer_bits: u32, y: &mut [i32]) -> Result<()> {
@@ -105,11 +135,17 @@ fn logistic_raw(backend: Backend, x: &[i32], integer_bits: u32, y: &mut [i32]) -
 }
 
 fn tanh_raw(backend: Backend, x: &[i32], integer_bits: u32, y: &mut [i32]) -> Result<()> {
-    with_integer_bits!(integer_bits, |I| arch::q31_tanh::<I, { I + 1 }>(backend, x, y))
+    with_integer_bits!(integer_bits, |I| arch::q31_tanh::<I, { I + 1 }>(
+        backend, x, y
+    ))
 }
 
 /// Logistic, element-wise: Q(integer_bits) in, Q0.31 out, best backend.
-pub fn logistic<X: RawQ31, Y: RawQ31>(input: &[X], integer_bits: u32, output: &mut [Y]) -> Result<()> {
+pub fn logistic<X: RawQ31, Y: RawQ31>(
+    input: &[X],
+    integer_bits: u32,
+    output: &mut [Y],
+) -> Result<()> {
     logistic_with(Backend::best(), input, integer_bits, output)
 }
 
@@ -122,7 +158,12 @@ pub fn logistic_with<X: RawQ31, Y: RawQ31>(
 ) -> Result<()> {
     check_format::<X, Y>("q31 logistic", integer_bits)?;
     crate::ops::check_lengths("q31 logistic", input.len(), output.len())?;
-    logistic_raw(backend, bytemuck::cast_slice(input), integer_bits, bytemuck::cast_slice_mut(output))
+    logistic_raw(
+        backend,
+        bytemuck::cast_slice(input),
+        integer_bits,
+        bytemuck::cast_slice_mut(output),
+    )
 }
 
 /// Tanh, element-wise: Q(integer_bits) in, Q0.31 out, best backend.
@@ -131,8 +172,69 @@ pub fn tanh<X: RawQ31, Y: RawQ31>(input: &[X], integer_bits: u32, output: &mut [
 }
 
 /// [`tanh`] with the given backend.
-pub fn tanh_with<X: RawQ31, Y: RawQ31>(backend: Backend, input: &[X], integer_bits: u32, output: &mut [Y]) -> Result<()> {
+pub fn tanh_with<X: RawQ31, Y: RawQ31>(
+    backend: Backend,
+    input: &[X],
+    integer_bits: u32,
+    output: &mut [Y],
+) -> Result<()> {
     check_format::<X, Y>("q31 tanh", integer_bits)?;
     crate::ops::check_lengths("q31 tanh", input.len(), output.len())?;
-    tanh_raw(backend, bytemuck::cast_slice(input), integer_bits, bytemuck::cast_slice_mut(output))
+    tanh_raw(
+        backend,
+        bytemuck::cast_slice(input),
+        integer_bits,
+        bytemuck::cast_slice_mut(output),
+    )
+}
+
+/// One softmax row's maximum, and whether some difference `x - max` falls
+/// below the format's range `-2^I` (only possible for `max >= 0`). Shared by
+/// every backend.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Q31Row {
+    /// Row maximum (raw).
+    pub max: i32,
+    /// `max - 2^31` when some element lies below it, i.e. its difference from
+    /// the maximum does not fit an `i32`.
+    pub threshold: Option<i32>,
+}
+
+impl Q31Row {
+    pub(crate) fn new(min: i32, max: i32) -> Self {
+        // x - max < i32::MIN  <=>  x < max - 2^31, which needs max >= 0.
+        let t = max.wrapping_add(i32::MIN);
+        Q31Row {
+            max,
+            threshold: (max >= 0 && min < t).then_some(t),
+        }
+    }
+
+    /// `exp(x - max)` in Q0.31 for rows without a threshold (every difference
+    /// fits the format).
+    #[inline(always)]
+    pub(crate) fn exp_in_range<L: Lane, const I: u32>(&self, x: L) -> L {
+        exp_on_negative_values(FixedPoint::<L, I>::from_raw(
+            x.saturating_sub(L::splat(self.max)),
+        ))
+        .raw()
+    }
+
+    /// `exp(x - max)` in Q0.31 for rows with a threshold `t = max - 2^31`: lanes
+    /// below it have `x - max = -2^I + r` with `r = x - t` in `[-2^I, 0)`, so
+    /// `exp(x - max) = exp(-2^I) * exp(r)`, one more exp and multiply. (For
+    /// `I >= 5` the first factor is already 0; for small `I` it is not.)
+    #[inline(always)]
+    pub(crate) fn exp_wide<L: Lane, const I: u32>(&self, x: L, threshold: i32) -> L {
+        let at_most_min = self.exp_in_range::<L, I>(x);
+        let t = L::splat(threshold);
+        let below = x.mask_if_less_than(t);
+        let rest = L::select(below, x.sub(t), L::splat(0));
+        let exp_rest = exp_on_negative_values(FixedPoint::<L, I>::from_raw(rest)).raw();
+        L::select(
+            below,
+            at_most_min.saturating_rounding_doubling_high_mul(exp_rest),
+            at_most_min,
+        )
+    }
 }

@@ -66,7 +66,10 @@ pub fn quantize_multiplier(real: f64) -> Result<QuantizedMultiplier> {
         return Err(Error::Multiplier { value: real });
     }
     if real == 0.0 {
-        return Ok(QuantizedMultiplier { multiplier: 0, shift: 0 });
+        return Ok(QuantizedMultiplier {
+            multiplier: 0,
+            shift: 0,
+        });
     }
     let (q, mut shift) = frexp(real);
     let mut q_fixed = libm_round(q * (1u64 << 31) as f64) as i64;
@@ -79,7 +82,10 @@ pub fn quantize_multiplier(real: f64) -> Result<QuantizedMultiplier> {
         shift = 0;
         q_fixed = 0;
     }
-    Ok(QuantizedMultiplier { multiplier: q_fixed as i32, shift })
+    Ok(QuantizedMultiplier {
+        multiplier: q_fixed as i32,
+        shift,
+    })
 }
 
 /// TFLite's `MultiplyByQuantizedMultiplier` (double rounding):
@@ -92,9 +98,11 @@ pub fn multiply_by_quantized_multiplier<L: Lane>(x: L, multiplier: i32, shift: i
     if shift >= 0 {
         // The rounding divide by 2^0 is the identity; skipping it keeps the
         // vector loops free of four dead instructions (the branch is loop-invariant).
-        x.shl(shift as u32).saturating_rounding_doubling_high_mul(L::splat(multiplier))
+        x.shl(shift as u32)
+            .saturating_rounding_doubling_high_mul(L::splat(multiplier))
     } else {
-        x.saturating_rounding_doubling_high_mul(L::splat(multiplier)).rounding_divide_by_pot(shift.unsigned_abs())
+        x.saturating_rounding_doubling_high_mul(L::splat(multiplier))
+            .rounding_divide_by_pot(shift.unsigned_abs())
     }
 }
 
@@ -105,14 +113,19 @@ pub fn multiply_by_quantized_multiplier_greater_than_one<L: Lane>(
     multiplier: i32,
     left_shift: u32,
 ) -> L {
-    x.shl(left_shift).saturating_rounding_doubling_high_mul(L::splat(multiplier))
+    x.shl(left_shift)
+        .saturating_rounding_doubling_high_mul(L::splat(multiplier))
 }
 
 /// TFLite's `CalculateInputRadius`: the largest input difference (in input
 /// quantization steps) whose rescaled value still fits `input_integer_bits`,
 /// `floor((2^I - 1) * 2^(total_signed_bits - I) / 2^input_left_shift)`,
 /// saturated to `i32::MAX` (the C++ cast would overflow for tiny scales).
-pub fn calculate_input_radius(input_integer_bits: u32, input_left_shift: i32, total_signed_bits: u32) -> i32 {
+pub fn calculate_input_radius(
+    input_integer_bits: u32,
+    input_left_shift: i32,
+    total_signed_bits: u32,
+) -> i32 {
     let max_input_rescaled = ((1u64 << input_integer_bits) - 1) as f64
         * (1u64 << (total_signed_bits - input_integer_bits)) as f64
         / pow2(input_left_shift);
@@ -139,9 +152,17 @@ fn floor(x: f64) -> f64 {
 /// (`PreprocessSoftmaxScaling`): `beta * input_scale * 2^(31 - input_integer_bits)`
 /// capped at `2^31 - 1`, quantized. The product `diff * multiplier` then is the
 /// scaled difference `beta * scale * diff` in Q(input_integer_bits).
-pub fn preprocess_softmax_scaling(beta: f64, input_scale: f64, input_integer_bits: u32) -> Result<QuantizedMultiplier> {
+pub fn preprocess_softmax_scaling(
+    beta: f64,
+    input_scale: f64,
+    input_integer_bits: u32,
+) -> Result<QuantizedMultiplier> {
     let max_real_multiplier = ((1u64 << 31) - 1) as f64;
     let real = beta * input_scale * (1u64 << (31 - input_integer_bits)) as f64;
-    let real = if real < max_real_multiplier { real } else { max_real_multiplier };
+    let real = if real < max_real_multiplier {
+        real
+    } else {
+        max_real_multiplier
+    };
     quantize_multiplier(real)
 }

@@ -51,7 +51,9 @@ impl Backend {
 
     /// Every backend available here, scalar first.
     pub fn available() -> impl Iterator<Item = Backend> {
-        [Backend::Scalar, Backend::Neon].into_iter().filter(|b| b.is_available())
+        [Backend::Scalar, Backend::Neon]
+            .into_iter()
+            .filter(|b| b.is_available())
     }
 
     /// A short lowercase name (`"scalar"`, `"neon"`).
@@ -64,7 +66,9 @@ impl Backend {
 
     /// Parses [`name`](Self::name) (case-insensitive).
     pub fn from_name(name: &str) -> Option<Backend> {
-        [Backend::Scalar, Backend::Neon].into_iter().find(|b| b.name().eq_ignore_ascii_case(name))
+        [Backend::Scalar, Backend::Neon]
+            .into_iter()
+            .find(|b| b.name().eq_ignore_ascii_case(name))
     }
 }
 
@@ -72,7 +76,9 @@ impl Backend {
 const NEON_KERNELS: bool = cfg!(all(target_arch = "aarch64", target_feature = "neon"));
 
 fn unavailable(backend: Backend) -> Error {
-    Error::BackendUnavailable { backend: backend.name() }
+    Error::BackendUnavailable {
+        backend: backend.name(),
+    }
 }
 
 pub(crate) fn softmax<T: QuantElem>(
@@ -140,7 +146,12 @@ pub(crate) fn activation<T: QuantElem>(
     }
 }
 
-pub(crate) fn q31_softmax<const I: u32>(backend: Backend, input: &[i32], output: &mut [i32], row_len: usize) -> Result<()> {
+pub(crate) fn q31_softmax<const I: u32>(
+    backend: Backend,
+    input: &[i32],
+    output: &mut [i32],
+    row_len: usize,
+) -> Result<()> {
     match backend {
         Backend::Scalar => {
             scalar::q31_softmax::<I>(input, output, row_len);
@@ -156,7 +167,11 @@ pub(crate) fn q31_softmax<const I: u32>(backend: Backend, input: &[i32], output:
     }
 }
 
-pub(crate) fn q31_logistic<const I: u32>(backend: Backend, input: &[i32], output: &mut [i32]) -> Result<()> {
+pub(crate) fn q31_logistic<const I: u32>(
+    backend: Backend,
+    input: &[i32],
+    output: &mut [i32],
+) -> Result<()> {
     match backend {
         Backend::Scalar => {
             scalar::q31_logistic::<I>(input, output);

@@ -6,10 +6,11 @@
 //! `#[inline(never)]` so `asm_tests/` can find and inspect them.
 
 use super::tail::{for_each_block, BLOCK};
-use crate::fixedpoint::{exp_on_negative_values, get_reciprocal_splat, FixedPoint, Lane};
+use crate::fixedpoint::{get_reciprocal_splat, FixedPoint, Lane};
 use crate::ops::logistic::activation_lanes;
 use crate::ops::softmax::ACCUMULATION_INTEGER_BITS;
 use crate::ops::{Activation, ActivationParams, LogSoftmaxParams, QuantElem, SoftmaxParams};
+use crate::q31::Q31Row;
 use core::arch::aarch64::*;
 
 /// Calls the kernel for the concrete element type behind `T` (sealed: i8, u8, i16).
@@ -21,17 +22,20 @@ macro_rules! dispatch_type {
         match <$t as QuantElem>::NAME {
             // SAFETY: NAME identifies the sealed element type exactly, so the
             // casts reinterpret a slice as its own type with its own length.
-            "int8" => ($f_i8)(unsafe { core::slice::from_raw_parts(src as *const i8, len_in) }, unsafe {
-                core::slice::from_raw_parts_mut(dst as *mut i8, len_out)
-            }),
+            "int8" => ($f_i8)(
+                unsafe { core::slice::from_raw_parts(src as *const i8, len_in) },
+                unsafe { core::slice::from_raw_parts_mut(dst as *mut i8, len_out) },
+            ),
             // SAFETY: as above, T is u8.
-            "uint8" => ($f_u8)(unsafe { core::slice::from_raw_parts(src as *const u8, len_in) }, unsafe {
-                core::slice::from_raw_parts_mut(dst as *mut u8, len_out)
-            }),
+            "uint8" => ($f_u8)(
+                unsafe { core::slice::from_raw_parts(src as *const u8, len_in) },
+                unsafe { core::slice::from_raw_parts_mut(dst as *mut u8, len_out) },
+            ),
             // SAFETY: as above, T is i16.
-            _ => ($f_i16)(unsafe { core::slice::from_raw_parts(src as *const i16, len_in) }, unsafe {
-                core::slice::from_raw_parts_mut(dst as *mut i16, len_out)
-            }),
+            _ => ($f_i16)(
+                unsafe { core::slice::from_raw_parts(src as *const i16, len_in) },
+                unsafe { core::slice::from_raw_parts_mut(dst as *mut i16, len_out) },
+            ),
         }
     }};
 }
@@ -106,7 +110,12 @@ impl NeonElem for i8 {
             let v = vld1q_s8(p);
             let lo = vmovl_s8(vget_low_s8(v));
             let hi = vmovl_high_s8(v);
-            [vmovl_s16(vget_low_s16(lo)), vmovl_high_s16(lo), vmovl_s16(vget_low_s16(hi)), vmovl_high_s16(hi)]
+            [
+                vmovl_s16(vget_low_s16(lo)),
+                vmovl_high_s16(lo),
+                vmovl_s16(vget_low_s16(hi)),
+                vmovl_high_s16(hi),
+            ]
         }
     }
     #[inline(always)]
@@ -120,7 +129,15 @@ impl NeonElem for i8 {
     }
     #[inline(always)]
     fn slice_max(x: &[i8]) -> i32 {
-        native_max!(x, i8, vdupq_n_s8(i8::MIN), vld1q_s8, vmaxq_s8, vmaxvq_s8, 16)
+        native_max!(
+            x,
+            i8,
+            vdupq_n_s8(i8::MIN),
+            vld1q_s8,
+            vmaxq_s8,
+            vmaxvq_s8,
+            16
+        )
     }
 }
 
@@ -132,7 +149,12 @@ impl NeonElem for u8 {
             let v = vld1q_u8(p);
             let lo = vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(v)));
             let hi = vreinterpretq_s16_u16(vmovl_high_u8(v));
-            [vmovl_s16(vget_low_s16(lo)), vmovl_high_s16(lo), vmovl_s16(vget_low_s16(hi)), vmovl_high_s16(hi)]
+            [
+                vmovl_s16(vget_low_s16(lo)),
+                vmovl_high_s16(lo),
+                vmovl_s16(vget_low_s16(hi)),
+                vmovl_high_s16(hi),
+            ]
         }
     }
     #[inline(always)]
@@ -157,7 +179,12 @@ impl NeonElem for i16 {
         unsafe {
             let lo = vld1q_s16(p);
             let hi = vld1q_s16(p.add(8));
-            [vmovl_s16(vget_low_s16(lo)), vmovl_high_s16(lo), vmovl_s16(vget_low_s16(hi)), vmovl_high_s16(hi)]
+            [
+                vmovl_s16(vget_low_s16(lo)),
+                vmovl_high_s16(lo),
+                vmovl_s16(vget_low_s16(hi)),
+                vmovl_high_s16(hi),
+            ]
         }
     }
     #[inline(always)]
@@ -170,7 +197,15 @@ impl NeonElem for i16 {
     }
     #[inline(always)]
     fn slice_max(x: &[i16]) -> i32 {
-        native_max!(x, i16, vdupq_n_s16(i16::MIN), vld1q_s16, vmaxq_s16, vmaxvq_s16, 8)
+        native_max!(
+            x,
+            i16,
+            vdupq_n_s16(i16::MIN),
+            vld1q_s16,
+            vmaxq_s16,
+            vmaxvq_s16,
+            8
+        )
     }
 }
 
@@ -188,7 +223,14 @@ fn map4(b: Block, mut f: impl FnMut(int32x4_t) -> int32x4_t) -> Block {
 #[inline(always)]
 unsafe fn load_block_i32(p: *const i32) -> Block {
     // SAFETY: the caller guarantees 16 readable i32 at p.
-    unsafe { [vld1q_s32(p), vld1q_s32(p.add(4)), vld1q_s32(p.add(8)), vld1q_s32(p.add(12))] }
+    unsafe {
+        [
+            vld1q_s32(p),
+            vld1q_s32(p.add(4)),
+            vld1q_s32(p.add(8)),
+            vld1q_s32(p.add(12)),
+        ]
+    }
 }
 
 /// Stores 16 `i32`.
@@ -219,7 +261,15 @@ impl NeonElem for i32 {
     }
     #[inline(always)]
     fn slice_max(x: &[i32]) -> i32 {
-        native_max!(x, i32, vdupq_n_s32(i32::MIN), vld1q_s32, vmaxq_s32, vmaxvq_s32, 4)
+        native_max!(
+            x,
+            i32,
+            vdupq_n_s32(i32::MIN),
+            vld1q_s32,
+            vmaxq_s32,
+            vmaxvq_s32,
+            4
+        )
     }
 }
 
@@ -232,23 +282,43 @@ fn activation_rows<T: NeonElem + QuantElem, const I: u32, const I_PLUS_1: u32, c
     input: &[T],
     output: &mut [T],
 ) {
-    unswitch_on_shift!(p, |p| activation_rows_inner::<T, I, I_PLUS_1, TANH>(p, input, output))
+    unswitch_on_shift!(p, |p| activation_rows_inner::<T, I, I_PLUS_1, TANH>(
+        p, input, output
+    ))
 }
 
 #[inline(always)]
-fn activation_rows_inner<T: NeonElem + QuantElem, const I: u32, const I_PLUS_1: u32, const TANH: bool>(
+fn activation_rows_inner<
+    T: NeonElem + QuantElem,
+    const I: u32,
+    const I_PLUS_1: u32,
+    const TANH: bool,
+>(
     p: &ActivationParams,
     input: &[T],
     output: &mut [T],
 ) {
     let pad = T::from_i32(p.input_zero_point);
-    for_each_block(input, output, pad, #[inline(always)] |src, dst| {
-        // SAFETY: for_each_block hands out pointers to 16 valid elements each.
-        unsafe {
-            let x = T::load_block(src);
-            T::store_block(dst, map4(x, #[inline(always)] |v| activation_lanes::<int32x4_t, I, I_PLUS_1, TANH>(v, p)));
-        }
-    });
+    for_each_block(
+        input,
+        output,
+        pad,
+        #[inline(always)]
+        |src, dst| {
+            // SAFETY: for_each_block hands out pointers to 16 valid elements each.
+            unsafe {
+                let x = T::load_block(src);
+                T::store_block(
+                    dst,
+                    map4(
+                        x,
+                        #[inline(always)]
+                        |v| activation_lanes::<int32x4_t, I, I_PLUS_1, TANH>(v, p),
+                    ),
+                );
+            }
+        },
+    );
 }
 
 macro_rules! activation_kernels {
@@ -282,7 +352,14 @@ pub(crate) fn activation<T: QuantElem>(p: &ActivationParams, input: &[T], output
             |i, o| logistic_i16(p, i, o)
         ),
         Activation::Tanh => {
-            dispatch_type!(T, input, output, |i, o| tanh_i8(p, i, o), |i, o| tanh_u8(p, i, o), |i, o| tanh_i16(p, i, o))
+            dispatch_type!(
+                T,
+                input,
+                output,
+                |i, o| tanh_i8(p, i, o),
+                |i, o| tanh_u8(p, i, o),
+                |i, o| tanh_i16(p, i, o)
+            )
         }
     }
 }
@@ -308,7 +385,13 @@ impl SumOfExps {
     #[inline(always)]
     fn new() -> Self {
         // SAFETY: neon is a compile-time target feature on aarch64.
-        unsafe { SumOfExps { lanes: vdupq_n_u32(0), wide: vdupq_n_u64(0), blocks: 0 } }
+        unsafe {
+            SumOfExps {
+                lanes: vdupq_n_u32(0),
+                wide: vdupq_n_u64(0),
+                blocks: 0,
+            }
+        }
     }
 
     /// Adds a block of Q0.31 exps (each `>= 0`), each rescaled to Q12.19 with
@@ -327,6 +410,17 @@ impl SumOfExps {
         self.blocks += 1;
         if self.blocks == Self::FLUSH_EVERY {
             self.flush();
+        }
+    }
+
+    /// Adds a block of Q0.31 exps exactly (into the 64-bit lanes).
+    #[inline(always)]
+    fn add_exact(&mut self, v: Block) {
+        // SAFETY: neon is a compile-time target feature on aarch64.
+        unsafe {
+            for e in v {
+                self.wide = vpadalq_u32(self.wide, vreinterpretq_u32_s32(e));
+            }
         }
     }
 
@@ -402,15 +496,28 @@ fn for_each_row_block<T: NeonElem>(row: &[T], pad: T, mut f: impl FnMut(Block, u
 /// `exp(x - max)` for a block, 0 where the difference is below `diff_min`.
 #[inline(always)]
 fn softmax_exp_block(p: &SoftmaxParams, x: Block, max: int32x4_t) -> Block {
-    map4(x, #[inline(always)] |v| {
-        let diff = v.sub(max);
-        let e = p.exp_of_diff(diff).raw();
-        <int32x4_t as Lane>::select(diff.mask_if_less_than(int32x4_t::splat(p.diff_min)), int32x4_t::splat(0), e)
-    })
+    map4(
+        x,
+        #[inline(always)]
+        |v| {
+            let diff = v.sub(max);
+            let e = p.exp_of_diff(diff).raw();
+            <int32x4_t as Lane>::select(
+                diff.mask_if_less_than(int32x4_t::splat(p.diff_min)),
+                int32x4_t::splat(0),
+                e,
+            )
+        },
+    )
 }
 
 #[inline(always)]
-fn softmax_row<T: NeonElem + QuantElem>(p: &SoftmaxParams, row_in: &[T], row_out: &mut [T], cache: Option<&mut [i32]>) {
+fn softmax_row<T: NeonElem + QuantElem>(
+    p: &SoftmaxParams,
+    row_in: &[T],
+    row_out: &mut [T],
+    cache: Option<&mut [i32]>,
+) {
     let n = row_in.len();
     let max_scalar = T::slice_max(row_in);
     let max = int32x4_t::splat(max_scalar);
@@ -420,45 +527,83 @@ fn softmax_row<T: NeonElem + QuantElem>(p: &SoftmaxParams, row_in: &[T], row_out
         debug_assert!(c.len() >= n.div_ceil(BLOCK) * BLOCK);
         c.as_mut_ptr()
     });
-    for_each_row_block(row_in, pad, #[inline(always)] |x, start, valid| {
-        let mut e = softmax_exp_block(p, x, max);
-        if valid < BLOCK {
-            e = keep_first(e, valid);
-        }
-        sum.add_q0_31(e);
-        if let Some(c) = cache_ptr {
-            // SAFETY: the cache holds n rounded up to whole blocks of i32.
-            unsafe { store_block_i32(c.add(start), e) };
-        }
-    });
+    for_each_row_block(
+        row_in,
+        pad,
+        #[inline(always)]
+        |x, start, valid| {
+            let mut e = softmax_exp_block(p, x, max);
+            if valid < BLOCK {
+                e = keep_first(e, valid);
+            }
+            if size_of::<T>() == 2 {
+                // int16: the exact Q0.31 sum (accumulation_integer_bits == 0).
+                sum.add_exact(e);
+            } else {
+                sum.add_q0_31(e);
+            }
+            if let Some(c) = cache_ptr {
+                // SAFETY: the cache holds n rounded up to whole blocks of i32.
+                unsafe { store_block_i32(c.add(start), e) };
+            }
+        },
+    );
+    debug_assert_eq!(p.accumulation_integer_bits == 0, size_of::<T>() == 2);
     let (scale, exponent) = p.reciprocal::<int32x4_t>(sum.total());
     let mut start = 0;
-    for_each_block(row_in, row_out, pad, #[inline(always)] |src, dst| {
-        let e = match cache_ptr {
-            // SAFETY: the cache holds n rounded up to whole blocks of i32.
-            Some(c) => unsafe { load_block_i32(c.add(start)) },
+    for_each_block(
+        row_in,
+        row_out,
+        pad,
+        #[inline(always)]
+        |src, dst| {
+            let e = match cache_ptr {
+                // SAFETY: the cache holds n rounded up to whole blocks of i32.
+                Some(c) => unsafe { load_block_i32(c.add(start)) },
+                // SAFETY: for_each_block hands out pointers to 16 valid elements.
+                None => softmax_exp_block(p, unsafe { T::load_block(src) }, max),
+            };
+            let y = map4(
+                e,
+                #[inline(always)]
+                |v| p.output(FixedPoint::<int32x4_t, 0>::from_raw(v), scale, exponent),
+            );
             // SAFETY: for_each_block hands out pointers to 16 valid elements.
-            None => softmax_exp_block(p, unsafe { T::load_block(src) }, max),
-        };
-        let y = map4(e, #[inline(always)] |v| p.output(FixedPoint::<int32x4_t, 0>::from_raw(v), scale, exponent));
-        // SAFETY: for_each_block hands out pointers to 16 valid elements.
-        unsafe { T::store_block(dst, y) };
-        start += BLOCK;
-    });
+            unsafe { T::store_block(dst, y) };
+            start += BLOCK;
+        },
+    );
 }
 
 #[inline(always)]
-fn softmax_rows<T: NeonElem + QuantElem>(p: &SoftmaxParams, input: &[T], output: &mut [T], row_len: usize) {
+fn softmax_rows<T: NeonElem + QuantElem>(
+    p: &SoftmaxParams,
+    input: &[T],
+    output: &mut [T],
+    row_len: usize,
+) {
     unswitch_on_shift!(p, |p| softmax_rows_inner::<T>(p, input, output, row_len))
 }
 
 #[inline(always)]
-fn softmax_rows_inner<T: NeonElem + QuantElem>(p: &SoftmaxParams, input: &[T], output: &mut [T], row_len: usize) {
-    with_exp_cache(row_len, #[inline(always)] |cache| {
-        for (row_in, row_out) in input.chunks_exact(row_len).zip(output.chunks_exact_mut(row_len)) {
-            softmax_row(p, row_in, row_out, cache.as_deref_mut());
-        }
-    })
+fn softmax_rows_inner<T: NeonElem + QuantElem>(
+    p: &SoftmaxParams,
+    input: &[T],
+    output: &mut [T],
+    row_len: usize,
+) {
+    with_exp_cache(
+        row_len,
+        #[inline(always)]
+        |cache| {
+            for (row_in, row_out) in input
+                .chunks_exact(row_len)
+                .zip(output.chunks_exact_mut(row_len))
+            {
+                softmax_row(p, row_in, row_out, cache.as_deref_mut());
+            }
+        },
+    )
 }
 
 /// Runs `f` with a scratch buffer of `row_len` rounded up to whole blocks of
@@ -498,7 +643,12 @@ softmax_kernels! {
 }
 
 /// Softmax of every `row_len`-long row; lengths were checked by the caller.
-pub(crate) fn softmax<T: QuantElem>(p: &SoftmaxParams, input: &[T], output: &mut [T], row_len: usize) {
+pub(crate) fn softmax<T: QuantElem>(
+    p: &SoftmaxParams,
+    input: &[T],
+    output: &mut [T],
+    row_len: usize,
+) {
     dispatch_type!(
         T,
         input,
@@ -513,31 +663,68 @@ pub(crate) fn softmax<T: QuantElem>(p: &SoftmaxParams, input: &[T], output: &mut
 // Log-softmax.
 
 #[inline(always)]
-fn log_softmax_rows<T: NeonElem + QuantElem>(p: &LogSoftmaxParams, input: &[T], output: &mut [T], row_len: usize) {
-    unswitch_on_shift!(p, |p| log_softmax_rows_inner::<T>(p, input, output, row_len))
+fn log_softmax_rows<T: NeonElem + QuantElem>(
+    p: &LogSoftmaxParams,
+    input: &[T],
+    output: &mut [T],
+    row_len: usize,
+) {
+    unswitch_on_shift!(p, |p| log_softmax_rows_inner::<T>(
+        p, input, output, row_len
+    ))
 }
 
 #[inline(always)]
-fn log_softmax_rows_inner<T: NeonElem + QuantElem>(p: &LogSoftmaxParams, input: &[T], output: &mut [T], row_len: usize) {
+fn log_softmax_rows_inner<T: NeonElem + QuantElem>(
+    p: &LogSoftmaxParams,
+    input: &[T],
+    output: &mut [T],
+    row_len: usize,
+) {
     let pad = T::from_i32(T::MIN);
-    for (row_in, row_out) in input.chunks_exact(row_len).zip(output.chunks_exact_mut(row_len)) {
+    for (row_in, row_out) in input
+        .chunks_exact(row_len)
+        .zip(output.chunks_exact_mut(row_len))
+    {
         let max = int32x4_t::splat(T::slice_max(row_in));
         let mut sum = SumOfExps::new();
-        for_each_row_block(row_in, pad, #[inline(always)] |x, _, valid| {
-            let mut e = map4(x, #[inline(always)] |v| p.exp_term(v.sub(max)));
-            if valid < BLOCK {
-                e = keep_first(e, valid);
-            }
-            sum.add(e);
-        });
+        for_each_row_block(
+            row_in,
+            pad,
+            #[inline(always)]
+            |x, _, valid| {
+                let mut e = map4(
+                    x,
+                    #[inline(always)]
+                    |v| p.exp_term(v.sub(max)),
+                );
+                if valid < BLOCK {
+                    e = keep_first(e, valid);
+                }
+                sum.add(e);
+            },
+        );
         let row = p.row_constants(sum.total());
-        for_each_block(row_in, row_out, pad, #[inline(always)] |src, dst| {
-            // SAFETY: for_each_block hands out pointers to 16 valid elements.
-            unsafe {
-                let x = T::load_block(src);
-                T::store_block(dst, map4(x, #[inline(always)] |v| p.output(v.sub(max), &row)));
-            }
-        });
+        for_each_block(
+            row_in,
+            row_out,
+            pad,
+            #[inline(always)]
+            |src, dst| {
+                // SAFETY: for_each_block hands out pointers to 16 valid elements.
+                unsafe {
+                    let x = T::load_block(src);
+                    T::store_block(
+                        dst,
+                        map4(
+                            x,
+                            #[inline(always)]
+                            |v| p.output(v.sub(max), &row),
+                        ),
+                    );
+                }
+            },
+        );
     }
 }
 
@@ -557,7 +744,12 @@ log_softmax_kernels! {
 }
 
 /// Log-softmax of every `row_len`-long row; lengths were checked by the caller.
-pub(crate) fn log_softmax<T: QuantElem>(p: &LogSoftmaxParams, input: &[T], output: &mut [T], row_len: usize) {
+pub(crate) fn log_softmax<T: QuantElem>(
+    p: &LogSoftmaxParams,
+    input: &[T],
+    output: &mut [T],
+    row_len: usize,
+) {
     dispatch_type!(
         T,
         input,
@@ -571,107 +763,238 @@ pub(crate) fn log_softmax<T: QuantElem>(p: &LogSoftmaxParams, input: &[T], outpu
 // ---------------------------------------------------------------------------
 // Q31.
 
-/// `exp(x - max)` in Q0.31 for a block of raw Q(I) values.
-#[inline(always)]
-fn q31_exp_block<const I: u32>(x: Block, max: int32x4_t) -> Block {
-    map4(x, #[inline(always)] |v| exp_on_negative_values(FixedPoint::<int32x4_t, I>::from_raw(v.saturating_sub(max))).raw())
-}
-
 /// Q31 softmax: input Q(I).(31-I), output Q0.31, per `row_len`-long row.
 #[inline(never)]
 pub(crate) fn q31_softmax<const I: u32>(input: &[i32], output: &mut [i32], row_len: usize) {
-    with_exp_cache(row_len, #[inline(always)] |cache| {
-        for (row_in, row_out) in input.chunks_exact(row_len).zip(output.chunks_exact_mut(row_len)) {
-            q31_softmax_row::<I>(row_in, row_out, cache.as_deref_mut());
+    with_exp_cache(
+        row_len,
+        #[inline(always)]
+        |cache| {
+            for (row_in, row_out) in input
+                .chunks_exact(row_len)
+                .zip(output.chunks_exact_mut(row_len))
+            {
+                let (min, max) = i32_min_max(row_in);
+                let row = Q31Row::new(min, max);
+                let cache = cache.as_deref_mut();
+                // Rows whose differences all fit the format (the usual case) take
+                // the one-exp loop.
+                match row.threshold {
+                    None => q31_softmax_row(
+                        row_in,
+                        row_out,
+                        cache,
+                        #[inline(always)]
+                        |v| row.exp_in_range::<int32x4_t, I>(v),
+                    ),
+                    Some(t) => q31_softmax_row(
+                        row_in,
+                        row_out,
+                        cache,
+                        #[inline(always)]
+                        |v| row.exp_wide::<int32x4_t, I>(v, t),
+                    ),
+                }
+            }
+        },
+    )
+}
+
+/// Minimum and maximum of a slice of `i32`, 16 per iteration.
+#[inline(always)]
+fn i32_min_max(x: &[i32]) -> (i32, i32) {
+    let whole = x.len() - x.len() % BLOCK;
+    // SAFETY: neon is a compile-time target feature on aarch64.
+    let (mut lo, mut hi) = unsafe { (vdupq_n_s32(i32::MAX), vdupq_n_s32(i32::MIN)) };
+    let mut i = 0;
+    while i < whole {
+        // SAFETY: i + 16 <= whole <= x.len().
+        unsafe {
+            let b = load_block_i32(x.as_ptr().add(i));
+            lo = vminq_s32(lo, vminq_s32(vminq_s32(b[0], b[1]), vminq_s32(b[2], b[3])));
+            hi = vmaxq_s32(hi, vmaxq_s32(vmaxq_s32(b[0], b[1]), vmaxq_s32(b[2], b[3])));
         }
-    })
+        i += BLOCK;
+    }
+    // SAFETY: neon is a compile-time target feature on aarch64.
+    let (lo, hi) = unsafe { (vminvq_s32(lo), vmaxvq_s32(hi)) };
+    x[whole..]
+        .iter()
+        .fold((lo, hi), |(l, h), &v| (l.min(v), h.max(v)))
 }
 
 #[inline(always)]
-fn q31_softmax_row<const I: u32>(row_in: &[i32], row_out: &mut [i32], cache: Option<&mut [i32]>) {
-    let max = int32x4_t::splat(i32::slice_max(row_in));
+fn q31_softmax_row(
+    row_in: &[i32],
+    row_out: &mut [i32],
+    cache: Option<&mut [i32]>,
+    exp: impl Fn(int32x4_t) -> int32x4_t,
+) {
+    #[inline(always)]
+    fn exp_block_with(exp: &impl Fn(int32x4_t) -> int32x4_t, x: Block) -> Block {
+        map4(
+            x,
+            #[inline(always)]
+            |v| exp(v),
+        )
+    }
+    let exp_block = move |x: Block| exp_block_with(&exp, x);
     // Exact Q0.31 sum in u64 lanes (each exp is below 2^31).
     // SAFETY: neon is a compile-time target feature on aarch64.
     let mut wide = unsafe { vdupq_n_u64(0) };
     let cache_ptr = cache.map(|c| c.as_mut_ptr());
-    for_each_row_block(row_in, i32::MIN, #[inline(always)] |x, start, valid| {
-        let mut e = q31_exp_block::<I>(x, max);
-        if valid < BLOCK {
-            e = keep_first(e, valid);
-        }
-        // SAFETY: neon is a compile-time target feature on aarch64.
-        unsafe {
-            for v in e {
-                wide = vpadalq_u32(wide, vreinterpretq_u32_s32(v));
+    for_each_row_block(
+        row_in,
+        i32::MIN,
+        #[inline(always)]
+        |x, start, valid| {
+            let mut e = exp_block(x);
+            if valid < BLOCK {
+                e = keep_first(e, valid);
             }
-        }
-        if let Some(c) = cache_ptr {
-            // SAFETY: the cache holds the row rounded up to whole blocks of i32.
-            unsafe { store_block_i32(c.add(start), e) };
-        }
-    });
+            // SAFETY: neon is a compile-time target feature on aarch64.
+            unsafe {
+                for v in e {
+                    wide = vpadalq_u32(wide, vreinterpretq_u32_s32(v));
+                }
+            }
+            if let Some(c) = cache_ptr {
+                // SAFETY: the cache holds the row rounded up to whole blocks of i32.
+                unsafe { store_block_i32(c.add(start), e) };
+            }
+        },
+    );
     // SAFETY: neon is a compile-time target feature on aarch64.
     let total = unsafe { vaddvq_u64(wide) } as i64;
     let (scale, num_bits_over_unit) = get_reciprocal_splat::<int32x4_t>(total, 0);
     // One loop per shift direction; exp * scale >= 0, so the right shift needs
     // no sign fix-up (the same value as the scalar kernel's rounding divide).
     match num_bits_over_unit {
-        n if n <= 0 => q31_output_pass::<I>(row_in, row_out, cache_ptr, max, #[inline(always)] |e| {
-            e.saturating_rounding_doubling_high_mul(scale).saturating_rounding_multiply_by_pot(-n)
-        }),
-        n if n <= 31 => q31_output_pass::<I>(row_in, row_out, cache_ptr, max, #[inline(always)] |e| {
-            e.saturating_rounding_doubling_high_mul(scale).rounding_divide_by_pot_non_negative(n as u32)
-        }),
-        _ => q31_output_pass::<I>(row_in, row_out, cache_ptr, max, #[inline(always)] |_| int32x4_t::splat(0)),
+        n if n <= 0 => q31_output_pass(
+            row_in,
+            row_out,
+            cache_ptr,
+            &exp_block,
+            #[inline(always)]
+            |e| {
+                e.saturating_rounding_doubling_high_mul(scale)
+                    .saturating_rounding_multiply_by_pot(-n)
+            },
+        ),
+        n if n <= 31 => q31_output_pass(
+            row_in,
+            row_out,
+            cache_ptr,
+            &exp_block,
+            #[inline(always)]
+            |e| {
+                e.saturating_rounding_doubling_high_mul(scale)
+                    .rounding_divide_by_pot_non_negative(n as u32)
+            },
+        ),
+        _ => q31_output_pass(
+            row_in,
+            row_out,
+            cache_ptr,
+            &exp_block,
+            #[inline(always)]
+            |_| int32x4_t::splat(0),
+        ),
     }
 }
 
 /// Writes `f(exp)` for the row, exps from the cache (or recomputed without one).
 #[inline(always)]
-fn q31_output_pass<const I: u32>(
+fn q31_output_pass(
     row_in: &[i32],
     row_out: &mut [i32],
     cache_ptr: Option<*mut i32>,
-    max: int32x4_t,
+    exp_block: &impl Fn(Block) -> Block,
     f: impl Fn(int32x4_t) -> int32x4_t,
 ) {
     let mut start = 0;
-    for_each_block(row_in, row_out, i32::MIN, #[inline(always)] |src, dst| {
-        let e = match cache_ptr {
-            // SAFETY: the cache holds the row rounded up to whole blocks of i32.
-            Some(c) => unsafe { load_block_i32(c.add(start)) },
+    for_each_block(
+        row_in,
+        row_out,
+        i32::MIN,
+        #[inline(always)]
+        |src, dst| {
+            let e = match cache_ptr {
+                // SAFETY: the cache holds the row rounded up to whole blocks of i32.
+                Some(c) => unsafe { load_block_i32(c.add(start)) },
+                // SAFETY: for_each_block hands out pointers to 16 valid elements.
+                None => exp_block(unsafe { load_block_i32(src) }),
+            };
             // SAFETY: for_each_block hands out pointers to 16 valid elements.
-            None => q31_exp_block::<I>(unsafe { load_block_i32(src) }, max),
-        };
-        // SAFETY: for_each_block hands out pointers to 16 valid elements.
-        unsafe { store_block_i32(dst, map4(e, #[inline(always)] |v| f(v))) };
-        start += BLOCK;
-    });
+            unsafe {
+                store_block_i32(
+                    dst,
+                    map4(
+                        e,
+                        #[inline(always)]
+                        |v| f(v),
+                    ),
+                )
+            };
+            start += BLOCK;
+        },
+    );
 }
 
 /// Q31 logistic: input Q(I).(31-I), output Q0.31.
 #[inline(never)]
 pub(crate) fn q31_logistic<const I: u32>(input: &[i32], output: &mut [i32]) {
-    for_each_block(input, output, 0, #[inline(always)] |src, dst| {
-        // SAFETY: for_each_block hands out pointers to 16 valid elements.
-        unsafe {
-            let x = load_block_i32(src);
-            store_block_i32(dst, map4(x, #[inline(always)] |v| crate::fixedpoint::logistic(FixedPoint::<int32x4_t, I>::from_raw(v)).raw()));
-        }
-    });
+    for_each_block(
+        input,
+        output,
+        0,
+        #[inline(always)]
+        |src, dst| {
+            // SAFETY: for_each_block hands out pointers to 16 valid elements.
+            unsafe {
+                let x = load_block_i32(src);
+                store_block_i32(
+                    dst,
+                    map4(
+                        x,
+                        #[inline(always)]
+                        |v| {
+                            crate::fixedpoint::logistic(FixedPoint::<int32x4_t, I>::from_raw(v))
+                                .raw()
+                        },
+                    ),
+                );
+            }
+        },
+    );
 }
 
 /// Q31 tanh: input Q(I).(31-I), output Q0.31.
 #[inline(never)]
 pub(crate) fn q31_tanh<const I: u32, const I_PLUS_1: u32>(input: &[i32], output: &mut [i32]) {
-    for_each_block(input, output, 0, #[inline(always)] |src, dst| {
-        // SAFETY: for_each_block hands out pointers to 16 valid elements.
-        unsafe {
-            let x = load_block_i32(src);
-            store_block_i32(
-                dst,
-                map4(x, #[inline(always)] |v| crate::fixedpoint::tanh::<int32x4_t, I, I_PLUS_1>(FixedPoint::from_raw(v)).raw()),
-            );
-        }
-    });
+    for_each_block(
+        input,
+        output,
+        0,
+        #[inline(always)]
+        |src, dst| {
+            // SAFETY: for_each_block hands out pointers to 16 valid elements.
+            unsafe {
+                let x = load_block_i32(src);
+                store_block_i32(
+                    dst,
+                    map4(
+                        x,
+                        #[inline(always)]
+                        |v| {
+                            crate::fixedpoint::tanh::<int32x4_t, I, I_PLUS_1>(FixedPoint::from_raw(
+                                v,
+                            ))
+                            .raw()
+                        },
+                    ),
+                );
+            }
+        },
+    );
 }

@@ -1,20 +1,28 @@
 //! The scalar backend: the reference loops, one `i32` lane at a time.
 
-use crate::fixedpoint::{self, exp_on_negative_values, get_reciprocal, FixedPoint, Lane};
+use crate::fixedpoint::{self, get_reciprocal, FixedPoint, Lane};
 use crate::ops::logistic::activation_lanes;
-use crate::ops::softmax::ACCUMULATION_INTEGER_BITS;
 use crate::ops::{Activation, ActivationParams, LogSoftmaxParams, QuantElem, SoftmaxParams};
+use crate::q31::Q31Row;
 
 /// Softmax of every `row_len`-long row; lengths were checked by the caller.
-pub(crate) fn softmax<T: QuantElem>(p: &SoftmaxParams, input: &[T], output: &mut [T], row_len: usize) {
-    for (row_in, row_out) in input.chunks_exact(row_len).zip(output.chunks_exact_mut(row_len)) {
+pub(crate) fn softmax<T: QuantElem>(
+    p: &SoftmaxParams,
+    input: &[T],
+    output: &mut [T],
+    row_len: usize,
+) {
+    for (row_in, row_out) in input
+        .chunks_exact(row_len)
+        .zip(output.chunks_exact_mut(row_len))
+    {
         let max = row_in.iter().fold(i32::MIN, |m, x| m.max(x.to_i32()));
-        // Q12.19 raw; i64 so that wide rows cannot overflow (TFLite's is i32).
+        // Q12.19 (or Q0.31) raw; i64 so that wide rows cannot overflow (TFLite's is i32).
         let mut sum_of_exps: i64 = 0;
         for x in row_in {
             let diff = x.to_i32() - max;
             if diff >= p.diff_min {
-                sum_of_exps += p.exp_of_diff(diff).rescale::<ACCUMULATION_INTEGER_BITS>().raw() as i64;
+                sum_of_exps += p.sum_term(p.exp_of_diff(diff));
             }
         }
         let (scale, exponent) = p.reciprocal::<i32>(sum_of_exps);
@@ -31,8 +39,16 @@ pub(crate) fn softmax<T: QuantElem>(p: &SoftmaxParams, input: &[T], output: &mut
 }
 
 /// Log-softmax of every `row_len`-long row; lengths were checked by the caller.
-pub(crate) fn log_softmax<T: QuantElem>(p: &LogSoftmaxParams, input: &[T], output: &mut [T], row_len: usize) {
-    for (row_in, row_out) in input.chunks_exact(row_len).zip(output.chunks_exact_mut(row_len)) {
+pub(crate) fn log_softmax<T: QuantElem>(
+    p: &LogSoftmaxParams,
+    input: &[T],
+    output: &mut [T],
+    row_len: usize,
+) {
+    for (row_in, row_out) in input
+        .chunks_exact(row_len)
+        .zip(output.chunks_exact_mut(row_len))
+    {
         let max = row_in.iter().fold(i32::MIN, |m, x| m.max(x.to_i32()));
         let mut sum_of_exps: i64 = 0;
         for x in row_in {
@@ -67,26 +83,25 @@ fn activation_loop<T: QuantElem, const I: u32, const I_PLUS_1: u32, const TANH: 
 
 /// Q31 softmax: input Q(I).(31-I), output Q0.31, per `row_len`-long row.
 pub(crate) fn q31_softmax<const I: u32>(input: &[i32], output: &mut [i32], row_len: usize) {
-    for (row_in, row_out) in input.chunks_exact(row_len).zip(output.chunks_exact_mut(row_len)) {
+    for (row_in, row_out) in input
+        .chunks_exact(row_len)
+        .zip(output.chunks_exact_mut(row_len))
+    {
+        let min = row_in.iter().fold(i32::MAX, |m, &x| m.min(x));
         let max = row_in.iter().fold(i32::MIN, |m, &x| m.max(x));
+        let row = Q31Row::new(min, max);
+        let exp = |x: i32| match row.threshold {
+            None => row.exp_in_range::<i32, I>(x),
+            Some(t) => row.exp_wide::<i32, I>(x, t),
+        };
         // Q0.31 raw, exact: at most row_len * 2^31.
-        let mut sum_of_exps: i64 = 0;
-        for &x in row_in {
-            sum_of_exps += q31_exp_of_diff::<I>(x, max) as i64;
-        }
+        let sum_of_exps: i64 = row_in.iter().map(|&x| exp(x) as i64).sum();
         let (scale, num_bits_over_unit) = get_reciprocal(sum_of_exps, 0);
         for (&x, y) in row_in.iter().zip(row_out.iter_mut()) {
-            let product = q31_exp_of_diff::<I>(x, max).saturating_rounding_doubling_high_mul(scale);
+            let product = exp(x).saturating_rounding_doubling_high_mul(scale);
             *y = q31_scale_by_pot(product, num_bits_over_unit);
         }
     }
-}
-
-/// `exp(x - max)` in Q0.31; the difference saturates (a difference below
-/// `i32::MIN` has exp 0 at every integer-bit count anyway).
-#[inline(always)]
-pub(crate) fn q31_exp_of_diff<const I: u32>(x: i32, max: i32) -> i32 {
-    exp_on_negative_values(FixedPoint::<i32, I>::from_raw(x.saturating_sub(max))).raw()
 }
 
 /// `x * 2^-n`: a saturating left shift for `n <= 0`, a rounding right shift

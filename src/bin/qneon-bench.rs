@@ -31,11 +31,16 @@ fn parse_args() -> Result<Args, String> {
     let mut filter = None;
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
-        let mut value = |name: &str| it.next().ok_or_else(|| format!("{name} needs a value\n{USAGE}"));
+        let mut value = |name: &str| {
+            it.next()
+                .ok_or_else(|| format!("{name} needs a value\n{USAGE}"))
+        };
         match arg.as_str() {
             "--shape" => shape = value("--shape")?,
             "--reps" => {
-                reps = value("--reps")?.parse().map_err(|e| format!("--reps: {e}"))?;
+                reps = value("--reps")?
+                    .parse()
+                    .map_err(|e| format!("--reps: {e}"))?;
             }
             "--backend" => backend = value("--backend")?,
             "--filter" => filter = Some(value("--filter")?),
@@ -48,14 +53,21 @@ fn parse_args() -> Result<Args, String> {
     } else {
         let b = Backend::from_name(&backend).ok_or_else(|| format!("unknown backend {backend}"))?;
         if !b.is_available() {
-            return Err(format!("backend {backend} is not available on this machine"));
+            return Err(format!(
+                "backend {backend} is not available on this machine"
+            ));
         }
         vec![b]
     };
     if reps == 0 {
         return Err("--reps must be at least 1".into());
     }
-    Ok(Args { shape, reps, backends, filter })
+    Ok(Args {
+        shape,
+        reps,
+        backends,
+        filter,
+    })
 }
 
 /// (rows, row_len) of a named shape.
@@ -68,7 +80,9 @@ fn shape_dims(name: &str) -> Result<(usize, usize), String> {
         // Same element count as `mobilebert` in 64-wide rows: with it, the
         // per-row overhead separates from the per-element cost.
         "rows64" => Ok((9216, 64)),
-        other => Err(format!("unknown shape {other} (mobilebert, rows64, short, vocab)")),
+        other => Err(format!(
+            "unknown shape {other} (mobilebert, rows64, short, vocab)"
+        )),
     }
 }
 
@@ -127,12 +141,26 @@ fn time(reps: usize, mut f: impl FnMut()) -> Duration {
     start.elapsed()
 }
 
-fn bench_type<T: QuantElem + TryFrom<i32>>(args: &Args, rows: usize, cols: usize, out: &mut Vec<Row>) {
+fn bench_type<T: QuantElem + TryFrom<i32>>(
+    args: &Args,
+    rows: usize,
+    cols: usize,
+    out: &mut Vec<Row>,
+) {
     let n = rows * cols;
     let (softmax_out, tanh_out) = match T::NAME {
-        "int8" => (QuantParams::new(1.0 / 256.0, -128), QuantParams::new(1.0 / 128.0, 0)),
-        "uint8" => (QuantParams::new(1.0 / 256.0, 0), QuantParams::new(1.0 / 128.0, 128)),
-        _ => (QuantParams::new(1.0 / 32768.0, 0), QuantParams::new(1.0 / 32768.0, 0)),
+        "int8" => (
+            QuantParams::new(1.0 / 256.0, -128),
+            QuantParams::new(1.0 / 128.0, 0),
+        ),
+        "uint8" => (
+            QuantParams::new(1.0 / 256.0, 0),
+            QuantParams::new(1.0 / 128.0, 128),
+        ),
+        _ => (
+            QuantParams::new(1.0 / 32768.0, 0),
+            QuantParams::new(1.0 / 32768.0, 0),
+        ),
     };
     let q_in = match T::NAME {
         "int8" => QuantParams::new(0.1, 0),
@@ -141,33 +169,76 @@ fn bench_type<T: QuantElem + TryFrom<i32>>(args: &Args, rows: usize, cols: usize
     };
     let input: Vec<T> = logits(n, q_in, 0x5eed ^ n as u64);
     let mut output = vec![T::default(); n];
-    let wanted = |op: &str| args.filter.as_deref().is_none_or(|f| filter_matches(f, op, T::NAME));
+    let wanted = |op: &str| {
+        args.filter
+            .as_deref()
+            .is_none_or(|f| filter_matches(f, op, T::NAME))
+    };
 
-    let softmax = Softmax::<T>::new(q_in, 1.0, softmax_out, Method::FixedPoint).expect("valid params");
+    let softmax =
+        Softmax::<T>::new(q_in, 1.0, softmax_out, Method::FixedPoint).expect("valid params");
     let logistic = Logistic::<T>::new(q_in, softmax_out, Method::FixedPoint).expect("valid params");
     let tanh = Tanh::<T>::new(q_in, tanh_out, Method::FixedPoint).expect("valid params");
     let log_softmax = match T::NAME {
         "int16" => None,
-        "int8" => LogSoftmax::<T>::new(q_in, QuantParams::new(16.0 / 256.0, 127), Method::FixedPoint).ok(),
-        _ => LogSoftmax::<T>::new(q_in, QuantParams::new(16.0 / 256.0, 255), Method::FixedPoint).ok(),
+        "int8" => LogSoftmax::<T>::new(
+            q_in,
+            QuantParams::new(16.0 / 256.0, 127),
+            Method::FixedPoint,
+        )
+        .ok(),
+        _ => LogSoftmax::<T>::new(
+            q_in,
+            QuantParams::new(16.0 / 256.0, 255),
+            Method::FixedPoint,
+        )
+        .ok(),
     };
     for &backend in &args.backends {
         let mut push = |op: &'static str, elapsed: Duration| {
-            out.push(Row { op, dtype: T::NAME, backend, elements: n * args.reps, elapsed });
+            out.push(Row {
+                op,
+                dtype: T::NAME,
+                backend,
+                elements: n * args.reps,
+                elapsed,
+            });
         };
         if wanted("softmax") {
-            push("softmax", time(args.reps, || softmax.run_with(backend, &input, &mut output, cols).unwrap()));
+            push(
+                "softmax",
+                time(args.reps, || {
+                    softmax
+                        .run_with(backend, &input, &mut output, cols)
+                        .unwrap()
+                }),
+            );
         }
         if let Some(ls) = &log_softmax {
             if wanted("log_softmax") {
-                push("log_softmax", time(args.reps, || ls.run_with(backend, &input, &mut output, cols).unwrap()));
+                push(
+                    "log_softmax",
+                    time(args.reps, || {
+                        ls.run_with(backend, &input, &mut output, cols).unwrap()
+                    }),
+                );
             }
         }
         if wanted("logistic") {
-            push("logistic", time(args.reps, || logistic.run_with(backend, &input, &mut output).unwrap()));
+            push(
+                "logistic",
+                time(args.reps, || {
+                    logistic.run_with(backend, &input, &mut output).unwrap()
+                }),
+            );
         }
         if wanted("tanh") {
-            push("tanh", time(args.reps, || tanh.run_with(backend, &input, &mut output).unwrap()));
+            push(
+                "tanh",
+                time(args.reps, || {
+                    tanh.run_with(backend, &input, &mut output).unwrap()
+                }),
+            );
         }
     }
 }
@@ -176,24 +247,48 @@ fn bench_q31(args: &Args, rows: usize, cols: usize, out: &mut Vec<Row>) {
     let n = rows * cols;
     let integer_bits = 5;
     let mut rng = Rng(0x0031);
-    let input: Vec<i32> = (0..n).map(|_| (3.0 * rng.normal() * (1 << 26) as f64) as i32).collect();
+    let input: Vec<i32> = (0..n)
+        .map(|_| (3.0 * rng.normal() * (1 << 26) as f64) as i32)
+        .collect();
     let mut output = vec![0i32; n];
-    let wanted = |op: &str| args.filter.as_deref().is_none_or(|f| filter_matches(f, op, "q31"));
+    let wanted = |op: &str| {
+        args.filter
+            .as_deref()
+            .is_none_or(|f| filter_matches(f, op, "q31"))
+    };
     for &backend in &args.backends {
         let mut push = |op: &'static str, elapsed: Duration| {
-            out.push(Row { op, dtype: "q31", backend, elements: n * args.reps, elapsed });
+            out.push(Row {
+                op,
+                dtype: "q31",
+                backend,
+                elements: n * args.reps,
+                elapsed,
+            });
         };
         if wanted("softmax") {
             push(
                 "softmax",
-                time(args.reps, || q31::softmax_with(backend, &input, integer_bits, &mut output, cols).unwrap()),
+                time(args.reps, || {
+                    q31::softmax_with(backend, &input, integer_bits, &mut output, cols).unwrap()
+                }),
             );
         }
         if wanted("logistic") {
-            push("logistic", time(args.reps, || q31::logistic_with(backend, &input, integer_bits, &mut output).unwrap()));
+            push(
+                "logistic",
+                time(args.reps, || {
+                    q31::logistic_with(backend, &input, integer_bits, &mut output).unwrap()
+                }),
+            );
         }
         if wanted("tanh") {
-            push("tanh", time(args.reps, || q31::tanh_with(backend, &input, integer_bits, &mut output).unwrap()));
+            push(
+                "tanh",
+                time(args.reps, || {
+                    q31::tanh_with(backend, &input, integer_bits, &mut output).unwrap()
+                }),
+            );
         }
     }
 }
@@ -219,8 +314,14 @@ fn main() -> ExitCode {
     bench_type::<i16>(&args, rows, cols, &mut results);
     bench_q31(&args, rows, cols, &mut results);
 
-    println!("shape {} ({rows} x {cols}), {} repetition(s), method fixed", args.shape, args.reps);
-    println!("{:<12} {:<6} {:<8} {:>12} {:>12} {:>10}", "op", "type", "backend", "elements", "total ms", "ns/elem");
+    println!(
+        "shape {} ({rows} x {cols}), {} repetition(s), method fixed",
+        args.shape, args.reps
+    );
+    println!(
+        "{:<12} {:<6} {:<8} {:>12} {:>12} {:>10}",
+        "op", "type", "backend", "elements", "total ms", "ns/elem"
+    );
     for r in &results {
         let ns = r.elapsed.as_nanos() as f64 / r.elements as f64;
         println!(

@@ -50,7 +50,12 @@ pub fn exp_on_interval_between_negative_one_quarter_and_0_excl<L: Lane>(a: Q0_31
 /// deterministic and identical across lane types).
 #[inline(always)]
 pub fn exp_on_negative_values<L: Lane, const I: u32>(a: FixedPoint<L, I>) -> Q0_31<L> {
-    const { assert!(I <= 29, "exp_on_negative_values needs at least 2 fractional bits") };
+    const {
+        assert!(
+            I <= 29,
+            "exp_on_negative_values needs at least 2 fractional bits"
+        )
+    };
     let frac_bits = FixedPoint::<L, I>::FRAC_BITS;
     let one_quarter = FixedPoint::<L, I>::constant_pot(-2);
     let mask = one_quarter.sub(FixedPoint::from_scalar_raw(1));

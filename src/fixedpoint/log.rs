@@ -44,10 +44,17 @@ fn saturating_shift_left(x: i32, exponent: i32) -> i32 {
 }
 
 /// `ln(x)` in Q5.26 for `x >= 1` given as a raw value with
-/// `input_integer_bits` integer bits (`12..=31`; the value must be at least 1,
-/// i.e. `raw >= 2^(31 - input_integer_bits)`).
+/// `input_integer_bits` integer bits (`12..=31`), where the value is at least 1
+/// (`raw >= 2^(31 - input_integer_bits)`) **and** `raw >= 2^19`.
+///
+/// The second condition is the algorithm's, not TFLite's choice of format:
+/// for raws with fewer than 20 significant bits the `sqrt(1/2)`-scaled
+/// candidate loses its leading bit to rounding and the wrong normalisation
+/// wins (e.g. raw 1 with 31 integer bits gives 0.16 instead of 0). TFLite
+/// only calls it with 12 integer bits (so raw >= 2^19), and log-softmax here
+/// only with raw >= 2^19 too.
 pub fn log_x_for_x_greater_than_or_equal_to_1(raw: i32, input_integer_bits: i32) -> i32 {
-    debug_assert!(raw > 0 && (raw as i64) >= 1i64 << (31 - input_integer_bits));
+    debug_assert!(raw >= 1 << 19 && (raw as i64) >= 1i64 << (31 - input_integer_bits));
     let srdhm = |a: i32, b: i32| a.saturating_rounding_doubling_high_mul(b);
     let accum_frac_bits = 31 - ACCUM_INTEGER_BITS as i32;
     let shifted_quarter = ONE_QUARTER.rounding_divide_by_pot(ACCUM_INTEGER_BITS);
@@ -57,15 +64,16 @@ pub fn log_x_for_x_greater_than_or_equal_to_1(raw: i32, input_integer_bits: i32)
     let z_a_headroom_plus_1 = (z_a as u32).leading_zeros() as i32;
     let r_a_tmp = saturating_shift_left(z_a, z_a_headroom_plus_1 - 1);
     let r_a = saturating_shift_left(srdhm(r_a_tmp, SQRT_HALF), 1);
-    let z_a_pow_2_adj = saturating_shift_left(input_integer_bits - z_a_headroom_plus_1, accum_frac_bits)
-        .saturating_add(shifted_quarter);
+    let z_a_pow_2_adj =
+        saturating_shift_left(input_integer_bits - z_a_headroom_plus_1, accum_frac_bits)
+            .saturating_add(shifted_quarter);
 
     // ... and b: the same after a factor sqrt(1/2), exponent p_b - 1/4.
     let z_b = srdhm(z_a, SQRT_HALF);
     let z_b_headroom = (z_b as u32).leading_zeros() as i32 - 1;
     let r_b = saturating_shift_left(z_a, z_b_headroom);
-    let z_b_pow_2_adj =
-        saturating_shift_left(input_integer_bits - z_b_headroom, accum_frac_bits).saturating_sub(shifted_quarter);
+    let z_b_pow_2_adj = saturating_shift_left(input_integer_bits - z_b_headroom, accum_frac_bits)
+        .saturating_sub(shifted_quarter);
 
     // Whichever normalisation lands in [sqrt(1/2), sqrt(2)) wins.
     let r = r_a.min(r_b);
@@ -76,9 +84,15 @@ pub fn log_x_for_x_greater_than_or_equal_to_1(raw: i32, input_integer_bits: i32)
     let q = q.wrapping_add(q);
     let common_sq = srdhm(q, q);
     let num = srdhm(q, r).wrapping_add(srdhm(srdhm(q, common_sq), LOG_ALPHA_N));
-    let denom_minus_one = srdhm(p, LOG_ALPHA_I.wrapping_add(q).wrapping_add(srdhm(LOG_ALPHA_D, common_sq)))
-        .wrapping_add(srdhm(LOG_ALPHA_F, q));
-    let recip_denom = one_over_one_plus_x_for_x_in_0_1(Q0_31::<i32>::from_raw(denom_minus_one)).raw();
+    let denom_minus_one = srdhm(
+        p,
+        LOG_ALPHA_I
+            .wrapping_add(q)
+            .wrapping_add(srdhm(LOG_ALPHA_D, common_sq)),
+    )
+    .wrapping_add(srdhm(LOG_ALPHA_F, q));
+    let recip_denom =
+        one_over_one_plus_x_for_x_in_0_1(Q0_31::<i32>::from_raw(denom_minus_one)).raw();
 
     // Q6.25: p ln 2 + num / denom, then one saturating shift to Q5.26.
     let num_scaled = num.rounding_divide_by_pot(ACCUM_INTEGER_BITS);

@@ -90,7 +90,11 @@ impl<L: Lane, const I: u32> FixedPoint<L, I> {
     /// One; for `INT_BITS == 0` the largest value, `1 - 2^-31`, as in gemmlowp.
     #[inline(always)]
     pub fn one() -> Self {
-        Self::from_scalar_raw(if I == 0 { i32::MAX } else { 1 << Self::FRAC_BITS })
+        Self::from_scalar_raw(if I == 0 {
+            i32::MAX
+        } else {
+            1 << Self::FRAC_BITS
+        })
     }
 
     /// `2^exponent`, exactly representable: `-FRAC_BITS <= exponent < INT_BITS`.
@@ -133,7 +137,12 @@ impl<L: Lane, const I: u32> FixedPoint<L, I> {
     #[inline(always)]
     #[allow(clippy::should_implement_trait)]
     pub fn mul<const J: u32, const K: u32>(self, b: FixedPoint<L, J>) -> FixedPoint<L, K> {
-        const { assert!(I + J == K, "product integer bits must be the sum of the factors'") };
+        const {
+            assert!(
+                I + J == K,
+                "product integer bits must be the sum of the factors'"
+            )
+        };
         FixedPoint(self.0.saturating_rounding_doubling_high_mul(b.0))
     }
 
@@ -141,7 +150,10 @@ impl<L: Lane, const I: u32> FixedPoint<L, I> {
     /// multiply by `2^(I - J)` of the raw value (gemmlowp's `Rescale`).
     #[inline(always)]
     pub fn rescale<const J: u32>(self) -> FixedPoint<L, J> {
-        FixedPoint(self.0.saturating_rounding_multiply_by_pot(I as i32 - J as i32))
+        FixedPoint(
+            self.0
+                .saturating_rounding_multiply_by_pot(I as i32 - J as i32),
+        )
     }
 
     /// The raw value reinterpreted with `J = I + e` integer bits, which multiplies
@@ -185,7 +197,7 @@ pub(crate) fn libm_round(x: f64) -> f64 {
     }
     let a = x.abs();
     let whole = a as i64 as f64; // truncation; exact for |x| < 2^52
-    // `a - whole` is exact, so this avoids the classic `a + 0.5` double rounding.
+                                 // `a - whole` is exact, so this avoids the classic `a + 0.5` double rounding.
     let r = if a - whole >= 0.5 { whole + 1.0 } else { whole };
     if x < 0.0 {
         -r

@@ -13,10 +13,8 @@
 //!   differ for negative odd sums, where the floor half-sum (`shadd`) is right.
 //! * Saturating left shifts are `sqshl`, identical to gemmlowp's compare-and-select.
 
-
 use super::Lane;
 use core::arch::aarch64::*;
-
 
 impl Lane for int32x4_t {
     const LANES: usize = 4;

@@ -112,6 +112,7 @@ pub(crate) fn get_reciprocal_splat<L: Lane>(sum: i64, x_integer_digits: i32) -> 
     };
     let num_bits_over_unit = x_integer_digits - headroom_plus_one;
     let shifted_sum_minus_one = normalized.wrapping_sub(1 << 31) as i32;
-    let scale = one_over_one_plus_x_for_x_in_0_1(Q0_31::<L>::from_scalar_raw(shifted_sum_minus_one));
+    let scale =
+        one_over_one_plus_x_for_x_in_0_1(Q0_31::<L>::from_scalar_raw(shifted_sum_minus_one));
     (scale.raw(), num_bits_over_unit)
 }

@@ -24,10 +24,12 @@ use super::softmax::{ACCUMULATION_INTEGER_BITS, SCALED_DIFF_INTEGER_BITS};
 use super::{check_quantization, check_rows, unsupported_method, Method, QuantElem};
 use crate::arch::{self, Backend};
 use crate::error::{Error, Result};
-use crate::fixedpoint::{exp_on_negative_values, log_x_for_x_greater_than_or_equal_to_1, FixedPoint, Lane};
+use crate::fixedpoint::{
+    exp_on_negative_values, log_x_for_x_greater_than_or_equal_to_1, FixedPoint, Lane,
+};
 use crate::quant::{
-    calculate_input_radius, multiply_by_quantized_multiplier, pow2, preprocess_softmax_scaling, quantize_multiplier,
-    QuantParams,
+    calculate_input_radius, multiply_by_quantized_multiplier, pow2, preprocess_softmax_scaling,
+    quantize_multiplier, QuantParams,
 };
 use core::marker::PhantomData;
 
@@ -42,7 +44,8 @@ pub struct LogSoftmaxParams {
     /// Its power-of-two exponent.
     pub input_shift: i32,
     /// Mantissa of the reverse scaling `2^(31 - shift) / multiplier`, or 0 when
-    /// the scale is so small that no difference is ever cut.
+    /// the scale is so small that no difference is ever cut (the factor is 1
+    /// or more).
     pub reverse_multiplier: i32,
     /// Its exponent (TFLite's `-reverse_scaling_right_shift`).
     pub reverse_shift: i32,
@@ -80,16 +83,34 @@ impl LogSoftmaxParams {
             }
         };
         // TFLite compares the output scale with 16/256 exactly.
-        let input_scale = check_quantization::<T>("log_softmax", input, output, 16.0 / 256.0, expected_zero_point, 0.0)?;
+        let input_scale = check_quantization::<T>(
+            "log_softmax",
+            input,
+            output,
+            16.0 / 256.0,
+            expected_zero_point,
+            0.0,
+        )?;
         let m = preprocess_softmax_scaling(1.0, input_scale, SCALED_DIFF_INTEGER_BITS)?;
-        let (input_multiplier, input_shift) = if m.shift < -31 { (0, 0) } else { (m.multiplier, m.shift) };
+        let (input_multiplier, input_shift) = if m.shift < -31 {
+            (0, 0)
+        } else {
+            (m.multiplier, m.shift)
+        };
         let radius = calculate_input_radius(SCALED_DIFF_INTEGER_BITS, input_shift, 31);
         // TFLite: 2^(31 - shift) / multiplier, the factor from Q5.26 back to input steps.
+        // A reverse factor of 1 or more (shift > 0, input scales below about
+        // 2^-26, where TFLite aborts) maps `log_sum - 32` below i32::MIN input
+        // steps: no difference is ever cut, as with a zero multiplier.
         let (reverse_multiplier, reverse_shift) = if input_multiplier == 0 {
             (0, 0)
         } else {
             let r = quantize_multiplier(pow2(31 - input_shift) / input_multiplier as f64)?;
-            (r.multiplier, r.shift)
+            if r.shift > 0 {
+                (0, 0)
+            } else {
+                (r.multiplier, r.shift)
+            }
         };
         Ok(LogSoftmaxParams {
             input_multiplier,
@@ -112,10 +133,18 @@ impl LogSoftmaxParams {
     /// Each element's contribution to the sum of exps: Q12.19 raw, 0 below `diff_min`.
     #[inline(always)]
     pub(crate) fn exp_term<L: Lane>(&self, diff: L) -> L {
-        let e = exp_on_negative_values(FixedPoint::<L, SCALED_DIFF_INTEGER_BITS>::from_raw(self.scaled_diff(diff)));
+        let e = exp_on_negative_values(FixedPoint::<L, SCALED_DIFF_INTEGER_BITS>::from_raw(
+            self.scaled_diff(diff),
+        ));
         // exp >= 0, so the rescale's rounding needs no sign fix-up.
-        let term = e.raw().rounding_divide_by_pot_non_negative(ACCUMULATION_INTEGER_BITS);
-        L::select(diff.mask_if_less_than(L::splat(self.diff_min)), L::splat(0), term)
+        let term = e
+            .raw()
+            .rounding_divide_by_pot_non_negative(ACCUMULATION_INTEGER_BITS);
+        L::select(
+            diff.mask_if_less_than(L::splat(self.diff_min)),
+            L::splat(0),
+            term,
+        )
     }
 
     /// The row's log-sum and cut-off from its sum of exps (raw Q12.19, >= 2^19).
@@ -124,15 +153,23 @@ impl LogSoftmaxParams {
         // integer bits instead; the logarithm is then still exact to Q5.26.
         let excess = (64 - sum_of_exps.leading_zeros() as i32 - 31).max(0);
         let raw = (sum_of_exps >> excess) as i32;
-        let log_sum = log_x_for_x_greater_than_or_equal_to_1(raw, ACCUMULATION_INTEGER_BITS as i32 + excess);
+        let log_sum =
+            log_x_for_x_greater_than_or_equal_to_1(raw, ACCUMULATION_INTEGER_BITS as i32 + excess);
         let cut = if self.reverse_multiplier == 0 {
             i32::MIN
         } else {
             // log_sum - 32 in Q5.26, mapped back to input steps.
             let shifted_log_sum = log_sum.wrapping_add(i32::MIN);
-            multiply_by_quantized_multiplier(shifted_log_sum, self.reverse_multiplier, self.reverse_shift)
+            multiply_by_quantized_multiplier(
+                shifted_log_sum,
+                self.reverse_multiplier,
+                self.reverse_shift,
+            )
         };
-        LogSoftmaxRow { log_sum, adjusted_diff_min: (self.diff_min.saturating_sub(1)).max(cut) }
+        LogSoftmaxRow {
+            log_sum,
+            adjusted_diff_min: (self.diff_min.saturating_sub(1)).max(cut),
+        }
     }
 
     /// Quantized output for input differences `diff` (lanes).
@@ -171,7 +208,11 @@ impl<T: QuantElem> LogSoftmax<T> {
         if method != Method::FixedPoint {
             return Err(unsupported_method::<T>("log_softmax", method));
         }
-        Ok(LogSoftmax { params, backend: Backend::best(), _type: PhantomData })
+        Ok(LogSoftmax {
+            params,
+            backend: Backend::best(),
+            _type: PhantomData,
+        })
     }
 
     /// The prepared parameters.
@@ -191,7 +232,13 @@ impl<T: QuantElem> LogSoftmax<T> {
     }
 
     /// [`run`](Self::run) with the given backend (an error if not available here).
-    pub fn run_with(&self, backend: Backend, input: &[T], output: &mut [T], row_len: usize) -> Result<()> {
+    pub fn run_with(
+        &self,
+        backend: Backend,
+        input: &[T],
+        output: &mut [T],
+        row_len: usize,
+    ) -> Result<()> {
         check_rows("log_softmax", input.len(), output.len(), row_len)?;
         arch::log_softmax(backend, &self.params, input, output, row_len)
     }

@@ -71,23 +71,29 @@ pub struct ActivationParams {
 
 impl ActivationParams {
     /// Validates and prepares logistic or tanh for element type `T`.
-    pub fn new<T: QuantElem>(activation: Activation, input: QuantParams, output: QuantParams) -> Result<Self> {
+    pub fn new<T: QuantElem>(
+        activation: Activation,
+        input: QuantParams,
+        output: QuantParams,
+    ) -> Result<Self> {
         let op = match activation {
             Activation::Logistic => "logistic",
             Activation::Tanh => "tanh",
         };
         // TFLite's output quantization: [0, 1) or [-1, 1) over the type's range.
-        let (expected_scale, expected_zero_point, output_fraction_bits) = match (activation, T::NAME) {
-            (Activation::Logistic, "int8") => (1.0 / 256.0, -128, 8),
-            (Activation::Logistic, "uint8") => (1.0 / 256.0, 0, 8),
-            (Activation::Logistic, _) => (1.0 / 32768.0, 0, 15),
-            (Activation::Tanh, "int8") => (1.0 / 128.0, 0, 7),
-            (Activation::Tanh, "uint8") => (1.0 / 128.0, 128, 7),
-            (Activation::Tanh, _) => (1.0 / 32768.0, 0, 15),
-        };
+        let (expected_scale, expected_zero_point, output_fraction_bits) =
+            match (activation, T::NAME) {
+                (Activation::Logistic, "int8") => (1.0 / 256.0, -128, 8),
+                (Activation::Logistic, "uint8") => (1.0 / 256.0, 0, 8),
+                (Activation::Logistic, _) => (1.0 / 32768.0, 0, 15),
+                (Activation::Tanh, "int8") => (1.0 / 128.0, 0, 7),
+                (Activation::Tanh, "uint8") => (1.0 / 128.0, 128, 7),
+                (Activation::Tanh, _) => (1.0 / 32768.0, 0, 15),
+            };
         // TFLite compares the logistic output scale exactly (tanh it does not check;
         // its kernel assumes these values).
-        let input_scale = check_quantization::<T>(op, input, output, expected_scale, expected_zero_point, 0.0)?;
+        let input_scale =
+            check_quantization::<T>(op, input, output, expected_scale, expected_zero_point, 0.0)?;
 
         let input_integer_bits = if T::NAME == "int16" { 5 } else { 4 };
         // TFLite Micro's Prepare: frexp of the real multiplier, mantissa rounded
@@ -167,8 +173,16 @@ pub(crate) fn activation_lanes<L: Lane, const I: u32, const I_PLUS_1: u32, const
     let saturate_low = x.mask_if_less_than(L::splat(1 - p.input_range_radius));
     let saturate_high = x.mask_if_greater_than(L::splat(p.input_range_radius - 1));
     // Lanes that saturate may wrap here; their result is discarded below.
-    let v = FixedPoint::<L, I>::from_raw(multiply_by_quantized_multiplier(x, p.input_multiplier, p.input_shift));
-    let y = if TANH { fixedpoint::tanh::<L, I, I_PLUS_1>(v) } else { fixedpoint::logistic(v) };
+    let v = FixedPoint::<L, I>::from_raw(multiply_by_quantized_multiplier(
+        x,
+        p.input_multiplier,
+        p.input_shift,
+    ));
+    let y = if TANH {
+        fixedpoint::tanh::<L, I, I_PLUS_1>(v)
+    } else {
+        fixedpoint::logistic(v)
+    };
     let out = y
         .raw()
         .rounding_divide_by_pot(p.output_shift)
@@ -200,7 +214,11 @@ macro_rules! activation_op {
                 if method != Method::FixedPoint {
                     return Err(unsupported_method::<T>($opname, method));
                 }
-                Ok($name { params, backend: Backend::best(), _type: PhantomData })
+                Ok($name {
+                    params,
+                    backend: Backend::best(),
+                    _type: PhantomData,
+                })
             }
 
             /// The prepared parameters.

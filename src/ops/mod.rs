@@ -52,7 +52,9 @@ mod sealed {
 }
 
 /// A quantized element type: `i8`, `u8` or `i16` (sealed).
-pub trait QuantElem: sealed::Sealed + Copy + Default + PartialOrd + core::fmt::Debug + 'static {
+pub trait QuantElem:
+    sealed::Sealed + Copy + Default + PartialOrd + core::fmt::Debug + 'static
+{
     /// Smallest value, widened.
     const MIN: i32;
     /// Largest value, widened.
@@ -92,7 +94,10 @@ pub(crate) fn check_scale(what: &'static str, scale: f32) -> Result<f64> {
     if scale.is_finite() && scale > 0.0 {
         Ok(scale as f64)
     } else {
-        Err(Error::Scale { what, value: scale as f64 })
+        Err(Error::Scale {
+            what,
+            value: scale as f64,
+        })
     }
 }
 
@@ -101,7 +106,12 @@ pub(crate) fn check_zero_point<T: QuantElem>(what: &'static str, zero_point: i32
     if (T::MIN..=T::MAX).contains(&zero_point) {
         Ok(())
     } else {
-        Err(Error::ZeroPoint { what, value: zero_point, min: T::MIN, max: T::MAX })
+        Err(Error::ZeroPoint {
+            what,
+            value: zero_point,
+            min: T::MIN,
+            max: T::MAX,
+        })
     }
 }
 
@@ -137,12 +147,21 @@ pub(crate) fn check_quantization<T: QuantElem>(
 }
 
 /// Checks buffer lengths for a row-wise op; returns the number of rows.
-pub(crate) fn check_rows(op: &'static str, input: usize, output: usize, row_len: usize) -> Result<usize> {
+pub(crate) fn check_rows(
+    op: &'static str,
+    input: usize,
+    output: usize,
+    row_len: usize,
+) -> Result<usize> {
     if input != output {
         return Err(Error::LengthMismatch { op, input, output });
     }
     if row_len == 0 || input % row_len != 0 {
-        return Err(Error::RowLength { op, len: input, row: row_len });
+        return Err(Error::RowLength {
+            op,
+            len: input,
+            row: row_len,
+        });
     }
     Ok(input / row_len)
 }
@@ -162,7 +181,9 @@ pub(crate) fn unsupported_method<T: QuantElem>(op: &'static str, method: Method)
         dtype: T::NAME,
         reason: match method {
             Method::Lut => "Method::Lut is not implemented yet; use Method::FixedPoint",
-            Method::DequantF32 => "Method::DequantF32 is not implemented yet; use Method::FixedPoint",
+            Method::DequantF32 => {
+                "Method::DequantF32 is not implemented yet; use Method::FixedPoint"
+            }
             Method::FixedPoint => "Method::FixedPoint is not available for this type",
         },
     }

@@ -6,7 +6,8 @@
 //!   d    = q - max                              (<= 0, input steps)
 //!   e(d) = exp_on_negative_values(d * beta * scale)   d rescaled to Q5.26, e in Q0.31
 //!          only for d >= diff_min (smaller d would not fit Q5.26; their exp is 0)
-//!   sum  = sum of e(d) rescaled to Q12.19       (TFLite: i32; qneon: i64)
+//!   sum  = sum of e(d) rescaled to Q12.19       (TFLite: i32; qneon: i64;
+//!                                               int16: exact Q0.31 sum)
 //!   (r, n) = get_reciprocal(sum)                1/sum = r * 2^-n, r in Q0.31
 //!   out  = rounding_divide_by_pot(r * e(d), n + 31 - output_bits) + zero_point, clamped
 //! ```
@@ -23,14 +24,18 @@
 //! * TFLite aborts when `beta * scale * 2^26 <= 1`; qneon then uses a right-shift
 //!   multiplier. `beta <= 0` is an [`Error`](crate::Error).
 //!
-//! int16 uses the same fixed-point algorithm with output scale 1/32768 (TFLite
-//! itself uses a lookup table for int16, see `Method::Lut`).
+//! int16 uses the same fixed-point algorithm with output scale 1/32768 and an
+//! exact Q0.31 sum of exps (TFLite itself uses a lookup table for int16, see
+//! `Method::Lut`, so there are no reference bytes to keep).
 
 use super::{check_quantization, check_rows, unsupported_method, Method, QuantElem};
 use crate::arch::{self, Backend};
 use crate::error::{Error, Result};
 use crate::fixedpoint::{exp_on_negative_values, get_reciprocal_splat, FixedPoint, Lane, Q0_31};
-use crate::quant::{calculate_input_radius, multiply_by_quantized_multiplier, preprocess_softmax_scaling, QuantParams};
+use crate::quant::{
+    calculate_input_radius, multiply_by_quantized_multiplier, preprocess_softmax_scaling,
+    QuantParams,
+};
 use core::marker::PhantomData;
 
 /// Integer bits of the scaled input difference (Q5.26), as in TFLite.
@@ -49,6 +54,11 @@ pub struct SoftmaxParams {
     pub diff_min: i32,
     /// Fraction bits of the output: 8 (scale 1/256) or 15 (scale 1/32768).
     pub output_bits: u32,
+    /// Integer bits of the sum of exps: 12 (TFLite's Q12.19, each exp rounded
+    /// to 2^-19) for 8-bit types; 0 for int16, whose sum is exact (Q0.31 in 64
+    /// bits) because the per-term rounding would cost up to `(n - 1)/32`
+    /// output steps at 15-bit output precision.
+    pub accumulation_integer_bits: u32,
     /// Output zero point (the quantized probability 0).
     pub output_zero_point: i32,
     /// Smallest output value of the type.
@@ -65,18 +75,34 @@ impl SoftmaxParams {
             "uint8" => (1.0 / 256.0, 0, 8),
             _ => (1.0 / 32768.0, 0, 15),
         };
-        let input_scale = check_quantization::<T>("softmax", input, output, expected_scale, expected_zero_point, 0.001)?;
+        let input_scale = check_quantization::<T>(
+            "softmax",
+            input,
+            output,
+            expected_scale,
+            expected_zero_point,
+            0.001,
+        )?;
         if !(beta.is_finite() && beta > 0.0) {
             return Err(Error::Beta { value: beta as f64 });
         }
         let m = preprocess_softmax_scaling(beta as f64, input_scale, SCALED_DIFF_INTEGER_BITS)?;
-        let (input_multiplier, input_shift) = if m.shift < -31 { (0, 0) } else { (m.multiplier, m.shift) };
+        let (input_multiplier, input_shift) = if m.shift < -31 {
+            (0, 0)
+        } else {
+            (m.multiplier, m.shift)
+        };
         let radius = calculate_input_radius(SCALED_DIFF_INTEGER_BITS, input_shift, 31);
         Ok(SoftmaxParams {
             input_multiplier,
             input_shift,
             diff_min: -radius,
             output_bits,
+            accumulation_integer_bits: if output_bits == 8 {
+                ACCUMULATION_INTEGER_BITS
+            } else {
+                0
+            },
             output_zero_point: output.zero_point,
             output_min: T::MIN,
             output_max: T::MAX,
@@ -87,15 +113,27 @@ impl SoftmaxParams {
     /// `d >= diff_min` (other lanes give garbage the caller masks).
     #[inline(always)]
     pub(crate) fn exp_of_diff<L: Lane>(&self, diff: L) -> Q0_31<L> {
-        let scaled = multiply_by_quantized_multiplier(diff, self.input_multiplier, self.input_shift);
+        let scaled =
+            multiply_by_quantized_multiplier(diff, self.input_multiplier, self.input_shift);
         exp_on_negative_values(FixedPoint::<L, SCALED_DIFF_INTEGER_BITS>::from_raw(scaled))
     }
 
-    /// The reciprocal of a row's sum of exps (raw Q12.19, at least 2^19):
+    /// One exp's contribution to the sum, in the accumulation format
+    /// (rounded to Q12.19, or the exact Q0.31 value).
+    #[inline(always)]
+    pub(crate) fn sum_term(&self, exp: Q0_31<i32>) -> i64 {
+        // exp >= 0, so the rounding needs no sign fix-up.
+        exp.raw()
+            .rounding_divide_by_pot_non_negative(self.accumulation_integer_bits) as i64
+    }
+
+    /// The reciprocal of a row's sum of exps (raw, `accumulation_integer_bits`
+    /// integer bits; at least 1 in real terms):
     /// `(scale in Q0.31, output rounding exponent)`.
     #[inline(always)]
     pub(crate) fn reciprocal<L: Lane>(&self, sum_of_exps: i64) -> (L, u32) {
-        let (scale, num_bits_over_unit) = get_reciprocal_splat::<L>(sum_of_exps, ACCUMULATION_INTEGER_BITS as i32);
+        let (scale, num_bits_over_unit) =
+            get_reciprocal_splat::<L>(sum_of_exps, self.accumulation_integer_bits as i32);
         // num_bits_over_unit >= 0 since the row's maximum contributes exp(0) = 1.
         let exponent = num_bits_over_unit + 31 - self.output_bits as i32;
         debug_assert!(exponent >= 0);
@@ -109,9 +147,15 @@ impl SoftmaxParams {
     pub(crate) fn output<L: Lane>(&self, exp: Q0_31<L>, scale: L, exponent: u32) -> L {
         // exp >= 0 and scale > 0, so the product is non-negative.
         let product = exp.raw().saturating_rounding_doubling_high_mul(scale);
-        let unsat = if exponent <= 31 { product.rounding_divide_by_pot_non_negative(exponent) } else { L::splat(0) };
+        let unsat = if exponent <= 31 {
+            product.rounding_divide_by_pot_non_negative(exponent)
+        } else {
+            L::splat(0)
+        };
         // unsat >= 0, so only the upper clamp can bind.
-        unsat.add(L::splat(self.output_zero_point)).lane_min(L::splat(self.output_max))
+        unsat
+            .add(L::splat(self.output_zero_point))
+            .lane_min(L::splat(self.output_max))
     }
 }
 
@@ -136,7 +180,11 @@ impl<T: QuantElem> Softmax<T> {
         if method != Method::FixedPoint {
             return Err(unsupported_method::<T>("softmax", method));
         }
-        Ok(Softmax { params, backend: Backend::best(), _type: PhantomData })
+        Ok(Softmax {
+            params,
+            backend: Backend::best(),
+            _type: PhantomData,
+        })
     }
 
     /// The prepared parameters.
@@ -157,7 +205,13 @@ impl<T: QuantElem> Softmax<T> {
     }
 
     /// [`run`](Self::run) with the given backend (an error if not available here).
-    pub fn run_with(&self, backend: Backend, input: &[T], output: &mut [T], row_len: usize) -> Result<()> {
+    pub fn run_with(
+        &self,
+        backend: Backend,
+        input: &[T],
+        output: &mut [T],
+        row_len: usize,
+    ) -> Result<()> {
         check_rows("softmax", input.len(), output.len(), row_len)?;
         arch::softmax(backend, &self.params, input, output, row_len)
     }
