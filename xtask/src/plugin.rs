@@ -43,6 +43,11 @@ fn is_fresh(output: &Path, source: &Path) -> bool {
 /// plugin and returns the number of guest instructions it executed. Its
 /// stdout and stderr pass through; a failing exit status is an error.
 pub fn count_instructions(binary: &Path, args: &[String]) -> Result<u64> {
+    count_instructions_with(binary, args, false)
+}
+
+/// [`count_instructions`], optionally discarding the program's stdout.
+pub fn count_instructions_with(binary: &Path, args: &[String], quiet: bool) -> Result<u64> {
     let plugin = insn_plugin()?;
     let count_file = plugin.with_file_name("last-count.txt");
     // A stale count must never be mistaken for this run's.
@@ -57,13 +62,15 @@ pub fn count_instructions(binary: &Path, args: &[String]) -> Result<u64> {
     let mut plugin_arg = plugin.into_os_string();
     plugin_arg.push(",out=");
     plugin_arg.push(&count_file);
-    util::run(
-        Command::new("qemu-aarch64")
-            .args(["-cpu", "max", "-plugin"])
-            .arg(plugin_arg)
-            .arg(binary)
-            .args(args),
-    )?;
+    let mut cmd = Command::new("qemu-aarch64");
+    cmd.args(["-cpu", "max", "-plugin"])
+        .arg(plugin_arg)
+        .arg(binary)
+        .args(args);
+    if quiet {
+        cmd.stdout(std::process::Stdio::null());
+    }
+    util::run(&mut cmd)?;
 
     let text = fs::read_to_string(&count_file).map_err(|e| {
         format!(
