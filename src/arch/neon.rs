@@ -550,6 +550,27 @@ fn softmax_row<T: NeonElem + QuantElem>(
     );
     debug_assert_eq!(p.accumulation_integer_bits == 0, size_of::<T>() == 2);
     let (scale, exponent) = p.reciprocal::<int32x4_t>(sum.total());
+    // Two copies of the output loop: in each the compiler knows which side of
+    // 31 the exponent is on, and drops the other case from the loop body.
+    if exponent <= 31 {
+        softmax_output_pass(p, row_in, row_out, cache_ptr, max, scale, exponent);
+    } else {
+        softmax_output_pass(p, row_in, row_out, cache_ptr, max, scale, exponent);
+    }
+}
+
+/// Writes a row's outputs from the cached exps (or recomputed ones without a cache).
+#[inline(always)]
+fn softmax_output_pass<T: NeonElem + QuantElem>(
+    p: &SoftmaxParams,
+    row_in: &[T],
+    row_out: &mut [T],
+    cache_ptr: Option<*mut i32>,
+    max: int32x4_t,
+    scale: int32x4_t,
+    exponent: u32,
+) {
+    let pad = T::from_i32(T::MIN);
     let mut start = 0;
     for_each_block(
         row_in,
@@ -558,7 +579,7 @@ fn softmax_row<T: NeonElem + QuantElem>(
         #[inline(always)]
         |src, dst| {
             let e = match cache_ptr {
-                // SAFETY: the cache holds n rounded up to whole blocks of i32.
+                // SAFETY: the cache holds the row rounded up to whole blocks of i32.
                 Some(c) => unsafe { load_block_i32(c.add(start)) },
                 // SAFETY: for_each_block hands out pointers to 16 valid elements.
                 None => softmax_exp_block(p, unsafe { T::load_block(src) }, max),
