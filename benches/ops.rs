@@ -37,9 +37,11 @@ fn softmax(c: &mut Criterion) {
         let mut y = vec![0i8; x.len()];
         g.throughput(Throughput::Elements(x.len() as u64));
         for backend in Backend::available() {
-            g.bench_with_input(BenchmarkId::new(backend.name(), row_len), &row_len, |b, &r| {
-                b.iter(|| op.run_with(backend, black_box(&x), &mut y, r).unwrap())
-            });
+            g.bench_with_input(
+                BenchmarkId::new(backend.name(), row_len),
+                &row_len,
+                |b, &r| b.iter(|| op.run_with(backend, black_box(&x), &mut y, r).unwrap()),
+            );
         }
         g.bench_with_input(BenchmarkId::new("naive_f64", row_len), &row_len, |b, &r| {
             b.iter(|| naive_softmax(black_box(&x), &mut y, r, 0.1))
@@ -49,14 +51,20 @@ fn softmax(c: &mut Criterion) {
 }
 
 fn logistic(c: &mut Criterion) {
-    let op = Logistic::<i8>::new(QuantParams::new(0.1, 0), QuantParams::new(1.0 / 256.0, -128), Method::FixedPoint)
-        .unwrap();
+    let op = Logistic::<i8>::new(
+        QuantParams::new(0.1, 0),
+        QuantParams::new(1.0 / 256.0, -128),
+        Method::FixedPoint,
+    )
+    .unwrap();
     let x = input(64 * 1024);
     let mut y = vec![0i8; x.len()];
     let mut g = c.benchmark_group("logistic_i8");
     g.throughput(Throughput::Elements(x.len() as u64));
     for backend in Backend::available() {
-        g.bench_function(backend.name(), |b| b.iter(|| op.run_with(backend, black_box(&x), &mut y).unwrap()));
+        g.bench_function(backend.name(), |b| {
+            b.iter(|| op.run_with(backend, black_box(&x), &mut y).unwrap())
+        });
     }
     g.bench_function("naive_f64", |b| {
         b.iter(|| {

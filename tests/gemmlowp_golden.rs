@@ -29,21 +29,33 @@ struct Golden {
 }
 
 fn load(name: &'static str) -> Golden {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden").join(name);
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(name);
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let mut lines = text.lines().enumerate();
     let (_, header) = lines.next().unwrap_or_else(|| panic!("{name}: empty file"));
     let header: Value = serde_json::from_str(header).unwrap_or_else(|e| panic!("{name}:1: {e}"));
-    let provenance = header.get("provenance").cloned().unwrap_or_else(|| panic!("{name}:1: no provenance header"));
+    let provenance = header
+        .get("provenance")
+        .cloned()
+        .unwrap_or_else(|| panic!("{name}:1: no provenance header"));
     let records: Vec<(usize, Value)> = lines
-        .map(|(i, line)| (i + 1, serde_json::from_str(line).unwrap_or_else(|e| panic!("{name}:{}: {e}", i + 1))))
+        .map(|(i, line)| {
+            (
+                i + 1,
+                serde_json::from_str(line).unwrap_or_else(|e| panic!("{name}:{}: {e}", i + 1)),
+            )
+        })
         .collect();
 
     // The header counts the records per function: a truncated or hand-edited
     // file fails here rather than passing on fewer vectors.
     let mut counts: BTreeMap<String, u64> = BTreeMap::new();
     for (_, r) in &records {
-        *counts.entry(r["fn"].as_str().expect("record without fn").to_owned()).or_default() += 1;
+        *counts
+            .entry(r["fn"].as_str().expect("record without fn").to_owned())
+            .or_default() += 1;
     }
     let declared: BTreeMap<String, u64> = provenance["records"]
         .as_object()
@@ -51,25 +63,37 @@ fn load(name: &'static str) -> Golden {
         .iter()
         .map(|(k, v)| (k.clone(), v.as_u64().expect("record count")))
         .collect();
-    assert_eq!(counts, declared, "{name}: record counts differ from the provenance header");
+    assert_eq!(
+        counts, declared,
+        "{name}: record counts differ from the provenance header"
+    );
 
     println!(
         "{name}: gemmlowp {} from {} {} ({}), {} records",
         provenance["gemmlowp_commit"].as_str().unwrap_or("?"),
-        provenance["tensorflow_distribution"].as_str().unwrap_or("?"),
+        provenance["tensorflow_distribution"]
+            .as_str()
+            .unwrap_or("?"),
         provenance["tensorflow_version"].as_str().unwrap_or("?"),
         provenance["compiler"].as_str().unwrap_or("?"),
         records.len()
     );
-    Golden { name, provenance, records }
+    Golden {
+        name,
+        provenance,
+        records,
+    }
 }
 
 fn int(r: &Value, key: &str, line: usize) -> i64 {
-    r[key].as_i64().unwrap_or_else(|| panic!("line {line}: missing integer {key:?}"))
+    r[key]
+        .as_i64()
+        .unwrap_or_else(|| panic!("line {line}: missing integer {key:?}"))
 }
 
 fn i32_field(r: &Value, key: &str, line: usize) -> i32 {
-    i32::try_from(int(r, key, line)).unwrap_or_else(|_| panic!("line {line}: {key:?} out of i32 range"))
+    i32::try_from(int(r, key, line))
+        .unwrap_or_else(|_| panic!("line {line}: {key:?} out of i32 range"))
 }
 
 fn i32_array(r: &Value, key: &str, line: usize) -> Vec<i32> {
@@ -77,7 +101,11 @@ fn i32_array(r: &Value, key: &str, line: usize) -> Vec<i32> {
         .as_array()
         .unwrap_or_else(|| panic!("line {line}: missing array {key:?}"))
         .iter()
-        .map(|v| v.as_i64().and_then(|v| i32::try_from(v).ok()).unwrap_or_else(|| panic!("line {line}: bad {key:?}")))
+        .map(|v| {
+            v.as_i64()
+                .and_then(|v| i32::try_from(v).ok())
+                .unwrap_or_else(|| panic!("line {line}: bad {key:?}"))
+        })
         .collect()
 }
 
@@ -95,7 +123,10 @@ impl Tally {
             let seen = self.mismatched.entry(check.to_owned()).or_default();
             *seen += 1;
             if *seen <= SHOW {
-                println!("MISMATCH {check} {}: gemmlowp {expected}, qneon {got}", input());
+                println!(
+                    "MISMATCH {check} {}: gemmlowp {expected}, qneon {got}",
+                    input()
+                );
             }
         }
     }
@@ -123,8 +154,15 @@ impl Tally {
         }
         let bad: usize = self.mismatched.values().sum();
         println!("{what}: {} compared, {bad} mismatched", self.total());
-        assert!(bad == 0, "{what}: {bad} mismatches against gemmlowp (first {SHOW} per check printed above)");
-        assert!(self.total() >= min_total, "{what}: only {} comparisons, expected at least {min_total}", self.total());
+        assert!(
+            bad == 0,
+            "{what}: {bad} mismatches against gemmlowp (first {SHOW} per check printed above)"
+        );
+        assert!(
+            self.total() >= min_total,
+            "{what}: only {} comparisons, expected at least {min_total}",
+            self.total()
+        );
     }
 }
 
@@ -188,7 +226,9 @@ fn primitives_match_gemmlowp() {
                 let a = i32_field(r, "a", line);
                 let q = FixedPoint::<i32, 0>::from_raw(a);
                 let got = match f {
-                    "exp_interval" => fixedpoint::exp_on_interval_between_negative_one_quarter_and_0_excl(q),
+                    "exp_interval" => {
+                        fixedpoint::exp_on_interval_between_negative_one_quarter_and_0_excl(q)
+                    }
                     "one_over_one_plus_x" => fixedpoint::one_over_one_plus_x_for_x_in_0_1(q),
                     _ => fixedpoint::one_minus_x_over_one_plus_x_for_x_in_0_1(q),
                 }
@@ -198,8 +238,15 @@ fn primitives_match_gemmlowp() {
             other => panic!("{}:{line}: unknown fn {other:?}", golden.name),
         }
     }
-    let functions =
-        ["srdhm", "rdbpot", "srmbpot", "rhs", "exp_interval", "one_over_one_plus_x", "one_minus_x_over_one_plus_x"];
+    let functions = [
+        "srdhm",
+        "rdbpot",
+        "srmbpot",
+        "rhs",
+        "exp_interval",
+        "one_over_one_plus_x",
+        "one_minus_x_over_one_plus_x",
+    ];
     for f in functions {
         let n = tally.compared.get(f).copied().unwrap_or(0);
         assert!(n >= 2000, "only {n} vectors for {f}");
@@ -225,17 +272,25 @@ fn q31_records(golden: &Golden) -> Vec<(String, u32, Vec<i32>, Vec<i32>)> {
         })
         .collect();
     let range = |key: &str| {
-        let r = golden.provenance[key].as_array().unwrap_or_else(|| panic!("provenance has no {key}"));
+        let r = golden.provenance[key]
+            .as_array()
+            .unwrap_or_else(|| panic!("provenance has no {key}"));
         (r[0].as_u64().unwrap() as u32..=r[1].as_u64().unwrap() as u32).collect::<Vec<u32>>()
     };
     let skipped: Vec<u32> = golden.provenance["skipped_integer_bits"]
         .as_array()
         .map(|a| a.iter().map(|v| v.as_u64().unwrap() as u32).collect())
         .unwrap_or_default();
-    assert!(skipped.is_empty(), "gemmlowp could not instantiate integer bits {skipped:?}");
+    assert!(
+        skipped.is_empty(),
+        "gemmlowp could not instantiate integer bits {skipped:?}"
+    );
     let exp_ns = range("exp_integer_bits");
     let act_ns = range("activation_integer_bits");
-    assert!(exp_ns.contains(&29) && act_ns.contains(&28), "integer-bit coverage shrank");
+    assert!(
+        exp_ns.contains(&29) && act_ns.contains(&28),
+        "integer-bit coverage shrank"
+    );
     assert_eq!(seen.get("exp_on_negative_values"), Some(&exp_ns));
     assert_eq!(seen.get("logistic"), Some(&act_ns));
     assert_eq!(seen.get("tanh"), Some(&act_ns));
@@ -283,7 +338,8 @@ fn q31_api_matches_gemmlowp() {
             let mut y = vec![0x5A5A_5A5A_i32; x.len()];
             for &b in &backends {
                 y.fill(0x5A5A_5A5A);
-                api_with(b, x, n, &mut y).unwrap_or_else(|e| panic!("q31::{f}_with({b:?}, N={n}): {e}"));
+                api_with(b, x, n, &mut y)
+                    .unwrap_or_else(|e| panic!("q31::{f}_with({b:?}, N={n}): {e}"));
                 tally.compare_slices(&format!("q31::{f}_with({}) N={n}", b.name()), x, out, &y);
             }
             y.fill(0x5A5A_5A5A);

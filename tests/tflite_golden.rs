@@ -39,13 +39,21 @@ fn load(name: &str) -> Vec<Case> {
     let mut lines = text.lines().enumerate();
     let (_, header) = lines.next().expect("empty golden file");
     let header: Value = serde_json::from_str(header).expect("header is JSON");
-    assert!(header.get("provenance").is_some(), "{name}: first line must be the provenance header");
+    assert!(
+        header.get("provenance").is_some(),
+        "{name}: first line must be the provenance header"
+    );
     let ints = |v: &Value| -> Vec<i32> {
-        v.as_array().expect("array").iter().map(|x| x.as_i64().expect("integer") as i32).collect()
+        v.as_array()
+            .expect("array")
+            .iter()
+            .map(|x| x.as_i64().expect("integer") as i32)
+            .collect()
     };
     lines
         .map(|(i, l)| {
-            let v: Value = serde_json::from_str(l).unwrap_or_else(|e| panic!("{name}:{}: {e}", i + 1));
+            let v: Value =
+                serde_json::from_str(l).unwrap_or_else(|e| panic!("{name}:{}: {e}", i + 1));
             let input = ints(&v["input"]);
             Case {
                 line: i + 1,
@@ -54,8 +62,15 @@ fn load(name: &str) -> Vec<Case> {
                 out_scale: v["out_scale"].as_f64().unwrap() as f32,
                 out_zp: v["out_zp"].as_i64().unwrap() as i32,
                 beta: v.get("beta").and_then(Value::as_f64).unwrap_or(1.0) as f32,
-                row_len: v.get("row_len").and_then(Value::as_u64).map_or(input.len(), |r| r as usize),
-                status: v.get("status").and_then(Value::as_str).unwrap_or("ok").to_string(),
+                row_len: v
+                    .get("row_len")
+                    .and_then(Value::as_u64)
+                    .map_or(input.len(), |r| r as usize),
+                status: v
+                    .get("status")
+                    .and_then(Value::as_str)
+                    .unwrap_or("ok")
+                    .to_string(),
                 note: v.get("note").and_then(Value::as_str).map(str::to_string),
                 output: v.get("output").filter(|o| !o.is_null()).map(ints),
                 input,
@@ -65,7 +80,9 @@ fn load(name: &str) -> Vec<Case> {
 }
 
 fn to_elems<T: QuantElem + TryFrom<i32>>(v: &[i32]) -> Vec<T> {
-    v.iter().map(|&x| T::try_from(x).ok().expect("golden value fits the type")).collect()
+    v.iter()
+        .map(|&x| T::try_from(x).ok().expect("golden value fits the type"))
+        .collect()
 }
 
 fn widen<T: QuantElem>(v: &[T]) -> Vec<i32> {
@@ -74,7 +91,8 @@ fn widen<T: QuantElem>(v: &[T]) -> Vec<i32> {
 
 /// Exact, correctly rounded (half away from zero) quantization of `p / out_scale + zp`.
 fn quantize<T: QuantElem>(p: f64, out_scale: f32, out_zp: i32) -> i32 {
-    ((p / out_scale as f64).round() as i64 + out_zp as i64).clamp(T::MIN as i64, T::MAX as i64) as i32
+    ((p / out_scale as f64).round() as i64 + out_zp as i64).clamp(T::MIN as i64, T::MAX as i64)
+        as i32
 }
 
 fn exact_softmax<T: QuantElem>(c: &Case) -> Vec<i32> {
@@ -83,7 +101,10 @@ fn exact_softmax<T: QuantElem>(c: &Case) -> Vec<i32> {
         let max = *row.iter().max().unwrap();
         let k = c.beta as f64 * c.in_scale as f64;
         let sum: f64 = row.iter().map(|&x| (k * (x - max) as f64).exp()).sum();
-        out.extend(row.iter().map(|&x| quantize::<T>((k * (x - max) as f64).exp() / sum, c.out_scale, c.out_zp)));
+        out.extend(
+            row.iter()
+                .map(|&x| quantize::<T>((k * (x - max) as f64).exp() / sum, c.out_scale, c.out_zp)),
+        );
     }
     out
 }
@@ -94,7 +115,10 @@ fn exact_log_softmax<T: QuantElem>(c: &Case) -> Vec<i32> {
         let max = *row.iter().max().unwrap();
         let k = c.in_scale as f64;
         let sum: f64 = row.iter().map(|&x| (k * (x - max) as f64).exp()).sum();
-        out.extend(row.iter().map(|&x| quantize::<T>(k * (x - max) as f64 - sum.ln(), c.out_scale, c.out_zp)));
+        out.extend(
+            row.iter()
+                .map(|&x| quantize::<T>(k * (x - max) as f64 - sum.ln(), c.out_scale, c.out_zp)),
+        );
     }
     out
 }
@@ -102,7 +126,13 @@ fn exact_log_softmax<T: QuantElem>(c: &Case) -> Vec<i32> {
 fn exact_activation<T: QuantElem>(c: &Case, f: fn(f64) -> f64) -> Vec<i32> {
     c.input
         .iter()
-        .map(|&x| quantize::<T>(f(c.in_scale as f64 * (x - c.in_zp) as f64), c.out_scale, c.out_zp))
+        .map(|&x| {
+            quantize::<T>(
+                f(c.in_scale as f64 * (x - c.in_zp) as f64),
+                c.out_scale,
+                c.out_zp,
+            )
+        })
         .collect()
 }
 
@@ -116,8 +146,18 @@ struct Tally {
 }
 
 impl Tally {
-    fn compare(&mut self, file: &str, c: &Case, backend: Backend, got: &[i32], want: &[i32], tolerance: i32) {
-        let bad: Vec<usize> = (0..want.len()).filter(|&i| (got[i] - want[i]).abs() > tolerance).collect();
+    fn compare(
+        &mut self,
+        file: &str,
+        c: &Case,
+        backend: Backend,
+        got: &[i32],
+        want: &[i32],
+        tolerance: i32,
+    ) {
+        let bad: Vec<usize> = (0..want.len())
+            .filter(|&i| (got[i] - want[i]).abs() > tolerance)
+            .collect();
         if let Some(&i) = bad.first() {
             self.failures.push(format!(
                 "{file}:{} [{}] scale {} zp {} beta {} row_len {}: {} of {} differ (tolerance {tolerance}); \
@@ -148,8 +188,17 @@ impl Tally {
             "{what}: {} cases ({} elements) bit-exact, {} checked against exact math, {} rejected (beta <= 0)",
             self.exact_cases, self.exact_elems, self.corrected_cases, self.rejected
         );
-        assert!(self.failures.is_empty(), "{what}: {} mismatches:\n{}", self.failures.len(), self.failures.join("\n"));
-        assert!(self.exact_cases >= min_cases, "{what}: only {} bit-exact cases", self.exact_cases);
+        assert!(
+            self.failures.is_empty(),
+            "{what}: {} mismatches:\n{}",
+            self.failures.len(),
+            self.failures.join("\n")
+        );
+        assert!(
+            self.exact_cases >= min_cases,
+            "{what}: only {} bit-exact cases",
+            self.exact_cases
+        );
     }
 }
 
@@ -160,7 +209,11 @@ fn softmax_file<T: QuantElem + TryFrom<i32>>(file: &str, tally: &mut Tally) {
         if c.beta <= 0.0 {
             // The references abort on beta <= 0; qneon rejects it up front.
             let err = Softmax::<T>::new(q_in, c.beta, q_out, Method::FixedPoint).unwrap_err();
-            assert!(matches!(err, qneon::Error::Beta { .. }), "{file}:{}: {err}", c.line);
+            assert!(
+                matches!(err, qneon::Error::Beta { .. }),
+                "{file}:{}: {err}",
+                c.line
+            );
             tally.rejected += 1;
             continue;
         }
@@ -171,7 +224,9 @@ fn softmax_file<T: QuantElem + TryFrom<i32>>(file: &str, tally: &mut Tally) {
             let mut out = vec![T::default(); input.len()];
             op.run_with(backend, &input, &mut out, c.row_len).unwrap();
             match (&c.output, c.status.as_str()) {
-                (Some(want), "ok") if c.note.is_none() => tally.compare(file, &c, backend, &widen(&out), want, 0),
+                (Some(want), "ok") if c.note.is_none() => {
+                    tally.compare(file, &c, backend, &widen(&out), want, 0)
+                }
                 _ => tally.compare(file, &c, backend, &widen(&out), &exact_softmax::<T>(&c), 1),
             }
         }
@@ -189,8 +244,17 @@ fn log_softmax_file<T: QuantElem + TryFrom<i32>>(file: &str, tally: &mut Tally) 
             let mut out = vec![T::default(); input.len()];
             op.run_with(backend, &input, &mut out, c.row_len).unwrap();
             match (&c.output, c.status.as_str()) {
-                (Some(want), "ok") if c.note.is_none() => tally.compare(file, &c, backend, &widen(&out), want, 0),
-                _ => tally.compare(file, &c, backend, &widen(&out), &exact_log_softmax::<T>(&c), 1),
+                (Some(want), "ok") if c.note.is_none() => {
+                    tally.compare(file, &c, backend, &widen(&out), want, 0)
+                }
+                _ => tally.compare(
+                    file,
+                    &c,
+                    backend,
+                    &widen(&out),
+                    &exact_log_softmax::<T>(&c),
+                    1,
+                ),
             }
         }
     }
@@ -210,10 +274,23 @@ fn activation_file<T: QuantElem + TryFrom<i32>>(file: &str, tanh: bool, tally: &
                 let op = Logistic::<T>::new(q_in, q_out, Method::FixedPoint).unwrap();
                 op.run_with(backend, &input, &mut out).unwrap();
             }
-            let f: fn(f64) -> f64 = if tanh { f64::tanh } else { |x| 1.0 / (1.0 + (-x).exp()) };
+            let f: fn(f64) -> f64 = if tanh {
+                f64::tanh
+            } else {
+                |x| 1.0 / (1.0 + (-x).exp())
+            };
             match (&c.output, c.status.as_str()) {
-                (Some(want), "ok") if c.note.is_none() => tally.compare(file, &c, backend, &widen(&out), want, 0),
-                _ => tally.compare(file, &c, backend, &widen(&out), &exact_activation::<T>(&c, f), 1),
+                (Some(want), "ok") if c.note.is_none() => {
+                    tally.compare(file, &c, backend, &widen(&out), want, 0)
+                }
+                _ => tally.compare(
+                    file,
+                    &c,
+                    backend,
+                    &widen(&out),
+                    &exact_activation::<T>(&c, f),
+                    1,
+                ),
             }
         }
     }
@@ -284,7 +361,10 @@ fn large_scale_matches_tflite_reference(op: &str, tanh: bool) -> usize {
     let mut checked = 0;
     for c in tflm.iter().filter(|c| c.note.is_some()) {
         let Some(r) = reference.iter().find(|r| {
-            r.in_scale == c.in_scale && r.in_zp == c.in_zp && r.input == c.input && r.output.is_some()
+            r.in_scale == c.in_scale
+                && r.in_zp == c.in_zp
+                && r.input == c.input
+                && r.output.is_some()
         }) else {
             continue;
         };
@@ -294,14 +374,23 @@ fn large_scale_matches_tflite_reference(op: &str, tanh: bool) -> usize {
         for backend in Backend::available() {
             let mut out = vec![0i8; input.len()];
             if tanh {
-                Tanh::<i8>::new(q_in, q_out, Method::FixedPoint).unwrap().run_with(backend, &input, &mut out).unwrap();
+                Tanh::<i8>::new(q_in, q_out, Method::FixedPoint)
+                    .unwrap()
+                    .run_with(backend, &input, &mut out)
+                    .unwrap();
             } else {
                 Logistic::<i8>::new(q_in, q_out, Method::FixedPoint)
                     .unwrap()
                     .run_with(backend, &input, &mut out)
                     .unwrap();
             }
-            assert_eq!(&widen(&out), r.output.as_ref().unwrap(), "{op} scale {} zp {}", c.in_scale, c.in_zp);
+            assert_eq!(
+                &widen(&out),
+                r.output.as_ref().unwrap(),
+                "{op} scale {} zp {}",
+                c.in_scale,
+                c.in_zp
+            );
             checked += 1;
         }
     }
