@@ -808,10 +808,18 @@ fn q31_softmax_sum_bound(n: usize) -> i64 {
     16 + n as i64
 }
 
-/// Largest `|output - exact p 2^31|` of Q31 softmax (raw LSB) when the row's
-/// differences are representable. Measured (QNEON_MEASURE=1) for
-/// `integer_bits >= 5`: about 160 (7.5e-8), from `exp_on_negative_values`.
-const Q31_SOFTMAX_ACCURACY: f64 = 256.0;
+/// Largest `|output - exact p 2^31|` of Q31 softmax (raw LSB) for a row of
+/// `n` elements. Two parts: the error of one `exp_on_negative_values` term
+/// (about 160 LSB at most, measured for `integer_bits >= 5`), and the sum of
+/// `n - 1` other terms, each carrying up to about half an LSB of rounding
+/// from the barrel shifter's multiplies, which moves every output by up to
+/// `(n - 1)/2` LSB relative to the sum. Measured by a sweep of rows
+/// `[0, d, d, ...]` with d in [-16, 0] at integer_bits 5: 149 (n = 2), 164
+/// (n = 100), 568 (n = 1000), 4981 (n = 10000); a proptest case at n = 1000
+/// reached 259. Bound: `256 + (n - 1)/2`.
+fn q31_softmax_accuracy(n: usize) -> f64 {
+    256.0 + (n as f64 - 1.0) / 2.0
+}
 
 #[test]
 fn q31_softmax_range_sum_monotonic() {
@@ -884,7 +892,7 @@ fn q31_softmax_close_to_exact() {
                     )
                 };
                 worst.see(err, describe);
-                ensure!(err <= Q31_SOFTMAX_ACCURACY, "{}", describe());
+                ensure!(err <= q31_softmax_accuracy(case.row_len), "{}", describe());
             }
         }
         Ok(())
@@ -908,7 +916,8 @@ fn q31_softmax_differences_beyond_the_format() {
         let p_lo = diff.exp() * p_hi;
         let (want_hi, want_lo) = (p_hi * 2f64.powi(31), p_lo * 2f64.powi(31));
         assert!(
-            (y[0] as f64 - want_hi).abs() <= Q31_SOFTMAX_ACCURACY && (y[1] as f64 - want_lo).abs() <= Q31_SOFTMAX_ACCURACY,
+            (y[0] as f64 - want_hi).abs() <= q31_softmax_accuracy(row.len())
+                && (y[1] as f64 - want_lo).abs() <= q31_softmax_accuracy(row.len()),
             "integer_bits {integer_bits}, real difference {diff}: outputs {} and {} but exact {want_hi:.0} and {want_lo:.0}",
             y[0],
             y[1]
