@@ -432,9 +432,11 @@ fn method<T: QuantElem>(kind: Kind, method: Method) {
     if implemented(method, kind, T::NAME) {
         let op = r.unwrap_or_else(|e| panic!("{method:?}: {e}"));
         let x = elems::<T>(8);
-        op.run(&x, &mut vec![T::default(); 8], 4).unwrap();
+        op.run(&x, &mut [T::default(); 8], 4).unwrap();
     } else {
-        let err = r.err().expect("an unimplemented method was accepted");
+        let Err(err) = r else {
+            panic!("an unimplemented method was accepted")
+        };
         assert!(
             matches!(err, Error::Unsupported { op, dtype, reason }
                 if op == kind.op() && dtype == T::NAME && reason.contains(&format!("{method:?}"))),
@@ -720,7 +722,9 @@ mod log_softmax_i16 {
     type T = i16;
 
     fn expect_unsupported(r: Result<LogSoftmax<T>, Error>) {
-        let err = r.err().expect("LogSoftmax<i16> accepted");
+        let Err(err) = r else {
+            panic!("LogSoftmax<i16> accepted")
+        };
         assert!(
             matches!(
                 err,

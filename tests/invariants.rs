@@ -366,7 +366,7 @@ fn check_monotonic_row(x: &[i32], y: &[i32], tolerance: i64) -> Result<i64, Test
                 y[first]
             );
         }
-        if running_max.map_or(true, |(m, _)| y[first] as i64 > m) {
+        if running_max.is_none_or(|(m, _)| y[first] as i64 > m) {
             running_max = Some((y[first] as i64, first));
         }
         k = end;

@@ -352,8 +352,8 @@ fn tanh_int8_fixed_point_equals_tflite_micro() {
     t.finish("tanh int8 vs TFLite Micro", 20);
 }
 
-/// Where TFLite Micro's int8 logistic/tanh are wrong (input scales >= 4 and
-/// >= 8), qneon must give exactly what TFLite's reference resolver gives (its
+/// Where TFLite Micro's int8 logistic/tanh are wrong (input scales of at least
+/// 4 and 8), qneon must give exactly what TFLite's reference resolver gives (its
 /// float-built table, correctly rounded there).
 fn large_scale_matches_tflite_reference(op: &str, tanh: bool) -> usize {
     let tflm = load(&format!("{op}_int8_tflm.jsonl"));

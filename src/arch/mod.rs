@@ -81,128 +81,35 @@ fn unavailable(backend: Backend) -> Error {
     }
 }
 
-pub(crate) fn softmax<T: QuantElem>(
-    backend: Backend,
-    p: &SoftmaxParams,
-    input: &[T],
-    output: &mut [T],
-    row_len: usize,
-) -> Result<()> {
-    match backend {
-        Backend::Scalar => {
-            scalar::softmax(p, input, output, row_len);
-            Ok(())
+/// Defines a dispatch function per kernel: the same kernel name in every
+/// backend module, so the match is the same everywhere.
+macro_rules! dispatch {
+    ($(
+        $name:ident [$($generics:tt)*] ($($arg:ident: $ty:ty),*) => [$($turbofish:tt)*];
+    )*) => {$(
+        pub(crate) fn $name<$($generics)*>(backend: Backend, $($arg: $ty),*) -> Result<()> {
+            match backend {
+                Backend::Scalar => {
+                    scalar::$name::<$($turbofish)*>($($arg),*);
+                    Ok(())
+                }
+                #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+                Backend::Neon => {
+                    neon::$name::<$($turbofish)*>($($arg),*);
+                    Ok(())
+                }
+                #[allow(unreachable_patterns)]
+                b => Err(unavailable(b)),
+            }
         }
-        #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
-        Backend::Neon => {
-            neon::softmax(p, input, output, row_len);
-            Ok(())
-        }
-        #[allow(unreachable_patterns)]
-        b => Err(unavailable(b)),
-    }
+    )*};
 }
 
-pub(crate) fn log_softmax<T: QuantElem>(
-    backend: Backend,
-    p: &LogSoftmaxParams,
-    input: &[T],
-    output: &mut [T],
-    row_len: usize,
-) -> Result<()> {
-    match backend {
-        Backend::Scalar => {
-            scalar::log_softmax(p, input, output, row_len);
-            Ok(())
-        }
-        #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
-        Backend::Neon => {
-            neon::log_softmax(p, input, output, row_len);
-            Ok(())
-        }
-        #[allow(unreachable_patterns)]
-        b => Err(unavailable(b)),
-    }
-}
-
-pub(crate) fn activation<T: QuantElem>(
-    backend: Backend,
-    p: &ActivationParams,
-    input: &[T],
-    output: &mut [T],
-) -> Result<()> {
-    match backend {
-        Backend::Scalar => {
-            scalar::activation(p, input, output);
-            Ok(())
-        }
-        #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
-        Backend::Neon => {
-            neon::activation(p, input, output);
-            Ok(())
-        }
-        #[allow(unreachable_patterns)]
-        b => Err(unavailable(b)),
-    }
-}
-
-pub(crate) fn q31_softmax<const I: u32>(
-    backend: Backend,
-    input: &[i32],
-    output: &mut [i32],
-    row_len: usize,
-) -> Result<()> {
-    match backend {
-        Backend::Scalar => {
-            scalar::q31_softmax::<I>(input, output, row_len);
-            Ok(())
-        }
-        #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
-        Backend::Neon => {
-            neon::q31_softmax::<I>(input, output, row_len);
-            Ok(())
-        }
-        #[allow(unreachable_patterns)]
-        b => Err(unavailable(b)),
-    }
-}
-
-pub(crate) fn q31_logistic<const I: u32>(
-    backend: Backend,
-    input: &[i32],
-    output: &mut [i32],
-) -> Result<()> {
-    match backend {
-        Backend::Scalar => {
-            scalar::q31_logistic::<I>(input, output);
-            Ok(())
-        }
-        #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
-        Backend::Neon => {
-            neon::q31_logistic::<I>(input, output);
-            Ok(())
-        }
-        #[allow(unreachable_patterns)]
-        b => Err(unavailable(b)),
-    }
-}
-
-pub(crate) fn q31_tanh<const I: u32, const I_PLUS_1: u32>(
-    backend: Backend,
-    input: &[i32],
-    output: &mut [i32],
-) -> Result<()> {
-    match backend {
-        Backend::Scalar => {
-            scalar::q31_tanh::<I, I_PLUS_1>(input, output);
-            Ok(())
-        }
-        #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
-        Backend::Neon => {
-            neon::q31_tanh::<I, I_PLUS_1>(input, output);
-            Ok(())
-        }
-        #[allow(unreachable_patterns)]
-        b => Err(unavailable(b)),
-    }
+dispatch! {
+    softmax[T: QuantElem](p: &SoftmaxParams, input: &[T], output: &mut [T], row_len: usize) => [T];
+    log_softmax[T: QuantElem](p: &LogSoftmaxParams, input: &[T], output: &mut [T], row_len: usize) => [T];
+    activation[T: QuantElem](p: &ActivationParams, input: &[T], output: &mut [T]) => [T];
+    q31_softmax[const I: u32](input: &[i32], output: &mut [i32], row_len: usize) => [I];
+    q31_logistic[const I: u32](input: &[i32], output: &mut [i32]) => [I];
+    q31_tanh[const I: u32, const I_PLUS_1: u32](input: &[i32], output: &mut [i32]) => [I, I_PLUS_1];
 }

@@ -13,29 +13,46 @@ use crate::ops::{Activation, ActivationParams, LogSoftmaxParams, QuantElem, Soft
 use crate::q31::Q31Row;
 use core::arch::aarch64::*;
 
+/// Reinterprets a pair of `T` slices as `U` slices.
+///
+/// # Safety
+/// `T` and `U` must be the same type.
+#[inline(always)]
+unsafe fn same_type<'a, T: 'static, U: 'static>(
+    input: &'a [T],
+    output: &'a mut [T],
+) -> (&'a [U], &'a mut [U]) {
+    debug_assert_eq!(core::any::TypeId::of::<T>(), core::any::TypeId::of::<U>());
+    let (len_in, len_out) = (input.len(), output.len());
+    // SAFETY: T is U (the caller's guarantee): same layout, same lengths, and
+    // the borrows keep their lifetimes and mutability.
+    unsafe {
+        (
+            core::slice::from_raw_parts(input.as_ptr() as *const U, len_in),
+            core::slice::from_raw_parts_mut(output.as_mut_ptr() as *mut U, len_out),
+        )
+    }
+}
+
 /// Calls the kernel for the concrete element type behind `T` (sealed: i8, u8, i16).
 macro_rules! dispatch_type {
     ($t:ty, $input:expr, $output:expr, $f_i8:expr, $f_u8:expr, $f_i16:expr) => {{
-        let (input, output) = ($input, $output);
-        let (len_in, len_out) = (input.len(), output.len());
-        let (src, dst) = (input.as_ptr(), output.as_mut_ptr());
         match <$t as QuantElem>::NAME {
-            // SAFETY: NAME identifies the sealed element type exactly, so the
-            // casts reinterpret a slice as its own type with its own length.
-            "int8" => ($f_i8)(
-                unsafe { core::slice::from_raw_parts(src as *const i8, len_in) },
-                unsafe { core::slice::from_raw_parts_mut(dst as *mut i8, len_out) },
-            ),
-            // SAFETY: as above, T is u8.
-            "uint8" => ($f_u8)(
-                unsafe { core::slice::from_raw_parts(src as *const u8, len_in) },
-                unsafe { core::slice::from_raw_parts_mut(dst as *mut u8, len_out) },
-            ),
-            // SAFETY: as above, T is i16.
-            _ => ($f_i16)(
-                unsafe { core::slice::from_raw_parts(src as *const i16, len_in) },
-                unsafe { core::slice::from_raw_parts_mut(dst as *mut i16, len_out) },
-            ),
+            "int8" => {
+                // SAFETY: NAME identifies the sealed element type exactly: T is i8.
+                let (i, o) = unsafe { same_type::<$t, i8>($input, $output) };
+                ($f_i8)(i, o)
+            }
+            "uint8" => {
+                // SAFETY: NAME identifies the sealed element type exactly: T is u8.
+                let (i, o) = unsafe { same_type::<$t, u8>($input, $output) };
+                ($f_u8)(i, o)
+            }
+            _ => {
+                // SAFETY: NAME identifies the sealed element type exactly: T is i16.
+                let (i, o) = unsafe { same_type::<$t, i16>($input, $output) };
+                ($f_i16)(i, o)
+            }
         }
     }};
 }
@@ -552,6 +569,7 @@ fn softmax_row<T: NeonElem + QuantElem>(
     let (scale, exponent) = p.reciprocal::<int32x4_t>(sum.total());
     // Two copies of the output loop: in each the compiler knows which side of
     // 31 the exponent is on, and drops the other case from the loop body.
+    #[allow(clippy::if_same_then_else)]
     if exponent <= 31 {
         softmax_output_pass(p, row_in, row_out, cache_ptr, max, scale, exponent);
     } else {
@@ -853,6 +871,9 @@ fn q31_softmax_row(
 ) {
     #[inline(always)]
     fn exp_block_with(exp: &impl Fn(int32x4_t) -> int32x4_t, x: Block) -> Block {
+        // The explicit, always-inlined closure keeps `exp` inlined in the
+        // loop (passing `exp` itself measured 0.4 instructions/element more).
+        #[allow(clippy::redundant_closure)]
         map4(
             x,
             #[inline(always)]
@@ -950,6 +971,7 @@ fn q31_output_pass(
             unsafe {
                 store_block_i32(
                     dst,
+                    #[allow(clippy::redundant_closure)]
                     map4(
                         e,
                         #[inline(always)]

@@ -191,13 +191,14 @@ impl<const I: u32> FixedPoint<i32, I> {
 
 /// `f64::round` without `std`: round half away from zero.
 pub(crate) fn libm_round(x: f64) -> f64 {
-    // Values this large are already integers.
-    if !(x.abs() < 4_503_599_627_370_496.0) {
+    // Values this large are already integers (and NaN stays NaN).
+    if x.is_nan() || x.abs() >= 4_503_599_627_370_496.0 {
         return x;
     }
     let a = x.abs();
-    let whole = a as i64 as f64; // truncation; exact for |x| < 2^52
-                                 // `a - whole` is exact, so this avoids the classic `a + 0.5` double rounding.
+    // Truncation, exact below 2^52; `a - whole` is then exact too, which
+    // avoids the classic `a + 0.5` double rounding.
+    let whole = a as i64 as f64;
     let r = if a - whole >= 0.5 { whole + 1.0 } else { whole };
     if x < 0.0 {
         -r

@@ -214,32 +214,12 @@ impl<T: QuantElem> LogSoftmax<T> {
             _type: PhantomData,
         })
     }
-
-    /// The prepared parameters.
-    pub fn params(&self) -> &LogSoftmaxParams {
-        &self.params
-    }
-
-    /// The backend [`run`](Self::run) uses.
-    pub fn backend(&self) -> Backend {
-        self.backend
-    }
-
-    /// Log-softmax of each `row_len`-long row with the best backend. Errors if
-    /// the lengths differ or `row_len` is 0 or does not divide them.
-    pub fn run(&self, input: &[T], output: &mut [T], row_len: usize) -> Result<()> {
-        self.run_with(self.backend, input, output, row_len)
-    }
-
-    /// [`run`](Self::run) with the given backend (an error if not available here).
-    pub fn run_with(
-        &self,
-        backend: Backend,
-        input: &[T],
-        output: &mut [T],
-        row_len: usize,
-    ) -> Result<()> {
-        check_rows("log_softmax", input.len(), output.len(), row_len)?;
-        arch::log_softmax(backend, &self.params, input, output, row_len)
-    }
 }
+
+row_op_methods!(
+    LogSoftmax,
+    LogSoftmaxParams,
+    "log_softmax",
+    arch::log_softmax,
+    "Log-softmax"
+);

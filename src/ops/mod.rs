@@ -8,6 +8,43 @@
 //!
 //! Operators are out of place: `input` and `output` are distinct slices.
 
+/// The methods every row-wise op shares: `params`, `backend`, `run`, `run_with`.
+macro_rules! row_op_methods {
+    ($op:ident, $params:ty, $name:literal, $kernel:path, $what:literal) => {
+        impl<T: QuantElem> $op<T> {
+            /// The prepared parameters.
+            pub fn params(&self) -> &$params {
+                &self.params
+            }
+
+            /// The backend [`run`](Self::run) uses.
+            pub fn backend(&self) -> Backend {
+                self.backend
+            }
+
+            #[doc = concat!($what, " of each `row_len`-long row of `input` into `output`, with the")]
+            /// best backend. Errors if the lengths differ or `row_len` is 0 or does not
+            /// divide them.
+            pub fn run(&self, input: &[T], output: &mut [T], row_len: usize) -> Result<()> {
+                self.run_with(self.backend, input, output, row_len)
+            }
+
+            /// [`run`](Self::run) with the given backend (an error if not available here).
+            /// Every backend gives the same bytes.
+            pub fn run_with(
+                &self,
+                backend: Backend,
+                input: &[T],
+                output: &mut [T],
+                row_len: usize,
+            ) -> Result<()> {
+                check_rows($name, input.len(), output.len(), row_len)?;
+                $kernel(backend, &self.params, input, output, row_len)
+            }
+        }
+    };
+}
+
 pub(crate) mod log_softmax;
 pub(crate) mod logistic;
 pub(crate) mod softmax;

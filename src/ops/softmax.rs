@@ -186,33 +186,6 @@ impl<T: QuantElem> Softmax<T> {
             _type: PhantomData,
         })
     }
-
-    /// The prepared parameters.
-    pub fn params(&self) -> &SoftmaxParams {
-        &self.params
-    }
-
-    /// The backend [`run`](Self::run) uses.
-    pub fn backend(&self) -> Backend {
-        self.backend
-    }
-
-    /// Softmax of each `row_len`-long row of `input` into `output`, with the
-    /// best backend. Errors if the lengths differ or `row_len` is 0 or does not
-    /// divide them.
-    pub fn run(&self, input: &[T], output: &mut [T], row_len: usize) -> Result<()> {
-        self.run_with(self.backend, input, output, row_len)
-    }
-
-    /// [`run`](Self::run) with the given backend (an error if not available here).
-    pub fn run_with(
-        &self,
-        backend: Backend,
-        input: &[T],
-        output: &mut [T],
-        row_len: usize,
-    ) -> Result<()> {
-        check_rows("softmax", input.len(), output.len(), row_len)?;
-        arch::softmax(backend, &self.params, input, output, row_len)
-    }
 }
+
+row_op_methods!(Softmax, SoftmaxParams, "softmax", arch::softmax, "Softmax");
