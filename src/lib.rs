@@ -51,7 +51,7 @@ pub mod ops;
 pub mod q31;
 pub mod quant;
 
-pub use arch::Backend;
+pub use arch::{Backend, CpuFeatures};
 pub use error::{Error, Result};
 pub use ops::{LogSoftmax, Logistic, Method, QuantElem, Softmax, Tanh};
 pub use quant::QuantParams;

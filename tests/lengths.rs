@@ -660,3 +660,23 @@ fn empty_buffers_and_errors() {
         );
     }
 }
+
+/// Optional extensions: detected at run time with `std` (qemu's `-cpu max`,
+/// used by `cargo xtask test`, has both), never claimed off aarch64, and
+/// never less than what the build was compiled for.
+#[test]
+fn cpu_features_are_detected() {
+    let detected = qneon::CpuFeatures::detect();
+    let compiled = qneon::CpuFeatures::compiled();
+    assert!(detected.dotprod || !compiled.dotprod);
+    assert!(detected.i8mm || !compiled.i8mm);
+    if cfg!(target_arch = "aarch64") {
+        // The runner is `qemu-aarch64 -cpu max`; on a board these may be absent,
+        // so only require them when QNEON_EXPECT_DOTPROD says the CPU has them.
+        if std::env::var_os("QNEON_EXPECT_DOTPROD").is_some() {
+            assert!(detected.dotprod && detected.i8mm, "{detected:?}");
+        }
+    } else {
+        assert_eq!(detected, qneon::CpuFeatures::default());
+    }
+}

@@ -72,6 +72,44 @@ impl Backend {
     }
 }
 
+/// Optional aarch64 extensions later kernels can use (the int8 GEMM's `sdot`
+/// and `smmla`). NEON itself is baseline on aarch64 and needs no detection.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CpuFeatures {
+    /// The dot-product instructions (`sdot`/`udot`, FEAT_DotProd).
+    pub dotprod: bool,
+    /// The int8 matrix multiply instructions (`smmla`, FEAT_I8MM).
+    pub i8mm: bool,
+}
+
+impl CpuFeatures {
+    /// The extensions of the CPU this runs on: detected at run time with the
+    /// `std` feature (from the OS's hardware capabilities), otherwise what the
+    /// build targets at compile time (`-C target-feature=+dotprod,+i8mm`).
+    /// Always none off aarch64.
+    pub fn detect() -> CpuFeatures {
+        #[cfg(all(target_arch = "aarch64", feature = "std"))]
+        {
+            CpuFeatures {
+                dotprod: std::arch::is_aarch64_feature_detected!("dotprod"),
+                i8mm: std::arch::is_aarch64_feature_detected!("i8mm"),
+            }
+        }
+        #[cfg(not(all(target_arch = "aarch64", feature = "std")))]
+        {
+            Self::compiled()
+        }
+    }
+
+    /// The extensions enabled at compile time for this build.
+    pub const fn compiled() -> CpuFeatures {
+        CpuFeatures {
+            dotprod: cfg!(all(target_arch = "aarch64", target_feature = "dotprod")),
+            i8mm: cfg!(all(target_arch = "aarch64", target_feature = "i8mm")),
+        }
+    }
+}
+
 /// NEON kernels are compiled in: aarch64 has NEON as a baseline feature.
 const NEON_KERNELS: bool = cfg!(all(target_arch = "aarch64", target_feature = "neon"));
 
