@@ -92,6 +92,22 @@ pub(crate) trait NeonElem: Copy + 'static {
 
     /// The maximum of a slice, computed in the type's own lanes.
     fn slice_max(x: &[Self]) -> i32;
+
+    /// Loads 16 elements minus `max` (a value of the type), widened to `i32`.
+    ///
+    /// # Safety
+    /// `p` must be valid for reading 16 elements.
+    #[inline(always)]
+    unsafe fn load_diff_block(p: *const Self, max: i32) -> Block {
+        // SAFETY: forwarded from the caller.
+        let x = unsafe { Self::load_block(p) };
+        let m = int32x4_t::splat(max);
+        map4(
+            x,
+            #[inline(always)]
+            |v| v.sub(m),
+        )
+    }
 }
 
 /// Whole 16-element chunks of `x` by pointer, then the remainder by value.
@@ -187,6 +203,18 @@ impl NeonElem for u8 {
     fn slice_max(x: &[u8]) -> i32 {
         native_max!(x, u8, vdupq_n_u8(0), vld1q_u8, vmaxq_u8, vmaxvq_u8, 16)
     }
+    #[inline(always)]
+    unsafe fn load_diff_block(p: *const u8, max: i32) -> Block {
+        // x - max is in [-255, 0]: the wrapping u16 difference read as i16.
+        // SAFETY: the caller guarantees 16 readable bytes at p.
+        unsafe {
+            let m = vdupq_n_u8(max as u8);
+            let v = vld1q_u8(p);
+            let lo = vreinterpretq_s16_u16(vsubl_u8(vget_low_u8(v), vget_low_u8(m)));
+            let hi = vreinterpretq_s16_u16(vsubl_high_u8(v, m));
+            widen_i16_block(lo, hi)
+        }
+    }
 }
 
 impl NeonElem for i16 {
@@ -231,6 +259,20 @@ impl NeonElem for i16 {
 #[inline(always)]
 fn map4(b: Block, mut f: impl FnMut(int32x4_t) -> int32x4_t) -> Block {
     [f(b[0]), f(b[1]), f(b[2]), f(b[3])]
+}
+
+/// Widens two vectors of 8 `i16` to a block of 16 `i32`.
+#[inline(always)]
+fn widen_i16_block(lo: int16x8_t, hi: int16x8_t) -> Block {
+    // SAFETY: neon is a compile-time target feature on aarch64.
+    unsafe {
+        [
+            vmovl_s16(vget_low_s16(lo)),
+            vmovl_high_s16(lo),
+            vmovl_s16(vget_low_s16(hi)),
+            vmovl_high_s16(hi),
+        ]
+    }
 }
 
 /// Loads 16 `i32`.
@@ -491,36 +533,55 @@ fn keep_first(v: Block, valid: usize) -> Block {
 /// from a buffer padded with `pad`. Always inlined, so `valid` is a constant in
 /// the main loop.
 #[inline(always)]
-fn for_each_row_block<T: NeonElem>(row: &[T], pad: T, mut f: impl FnMut(Block, usize, usize)) {
+fn for_each_row_block<T: NeonElem>(row: &[T], pad: T, f: impl FnMut(Block, usize, usize)) {
+    for_each_row_block_with(
+        row,
+        pad,
+        #[inline(always)]
+        |p| {
+            // SAFETY: for_each_row_block_with passes pointers to 16 readable elements.
+            unsafe { T::load_block(p) }
+        },
+        f,
+    )
+}
+
+/// [`for_each_row_block`] with a custom block loader, called with pointers to
+/// 16 readable elements.
+#[inline(always)]
+fn for_each_row_block_with<T: NeonElem>(
+    row: &[T],
+    pad: T,
+    load: impl Fn(*const T) -> Block,
+    mut f: impl FnMut(Block, usize, usize),
+) {
     let n = row.len();
     let whole = n - n % BLOCK;
     let mut start = 0;
     while start < whole {
         // SAFETY: start + 16 <= whole <= row.len().
-        let b = unsafe { T::load_block(row.as_ptr().add(start)) };
+        let b = load(unsafe { row.as_ptr().add(start) });
         f(b, start, BLOCK);
         start += BLOCK;
     }
     if whole < n {
         let mut buf = [pad; BLOCK];
         buf[..n - whole].copy_from_slice(&row[whole..]);
-        // SAFETY: buf holds 16 elements.
-        let b = unsafe { T::load_block(buf.as_ptr()) };
-        f(b, whole, n - whole);
+        f(load(buf.as_ptr()), whole, n - whole);
     }
 }
 
-/// `exp(x - max)` for a block, 0 where the difference is below `diff_min`.
+/// `exp(diff)` for a block of differences from the row maximum, 0 where the
+/// difference is below `diff_min`.
 #[inline(always)]
-fn softmax_exp_block(p: &SoftmaxParams, x: Block, max: int32x4_t) -> Block {
+fn softmax_exp_block(p: &SoftmaxParams, diff: Block) -> Block {
     map4(
-        x,
+        diff,
         #[inline(always)]
-        |v| {
-            let diff = v.sub(max);
-            let e = p.exp_of_diff(diff).raw();
+        |d| {
+            let e = p.exp_of_diff(d).raw();
             <int32x4_t as Lane>::select(
-                diff.mask_if_less_than(int32x4_t::splat(p.diff_min)),
+                d.mask_if_less_than(int32x4_t::splat(p.diff_min)),
                 int32x4_t::splat(0),
                 e,
             )
@@ -536,20 +597,24 @@ fn softmax_row<T: NeonElem + QuantElem>(
     cache: Option<&mut [i32]>,
 ) {
     let n = row_in.len();
-    let max_scalar = T::slice_max(row_in);
-    let max = int32x4_t::splat(max_scalar);
+    let max = T::slice_max(row_in);
     let pad = T::from_i32(T::MIN);
     let mut sum = SumOfExps::new();
     let cache_ptr = cache.map(|c| {
         debug_assert!(c.len() >= n.div_ceil(BLOCK) * BLOCK);
         c.as_mut_ptr()
     });
-    for_each_row_block(
+    for_each_row_block_with(
         row_in,
         pad,
         #[inline(always)]
-        |x, start, valid| {
-            let mut e = softmax_exp_block(p, x, max);
+        |ptr| {
+            // SAFETY: for_each_row_block_with passes pointers to 16 readable elements.
+            unsafe { T::load_diff_block(ptr, max) }
+        },
+        #[inline(always)]
+        |diff, start, valid| {
+            let mut e = softmax_exp_block(p, diff);
             if valid < BLOCK {
                 e = keep_first(e, valid);
             }
@@ -584,7 +649,7 @@ fn softmax_output_pass<T: NeonElem + QuantElem>(
     row_in: &[T],
     row_out: &mut [T],
     cache_ptr: Option<*mut i32>,
-    max: int32x4_t,
+    max: i32,
     scale: int32x4_t,
     exponent: u32,
 ) {
@@ -600,7 +665,7 @@ fn softmax_output_pass<T: NeonElem + QuantElem>(
                 // SAFETY: the cache holds the row rounded up to whole blocks of i32.
                 Some(c) => unsafe { load_block_i32(c.add(start)) },
                 // SAFETY: for_each_block hands out pointers to 16 valid elements.
-                None => softmax_exp_block(p, unsafe { T::load_block(src) }, max),
+                None => softmax_exp_block(p, unsafe { T::load_diff_block(src, max) }),
             };
             let y = map4(
                 e,

@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! exp(a), a <= 0, a in Q(I).(31-I):
-//!   r   = (a mod 1/4) - 1/4            in [-1/4, 0)
+//!   r   = (a mod 1/4) - 1/4            in [-1/4, 0), as Q0.31
 //!   e   = exp(r)                       4th-order Taylor polynomial around -1/8
 //!   for each bit b of the input worth 2^k, k = -2 ..= 4 (k < I):
 //!       if the bit of (r - a) worth 2^k is set:  e *= exp(-2^k)
@@ -57,12 +57,15 @@ pub fn exp_on_negative_values<L: Lane, const I: u32>(a: FixedPoint<L, I>) -> Q0_
         )
     };
     let frac_bits = FixedPoint::<L, I>::FRAC_BITS;
-    let one_quarter = FixedPoint::<L, I>::constant_pot(-2);
-    let mask = one_quarter.sub(FixedPoint::from_scalar_raw(1));
-    let a_mod_quarter_minus_one_quarter = a.and(mask).sub(one_quarter);
-    let mut result = exp_on_interval_between_negative_one_quarter_and_0_excl(
-        a_mod_quarter_minus_one_quarter.rescale::<0>(),
-    );
+    // gemmlowp computes r = (a mod 1/4) - 1/4 in the input format, then
+    // rescales it to Q0.31 (a left shift by I that cannot saturate, since r is
+    // in [-1/4, 0)). The same bits in one step: shift a's bits below 1/4 up by
+    // I and set every bit from 1/4 up (1/4 is bit 29 in Q0.31). A plain shift
+    // and a bitwise or also avoid the register copy a destructive `orr`
+    // immediate on the unshifted value would need.
+    let quarter_and_above = L::splat(!((1 << 29) - 1));
+    let r = Q0_31::from_raw(a.raw().shl(I).or(quarter_and_above));
+    let mut result = exp_on_interval_between_negative_one_quarter_and_0_excl(r);
 
     for (exponent, multiplier) in EXP_BARREL_SHIFTER {
         if (I as i32) > exponent {
