@@ -33,7 +33,7 @@ pub(crate) fn softmax<T: QuantElem>(
             } else {
                 p.output_zero_point
             };
-            *y = T::from_i32(q);
+            *y = T::saturate(q);
         }
     }
 }
@@ -56,7 +56,7 @@ pub(crate) fn log_softmax<T: QuantElem>(
         }
         let row = p.row_constants(sum_of_exps);
         for (x, y) in row_in.iter().zip(row_out.iter_mut()) {
-            *y = T::from_i32(p.output::<i32>(x.to_i32() - max, &row));
+            *y = T::saturate(p.output::<i32>(x.to_i32() - max, &row));
         }
     }
 }
@@ -77,7 +77,7 @@ fn activation_loop<T: QuantElem, const I: u32, const I_PLUS_1: u32, const TANH: 
     output: &mut [T],
 ) {
     for (x, y) in input.iter().zip(output.iter_mut()) {
-        *y = T::from_i32(activation_lanes::<i32, I, I_PLUS_1, TANH>(x.to_i32(), p));
+        *y = T::saturate(activation_lanes::<i32, I, I_PLUS_1, TANH>(x.to_i32(), p));
     }
 }
 

@@ -172,7 +172,9 @@ impl LogSoftmaxParams {
         }
     }
 
-    /// Quantized output for input differences `diff` (lanes).
+    /// Quantized output for input differences `diff` (lanes), before saturation
+    /// to the element type (the store's job: the scalar store clamps, NEON
+    /// narrows with saturation; the same values).
     #[inline(always)]
     pub(crate) fn output<L: Lane>(&self, diff: L, row: &LogSoftmaxRow) -> L {
         let keep = diff.mask_if_greater_than(L::splat(row.adjusted_diff_min));
@@ -181,9 +183,7 @@ impl LogSoftmaxParams {
             .scaled_diff(diff)
             .sub(L::splat(row.log_sum))
             .rounding_divide_by_pot(shift)
-            .add(L::splat(self.output_zero_point))
-            .lane_max(L::splat(self.output_min))
-            .lane_min(L::splat(self.output_max));
+            .add(L::splat(self.output_zero_point));
         L::select(keep, out, L::splat(self.output_min))
     }
 }

@@ -183,12 +183,12 @@ pub(crate) fn activation_lanes<L: Lane, const I: u32, const I_PLUS_1: u32, const
     } else {
         fixedpoint::logistic(v)
     };
+    // Not clamped: saturating to the element type is the store's job (the
+    // scalar store clamps, NEON narrows with saturation; the same values).
     let out = y
         .raw()
         .rounding_divide_by_pot(p.output_shift)
-        .add(L::splat(p.output_zero_point))
-        .lane_max(L::splat(p.output_min))
-        .lane_min(L::splat(p.output_max));
+        .add(L::splat(p.output_zero_point));
     L::select(
         saturate_low,
         L::splat(p.saturated_low),

@@ -102,6 +102,9 @@ pub trait QuantElem:
     fn to_i32(self) -> i32;
     /// Narrow an `i32` already clamped to `[MIN, MAX]`.
     fn from_i32(x: i32) -> Self;
+    /// Narrow an `i32`, saturating to `[MIN, MAX]` (what NEON's saturating
+    /// narrows do).
+    fn saturate(x: i32) -> Self;
 }
 
 macro_rules! quant_elem {
@@ -113,6 +116,10 @@ macro_rules! quant_elem {
             #[inline(always)]
             fn to_i32(self) -> i32 {
                 self as i32
+            }
+            #[inline(always)]
+            fn saturate(x: i32) -> Self {
+                x.clamp(<Self as QuantElem>::MIN, <Self as QuantElem>::MAX) as $t
             }
             #[inline(always)]
             fn from_i32(x: i32) -> Self {

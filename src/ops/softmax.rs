@@ -141,7 +141,7 @@ impl SoftmaxParams {
     }
 
     /// Quantized output for one exp value: `exp * scale / 2^exponent`, shifted
-    /// by the zero point and clamped. Exponents above 31 (only reached by sums
+    /// by the zero point, before saturation to the element type. Exponents above 31 (only reached by sums
     /// TFLite cannot represent) round a value below 2^31 to 0.
     #[inline(always)]
     pub(crate) fn output<L: Lane>(&self, exp: Q0_31<L>, scale: L, exponent: u32) -> L {
@@ -152,10 +152,9 @@ impl SoftmaxParams {
         } else {
             L::splat(0)
         };
-        // unsat >= 0, so only the upper clamp can bind.
-        unsat
-            .add(L::splat(self.output_zero_point))
-            .lane_min(L::splat(self.output_max))
+        // Not clamped: saturating to the element type is the store's job (the
+        // scalar store clamps, NEON narrows with saturation; the same values).
+        unsat.add(L::splat(self.output_zero_point))
     }
 }
 
