@@ -114,23 +114,38 @@ pub(crate) trait NeonElem: Copy + 'static {
 macro_rules! native_max {
     ($x:expr, $t:ty, $init:expr, $load:ident, $max:ident, $reduce:ident, $step:literal) => {{
         let x: &[$t] = $x;
+        // Two blocks per iteration into two accumulators: the loop overhead
+        // is then shared by 32 elements (this pass is a sizeable part of a
+        // softmax row's cost).
+        let pairs = x.len() - x.len() % (2 * BLOCK);
         let whole = x.len() - x.len() % BLOCK;
         // SAFETY: neon is a compile-time target feature on aarch64.
-        let mut m = unsafe { $init };
+        let (mut m0, mut m1) = unsafe { ($init, $init) };
         let mut i = 0;
-        while i < whole {
-            // SAFETY: i + 16 <= whole <= x.len(): the 16 elements read are in bounds.
+        while i < pairs {
+            // SAFETY: i + 32 <= pairs <= x.len(): the 32 elements read are in bounds.
             unsafe {
                 let mut j = 0;
                 while j < BLOCK {
-                    m = $max(m, $load(x.as_ptr().add(i + j)));
+                    m0 = $max(m0, $load(x.as_ptr().add(i + j)));
+                    m1 = $max(m1, $load(x.as_ptr().add(i + BLOCK + j)));
                     j += $step;
                 }
             }
-            i += BLOCK;
+            i += 2 * BLOCK;
+        }
+        if i < whole {
+            // SAFETY: i + 16 <= whole <= x.len().
+            unsafe {
+                let mut j = 0;
+                while j < BLOCK {
+                    m0 = $max(m0, $load(x.as_ptr().add(i + j)));
+                    j += $step;
+                }
+            }
         }
         // SAFETY: neon is a compile-time target feature on aarch64.
-        let vector_max = unsafe { $reduce(m) } as i32;
+        let vector_max = unsafe { $reduce($max(m0, m1)) } as i32;
         x[whole..].iter().fold(vector_max, |a, &b| a.max(b as i32))
     }};
 }
