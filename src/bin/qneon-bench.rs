@@ -6,7 +6,7 @@
 //! isolates the kernels from start-up).
 //!
 //! ```text
-//! qneon-bench [--shape mobilebert|rows64|short|vocab] [--reps R] [--backend scalar|neon|all] [--filter TEXT]
+//! qneon-bench [--shape mobilebert|rows64|short|vocab|flat] [--reps R] [--backend scalar|neon|all] [--filter TEXT] [--json FILE]
 //! ```
 //! `QNEON_BACKEND` sets the default backend.
 
@@ -15,20 +15,22 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 struct Args {
+    json: Option<String>,
     shape: String,
     reps: usize,
     backends: Vec<Backend>,
     filter: Option<String>,
 }
 
-const USAGE: &str = "usage: qneon-bench [--shape mobilebert|rows64|short|vocab] [--reps R] \
-[--backend scalar|neon|all] [--filter TEXT]";
+const USAGE: &str = "usage: qneon-bench [--shape mobilebert|rows64|short|vocab|flat] [--reps R] \
+[--backend scalar|neon|all] [--filter TEXT] [--json FILE]";
 
 fn parse_args() -> Result<Args, String> {
     let mut shape = "mobilebert".to_string();
     let mut reps = 1usize;
     let mut backend = std::env::var("QNEON_BACKEND").unwrap_or_else(|_| "all".into());
     let mut filter = None;
+    let mut json = None;
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
         let mut value = |name: &str| {
@@ -44,6 +46,7 @@ fn parse_args() -> Result<Args, String> {
             }
             "--backend" => backend = value("--backend")?,
             "--filter" => filter = Some(value("--filter")?),
+            "--json" => json = Some(value("--json")?),
             "-h" | "--help" => return Err(USAGE.to_string()),
             other => return Err(format!("unknown argument {other}\n{USAGE}")),
         }
@@ -63,6 +66,7 @@ fn parse_args() -> Result<Args, String> {
         return Err("--reps must be at least 1".into());
     }
     Ok(Args {
+        json,
         shape,
         reps,
         backends,
@@ -77,11 +81,13 @@ fn shape_dims(name: &str) -> Result<(usize, usize), String> {
         "mobilebert" => Ok((4 * 384, 384)),
         "short" => Ok((4096, 16)),
         "vocab" => Ok((1, 32768)),
+        // The MobileBert element count as one row (element-wise ops' shape).
+        "flat" => Ok((1, 1536 * 384)),
         // Same element count as `mobilebert` in 64-wide rows: with it, the
         // per-row overhead separates from the per-element cost.
         "rows64" => Ok((9216, 64)),
         other => Err(format!(
-            "unknown shape {other} (mobilebert, rows64, short, vocab)"
+            "unknown shape {other} (mobilebert, rows64, short, vocab, flat)"
         )),
     }
 }
@@ -129,16 +135,25 @@ struct Row {
     op: &'static str,
     dtype: &'static str,
     backend: Backend,
+    /// Elements per repetition.
     elements: usize,
-    elapsed: Duration,
+    /// Bytes of input per element.
+    elem_bytes: usize,
+    /// Median wall time of one repetition.
+    median: Duration,
 }
 
+/// Runs `f` `reps` times and returns the median duration of one run.
 fn time(reps: usize, mut f: impl FnMut()) -> Duration {
-    let start = Instant::now();
-    for _ in 0..reps {
-        f();
-    }
-    start.elapsed()
+    let mut times: Vec<Duration> = (0..reps)
+        .map(|_| {
+            let start = Instant::now();
+            f();
+            start.elapsed()
+        })
+        .collect();
+    times.sort_unstable();
+    times[times.len() / 2]
 }
 
 fn bench_type<T: QuantElem + TryFrom<i32>>(
@@ -196,12 +211,14 @@ fn bench_type<T: QuantElem + TryFrom<i32>>(
     };
     for &backend in &args.backends {
         let mut push = |op: &'static str, elapsed: Duration| {
+            eprintln!("  {op} {} {}", T::NAME, backend.name());
             out.push(Row {
                 op,
                 dtype: T::NAME,
                 backend,
-                elements: n * args.reps,
-                elapsed,
+                elements: n,
+                elem_bytes: size_of::<T>(),
+                median: elapsed,
             });
         };
         if wanted("softmax") {
@@ -258,12 +275,14 @@ fn bench_q31(args: &Args, rows: usize, cols: usize, out: &mut Vec<Row>) {
     };
     for &backend in &args.backends {
         let mut push = |op: &'static str, elapsed: Duration| {
+            eprintln!("  {op} q31 {}", backend.name());
             out.push(Row {
                 op,
                 dtype: "q31",
                 backend,
-                elements: n * args.reps,
-                elapsed,
+                elements: n,
+                elem_bytes: 4,
+                median: elapsed,
             });
         };
         if wanted("softmax") {
@@ -315,24 +334,52 @@ fn main() -> ExitCode {
     bench_q31(&args, rows, cols, &mut results);
 
     println!(
-        "shape {} ({rows} x {cols}), {} repetition(s), method fixed",
+        "shape {} ({rows} x {cols}), median of {} repetition(s)",
         args.shape, args.reps
     );
     println!(
-        "{:<12} {:<6} {:<8} {:>12} {:>12} {:>10}",
-        "op", "type", "backend", "elements", "total ms", "ns/elem"
+        "{:<12} {:<6} {:<7} {:<8} {:>10} {:>12} {:>10} {:>8}",
+        "op", "type", "method", "backend", "shape", "elements", "ns/elem", "GB/s"
     );
-    for r in &results {
-        let ns = r.elapsed.as_nanos() as f64 / r.elements as f64;
+    let mut json = String::from("[\n");
+    for (k, r) in results.iter().enumerate() {
+        let secs = r.median.as_secs_f64();
+        let ns = secs * 1e9 / r.elements as f64;
+        let gbps = if secs > 0.0 {
+            (r.elements * r.elem_bytes) as f64 / secs / 1e9
+        } else {
+            0.0
+        };
         println!(
-            "{:<12} {:<6} {:<8} {:>12} {:>12.2} {:>10.2}",
+            "{:<12} {:<6} {:<7} {:<8} {:>10} {:>12} {:>10.3} {:>8.3}",
+            r.op,
+            r.dtype,
+            "fixed",
+            r.backend.name(),
+            args.shape,
+            r.elements,
+            ns,
+            gbps
+        );
+        json.push_str(&format!(
+            "  {{\"op\": \"{}\", \"type\": \"{}\", \"method\": \"fixed\", \"backend\": \"{}\", \
+             \"shape\": \"{}\", \"rows\": {rows}, \"cols\": {cols}, \"elements\": {}, \"reps\": {}, \
+             \"median_ns_per_element\": {ns:.4}, \"gb_per_s\": {gbps:.4}}}{}\n",
             r.op,
             r.dtype,
             r.backend.name(),
+            args.shape,
             r.elements,
-            r.elapsed.as_secs_f64() * 1e3,
-            ns
-        );
+            args.reps,
+            if k + 1 < results.len() { "," } else { "" }
+        ));
+    }
+    json.push_str("]\n");
+    if let Some(path) = &args.json {
+        if let Err(e) = std::fs::write(path, json) {
+            eprintln!("--json {path}: {e}");
+            return ExitCode::FAILURE;
+        }
     }
     ExitCode::SUCCESS
 }

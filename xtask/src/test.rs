@@ -81,6 +81,28 @@ pub fn cli(args: &[String]) -> Result {
         ));
         parts.push(asm_part());
     }
+    // Benchmarks as tests: the criterion benches compile, and the benchmark
+    // binary runs once on a small shape on the host.
+    parts.push(build_part(
+        "benches compile",
+        util::cargo(["bench", "-p", "qneon", "--no-run"]),
+    ));
+    parts.push(build_part(
+        "qneon-bench smoke",
+        util::cargo([
+            "run",
+            "--release",
+            "-p",
+            "qneon",
+            "--bin",
+            "qneon-bench",
+            "--",
+            "--reps",
+            "1",
+            "--shape",
+            "short",
+        ]),
+    ));
 
     let mut total = Counts::default();
     let mut all_ok = true;
