@@ -46,6 +46,7 @@ extern crate alloc;
 
 pub mod arch;
 pub mod error;
+pub mod f32;
 pub mod fixedpoint;
 pub mod ops;
 pub mod q31;

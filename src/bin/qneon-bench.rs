@@ -125,14 +125,16 @@ fn logits<T: QuantElem + TryFrom<i32>>(n: usize, q: QuantParams, seed: u64) -> V
         .collect()
 }
 
-/// `--filter` selects rows whose `"op type"` starts with the filter (so
-/// `softmax` does not select `log_softmax`), or whose type equals it.
-fn filter_matches(filter: &str, op: &str, dtype: &str) -> bool {
-    format!("{op} {dtype}").starts_with(filter) || filter == dtype
+/// `--filter` selects rows whose `"op type method"` starts with the filter
+/// (so `softmax` does not select `log_softmax`, and `logistic int8 fixed`
+/// not the table method), or whose type equals it.
+fn filter_matches(filter: &str, op: &str, dtype: &str, method: &str) -> bool {
+    format!("{op} {dtype} {method}").starts_with(filter) || filter == dtype
 }
 
 struct Row {
     op: &'static str,
+    method: &'static str,
     dtype: &'static str,
     backend: Backend,
     /// Elements per repetition.
@@ -187,13 +189,23 @@ fn bench_type<T: QuantElem + TryFrom<i32>>(
     let wanted = |op: &str| {
         args.filter
             .as_deref()
-            .is_none_or(|f| filter_matches(f, op, T::NAME))
+            .is_none_or(|f| filter_matches(f, op, T::NAME, "fixed"))
     };
 
     let softmax =
         Softmax::<T>::new(q_in, 1.0, softmax_out, Method::FixedPoint).expect("valid params");
     let logistic = Logistic::<T>::new(q_in, softmax_out, Method::FixedPoint).expect("valid params");
     let tanh = Tanh::<T>::new(q_in, tanh_out, Method::FixedPoint).expect("valid params");
+    type RunLut<'a, T> = Box<dyn Fn(Backend, &[T], &mut [T]) + 'a>;
+    let logistic_lut: Option<RunLut<T>> = Logistic::<T>::new(q_in, softmax_out, Method::Lut)
+        .ok()
+        .map(|op| {
+            Box::new(move |b: Backend, x: &[T], y: &mut [T]| op.run_with(b, x, y).unwrap())
+                as RunLut<T>
+        });
+    let tanh_lut: Option<RunLut<T>> = Tanh::<T>::new(q_in, tanh_out, Method::Lut).ok().map(|op| {
+        Box::new(move |b: Backend, x: &[T], y: &mut [T]| op.run_with(b, x, y).unwrap()) as RunLut<T>
+    });
     let log_softmax = match T::NAME {
         "int16" => None,
         "int8" => LogSoftmax::<T>::new(
@@ -214,6 +226,7 @@ fn bench_type<T: QuantElem + TryFrom<i32>>(
             eprintln!("  {op} {} {}", T::NAME, backend.name());
             out.push(Row {
                 op,
+                method: "fixed",
                 dtype: T::NAME,
                 backend,
                 elements: n,
@@ -257,6 +270,27 @@ fn bench_type<T: QuantElem + TryFrom<i32>>(
                 }),
             );
         }
+        // The table method (8-bit types only).
+        for (op, table) in [("logistic", &logistic_lut), ("tanh", &tanh_lut)] {
+            let Some(table) = table else { continue };
+            if args
+                .filter
+                .as_deref()
+                .is_none_or(|f| filter_matches(f, op, T::NAME, "lut"))
+            {
+                let elapsed = time(args.reps, || table(backend, &input, &mut output));
+                eprintln!("  {op} {} lut {}", T::NAME, backend.name());
+                out.push(Row {
+                    op,
+                    method: "lut",
+                    dtype: T::NAME,
+                    backend,
+                    elements: n,
+                    elem_bytes: size_of::<T>(),
+                    median: elapsed,
+                });
+            }
+        }
     }
 }
 
@@ -271,13 +305,14 @@ fn bench_q31(args: &Args, rows: usize, cols: usize, out: &mut Vec<Row>) {
     let wanted = |op: &str| {
         args.filter
             .as_deref()
-            .is_none_or(|f| filter_matches(f, op, "q31"))
+            .is_none_or(|f| filter_matches(f, op, "q31", "fixed"))
     };
     for &backend in &args.backends {
         let mut push = |op: &'static str, elapsed: Duration| {
             eprintln!("  {op} q31 {}", backend.name());
             out.push(Row {
                 op,
+                method: "fixed",
                 dtype: "q31",
                 backend,
                 elements: n,
@@ -354,7 +389,7 @@ fn main() -> ExitCode {
             "{:<12} {:<6} {:<7} {:<8} {:>10} {:>12} {:>10.3} {:>8.3}",
             r.op,
             r.dtype,
-            "fixed",
+            r.method,
             r.backend.name(),
             args.shape,
             r.elements,
@@ -362,11 +397,12 @@ fn main() -> ExitCode {
             gbps
         );
         json.push_str(&format!(
-            "  {{\"op\": \"{}\", \"type\": \"{}\", \"method\": \"fixed\", \"backend\": \"{}\", \
+            "  {{\"op\": \"{}\", \"type\": \"{}\", \"method\": \"{}\", \"backend\": \"{}\", \
              \"shape\": \"{}\", \"rows\": {rows}, \"cols\": {cols}, \"elements\": {}, \"reps\": {}, \
              \"median_ns_per_element\": {ns:.4}, \"gb_per_s\": {gbps:.4}}}{}\n",
             r.op,
             r.dtype,
+            r.method,
             r.backend.name(),
             args.shape,
             r.elements,

@@ -24,6 +24,7 @@
 //! TFLite-style radius then covers `|v| >= 15.5`, beyond which logistic and tanh
 //! round to the saturated int16 value, so clamping there loses nothing.
 
+use super::lut::{self, Table256};
 use super::{check_lengths, check_quantization, unsupported_method, Method, QuantElem};
 use crate::arch::{self, Backend};
 use crate::error::Result;
@@ -202,6 +203,8 @@ macro_rules! activation_op {
         #[derive(Clone, Copy, Debug)]
         pub struct $name<T: QuantElem> {
             params: ActivationParams,
+            /// The table of the `Lut` methods (`None` for `FixedPoint`).
+            lut: Option<Table256>,
             backend: Backend,
             _type: PhantomData<T>,
         }
@@ -211,11 +214,16 @@ macro_rules! activation_op {
             /// in range, output quantization as TFLite requires) and prepares the op.
             pub fn new(input: QuantParams, output: QuantParams, method: Method) -> Result<Self> {
                 let params = ActivationParams::new::<T>($activation, input, output)?;
-                if method != Method::FixedPoint {
-                    return Err(unsupported_method::<T>($opname, method));
-                }
+                let lut = match method {
+                    Method::FixedPoint => None,
+                    _ => match Table256::for_method::<T>(method, &params, input, output) {
+                        Some(table) => Some(table),
+                        None => return Err(unsupported_method::<T>($opname, method)),
+                    },
+                };
                 Ok($name {
                     params,
+                    lut,
                     backend: Backend::best(),
                     _type: PhantomData,
                 })
@@ -241,7 +249,10 @@ macro_rules! activation_op {
             /// available here). Every backend gives the same bytes.
             pub fn run_with(&self, backend: Backend, input: &[T], output: &mut [T]) -> Result<()> {
                 check_lengths($opname, input.len(), output.len())?;
-                arch::activation(backend, &self.params, input, output)
+                match &self.lut {
+                    Some(table) => lut::lookup(backend, table, input, output),
+                    None => arch::activation(backend, &self.params, input, output),
+                }
             }
         }
     };

@@ -47,6 +47,7 @@ macro_rules! row_op_methods {
 
 pub(crate) mod log_softmax;
 pub(crate) mod logistic;
+pub(crate) mod lut;
 pub(crate) mod softmax;
 
 pub use log_softmax::{LogSoftmax, LogSoftmaxParams};
@@ -64,8 +65,15 @@ pub enum Method {
     /// Integer-only gemmlowp-style fixed point: bit-exact with TFLite Micro and
     /// TFLite's reference kernels (see each operator for the exact reference).
     FixedPoint,
-    /// Lookup tables as TFLite's optimized kernels use them (not yet implemented).
+    /// Lookup tables as TFLite's optimized kernels use them. int8/uint8
+    /// logistic and tanh: a 256-entry table filled with float math exactly as
+    /// the TFLite interpreter fills it (bit-exact with TFLite; needs `std`).
+    /// Softmax and int16 are not implemented yet.
     Lut,
+    /// A 256-entry table filled by running the [`Method::FixedPoint`] kernel
+    /// over every input: bit-exact with it (and so with TFLite Micro) at table
+    /// speed. int8/uint8 logistic and tanh.
+    LutFixedPoint,
     /// Dequantize, compute in `f32`, requantize (not yet implemented).
     DequantF32,
 }
@@ -76,6 +84,7 @@ impl Method {
         match self {
             Method::FixedPoint => "fixed",
             Method::Lut => "lut",
+            Method::LutFixedPoint => "lut-fixed",
             Method::DequantF32 => "f32",
         }
     }
@@ -224,7 +233,10 @@ pub(crate) fn unsupported_method<T: QuantElem>(op: &'static str, method: Method)
         op,
         dtype: T::NAME,
         reason: match method {
-            Method::Lut => "Method::Lut is not implemented yet; use Method::FixedPoint",
+            Method::Lut | Method::LutFixedPoint => {
+                "Method::Lut and Method::LutFixedPoint exist for int8/uint8 logistic and tanh \
+                 (Method::Lut needs the `std` feature); use Method::FixedPoint"
+            }
             Method::DequantF32 => {
                 "Method::DequantF32 is not implemented yet; use Method::FixedPoint"
             }

@@ -1,0 +1,152 @@
+//! The scalar backend: [`Lane`] for `f32`, the reference for NEON.
+//!
+//! Sixteen scalar accumulators per block reproduce the NEON backend's four
+//! vectors of four lanes, so reductions round in the same order.
+
+use super::{Lane, ROUND_MAGIC};
+
+impl Lane for f32 {
+    const WIDTH: usize = 1;
+    type Mask = bool;
+
+    #[inline(always)]
+    unsafe fn load(p: *const f32) -> Self {
+        // SAFETY: the caller guarantees `p` is readable.
+        unsafe { p.read() }
+    }
+    #[inline(always)]
+    unsafe fn store(self, p: *mut f32) {
+        // SAFETY: the caller guarantees `p` is writable.
+        unsafe { p.write(self) }
+    }
+    #[inline(always)]
+    fn splat(v: f32) -> Self {
+        v
+    }
+    #[inline(always)]
+    fn add(self, o: Self) -> Self {
+        self + o
+    }
+    #[inline(always)]
+    fn sub(self, o: Self) -> Self {
+        self - o
+    }
+    #[inline(always)]
+    fn mul(self, o: Self) -> Self {
+        self * o
+    }
+    #[inline(always)]
+    fn div(self, o: Self) -> Self {
+        self / o
+    }
+    #[inline(always)]
+    fn fma(self, b: Self, c: Self) -> Self {
+        super::fma(self, b, c)
+    }
+    #[inline(always)]
+    fn max(self, o: Self) -> Self {
+        if self.is_nan() || o.is_nan() {
+            self + o
+        } else if self == o {
+            // Equal values: only ±0 differ in bits; `fmax` prefers +0.
+            f32::from_bits(self.to_bits() & o.to_bits())
+        } else if self > o {
+            self
+        } else {
+            o
+        }
+    }
+    #[inline(always)]
+    fn min(self, o: Self) -> Self {
+        if self.is_nan() || o.is_nan() {
+            self + o
+        } else if self == o {
+            // Equal values: only ±0 differ in bits; `fmin` prefers -0.
+            f32::from_bits(self.to_bits() | o.to_bits())
+        } else if self < o {
+            self
+        } else {
+            o
+        }
+    }
+    #[inline(always)]
+    fn abs(self) -> Self {
+        f32::from_bits(self.to_bits() & 0x7fff_ffff)
+    }
+    #[inline(always)]
+    fn copysign(self, sign: Self) -> Self {
+        f32::from_bits((self.to_bits() & 0x7fff_ffff) | (sign.to_bits() & 0x8000_0000))
+    }
+    #[inline(always)]
+    fn lt(self, o: Self) -> bool {
+        self < o
+    }
+    #[inline(always)]
+    fn select(mask: bool, a: Self, b: Self) -> Self {
+        if mask {
+            a
+        } else {
+            b
+        }
+    }
+    #[inline(always)]
+    fn zero_where(self, mask: bool) -> Self {
+        if mask {
+            0.0
+        } else {
+            self
+        }
+    }
+    #[inline(always)]
+    fn scale_by_magic(p: Self, t: Self) -> Self {
+        // bits(t) = bits(ROUND_MAGIC) + n; the magic's own bits vanish in the
+        // shift (its low 9 bits are 0), leaving n << 23 (mod 2^32).
+        debug_assert_eq!(ROUND_MAGIC.to_bits() << 23, 0);
+        f32::from_bits(p.to_bits().wrapping_add(t.to_bits() << 23))
+    }
+    #[inline(always)]
+    fn scale_by_magic_sat(p: Self, t: Self) -> Self {
+        let n = (t.to_bits() << 23) as i32 as i64;
+        f32::from_bits((p.to_bits() as i64 + n).clamp(0, u32::MAX as i64) as u32)
+    }
+    #[inline(always)]
+    fn reduce_add(self) -> f32 {
+        self
+    }
+    #[inline(always)]
+    fn reduce_max(self) -> f32 {
+        self
+    }
+}
+
+/// Kernels with the NEON backend's names and block layout (16 lanes).
+pub(super) fn softmax_two_pass(x: &[f32], y: &mut [f32], row_len: usize) {
+    super::rows(x, y, row_len, super::softmax_two_pass_row::<f32, 16>)
+}
+
+pub(super) fn softmax_online(x: &[f32], y: &mut [f32], row_len: usize) {
+    super::rows(x, y, row_len, super::softmax_online_row::<f32, 16, 4>)
+}
+
+pub(super) fn log_softmax(x: &[f32], y: &mut [f32], row_len: usize) {
+    super::rows(x, y, row_len, super::log_softmax_row::<f32, 16>)
+}
+
+pub(super) fn sigmoid(x: &[f32], y: &mut [f32]) {
+    // SAFETY: equal lengths (checked by the caller), distinct borrows.
+    unsafe { super::map::<f32, 16>(x.as_ptr(), y.as_mut_ptr(), x.len(), super::sigmoid_lanes) }
+}
+
+pub(super) fn tanh(x: &[f32], y: &mut [f32]) {
+    // SAFETY: equal lengths (checked by the caller), distinct borrows.
+    unsafe { super::map::<f32, 16>(x.as_ptr(), y.as_mut_ptr(), x.len(), super::tanh_lanes) }
+}
+
+pub(super) fn exp(x: &[f32], y: &mut [f32]) {
+    // SAFETY: equal lengths (checked by the caller), distinct borrows.
+    unsafe { super::map::<f32, 16>(x.as_ptr(), y.as_mut_ptr(), x.len(), super::exp_lanes) }
+}
+
+pub(super) fn sigmoid_backward(y: &[f32], dy: &[f32], dx: &mut [f32]) {
+    super::sigmoid_backward_row::<f32, 16>(y, dy, dx)
+}
