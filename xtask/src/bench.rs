@@ -61,22 +61,26 @@ pub fn cli(args: &[String]) -> Result {
     Ok(())
 }
 
-/// Rows of the instruction table: (op, element type).
-const TABLE_ROWS: &[(&str, &str)] = &[
-    ("softmax", "int8"),
-    ("softmax", "uint8"),
-    ("softmax", "int16"),
-    ("softmax", "q31"),
-    ("log_softmax", "int8"),
-    ("log_softmax", "uint8"),
-    ("logistic", "int8"),
-    ("logistic", "uint8"),
-    ("logistic", "int16"),
-    ("logistic", "q31"),
-    ("tanh", "int8"),
-    ("tanh", "uint8"),
-    ("tanh", "int16"),
-    ("tanh", "q31"),
+/// Rows of the instruction table: (op, element type, method).
+const TABLE_ROWS: &[(&str, &str, &str)] = &[
+    ("softmax", "int8", "fixed"),
+    ("softmax", "uint8", "fixed"),
+    ("softmax", "int16", "fixed"),
+    ("softmax", "q31", "fixed"),
+    ("log_softmax", "int8", "fixed"),
+    ("log_softmax", "uint8", "fixed"),
+    ("logistic", "int8", "fixed"),
+    ("logistic", "uint8", "fixed"),
+    ("logistic", "int16", "fixed"),
+    ("logistic", "q31", "fixed"),
+    ("tanh", "int8", "fixed"),
+    ("tanh", "uint8", "fixed"),
+    ("tanh", "int16", "fixed"),
+    ("tanh", "q31", "fixed"),
+    ("logistic", "int8", "lut"),
+    ("logistic", "uint8", "lut"),
+    ("tanh", "int8", "lut"),
+    ("tanh", "uint8", "lut"),
 ];
 
 /// Shapes of the table: (name, rows, columns), as `qneon-bench` defines them.
@@ -93,6 +97,7 @@ fn per_element(
     binary: &Path,
     op: &str,
     dtype: &str,
+    method: &str,
     backend: &str,
     shape: &str,
     elements: u64,
@@ -102,7 +107,7 @@ fn per_element(
             "--shape",
             shape,
             "--filter",
-            &format!("{op} {dtype}"),
+            &format!("{op} {dtype} {method}"),
             "--backend",
             backend,
             "--reps",
@@ -116,7 +121,7 @@ fn per_element(
     let two = plugin::count_instructions_with(binary, &args("2"), true)?;
     if two <= one {
         bail!(
-            "{op} {dtype} {backend} {shape}: 2 repetitions did not take more instructions than 1"
+            "{op} {dtype} {method} {backend} {shape}: 2 repetitions did not take more instructions than 1"
         );
     }
     Ok((two - one) as f64 / elements as f64)
@@ -129,25 +134,25 @@ fn per_element(
 /// `target/bench/insns.md` and prints it.
 fn insn_table(binary: &Path) -> Result {
     let mut md = String::new();
-    md.push_str("| op | type |");
+    md.push_str("| op | type | method |");
     for (shape, rows, cols) in TABLE_SHAPES {
         md.push_str(&format!(
             " {shape} {rows}x{cols} neon | scalar | scalar/neon |"
         ));
     }
-    md.push_str(" neon per-row overhead |\n|---|---|");
+    md.push_str(" neon per-row overhead |\n|---|---|---|");
     for _ in TABLE_SHAPES {
         md.push_str("---:|---:|---:|");
     }
     md.push_str("---:|\n");
-    for (op, dtype) in TABLE_ROWS {
-        eprintln!("measuring {op} {dtype} ...");
-        md.push_str(&format!("| {op} | {dtype} |"));
+    for (op, dtype, method) in TABLE_ROWS {
+        eprintln!("measuring {op} {dtype} {method} ...");
+        md.push_str(&format!("| {op} | {dtype} | {method} |"));
         let mut neon = Vec::new();
         for (shape, rows, cols) in TABLE_SHAPES {
             let n = rows * cols;
-            let v = per_element(binary, op, dtype, "neon", shape, n)?;
-            let s = per_element(binary, op, dtype, "scalar", shape, n)?;
+            let v = per_element(binary, op, dtype, method, "neon", shape, n)?;
+            let s = per_element(binary, op, dtype, method, "scalar", shape, n)?;
             md.push_str(&format!(" {v:.2} | {s:.1} | {:.1} |", s / v));
             neon.push(v);
         }
