@@ -202,98 +202,91 @@ impl Tally {
     }
 }
 
-fn softmax_file<T: QuantElem + TryFrom<i32>>(file: &str, tally: &mut Tally) {
+/// Runs a prepared op on one case's input with the given backend.
+type RunCase<'a, T> = Box<dyn Fn(Backend, &[T], &mut [T], usize) + 'a>;
+
+/// The walk every golden file shares: for each case and backend, run the op
+/// and require the reference's bytes, or (where the reference aborted or is
+/// known wrong) the exact result within 1 LSB. `prepare` returns `None` for a
+/// case qneon rejects on purpose (and checks the rejection itself).
+fn check_file<T: QuantElem + TryFrom<i32>>(
+    file: &str,
+    tally: &mut Tally,
+    prepare: impl Fn(&Case, QuantParams, QuantParams) -> Option<RunCase<'static, T>>,
+    exact: impl Fn(&Case) -> Vec<i32>,
+) {
     for c in load(file) {
         let q_in = QuantParams::new(c.in_scale, c.in_zp);
         let q_out = QuantParams::new(c.out_scale, c.out_zp);
+        let Some(run) = prepare(&c, q_in, q_out) else {
+            tally.rejected += 1;
+            continue;
+        };
+        let input = to_elems::<T>(&c.input);
+        for backend in Backend::available() {
+            let mut out = vec![T::default(); input.len()];
+            run(backend, &input, &mut out, c.row_len);
+            match (&c.output, c.status.as_str()) {
+                (Some(want), "ok") if c.note.is_none() => {
+                    tally.compare(file, &c, backend, &widen(&out), want, 0)
+                }
+                _ => tally.compare(file, &c, backend, &widen(&out), &exact(&c), 1),
+            }
+        }
+    }
+}
+
+fn softmax_file<T: QuantElem + TryFrom<i32>>(file: &str, tally: &mut Tally) {
+    let prepare = |c: &Case, q_in, q_out| -> Option<RunCase<'static, T>> {
+        let op = Softmax::<T>::new(q_in, c.beta, q_out, Method::FixedPoint);
         if c.beta <= 0.0 {
             // The references abort on beta <= 0; qneon rejects it up front.
-            let err = Softmax::<T>::new(q_in, c.beta, q_out, Method::FixedPoint).unwrap_err();
+            let err = op.unwrap_err();
             assert!(
                 matches!(err, qneon::Error::Beta { .. }),
                 "{file}:{}: {err}",
                 c.line
             );
-            tally.rejected += 1;
-            continue;
+            return None;
         }
-        let op = Softmax::<T>::new(q_in, c.beta, q_out, Method::FixedPoint)
-            .unwrap_or_else(|e| panic!("{file}:{}: {e}", c.line));
-        let input = to_elems::<T>(&c.input);
-        for backend in Backend::available() {
-            let mut out = vec![T::default(); input.len()];
-            op.run_with(backend, &input, &mut out, c.row_len).unwrap();
-            match (&c.output, c.status.as_str()) {
-                (Some(want), "ok") if c.note.is_none() => {
-                    tally.compare(file, &c, backend, &widen(&out), want, 0)
-                }
-                _ => tally.compare(file, &c, backend, &widen(&out), &exact_softmax::<T>(&c), 1),
-            }
-        }
-    }
+        let op = op.unwrap_or_else(|e| panic!("{file}:{}: {e}", c.line));
+        Some(Box::new(move |b, x, y, row_len| {
+            op.run_with(b, x, y, row_len).unwrap()
+        }))
+    };
+    check_file::<T>(file, tally, prepare, exact_softmax::<T>);
 }
 
 fn log_softmax_file<T: QuantElem + TryFrom<i32>>(file: &str, tally: &mut Tally) {
-    for c in load(file) {
-        let q_in = QuantParams::new(c.in_scale, c.in_zp);
-        let q_out = QuantParams::new(c.out_scale, c.out_zp);
+    let prepare = |c: &Case, q_in, q_out| -> Option<RunCase<'static, T>> {
         let op = LogSoftmax::<T>::new(q_in, q_out, Method::FixedPoint)
             .unwrap_or_else(|e| panic!("{file}:{}: {e}", c.line));
-        let input = to_elems::<T>(&c.input);
-        for backend in Backend::available() {
-            let mut out = vec![T::default(); input.len()];
-            op.run_with(backend, &input, &mut out, c.row_len).unwrap();
-            match (&c.output, c.status.as_str()) {
-                (Some(want), "ok") if c.note.is_none() => {
-                    tally.compare(file, &c, backend, &widen(&out), want, 0)
-                }
-                _ => tally.compare(
-                    file,
-                    &c,
-                    backend,
-                    &widen(&out),
-                    &exact_log_softmax::<T>(&c),
-                    1,
-                ),
-            }
-        }
-    }
+        Some(Box::new(move |b, x, y, row_len| {
+            op.run_with(b, x, y, row_len).unwrap()
+        }))
+    };
+    check_file::<T>(file, tally, prepare, exact_log_softmax::<T>);
 }
 
 fn activation_file<T: QuantElem + TryFrom<i32>>(file: &str, tanh: bool, tally: &mut Tally) {
-    for c in load(file) {
-        let q_in = QuantParams::new(c.in_scale, c.in_zp);
-        let q_out = QuantParams::new(c.out_scale, c.out_zp);
-        let input = to_elems::<T>(&c.input);
-        for backend in Backend::available() {
-            let mut out = vec![T::default(); input.len()];
-            if tanh {
-                let op = Tanh::<T>::new(q_in, q_out, Method::FixedPoint).unwrap();
-                op.run_with(backend, &input, &mut out).unwrap();
-            } else {
-                let op = Logistic::<T>::new(q_in, q_out, Method::FixedPoint).unwrap();
-                op.run_with(backend, &input, &mut out).unwrap();
-            }
-            let f: fn(f64) -> f64 = if tanh {
-                f64::tanh
-            } else {
-                |x| 1.0 / (1.0 + (-x).exp())
-            };
-            match (&c.output, c.status.as_str()) {
-                (Some(want), "ok") if c.note.is_none() => {
-                    tally.compare(file, &c, backend, &widen(&out), want, 0)
-                }
-                _ => tally.compare(
-                    file,
-                    &c,
-                    backend,
-                    &widen(&out),
-                    &exact_activation::<T>(&c, f),
-                    1,
-                ),
-            }
-        }
-    }
+    let prepare = |c: &Case, q_in, q_out| -> Option<RunCase<'static, T>> {
+        let run: RunCase<'static, T> = if tanh {
+            let op = Tanh::<T>::new(q_in, q_out, Method::FixedPoint)
+                .unwrap_or_else(|e| panic!("{file}:{}: {e}", c.line));
+            Box::new(move |b, x, y, _| op.run_with(b, x, y).unwrap())
+        } else {
+            let op = Logistic::<T>::new(q_in, q_out, Method::FixedPoint)
+                .unwrap_or_else(|e| panic!("{file}:{}: {e}", c.line));
+            Box::new(move |b, x, y, _| op.run_with(b, x, y).unwrap())
+        };
+        Some(run)
+    };
+    let f: fn(f64) -> f64 = if tanh {
+        f64::tanh
+    } else {
+        |x| 1.0 / (1.0 + (-x).exp())
+    };
+    check_file::<T>(file, tally, prepare, |c| exact_activation::<T>(c, f));
 }
 
 #[test]
