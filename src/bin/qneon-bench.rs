@@ -294,6 +294,49 @@ fn bench_type<T: QuantElem + TryFrom<i32>>(
     }
 }
 
+/// The float kernels (`qneon::f32`) on the same shape: logits N(0, 3).
+fn bench_f32(args: &Args, rows: usize, cols: usize, out: &mut Vec<Row>) {
+    use qneon::f32 as qf;
+    let n = rows * cols;
+    let mut rng = Rng(0x0f32);
+    let input: Vec<f32> = (0..n).map(|_| (3.0 * rng.normal()) as f32).collect();
+    let mut output = vec![0f32; n];
+    type Kernel = fn(Backend, &[f32], &mut [f32], usize) -> qneon::Result<()>;
+    let kernels: [(&'static str, Kernel); 5] = [
+        ("softmax", |b, x, y, r| qf::softmax_with(b, x, y, r)),
+        ("softmax_online", |b, x, y, r| {
+            qf::softmax_variant(qf::SoftmaxVariant::Online, b, x, y, r)
+        }),
+        ("log_softmax", |b, x, y, r| qf::log_softmax_with(b, x, y, r)),
+        ("sigmoid", |b, x, y, _| qf::sigmoid_with(b, x, y)),
+        ("tanh", |b, x, y, _| qf::tanh_with(b, x, y)),
+    ];
+    for &backend in &args.backends {
+        for (op, kernel) in kernels {
+            if !args
+                .filter
+                .as_deref()
+                .is_none_or(|f| filter_matches(f, op, "f32", "float"))
+            {
+                continue;
+            }
+            let elapsed = time(args.reps, || {
+                kernel(backend, &input, &mut output, cols).unwrap()
+            });
+            eprintln!("  {op} f32 {}", backend.name());
+            out.push(Row {
+                op,
+                method: "float",
+                dtype: "f32",
+                backend,
+                elements: n,
+                elem_bytes: 4,
+                median: elapsed,
+            });
+        }
+    }
+}
+
 fn bench_q31(args: &Args, rows: usize, cols: usize, out: &mut Vec<Row>) {
     let n = rows * cols;
     let integer_bits = 5;
@@ -367,6 +410,7 @@ fn main() -> ExitCode {
     bench_type::<u8>(&args, rows, cols, &mut results);
     bench_type::<i16>(&args, rows, cols, &mut results);
     bench_q31(&args, rows, cols, &mut results);
+    bench_f32(&args, rows, cols, &mut results);
 
     println!(
         "shape {} ({rows} x {cols}), median of {} repetition(s)",

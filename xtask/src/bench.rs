@@ -81,6 +81,11 @@ const TABLE_ROWS: &[(&str, &str, &str)] = &[
     ("logistic", "uint8", "lut"),
     ("tanh", "int8", "lut"),
     ("tanh", "uint8", "lut"),
+    ("softmax", "f32", "float"),
+    ("softmax_online", "f32", "float"),
+    ("log_softmax", "f32", "float"),
+    ("sigmoid", "f32", "float"),
+    ("tanh", "f32", "float"),
 ];
 
 /// Shapes of the table: (name, rows, columns), as `qneon-bench` defines them.
