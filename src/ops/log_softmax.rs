@@ -55,8 +55,6 @@ pub struct LogSoftmaxParams {
     pub output_zero_point: i32,
     /// Smallest output value of the type.
     pub output_min: i32,
-    /// Largest output value of the type.
-    pub output_max: i32,
 }
 
 /// Per-row values of log-softmax.
@@ -120,7 +118,6 @@ impl LogSoftmaxParams {
             diff_min: -radius,
             output_zero_point: output.zero_point,
             output_min: T::MIN,
-            output_max: T::MAX,
         })
     }
 

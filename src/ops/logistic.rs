@@ -64,10 +64,6 @@ pub struct ActivationParams {
     pub saturated_low: i32,
     /// Quantized upper limit of the function (clamped to the type).
     pub saturated_high: i32,
-    /// Smallest output value of the type.
-    pub output_min: i32,
-    /// Largest output value of the type.
-    pub output_max: i32,
 }
 
 impl ActivationParams {
@@ -155,8 +151,6 @@ impl ActivationParams {
             output_zero_point: output.zero_point,
             saturated_low: clamp(output.zero_point as i64 + low),
             saturated_high: clamp(output.zero_point as i64 + one),
-            output_min: T::MIN,
-            output_max: T::MAX,
         })
     }
 }

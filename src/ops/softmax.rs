@@ -61,10 +61,6 @@ pub struct SoftmaxParams {
     pub accumulation_integer_bits: u32,
     /// Output zero point (the quantized probability 0).
     pub output_zero_point: i32,
-    /// Smallest output value of the type.
-    pub output_min: i32,
-    /// Largest output value of the type.
-    pub output_max: i32,
 }
 
 impl SoftmaxParams {
@@ -104,8 +100,6 @@ impl SoftmaxParams {
                 0
             },
             output_zero_point: output.zero_point,
-            output_min: T::MIN,
-            output_max: T::MAX,
         })
     }
 
