@@ -193,6 +193,7 @@ impl LogSoftmaxParams {
 #[derive(Clone, Copy, Debug)]
 pub struct LogSoftmax<T: QuantElem> {
     params: LogSoftmaxParams,
+    kernel: LogSoftmaxKernel,
     backend: Backend,
     _type: PhantomData<T>,
 }
@@ -202,21 +203,39 @@ impl<T: QuantElem> LogSoftmax<T> {
     /// quantization as TFLite requires, int8 or uint8) and prepares the op.
     pub fn new(input: QuantParams, output: QuantParams, method: Method) -> Result<Self> {
         let params = LogSoftmaxParams::new::<T>(input, output)?;
-        if method != Method::FixedPoint {
-            return Err(unsupported_method::<T>("log_softmax", method));
-        }
+        let kernel = match method {
+            Method::FixedPoint => LogSoftmaxKernel::FixedPoint,
+            _ => return Err(unsupported_method::<T>("log_softmax", method)),
+        };
         Ok(LogSoftmax {
             params,
+            kernel,
             backend: Backend::best(),
             _type: PhantomData,
         })
     }
+
+    /// The prepared method's kernel on rows already checked.
+    fn run_kernel(
+        &self,
+        backend: Backend,
+        input: &[T],
+        output: &mut [T],
+        row_len: usize,
+    ) -> Result<()> {
+        match &self.kernel {
+            LogSoftmaxKernel::FixedPoint => {
+                arch::log_softmax(backend, &self.params, input, output, row_len)
+            }
+        }
+    }
 }
 
-row_op_methods!(
-    LogSoftmax,
-    LogSoftmaxParams,
-    "log_softmax",
-    arch::log_softmax,
-    "Log-softmax"
-);
+/// What `LogSoftmax::new` prepared for its method, beyond [`LogSoftmaxParams`].
+#[derive(Clone, Copy, Debug)]
+enum LogSoftmaxKernel {
+    /// [`Method::FixedPoint`]: everything is in the params.
+    FixedPoint,
+}
+
+row_op_methods!(LogSoftmax, LogSoftmaxParams, "log_softmax", "Log-softmax");

@@ -191,14 +191,23 @@ pub(crate) fn activation_lanes<L: Lane, const I: u32, const I_PLUS_1: u32, const
     )
 }
 
+/// What `Logistic::new` / `Tanh::new` prepared for their method, beyond
+/// [`ActivationParams`].
+#[derive(Clone, Copy, Debug)]
+enum ActivationKernel {
+    /// [`Method::FixedPoint`]: everything is in the params.
+    FixedPoint,
+    /// 8-bit [`Method::Lut`] or [`Method::LutFixedPoint`]: one byte lookup.
+    Table256(Table256),
+}
+
 macro_rules! activation_op {
     ($name:ident, $activation:expr, $opname:literal, $doc:literal) => {
         #[doc = $doc]
         #[derive(Clone, Copy, Debug)]
         pub struct $name<T: QuantElem> {
             params: ActivationParams,
-            /// The table of the `Lut` methods (`None` for `FixedPoint`).
-            lut: Option<Table256>,
+            kernel: ActivationKernel,
             backend: Backend,
             _type: PhantomData<T>,
         }
@@ -208,16 +217,16 @@ macro_rules! activation_op {
             /// in range, output quantization as TFLite requires) and prepares the op.
             pub fn new(input: QuantParams, output: QuantParams, method: Method) -> Result<Self> {
                 let params = ActivationParams::new::<T>($activation, input, output)?;
-                let lut = match method {
-                    Method::FixedPoint => None,
+                let kernel = match method {
+                    Method::FixedPoint => ActivationKernel::FixedPoint,
                     _ => match Table256::for_method::<T>(method, &params, input, output) {
-                        Some(table) => Some(table),
+                        Some(table) => ActivationKernel::Table256(table),
                         None => return Err(unsupported_method::<T>($opname, method)),
                     },
                 };
                 Ok($name {
                     params,
-                    lut,
+                    kernel,
                     backend: Backend::best(),
                     _type: PhantomData,
                 })
@@ -243,9 +252,11 @@ macro_rules! activation_op {
             /// available here). Every backend gives the same bytes.
             pub fn run_with(&self, backend: Backend, input: &[T], output: &mut [T]) -> Result<()> {
                 check_lengths($opname, input.len(), output.len())?;
-                match &self.lut {
-                    Some(table) => lut::lookup(backend, table, input, output),
-                    None => arch::activation(backend, &self.params, input, output),
+                match &self.kernel {
+                    ActivationKernel::Table256(table) => lut::lookup(backend, table, input, output),
+                    ActivationKernel::FixedPoint => {
+                        arch::activation(backend, &self.params, input, output)
+                    }
                 }
             }
         }

@@ -10,7 +10,7 @@
 
 /// The methods every row-wise op shares: `params`, `backend`, `run`, `run_with`.
 macro_rules! row_op_methods {
-    ($op:ident, $params:ty, $name:literal, $kernel:path, $what:literal) => {
+    ($op:ident, $params:ty, $name:literal, $what:literal) => {
         impl<T: QuantElem> $op<T> {
             /// The prepared parameters.
             pub fn params(&self) -> &$params {
@@ -39,7 +39,8 @@ macro_rules! row_op_methods {
                 row_len: usize,
             ) -> Result<()> {
                 check_rows($name, input.len(), output.len(), row_len)?;
-                $kernel(backend, &self.params, input, output, row_len)
+                // Each op's `run_kernel` matches on its prepared method.
+                self.run_kernel(backend, input, output, row_len)
             }
         }
     };

@@ -161,6 +161,7 @@ impl SoftmaxParams {
 #[derive(Clone, Copy, Debug)]
 pub struct Softmax<T: QuantElem> {
     params: SoftmaxParams,
+    kernel: SoftmaxKernel,
     backend: Backend,
     _type: PhantomData<T>,
 }
@@ -170,15 +171,39 @@ impl<T: QuantElem> Softmax<T> {
     /// > 0, output quantization as TFLite requires) and prepares the op.
     pub fn new(input: QuantParams, beta: f32, output: QuantParams, method: Method) -> Result<Self> {
         let params = SoftmaxParams::new::<T>(input, beta, output)?;
-        if method != Method::FixedPoint {
-            return Err(unsupported_method::<T>("softmax", method));
-        }
+        let kernel = match method {
+            Method::FixedPoint => SoftmaxKernel::FixedPoint,
+            _ => return Err(unsupported_method::<T>("softmax", method)),
+        };
         Ok(Softmax {
             params,
+            kernel,
             backend: Backend::best(),
             _type: PhantomData,
         })
     }
+
+    /// The prepared method's kernel on rows already checked.
+    fn run_kernel(
+        &self,
+        backend: Backend,
+        input: &[T],
+        output: &mut [T],
+        row_len: usize,
+    ) -> Result<()> {
+        match &self.kernel {
+            SoftmaxKernel::FixedPoint => {
+                arch::softmax(backend, &self.params, input, output, row_len)
+            }
+        }
+    }
 }
 
-row_op_methods!(Softmax, SoftmaxParams, "softmax", arch::softmax, "Softmax");
+/// What `Softmax::new` prepared for its method, beyond [`SoftmaxParams`].
+#[derive(Clone, Copy, Debug)]
+enum SoftmaxKernel {
+    /// [`Method::FixedPoint`]: everything is in the params.
+    FixedPoint,
+}
+
+row_op_methods!(Softmax, SoftmaxParams, "softmax", "Softmax");
