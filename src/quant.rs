@@ -88,6 +88,33 @@ pub fn quantize_multiplier(real: f64) -> Result<QuantizedMultiplier> {
     })
 }
 
+/// [`quantize_multiplier`] of a positive normal `f32`, straight from its
+/// bits: an `f32` mantissa has 24 bits, so its Q0.31 form is exact (no
+/// rounding, never `2^31`) and equals what the `f64` path computes.
+/// `None` for zero, subnormals, infinities, NaN and negative values.
+#[inline(always)]
+pub(crate) fn quantize_multiplier_f32(x: f32) -> Option<QuantizedMultiplier> {
+    let bits = x.to_bits();
+    // The sign bit is part of the field here, so negative values land >= 256.
+    let exp_field = (bits >> 23) as i32;
+    if exp_field == 0 || exp_field >= 255 {
+        return None;
+    }
+    // x = 1.m * 2^(E - 127) = (1.m / 2) * 2^(E - 126), and 1.m / 2 in Q0.31
+    // is the 24-bit mantissa shifted left by 7.
+    let shift = exp_field - 126;
+    if shift < -31 {
+        return Some(QuantizedMultiplier {
+            multiplier: 0,
+            shift: 0,
+        });
+    }
+    Some(QuantizedMultiplier {
+        multiplier: (((bits & 0x7f_ffff) | 0x80_0000) << 7) as i32,
+        shift,
+    })
+}
+
 /// TFLite's `MultiplyByQuantizedMultiplier` (double rounding):
 /// `rounding_divide_by_pot(srdhm(x * 2^left, multiplier), right)`.
 ///

@@ -419,10 +419,12 @@ const NOT_YET_IMPLEMENTED: &[Method] = &[Method::DequantF32];
 
 fn implemented(method: Method, kind: Kind, dtype: &str) -> bool {
     match method {
-        // The table methods exist for 8-bit logistic and tanh only (and
-        // `Method::Lut` needs `std`, which the tests have).
-        Method::Lut | Method::LutFixedPoint => {
-            matches!(kind, Kind::Logistic | Kind::Tanh) && dtype != "int16"
+        // The table methods exist for 8-bit logistic and tanh (and
+        // `Method::Lut` needs `std`, which the tests have); `Method::Lut`
+        // also for 8-bit softmax.
+        Method::LutFixedPoint => matches!(kind, Kind::Logistic | Kind::Tanh) && dtype != "int16",
+        Method::Lut => {
+            matches!(kind, Kind::Logistic | Kind::Tanh | Kind::Softmax) && dtype != "int16"
         }
         m => !NOT_YET_IMPLEMENTED.contains(&m),
     }

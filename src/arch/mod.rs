@@ -16,6 +16,8 @@
 pub(crate) mod neon;
 #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
 pub(crate) mod neon_lut;
+#[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+pub(crate) mod neon_softmax_lut;
 pub(crate) mod scalar;
 #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
 pub(crate) mod tail;

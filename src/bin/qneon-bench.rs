@@ -206,6 +206,12 @@ fn bench_type<T: QuantElem + TryFrom<i32>>(
     let tanh_lut: Option<RunLut<T>> = Tanh::<T>::new(q_in, tanh_out, Method::Lut).ok().map(|op| {
         Box::new(move |b: Backend, x: &[T], y: &mut [T]| op.run_with(b, x, y).unwrap()) as RunLut<T>
     });
+    let softmax_lut: Option<RunLut<T>> = Softmax::<T>::new(q_in, 1.0, softmax_out, Method::Lut)
+        .ok()
+        .map(|op| {
+            Box::new(move |b: Backend, x: &[T], y: &mut [T]| op.run_with(b, x, y, cols).unwrap())
+                as RunLut<T>
+        });
     let log_softmax = match T::NAME {
         "int16" => None,
         "int8" => LogSoftmax::<T>::new(
@@ -271,7 +277,11 @@ fn bench_type<T: QuantElem + TryFrom<i32>>(
             );
         }
         // The table method (8-bit types only).
-        for (op, table) in [("logistic", &logistic_lut), ("tanh", &tanh_lut)] {
+        for (op, table) in [
+            ("softmax", &softmax_lut),
+            ("logistic", &logistic_lut),
+            ("tanh", &tanh_lut),
+        ] {
             let Some(table) = table else { continue };
             if args
                 .filter

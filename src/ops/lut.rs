@@ -160,7 +160,7 @@ pub(crate) fn lookup<T: QuantElem>(
 }
 
 /// Views `i8`/`u8` slices as bytes; `None` for other element types.
-fn as_bytes<'a, T: QuantElem>(
+pub(crate) fn as_bytes<'a, T: QuantElem>(
     input: &'a [T],
     output: &'a mut [T],
 ) -> Option<(&'a [u8], &'a mut [u8])> {

@@ -50,6 +50,10 @@ pub(crate) mod log_softmax;
 pub(crate) mod logistic;
 pub(crate) mod lut;
 pub(crate) mod softmax;
+// The split tables are read by the NEON kernel only, and the constructor
+// needs `std` (`f32::exp`).
+#[cfg_attr(not(all(target_arch = "aarch64", feature = "std")), allow(dead_code))]
+pub(crate) mod softmax_lut;
 
 pub use log_softmax::{LogSoftmax, LogSoftmaxParams};
 pub use logistic::{Activation, ActivationParams, Logistic, Tanh};
@@ -66,10 +70,12 @@ pub enum Method {
     /// Integer-only gemmlowp-style fixed point: bit-exact with TFLite Micro and
     /// TFLite's reference kernels (see each operator for the exact reference).
     FixedPoint,
-    /// Lookup tables as TFLite's optimized kernels use them. int8/uint8
-    /// logistic and tanh: a 256-entry table filled with float math exactly as
-    /// the TFLite interpreter fills it (bit-exact with TFLite; needs `std`).
-    /// Softmax and int16 are not implemented yet.
+    /// Lookup tables as TFLite's optimized kernels use them (needs `std`).
+    /// int8/uint8 logistic and tanh: a 256-entry table filled with float math
+    /// exactly as the TFLite interpreter fills it (bit-exact with TFLite).
+    /// int8/uint8 softmax: TFLite's optimized kernel as built for aarch64 (a
+    /// 16-bit exp table, integer sums), bit for bit; within one output step
+    /// of exact math, of [`Method::FixedPoint`] and of TFLite's x86 build.
     Lut,
     /// A 256-entry table filled by running the [`Method::FixedPoint`] kernel
     /// over every input: bit-exact with it (and so with TFLite Micro) at table
@@ -234,9 +240,13 @@ pub(crate) fn unsupported_method<T: QuantElem>(op: &'static str, method: Method)
         op,
         dtype: T::NAME,
         reason: match method {
-            Method::Lut | Method::LutFixedPoint => {
-                "Method::Lut and Method::LutFixedPoint exist for int8/uint8 logistic and tanh \
-                 (Method::Lut needs the `std` feature); use Method::FixedPoint"
+            Method::Lut => {
+                "Method::Lut exists for int8/uint8 softmax, logistic and tanh (it needs the \
+                 `std` feature); use Method::FixedPoint"
+            }
+            Method::LutFixedPoint => {
+                "Method::LutFixedPoint exists for int8/uint8 logistic and tanh; \
+                 use Method::FixedPoint"
             }
             Method::DequantF32 => {
                 "Method::DequantF32 is not implemented yet; use Method::FixedPoint"

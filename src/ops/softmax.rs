@@ -28,6 +28,7 @@
 //! exact Q0.31 sum of exps (TFLite itself uses a lookup table for int16, see
 //! `Method::Lut`, so there are no reference bytes to keep).
 
+use super::softmax_lut::{self, SoftmaxLut};
 use super::{check_quantization, check_rows, unsupported_method, Method, QuantElem};
 use crate::arch::{self, Backend};
 use crate::error::{Error, Result};
@@ -173,6 +174,10 @@ impl<T: QuantElem> Softmax<T> {
         let params = SoftmaxParams::new::<T>(input, beta, output)?;
         let kernel = match method {
             Method::FixedPoint => SoftmaxKernel::FixedPoint,
+            #[cfg(feature = "std")]
+            Method::Lut if T::MAX - T::MIN == 255 => {
+                SoftmaxKernel::Lut(SoftmaxLut::new::<T>(input.scale, beta, output))
+            }
             _ => return Err(unsupported_method::<T>("softmax", method)),
         };
         Ok(Softmax {
@@ -195,6 +200,7 @@ impl<T: QuantElem> Softmax<T> {
             SoftmaxKernel::FixedPoint => {
                 arch::softmax(backend, &self.params, input, output, row_len)
             }
+            SoftmaxKernel::Lut(lut) => softmax_lut::softmax(backend, lut, input, output, row_len),
         }
     }
 }
@@ -204,6 +210,9 @@ impl<T: QuantElem> Softmax<T> {
 enum SoftmaxKernel {
     /// [`Method::FixedPoint`]: everything is in the params.
     FixedPoint,
+    /// 8-bit [`Method::Lut`]: TFLite's aarch64 exp table (see `softmax_lut`).
+    #[allow(dead_code)] // constructed only with `std`
+    Lut(SoftmaxLut),
 }
 
 row_op_methods!(Softmax, SoftmaxParams, "softmax", "Softmax");

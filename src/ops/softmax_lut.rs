@@ -1,0 +1,273 @@
+//! int8/uint8 softmax through an exp table (`Method::Lut`): TFLite's
+//! optimized kernel as it is built for aarch64.
+//!
+//! TFLite compiles its optimized 8-bit softmax two ways. With clang on aarch64
+//! (`TFLITE_SOFTMAX_USE_UINT16_LUT`, the build phones, Raspberry Pi and
+//! Graviton wheels run) it is an integer kernel on a 16-bit exp table; this
+//! module is that kernel, bit for bit:
+//!
+//! ```text
+//! prepare:  t[d] = min(65535, trunc(f32(expf(-d * f32(beta * in_scale)) * 65535) + 0.5))
+//!                                                  for d = 0..=255 (max - x, in input steps)
+//! per row:  sum  = sum of t[max - x]                (u16 terms, integer sum)
+//!           inv  = 1 / (f32(sum) * out_scale)       (f32)
+//!           (m, shift) = QuantizeMultiplier(inv)    (Q0.31 mantissa, exponent)
+//!           out  = clamp(MultiplyByQuantizedMultiplier(t[max - x], m, shift) + zero_point)
+//! ```
+//! The table is filled with `f32::exp` (the platform's `expf`), so this
+//! method needs the `std` feature.
+//!
+//! Where TFLite fails, qneon answers: its sum is an `i32` that overflows on
+//! rows of more than 32,768 elements near the maximum; qneon sums in `u64`.
+//!
+//! Elsewhere (x86 builds, gcc builds) TFLite runs a float-table kernel whose
+//! sequential `f32` sum cannot be vectorized bit-exactly; this method differs
+//! from it, and from [`Method::FixedPoint`](super::Method::FixedPoint), by at
+//! most one output step (tested on TFLite's own golden vectors).
+//!
+//! NEON splits the table into a high byte and a low byte so both fit in
+//! registers: where `beta * in_scale` is at least about 0.09 the high byte is
+//! zero for `d >= 64` and the whole entry is zero for `d >= 128` (checked in
+//! `new()`), so the high bytes are one 64-byte `tbl` and the low bytes a
+//! `tbl` + `tbx` over 128 bytes; out-of-range indices read 0 for free. The
+//! output depends on `d` only, and (checked per row) is zero beyond `d = 63`,
+//! so the output pass is one 64-entry `tbl` per 16 elements.
+
+use super::QuantElem;
+use crate::arch::Backend;
+use crate::error::{Error, Result};
+use crate::quant::{
+    multiply_by_quantized_multiplier, quantize_multiplier, quantize_multiplier_f32,
+};
+
+/// Entries of the NEON high-byte table (`t[d] >> 8` is 0 beyond).
+pub(crate) const HIGH_ENTRIES: usize = 64;
+/// Entries of the NEON low-byte table (`t[d]` is 0 beyond).
+pub(crate) const LOW_ENTRIES: usize = 128;
+/// Entries of the per-row NEON output table (the output is zero beyond).
+pub(crate) const OUTPUT_ENTRIES: usize = 64;
+
+/// A 64-byte, register-aligned byte table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(C, align(64))]
+pub(crate) struct Bytes64(pub(crate) [u8; 64]);
+
+/// Everything `Method::Lut` softmax needs, computed once by `new()`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SoftmaxLut {
+    /// `t[d]`: `exp(-d * beta * in_scale)` in units of 2^-16 (65535 = 1),
+    /// rounded as TFLite rounds it, for `d = max - x` in `0..=255`.
+    pub(crate) exp: [u16; 256],
+    /// `t[d]` for `d < OUTPUT_ENTRIES`, widened, for the per-row output
+    /// table (one 128-bit load per four entries).
+    pub(crate) exp_head: [i32; OUTPUT_ENTRIES],
+    /// `t[d] >> 8` for `d < 64`.
+    pub(crate) high: Bytes64,
+    /// `t[d] & 0xff` for `d < 128`.
+    pub(crate) low: [Bytes64; 2],
+    /// The NEON split tables hold every nonzero byte of `t`.
+    pub(crate) split: bool,
+    /// `t[64] <= 126`: then every row's output is 0 above the minimum for
+    /// `d >= 64` (see `from_exp_table`), and the 64-entry output table needs
+    /// no per-row check.
+    pub(crate) outputs_fit: bool,
+    /// The output scale as given (TFLite divides by it, not by 1/256).
+    pub(crate) output_scale: f32,
+    /// Output zero point (-128 for int8, 0 for uint8).
+    pub(crate) output_zero_point: i32,
+}
+
+impl SoftmaxLut {
+    /// Prepares the tables; `beta * input.scale` and the output quantization
+    /// were validated by `SoftmaxParams::new`. 8-bit types only.
+    #[cfg(feature = "std")]
+    pub(crate) fn new<T: QuantElem>(
+        input_scale: f32,
+        beta: f32,
+        output: crate::QuantParams,
+    ) -> Self {
+        debug_assert!(T::MAX - T::MIN == 255);
+        // TFLite: `scale = input_scale * beta` and `input_to_exp = scale * (val - 255)`
+        // for table index val = 255 - d, all in f32.
+        let scale: f32 = input_scale * beta;
+        let mut exp = [0u16; 256];
+        for (d, t) in exp.iter_mut().enumerate() {
+            let x: f32 = scale * -(d as f32);
+            // `expf(x) * 65535` is an f32 product; `+ 0.5` is done in double
+            // and the conversion truncates.
+            let scaled: f32 = x.exp() * 65535.0f32;
+            let rounded = (scaled as f64 + 0.5) as i32;
+            *t = rounded.clamp(0, 65535) as u16;
+        }
+        Self::from_exp_table(exp, output)
+    }
+
+    /// The split tables and checks for a given exp table.
+    pub(crate) fn from_exp_table(exp: [u16; 256], output: crate::QuantParams) -> Self {
+        let mut exp_head = [0i32; OUTPUT_ENTRIES];
+        for (h, &t) in exp_head.iter_mut().zip(exp.iter()) {
+            *h = t as i32;
+        }
+        let mut high = Bytes64([0; 64]);
+        let mut low = [Bytes64([0; 64]); 2];
+        for d in 0..LOW_ENTRIES {
+            low[d / 64].0[d % 64] = exp[d] as u8;
+            if d < HIGH_ENTRIES {
+                high.0[d] = (exp[d] >> 8) as u8;
+            }
+        }
+        let split = exp[HIGH_ENTRIES..].iter().all(|&t| t < 256)
+            && exp[LOW_ENTRIES..].iter().all(|&t| t == 0);
+        // The output for d is t[d] * inverse rounded twice, with inverse =
+        // 1 / (sum * out_scale) <= 256 / (65535 * 0.999) (sum >= t[0] = 65535,
+        // out_scale within 0.1% of 1/256, as validated). For t <= 126 the real
+        // value is below 0.4927, and the first rounding (to 2^-r with r >= 7)
+        // adds at most 2^-8: below one half, so the output rounds to 0.
+        let outputs_fit = exp[OUTPUT_ENTRIES] <= 126;
+        SoftmaxLut {
+            exp,
+            exp_head,
+            high,
+            low,
+            split,
+            outputs_fit,
+            output_scale: output.scale,
+            output_zero_point: output.zero_point,
+        }
+    }
+
+    /// The row's requantization multiplier for its sum of `t` terms:
+    /// `QuantizeMultiplier(1 / (f32(sum) * out_scale))`, as `(Q0.31 mantissa, shift)`.
+    #[inline]
+    pub(crate) fn row_multiplier(&self, sum: u64) -> (i32, i32) {
+        // u64 -> f32 rounds to nearest, ties to even, as C's int -> float.
+        let inverse: f32 = 1.0f32 / (sum as f32 * self.output_scale);
+        // sum >= 65535 (the maximum contributes t[0]), so inverse is finite,
+        // positive and normal: the bit-level QuantizeMultiplier applies.
+        match quantize_multiplier_f32(inverse) {
+            Some(q) => (q.multiplier, q.shift),
+            None => general_multiplier(inverse),
+        }
+    }
+
+    /// One output before the element type's clamp.
+    #[inline(always)]
+    pub(crate) fn output(&self, t: u16, multiplier: i32, shift: i32) -> i32 {
+        multiply_by_quantized_multiplier(t as i32, multiplier, shift) + self.output_zero_point
+    }
+}
+
+/// `QuantizeMultiplier` through `f64`, out of the row loops: only reached for
+/// an `inverse` that is not a normal `f32` (none when sums stay below 2^100).
+#[cold]
+#[inline(never)]
+fn general_multiplier(inverse: f32) -> (i32, i32) {
+    match quantize_multiplier(inverse as f64) {
+        Ok(q) => (q.multiplier, q.shift),
+        Err(_) => (0, 0),
+    }
+}
+
+/// Scalar reference: TFLite's kernel element by element on every row.
+/// Lengths were checked by the caller.
+pub(crate) fn softmax_scalar<T: QuantElem>(
+    p: &SoftmaxLut,
+    input: &[T],
+    output: &mut [T],
+    row_len: usize,
+) {
+    for (row_in, row_out) in input
+        .chunks_exact(row_len)
+        .zip(output.chunks_exact_mut(row_len))
+    {
+        let max = row_in.iter().fold(i32::MIN, |m, x| m.max(x.to_i32()));
+        let term = |x: &T| p.exp[(max - x.to_i32()) as usize];
+        let sum: u64 = row_in.iter().map(|x| term(x) as u64).sum();
+        let (multiplier, shift) = p.row_multiplier(sum);
+        for (x, y) in row_in.iter().zip(row_out.iter_mut()) {
+            *y = T::saturate(p.output(term(x), multiplier, shift));
+        }
+    }
+}
+
+/// `Method::Lut` softmax on the given backend (8-bit `T` only; checked by
+/// `new()`). Lengths were checked by the caller.
+pub(crate) fn softmax<T: QuantElem>(
+    backend: Backend,
+    p: &SoftmaxLut,
+    input: &[T],
+    output: &mut [T],
+    row_len: usize,
+) -> Result<()> {
+    match backend {
+        Backend::Scalar => {
+            softmax_scalar(p, input, output, row_len);
+            Ok(())
+        }
+        #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+        Backend::Neon => {
+            if !p.split {
+                // Tables too wide for registers (beta * scale below about
+                // 0.09): the reference loop.
+                softmax_scalar(p, input, output, row_len);
+                return Ok(());
+            }
+            match super::lut::as_bytes(input, output) {
+                Some((bytes_in, bytes_out)) => {
+                    crate::arch::neon_softmax_lut::softmax(
+                        p,
+                        T::MIN == -128,
+                        bytes_in,
+                        bytes_out,
+                        row_len,
+                    );
+                    Ok(())
+                }
+                None => Err(Error::Unsupported {
+                    op: "softmax",
+                    dtype: T::NAME,
+                    reason: "Method::Lut softmax is for int8 and uint8",
+                }),
+            }
+        }
+        #[allow(unreachable_patterns)]
+        b => Err(Error::BackendUnavailable { backend: b.name() }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::quant::{quantize_multiplier, quantize_multiplier_f32};
+
+    /// The bit-level QuantizeMultiplier equals the f64 one on every exponent
+    /// and a spread of mantissas, and refuses what it cannot represent.
+    #[test]
+    fn f32_quantize_multiplier_equals_the_f64_one() {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        for exp_field in 1u32..255 {
+            for k in 0..64u32 {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                let mantissa = match k {
+                    0 => 0,
+                    1 => 0x7f_ffff,
+                    _ => (state as u32) & 0x7f_ffff,
+                };
+                let x = f32::from_bits(exp_field << 23 | mantissa);
+                let want = quantize_multiplier(x as f64).unwrap();
+                assert_eq!(quantize_multiplier_f32(x), Some(want), "{x:e}");
+            }
+        }
+        for x in [
+            0.0f32,
+            -1.0,
+            f32::INFINITY,
+            f32::NAN,
+            f32::from_bits(1),
+            -0.0,
+        ] {
+            assert_eq!(quantize_multiplier_f32(x), None, "{x:e}");
+        }
+    }
+}

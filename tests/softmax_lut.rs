@@ -1,0 +1,337 @@
+//! `Method::Lut` softmax on int8 and uint8: TFLite's optimized kernel as built
+//! for aarch64 (the 16-bit exp table, integer sum, float reciprocal,
+//! `QuantizeMultiplier`, `MultiplyByQuantizedMultiplier`).
+//!
+//! * Every backend equals an oracle written here from that description with
+//!   plain `i64`/`f64` arithmetic (not the library's fixed-point code), on
+//!   TFLite's golden cases, random rows of many lengths and scales (including
+//!   scales too small for the NEON register tables) and extreme rows.
+//! * Every output is within 1 LSB of the exact, correctly rounded softmax, and
+//!   within 1 LSB of `Method::FixedPoint` and of TFLite's x86 optimized kernel
+//!   (its float-table build, `tests/golden/softmax_*_tflite_opt.jsonl`); the
+//!   test prints how many outputs differ.
+
+mod common;
+use common::{load, quantize, to_elems, widen};
+use qneon::{Backend, Method, QuantElem, QuantParams, Softmax};
+
+/// The oracle's exp table, by d = max - x: TFLite fills index `val` with
+/// `exp(scale * (val - 255))` and looks up `val = 255 - d`.
+fn oracle_table(in_scale: f32, beta: f32) -> Vec<i64> {
+    let scale: f32 = in_scale * beta;
+    let mut by_val = vec![0i64; 256];
+    for (val, slot) in by_val.iter_mut().enumerate() {
+        let input_to_exp: f32 = scale * (val as i32 - 255) as f32;
+        let product: f32 = input_to_exp.exp() * 65535.0f32;
+        *slot = ((product as f64 + 0.5) as i64).min(65535);
+    }
+    (0..256).map(|d| by_val[255 - d]).collect()
+}
+
+/// TFLite's QuantizeMultiplier: frexp, round half away from zero, renormalise.
+fn oracle_quantize_multiplier(real: f64) -> (i64, i32) {
+    assert!(real > 0.0 && real.is_finite());
+    let (mut q, mut e) = (real, 0i32);
+    while q >= 1.0 {
+        q /= 2.0;
+        e += 1;
+    }
+    while q < 0.5 {
+        q *= 2.0;
+        e -= 1;
+    }
+    let mut m = (q * 2f64.powi(31)).round() as i64;
+    if m == 1i64 << 31 {
+        m /= 2;
+        e += 1;
+    }
+    (m, e)
+}
+
+/// TFLite's MultiplyByQuantizedMultiplier on 64-bit integers.
+fn oracle_mbqm(x: i64, m: i64, shift: i32) -> i64 {
+    let left = shift.max(0);
+    let right = (-shift).max(0);
+    let ab = (x << left) * m;
+    let nudge = if ab >= 0 {
+        1i64 << 30
+    } else {
+        1 - (1i64 << 30)
+    };
+    // C++ integer division truncates toward zero.
+    let high = (ab + nudge) / (1i64 << 31);
+    let mask = (1i64 << right) - 1;
+    let remainder = high & mask;
+    let threshold = (mask >> 1) + i64::from(high < 0);
+    (high >> right) + i64::from(remainder > threshold)
+}
+
+/// The aarch64 TFLite kernel, row by row (`sum` in i64; TFLite's i32 would
+/// overflow past 2^31, which no case below but the wide-row test reaches).
+fn oracle<T: QuantElem>(
+    input: &[i32],
+    row_len: usize,
+    in_scale: f32,
+    beta: f32,
+    out: QuantParams,
+) -> Vec<i32> {
+    let table = oracle_table(in_scale, beta);
+    let mut result = Vec::with_capacity(input.len());
+    for row in input.chunks(row_len) {
+        let max = *row.iter().max().unwrap();
+        let sum: i64 = row.iter().map(|&x| table[(max - x) as usize]).sum();
+        let inverse: f32 = 1.0f32 / (sum as f32 * out.scale);
+        let (m, shift) = oracle_quantize_multiplier(inverse as f64);
+        for &x in row {
+            let q = oracle_mbqm(table[(max - x) as usize], m, shift) + out.zero_point as i64;
+            result.push(q.clamp(T::MIN as i64, T::MAX as i64) as i32);
+        }
+    }
+    result
+}
+
+/// Exact softmax, correctly rounded (half away from zero) and clamped.
+fn exact<T: QuantElem>(
+    input: &[i32],
+    row_len: usize,
+    in_scale: f32,
+    beta: f32,
+    out: QuantParams,
+) -> Vec<i32> {
+    let k = in_scale as f64 * beta as f64;
+    let mut result = Vec::with_capacity(input.len());
+    for row in input.chunks(row_len) {
+        let max = *row.iter().max().unwrap();
+        let sum: f64 = row.iter().map(|&x| (k * (x - max) as f64).exp()).sum();
+        result.extend(row.iter().map(|&x| {
+            quantize::<T>(
+                (k * (x - max) as f64).exp() / sum,
+                out.scale,
+                out.zero_point,
+            )
+        }));
+    }
+    result
+}
+
+fn output_params<T: QuantElem>() -> QuantParams {
+    QuantParams::new(1.0 / 256.0, T::MIN)
+}
+
+/// How far one method strays from another, over everything a test ran.
+#[derive(Default, Debug)]
+struct Diff {
+    elements: usize,
+    differing: usize,
+    max: i32,
+}
+
+impl Diff {
+    fn add(&mut self, a: &[i32], b: &[i32]) {
+        assert_eq!(a.len(), b.len());
+        for (x, y) in a.iter().zip(b) {
+            let d = (x - y).abs();
+            self.elements += 1;
+            self.differing += usize::from(d != 0);
+            self.max = self.max.max(d);
+        }
+    }
+}
+
+#[derive(Default, Debug)]
+struct Report {
+    vs_exact: Diff,
+    vs_fixed_point: Diff,
+}
+
+/// Runs `Method::Lut` on every backend, requires the oracle's bytes, and
+/// records the distance to exact math and to `Method::FixedPoint`.
+fn check<T: QuantElem + TryFrom<i32>>(
+    input: &[i32],
+    row_len: usize,
+    in_scale: f32,
+    in_zp: i32,
+    beta: f32,
+    report: &mut Report,
+) -> Vec<i32> {
+    let q_in = QuantParams::new(in_scale, in_zp);
+    let q_out = output_params::<T>();
+    let op = Softmax::<T>::new(q_in, beta, q_out, Method::Lut).unwrap();
+    let fixed = Softmax::<T>::new(q_in, beta, q_out, Method::FixedPoint).unwrap();
+    let x = to_elems::<T>(input);
+    let want = oracle::<T>(input, row_len, in_scale, beta, q_out);
+    let mut first = None;
+    for backend in Backend::available() {
+        let mut y = vec![T::default(); x.len()];
+        op.run_with(backend, &x, &mut y, row_len).unwrap();
+        let got = widen(&y);
+        if let Some(i) = (0..got.len()).find(|&i| got[i] != want[i]) {
+            panic!(
+                "[{}] scale {in_scale} beta {beta} row_len {row_len}: element {i} (input {}, row max {}): want {} got {}",
+                backend.name(),
+                input[i],
+                input[i / row_len * row_len..][..row_len].iter().max().unwrap(),
+                want[i],
+                got[i]
+            );
+        }
+        first.get_or_insert(got);
+    }
+    let got = first.unwrap();
+    let mut y = vec![T::default(); x.len()];
+    fixed
+        .run_with(Backend::Scalar, &x, &mut y, row_len)
+        .unwrap();
+    report.vs_fixed_point.add(&got, &widen(&y));
+    report
+        .vs_exact
+        .add(&got, &exact::<T>(input, row_len, in_scale, beta, q_out));
+    got
+}
+
+/// xorshift64*.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+fn random_rows<T: QuantElem>(rng: &mut Rng, rows: usize, row_len: usize, spread: i32) -> Vec<i32> {
+    let center = rng.below((T::MAX - T::MIN + 1) as u64) as i32 + T::MIN;
+    (0..rows * row_len)
+        .map(|_| {
+            let v = center + rng.below(2 * spread as u64 + 1) as i32 - spread;
+            v.clamp(T::MIN, T::MAX)
+        })
+        .collect()
+}
+
+fn golden<T: QuantElem + TryFrom<i32>>(file: &str) {
+    let mut report = Report::default();
+    let mut vs_x86 = Diff::default();
+    let mut cases = 0;
+    for c in load(file) {
+        if c.beta <= 0.0 {
+            continue;
+        }
+        let got = check::<T>(
+            &c.input,
+            c.row_len,
+            c.in_scale,
+            c.in_zp,
+            c.beta,
+            &mut report,
+        );
+        if let (Some(want), "ok", None) = (&c.output, c.status.as_str(), &c.note) {
+            vs_x86.add(&got, want);
+        }
+        cases += 1;
+    }
+    println!("{file}: {cases} cases; vs TFLite x86 (float table): {vs_x86:?}; {report:?}");
+    assert!(cases >= 50, "{file}: only {cases} cases");
+    assert!(vs_x86.elements > 1000);
+    assert!(vs_x86.max <= 1, "{vs_x86:?}");
+    assert!(report.vs_exact.max <= 1, "{report:?}");
+    assert!(report.vs_fixed_point.max <= 1, "{report:?}");
+}
+
+#[test]
+fn int8_golden_cases_equal_the_aarch64_kernel_and_stay_within_one_step() {
+    golden::<i8>("softmax_int8_tflite_opt.jsonl");
+}
+
+#[test]
+fn uint8_golden_cases_equal_the_aarch64_kernel_and_stay_within_one_step() {
+    golden::<u8>("softmax_uint8_tflite_opt.jsonl");
+}
+
+fn random<T: QuantElem + TryFrom<i32>>(seed: u64) {
+    let mut rng = Rng(seed);
+    let mut report = Report::default();
+    // beta * scale from far below the NEON tables' range (0.09) to far above.
+    let scales = [
+        0.001f32, 0.02, 0.05, 0.0866, 0.09, 0.0925, 0.1, 0.125, 0.25, 0.5, 1.0, 4.0,
+    ];
+    let lengths = [
+        1usize, 2, 15, 16, 17, 63, 64, 65, 100, 127, 128, 129, 384, 1000,
+    ];
+    for &scale in &scales {
+        for &beta in &[1.0f32, 0.5, 2.0] {
+            for &row_len in &lengths {
+                let rows = (2000 / row_len).clamp(1, 8);
+                for spread in [0, 3, 40, 128, 255] {
+                    let input = random_rows::<T>(&mut rng, rows, row_len, spread);
+                    let zp = rng.below(256) as i32 + T::MIN;
+                    check::<T>(&input, row_len, scale, zp, beta, &mut report);
+                }
+            }
+        }
+    }
+    println!("{} random: {report:?}", T::NAME);
+    assert!(report.vs_exact.max <= 1, "{report:?}");
+    assert!(report.vs_fixed_point.max <= 1, "{report:?}");
+}
+
+#[test]
+fn int8_random_rows_equal_the_aarch64_kernel() {
+    random::<i8>(0x5eed_0001);
+}
+
+#[test]
+fn uint8_random_rows_equal_the_aarch64_kernel() {
+    random::<u8>(0x5eed_0002);
+}
+
+/// Rows where TFLite's `i32` sum overflows (more than 32,768 elements at the
+/// maximum): qneon's sum is exact, so the result is still the exact softmax.
+#[test]
+fn rows_too_wide_for_tflite_are_exact() {
+    let mut report = Report::default();
+    for row_len in [32_769usize, 40_000, 70_000] {
+        let mut input = vec![100i32; row_len];
+        input[row_len / 3] = 101;
+        check::<i8>(&input, row_len, 0.1, 0, 1.0, &mut report);
+        let input: Vec<i32> = (0..row_len).map(|i| 200 + (i % 3) as i32).collect();
+        check::<u8>(&input, row_len, 0.1, 0, 1.0, &mut report);
+    }
+    assert!(report.vs_exact.max <= 1, "{report:?}");
+}
+
+/// The extremes of a row: one maximum among minima, all equal, two values;
+/// and scales where t[64] is large enough for a lone maximum's row to have
+/// outputs past d = 63 (the NEON kernel's per-row check).
+#[test]
+fn extreme_rows() {
+    let mut report = Report::default();
+    for &scale in &[0.088f32, 0.09, 0.094, 0.097] {
+        for row_len in [3usize, 64, 65, 130, 384] {
+            let mut row = vec![-128i32; row_len];
+            row[0] = 127;
+            row[1] = 127 - 64;
+            row[2] = 127 - 70;
+            check::<i8>(&row, row_len, scale, 0, 1.0, &mut report);
+            let row: Vec<i32> = row.iter().map(|x| x + 128).collect();
+            check::<u8>(&row, row_len, scale, 0, 1.0, &mut report);
+        }
+    }
+    for &scale in &[0.001f32, 0.1, 1.0, 100.0] {
+        for row_len in [1usize, 16, 64, 100, 384] {
+            let mut one_hot = vec![-128i32; row_len];
+            one_hot[row_len - 1] = 127;
+            check::<i8>(&one_hot, row_len, scale, 0, 1.0, &mut report);
+            check::<i8>(&vec![5; row_len], row_len, scale, 0, 1.0, &mut report);
+            let two: Vec<i32> = (0..row_len)
+                .map(|i| if i % 2 == 0 { 0 } else { 255 })
+                .collect();
+            check::<u8>(&two, row_len, scale, 0, 1.0, &mut report);
+        }
+    }
+    assert!(report.vs_exact.max <= 1, "{report:?}");
+}
