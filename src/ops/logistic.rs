@@ -25,6 +25,7 @@
 //! round to the saturated int16 value, so clamping there loses nothing.
 
 use super::lut::{self, Table256};
+use super::lut16::{self, Activation16};
 use super::{check_lengths, check_quantization, unsupported_method, Method, QuantElem};
 use crate::arch::{self, Backend};
 use crate::error::Result;
@@ -199,6 +200,35 @@ enum ActivationKernel {
     FixedPoint,
     /// 8-bit [`Method::Lut`] or [`Method::LutFixedPoint`]: one byte lookup.
     Table256(Table256),
+    /// int16 [`Method::Lut`]: TFLite's int16 kernel for the input scale.
+    Lut16(Activation16),
+}
+
+/// int16 [`Method::Lut`]: TFLite's `Prepare` checks (input zero point 0) and
+/// its choice of kernel; needs `std`.
+#[allow(unused_variables)]
+fn lut16_kernel(
+    op: &'static str,
+    activation: Activation,
+    input: QuantParams,
+) -> Result<ActivationKernel> {
+    #[cfg(feature = "std")]
+    {
+        lut16::check_input_zero_point(input.zero_point)?;
+        Ok(ActivationKernel::Lut16(Activation16::prepare(
+            activation,
+            input.scale,
+        )))
+    }
+    #[cfg(not(feature = "std"))]
+    {
+        Err(crate::error::Error::Unsupported {
+            op,
+            dtype: "int16",
+            reason: "Method::Lut for int16 needs the `std` feature (f64::exp, f32::ln while \
+                     preparing); use Method::FixedPoint",
+        })
+    }
 }
 
 macro_rules! activation_op {
@@ -219,6 +249,7 @@ macro_rules! activation_op {
                 let params = ActivationParams::new::<T>($activation, input, output)?;
                 let kernel = match method {
                     Method::FixedPoint => ActivationKernel::FixedPoint,
+                    Method::Lut if T::NAME == "int16" => lut16_kernel($opname, $activation, input)?,
                     _ => match Table256::for_method::<T>(method, &params, input, output) {
                         Some(table) => ActivationKernel::Table256(table),
                         None => return Err(unsupported_method::<T>($opname, method)),
@@ -254,6 +285,10 @@ macro_rules! activation_op {
                 check_lengths($opname, input.len(), output.len())?;
                 match &self.kernel {
                     ActivationKernel::Table256(table) => lut::lookup(backend, table, input, output),
+                    ActivationKernel::Lut16(kernel) => match lut16::as_i16(input, output) {
+                        Some((input, output)) => kernel.run(backend, $activation, input, output),
+                        None => Err(lut16::not_int16()),
+                    },
                     ActivationKernel::FixedPoint => {
                         arch::activation(backend, &self.params, input, output)
                     }

@@ -49,6 +49,7 @@ macro_rules! row_op_methods {
 pub(crate) mod log_softmax;
 pub(crate) mod logistic;
 pub(crate) mod lut;
+pub(crate) mod lut16;
 pub(crate) mod softmax;
 
 pub use log_softmax::{LogSoftmax, LogSoftmaxParams};

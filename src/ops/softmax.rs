@@ -28,6 +28,7 @@
 //! exact Q0.31 sum of exps (TFLite itself uses a lookup table for int16, see
 //! `Method::Lut`, so there are no reference bytes to keep).
 
+use super::lut16::{self, SoftmaxLut16};
 use super::{check_quantization, check_rows, unsupported_method, Method, QuantElem};
 use crate::arch::{self, Backend};
 use crate::error::{Error, Result};
@@ -173,6 +174,7 @@ impl<T: QuantElem> Softmax<T> {
         let params = SoftmaxParams::new::<T>(input, beta, output)?;
         let kernel = match method {
             Method::FixedPoint => SoftmaxKernel::FixedPoint,
+            Method::Lut if T::NAME == "int16" => lut16_kernel(input, beta)?,
             _ => return Err(unsupported_method::<T>("softmax", method)),
         };
         Ok(Softmax {
@@ -195,6 +197,10 @@ impl<T: QuantElem> Softmax<T> {
             SoftmaxKernel::FixedPoint => {
                 arch::softmax(backend, &self.params, input, output, row_len)
             }
+            SoftmaxKernel::Lut16(kernel) => match lut16::as_i16(input, output) {
+                Some((input, output)) => kernel.run(backend, input, output, row_len),
+                None => Err(lut16::not_int16()),
+            },
         }
     }
 }
@@ -204,6 +210,28 @@ impl<T: QuantElem> Softmax<T> {
 enum SoftmaxKernel {
     /// [`Method::FixedPoint`]: everything is in the params.
     FixedPoint,
+    /// int16 [`Method::Lut`]: TFLite's two 513-entry tables and input rescaling.
+    Lut16(SoftmaxLut16),
+}
+
+/// int16 [`Method::Lut`]: TFLite's `Prepare` checks (input zero point 0) and
+/// tables; needs `std`. `input` and `beta` are already validated.
+#[allow(unused_variables)]
+fn lut16_kernel(input: QuantParams, beta: f32) -> Result<SoftmaxKernel> {
+    #[cfg(feature = "std")]
+    {
+        lut16::check_input_zero_point(input.zero_point)?;
+        Ok(SoftmaxKernel::Lut16(SoftmaxLut16::new(input.scale, beta)?))
+    }
+    #[cfg(not(feature = "std"))]
+    {
+        Err(Error::Unsupported {
+            op: "softmax",
+            dtype: "int16",
+            reason: "Method::Lut for int16 needs the `std` feature (f64::exp while filling \
+                     its tables); use Method::FixedPoint",
+        })
+    }
 }
 
 row_op_methods!(Softmax, SoftmaxParams, "softmax", "Softmax");
