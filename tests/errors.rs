@@ -59,6 +59,8 @@ impl Kind {
     }
 }
 
+// Softmax<i16> holds its int16 Method::Lut tables inline.
+#[allow(clippy::large_enum_variant)]
 enum Op<T: QuantElem> {
     Softmax(Softmax<T>),
     LogSoftmax(LogSoftmax<T>),
@@ -419,11 +421,15 @@ const NOT_YET_IMPLEMENTED: &[Method] = &[Method::DequantF32];
 
 fn implemented(method: Method, kind: Kind, dtype: &str) -> bool {
     match method {
-        // The table methods exist for 8-bit logistic and tanh only (and
-        // `Method::Lut` needs `std`, which the tests have).
-        Method::Lut | Method::LutFixedPoint => {
-            matches!(kind, Kind::Logistic | Kind::Tanh) && dtype != "int16"
-        }
+        // `Method::Lut` (needs `std`, which the tests have): 8-bit logistic
+        // and tanh (256-entry tables), and int16 softmax, logistic and tanh
+        // (TFLite's int16 kernels). `Method::LutFixedPoint`: 8-bit logistic
+        // and tanh only.
+        Method::Lut => match dtype {
+            "int16" => kind != Kind::LogSoftmax,
+            _ => matches!(kind, Kind::Logistic | Kind::Tanh),
+        },
+        Method::LutFixedPoint => matches!(kind, Kind::Logistic | Kind::Tanh) && dtype != "int16",
         m => !NOT_YET_IMPLEMENTED.contains(&m),
     }
 }

@@ -19,8 +19,9 @@
 //! that every input it clamps is saturated in exact arithmetic, which matches
 //! TFLite's correctly rounded reference there.
 //!
-//! For int16 there is no integer-only reference to match (TFLite uses a 513-entry
-//! table). qneon's FixedPoint int16 path rescales to Q5.26 instead of Q4.27: the
+//! For int16 there is no integer-only reference to match (TFLite interpolates a
+//! sigmoid table; `Method::Lut` reproduces it, see `lut16`). qneon's
+//! FixedPoint int16 path rescales to Q5.26 instead of Q4.27: the
 //! TFLite-style radius then covers `|v| >= 15.5`, beyond which logistic and tanh
 //! round to the saturated int16 value, so clamping there loses nothing.
 
@@ -194,6 +195,10 @@ pub(crate) fn activation_lanes<L: Lane, const I: u32, const I_PLUS_1: u32, const
 
 /// What `Logistic::new` / `Tanh::new` prepared for their method, beyond
 /// [`ActivationParams`].
+// The tables live inline (prepared once, no allocation, `Copy`); the size
+// difference to the table-less variants is intended.
+#[allow(clippy::large_enum_variant)]
+#[cfg_attr(not(feature = "std"), allow(dead_code))]
 #[derive(Clone, Copy, Debug)]
 enum ActivationKernel {
     /// [`Method::FixedPoint`]: everything is in the params.
@@ -305,7 +310,9 @@ activation_op!(
     "Quantized logistic (sigmoid), `1 / (1 + exp(-x))`.\n\n\
      Output quantization (TFLite's): int8 scale 1/256 zero point -128; uint8 1/256 and 0; \
      int16 1/32768 and 0. [`Method::FixedPoint`] is bit-exact with TFLite Micro's int8 kernel \
-     (and correct where TFLite Micro saturates too early, input scales >= 4)."
+     (and correct where TFLite Micro saturates too early, input scales >= 4). [`Method::Lut`] \
+     is bit-exact with the TFLite interpreter's int8, uint8 and int16 kernels (int16: input \
+     zero point 0, as TFLite requires)."
 );
 activation_op!(
     Tanh,
@@ -313,5 +320,7 @@ activation_op!(
     "tanh",
     "Quantized hyperbolic tangent.\n\n\
      Output quantization (TFLite's): int8 scale 1/128 zero point 0; uint8 1/128 and 128; \
-     int16 1/32768 and 0. [`Method::FixedPoint`] is bit-exact with TFLite Micro's int8 kernel."
+     int16 1/32768 and 0. [`Method::FixedPoint`] is bit-exact with TFLite Micro's int8 kernel. \
+     [`Method::Lut`] is bit-exact with the TFLite interpreter's int8, uint8 and int16 kernels \
+     (int16: input zero point 0, as TFLite requires)."
 );

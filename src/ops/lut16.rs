@@ -53,6 +53,9 @@
 //! Backends: the kernels are scalar; the NEON backend runs the same code
 //! (the per-element gathers dominate, see the op docs).
 
+// Without `std` nothing prepares these kernels (`new()` returns Unsupported).
+#![cfg_attr(not(feature = "std"), allow(dead_code))]
+
 use super::{Activation, QuantElem};
 use crate::arch::Backend;
 use crate::error::{Error, Result};

@@ -24,9 +24,11 @@
 //! * TFLite aborts when `beta * scale * 2^26 <= 1`; qneon then uses a right-shift
 //!   multiplier. `beta <= 0` is an [`Error`](crate::Error).
 //!
-//! int16 uses the same fixed-point algorithm with output scale 1/32768 and an
-//! exact Q0.31 sum of exps (TFLite itself uses a lookup table for int16, see
-//! `Method::Lut`, so there are no reference bytes to keep).
+//! int16 `Method::FixedPoint` uses the same fixed-point algorithm with output
+//! scale 1/32768 and an exact Q0.31 sum of exps. TFLite itself uses two
+//! interpolated lookup tables for int16; `Method::Lut` reproduces that kernel
+//! bit for bit (see `lut16`), and is less accurate (its exps are Q0.15 and
+//! floored at `exp(-10)`).
 
 use super::lut16::{self, SoftmaxLut16};
 use super::{check_quantization, check_rows, unsupported_method, Method, QuantElem};
@@ -158,7 +160,9 @@ impl SoftmaxParams {
 /// Output quantization (TFLite's): int8 scale 1/256 zero point -128, uint8 1/256
 /// and 0, int16 1/32768 and 0. [`Method::FixedPoint`] is bit-exact with TFLite's
 /// reference kernel and TFLite Micro for int8 and uint8, including rows where
-/// they abort (see the module docs).
+/// they abort (see the module docs). [`Method::Lut`] (int16, with `std`) is
+/// TFLite's int16 kernel bit for bit (it requires input zero point 0, as TFLite
+/// does); it runs the same scalar code on every backend.
 #[derive(Clone, Copy, Debug)]
 pub struct Softmax<T: QuantElem> {
     params: SoftmaxParams,
@@ -206,6 +210,10 @@ impl<T: QuantElem> Softmax<T> {
 }
 
 /// What `Softmax::new` prepared for its method, beyond [`SoftmaxParams`].
+// The tables live inline (prepared once, no allocation, `Copy`); the size
+// difference to the table-less variants is intended.
+#[allow(clippy::large_enum_variant)]
+#[cfg_attr(not(feature = "std"), allow(dead_code))]
 #[derive(Clone, Copy, Debug)]
 enum SoftmaxKernel {
     /// [`Method::FixedPoint`]: everything is in the params.
