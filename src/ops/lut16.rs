@@ -64,8 +64,9 @@ use crate::quant::quantize_multiplier;
 
 /// TFLite's `sigmoid_table_uint16`: `sigmoid(i / 24)` in unsigned Q0.16,
 /// `i = 0..=255`, the last entry `65535`. The values are TFLite's constants as
-/// shipped (not all of them are the nearest rounding of the formula; a unit
-/// test checks each is within one unit of it and that they increase).
+/// shipped (not all of them are the nearest rounding of the formula: they lie
+/// from 0.49 below to 1.11 above it, which a unit test checks, with their
+/// order).
 pub(crate) const SIGMOID_TABLE_U16: [u16; 256] = [
     32768, 33451, 34133, 34813, 35493, 36169, 36843, 37513, 38180, 38841, 39498, 40149, 40794,
     41432, 42064, 42688, 43304, 43912, 44511, 45102, 45683, 46255, 46817, 47369, 47911, 48443,
@@ -728,7 +729,8 @@ mod tests {
     fn sigmoid_table_is_sigmoid_of_i_over_24() {
         for (i, &v) in SIGMOID_TABLE_U16.iter().enumerate() {
             let exact = 65536.0 / (1.0 + (-(i as f64) / 24.0).exp());
-            assert!((v as f64 - exact).abs() < 1.0, "entry {i}: {v} vs {exact}");
+            // TFLite's entries are up to 1.11 above the formula (entry 35).
+            assert!((v as f64 - exact).abs() < 1.12, "entry {i}: {v} vs {exact}");
         }
         assert!(SIGMOID_TABLE_U16.windows(2).all(|w| w[0] <= w[1]));
     }
