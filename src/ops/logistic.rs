@@ -19,12 +19,14 @@
 //! that every input it clamps is saturated in exact arithmetic, which matches
 //! TFLite's correctly rounded reference there.
 //!
-//! For int16 there is no integer-only reference to match (TFLite uses a 513-entry
-//! table). qneon's FixedPoint int16 path rescales to Q5.26 instead of Q4.27: the
+//! For int16 there is no integer-only reference to match (TFLite interpolates a
+//! sigmoid table; `Method::Lut` reproduces it, see `lut16`). qneon's
+//! FixedPoint int16 path rescales to Q5.26 instead of Q4.27: the
 //! TFLite-style radius then covers `|v| >= 15.5`, beyond which logistic and tanh
 //! round to the saturated int16 value, so clamping there loses nothing.
 
 use super::lut::{self, Table256};
+use super::lut16::{self, Activation16};
 use super::{check_lengths, check_quantization, unsupported_method, Method, QuantElem};
 use crate::arch::{self, Backend};
 use crate::error::Result;
@@ -193,12 +195,45 @@ pub(crate) fn activation_lanes<L: Lane, const I: u32, const I_PLUS_1: u32, const
 
 /// What `Logistic::new` / `Tanh::new` prepared for their method, beyond
 /// [`ActivationParams`].
+// The tables live inline (prepared once, no allocation, `Copy`); the size
+// difference to the table-less variants is intended.
+#[allow(clippy::large_enum_variant)]
+#[cfg_attr(not(feature = "std"), allow(dead_code))]
 #[derive(Clone, Copy, Debug)]
 enum ActivationKernel {
     /// [`Method::FixedPoint`]: everything is in the params.
     FixedPoint,
     /// 8-bit [`Method::Lut`] or [`Method::LutFixedPoint`]: one byte lookup.
     Table256(Table256),
+    /// int16 [`Method::Lut`]: TFLite's int16 kernel for the input scale.
+    Lut16(Activation16),
+}
+
+/// int16 [`Method::Lut`]: TFLite's `Prepare` checks (input zero point 0) and
+/// its choice of kernel; needs `std`.
+#[allow(unused_variables)]
+fn lut16_kernel(
+    op: &'static str,
+    activation: Activation,
+    input: QuantParams,
+) -> Result<ActivationKernel> {
+    #[cfg(feature = "std")]
+    {
+        lut16::check_input_zero_point(input.zero_point)?;
+        Ok(ActivationKernel::Lut16(Activation16::prepare(
+            activation,
+            input.scale,
+        )))
+    }
+    #[cfg(not(feature = "std"))]
+    {
+        Err(crate::error::Error::Unsupported {
+            op,
+            dtype: "int16",
+            reason: "Method::Lut for int16 needs the `std` feature (f64::exp, f32::ln while \
+                     preparing); use Method::FixedPoint",
+        })
+    }
 }
 
 macro_rules! activation_op {
@@ -219,6 +254,7 @@ macro_rules! activation_op {
                 let params = ActivationParams::new::<T>($activation, input, output)?;
                 let kernel = match method {
                     Method::FixedPoint => ActivationKernel::FixedPoint,
+                    Method::Lut if T::NAME == "int16" => lut16_kernel($opname, $activation, input)?,
                     _ => match Table256::for_method::<T>(method, &params, input, output) {
                         Some(table) => ActivationKernel::Table256(table),
                         None => return Err(unsupported_method::<T>($opname, method)),
@@ -254,6 +290,10 @@ macro_rules! activation_op {
                 check_lengths($opname, input.len(), output.len())?;
                 match &self.kernel {
                     ActivationKernel::Table256(table) => lut::lookup(backend, table, input, output),
+                    ActivationKernel::Lut16(kernel) => match lut16::as_i16(input, output) {
+                        Some((input, output)) => kernel.run(backend, $activation, input, output),
+                        None => Err(lut16::not_int16()),
+                    },
                     ActivationKernel::FixedPoint => {
                         arch::activation(backend, &self.params, input, output)
                     }
@@ -270,7 +310,9 @@ activation_op!(
     "Quantized logistic (sigmoid), `1 / (1 + exp(-x))`.\n\n\
      Output quantization (TFLite's): int8 scale 1/256 zero point -128; uint8 1/256 and 0; \
      int16 1/32768 and 0. [`Method::FixedPoint`] is bit-exact with TFLite Micro's int8 kernel \
-     (and correct where TFLite Micro saturates too early, input scales >= 4)."
+     (and correct where TFLite Micro saturates too early, input scales >= 4). [`Method::Lut`] \
+     is bit-exact with the TFLite interpreter's int8, uint8 and int16 kernels (int16: input \
+     zero point 0, as TFLite requires)."
 );
 activation_op!(
     Tanh,
@@ -278,5 +320,7 @@ activation_op!(
     "tanh",
     "Quantized hyperbolic tangent.\n\n\
      Output quantization (TFLite's): int8 scale 1/128 zero point 0; uint8 1/128 and 128; \
-     int16 1/32768 and 0. [`Method::FixedPoint`] is bit-exact with TFLite Micro's int8 kernel."
+     int16 1/32768 and 0. [`Method::FixedPoint`] is bit-exact with TFLite Micro's int8 kernel. \
+     [`Method::Lut`] is bit-exact with the TFLite interpreter's int8, uint8 and int16 kernels \
+     (int16: input zero point 0, as TFLite requires)."
 );

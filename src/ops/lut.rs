@@ -136,13 +136,12 @@ pub(crate) fn lookup<T: QuantElem>(
 ) -> Result<()> {
     let (input, output) = match as_bytes(input, output) {
         Some(bytes) => bytes,
-        None => {
-            return Err(Error::Unsupported {
-                op: "lookup table",
-                dtype: T::NAME,
-                reason: "Method::Lut is only implemented for int8 and uint8",
-            })
-        }
+        None => return Err(Error::Unsupported {
+            op: "lookup table",
+            dtype: T::NAME,
+            reason:
+                "256-entry tables are for int8 and uint8 (int16 Method::Lut has its own kernels)",
+        }),
     };
     match backend {
         Backend::Scalar => {

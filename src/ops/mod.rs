@@ -49,6 +49,7 @@ macro_rules! row_op_methods {
 pub(crate) mod log_softmax;
 pub(crate) mod logistic;
 pub(crate) mod lut;
+pub(crate) mod lut16;
 pub(crate) mod softmax;
 // The split tables are read by the NEON kernel only, and the constructor
 // needs `std` (`f32::exp`).
@@ -70,16 +71,24 @@ pub enum Method {
     /// Integer-only gemmlowp-style fixed point: bit-exact with TFLite Micro and
     /// TFLite's reference kernels (see each operator for the exact reference).
     FixedPoint,
-    /// Lookup tables as TFLite's optimized kernels use them (needs `std`).
-    /// int8/uint8 logistic and tanh: a 256-entry table filled with float math
-    /// exactly as the TFLite interpreter fills it (bit-exact with TFLite).
-    /// int8/uint8 softmax: TFLite's optimized kernel as built for aarch64 (a
-    /// 16-bit exp table, integer sums), bit for bit; within one output step
-    /// of exact math, of [`Method::FixedPoint`] and of TFLite's x86 build.
+    /// The table kernels of TFLite's interpreter (default optimized resolver),
+    /// bit-exact with it; needs `std` (the tables are filled with `f32`/`f64`
+    /// math). int8/uint8 logistic and tanh: a 256-entry table filled exactly
+    /// as TFLite fills it. int8/uint8 softmax: TFLite's optimized kernel as
+    /// built for aarch64 (a 16-bit exp table, integer sums), bit for bit;
+    /// within one output step of exact math, of [`Method::FixedPoint`] and of
+    /// TFLite's x86 build. int16 softmax, logistic and tanh: TFLite's int16
+    /// kernels (513-entry interpolated `exp` and `1/(1+x)` tables for softmax;
+    /// the interpolated sigmoid table, or gemmlowp's 16-bit fixed point at
+    /// input scales 2^-12 and, for tanh, 2^-11), including their overflows at
+    /// input scales above ~16/3 (softmax: `scale * beta` above ~5), where the
+    /// outputs are garbage, and their zero-input-zero-point requirement
+    /// (int16 only).
     Lut,
     /// A 256-entry table filled by running the [`Method::FixedPoint`] kernel
     /// over every input: bit-exact with it (and so with TFLite Micro) at table
-    /// speed. int8/uint8 logistic and tanh.
+    /// speed. int8/uint8 logistic and tanh (an int16 table would need 65,536
+    /// entries, 128 KB per op: not provided).
     LutFixedPoint,
     /// Dequantize, compute in `f32`, requantize (not yet implemented).
     DequantF32,
@@ -241,12 +250,12 @@ pub(crate) fn unsupported_method<T: QuantElem>(op: &'static str, method: Method)
         dtype: T::NAME,
         reason: match method {
             Method::Lut => {
-                "Method::Lut exists for int8/uint8 softmax, logistic and tanh (it needs the \
-                 `std` feature); use Method::FixedPoint"
+                "Method::Lut exists for int8/uint8 softmax, logistic and tanh and for int16 \
+                 softmax, logistic and tanh (it needs the `std` feature); use Method::FixedPoint"
             }
             Method::LutFixedPoint => {
-                "Method::LutFixedPoint exists for int8/uint8 logistic and tanh; \
-                 use Method::FixedPoint"
+                "Method::LutFixedPoint exists for int8/uint8 logistic and tanh only (an int16 \
+                 table would take 65,536 entries); use Method::FixedPoint"
             }
             Method::DequantF32 => {
                 "Method::DequantF32 is not implemented yet; use Method::FixedPoint"

@@ -24,10 +24,13 @@
 //! * TFLite aborts when `beta * scale * 2^26 <= 1`; qneon then uses a right-shift
 //!   multiplier. `beta <= 0` is an [`Error`](crate::Error).
 //!
-//! int16 uses the same fixed-point algorithm with output scale 1/32768 and an
-//! exact Q0.31 sum of exps (TFLite itself uses a lookup table for int16, see
-//! `Method::Lut`, so there are no reference bytes to keep).
+//! int16 `Method::FixedPoint` uses the same fixed-point algorithm with output
+//! scale 1/32768 and an exact Q0.31 sum of exps. TFLite itself uses two
+//! interpolated lookup tables for int16; `Method::Lut` reproduces that kernel
+//! bit for bit (see `lut16`), and is less accurate (its exps are Q0.15 and
+//! floored at `exp(-10)`).
 
+use super::lut16::{self, SoftmaxLut16};
 use super::softmax_lut::{self, SoftmaxLut};
 use super::{check_quantization, check_rows, unsupported_method, Method, QuantElem};
 use crate::arch::{self, Backend};
@@ -158,7 +161,9 @@ impl SoftmaxParams {
 /// Output quantization (TFLite's): int8 scale 1/256 zero point -128, uint8 1/256
 /// and 0, int16 1/32768 and 0. [`Method::FixedPoint`] is bit-exact with TFLite's
 /// reference kernel and TFLite Micro for int8 and uint8, including rows where
-/// they abort (see the module docs).
+/// they abort (see the module docs). [`Method::Lut`] (int16, with `std`) is
+/// TFLite's int16 kernel bit for bit (it requires input zero point 0, as TFLite
+/// does); it runs the same scalar code on every backend.
 #[derive(Clone, Copy, Debug)]
 pub struct Softmax<T: QuantElem> {
     params: SoftmaxParams,
@@ -178,6 +183,7 @@ impl<T: QuantElem> Softmax<T> {
             Method::Lut if T::MAX - T::MIN == 255 => {
                 SoftmaxKernel::Lut(SoftmaxLut::new::<T>(input.scale, beta, output))
             }
+            Method::Lut if T::NAME == "int16" => lut16_kernel(input, beta)?,
             _ => return Err(unsupported_method::<T>("softmax", method)),
         };
         Ok(Softmax {
@@ -201,18 +207,47 @@ impl<T: QuantElem> Softmax<T> {
                 arch::softmax(backend, &self.params, input, output, row_len)
             }
             SoftmaxKernel::Lut(lut) => softmax_lut::softmax(backend, lut, input, output, row_len),
+            SoftmaxKernel::Lut16(kernel) => match lut16::as_i16(input, output) {
+                Some((input, output)) => kernel.run(backend, input, output, row_len),
+                None => Err(lut16::not_int16()),
+            },
         }
     }
 }
 
 /// What `Softmax::new` prepared for its method, beyond [`SoftmaxParams`].
+// The tables live inline (prepared once, no allocation, `Copy`); the size
+// difference to the table-less variants is intended.
+#[allow(clippy::large_enum_variant)]
+#[cfg_attr(not(feature = "std"), allow(dead_code))]
 #[derive(Clone, Copy, Debug)]
 enum SoftmaxKernel {
     /// [`Method::FixedPoint`]: everything is in the params.
     FixedPoint,
     /// 8-bit [`Method::Lut`]: TFLite's aarch64 exp table (see `softmax_lut`).
-    #[allow(dead_code)] // constructed only with `std`
     Lut(SoftmaxLut),
+    /// int16 [`Method::Lut`]: TFLite's two 513-entry tables and input rescaling.
+    Lut16(SoftmaxLut16),
+}
+
+/// int16 [`Method::Lut`]: TFLite's `Prepare` checks (input zero point 0) and
+/// tables; needs `std`. `input` and `beta` are already validated.
+#[allow(unused_variables)]
+fn lut16_kernel(input: QuantParams, beta: f32) -> Result<SoftmaxKernel> {
+    #[cfg(feature = "std")]
+    {
+        lut16::check_input_zero_point(input.zero_point)?;
+        Ok(SoftmaxKernel::Lut16(SoftmaxLut16::new(input.scale, beta)?))
+    }
+    #[cfg(not(feature = "std"))]
+    {
+        Err(Error::Unsupported {
+            op: "softmax",
+            dtype: "int16",
+            reason: "Method::Lut for int16 needs the `std` feature (f64::exp while filling \
+                     its tables); use Method::FixedPoint",
+        })
+    }
 }
 
 row_op_methods!(Softmax, SoftmaxParams, "softmax", "Softmax");
