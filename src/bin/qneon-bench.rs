@@ -309,21 +309,13 @@ fn f32_cases<'a>() -> Vec<Case<'a, f32>> {
         kernel,
     };
     vec![
-        case(
-            "softmax",
-            true,
-            Box::new(|b, x, y, r| qf::softmax_with(b, x, y, r)),
-        ),
+        case("softmax", true, Box::new(qf::softmax_with)),
         case(
             "softmax_online",
             true,
             Box::new(|b, x, y, r| qf::softmax_variant(qf::SoftmaxVariant::Online, b, x, y, r)),
         ),
-        case(
-            "log_softmax",
-            true,
-            Box::new(|b, x, y, r| qf::log_softmax_with(b, x, y, r)),
-        ),
+        case("log_softmax", true, Box::new(qf::log_softmax_with)),
         case(
             "sigmoid",
             false,
