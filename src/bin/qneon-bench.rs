@@ -10,7 +10,8 @@
 //! qneon-bench [--shape mobilebert|rows64|short|vocab|flat] [--reps R]
 //!             [--backend scalar|neon|all] [--filter TEXT] [--json FILE]
 //! ```
-//! `QNEON_BACKEND` sets the default backend.
+//! `QNEON_BACKEND` sets the default backend; `--list` prints the rows
+//! `--filter` selects (`op type method row|element`) without running them.
 //!
 //! Every [`Method`] is tried for every op and type: `new()` returning
 //! [`Error::Unsupported`](qneon::Error::Unsupported) skips the row, so methods
@@ -38,17 +39,20 @@ struct Args {
     reps: usize,
     backends: Vec<Backend>,
     filter: Option<String>,
+    /// Print the selected rows (`op type method row|element`) and exit.
+    list: bool,
 }
 
 const USAGE: &str = "usage: qneon-bench [--shape mobilebert|rows64|short|vocab|flat] [--reps R] \
-[--backend scalar|neon|all] [--filter TEXT] [--json FILE]
+[--backend scalar|neon|all] [--filter TEXT] [--json FILE] [--list]
 
   --shape   mobilebert: 4 heads x 384 x 384 attention scores (1536 rows of 384)
             rows64: the same element count in rows of 64
             short: 4096 rows of 16; vocab: 1 row of 32768
             flat: 1536*384 elements for the element-wise ops only
   --reps R  run each kernel R times in one process (median time reported)
-  --filter  `op`, `op type`, `op type method` (whole words) or a type name";
+  --filter  `op`, `op type`, `op type method` (whole words) or a type name
+  --list    print the rows `--filter` selects (`op type method row|element`), run nothing";
 
 fn parse_args() -> Result<Args, String> {
     let mut shape = "mobilebert".to_string();
@@ -56,6 +60,7 @@ fn parse_args() -> Result<Args, String> {
     let mut backend = std::env::var("QNEON_BACKEND").unwrap_or_else(|_| "all".into());
     let mut filter = None;
     let mut json = None;
+    let mut list = false;
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
         let mut value = |name: &str| {
@@ -72,6 +77,7 @@ fn parse_args() -> Result<Args, String> {
             "--backend" => backend = value("--backend")?,
             "--filter" => filter = Some(value("--filter")?),
             "--json" => json = Some(value("--json")?),
+            "--list" => list = true,
             "-h" | "--help" => return Err(USAGE.to_string()),
             other => return Err(format!("unknown argument {other}\n{USAGE}")),
         }
@@ -96,6 +102,7 @@ fn parse_args() -> Result<Args, String> {
         reps,
         backends,
         filter,
+        list,
     })
 }
 
@@ -432,6 +439,27 @@ fn run_cases<T: Copy + Default>(
     Ok(())
 }
 
+/// `--list`: every row the filter selects, whatever the shape.
+fn list(args: &Args) -> Result<(), String> {
+    fn print<T>(args: &Args, dtype: &str, cases: Vec<Case<'_, T>>) {
+        let any_shape = Shape {
+            rows: 1,
+            cols: 1,
+            row_ops: true,
+        };
+        for c in select(args, &any_shape, dtype, cases) {
+            let kind = if c.row_wise { "row" } else { "element" };
+            println!("{} {dtype} {} {kind}", c.op, c.method);
+        }
+    }
+    print(args, "int8", quant_cases::<i8>()?);
+    print(args, "uint8", quant_cases::<u8>()?);
+    print(args, "int16", quant_cases::<i16>()?);
+    print(args, "q31", q31_cases());
+    print(args, "f32", f32_cases());
+    Ok(())
+}
+
 fn run(args: &Args, shape: &Shape) -> Result<Vec<Row>, String> {
     let i8_cases = select(args, shape, "int8", quant_cases::<i8>()?);
     let u8_cases = select(args, shape, "uint8", quant_cases::<u8>()?);
@@ -519,6 +547,15 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if args.list {
+        return match list(&args) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("qneon-bench: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     let results = match run(&args, &shape) {
         Ok(rows) => rows,
         Err(e) => {
