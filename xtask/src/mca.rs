@@ -9,12 +9,14 @@
 //!    `tbnz` to an address at or before it) and the instructions from its
 //!    target to it. Inner loops are those that contain no other loop; of
 //!    those, only loops with at least one vector (`v`/`q`) register and no
-//!    call are kept (scalar tail and copy loops are not the kernel). Loops
-//!    with the same instructions (the same kernel instantiated several
-//!    times) are reported once.
+//!    call and at least 5 instructions are kept (scalar tail, fill and copy
+//!    loops are not the kernel). Copies of a loop (as when a row loop is
+//!    specialised: the same size, elements and estimates) are reported
+//!    once; of a generic kernel instantiated several times (the Q31 kernels,
+//!    once per integer-bit count), the first instantiation is analysed.
 //! 3. Elements per iteration come from the memory traffic: the smaller of
 //!    the bytes the loop loads and the bytes it stores (whichever is not
-//!    zero; stack spills through `sp` are not counted), divided by the
+//!    zero; spills through `sp` or `x29` are not counted), divided by the
 //!    kernel's element size. A loop that reads 16 int8 and writes 64 bytes
 //!    of an int32 cache, or the reverse, is 16 elements.
 //! 4. The body without its branches goes to `llvm-mca-16 -mtriple=aarch64
@@ -34,6 +36,8 @@ use crate::util::{self, bail, Result};
 pub const CPUS: [&str; 3] = ["cortex-a55", "cortex-a76", "neoverse-n2"];
 const MCA: &str = "llvm-mca-16";
 const ITERATIONS: u32 = 200;
+/// Shorter loops are tail, fill and copy loops, not a kernel's pass.
+const MIN_LOOP: usize = 5;
 
 /// One inner loop and its llvm-mca estimates.
 #[derive(Debug, Clone, PartialEq)]
@@ -52,6 +56,14 @@ pub struct McaLoop {
 }
 
 impl McaLoop {
+    /// Same kernel, size, elements and cycles: a copy of the same loop.
+    fn same_estimate(&self, other: &McaLoop) -> bool {
+        self.kernel == other.kernel
+            && self.instructions == other.instructions
+            && self.elements_per_iteration == other.elements_per_iteration
+            && self.cycles_per_iteration == other.cycles_per_iteration
+    }
+
     pub fn cycles_per_element(&self, cpu: &str) -> Option<f64> {
         let (_, c) = self
             .cycles_per_iteration
@@ -79,10 +91,26 @@ pub fn analyse() -> Result<Vec<McaLoop>> {
         };
         let found = asm::find_functions(&kernel.symbol, &functions)
             .map_err(|e| format!("mca: {}: {e}", kernel.symbol))?;
+        // Generic kernels (q31 for every integer-bit count) appear once per
+        // instantiation; the first stands for all.
+        let function = found[0];
         let mut seen: Vec<Vec<String>> = Vec::new();
-        for function in found {
+        {
             for body in inner_loops(function) {
-                let text: Vec<String> = body.iter().map(|(_, i)| i.to_string()).collect();
+                if body.len() < MIN_LOOP {
+                    continue;
+                }
+                // Copies of one loop differ only in their branch targets.
+                let text: Vec<String> = body
+                    .iter()
+                    .map(|(_, i)| {
+                        if is_branch(&i.mnemonic) {
+                            i.mnemonic.clone()
+                        } else {
+                            i.to_string()
+                        }
+                    })
+                    .collect();
                 if seen.contains(&text) {
                     continue;
                 }
@@ -109,7 +137,7 @@ pub fn analyse() -> Result<Vec<McaLoop>> {
                     })?;
                     cycles.push((cpu.to_string(), parse_cycles_per_iteration(&report)?));
                 }
-                out.push(McaLoop {
+                let found = McaLoop {
                     kernel: kernel.symbol.clone(),
                     offset: format!("0x{}", body[0].0),
                     instructions: body.len(),
@@ -117,7 +145,11 @@ pub fn analyse() -> Result<Vec<McaLoop>> {
                     bytes_stored: stored,
                     elements_per_iteration: narrow / elem,
                     cycles_per_iteration: cycles,
-                });
+                };
+                // A copy with other registers schedules the same: once is enough.
+                if !out.iter().any(|l: &McaLoop| l.same_estimate(&found)) {
+                    out.push(found);
+                }
             }
         }
     }
@@ -211,8 +243,9 @@ pub fn memory_access(insn: &Insn) -> Option<(bool, u64)> {
     if !(store || m.starts_with("ld")) || m.starts_with("ldx") || m.starts_with("stx") {
         return None;
     }
-    let address = insn.operands.split_once('[')?.1;
-    if address.trim_start().starts_with("sp") {
+    let address = insn.operands.split_once('[')?.1.trim_start();
+    // Spills and reloads address the stack through sp or the frame pointer.
+    if address.starts_with("sp") || address.starts_with("x29") {
         return None;
     }
     let regs_part = insn.operands.split_once('[')?.0;
@@ -222,8 +255,8 @@ pub fn memory_access(insn: &Insn) -> Option<(bool, u64)> {
         .and_then(|(_, r)| r.split_once('}'))
     {
         let (list, after) = list;
-        let regs: Vec<&str> = list.split(',').map(str::trim).collect();
-        let arrangement = regs.first()?.split_once('.')?.1;
+        let regs = register_count(list)?;
+        let arrangement = list.split([',', '-']).next()?.split_once('.')?.1.trim();
         let lane_size = match arrangement.trim_start_matches(char::is_numeric) {
             "b" => 1,
             "h" => 2,
@@ -237,7 +270,7 @@ pub fn memory_access(insn: &Insn) -> Option<(bool, u64)> {
         // A lane (`{v0.s}[1]`) or replicating (`ld1r`) access moves one element.
         let single = after.trim_start().starts_with('[') || m.ends_with('r');
         let per_reg = if single { lane_size } else { lanes * lane_size };
-        return Some((store, per_reg * regs.len() as u64));
+        return Some((store, per_reg * regs));
     }
     let first = regs_part.split(',').next()?.trim();
     let reg_size = match first.chars().next()? {
@@ -262,6 +295,16 @@ pub fn memory_access(insn: &Insn) -> Option<(bool, u64)> {
         || m.starts_with("ldnp")
         || m.starts_with("stnp");
     Some((store, if pair { 2 * size } else { size }))
+}
+
+/// Registers in a NEON list: `v0.16b, v1.16b` or the range `v16.16b-v19.16b`.
+fn register_count(list: &str) -> Option<u64> {
+    let number =
+        |r: &str| -> Option<u64> { r.trim().strip_prefix('v')?.split('.').next()?.parse().ok() };
+    match list.split_once('-') {
+        Some((first, last)) => Some((number(last)? + 32 - number(first)?) % 32 + 1),
+        None => Some(list.split(',').count() as u64),
+    }
 }
 
 /// (bytes loaded, bytes stored) by one pass over `insns`.
@@ -385,8 +428,14 @@ Block RThroughput: 5.0
             (insn("st1", "{v0.4s}, [x0]"), Some((true, 16))),
             (insn("ld1", "{v0.s}[1], [x0]"), Some((false, 4))),
             (insn("ld1r", "{v0.4s}, [x0]"), Some((false, 4))),
+            (
+                insn("st1", "{v16.16b-v19.16b}, [x10], #64"),
+                Some((true, 64)),
+            ),
+            (insn("ld1", "{v30.16b-v1.16b}, [x10]"), Some((false, 64))),
             // Spills and non-memory instructions do not count.
             (insn("str", "q3, [sp, #32]"), None),
+            (insn("stur", "q7, [x29, #-128]"), None),
             (insn("ldr", "q3, [sp, #32]"), None),
             (insn("sqrdmulh", "v0.4s, v1.4s, v2.4s"), None),
             (insn("ldxr", "w0, [x1]"), None),
