@@ -211,8 +211,7 @@ fn main_job(binary: &Path, opts: &Options) -> Result {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(task) = tasks.get(i) else { break };
                 let t0 = Instant::now();
-                let result =
-                    measure(binary, &plugin, &runs, i, task).map_err(|e| e.to_string().into());
+                let result = measure(binary, &plugin, &runs, i, task).map_err(|e| e.to_string());
                 let k = done.fetch_add(1, Ordering::Relaxed) + 1;
                 match &result {
                     Ok(m) => eprintln!(
