@@ -13,6 +13,16 @@ pub const ROW_SHAPES: [&str; 4] = ["mobilebert", "rows64", "vocab", "short"];
 /// Shapes of element-wise ops.
 pub const ELEMENT_SHAPES: [&str; 1] = ["flat"];
 
+/// Order of ops in the tables and the chart.
+const OP_ORDER: [&str; 6] = [
+    "softmax",
+    "softmax_online",
+    "log_softmax",
+    "logistic",
+    "sigmoid",
+    "tanh",
+];
+
 pub const README_BEGIN: &str = "<!-- bench:begin -->";
 pub const README_END: &str = "<!-- bench:end -->";
 /// Where the README's copy of the chart lives (committed).
@@ -71,7 +81,8 @@ impl Report {
         (scalar > 0.0).then(|| neon / scalar)
     }
 
-    /// Each (op, type, method) once, in measurement order.
+    /// Each (op, type, method) once, grouped by op (in [`OP_ORDER`], others
+    /// last), then in measurement order (type, then method).
     fn kernels(&self) -> Vec<&Measured> {
         let mut seen: Vec<&Measured> = Vec::new();
         for m in &self.rows {
@@ -79,6 +90,13 @@ impl Report {
                 seen.push(m);
             }
         }
+        let rank = |op: &str| {
+            OP_ORDER
+                .iter()
+                .position(|o| *o == op)
+                .unwrap_or(OP_ORDER.len())
+        };
+        seen.sort_by_key(|m| rank(&m.op));
         seen
     }
 
