@@ -53,7 +53,9 @@ fn quantize<T: QuantElem + TryFrom<i32>>(x: &[f64], q: QuantParams) -> Vec<T> {
         .collect()
 }
 
-type Kernel<T> = Box<dyn Fn(Backend, &[T], &mut [T], usize) -> qneon::Result<()>>;
+/// Runs `(backend, input, output, row_len)`.
+type KernelFn<T> = dyn Fn(Backend, &[T], &mut [T], usize) -> qneon::Result<()>;
+type Kernel<T> = Box<KernelFn<T>>;
 
 /// The kernel `made` prepared, or `None` if the method is not implemented.
 fn prepared<T>(what: &str, made: qneon::Result<Kernel<T>>) -> Option<Kernel<T>> {
@@ -70,7 +72,7 @@ fn bench_kernel<T: Copy + Default>(
     group: &str,
     method: &str,
     x: &[T],
-    kernel: &dyn Fn(Backend, &[T], &mut [T], usize) -> qneon::Result<()>,
+    kernel: &KernelFn<T>,
 ) {
     let mut y = vec![T::default(); x.len()];
     let mut g = c.benchmark_group(group);
