@@ -95,61 +95,58 @@ pub fn analyse() -> Result<Vec<McaLoop>> {
         // instantiation; the first stands for all.
         let function = found[0];
         let mut seen: Vec<Vec<String>> = Vec::new();
-        {
-            for body in inner_loops(function) {
-                if body.len() < MIN_LOOP {
-                    continue;
-                }
-                // Copies of one loop differ only in their branch targets.
-                let text: Vec<String> = body
-                    .iter()
-                    .map(|(_, i)| {
-                        if is_branch(&i.mnemonic) {
-                            i.mnemonic.clone()
-                        } else {
-                            i.to_string()
-                        }
-                    })
-                    .collect();
-                if seen.contains(&text) {
-                    continue;
-                }
-                seen.push(text);
-                let (loaded, stored) = memory_bytes(body.iter().map(|(_, i)| i));
-                let narrow = match (loaded, stored) {
-                    (0, 0) => continue,
-                    (0, s) => s,
-                    (l, 0) => l,
-                    (l, s) => l.min(s),
-                };
-                if narrow % elem != 0 {
-                    eprintln!(
-                        "mca: {} loop at {}: {narrow} bytes is not whole elements, skipped",
-                        kernel.symbol, body[0].0
-                    );
-                    continue;
-                }
-                let asm_text = mca_input(body.iter().map(|(_, i)| i));
-                let mut cycles = Vec::new();
-                for cpu in CPUS {
-                    let report = run_mca(cpu, &asm_text).map_err(|e| {
-                        format!("mca: {} loop at {}: {e}", kernel.symbol, body[0].0)
-                    })?;
-                    cycles.push((cpu.to_string(), parse_cycles_per_iteration(&report)?));
-                }
-                let found = McaLoop {
-                    kernel: kernel.symbol.clone(),
-                    offset: format!("0x{}", body[0].0),
-                    instructions: body.len(),
-                    bytes_loaded: loaded,
-                    bytes_stored: stored,
-                    elements_per_iteration: narrow / elem,
-                    cycles_per_iteration: cycles,
-                };
-                // A copy with other registers schedules the same: once is enough.
-                if !out.iter().any(|l: &McaLoop| l.same_estimate(&found)) {
-                    out.push(found);
-                }
+        for body in inner_loops(function) {
+            if body.len() < MIN_LOOP {
+                continue;
+            }
+            // Copies of one loop that differ only in branch targets.
+            let text: Vec<String> = body
+                .iter()
+                .map(|(_, i)| {
+                    if is_branch(&i.mnemonic) {
+                        i.mnemonic.clone()
+                    } else {
+                        i.to_string()
+                    }
+                })
+                .collect();
+            if seen.contains(&text) {
+                continue;
+            }
+            seen.push(text);
+            let (loaded, stored) = memory_bytes(body.iter().map(|(_, i)| i));
+            let narrow = match (loaded, stored) {
+                (0, 0) => continue,
+                (0, s) => s,
+                (l, 0) => l,
+                (l, s) => l.min(s),
+            };
+            if narrow % elem != 0 {
+                eprintln!(
+                    "mca: {} loop at {}: {narrow} bytes is not whole elements, skipped",
+                    kernel.symbol, body[0].0
+                );
+                continue;
+            }
+            let asm_text = mca_input(body.iter().map(|(_, i)| i));
+            let mut cycles = Vec::new();
+            for cpu in CPUS {
+                let report = run_mca(cpu, &asm_text)
+                    .map_err(|e| format!("mca: {} loop at {}: {e}", kernel.symbol, body[0].0))?;
+                cycles.push((cpu.to_string(), parse_cycles_per_iteration(&report)?));
+            }
+            let found = McaLoop {
+                kernel: kernel.symbol.clone(),
+                offset: format!("0x{}", body[0].0),
+                instructions: body.len(),
+                bytes_loaded: loaded,
+                bytes_stored: stored,
+                elements_per_iteration: narrow / elem,
+                cycles_per_iteration: cycles,
+            };
+            // A copy with other registers schedules the same: once is enough.
+            if !out.iter().any(|l: &McaLoop| l.same_estimate(&found)) {
+                out.push(found);
             }
         }
     }
