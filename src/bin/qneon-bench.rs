@@ -1,18 +1,37 @@
-//! `qneon-bench`: runs every operator on a named shape and prints a table.
+//! `qneon-bench`: runs every operator, element type, method and backend on a
+//! named shape and prints a table.
 //!
 //! Built for the board (static aarch64 binary) and for the host. Wall-clock
 //! numbers are meaningful on real hardware; under qemu use `--reps R` and an
 //! instruction counter instead (the difference between R and 2R repetitions
-//! isolates the kernels from start-up).
+//! isolates the kernels from start-up: `cargo xtask bench` does that).
 //!
 //! ```text
-//! qneon-bench [--shape mobilebert|rows64|short|vocab|flat] [--reps R] [--backend scalar|neon|all] [--filter TEXT] [--json FILE]
+//! qneon-bench [--shape mobilebert|rows64|short|vocab|flat] [--reps R]
+//!             [--backend scalar|neon|all] [--filter TEXT] [--json FILE]
 //! ```
-//! `QNEON_BACKEND` sets the default backend.
+//! `QNEON_BACKEND` sets the default backend; `--list` prints the rows
+//! `--filter` selects (`op type method row|element`) without running them.
+//!
+//! Every [`Method`] is tried for every op and type: `new()` returning
+//! [`Error::Unsupported`](qneon::Error::Unsupported) skips the row, so methods
+//! that land later appear without changes here. Row-wise ops (softmax,
+//! log-softmax) run on the row shapes; element-wise ops (logistic, tanh,
+//! sigmoid) run on every shape, `flat` being theirs.
 
-use qneon::{q31, Backend, LogSoftmax, Logistic, Method, QuantElem, QuantParams, Softmax, Tanh};
+use qneon::{
+    q31, Backend, Error, LogSoftmax, Logistic, Method, QuantElem, QuantParams, Softmax, Tanh,
+};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
+
+/// Every method, in the order rows are printed.
+const METHODS: [Method; 4] = [
+    Method::FixedPoint,
+    Method::Lut,
+    Method::LutFixedPoint,
+    Method::DequantF32,
+];
 
 struct Args {
     json: Option<String>,
@@ -20,10 +39,20 @@ struct Args {
     reps: usize,
     backends: Vec<Backend>,
     filter: Option<String>,
+    /// Print the selected rows (`op type method row|element`) and exit.
+    list: bool,
 }
 
 const USAGE: &str = "usage: qneon-bench [--shape mobilebert|rows64|short|vocab|flat] [--reps R] \
-[--backend scalar|neon|all] [--filter TEXT] [--json FILE]";
+[--backend scalar|neon|all] [--filter TEXT] [--json FILE] [--list]
+
+  --shape   mobilebert: 4 heads x 384 x 384 attention scores (1536 rows of 384)
+            rows64: the same element count in rows of 64
+            short: 4096 rows of 16; vocab: 1 row of 32768
+            flat: 1536*384 elements for the element-wise ops only
+  --reps R  run each kernel R times in one process (median time reported)
+  --filter  `op`, `op type`, `op type method` (whole words) or a type name
+  --list    print the rows `--filter` selects (`op type method row|element`), run nothing";
 
 fn parse_args() -> Result<Args, String> {
     let mut shape = "mobilebert".to_string();
@@ -31,6 +60,7 @@ fn parse_args() -> Result<Args, String> {
     let mut backend = std::env::var("QNEON_BACKEND").unwrap_or_else(|_| "all".into());
     let mut filter = None;
     let mut json = None;
+    let mut list = false;
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
         let mut value = |name: &str| {
@@ -47,6 +77,7 @@ fn parse_args() -> Result<Args, String> {
             "--backend" => backend = value("--backend")?,
             "--filter" => filter = Some(value("--filter")?),
             "--json" => json = Some(value("--json")?),
+            "--list" => list = true,
             "-h" | "--help" => return Err(USAGE.to_string()),
             other => return Err(format!("unknown argument {other}\n{USAGE}")),
         }
@@ -71,25 +102,40 @@ fn parse_args() -> Result<Args, String> {
         reps,
         backends,
         filter,
+        list,
     })
 }
 
-/// (rows, row_len) of a named shape.
-fn shape_dims(name: &str) -> Result<(usize, usize), String> {
-    match name {
+/// A named shape: `rows` rows of `cols`, and whether row-wise ops run on it.
+struct Shape {
+    rows: usize,
+    cols: usize,
+    row_ops: bool,
+}
+
+fn shape_dims(name: &str) -> Result<Shape, String> {
+    let (rows, cols, row_ops) = match name {
         // 4 attention heads x 384 queries x 384 keys.
-        "mobilebert" => Ok((4 * 384, 384)),
-        "short" => Ok((4096, 16)),
-        "vocab" => Ok((1, 32768)),
-        // The MobileBert element count as one row (element-wise ops' shape).
-        "flat" => Ok((1, 1536 * 384)),
+        "mobilebert" => (4 * 384, 384, true),
+        "short" => (4096, 16, true),
+        "vocab" => (1, 32768, true),
+        // The MobileBert element count, for element-wise ops (one softmax
+        // row of 589,824 logits is no real workload).
+        "flat" => (1, 1536 * 384, false),
         // Same element count as `mobilebert` in 64-wide rows: with it, the
         // per-row overhead separates from the per-element cost.
-        "rows64" => Ok((9216, 64)),
-        other => Err(format!(
-            "unknown shape {other} (mobilebert, rows64, short, vocab, flat)"
-        )),
-    }
+        "rows64" => (9216, 64, true),
+        other => {
+            return Err(format!(
+                "unknown shape {other} (mobilebert, rows64, short, vocab, flat)"
+            ))
+        }
+    };
+    Ok(Shape {
+        rows,
+        cols,
+        row_ops,
+    })
 }
 
 /// A small deterministic generator (xorshift64*), so runs are repeatable.
@@ -125,17 +171,190 @@ fn logits<T: QuantElem + TryFrom<i32>>(n: usize, q: QuantParams, seed: u64) -> V
         .collect()
 }
 
-/// `--filter` selects rows whose `"op type method"` starts with the filter
-/// (so `softmax` does not select `log_softmax`, and `logistic int8 fixed`
-/// not the table method), or whose type equals it.
+/// `--filter` selects rows whose `"op type method"` equals the filter or
+/// starts with it followed by a space (so `softmax` selects neither
+/// `log_softmax` nor `softmax_online`, and `logistic int8 lut` not
+/// `lut-fixed`), or whose type equals it.
 fn filter_matches(filter: &str, op: &str, dtype: &str, method: &str) -> bool {
-    format!("{op} {dtype} {method}").starts_with(filter) || filter == dtype
+    let name = format!("{op} {dtype} {method}");
+    name == filter || name.starts_with(&format!("{filter} ")) || filter == dtype
+}
+
+/// One kernel of one type: runs `(backend, input, output, row_len)`.
+type Kernel<'a, T> = Box<dyn Fn(Backend, &[T], &mut [T], usize) -> qneon::Result<()> + 'a>;
+
+/// A prepared (op, method) of one element type.
+struct Case<'a, T> {
+    op: &'static str,
+    method: &'static str,
+    /// Softmax-like (runs per row) rather than element-wise.
+    row_wise: bool,
+    kernel: Kernel<'a, T>,
+}
+
+/// Adds a case made by `new()`, skipping methods the op does not implement
+/// for this type; any other error is a bug in this program's parameters.
+fn add_case<'a, T: 'a>(
+    cases: &mut Vec<Case<'a, T>>,
+    (op, dtype, method, row_wise): (&'static str, &str, Method, bool),
+    made: qneon::Result<Kernel<'a, T>>,
+) -> Result<(), String> {
+    match made {
+        Ok(kernel) => {
+            cases.push(Case {
+                op,
+                method: method.name(),
+                row_wise,
+                kernel,
+            });
+            Ok(())
+        }
+        Err(Error::Unsupported { .. }) => Ok(()),
+        Err(e) => Err(format!("{op} {dtype} {}: {e}", method.name())),
+    }
+}
+
+/// Input quantization of the quantized types: 0.1 per step for 8 bits
+/// (N(0, 3) logits span about +-4 sigma), 1/2048 for int16.
+fn input_quant<T: QuantElem>() -> QuantParams {
+    match T::NAME {
+        "int8" => QuantParams::new(0.1, 0),
+        "uint8" => QuantParams::new(0.1, 128),
+        _ => QuantParams::new(1.0 / 2048.0, 0),
+    }
+}
+
+/// Every op and method of a quantized type (the output quantization TFLite
+/// requires for each op).
+fn quant_cases<'a, T: QuantElem>() -> Result<Vec<Case<'a, T>>, String> {
+    let (softmax_out, tanh_out, log_softmax_zero) = match T::NAME {
+        "int8" => (
+            QuantParams::new(1.0 / 256.0, -128),
+            QuantParams::new(1.0 / 128.0, 0),
+            127,
+        ),
+        "uint8" => (
+            QuantParams::new(1.0 / 256.0, 0),
+            QuantParams::new(1.0 / 128.0, 128),
+            255,
+        ),
+        _ => (
+            QuantParams::new(1.0 / 32768.0, 0),
+            QuantParams::new(1.0 / 32768.0, 0),
+            0,
+        ),
+    };
+    let log_softmax_out = QuantParams::new(16.0 / 256.0, log_softmax_zero);
+    let q_in = input_quant::<T>();
+    let mut cases = Vec::new();
+    for method in METHODS {
+        add_case(
+            &mut cases,
+            ("softmax", T::NAME, method, true),
+            Softmax::<T>::new(q_in, 1.0, softmax_out, method)
+                .map(|op| Box::new(move |b, x: &[T], y: &mut [T], r| op.run_with(b, x, y, r)) as _),
+        )?;
+        add_case(
+            &mut cases,
+            ("log_softmax", T::NAME, method, true),
+            LogSoftmax::<T>::new(q_in, log_softmax_out, method)
+                .map(|op| Box::new(move |b, x: &[T], y: &mut [T], r| op.run_with(b, x, y, r)) as _),
+        )?;
+        add_case(
+            &mut cases,
+            ("logistic", T::NAME, method, false),
+            Logistic::<T>::new(q_in, softmax_out, method)
+                .map(|op| Box::new(move |b, x: &[T], y: &mut [T], _| op.run_with(b, x, y)) as _),
+        )?;
+        add_case(
+            &mut cases,
+            ("tanh", T::NAME, method, false),
+            Tanh::<T>::new(q_in, tanh_out, method)
+                .map(|op| Box::new(move |b, x: &[T], y: &mut [T], _| op.run_with(b, x, y)) as _),
+        )?;
+    }
+    Ok(cases)
+}
+
+/// Raw Q31 kernels: input Q5.26.
+const Q31_INTEGER_BITS: u32 = 5;
+
+fn q31_cases<'a>() -> Vec<Case<'a, i32>> {
+    let ib = Q31_INTEGER_BITS;
+    let case = |op, row_wise, kernel: Kernel<'a, i32>| Case {
+        op,
+        method: "fixed",
+        row_wise,
+        kernel,
+    };
+    vec![
+        case(
+            "softmax",
+            true,
+            Box::new(move |b, x, y, r| q31::softmax_with(b, x, ib, y, r)),
+        ),
+        case(
+            "logistic",
+            false,
+            Box::new(move |b, x, y, _| q31::logistic_with(b, x, ib, y)),
+        ),
+        case(
+            "tanh",
+            false,
+            Box::new(move |b, x, y, _| q31::tanh_with(b, x, ib, y)),
+        ),
+    ]
+}
+
+/// The float kernels (`qneon::f32`), method "float".
+fn f32_cases<'a>() -> Vec<Case<'a, f32>> {
+    use qneon::f32 as qf;
+    let case = |op, row_wise, kernel: Kernel<'a, f32>| Case {
+        op,
+        method: "float",
+        row_wise,
+        kernel,
+    };
+    vec![
+        case("softmax", true, Box::new(qf::softmax_with)),
+        case(
+            "softmax_online",
+            true,
+            Box::new(|b, x, y, r| qf::softmax_variant(qf::SoftmaxVariant::Online, b, x, y, r)),
+        ),
+        case("log_softmax", true, Box::new(qf::log_softmax_with)),
+        case(
+            "sigmoid",
+            false,
+            Box::new(|b, x, y, _| qf::sigmoid_with(b, x, y)),
+        ),
+        case("tanh", false, Box::new(|b, x, y, _| qf::tanh_with(b, x, y))),
+    ]
+}
+
+/// The cases `--filter` and the shape select.
+fn select<'a, T>(
+    args: &Args,
+    shape: &Shape,
+    dtype: &str,
+    cases: Vec<Case<'a, T>>,
+) -> Vec<Case<'a, T>> {
+    cases
+        .into_iter()
+        .filter(|c| shape.row_ops || !c.row_wise)
+        .filter(|c| {
+            args.filter
+                .as_deref()
+                .is_none_or(|f| filter_matches(f, c.op, dtype, c.method))
+        })
+        .collect()
 }
 
 struct Row {
     op: &'static str,
     method: &'static str,
     dtype: &'static str,
+    /// The backend that ran (`run_with` fails rather than fall back).
     backend: Backend,
     /// Elements per repetition.
     elements: usize,
@@ -143,6 +362,12 @@ struct Row {
     elem_bytes: usize,
     /// Median wall time of one repetition.
     median: Duration,
+}
+
+/// Rows done and rows planned, for the progress lines on stderr.
+struct Progress {
+    done: usize,
+    total: usize,
 }
 
 /// Runs `f` `reps` times and returns the median duration of one run.
@@ -158,246 +383,153 @@ fn time(reps: usize, mut f: impl FnMut()) -> Duration {
     times[times.len() / 2]
 }
 
-fn bench_type<T: QuantElem + TryFrom<i32>>(
+/// Times every case on every backend. The input is made only if a case
+/// needs it (generating it under qemu costs more than some kernels).
+fn run_cases<T: Copy + Default>(
     args: &Args,
-    rows: usize,
-    cols: usize,
+    shape: &Shape,
+    dtype: &'static str,
+    cases: &[Case<'_, T>],
+    input: impl FnOnce(usize) -> Vec<T>,
+    progress: &mut Progress,
     out: &mut Vec<Row>,
-) {
-    let n = rows * cols;
-    let (softmax_out, tanh_out) = match T::NAME {
-        "int8" => (
-            QuantParams::new(1.0 / 256.0, -128),
-            QuantParams::new(1.0 / 128.0, 0),
-        ),
-        "uint8" => (
-            QuantParams::new(1.0 / 256.0, 0),
-            QuantParams::new(1.0 / 128.0, 128),
-        ),
-        _ => (
-            QuantParams::new(1.0 / 32768.0, 0),
-            QuantParams::new(1.0 / 32768.0, 0),
-        ),
-    };
-    let q_in = match T::NAME {
-        "int8" => QuantParams::new(0.1, 0),
-        "uint8" => QuantParams::new(0.1, 128),
-        _ => QuantParams::new(1.0 / 2048.0, 0),
-    };
-    let input: Vec<T> = logits(n, q_in, 0x5eed ^ n as u64);
+) -> Result<(), String> {
+    if cases.is_empty() {
+        return Ok(());
+    }
+    let n = shape.rows * shape.cols;
+    let input = input(n);
     let mut output = vec![T::default(); n];
-    let wanted = |op: &str| {
-        args.filter
-            .as_deref()
-            .is_none_or(|f| filter_matches(f, op, T::NAME, "fixed"))
-    };
-
-    let softmax =
-        Softmax::<T>::new(q_in, 1.0, softmax_out, Method::FixedPoint).expect("valid params");
-    let logistic = Logistic::<T>::new(q_in, softmax_out, Method::FixedPoint).expect("valid params");
-    let tanh = Tanh::<T>::new(q_in, tanh_out, Method::FixedPoint).expect("valid params");
-    type RunLut<'a, T> = Box<dyn Fn(Backend, &[T], &mut [T]) + 'a>;
-    let logistic_lut: Option<RunLut<T>> = Logistic::<T>::new(q_in, softmax_out, Method::Lut)
-        .ok()
-        .map(|op| {
-            Box::new(move |b: Backend, x: &[T], y: &mut [T]| op.run_with(b, x, y).unwrap())
-                as RunLut<T>
-        });
-    let tanh_lut: Option<RunLut<T>> = Tanh::<T>::new(q_in, tanh_out, Method::Lut).ok().map(|op| {
-        Box::new(move |b: Backend, x: &[T], y: &mut [T]| op.run_with(b, x, y).unwrap()) as RunLut<T>
-    });
-    let softmax_lut: Option<RunLut<T>> = Softmax::<T>::new(q_in, 1.0, softmax_out, Method::Lut)
-        .ok()
-        .map(|op| {
-            Box::new(move |b: Backend, x: &[T], y: &mut [T]| op.run_with(b, x, y, cols).unwrap())
-                as RunLut<T>
-        });
-    let log_softmax = match T::NAME {
-        "int16" => None,
-        "int8" => LogSoftmax::<T>::new(
-            q_in,
-            QuantParams::new(16.0 / 256.0, 127),
-            Method::FixedPoint,
-        )
-        .ok(),
-        _ => LogSoftmax::<T>::new(
-            q_in,
-            QuantParams::new(16.0 / 256.0, 255),
-            Method::FixedPoint,
-        )
-        .ok(),
-    };
     for &backend in &args.backends {
-        let mut push = |op: &'static str, elapsed: Duration| {
-            eprintln!("  {op} {} {}", T::NAME, backend.name());
+        for case in cases {
+            progress.done += 1;
+            eprintln!(
+                "[{}/{}] {} {dtype} {} {}",
+                progress.done,
+                progress.total,
+                case.op,
+                case.method,
+                backend.name()
+            );
+            let mut failure = None;
+            let median = time(args.reps, || {
+                if let Err(e) = (case.kernel)(backend, &input, &mut output, shape.cols) {
+                    failure = Some(e);
+                }
+            });
+            if let Some(e) = failure {
+                return Err(format!(
+                    "{} {dtype} {} {}: {e}",
+                    case.op,
+                    case.method,
+                    backend.name()
+                ));
+            }
             out.push(Row {
-                op,
-                method: "fixed",
-                dtype: T::NAME,
+                op: case.op,
+                method: case.method,
+                dtype,
                 backend,
                 elements: n,
                 elem_bytes: size_of::<T>(),
-                median: elapsed,
+                median,
             });
+        }
+    }
+    Ok(())
+}
+
+/// `--list`: every row the filter selects, whatever the shape.
+fn list(args: &Args) -> Result<(), String> {
+    fn print<T>(args: &Args, dtype: &str, cases: Vec<Case<'_, T>>) {
+        let any_shape = Shape {
+            rows: 1,
+            cols: 1,
+            row_ops: true,
         };
-        if wanted("softmax") {
-            push(
-                "softmax",
-                time(args.reps, || {
-                    softmax
-                        .run_with(backend, &input, &mut output, cols)
-                        .unwrap()
-                }),
-            );
-        }
-        if let Some(ls) = &log_softmax {
-            if wanted("log_softmax") {
-                push(
-                    "log_softmax",
-                    time(args.reps, || {
-                        ls.run_with(backend, &input, &mut output, cols).unwrap()
-                    }),
-                );
-            }
-        }
-        if wanted("logistic") {
-            push(
-                "logistic",
-                time(args.reps, || {
-                    logistic.run_with(backend, &input, &mut output).unwrap()
-                }),
-            );
-        }
-        if wanted("tanh") {
-            push(
-                "tanh",
-                time(args.reps, || {
-                    tanh.run_with(backend, &input, &mut output).unwrap()
-                }),
-            );
-        }
-        // The table method (8-bit types only).
-        for (op, table) in [
-            ("softmax", &softmax_lut),
-            ("logistic", &logistic_lut),
-            ("tanh", &tanh_lut),
-        ] {
-            let Some(table) = table else { continue };
-            if args
-                .filter
-                .as_deref()
-                .is_none_or(|f| filter_matches(f, op, T::NAME, "lut"))
-            {
-                let elapsed = time(args.reps, || table(backend, &input, &mut output));
-                eprintln!("  {op} {} lut {}", T::NAME, backend.name());
-                out.push(Row {
-                    op,
-                    method: "lut",
-                    dtype: T::NAME,
-                    backend,
-                    elements: n,
-                    elem_bytes: size_of::<T>(),
-                    median: elapsed,
-                });
-            }
+        for c in select(args, &any_shape, dtype, cases) {
+            let kind = if c.row_wise { "row" } else { "element" };
+            println!("{} {dtype} {} {kind}", c.op, c.method);
         }
     }
+    print(args, "int8", quant_cases::<i8>()?);
+    print(args, "uint8", quant_cases::<u8>()?);
+    print(args, "int16", quant_cases::<i16>()?);
+    print(args, "q31", q31_cases());
+    print(args, "f32", f32_cases());
+    Ok(())
 }
 
-/// The float kernels (`qneon::f32`) on the same shape: logits N(0, 3).
-fn bench_f32(args: &Args, rows: usize, cols: usize, out: &mut Vec<Row>) {
-    use qneon::f32 as qf;
-    let n = rows * cols;
-    let mut rng = Rng(0x0f32);
-    let input: Vec<f32> = (0..n).map(|_| (3.0 * rng.normal()) as f32).collect();
-    let mut output = vec![0f32; n];
-    type Kernel = fn(Backend, &[f32], &mut [f32], usize) -> qneon::Result<()>;
-    let kernels: [(&'static str, Kernel); 5] = [
-        ("softmax", |b, x, y, r| qf::softmax_with(b, x, y, r)),
-        ("softmax_online", |b, x, y, r| {
-            qf::softmax_variant(qf::SoftmaxVariant::Online, b, x, y, r)
-        }),
-        ("log_softmax", |b, x, y, r| qf::log_softmax_with(b, x, y, r)),
-        ("sigmoid", |b, x, y, _| qf::sigmoid_with(b, x, y)),
-        ("tanh", |b, x, y, _| qf::tanh_with(b, x, y)),
-    ];
-    for &backend in &args.backends {
-        for (op, kernel) in kernels {
-            if !args
-                .filter
-                .as_deref()
-                .is_none_or(|f| filter_matches(f, op, "f32", "float"))
-            {
-                continue;
-            }
-            let elapsed = time(args.reps, || {
-                kernel(backend, &input, &mut output, cols).unwrap()
-            });
-            eprintln!("  {op} f32 {}", backend.name());
-            out.push(Row {
-                op,
-                method: "float",
-                dtype: "f32",
-                backend,
-                elements: n,
-                elem_bytes: 4,
-                median: elapsed,
-            });
-        }
-    }
-}
-
-fn bench_q31(args: &Args, rows: usize, cols: usize, out: &mut Vec<Row>) {
-    let n = rows * cols;
-    let integer_bits = 5;
-    let mut rng = Rng(0x0031);
-    let input: Vec<i32> = (0..n)
-        .map(|_| (3.0 * rng.normal() * (1 << 26) as f64) as i32)
-        .collect();
-    let mut output = vec![0i32; n];
-    let wanted = |op: &str| {
-        args.filter
-            .as_deref()
-            .is_none_or(|f| filter_matches(f, op, "q31", "fixed"))
+fn run(args: &Args, shape: &Shape) -> Result<Vec<Row>, String> {
+    let i8_cases = select(args, shape, "int8", quant_cases::<i8>()?);
+    let u8_cases = select(args, shape, "uint8", quant_cases::<u8>()?);
+    let i16_cases = select(args, shape, "int16", quant_cases::<i16>()?);
+    let q31_cases = select(args, shape, "q31", q31_cases());
+    let f32_cases = select(args, shape, "f32", f32_cases());
+    let planned =
+        i8_cases.len() + u8_cases.len() + i16_cases.len() + q31_cases.len() + f32_cases.len();
+    let mut progress = Progress {
+        done: 0,
+        total: planned * args.backends.len(),
     };
-    for &backend in &args.backends {
-        let mut push = |op: &'static str, elapsed: Duration| {
-            eprintln!("  {op} q31 {}", backend.name());
-            out.push(Row {
-                op,
-                method: "fixed",
-                dtype: "q31",
-                backend,
-                elements: n,
-                elem_bytes: 4,
-                median: elapsed,
-            });
-        };
-        if wanted("softmax") {
-            push(
-                "softmax",
-                time(args.reps, || {
-                    q31::softmax_with(backend, &input, integer_bits, &mut output, cols).unwrap()
-                }),
-            );
-        }
-        if wanted("logistic") {
-            push(
-                "logistic",
-                time(args.reps, || {
-                    q31::logistic_with(backend, &input, integer_bits, &mut output).unwrap()
-                }),
-            );
-        }
-        if wanted("tanh") {
-            push(
-                "tanh",
-                time(args.reps, || {
-                    q31::tanh_with(backend, &input, integer_bits, &mut output).unwrap()
-                }),
-            );
-        }
-    }
+    let mut rows = Vec::new();
+    let n = shape.rows * shape.cols;
+    let seed = 0x5eed ^ n as u64;
+    let p = &mut progress;
+    run_cases(
+        args,
+        shape,
+        "int8",
+        &i8_cases,
+        |n| logits::<i8>(n, input_quant::<i8>(), seed),
+        p,
+        &mut rows,
+    )?;
+    run_cases(
+        args,
+        shape,
+        "uint8",
+        &u8_cases,
+        |n| logits::<u8>(n, input_quant::<u8>(), seed),
+        p,
+        &mut rows,
+    )?;
+    run_cases(
+        args,
+        shape,
+        "int16",
+        &i16_cases,
+        |n| logits::<i16>(n, input_quant::<i16>(), seed),
+        p,
+        &mut rows,
+    )?;
+    run_cases(
+        args,
+        shape,
+        "q31",
+        &q31_cases,
+        |n| {
+            // N(0, 3) in Q5.26.
+            let mut rng = Rng(0x0031);
+            let one = (1u64 << (31 - Q31_INTEGER_BITS)) as f64;
+            (0..n).map(|_| (3.0 * rng.normal() * one) as i32).collect()
+        },
+        p,
+        &mut rows,
+    )?;
+    run_cases(
+        args,
+        shape,
+        "f32",
+        &f32_cases,
+        |n| {
+            let mut rng = Rng(0x0f32);
+            (0..n).map(|_| (3.0 * rng.normal()) as f32).collect()
+        },
+        p,
+        &mut rows,
+    )?;
+    Ok(rows)
 }
 
 fn main() -> ExitCode {
@@ -408,26 +540,37 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let (rows, cols) = match shape_dims(&args.shape) {
+    let shape = match shape_dims(&args.shape) {
         Ok(d) => d,
         Err(e) => {
             eprintln!("{e}");
             return ExitCode::FAILURE;
         }
     };
-    let mut results = Vec::new();
-    bench_type::<i8>(&args, rows, cols, &mut results);
-    bench_type::<u8>(&args, rows, cols, &mut results);
-    bench_type::<i16>(&args, rows, cols, &mut results);
-    bench_q31(&args, rows, cols, &mut results);
-    bench_f32(&args, rows, cols, &mut results);
+    if args.list {
+        return match list(&args) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("qneon-bench: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    let results = match run(&args, &shape) {
+        Ok(rows) => rows,
+        Err(e) => {
+            eprintln!("qneon-bench: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let (rows, cols) = (shape.rows, shape.cols);
 
     println!(
         "shape {} ({rows} x {cols}), median of {} repetition(s)",
         args.shape, args.reps
     );
     println!(
-        "{:<12} {:<6} {:<7} {:<8} {:>10} {:>12} {:>10} {:>8}",
+        "{:<14} {:<6} {:<9} {:<8} {:>10} {:>10} {:>10} {:>8}",
         "op", "type", "method", "backend", "shape", "elements", "ns/elem", "GB/s"
     );
     let mut json = String::from("[\n");
@@ -440,7 +583,7 @@ fn main() -> ExitCode {
             0.0
         };
         println!(
-            "{:<12} {:<6} {:<7} {:<8} {:>10} {:>12} {:>10.3} {:>8.3}",
+            "{:<14} {:<6} {:<9} {:<8} {:>10} {:>10} {:>10.3} {:>8.3}",
             r.op,
             r.dtype,
             r.method,

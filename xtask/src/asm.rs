@@ -35,10 +35,7 @@ pub fn cli(args: &[String]) -> Result {
 /// Runs every check and prints the results; `Err` means the checks could
 /// not run at all (bad expect.toml, build failure, ...).
 pub fn check() -> Result<Counts> {
-    let path = util::root().join(EXPECT_FILE);
-    let text =
-        fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let kernels = expect::parse(&text).map_err(|e| format!("{EXPECT_FILE}: {e}"))?;
+    let kernels = expected_kernels()?;
     let checks = kernels
         .iter()
         .map(|k| Check::new(k).map_err(|e| format!("{EXPECT_FILE}: line {}: {e}", k.line)))
@@ -50,22 +47,7 @@ pub fn check() -> Result<Counts> {
         return Ok(Counts::default());
     }
 
-    util::run(&mut util::cargo([
-        "build",
-        "--release",
-        "-p",
-        "qneon",
-        "--target",
-        TARGET,
-        "--lib",
-    ]))?;
-    let rlib = newest_rlib()?;
-    let listing = util::capture(
-        Command::new("aarch64-linux-gnu-objdump")
-            .args(["-d", "-r", "-C", "--no-show-raw-insn"])
-            .arg(&rlib),
-    )?;
-    let functions = parse_listing(&listing);
+    let (rlib, functions) = disassemble()?;
 
     println!("\nrunning {} asm checks", checks.len());
     let mut counts = Counts::default();
@@ -92,6 +74,35 @@ pub fn check() -> Result<Counts> {
     }
     print_result(counts);
     Ok(counts)
+}
+
+/// The kernels `asm_tests/expect.toml` names.
+pub fn expected_kernels() -> Result<Vec<Kernel>> {
+    let path = util::root().join(EXPECT_FILE);
+    let text =
+        fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    Ok(expect::parse(&text).map_err(|e| format!("{EXPECT_FILE}: {e}"))?)
+}
+
+/// Builds the release aarch64 library and returns its rlib and the
+/// functions disassembled from it.
+pub fn disassemble() -> Result<(PathBuf, Vec<Function>)> {
+    util::run(&mut util::cargo([
+        "build",
+        "--release",
+        "-p",
+        "qneon",
+        "--target",
+        TARGET,
+        "--lib",
+    ]))?;
+    let rlib = newest_rlib()?;
+    let listing = util::capture(
+        Command::new("aarch64-linux-gnu-objdump")
+            .args(["-d", "-r", "-C", "--no-show-raw-insn"])
+            .arg(&rlib),
+    )?;
+    Ok((rlib, parse_listing(&listing)))
 }
 
 fn print_result(counts: Counts) {
@@ -124,16 +135,17 @@ fn newest_rlib() -> Result<PathBuf> {
 
 /// A function from the disassembly.
 #[derive(Debug)]
-struct Function {
-    name: String,
-    insns: Vec<(String, Insn)>,
+pub struct Function {
+    pub name: String,
+    /// (hex address relative to the function's section, instruction).
+    pub insns: Vec<(String, Insn)>,
 }
 
 /// Splits `objdump -d -r` output into functions. Instruction lines look
 /// like `  1c:\tadd\tx8, x8, #0x0`; relocation lines like
 /// `\t\t\t1c: R_AARCH64_CALL26\tsymbol` and are folded into the
 /// instruction before them as `<reloc symbol>`.
-fn parse_listing(listing: &str) -> Vec<Function> {
+pub fn parse_listing(listing: &str) -> Vec<Function> {
     let mut functions: Vec<Function> = Vec::new();
     for line in listing.lines() {
         if let Some(name) = function_header(line) {
@@ -248,39 +260,45 @@ impl<'a> Check<'a> {
         }
     }
 
-    /// The function(s) this entry names: those whose name contains the
-    /// symbol, narrowed to exact matches (`symbol` or `...::symbol`) if
-    /// there are any. Several copies of one name are all checked.
     fn find<'f>(
         &self,
         functions: &'f [Function],
     ) -> std::result::Result<Vec<&'f Function>, String> {
-        let symbol = self.kernel.symbol.as_str();
-        let mut found: Vec<&Function> = functions
-            .iter()
-            .filter(|f| f.name.contains(symbol))
-            .collect();
-        let exact = |f: &&Function| f.name == symbol || f.name.ends_with(&format!("::{symbol}"));
-        if found.iter().any(exact) {
-            found.retain(exact);
-        }
-        let mut names: Vec<&str> = found.iter().map(|f| f.name.as_str()).collect();
-        names.sort_unstable();
-        names.dedup();
-        match names.len() {
-            0 => Err(format!(
-                "no function name contains `{symbol}` ({} functions in the rlib).\n\
-                 Only code the library itself compiles is there: generic and \
-                 #[inline] functions, and small ones Rust inlines across crates, \
-                 are not. Mark kernels #[inline(never)] or #[no_mangle].",
-                functions.len()
-            )),
-            1 => Ok(found),
-            _ => Err(format!(
-                "`{symbol}` is ambiguous; it matches:\n  {}\nuse a longer symbol",
-                names.join("\n  ")
-            )),
-        }
+        find_functions(&self.kernel.symbol, functions)
+    }
+}
+
+/// The function(s) `symbol` names: those whose name contains it, narrowed
+/// to exact matches (`symbol` or `...::symbol`) if there are any. Several
+/// copies of one name (generic instantiations) are all returned.
+pub fn find_functions<'f>(
+    symbol: &str,
+    functions: &'f [Function],
+) -> std::result::Result<Vec<&'f Function>, String> {
+    let mut found: Vec<&Function> = functions
+        .iter()
+        .filter(|f| f.name.contains(symbol))
+        .collect();
+    let exact = |f: &&Function| f.name == symbol || f.name.ends_with(&format!("::{symbol}"));
+    if found.iter().any(exact) {
+        found.retain(exact);
+    }
+    let mut names: Vec<&str> = found.iter().map(|f| f.name.as_str()).collect();
+    names.sort_unstable();
+    names.dedup();
+    match names.len() {
+        0 => Err(format!(
+            "no function name contains `{symbol}` ({} functions in the rlib).\n\
+             Only code the library itself compiles is there: generic and \
+             #[inline] functions, and small ones Rust inlines across crates, \
+             are not. Mark kernels #[inline(never)] or #[no_mangle].",
+            functions.len()
+        )),
+        1 => Ok(found),
+        _ => Err(format!(
+            "`{symbol}` is ambiguous; it matches:\n  {}\nuse a longer symbol",
+            names.join("\n  ")
+        )),
     }
 }
 

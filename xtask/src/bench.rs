@@ -1,180 +1,401 @@
-//! `cargo xtask bench`: build `qneon-bench` for aarch64 and run it under qemu.
+//! `cargo xtask bench`: instructions per element of every kernel under qemu.
 //!
-//! Wall-clock numbers under qemu say little about real hardware; `--insn`
-//! adds an exact, repeatable guest instruction count from the qemu-insn
-//! plugin.
+//! The main job (no options): build `qneon-bench` for aarch64, ask it for
+//! its rows (`--list`: every op, type and method the library implements),
+//! run each row on its shapes and backends under `qemu-aarch64` with the
+//! instruction-count plugin (`tools/qemu-insn/`) at R and 2R repetitions,
+//! two qemu processes at a time, and write `target/bench/insns.json`,
+//! `target/bench/insns.md` and `target/bench/insns.svg`. `--mca` adds the
+//! llvm-mca loop estimates (see `mca.rs`); `--readme` rewrites the README's
+//! performance section and `docs/insns.svg` from `insns.json` without
+//! measuring. `--run [-- ARGS]` just runs `qneon-bench ARGS` under qemu
+//! (`--insn` also prints the guest instruction count).
 
+use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::Instant;
 
+use serde_json::Value;
+
+use crate::report::{self, Measured, Report, ELEMENT_SHAPES, ROW_SHAPES};
 use crate::util::{self, bail, Result, TARGET};
-use crate::{plugin, setup};
+use crate::{mca, plugin, setup};
 
 const BIN: &str = "qneon-bench";
+/// Repetitions differenced: R and 2R.
+const REPS: (u64, u64) = (1, 2);
 
-#[derive(Debug, Default, PartialEq, Eq)]
+#[derive(Debug, PartialEq, Eq)]
 struct Options {
-    /// Count guest instructions with the qemu-insn plugin.
+    /// Just run qneon-bench under qemu with `bench_args`.
+    run: bool,
+    /// With `run`: count guest instructions.
     insn: bool,
-    /// Measure instructions per element for every op, backend and shape.
-    table: bool,
-    /// Passed through to `qneon-bench`.
+    /// Rewrite the README section from insns.json (no measuring).
+    readme: bool,
+    /// Add llvm-mca estimates to the main job.
+    mca: bool,
+    /// qemu processes at a time.
+    jobs: usize,
+    /// Passed through to `qneon-bench`: with `run`, its arguments; for the
+    /// main job, a `--filter` restricting the rows.
     bench_args: Vec<String>,
 }
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            run: false,
+            insn: false,
+            readme: false,
+            mca: false,
+            jobs: 2,
+            bench_args: Vec::new(),
+        }
+    }
+}
+
+const OPTIONS_HELP: &str = "accepted: --mca, --jobs N, --filter TEXT, --readme, \
+--run [--insn] [-- ARGS for qneon-bench]; --table is the main job's old name";
 
 fn parse(args: &[String]) -> Result<Options> {
     let mut opts = Options::default();
     let mut iter = args.iter();
-    for arg in iter.by_ref() {
+    while let Some(arg) = iter.next() {
         match arg.as_str() {
-            "--insn" => opts.insn = true,
-            "--table" => opts.table = true,
-            "--" => break,
-            other => bail!(
-                "bench: unknown option `{other}` (accepted: --insn, --table, and \
-                 arguments for {BIN} after `--`)"
-            ),
+            "--run" => opts.run = true,
+            "--insn" => {
+                opts.run = true;
+                opts.insn = true;
+            }
+            "--readme" => opts.readme = true,
+            "--mca" => opts.mca = true,
+            // The main job's name before it became the default.
+            "--table" => {}
+            "--jobs" => {
+                opts.jobs = iter
+                    .next()
+                    .and_then(|n| n.parse().ok())
+                    .filter(|&n| n > 0)
+                    .ok_or("bench: --jobs needs a count of at least 1")?;
+            }
+            "--filter" => {
+                let f = iter.next().ok_or("bench: --filter needs a value")?;
+                opts.bench_args = vec!["--filter".into(), f.clone()];
+            }
+            "--" => {
+                opts.run = true;
+                opts.bench_args = iter.by_ref().cloned().collect();
+            }
+            other => bail!("bench: unknown option `{other}` ({OPTIONS_HELP})"),
         }
     }
-    opts.bench_args = iter.cloned().collect();
+    if opts.readme && (opts.run || opts.mca) {
+        bail!(
+            "bench: --readme only rewrites the README from insns.json; run the measurement first"
+        );
+    }
     Ok(opts)
 }
 
 pub fn cli(args: &[String]) -> Result {
     let opts = parse(args)?;
-    setup::ensure(false)?;
+    if opts.readme {
+        return update_readme();
+    }
+    setup::ensure(opts.mca)?;
     let binary = build()?;
-    if opts.table {
-        return insn_table(&binary);
+    if opts.run {
+        if opts.insn {
+            let count = plugin::count_instructions(&binary, &opts.bench_args)?;
+            println!("{BIN}: {count} guest instructions");
+        } else {
+            util::run(
+                Command::new("qemu-aarch64")
+                    .args(["-cpu", "max"])
+                    .arg(&binary)
+                    .args(&opts.bench_args),
+            )?;
+        }
+        return Ok(());
     }
-    if opts.insn {
-        let count = plugin::count_instructions(&binary, &opts.bench_args)?;
-        println!("{BIN}: {count} guest instructions");
+    main_job(&binary, &opts)
+}
+
+fn bench_dir() -> PathBuf {
+    util::target_dir().join("bench")
+}
+
+/// One row of `qneon-bench --list`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Kernel {
+    op: String,
+    dtype: String,
+    method: String,
+    row_wise: bool,
+}
+
+fn parse_list(text: &str) -> Result<Vec<Kernel>> {
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| match l.split_whitespace().collect::<Vec<_>>()[..] {
+            [op, dtype, method, kind @ ("row" | "element")] => Ok(Kernel {
+                op: op.into(),
+                dtype: dtype.into(),
+                method: method.into(),
+                row_wise: kind == "row",
+            }),
+            _ => Err(format!("unexpected line from {BIN} --list: {l:?}").into()),
+        })
+        .collect()
+}
+
+/// One measurement: a kernel on a shape and backend.
+struct Task<'a> {
+    kernel: &'a Kernel,
+    shape: &'static str,
+    backend: &'static str,
+}
+
+fn main_job(binary: &Path, opts: &Options) -> Result {
+    let started = Instant::now();
+    let dir = bench_dir();
+    let runs = dir.join("runs");
+    fs::create_dir_all(&runs).map_err(|e| format!("{}: {e}", runs.display()))?;
+    let plugin = plugin::insn_plugin()?;
+
+    let mut list_cmd = Command::new("qemu-aarch64");
+    list_cmd
+        .args(["-cpu", "max"])
+        .arg(binary)
+        .arg("--list")
+        .args(&opts.bench_args);
+    let kernels = parse_list(&util::capture(&mut list_cmd)?)?;
+    if kernels.is_empty() {
+        bail!("{BIN} --list selected no rows");
+    }
+    let mut tasks = Vec::new();
+    for kernel in &kernels {
+        let shapes: &[&'static str] = if kernel.row_wise {
+            &ROW_SHAPES
+        } else {
+            &ELEMENT_SHAPES
+        };
+        for &shape in shapes {
+            for backend in ["neon", "scalar"] {
+                tasks.push(Task {
+                    kernel,
+                    shape,
+                    backend,
+                });
+            }
+        }
+    }
+    util::step(format!(
+        "measuring {} kernels, {} rows, 2 qemu runs each, {} at a time",
+        kernels.len(),
+        tasks.len(),
+        opts.jobs
+    ));
+
+    let next = AtomicUsize::new(0);
+    let done = AtomicUsize::new(0);
+    let results: Vec<Mutex<Option<std::result::Result<Measured, String>>>> =
+        tasks.iter().map(|_| Mutex::new(None)).collect();
+    std::thread::scope(|scope| {
+        for _ in 0..opts.jobs {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(task) = tasks.get(i) else { break };
+                let t0 = Instant::now();
+                let result = measure(binary, &plugin, &runs, i, task).map_err(|e| e.to_string());
+                let k = done.fetch_add(1, Ordering::Relaxed) + 1;
+                match &result {
+                    Ok(m) => eprintln!(
+                        "[{k}/{}] {} {} {} {:<6} {:<10} {:>8.2} insns/elem ({:.1}s)",
+                        tasks.len(),
+                        m.op,
+                        m.dtype,
+                        m.method,
+                        m.backend,
+                        m.shape,
+                        m.insns_per_element,
+                        t0.elapsed().as_secs_f64()
+                    ),
+                    Err(e) => eprintln!("[{k}/{}] FAILED: {e}", tasks.len()),
+                }
+                *results[i].lock().unwrap_or_else(|p| p.into_inner()) = Some(result);
+            });
+        }
+    });
+    let mut rows = Vec::new();
+    let mut failures = Vec::new();
+    for cell in results {
+        match cell.into_inner().unwrap_or_else(|p| p.into_inner()) {
+            Some(Ok(m)) => rows.push(m),
+            Some(Err(e)) => failures.push(e),
+            None => failures.push("a measurement did not run".into()),
+        }
+    }
+    if !failures.is_empty() {
+        bail!(
+            "{} measurement(s) failed:\n  {}",
+            failures.len(),
+            failures.join("\n  ")
+        );
+    }
+
+    let mca_loops = if opts.mca {
+        util::step("llvm-mca on the kernels' inner loops");
+        mca::analyse()?
     } else {
-        util::run(
-            Command::new("qemu-aarch64")
-                .args(["-cpu", "max"])
-                .arg(&binary)
-                .args(&opts.bench_args),
-        )?;
+        Vec::new()
+    };
+    let qemu = util::capture(Command::new("qemu-aarch64").arg("--version"))?
+        .lines()
+        .next()
+        .unwrap_or("qemu-aarch64")
+        .trim()
+        .to_string();
+    let mut notes = vec![format!(
+        "every row runs at its full shape with R = {} and 2R = {} repetitions \
+         (the count is exact, so one difference suffices; no row needed a smaller shape)",
+        REPS.0, REPS.1
+    )];
+    if !opts.bench_args.is_empty() {
+        notes.push(format!(
+            "rows selected with `{}`",
+            opts.bench_args.join(" ")
+        ));
     }
+    let report = Report {
+        qemu,
+        reps: REPS,
+        rows,
+        mca: mca_loops,
+        notes,
+    };
+    let json_path = dir.join("insns.json");
+    let md_path = dir.join("insns.md");
+    let svg_path = dir.join("insns.svg");
+    let md = report.markdown();
+    write(
+        &json_path,
+        &(serde_json::to_string_pretty(&report.to_json())? + "\n"),
+    )?;
+    write(&md_path, &md)?;
+    write(&svg_path, &report.svg()?)?;
+    println!("{md}");
+    println!(
+        "wrote {}, {} and {} in {:.0} s (`cargo xtask bench --readme` puts them in README.md)",
+        json_path.display(),
+        md_path.display(),
+        svg_path.display(),
+        started.elapsed().as_secs_f64()
+    );
     Ok(())
 }
 
-/// Rows of the instruction table: (op, element type, method).
-const TABLE_ROWS: &[(&str, &str, &str)] = &[
-    ("softmax", "int8", "fixed"),
-    ("softmax", "uint8", "fixed"),
-    ("softmax", "int16", "fixed"),
-    ("softmax", "q31", "fixed"),
-    ("log_softmax", "int8", "fixed"),
-    ("log_softmax", "uint8", "fixed"),
-    ("logistic", "int8", "fixed"),
-    ("logistic", "uint8", "fixed"),
-    ("logistic", "int16", "fixed"),
-    ("logistic", "q31", "fixed"),
-    ("tanh", "int8", "fixed"),
-    ("tanh", "uint8", "fixed"),
-    ("tanh", "int16", "fixed"),
-    ("tanh", "q31", "fixed"),
-    ("logistic", "int8", "lut"),
-    ("logistic", "uint8", "lut"),
-    ("tanh", "int8", "lut"),
-    ("tanh", "uint8", "lut"),
-    ("softmax", "f32", "float"),
-    ("softmax_online", "f32", "float"),
-    ("log_softmax", "f32", "float"),
-    ("sigmoid", "f32", "float"),
-    ("tanh", "f32", "float"),
-];
+fn write(path: &Path, text: &str) -> Result {
+    fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()).into())
+}
 
-/// Shapes of the table: (name, rows, columns), as `qneon-bench` defines them.
-const TABLE_SHAPES: &[(&str, u64, u64)] = &[
-    ("mobilebert", 1536, 384),
-    ("rows64", 9216, 64),
-    ("vocab", 1, 32768),
-];
-
-/// Instructions per element of one (op, type, backend, shape): the
-/// difference between 2 and 1 repetitions inside one process, divided by
-/// the elements of one repetition, so start-up and set-up cancel out.
-fn per_element(
-    binary: &Path,
-    op: &str,
-    dtype: &str,
-    method: &str,
-    backend: &str,
-    shape: &str,
-    elements: u64,
-) -> Result<f64> {
-    let args = |reps: &str| -> Vec<String> {
-        [
+/// Instructions per element of one task: the plugin's counts at R and 2R
+/// repetitions, differenced and divided by R times the elements (start-up,
+/// input generation and set-up cancel).
+fn measure(binary: &Path, plugin: &Path, runs: &Path, i: usize, task: &Task) -> Result<Measured> {
+    let k = task.kernel;
+    let filter = format!("{} {} {}", k.op, k.dtype, k.method);
+    let mut counts = Vec::new();
+    let mut row = None;
+    for reps in [REPS.0, REPS.1] {
+        let json = runs.join(format!("{i}-{reps}.json"));
+        let count_file = runs.join(format!("{i}-{reps}.count"));
+        let args: Vec<String> = [
             "--shape",
-            shape,
+            task.shape,
             "--filter",
-            &format!("{op} {dtype} {method}"),
+            &filter,
             "--backend",
-            backend,
+            task.backend,
             "--reps",
-            reps,
+            &reps.to_string(),
+            "--json",
+            &json.to_string_lossy(),
         ]
         .iter()
         .map(|s| s.to_string())
-        .collect()
-    };
-    let one = plugin::count_instructions_with(binary, &args("1"), true)?;
-    let two = plugin::count_instructions_with(binary, &args("2"), true)?;
-    if two <= one {
+        .collect();
+        counts.push(plugin::count_to_file(plugin, binary, &args, &count_file)?);
+        let text = fs::read_to_string(&json).map_err(|e| format!("{}: {e}", json.display()))?;
+        let value: Value = serde_json::from_str(&text)?;
+        match value.as_array().map(Vec::as_slice) {
+            Some([one]) => row = Some(one.clone()),
+            _ => bail!(
+                "{filter} {} {}: expected one row from {BIN}, got {text}",
+                task.backend,
+                task.shape
+            ),
+        }
+    }
+    let row = row.expect("two runs");
+    let field = |name: &str| row.get(name).and_then(Value::as_u64).unwrap_or(0);
+    let elements = field("elements");
+    if elements == 0 || counts[1] <= counts[0] {
         bail!(
-            "{op} {dtype} {method} {backend} {shape}: 2 repetitions did not take more instructions than 1"
+            "{filter} {} {}: {} repetitions took {} instructions, {} took {}",
+            task.backend,
+            task.shape,
+            REPS.1,
+            counts[1],
+            REPS.0,
+            counts[0]
         );
     }
-    Ok((two - one) as f64 / elements as f64)
+    let per_rep = (counts[1] - counts[0]) as f64 / (REPS.1 - REPS.0) as f64;
+    Ok(Measured {
+        op: k.op.clone(),
+        dtype: k.dtype.clone(),
+        method: k.method.clone(),
+        backend: task.backend.into(),
+        shape: task.shape.into(),
+        rows: field("rows"),
+        cols: field("cols"),
+        elements,
+        row_wise: k.row_wise,
+        insns_per_element: per_rep / elements as f64,
+    })
 }
 
-/// `cargo xtask bench --table`: instructions per element under qemu for every
-/// op, type and backend on the MobileBert attention shape (1536 x 384), the
-/// same number of elements in 64-wide rows, and one 32768-wide row; the
-/// per-row overhead of row-wise ops from the fit `a + b / columns`. Writes
-/// `target/bench/insns.md` and prints it.
-fn insn_table(binary: &Path) -> Result {
-    let mut md = String::new();
-    md.push_str("| op | type | method |");
-    for (shape, rows, cols) in TABLE_SHAPES {
-        md.push_str(&format!(
-            " {shape} {rows}x{cols} neon | scalar | scalar/neon |"
-        ));
+/// `--readme`: the README section and `docs/insns.svg` from insns.json.
+fn update_readme() -> Result {
+    let json_path = bench_dir().join("insns.json");
+    let text = fs::read_to_string(&json_path).map_err(|e| {
+        format!(
+            "{}: {e} (run `cargo xtask bench` first)",
+            json_path.display()
+        )
+    })?;
+    let report = Report::from_json(&serde_json::from_str(&text)?)?;
+    let svg_path = util::root().join(report::README_SVG);
+    if let Some(dir) = svg_path.parent() {
+        fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     }
-    md.push_str(" neon per-row overhead |\n|---|---|---|");
-    for _ in TABLE_SHAPES {
-        md.push_str("---:|---:|---:|");
-    }
-    md.push_str("---:|\n");
-    for (op, dtype, method) in TABLE_ROWS {
-        eprintln!("measuring {op} {dtype} {method} ...");
-        md.push_str(&format!("| {op} | {dtype} | {method} |"));
-        let mut neon = Vec::new();
-        for (shape, rows, cols) in TABLE_SHAPES {
-            let n = rows * cols;
-            let v = per_element(binary, op, dtype, method, "neon", shape, n)?;
-            let s = per_element(binary, op, dtype, method, "scalar", shape, n)?;
-            md.push_str(&format!(" {v:.2} | {s:.1} | {:.1} |", s / v));
-            neon.push(v);
-        }
-        if op.contains("softmax") {
-            // a + b/384 and a + b/64: b = (f64 - f384) / (1/64 - 1/384).
-            let b = (neon[1] - neon[0]) / (1.0 / 64.0 - 1.0 / 384.0);
-            md.push_str(&format!(" {b:.0} |\n"));
-        } else {
-            md.push_str(" - |\n");
-        }
-    }
-    let dir = util::target_dir().join("bench");
-    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let path = dir.join("insns.md");
-    std::fs::write(&path, &md).map_err(|e| format!("{}: {e}", path.display()))?;
-    println!("{md}");
-    println!("(written to {})", path.display());
+    write(&svg_path, &report.svg()?)?;
+    let readme_path = util::root().join("README.md");
+    let readme =
+        fs::read_to_string(&readme_path).map_err(|e| format!("{}: {e}", readme_path.display()))?;
+    let updated = report::replace_section(&readme, &report.readme_section())?;
+    write(&readme_path, &updated)?;
+    println!(
+        "rewrote the bench section of {} and {} from {}",
+        readme_path.display(),
+        svg_path.display(),
+        json_path.display()
+    );
     Ok(())
 }
 
@@ -206,11 +427,50 @@ mod tests {
     }
 
     #[test]
-    fn parses_insn_and_passthrough() {
+    fn parses_options() {
         let opts = parse(&strings(&["--insn", "--", "--rows", "8", "--insn"])).unwrap();
-        assert!(opts.insn);
+        assert!(opts.run && opts.insn);
         assert_eq!(opts.bench_args, strings(&["--rows", "8", "--insn"]));
         assert_eq!(parse(&[]).unwrap(), Options::default());
+        assert_eq!(parse(&strings(&["--table"])).unwrap(), Options::default());
+        let main = parse(&strings(&[
+            "--mca",
+            "--jobs",
+            "3",
+            "--filter",
+            "softmax int8",
+        ]))
+        .unwrap();
+        assert!(main.mca && !main.run);
+        assert_eq!(main.jobs, 3);
+        assert_eq!(main.bench_args, strings(&["--filter", "softmax int8"]));
+        assert!(parse(&strings(&["--readme"])).unwrap().readme);
+        assert!(parse(&strings(&["--readme", "--mca"])).is_err());
+        assert!(parse(&strings(&["--jobs", "0"])).is_err());
         assert!(parse(&strings(&["--rows"])).is_err());
+    }
+
+    #[test]
+    fn parses_the_row_list() {
+        let list = parse_list("softmax int8 fixed row\nlogistic int8 lut element\n\n").unwrap();
+        assert_eq!(
+            list,
+            [
+                Kernel {
+                    op: "softmax".into(),
+                    dtype: "int8".into(),
+                    method: "fixed".into(),
+                    row_wise: true
+                },
+                Kernel {
+                    op: "logistic".into(),
+                    dtype: "int8".into(),
+                    method: "lut".into(),
+                    row_wise: false
+                },
+            ]
+        );
+        assert!(parse_list("softmax int8 fixed sideways").is_err());
+        assert!(parse_list("softmax int8").is_err());
     }
 }

@@ -6,8 +6,11 @@
 mod asm;
 mod bench;
 mod expect;
+mod mca;
 mod pattern;
+mod plot;
 mod plugin;
+mod report;
 mod setup;
 mod test;
 mod util;
@@ -25,10 +28,17 @@ commands:
                         check and asm checks; ends with `N passed, M failed`.
                         --host runs the host tests only; FILTERs go to both
                         `cargo test` runs
-  bench [--insn] [-- ARG...]
-                        build qneon-bench for aarch64 and run it under qemu;
-                        --insn counts guest instructions with the
-                        tools/qemu-insn plugin
+  bench [--mca] [--jobs N] [--filter TEXT]
+                        instructions per element of every op, type, method,
+                        backend and shape under qemu (tools/qemu-insn plugin,
+                        R and 2R repetitions): writes target/bench/insns.json,
+                        insns.md and insns.svg; --mca adds llvm-mca cycles per
+                        element of the NEON inner loops
+  bench --readme        rewrite README.md's performance section and
+                        docs/insns.svg from target/bench/insns.json
+  bench --run [--insn] [-- ARG...]
+                        run qneon-bench ARGs under qemu (--insn: count guest
+                        instructions)
   asm                   check the disassembly of kernels against
                         asm_tests/expect.toml
   help                  show this message

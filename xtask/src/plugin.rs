@@ -82,3 +82,41 @@ pub fn count_instructions_with(binary: &Path, args: &[String], quiet: bool) -> R
         .parse()
         .map_err(|_| format!("unexpected plugin output {text:?}").into())
 }
+
+/// Runs `binary args` under `qemu-aarch64 -cpu max` with the counting
+/// `plugin` (from [`insn_plugin`]) writing its total to `count_file`, and
+/// returns the count. Output is captured (and shown only on failure), and
+/// every call has its own count file, so several may run at once.
+pub fn count_to_file(
+    plugin: &Path,
+    binary: &Path,
+    args: &[String],
+    count_file: &Path,
+) -> Result<u64> {
+    let _ = fs::remove_file(count_file);
+    if count_file.to_string_lossy().contains(',') {
+        bail!(
+            "qemu's -plugin option cannot take a path with a comma: {}",
+            count_file.display()
+        );
+    }
+    let mut plugin_arg = plugin.as_os_str().to_owned();
+    plugin_arg.push(",out=");
+    plugin_arg.push(count_file);
+    util::capture(
+        Command::new("qemu-aarch64")
+            .args(["-cpu", "max", "-plugin"])
+            .arg(plugin_arg)
+            .arg(binary)
+            .args(args),
+    )?;
+    let text = fs::read_to_string(count_file).map_err(|e| {
+        format!(
+            "the qemu-insn plugin wrote no count to {}: {e}",
+            count_file.display()
+        )
+    })?;
+    text.trim()
+        .parse()
+        .map_err(|_| format!("unexpected plugin output {text:?}").into())
+}

@@ -9,6 +9,10 @@ use std::process::Command;
 
 use crate::util::{self, bail, Result, TARGET};
 
+/// The static musl target for `qneon-bench`: added when rustup can, never
+/// required (everything else uses [`TARGET`]).
+const MUSL_TARGET: &str = "aarch64-unknown-linux-musl";
+
 /// Something we need on the machine, and the Debian package providing it.
 struct Tool {
     what: &'static str,
@@ -120,7 +124,11 @@ fn ensure_rust_target() -> Result<bool> {
     list.args(["target", "list", "--installed"])
         .current_dir(util::root());
     let installed = util::capture(&mut list)?;
-    if installed.lines().any(|l| l.trim() == TARGET) {
+    let has = |target: &str| installed.lines().any(|l| l.trim() == target);
+    if !has(MUSL_TARGET) {
+        add_musl_target();
+    }
+    if has(TARGET) {
         return Ok(false);
     }
     eprintln!("setup: Rust target {TARGET} is missing, adding it");
@@ -131,6 +139,18 @@ fn ensure_rust_target() -> Result<bool> {
     )?;
     eprintln!("setup: added Rust target {TARGET}");
     Ok(true)
+}
+
+/// Best effort: a failure (offline, a toolchain without musl) is reported
+/// and otherwise ignored.
+fn add_musl_target() {
+    eprintln!("setup: adding Rust target {MUSL_TARGET} (optional: static qneon-bench)");
+    let mut add = Command::new("rustup");
+    add.args(["target", "add", MUSL_TARGET])
+        .current_dir(util::root());
+    if let Err(e) = util::capture(&mut add) {
+        eprintln!("setup: could not add {MUSL_TARGET} (only the musl build needs it): {e}");
+    }
 }
 
 fn aarch64_libc_present() -> bool {

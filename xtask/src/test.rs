@@ -2,7 +2,8 @@
 //!
 //! Parts, in order: host `cargo test --workspace`; `cargo test -p qneon` for
 //! aarch64 under qemu (the runner in `.cargo/config.toml`); a `no_std`
-//! build check of the library; the asm checks. Output streams as it comes;
+//! build check of the library; the asm checks; the benches compile (host
+//! and aarch64) and `qneon-bench` runs once on the host. Output streams as it comes;
 //! libtest's `test result:` lines are summed, and the last line printed is
 //! `N passed, M failed`. A part that fails without reporting any failing
 //! test (say, a compile error) counts as one failure.
@@ -80,6 +81,10 @@ pub fn cli(args: &[String]) -> Result {
             ]),
         ));
         parts.push(asm_part());
+        parts.push(build_part(
+            "aarch64 benches build",
+            util::cargo(["bench", "-p", "qneon", "--no-run", "--target", TARGET]),
+        ));
     }
     // Benchmarks as tests: the criterion benches compile, and the benchmark
     // binary runs once on a small shape on the host.
