@@ -304,6 +304,30 @@ fn rows_too_wide_for_tflite_are_exact() {
     assert!(report.vs_exact.max <= 1, "{report:?}");
 }
 
+/// `beta * scale` beyond `f32`'s range: every row is one-hot (ties shared).
+#[test]
+fn overflowing_beta_times_scale_gives_one_hot_rows() {
+    let q_out = output_params::<i8>();
+    let op = Softmax::<i8>::new(QuantParams::new(1e30, 0), 1e20, q_out, Method::Lut).unwrap();
+    let x: Vec<i8> = vec![1, 5, -3, 5, 0, 0, 0, 0, 7, 2, 2, 2, 2, 2, 2, 2];
+    for backend in Backend::available() {
+        let mut y = vec![0i8; 16];
+        op.run_with(backend, &x, &mut y, 8).unwrap();
+        assert_eq!(
+            y[..8],
+            [-128, 0, -128, 0, -128, -128, -128, -128],
+            "{}",
+            backend.name()
+        );
+        assert_eq!(
+            y[8..],
+            [127, -128, -128, -128, -128, -128, -128, -128],
+            "{}",
+            backend.name()
+        );
+    }
+}
+
 /// The extremes of a row: one maximum among minima, all equal, two values;
 /// and scales where t[64] is large enough for a lone maximum's row to have
 /// outputs past d = 63 (the NEON kernel's per-row check).

@@ -92,6 +92,13 @@ impl SoftmaxLut {
         let scale: f32 = input_scale * beta;
         let mut exp = [0u16; 256];
         for (d, t) in exp.iter_mut().enumerate() {
+            if d == 0 {
+                // exp(0) = 1. TFLite computes scale * 0, which is NaN when
+                // beta * scale overflows f32 (then its cast is undefined);
+                // 65535 also keeps every row's sum at least 65535.
+                *t = 65535;
+                continue;
+            }
             let x: f32 = scale * -(d as f32);
             // `expf(x) * 65535` is an f32 product; `+ 0.5` is done in double
             // and the conversion truncates.
