@@ -50,10 +50,22 @@ pub(crate) mod log_softmax;
 pub(crate) mod logistic;
 pub(crate) mod lut;
 pub(crate) mod softmax;
+// The layer operators (issue 6): GEMM, add, NoNorm, head transposes.
+pub(crate) mod elementwise;
+#[cfg(feature = "alloc")]
+pub(crate) mod gemm;
+pub(crate) mod requant;
 
+pub use elementwise::{merge_heads, split_heads, Add, AddParams, ADD_LEFT_SHIFT};
 pub use log_softmax::{LogSoftmax, LogSoftmaxParams};
 pub use logistic::{Activation, ActivationParams, Logistic, Tanh};
+pub use requant::FusedActivation;
 pub use softmax::{Softmax, SoftmaxParams};
+#[cfg(feature = "alloc")]
+pub use {
+    elementwise::NoNorm,
+    gemm::{Gemm, GemmPath},
+};
 
 use crate::error::{Error, Result};
 use crate::quant::QuantParams;
