@@ -26,6 +26,7 @@
 //! 32-bit saturating add and clamp (a value beyond the 16-bit range saturates
 //! the 8-bit result either way).
 
+use crate::fixedpoint::Lane;
 use crate::ops::gemm::{Gemm, KC, NR};
 use crate::ops::requant::{requantize_lanes, ChannelLane, ChannelMultiplier};
 use core::arch::aarch64::*;
@@ -57,6 +58,10 @@ impl ChannelLane for int32x4_t {
 /// The 8 channels of one weight block: bias and multipliers as two vectors.
 #[derive(Clone, Copy)]
 struct BlockParams {
+    /// Some channel of the block shifts left (an effective scale >= 1/2).
+    any_left_shift: bool,
+    /// Every channel of the block shifts right by at least 1.
+    all_right_shift: bool,
     bias: [int32x4_t; 2],
     mult: [ChannelMultiplier<int32x4_t>; 2],
     zero_point: int16x8_t,
@@ -88,7 +93,10 @@ impl BlockParams {
                 vdupq_n_s8(g.act_max as i8),
             )
         };
+        let channels = c..c + NR;
         BlockParams {
+            any_left_shift: m.left_shift[channels.clone()].iter().any(|&s| s != 0),
+            all_right_shift: m.neg_right_shift[channels].iter().all(|&s| s < 0),
             bias: [v(&g.folded_bias, 0), v(&g.folded_bias, 1)],
             mult: [mult(0), mult(1)],
             zero_point,
@@ -98,9 +106,40 @@ impl BlockParams {
     }
 }
 
+/// `requantize_lanes` for one vector of 4 channels, specialised per block:
+/// without the left shift when no channel of the block has one (shifting by
+/// 0 is the identity), and, when every channel shifts right by at least 1,
+/// with the sign fix-up of the rounding divide as one `ssra` (`x + (x >> 31)`)
+/// instead of `and` + `sshr` + `sqadd`: the same values, because the
+/// fix-up's `and` with a negative shift keeps the sign bit, and the saturation
+/// of `sqadd` never acts (`sqrdmulh` by a multiplier below 2^31 cannot give
+/// `i32::MIN`, so adding -1 cannot overflow).
+#[inline(always)]
+fn requantize<const LEFT: bool, const FAST: bool>(
+    acc: int32x4_t,
+    m: &ChannelMultiplier<int32x4_t>,
+) -> int32x4_t {
+    if LEFT && !FAST {
+        return requantize_lanes(acc, m);
+    }
+    let x = if LEFT {
+        acc.shl_lanes(m.left_shift)
+    } else {
+        acc
+    };
+    let x = x.saturating_rounding_doubling_high_mul(m.multiplier);
+    if FAST {
+        // SAFETY: neon is a compile-time target feature (cfg on this module).
+        unsafe { vrshlq_s32(vsraq_n_s32::<31>(x, x), m.neg_right_shift) }
+    } else {
+        x.rounding_divide_by_pot_lanes(m.neg_right_shift)
+    }
+}
+
 /// Requantizes an `R x 8` tile of accumulators and stores rows `row..row + mr`,
 /// channels `col..col + nr` of the `n`-wide output.
 #[inline(always)]
+#[allow(clippy::too_many_arguments)]
 fn store_tile<const R: usize>(
     acc: &[[int32x4_t; 2]; R],
     p: &BlockParams,
@@ -111,39 +150,61 @@ fn store_tile<const R: usize>(
     col: usize,
     nr: usize,
 ) {
-    let full = mr == R && nr == NR;
-    let mut buf = [0i8; 64];
-    debug_assert!(R * NR <= buf.len() && R % 2 == 0);
-    let mut pair = 0;
-    while pair < R {
+    match (p.any_left_shift, p.all_right_shift) {
+        (false, true) => store_tile_with::<R, false, true>(acc, p, output, n, row, mr, col, nr),
+        (false, false) => store_tile_with::<R, false, false>(acc, p, output, n, row, mr, col, nr),
+        (true, true) => store_tile_with::<R, true, true>(acc, p, output, n, row, mr, col, nr),
+        (true, false) => store_tile_with::<R, true, false>(acc, p, output, n, row, mr, col, nr),
+    }
+}
+
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn store_tile_with<const R: usize, const LEFT: bool, const FAST: bool>(
+    acc: &[[int32x4_t; 2]; R],
+    p: &BlockParams,
+    output: &mut [i8],
+    n: usize,
+    row: usize,
+    mr: usize,
+    col: usize,
+    nr: usize,
+) {
+    debug_assert!(R % 2 == 0);
+    // Rows r and r + 1 of the tile as one vector of 16 int8 (8 channels each).
+    let pair = |r: usize| -> int8x16_t {
         let half = |r: usize| -> int16x8_t {
-            let lo = requantize_lanes(acc[r][0], &p.mult[0]);
-            let hi = requantize_lanes(acc[r][1], &p.mult[1]);
+            let lo = requantize::<LEFT, FAST>(acc[r][0], &p.mult[0]);
+            let hi = requantize::<LEFT, FAST>(acc[r][1], &p.mult[1]);
             // SAFETY: neon is a compile-time target feature (cfg on this module).
             unsafe { vqaddq_s16(vqmovn_high_s32(vqmovn_s32(lo), hi), p.zero_point) }
         };
-        let (h0, h1) = (half(pair), half(pair + 1));
+        let (h0, h1) = (half(r), half(r + 1));
         // SAFETY: neon is a compile-time target feature (cfg on this module).
-        let b = unsafe { vminq_s8(vmaxq_s8(vqmovn_high_s16(vqmovn_s16(h0), h1), p.min), p.max) };
-        if full {
-            let at = (row + pair) * n + col;
-            // Whole tile inside the output: rows row..row + R, channels col..col + 8.
-            debug_assert!(at + n + NR <= output.len());
-            // SAFETY: the tile is whole (mr == R, nr == 8), so both 8-byte
-            // stores, at (row + pair) * n + col and one row further, end within
-            // the m x n output (checked by the caller's length check).
+        unsafe { vminq_s8(vmaxq_s8(vqmovn_high_s16(vqmovn_s16(h0), h1), p.min), p.max) }
+    };
+    if mr == R && nr == NR {
+        // A whole tile: rows row..row + R, channels col..col + 8, all inside
+        // the m x n output.
+        let _last = &mut output[(row + R - 1) * n + col..(row + R - 1) * n + col + NR];
+        let o = output.as_mut_ptr();
+        for r in (0..R).step_by(2) {
+            let b = pair(r);
+            // SAFETY: rows row + r and row + r + 1 <= row + R - 1, channels
+            // col..col + 8: within the slice checked just above.
             unsafe {
-                let o = output.as_mut_ptr().add(at);
-                vst1_s8(o, vget_low_s8(b));
-                vst1_s8(o.add(n), vget_high_s8(b));
+                let at = o.add((row + r) * n + col);
+                vst1_s8(at, vget_low_s8(b));
+                vst1_s8(at.add(n), vget_high_s8(b));
             }
-        } else {
-            // SAFETY: buf holds 64 bytes and pair * 8 + 16 <= R * 8 <= 64.
-            unsafe { vst1q_s8(buf.as_mut_ptr().add(pair * NR), b) };
         }
-        pair += 2;
-    }
-    if !full {
+    } else {
+        let mut buf = [0i8; 64];
+        debug_assert!(R * NR <= buf.len());
+        for r in (0..R).step_by(2) {
+            // SAFETY: buf holds 64 bytes and r * 8 + 16 <= R * 8 <= 64.
+            unsafe { vst1q_s8(buf.as_mut_ptr().add(r * NR), pair(r)) };
+        }
         for r in 0..mr {
             let at = (row + r) * n + col;
             output[at..at + nr].copy_from_slice(&buf[r * NR..r * NR + nr]);
@@ -152,10 +213,20 @@ fn store_tile<const R: usize>(
 }
 
 /// Pointers to rows `row..row + R` of the `k`-deep input, rows past `m`
-/// replaced by row `m - 1`.
+/// replaced by row `m - 1` (`row + mr <= m`, `input.len() == m * k`).
 #[inline(always)]
 fn row_pointers<const R: usize>(input: &[i8], k: usize, row: usize, mr: usize) -> [*const i8; R] {
-    core::array::from_fn(|r| input[(row + r.min(mr - 1)) * k..].as_ptr())
+    // One bounds check for all rows (the last one) instead of one per row.
+    let _last_row = &input[(row + mr - 1) * k..(row + mr) * k];
+    let base = input.as_ptr();
+    if mr == R {
+        // SAFETY: row + r <= row + mr - 1, whose k bytes were sliced just
+        // above, so the offset is within `input`.
+        core::array::from_fn(|r| unsafe { base.add((row + r) * k) })
+    } else {
+        // SAFETY: as above, with row + min(r, mr - 1) <= row + mr - 1.
+        core::array::from_fn(|r| unsafe { base.add((row + r.min(mr - 1)) * k) })
+    }
 }
 
 /// The depth past the last whole 16 bytes, copied into zero-padded rows.
@@ -194,21 +265,34 @@ fn sdot_lane<const LANE: i32>(acc: int32x4_t, w: int8x16_t, x: int8x16_t) -> int
     acc
 }
 
-/// One depth group of 4 (lane `G` of each row vector) on the 8 x 8 tile.
-///
-/// # Safety
-/// `w` must be valid for reading 32 bytes.
+/// One step of 16 depth bytes for two rows (`x0`, `x1`: 16 bytes of each)
+/// with the 8 weight vectors of the step (`w[2g + j]`: depth group `g`,
+/// channels `4j..4j + 4`): four independent accumulator chains.
 #[inline(always)]
-unsafe fn dot_group<const G: i32>(acc: &mut [[int32x4_t; 2]; 8], x: &[int8x16_t; 8], w: *const i8) {
-    // SAFETY: 32 readable bytes at w (the caller's guarantee).
-    let (w0, w1) = unsafe { (vld1q_s8(w), vld1q_s8(w.add(16))) };
-    for r in 0..8 {
-        acc[r][0] = sdot_lane::<G>(acc[r][0], w0, x[r]);
-        acc[r][1] = sdot_lane::<G>(acc[r][1], w1, x[r]);
+fn dot_row_pair(
+    acc: &mut [[int32x4_t; 2]; 8],
+    r: usize,
+    w: &[int8x16_t; 8],
+    x0: int8x16_t,
+    x1: int8x16_t,
+) {
+    macro_rules! group {
+        ($g:literal) => {
+            acc[r][0] = sdot_lane::<$g>(acc[r][0], w[2 * $g], x0);
+            acc[r][1] = sdot_lane::<$g>(acc[r][1], w[2 * $g + 1], x0);
+            acc[r + 1][0] = sdot_lane::<$g>(acc[r + 1][0], w[2 * $g], x1);
+            acc[r + 1][1] = sdot_lane::<$g>(acc[r + 1][1], w[2 * $g + 1], x1);
+        };
     }
+    group!(0);
+    group!(1);
+    group!(2);
+    group!(3);
 }
 
-/// `chunks` steps of 16 depth bytes on the 8 x 8 tile.
+/// `chunks` steps of 16 depth bytes on the 8 x 8 tile. The step's weights
+/// (8 vectors) stay in registers while the rows stream past them: 16
+/// accumulators + 8 weights + 2 rows fit the 32 registers without spills.
 ///
 /// # Safety
 /// Each row pointer must be valid for reading `16 chunks` bytes and `w` for
@@ -225,12 +309,14 @@ unsafe fn dot_chunks(
         // SAFETY: i < chunks, so 16 bytes at i * 16 are within each row and
         // 128 bytes at w within the block (the caller's guarantee).
         unsafe {
-            let x: [int8x16_t; 8] = core::array::from_fn(|r| vld1q_s8(rows[r].add(i * KC)));
-            dot_group::<0>(acc, &x, w);
-            dot_group::<1>(acc, &x, w.add(32));
-            dot_group::<2>(acc, &x, w.add(64));
-            dot_group::<3>(acc, &x, w.add(96));
-            w = w.add(4 * 32);
+            let wv: [int8x16_t; 8] = core::array::from_fn(|j| vld1q_s8(w.add(16 * j)));
+            // Written out (not a loop) so the accumulators stay in registers.
+            let x = |r: usize| vld1q_s8(rows[r].add(i * KC));
+            dot_row_pair(acc, 0, &wv, x(0), x(1));
+            dot_row_pair(acc, 2, &wv, x(2), x(3));
+            dot_row_pair(acc, 4, &wv, x(4), x(5));
+            dot_row_pair(acc, 6, &wv, x(6), x(7));
+            w = w.add(8 * 16);
         }
     }
 }
@@ -254,15 +340,19 @@ pub(crate) unsafe fn gemm_dot(g: &Gemm, input: &[i8], output: &mut [i8], m: usiz
         let mut row = 0;
         while row < m {
             let mr = MR.min(m - row);
-            let mut acc = [p.bias; MR];
             let rows = row_pointers::<MR>(input, k, row, mr);
+            // The depth tail is copied before the accumulators are live, so
+            // that they need not be saved around the copies.
+            let mut buf = [[0i8; KC]; MR];
+            if k % KC != 0 {
+                tail_rows(input, k, row, mr, &mut buf);
+            }
+            let mut acc = [p.bias; MR];
             // SAFETY: each row pointer starts a k-byte input row, and
             // whole * 16 <= k; the block holds k_padded / 16 >= whole steps of
             // 128 bytes.
             unsafe { dot_chunks(&mut acc, &rows, whole, w.as_ptr()) };
             if k % KC != 0 {
-                let mut buf = [[0i8; KC]; MR];
-                tail_rows(input, k, row, mr, &mut buf);
                 let rows: [*const i8; MR] = core::array::from_fn(|r| buf[r].as_ptr());
                 // SAFETY: each buffer row holds 16 bytes; the block's last
                 // 128 bytes start at whole * 128 (k_padded = (whole + 1) * 16).
@@ -343,13 +433,15 @@ pub(crate) fn gemm_widening(g: &Gemm, input: &[i8], output: &mut [i8], m: usize)
         let mut row = 0;
         while row < m {
             let mr = MR.min(m - row);
-            let mut acc = [[zero; 4]; MR];
             let rows = row_pointers::<MR>(input, k, row, mr);
+            let mut buf = [[0i8; KC]; MR];
+            if k % KC != 0 {
+                tail_rows(input, k, row, mr, &mut buf);
+            }
+            let mut acc = [[zero; 4]; MR];
             // SAFETY: as in `gemm_dot`.
             unsafe { widening_chunks(&mut acc, &rows, whole, w.as_ptr()) };
             if k % KC != 0 {
-                let mut buf = [[0i8; KC]; MR];
-                tail_rows(input, k, row, mr, &mut buf);
                 let rows: [*const i8; MR] = core::array::from_fn(|r| buf[r].as_ptr());
                 // SAFETY: as in `gemm_dot`.
                 unsafe { widening_chunks(&mut acc, &rows, 1, w.as_ptr().add(whole * 4 * 32)) };

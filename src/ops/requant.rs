@@ -124,8 +124,8 @@ pub(crate) fn output_stage<L: Lane>(r: L, zero_point: i32, min: i32, max: i32) -
         .lane_min(L::splat(max))
 }
 
-/// Per-channel multipliers, each array padded to `padded_len` with neutral
-/// entries (multiplier 0, shifts 0) so that vector kernels can load whole
+/// Per-channel multipliers, each array padded to `padded_len` with unused
+/// entries (multiplier 0) so that vector kernels can load whole
 /// vectors past the last channel.
 #[cfg(feature = "alloc")]
 #[derive(Clone, Debug)]
@@ -153,7 +153,10 @@ impl ChannelMultipliers {
         debug_assert!(padded_len >= channel_scales.len());
         let mut multiplier = alloc::vec![0; padded_len];
         let mut left_shift = alloc::vec![0; padded_len];
-        let mut neg_right_shift = alloc::vec![0; padded_len];
+        // Padded channels (never stored) shift right by 1, so that a last,
+        // partial block can take the same specialised NEON output stage as
+        // the others.
+        let mut neg_right_shift = alloc::vec![-1; padded_len];
         for (c, &s) in channel_scales.iter().enumerate() {
             let s = check_scale(what, s)?;
             let q = quantize_multiplier(input_scale * s / output_scale)?;
