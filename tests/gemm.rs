@@ -278,10 +278,7 @@ fn gemm_i8_fused_relu_clamps_at_the_zero_point() {
     c.output.zero_point = -20;
     let out = c.run_scalar(&c.gemm());
     assert!(out.iter().all(|&v| v >= -20));
-    assert!(
-        out.iter().any(|&v| v == -20),
-        "no output was clamped: test too weak"
-    );
+    assert!(out.contains(&-20), "no output was clamped: test too weak");
 }
 
 // ---------------------------------------------------------------------------

@@ -4,10 +4,9 @@
 
 use super::neon::NeonElem;
 use super::tail::BLOCK;
-use crate::ops::requant::ChannelMultiplier;
 use crate::ops::AddParams;
 #[cfg(feature = "alloc")]
-use crate::ops::NoNorm;
+use crate::ops::{requant::ChannelMultiplier, NoNorm};
 use core::arch::aarch64::*;
 
 /// Quantized add; `a`, `b` and `output` have the same length (checked by the caller).

@@ -31,9 +31,11 @@
 //! **Heads**: [`split_heads`] turns `[seq, heads * head_dim]` into
 //! `[heads, seq, head_dim]`, [`merge_heads`] back.
 
-use super::requant::{check_length, output_stage, FusedActivation};
+use super::requant::{check_length, FusedActivation};
 #[cfg(feature = "alloc")]
-use super::requant::{requantize_lanes, ChannelLane, ChannelMultiplier, ChannelMultipliers};
+use super::requant::{
+    output_stage, requantize_lanes, ChannelLane, ChannelMultiplier, ChannelMultipliers,
+};
 use super::{check_scale, check_zero_point};
 use crate::arch::Backend;
 use crate::error::{Error, Result};

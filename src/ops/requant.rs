@@ -18,6 +18,10 @@
 //!
 //! [`multiply_by_quantized_multiplier`]: crate::quant::multiply_by_quantized_multiplier
 
+// Per-channel requantization serves the operators that own per-channel
+// arrays (`Gemm`, `NoNorm`), which need `alloc`.
+#![cfg_attr(not(feature = "alloc"), allow(dead_code, unused_imports))]
+
 use super::{check_scale, QuantElem};
 use crate::error::{Error, Result};
 use crate::fixedpoint::{libm_round, Lane};

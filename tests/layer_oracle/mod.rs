@@ -86,8 +86,7 @@ pub fn srdhm(a: i64, b: i64) -> i64 {
     let ab = a * b;
     let nudge = if ab >= 0 { 1 << 30 } else { 1 - (1 << 30) };
     // C++ integer division truncates toward zero.
-    let q = (ab + nudge) / (1i64 << 31);
-    q
+    (ab + nudge) / (1i64 << 31)
 }
 
 /// gemmlowp's `RoundingDivideByPOT`: `x / 2^e`, ties away from zero.
