@@ -347,6 +347,30 @@ mod neon {
     }
 
     #[test]
+    fn gemm_i8_neon_widening_pairs_of_largest_products() {
+        // Without -128 weights the widening path adds two raw products in 16
+        // bits: at most 2 * 128 * 127 = 32,512 in magnitude. Exercise that
+        // bound (x = -128 against w = -127 and 127) and random shapes of
+        // weights in -127..=127, large ones included (random weights of that
+        // size almost surely hold a -128 and take the one-product path).
+        require_dotprod();
+        let mut rng = Rng::new(14);
+        for (m, n, k) in [(9, 11, 512), (5, 8, 16), (1, 1, 1), (17, 19, 35)] {
+            for w in [-127i8, 127] {
+                let mut c = Case::random(&mut rng, m, n, k);
+                c.x = vec![-128; m * k];
+                c.w = vec![w; n * k];
+                check_neon(&c);
+            }
+        }
+        for (m, n, k) in [(384, 128, 512), (384, 512, 128), (7, 129, 515)] {
+            let mut c = Case::random(&mut rng, m, n, k);
+            c.w = c.w.iter().map(|&v| v.max(-127)).collect();
+            check_neon(&c);
+        }
+    }
+
+    #[test]
     fn gemm_i8_neon_paths_equal_scalar_extremes_and_magnitudes() {
         require_dotprod();
         for c in extreme_cases().iter().chain(&magnitude_cases()) {

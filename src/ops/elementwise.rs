@@ -91,8 +91,16 @@ impl AddParams {
     }
 }
 
-/// Prepared int8 quantized add of two same-shape tensors (see the
-/// [module docs](self)).
+/// Prepared int8 quantized add of two same-shape tensors: TFLite's int8 `ADD`
+/// (`reference_integer_ops::AddElementwise`) bit for bit:
+///
+/// ```text
+/// twice_max = 2 * max(scale_a, scale_b)
+/// m_a = scale_a / twice_max, m_b = scale_b / twice_max      (quantized, shift <= 0)
+/// m_out = twice_max / (2^20 * scale_out)                    (quantized, < 1)
+/// a' = MBQM((a - zp_a) << 20, m_a), b' = MBQM((b - zp_b) << 20, m_b)
+/// out = clamp(MBQM(a' + b', m_out) + zp_out, act_min, act_max)
+/// ```
 #[derive(Clone, Copy, Debug)]
 pub struct Add {
     params: AddParams,
@@ -200,8 +208,16 @@ impl Add {
     }
 }
 
-/// Prepared int8 NoNorm, `y = x * gamma + beta` per channel of the last axis
-/// (see the [module docs](self) for the quantization).
+/// Prepared int8 NoNorm (MobileBert's normalization), `y = x * gamma + beta`
+/// per channel of the last axis, quantized as a 1x1 depthwise convolution with
+/// per-channel weights (TFLite's `DepthwiseConvPerChannel`, one rounding):
+///
+/// ```text
+/// gamma[c] = gamma_scale[c] * gamma_q[c]            int8, symmetric, per channel
+/// beta[c]  = scale_x * gamma_scale[c] * beta_q[c]   int32
+/// acc = (x - zp_x) * gamma_q[c] + beta_q[c]
+/// out = clamp(MBQM(acc, scale_x * gamma_scale[c] / scale_out) + zp_out, act_min, act_max)
+/// ```
 #[cfg(feature = "alloc")]
 #[derive(Clone, Debug)]
 pub struct NoNorm {

@@ -54,14 +54,32 @@ pub enum GemmPath {
     Widening,
 }
 
-/// A prepared int8 fully connected layer (see the [module docs](self)).
+/// A prepared int8 fully connected layer: TFLite's per-channel int8
+/// `FullyConnected` (`reference_integer_ops::FullyConnectedPerChannel`) bit for
+/// bit. Output `(m, n)` of an `m x k` input and `n x k` weights:
 ///
-/// Packed weight layout: output channels in blocks of [`NR`] = 8 (the last
+/// ```text
+/// acc = sum_k (x[m][k] - input_zero_point) * w[n][k] + bias[n]      int32, wrapping
+/// y   = MultiplyByQuantizedMultiplier(acc, multiplier[n], shift[n])  double rounding
+/// out = clamp(y + output_zero_point, act_min, act_max)               int8
+/// ```
+///
+/// with `multiplier[n] * 2^(shift[n] - 31)` the quantized
+/// `input_scale * weight_scales[n] / output_scale` (in `f64`) and
+/// `[act_min, act_max]` the fused activation's range. The sum wraps modulo
+/// 2^32 as the C++ `int32_t` sum does; it is exact whenever it fits (any `k`
+/// below 65,000). Every backend gives the same bytes: the scalar reference, and
+/// on aarch64 NEON with `sdot` (dotprod, detected at run time; an 8 x 8 tile of
+/// int32 accumulators) or widening multiply-accumulates (a 4 x 8 tile).
+///
+/// Packed weight layout: output channels in blocks of 8 (the last
 /// block padded with zero weights), each block holding the whole depth, padded
 /// with zeros to a multiple of 16, in groups of 4: group `g` of block `b` is
 /// 32 bytes, `w[8b + c][4g + t]` at byte `16 (c / 4) + 4 (c % 4) + t`. One
 /// 16-byte vector is then four channels by four depths, the operand of one
-/// `sdot` against four input bytes.
+/// `sdot` against four input bytes. The input zero point is folded into the
+/// bias (`bias[n] - input_zero_point * sum_k w[n][k]`, equal modulo 2^32), so
+/// the NEON inner loops multiply raw int8 values.
 #[derive(Clone, Debug)]
 pub struct Gemm {
     pub(crate) n: usize,
@@ -75,6 +93,10 @@ pub struct Gemm {
     #[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
     pub(crate) folded_bias: Vec<i32>,
     pub(crate) multipliers: ChannelMultipliers,
+    /// No weight is -128 (the widening NEON path may then add two products
+    /// in 16 bits).
+    #[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
+    pub(crate) weights_above_min: bool,
     pub(crate) input_zero_point: i32,
     pub(crate) output_zero_point: i32,
     pub(crate) act_min: i32,
@@ -173,6 +195,7 @@ impl Gemm {
             bias,
             folded_bias,
             multipliers,
+            weights_above_min: !weights.contains(&i8::MIN),
             input_zero_point: input.zero_point,
             output_zero_point: output.zero_point,
             act_min,
