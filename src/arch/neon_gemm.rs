@@ -327,6 +327,7 @@ unsafe fn dot_chunks(
 /// The CPU must have the dotprod extension. `input.len() == m * g.k` and
 /// `output.len() == m * g.n` (checked by `Gemm::run_with`).
 #[target_feature(enable = "dotprod")]
+#[inline(never)]
 pub(crate) unsafe fn gemm_dot(g: &Gemm, input: &[i8], output: &mut [i8], m: usize) {
     const MR: usize = 8;
     debug_assert!(input.len() == m * g.k && output.len() == m * g.n);
@@ -460,6 +461,7 @@ unsafe fn widening_chunks<const PAIRS: bool>(
 
 /// The widening multiply-accumulate path (plain NEON). `input.len() == m * g.k`
 /// and `output.len() == m * g.n` (checked by `Gemm::run_with`).
+#[inline(never)]
 pub(crate) fn gemm_widening(g: &Gemm, input: &[i8], output: &mut [i8], m: usize) {
     if g.weights_above_min {
         gemm_widening_with::<true>(g, input, output, m)
