@@ -90,6 +90,24 @@ pub enum Error {
         /// The backend's name.
         backend: &'static str,
     },
+    /// A buffer or parameter list whose length does not fit the operator's shape.
+    Length {
+        /// The operation.
+        op: &'static str,
+        /// Which buffer (`"weights"`, `"bias"`, `"input"`, ...).
+        what: &'static str,
+        /// The length the shape requires.
+        expected: usize,
+        /// The length given.
+        got: usize,
+    },
+    /// A dimension that must be at least 1 is 0.
+    ZeroDimension {
+        /// The operation.
+        op: &'static str,
+        /// Which dimension.
+        what: &'static str,
+    },
 }
 
 /// `core::result::Result` with this crate's [`Error`].
@@ -140,6 +158,13 @@ impl fmt::Display for Error {
             Error::BackendUnavailable { backend } => {
                 write!(f, "backend {backend} is not available on this target")
             }
+            Error::Length {
+                op,
+                what,
+                expected,
+                got,
+            } => write!(f, "{op}: {what} has {got} elements, expected {expected}"),
+            Error::ZeroDimension { op, what } => write!(f, "{op}: {what} must be at least 1"),
         }
     }
 }

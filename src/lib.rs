@@ -54,5 +54,8 @@ pub mod quant;
 
 pub use arch::{Backend, CpuFeatures};
 pub use error::{Error, Result};
+pub use ops::{merge_heads, split_heads, Add, FusedActivation};
+#[cfg(feature = "alloc")]
+pub use ops::{Gemm, NoNorm};
 pub use ops::{LogSoftmax, Logistic, Method, QuantElem, Softmax, Tanh};
 pub use quant::QuantParams;

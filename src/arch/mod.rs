@@ -15,10 +15,15 @@
 #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
 pub(crate) mod neon;
 #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+pub(crate) mod neon_elementwise;
+#[cfg(all(target_arch = "aarch64", target_feature = "neon", feature = "alloc"))]
+pub(crate) mod neon_gemm;
+#[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
 pub(crate) mod neon_lut;
 #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
 pub(crate) mod neon_softmax_lut;
 pub(crate) mod scalar;
+pub(crate) mod scalar_gemm;
 #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
 pub(crate) mod tail;
 

@@ -55,10 +55,22 @@ pub(crate) mod softmax;
 // needs `std` (`f32::exp`).
 #[cfg_attr(not(all(target_arch = "aarch64", feature = "std")), allow(dead_code))]
 pub(crate) mod softmax_lut;
+// The transformer layer operators: GEMM, add, NoNorm, head transposes.
+pub(crate) mod elementwise;
+#[cfg(feature = "alloc")]
+pub(crate) mod gemm;
+pub(crate) mod requant;
 
+pub use elementwise::{merge_heads, split_heads, Add, AddParams, ADD_LEFT_SHIFT};
 pub use log_softmax::{LogSoftmax, LogSoftmaxParams};
 pub use logistic::{Activation, ActivationParams, Logistic, Tanh};
+pub use requant::FusedActivation;
 pub use softmax::{Softmax, SoftmaxParams};
+#[cfg(feature = "alloc")]
+pub use {
+    elementwise::NoNorm,
+    gemm::{Gemm, GemmPath},
+};
 
 use crate::error::{Error, Result};
 use crate::quant::QuantParams;

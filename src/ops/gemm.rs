@@ -1,0 +1,314 @@
+//! int8 GEMM (a fully connected layer) with int32 accumulation and the int8
+//! requantization fused into the output stage.
+//!
+//! For an `M x K` input `x` and `N x K` weights `w` (one row per output
+//! channel), output element `(m, n)` is TFLite's per-channel int8
+//! `FullyConnected` (`reference_integer_ops::FullyConnectedPerChannel`):
+//!
+//! ```text
+//! acc   = sum_k (x[m][k] - input_zero_point) * w[n][k] + bias[n]      int32, wrapping
+//! y     = MultiplyByQuantizedMultiplier(acc, multiplier[n], shift[n])  double rounding
+//! out   = clamp(y + output_zero_point, act_min, act_max)               int8
+//! ```
+//!
+//! with `multiplier[n] * 2^(shift[n] - 31)` the quantized
+//! `input_scale * weight_scale[n] / output_scale` (computed in `f64`, as
+//! TFLite's `PopulateConvolutionQuantizationParams`), weights symmetric
+//! (zero point 0, as TFLite requires for per-channel weights), and
+//! `[act_min, act_max]` the fused activation's range. The accumulator wraps
+//! modulo 2^32 like the C++ `int32_t` sum does in practice; every backend gives
+//! the same wrapped value, which is the exact sum whenever it fits (any
+//! `K` below 65,000).
+//!
+//! `new()` packs the weights once for the NEON kernels (blocks of 8 output
+//! channels, depth in groups of 4 bytes, see [`Gemm`]) and folds the input zero
+//! point into the bias (`bias[n] - input_zero_point * sum_k w[n][k]`, the same
+//! value modulo 2^32), so the NEON inner loops multiply raw int8 values.
+//!
+//! NEON has two paths, bit-exact with each other and with the scalar
+//! reference: `sdot` (FEAT_DotProd, detected at run time) on an 8 x 8 tile of
+//! int32 accumulators, and a widening multiply-accumulate fallback
+//! (`smull` + `sadalp`) on a 4 x 8 tile.
+
+use super::requant::{check_length, ChannelMultipliers, FusedActivation};
+use super::{check_scale, check_zero_point};
+use crate::arch::{Backend, CpuFeatures};
+use crate::error::{Error, Result};
+use crate::quant::QuantParams;
+use alloc::vec::Vec;
+
+const OP: &str = "gemm";
+
+/// Output channels per packed weight block (the NEON tile width).
+pub(crate) const NR: usize = 8;
+/// Depth bytes per NEON step; the packed depth is padded to a multiple of it.
+pub(crate) const KC: usize = 16;
+
+/// The NEON inner loop of a [`Gemm`] (the backend stays [`Backend::Neon`]).
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum GemmPath {
+    /// `sdot` on an 8 x 8 tile; needs the dotprod extension.
+    Dot,
+    /// `smull` + `sadalp` on a 4 x 8 tile; plain NEON.
+    Widening,
+}
+
+/// A prepared int8 fully connected layer: TFLite's per-channel int8
+/// `FullyConnected` (`reference_integer_ops::FullyConnectedPerChannel`) bit for
+/// bit. Output `(m, n)` of an `m x k` input and `n x k` weights:
+///
+/// ```text
+/// acc = sum_k (x[m][k] - input_zero_point) * w[n][k] + bias[n]      int32, wrapping
+/// y   = MultiplyByQuantizedMultiplier(acc, multiplier[n], shift[n])  double rounding
+/// out = clamp(y + output_zero_point, act_min, act_max)               int8
+/// ```
+///
+/// with `multiplier[n] * 2^(shift[n] - 31)` the quantized
+/// `input_scale * weight_scales[n] / output_scale` (in `f64`) and
+/// `[act_min, act_max]` the fused activation's range. The sum wraps modulo
+/// 2^32 as the C++ `int32_t` sum does; it is exact whenever it fits (any `k`
+/// below 65,000). Every backend gives the same bytes: the scalar reference, and
+/// on aarch64 NEON with `sdot` (dotprod, detected at run time; an 8 x 8 tile of
+/// int32 accumulators) or widening multiply-accumulates (a 4 x 8 tile).
+///
+/// Packed weight layout: output channels in blocks of 8 (the last
+/// block padded with zero weights), each block holding the whole depth, padded
+/// with zeros to a multiple of 16, in groups of 4: group `g` of block `b` is
+/// 32 bytes, `w[8b + c][4g + t]` at byte `16 (c / 4) + 4 (c % 4) + t`. One
+/// 16-byte vector is then four channels by four depths, the operand of one
+/// `sdot` against four input bytes. The input zero point is folded into the
+/// bias (`bias[n] - input_zero_point * sum_k w[n][k]`, equal modulo 2^32), so
+/// the NEON inner loops multiply raw int8 values.
+#[derive(Clone, Debug)]
+pub struct Gemm {
+    pub(crate) n: usize,
+    pub(crate) k: usize,
+    /// The depth rounded up to a multiple of [`KC`].
+    pub(crate) k_padded: usize,
+    pub(crate) packed: Vec<i8>,
+    /// TFLite's bias (zeros when there is none), length `n`.
+    pub(crate) bias: Vec<i32>,
+    /// `bias - input_zero_point * sum_k w`, padded with zeros to whole blocks.
+    #[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
+    pub(crate) folded_bias: Vec<i32>,
+    pub(crate) multipliers: ChannelMultipliers,
+    /// No weight is -128 (the widening NEON path may then add two products
+    /// in 16 bits).
+    #[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
+    pub(crate) weights_above_min: bool,
+    pub(crate) input_zero_point: i32,
+    pub(crate) output_zero_point: i32,
+    pub(crate) act_min: i32,
+    pub(crate) act_max: i32,
+    backend: Backend,
+    path: GemmPath,
+}
+
+impl Gemm {
+    /// Validates and prepares a fully connected layer.
+    ///
+    /// * `weights`: `n x k` int8, row-major, one row per output channel,
+    ///   symmetric (zero point 0) with scale `weight_scales[c]` for row `c`;
+    /// * `bias`: `n` int32 values in units of `input.scale * weight_scales[c]`,
+    ///   or `None` for zeros;
+    /// * `input`, `output`: per-tensor int8 quantization (any zero point in
+    ///   `-128..=127`);
+    /// * `activation`: fused into the output clamp.
+    ///
+    /// Errors: `n` or `k` zero ([`Error::ZeroDimension`]), `weights`, `bias` or
+    /// `weight_scales` of the wrong length ([`Error::Length`]), a scale that is
+    /// not finite and `> 0` ([`Error::Scale`]), a zero point out of range
+    /// ([`Error::ZeroPoint`]), an effective scale `input * weight / output` of
+    /// 2^30 or more ([`Error::Unsupported`]).
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        weights: &[i8],
+        n: usize,
+        k: usize,
+        bias: Option<&[i32]>,
+        input: QuantParams,
+        weight_scales: &[f32],
+        output: QuantParams,
+        activation: FusedActivation,
+    ) -> Result<Gemm> {
+        if n == 0 {
+            return Err(Error::ZeroDimension {
+                op: OP,
+                what: "n (output channels)",
+            });
+        }
+        if k == 0 {
+            return Err(Error::ZeroDimension {
+                op: OP,
+                what: "k (depth)",
+            });
+        }
+        check_length(OP, "weights", n.checked_mul(k), weights.len())?;
+        if let Some(b) = bias {
+            check_length(OP, "bias", Some(n), b.len())?;
+        }
+        check_length(OP, "weight scales", Some(n), weight_scales.len())?;
+        let input_scale = check_scale("input scale", input.scale)?;
+        check_zero_point::<i8>("input zero point", input.zero_point)?;
+        let output_scale = check_scale("output scale", output.scale)?;
+        check_zero_point::<i8>("output zero point", output.zero_point)?;
+
+        let blocks = n.div_ceil(NR);
+        let n_padded = blocks * NR;
+        let k_padded = k.div_ceil(KC) * KC;
+        let multipliers = ChannelMultipliers::new(
+            OP,
+            "weight scale",
+            input_scale,
+            weight_scales,
+            output_scale,
+            n_padded,
+        )?;
+
+        let mut packed = alloc::vec![0i8; n_padded * k_padded];
+        for (c, row) in weights.chunks_exact(k).enumerate() {
+            for (d, &w) in row.iter().enumerate() {
+                packed[packed_index(k_padded, c, d)] = w;
+            }
+        }
+        let bias: Vec<i32> = match bias {
+            Some(b) => b.to_vec(),
+            None => alloc::vec![0; n],
+        };
+        let mut folded_bias = alloc::vec![0i32; n_padded];
+        for (c, row) in weights.chunks_exact(k).enumerate() {
+            let sum = row.iter().fold(0i32, |s, &w| s.wrapping_add(w as i32));
+            folded_bias[c] = bias[c].wrapping_sub(input.zero_point.wrapping_mul(sum));
+        }
+        let (act_min, act_max) = activation.range_i8(output);
+        let path = if CpuFeatures::detect().dotprod {
+            GemmPath::Dot
+        } else {
+            GemmPath::Widening
+        };
+        Ok(Gemm {
+            n,
+            k,
+            k_padded,
+            packed,
+            bias,
+            folded_bias,
+            multipliers,
+            weights_above_min: !weights.contains(&i8::MIN),
+            input_zero_point: input.zero_point,
+            output_zero_point: output.zero_point,
+            act_min,
+            act_max,
+            backend: Backend::best(),
+            path,
+        })
+    }
+
+    /// Output channels (`n`).
+    pub fn n(&self) -> usize {
+        self.n
+    }
+
+    /// Depth (`k`).
+    pub fn k(&self) -> usize {
+        self.k
+    }
+
+    /// The quantized output range `[min, max]` of the fused activation.
+    pub fn activation_range(&self) -> (i32, i32) {
+        (self.act_min, self.act_max)
+    }
+
+    /// The backend [`run`](Self::run) uses.
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    /// The NEON path `run` uses on this CPU (`Dot` when it has dotprod).
+    #[doc(hidden)]
+    pub fn path(&self) -> GemmPath {
+        self.path
+    }
+
+    /// Weight `(c, d)` as packed (the original value for `c < n`, `d < k`).
+    #[inline(always)]
+    pub(crate) fn weight(&self, c: usize, d: usize) -> i8 {
+        self.packed[packed_index(self.k_padded, c, d)]
+    }
+
+    /// `output (m x n) = input (m x k) * weights^T`, requantized, with the best
+    /// backend. Errors if `input` is not `m * k` or `output` not `m * n` long.
+    pub fn run(&self, input: &[i8], output: &mut [i8], m: usize) -> Result<()> {
+        self.run_with(self.backend, input, output, m)
+    }
+
+    /// [`run`](Self::run) with the given backend (an error if not available
+    /// here). Every backend gives the same bytes.
+    pub fn run_with(
+        &self,
+        backend: Backend,
+        input: &[i8],
+        output: &mut [i8],
+        m: usize,
+    ) -> Result<()> {
+        self.check_buffers(input, output, m)?;
+        match backend {
+            Backend::Scalar => {
+                crate::arch::scalar_gemm::gemm(self, input, output, m);
+                Ok(())
+            }
+            _ => self.run_neon(self.path, input, output, m),
+        }
+    }
+
+    /// [`run_with`](Self::run_with)`(Backend::Neon, ..)` on the given NEON path;
+    /// [`Error::BackendUnavailable`] if this CPU lacks it. For tests and
+    /// benchmarks.
+    #[doc(hidden)]
+    pub fn run_neon_path(
+        &self,
+        path: GemmPath,
+        input: &[i8],
+        output: &mut [i8],
+        m: usize,
+    ) -> Result<()> {
+        self.check_buffers(input, output, m)?;
+        self.run_neon(path, input, output, m)
+    }
+
+    fn check_buffers(&self, input: &[i8], output: &[i8], m: usize) -> Result<()> {
+        check_length(OP, "input", m.checked_mul(self.k), input.len())?;
+        check_length(OP, "output", m.checked_mul(self.n), output.len())
+    }
+
+    #[allow(unused_variables)]
+    fn run_neon(&self, path: GemmPath, input: &[i8], output: &mut [i8], m: usize) -> Result<()> {
+        #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+        match path {
+            GemmPath::Dot if CpuFeatures::detect().dotprod => {
+                // SAFETY: the CPU has dotprod (checked just above); the buffer
+                // lengths were checked by the caller.
+                unsafe { crate::arch::neon_gemm::gemm_dot(self, input, output, m) };
+                return Ok(());
+            }
+            GemmPath::Dot => {
+                return Err(Error::BackendUnavailable {
+                    backend: "neon (sdot)",
+                })
+            }
+            GemmPath::Widening => {
+                crate::arch::neon_gemm::gemm_widening(self, input, output, m);
+                return Ok(());
+            }
+        }
+        #[allow(unreachable_code)]
+        Err(Error::BackendUnavailable { backend: "neon" })
+    }
+}
+
+/// Index of weight `(c, d)` in the packed layout of depth `k_padded`.
+#[inline(always)]
+pub(crate) fn packed_index(k_padded: usize, c: usize, d: usize) -> usize {
+    (c / NR) * NR * k_padded + (d / 4) * 4 * NR + (c % NR) * 4 + d % 4
+}

@@ -1,0 +1,585 @@
+//! The int8 GEMM ([`qneon::Gemm`]): the scalar reference against an independent
+//! `i64` oracle of TFLite's per-channel `FullyConnected`, and (on aarch64) both
+//! NEON paths, `sdot` and widening, against the scalar reference byte for byte
+//! on every shape with `m`, `n`, `k` in `1..=37` and some large ones.
+//!
+//! Outputs are pre-filled with a value the kernels are unlikely to produce in
+//! the whole buffer, and with different values for each backend, so a byte a
+//! kernel forgets to write shows up as a difference.
+
+mod layer_oracle;
+
+use layer_oracle::{activation_range, mbqm, output, quantize_multiplier, Rng};
+use qneon::ops::GemmPath;
+use qneon::{Backend, Error, FusedActivation, Gemm, QuantParams};
+
+#[derive(Clone, Debug)]
+struct Case {
+    m: usize,
+    n: usize,
+    k: usize,
+    x: Vec<i8>,
+    w: Vec<i8>,
+    bias: Option<Vec<i32>>,
+    input: QuantParams,
+    weight_scales: Vec<f32>,
+    output: QuantParams,
+    /// 0 none, 1 relu, 2 relu6.
+    act: u8,
+}
+
+fn fused(act: u8) -> FusedActivation {
+    match act {
+        0 => FusedActivation::None,
+        1 => FusedActivation::Relu,
+        _ => FusedActivation::Relu6,
+    }
+}
+
+impl Case {
+    /// Random data and quantization for an `m x k` by `n x k` product, with an
+    /// output scale near the typical accumulator size (so outputs are spread
+    /// over the int8 range rather than all saturated).
+    fn random(rng: &mut Rng, m: usize, n: usize, k: usize) -> Case {
+        let input = QuantParams::new(rng.log_uniform(1e-3, 1.0), rng.range(-128, 127) as i32);
+        let weight_scales: Vec<f32> = (0..n).map(|_| rng.log_uniform(1e-4, 1e-1)).collect();
+        let typical_w = weight_scales.iter().map(|&s| s as f64).sum::<f64>() / n as f64;
+        let typical = input.scale as f64 * typical_w * 74.0 * 74.0 * (k as f64).sqrt();
+        let out_scale = (typical / 48.0 * rng.log_uniform(0.3, 3.0) as f64) as f32;
+        let output = QuantParams::new(out_scale, rng.range(-128, 127) as i32);
+        let bias = match rng.below(4) {
+            0 => None,
+            _ => Some(
+                (0..n)
+                    .map(|_| rng.range(-(1 << 20), 1 << 20) as i32)
+                    .collect(),
+            ),
+        };
+        Case {
+            m,
+            n,
+            k,
+            x: rng.vec_i8(m * k),
+            w: rng.vec_i8(n * k),
+            bias,
+            input,
+            weight_scales,
+            output,
+            act: rng.below(3) as u8,
+        }
+    }
+
+    fn gemm(&self) -> Gemm {
+        Gemm::new(
+            &self.w,
+            self.n,
+            self.k,
+            self.bias.as_deref(),
+            self.input,
+            &self.weight_scales,
+            self.output,
+            fused(self.act),
+        )
+        .unwrap_or_else(|e| panic!("Gemm::new failed: {e} for {}", self.describe()))
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "m={} n={} k={} input={:?} output={:?} act={} bias={}",
+            self.m,
+            self.n,
+            self.k,
+            self.input,
+            self.output,
+            self.act,
+            self.bias.is_some()
+        )
+    }
+
+    /// TFLite's `FullyConnectedPerChannel`, in `i64`.
+    fn oracle(&self) -> Vec<i8> {
+        let range = activation_range(self.act, self.output.scale, self.output.zero_point);
+        let mut out = Vec::with_capacity(self.m * self.n);
+        for row in self.x.chunks_exact(self.k) {
+            for c in 0..self.n {
+                let w = &self.w[c * self.k..(c + 1) * self.k];
+                let mut acc: i64 = self.bias.as_ref().map_or(0, |b| b[c] as i64);
+                for (&x, &wv) in row.iter().zip(w) {
+                    acc += (x as i64 - self.input.zero_point as i64) * wv as i64;
+                }
+                assert_eq!(acc, acc as i32 as i64, "test accumulators must fit int32");
+                let real = self.input.scale as f64 * self.weight_scales[c] as f64
+                    / self.output.scale as f64;
+                let (mult, shift) = quantize_multiplier(real);
+                out.push(output(
+                    mbqm(acc, mult, shift),
+                    self.output.zero_point,
+                    range,
+                ));
+            }
+        }
+        out
+    }
+
+    fn run_scalar(&self, g: &Gemm) -> Vec<i8> {
+        let mut out = vec![0x2a; self.m * self.n];
+        g.run_with(Backend::Scalar, &self.x, &mut out, self.m)
+            .unwrap();
+        out
+    }
+}
+
+/// The first differing index, with both values.
+fn first_difference(a: &[i8], b: &[i8]) -> Option<(usize, i8, i8)> {
+    assert_eq!(a.len(), b.len());
+    a.iter()
+        .zip(b)
+        .enumerate()
+        .find(|(_, (x, y))| x != y)
+        .map(|(i, (&x, &y))| (i, x, y))
+}
+
+fn assert_same(what: &str, case: &Case, got: &[i8], want: &[i8]) {
+    if let Some((i, g, w)) = first_difference(got, want) {
+        let diffs = got.iter().zip(want).filter(|(a, b)| a != b).count();
+        panic!(
+            "{what}: {diffs} bytes differ, first at row {} col {}: got {g}, want {w}; {}",
+            i / case.n,
+            i % case.n,
+            case.describe()
+        );
+    }
+}
+
+fn check_scalar(case: &Case) {
+    let g = case.gemm();
+    assert_same(
+        "scalar vs oracle",
+        case,
+        &case.run_scalar(&g),
+        &case.oracle(),
+    );
+}
+
+#[test]
+fn gemm_i8_scalar_matches_oracle_random_small_shapes() {
+    let mut rng = Rng::new(1);
+    for _ in 0..400 {
+        let (m, n, k) = (rng.usize(1, 37), rng.usize(1, 37), rng.usize(1, 37));
+        check_scalar(&Case::random(&mut rng, m, n, k));
+    }
+}
+
+#[test]
+fn gemm_i8_scalar_matches_oracle_large_shapes() {
+    let mut rng = Rng::new(2);
+    // The MobileBert-like shapes: 384 tokens, 512 -> 128 and 128 -> 512.
+    for (m, n, k) in [(384, 128, 512), (384, 512, 128), (5, 67, 1031)] {
+        check_scalar(&Case::random(&mut rng, m, n, k));
+    }
+}
+
+/// Inputs and weights at the int8 extremes: the largest products
+/// ((-128 - 127) * -128 = 32,640) over a long depth, outputs saturating at both
+/// ends, biases near +-2^30.
+fn extreme_cases() -> Vec<Case> {
+    let mut rng = Rng::new(3);
+    let mut cases = Vec::new();
+    for (m, n, k) in [(9, 11, 512), (8, 8, 16), (1, 1, 1), (17, 19, 35)] {
+        for variant in 0..6 {
+            let mut c = Case::random(&mut rng, m, n, k);
+            match variant {
+                0 => {
+                    c.x = vec![-128; m * k];
+                    c.w = vec![-128; n * k];
+                    c.input.zero_point = 127;
+                }
+                1 => {
+                    c.x = vec![127; m * k];
+                    c.w = vec![-128; n * k];
+                    c.input.zero_point = -128;
+                }
+                2 => {
+                    // Alternating extremes: every product +-32,640 or +-16,384.
+                    c.x = (0..m * k)
+                        .map(|i| if i % 3 == 0 { 127 } else { -128 })
+                        .collect();
+                    c.w = (0..n * k)
+                        .map(|i| if i % 2 == 0 { -128 } else { 127 })
+                        .collect();
+                    c.input.zero_point = 127;
+                }
+                3 => {
+                    // Tiny output scale: everything saturates.
+                    c.output.scale = 1e-9;
+                }
+                4 => {
+                    // Biases near +-2^30, small products.
+                    c.input.zero_point = 0;
+                    c.x = c.x.iter().map(|&v| v / 16).collect();
+                    c.bias = Some(
+                        (0..n)
+                            .map(|i| if i % 2 == 0 { 1 << 30 } else { -(1 << 30) })
+                            .collect(),
+                    );
+                    c.output.scale = 1.0;
+                }
+                _ => {
+                    c.x = vec![-128; m * k];
+                    c.w = vec![-128; n * k];
+                    c.input.zero_point = 0;
+                }
+            }
+            cases.push(c);
+        }
+    }
+    cases
+}
+
+/// Per-channel scales from 1e-9 to 1e3 in one layer: multipliers from zero
+/// (below 2^-32) through right shifts of 31 to left shifts.
+fn magnitude_cases() -> Vec<Case> {
+    let mut rng = Rng::new(4);
+    let mut cases = Vec::new();
+    for (m, n, k) in [(13, 40, 21), (8, 16, 64), (3, 9, 5)] {
+        let mut c = Case::random(&mut rng, m, n, k);
+        c.input = QuantParams::new(0.05, 3);
+        c.output = QuantParams::new(0.5, -7);
+        c.weight_scales = (0..n)
+            .map(|i| 10f32.powf(-9.0 + 12.0 * i as f32 / (n - 1) as f32))
+            .collect();
+        // Keep left-shifted accumulators small enough not to wrap in the oracle.
+        c.x = c.x.iter().map(|&v| v / 32).collect();
+        c.w = c.w.iter().map(|&v| v / 32).collect();
+        cases.push(c);
+    }
+    cases
+}
+
+#[test]
+fn gemm_i8_scalar_matches_oracle_extreme_values() {
+    for c in extreme_cases() {
+        check_scalar(&c);
+    }
+}
+
+#[test]
+fn gemm_i8_scalar_matches_oracle_channel_scales_of_different_magnitudes() {
+    for c in magnitude_cases() {
+        check_scalar(&c);
+    }
+}
+
+#[test]
+fn gemm_i8_fused_relu_clamps_at_the_zero_point() {
+    let mut rng = Rng::new(5);
+    let mut c = Case::random(&mut rng, 20, 20, 20);
+    c.act = 1;
+    c.output.zero_point = -20;
+    let out = c.run_scalar(&c.gemm());
+    assert!(out.iter().all(|&v| v >= -20));
+    assert!(out.contains(&-20), "no output was clamped: test too weak");
+}
+
+// ---------------------------------------------------------------------------
+// NEON == scalar (aarch64 only; under qemu -cpu max both paths exist).
+
+#[cfg(target_arch = "aarch64")]
+mod neon {
+    use super::*;
+    use qneon::CpuFeatures;
+
+    fn require_dotprod() {
+        assert!(Backend::Neon.is_available());
+        assert!(
+            CpuFeatures::detect().dotprod,
+            "this CPU has no dotprod: the sdot path cannot be cross-validated (run under \
+             qemu-aarch64 -cpu max)"
+        );
+    }
+
+    fn check_neon(case: &Case) {
+        let g = case.gemm();
+        let want = case.run_scalar(&g);
+        for (path, poison) in [(GemmPath::Dot, 0x55u8 as i8), (GemmPath::Widening, -0x56)] {
+            let mut out = vec![poison; case.m * case.n];
+            g.run_neon_path(path, &case.x, &mut out, case.m).unwrap();
+            assert_same(&format!("{path:?} vs scalar"), case, &out, &want);
+        }
+        let mut out = vec![0x11; case.m * case.n];
+        g.run(&case.x, &mut out, case.m).unwrap();
+        assert_same("run() vs scalar", case, &out, &want);
+    }
+
+    #[test]
+    fn gemm_i8_neon_paths_equal_scalar_every_small_n_k() {
+        require_dotprod();
+        let mut rng = Rng::new(10);
+        let mut count = 0;
+        for n in 1..=37 {
+            for k in 1..=37 {
+                let m = rng.usize(1, 37);
+                check_neon(&Case::random(&mut rng, m, n, k));
+                count += 1;
+            }
+        }
+        for m in 1..=37 {
+            check_neon(&Case::random(&mut rng, m, 13, 29));
+            check_neon(&Case::random(&mut rng, m, 8, 16));
+            count += 2;
+        }
+        assert_eq!(count, 37 * 37 + 74);
+    }
+
+    #[test]
+    fn gemm_i8_neon_paths_equal_scalar_large_shapes() {
+        require_dotprod();
+        let mut rng = Rng::new(11);
+        for (m, n, k) in [
+            (384, 128, 512),
+            (384, 512, 128),
+            (7, 129, 515),
+            (9, 1030, 33),
+            (64, 64, 2048),
+        ] {
+            check_neon(&Case::random(&mut rng, m, n, k));
+        }
+    }
+
+    #[test]
+    fn gemm_i8_neon_widening_pairs_of_largest_products() {
+        // Without -128 weights the widening path adds two raw products in 16
+        // bits: at most 2 * 128 * 127 = 32,512 in magnitude. Exercise that
+        // bound (x = -128 against w = -127 and 127) and random shapes of
+        // weights in -127..=127, large ones included (random weights of that
+        // size almost surely hold a -128 and take the one-product path).
+        require_dotprod();
+        let mut rng = Rng::new(14);
+        for (m, n, k) in [(9, 11, 512), (5, 8, 16), (1, 1, 1), (17, 19, 35)] {
+            for w in [-127i8, 127] {
+                let mut c = Case::random(&mut rng, m, n, k);
+                c.x = vec![-128; m * k];
+                c.w = vec![w; n * k];
+                check_neon(&c);
+            }
+        }
+        for (m, n, k) in [(384, 128, 512), (384, 512, 128), (7, 129, 515)] {
+            let mut c = Case::random(&mut rng, m, n, k);
+            c.w = c.w.iter().map(|&v| v.max(-127)).collect();
+            check_neon(&c);
+        }
+    }
+
+    #[test]
+    fn gemm_i8_neon_paths_equal_scalar_extremes_and_magnitudes() {
+        require_dotprod();
+        for c in extreme_cases().iter().chain(&magnitude_cases()) {
+            check_neon(c);
+        }
+    }
+
+    #[test]
+    fn gemm_i8_neon_left_shifted_accumulators_wrap_like_scalar() {
+        // Effective scales far above 1: the left shift wraps some
+        // accumulators; every backend must wrap them the same way.
+        require_dotprod();
+        let mut rng = Rng::new(12);
+        let mut c = Case::random(&mut rng, 11, 19, 23);
+        c.input = QuantParams::new(1.0, -5);
+        c.output = QuantParams::new(1e-3, 9);
+        c.weight_scales = (0..19).map(|i| 10f32.powi(i % 7)).collect();
+        check_neon(&c);
+    }
+
+    #[test]
+    fn gemm_i8_best_path_is_sdot_under_qemu_max() {
+        require_dotprod();
+        let c = Case::random(&mut Rng::new(13), 2, 2, 2);
+        assert_eq!(c.gemm().path(), GemmPath::Dot);
+        assert_eq!(c.gemm().backend(), Backend::Neon);
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Bad input.
+
+fn good() -> (Vec<i8>, Vec<i32>, Vec<f32>, QuantParams, QuantParams) {
+    (
+        vec![1; 6],
+        vec![0; 2],
+        vec![0.01; 2],
+        QuantParams::new(0.1, 0),
+        QuantParams::new(0.2, 0),
+    )
+}
+
+fn make(
+    w: &[i8],
+    n: usize,
+    k: usize,
+    bias: Option<&[i32]>,
+    input: QuantParams,
+    scales: &[f32],
+    output: QuantParams,
+) -> Result<Gemm, Error> {
+    Gemm::new(w, n, k, bias, input, scales, output, FusedActivation::None)
+}
+
+#[test]
+fn gemm_errors_on_bad_shapes() {
+    let (w, b, s, i, o) = good();
+    assert!(make(&w, 2, 3, Some(&b), i, &s, o).is_ok());
+    assert!(matches!(
+        make(&w, 0, 3, None, i, &[], o),
+        Err(Error::ZeroDimension { op: "gemm", .. })
+    ));
+    assert!(matches!(
+        make(&[], 2, 0, None, i, &s, o),
+        Err(Error::ZeroDimension { op: "gemm", .. })
+    ));
+    assert!(matches!(
+        make(&w[..5], 2, 3, None, i, &s, o),
+        Err(Error::Length {
+            what: "weights",
+            expected: 6,
+            got: 5,
+            ..
+        })
+    ));
+    assert!(matches!(
+        make(&w, 2, 3, Some(&[0; 3]), i, &s, o),
+        Err(Error::Length {
+            what: "bias",
+            expected: 2,
+            got: 3,
+            ..
+        })
+    ));
+    assert!(matches!(
+        make(&w, 2, 3, None, i, &s[..1], o),
+        Err(Error::Length {
+            what: "weight scales",
+            expected: 2,
+            got: 1,
+            ..
+        })
+    ));
+    assert!(matches!(
+        make(&w, usize::MAX, 3, None, i, &s, o),
+        Err(Error::Length {
+            what: "weights",
+            ..
+        })
+    ));
+}
+
+#[test]
+fn gemm_errors_on_bad_quantization() {
+    let (w, _, s, i, o) = good();
+    for bad in [0.0, -1.0, f32::NAN, f32::INFINITY] {
+        let q = QuantParams::new(bad, 0);
+        assert!(matches!(
+            make(&w, 2, 3, None, q, &s, o),
+            Err(Error::Scale {
+                what: "input scale",
+                ..
+            })
+        ));
+        assert!(matches!(
+            make(&w, 2, 3, None, i, &s, q),
+            Err(Error::Scale {
+                what: "output scale",
+                ..
+            })
+        ));
+        assert!(matches!(
+            make(&w, 2, 3, None, i, &[0.01, bad], o),
+            Err(Error::Scale {
+                what: "weight scale",
+                ..
+            })
+        ));
+    }
+    for zp in [-129, 128, i32::MIN, i32::MAX] {
+        let q = QuantParams::new(0.1, zp);
+        assert!(matches!(
+            make(&w, 2, 3, None, q, &s, o),
+            Err(Error::ZeroPoint {
+                what: "input zero point",
+                ..
+            })
+        ));
+        assert!(matches!(
+            make(&w, 2, 3, None, i, &s, q),
+            Err(Error::ZeroPoint {
+                what: "output zero point",
+                ..
+            })
+        ));
+    }
+    // An effective scale of 2^30 would shift accumulators out of int32.
+    assert!(matches!(
+        make(
+            &w,
+            2,
+            3,
+            None,
+            QuantParams::new(1.0, 0),
+            &[1.0, 1.0],
+            QuantParams::new(2f32.powi(-30), 0)
+        ),
+        Err(Error::Unsupported { op: "gemm", .. })
+    ));
+    assert!(make(
+        &w,
+        2,
+        3,
+        None,
+        QuantParams::new(1.0, 0),
+        &[1.0, 1.0],
+        QuantParams::new(2f32.powi(-29), 0)
+    )
+    .is_ok());
+}
+
+#[test]
+fn gemm_run_errors_on_bad_buffers() {
+    let (w, _, s, i, o) = good();
+    let g = make(&w, 2, 3, None, i, &s, o).unwrap();
+    let x = [0i8; 12];
+    let mut y = [0i8; 8];
+    assert!(g.run(&x, &mut y, 4).is_ok());
+    assert!(g.run(&x[..0], &mut y[..0], 0).is_ok());
+    assert!(matches!(
+        g.run(&x[..11], &mut y, 4),
+        Err(Error::Length {
+            what: "input",
+            expected: 12,
+            got: 11,
+            ..
+        })
+    ));
+    assert!(matches!(
+        g.run(&x, &mut y[..7], 4),
+        Err(Error::Length {
+            what: "output",
+            expected: 8,
+            got: 7,
+            ..
+        })
+    ));
+    assert!(matches!(
+        g.run(&x, &mut y, usize::MAX),
+        Err(Error::Length { what: "input", .. })
+    ));
+    if !Backend::Neon.is_available() {
+        assert!(matches!(
+            g.run_with(Backend::Neon, &x, &mut y, 4),
+            Err(Error::BackendUnavailable { .. })
+        ));
+        assert!(matches!(
+            g.run_neon_path(GemmPath::Widening, &x, &mut y, 4),
+            Err(Error::BackendUnavailable { .. })
+        ));
+    }
+}
