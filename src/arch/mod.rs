@@ -15,6 +15,8 @@
 #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
 pub(crate) mod neon;
 #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+pub(crate) mod neon_f32q;
+#[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
 pub(crate) mod neon_lut;
 pub(crate) mod scalar;
 #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]

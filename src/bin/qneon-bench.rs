@@ -221,6 +221,55 @@ fn bench_type<T: QuantElem + TryFrom<i32>>(
         )
         .ok(),
     };
+    // Method::DequantF32 for every op that has it.
+    type RunRows<'a, T> = Box<dyn Fn(Backend, &[T], &mut [T]) + 'a>;
+    let mut dequant: Vec<(&'static str, RunRows<T>)> = Vec::new();
+    if let Ok(op) = Softmax::<T>::new(q_in, 1.0, softmax_out, Method::DequantF32) {
+        dequant.push((
+            "softmax",
+            Box::new(move |b, x, y| op.run_with(b, x, y, cols).unwrap()),
+        ));
+    }
+    let log_softmax_out = QuantParams::new(16.0 / 256.0, if T::NAME == "int8" { 127 } else { 255 });
+    if let Ok(op) = LogSoftmax::<T>::new(q_in, log_softmax_out, Method::DequantF32) {
+        dequant.push((
+            "log_softmax",
+            Box::new(move |b, x, y| op.run_with(b, x, y, cols).unwrap()),
+        ));
+    }
+    if let Ok(op) = Logistic::<T>::new(q_in, softmax_out, Method::DequantF32) {
+        dequant.push((
+            "logistic",
+            Box::new(move |b, x, y| op.run_with(b, x, y).unwrap()),
+        ));
+    }
+    if let Ok(op) = Tanh::<T>::new(q_in, tanh_out, Method::DequantF32) {
+        dequant.push((
+            "tanh",
+            Box::new(move |b, x, y| op.run_with(b, x, y).unwrap()),
+        ));
+    }
+    for &backend in &args.backends {
+        for (op, run) in &dequant {
+            if args
+                .filter
+                .as_deref()
+                .is_none_or(|f| filter_matches(f, op, T::NAME, "f32"))
+            {
+                let elapsed = time(args.reps, || run(backend, &input, &mut output));
+                eprintln!("  {op} {} f32 {}", T::NAME, backend.name());
+                out.push(Row {
+                    op,
+                    method: "f32",
+                    dtype: T::NAME,
+                    backend,
+                    elements: n,
+                    elem_bytes: size_of::<T>(),
+                    median: elapsed,
+                });
+            }
+        }
+    }
     for &backend in &args.backends {
         let mut push = |op: &'static str, elapsed: Duration| {
             eprintln!("  {op} {} {}", T::NAME, backend.name());

@@ -24,6 +24,7 @@
 //! TFLite-style radius then covers `|v| >= 15.5`, beyond which logistic and tanh
 //! round to the saturated int16 value, so clamping there loses nothing.
 
+use super::dequant_f32::{self, ActivationF32};
 use super::lut::{self, Table256};
 use super::{check_lengths, check_quantization, unsupported_method, Method, QuantElem};
 use crate::arch::{self, Backend};
@@ -199,6 +200,8 @@ enum ActivationKernel {
     FixedPoint,
     /// 8-bit [`Method::Lut`] or [`Method::LutFixedPoint`]: one byte lookup.
     Table256(Table256),
+    /// [`Method::DequantF32`]: the `f32` scales.
+    DequantF32(ActivationF32),
 }
 
 macro_rules! activation_op {
@@ -219,6 +222,9 @@ macro_rules! activation_op {
                 let params = ActivationParams::new::<T>($activation, input, output)?;
                 let kernel = match method {
                     Method::FixedPoint => ActivationKernel::FixedPoint,
+                    Method::DequantF32 => {
+                        ActivationKernel::DequantF32(ActivationF32::new($activation, input, output))
+                    }
                     _ => match Table256::for_method::<T>(method, &params, input, output) {
                         Some(table) => ActivationKernel::Table256(table),
                         None => return Err(unsupported_method::<T>($opname, method)),
@@ -256,6 +262,9 @@ macro_rules! activation_op {
                     ActivationKernel::Table256(table) => lut::lookup(backend, table, input, output),
                     ActivationKernel::FixedPoint => {
                         arch::activation(backend, &self.params, input, output)
+                    }
+                    ActivationKernel::DequantF32(k) => {
+                        dequant_f32::activation(backend, k, input, output)
                     }
                 }
             }

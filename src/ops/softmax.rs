@@ -28,6 +28,7 @@
 //! exact Q0.31 sum of exps (TFLite itself uses a lookup table for int16, see
 //! `Method::Lut`, so there are no reference bytes to keep).
 
+use super::dequant_f32::{self, SoftmaxF32};
 use super::{check_quantization, check_rows, unsupported_method, Method, QuantElem};
 use crate::arch::{self, Backend};
 use crate::error::{Error, Result};
@@ -173,6 +174,7 @@ impl<T: QuantElem> Softmax<T> {
         let params = SoftmaxParams::new::<T>(input, beta, output)?;
         let kernel = match method {
             Method::FixedPoint => SoftmaxKernel::FixedPoint,
+            Method::DequantF32 => SoftmaxKernel::DequantF32(SoftmaxF32::new(input, beta, output)),
             _ => return Err(unsupported_method::<T>("softmax", method)),
         };
         Ok(Softmax {
@@ -195,6 +197,9 @@ impl<T: QuantElem> Softmax<T> {
             SoftmaxKernel::FixedPoint => {
                 arch::softmax(backend, &self.params, input, output, row_len)
             }
+            SoftmaxKernel::DequantF32(k) => {
+                dequant_f32::softmax(backend, k, input, output, row_len)
+            }
         }
     }
 }
@@ -204,6 +209,8 @@ impl<T: QuantElem> Softmax<T> {
 enum SoftmaxKernel {
     /// [`Method::FixedPoint`]: everything is in the params.
     FixedPoint,
+    /// [`Method::DequantF32`]: the `f32` multipliers.
+    DequantF32(SoftmaxF32),
 }
 
 row_op_methods!(Softmax, SoftmaxParams, "softmax", "Softmax");
