@@ -360,6 +360,9 @@ pub(crate) fn softmax_rows<L: QuantLanes<T, N>, T: QuantElem, const N: usize>(
     output: &mut [T],
     row_len: usize,
 ) {
+    if row_len == 0 {
+        return; // checked by the caller; lets the compiler drop a panic path
+    }
     let mut cache = [0.0f32; EXP_CACHE];
     let c = L::splat(k.input_multiplier);
     let pad = T::from_i32(T::MIN);
@@ -403,6 +406,9 @@ pub(crate) fn log_softmax_rows<L: QuantLanes<T, N>, T: QuantElem, const N: usize
     output: &mut [T],
     row_len: usize,
 ) {
+    if row_len == 0 {
+        return; // checked by the caller; lets the compiler drop a panic path
+    }
     let c = L::splat(k.input_multiplier);
     let m = L::splat(k.output_multiplier);
     let pad = T::from_i32(T::MIN);
@@ -543,6 +549,7 @@ mod tests {
     fn exp_kernel_ulp_bound() {
         let (lo, hi) = ((-0.0f32).to_bits(), (-87.3f32).to_bits());
         let mut worst = (0.0f64, 0.0f32);
+        let mut xs = std::vec::Vec::new();
         let mut bits = lo;
         while bits <= hi {
             let x = f32::from_bits(bits);
@@ -552,6 +559,7 @@ mod tests {
             if err > worst.0 {
                 worst = (err, x);
             }
+            xs.push(x);
             bits += if bits < hi - 257 { 257 } else { 1 };
         }
         std::println!(
@@ -560,6 +568,19 @@ mod tests {
             worst.1
         );
         assert!(worst.0 <= 1.0, "{:.3} ulp at {:e}", worst.0, worst.1);
+        // The NEON lanes give the scalar bits.
+        #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+        for chunk in xs.chunks_exact(4) {
+            use core::arch::aarch64::float32x4_t;
+            let mut out = [0.0f32; 4];
+            // SAFETY: `chunk` and `out` hold 4 f32 each.
+            unsafe { exp_kernel(float32x4_t::load(chunk.as_ptr())).store(out.as_mut_ptr()) };
+            for (&x, y) in chunk.iter().zip(out) {
+                assert_eq!(y.to_bits(), exp_kernel::<f32>(x).to_bits(), "{x:e}");
+            }
+        }
+        #[cfg(not(all(target_arch = "aarch64", target_feature = "neon")))]
+        drop(xs);
     }
 
     #[test]
