@@ -3,7 +3,8 @@
 //! Every operator follows one convention: `new()` validates all parameters and
 //! computes everything the kernels need (multipliers, shifts, radii, cut-offs)
 //! into a small `Copy` params struct; `run()` checks only buffer lengths and
-//! row divisibility, then loops. `run()` never allocates and never touches
+//! row divisibility, then loops. `run()` never allocates and, except in
+//! [`Method::DequantF32`] (which computes in `f32` by design), never touches
 //! floating point.
 //!
 //! Operators are out of place: `input` and `output` are distinct slices.
