@@ -22,7 +22,8 @@
 //! [`Method::FixedPoint`] is the integer-only gemmlowp arithmetic of TFLite's
 //! reference kernels and TFLite Micro, bit for bit (rounding as TFLite's default
 //! build: a rounding doubling high multiply, ties toward +inf, then a rounding
-//! power-of-two divide, ties away from zero). A [`Backend`] is the instruction
+//! power-of-two divide, ties away from zero). [`Method::DequantF32`] computes in
+//! `f32` and requantizes (within 1 LSB of exact math). A [`Backend`] is the instruction
 //! set ([`Backend::Scalar`], [`Backend::Neon`]); it never changes a byte.
 //!
 //! ## Layout

@@ -16,6 +16,8 @@
 pub(crate) mod neon;
 #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
 pub(crate) mod neon_elementwise;
+#[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+pub(crate) mod neon_f32q;
 #[cfg(all(target_arch = "aarch64", target_feature = "neon", feature = "alloc"))]
 pub(crate) mod neon_gemm;
 #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]

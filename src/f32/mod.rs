@@ -325,7 +325,7 @@ unsafe fn map_blocks(
 
 /// Pairwise tree over `N` (a power of two) lanes: element `k` with `k + N/2`.
 #[inline(always)]
-fn tree<L: Lane, const N: usize>(mut v: [L; N], op: impl Fn(L, L) -> L) -> L {
+pub(crate) fn tree<L: Lane, const N: usize>(mut v: [L; N], op: impl Fn(L, L) -> L) -> L {
     let mut n = N;
     while n > 1 {
         n /= 2;

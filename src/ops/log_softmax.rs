@@ -20,6 +20,7 @@
 //! than 12 integer bits, takes the logarithm of the top 32 bits with a matching
 //! integer-bit count; below 4096 nothing changes.
 
+use super::dequant_f32::{self, LogSoftmaxF32};
 use super::softmax::{ACCUMULATION_INTEGER_BITS, SCALED_DIFF_INTEGER_BITS};
 use super::{check_quantization, check_rows, unsupported_method, Method, QuantElem};
 use crate::arch::{self, Backend};
@@ -205,6 +206,7 @@ impl<T: QuantElem> LogSoftmax<T> {
         let params = LogSoftmaxParams::new::<T>(input, output)?;
         let kernel = match method {
             Method::FixedPoint => LogSoftmaxKernel::FixedPoint,
+            Method::DequantF32 => LogSoftmaxKernel::DequantF32(LogSoftmaxF32::new(input, output)),
             _ => return Err(unsupported_method::<T>("log_softmax", method)),
         };
         Ok(LogSoftmax {
@@ -227,6 +229,9 @@ impl<T: QuantElem> LogSoftmax<T> {
             LogSoftmaxKernel::FixedPoint => {
                 arch::log_softmax(backend, &self.params, input, output, row_len)
             }
+            LogSoftmaxKernel::DequantF32(k) => {
+                dequant_f32::log_softmax(backend, k, input, output, row_len)
+            }
         }
     }
 }
@@ -236,6 +241,8 @@ impl<T: QuantElem> LogSoftmax<T> {
 enum LogSoftmaxKernel {
     /// [`Method::FixedPoint`]: everything is in the params.
     FixedPoint,
+    /// [`Method::DequantF32`]: the `f32` multipliers.
+    DequantF32(LogSoftmaxF32),
 }
 
 row_op_methods!(LogSoftmax, LogSoftmaxParams, "log_softmax", "Log-softmax");

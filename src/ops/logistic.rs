@@ -25,6 +25,7 @@
 //! TFLite-style radius then covers `|v| >= 15.5`, beyond which logistic and tanh
 //! round to the saturated int16 value, so clamping there loses nothing.
 
+use super::dequant_f32::{self, ActivationF32};
 use super::lut::{self, Table256};
 use super::lut16::{self, Activation16};
 use super::{check_lengths, check_quantization, unsupported_method, Method, QuantElem};
@@ -207,6 +208,8 @@ enum ActivationKernel {
     Table256(Table256),
     /// int16 [`Method::Lut`]: TFLite's int16 kernel for the input scale.
     Lut16(Activation16),
+    /// [`Method::DequantF32`]: the `f32` scales.
+    DequantF32(ActivationF32),
 }
 
 /// int16 [`Method::Lut`]: TFLite's `Prepare` checks (input zero point 0) and
@@ -255,6 +258,9 @@ macro_rules! activation_op {
                 let kernel = match method {
                     Method::FixedPoint => ActivationKernel::FixedPoint,
                     Method::Lut if T::NAME == "int16" => lut16_kernel($opname, $activation, input)?,
+                    Method::DequantF32 => {
+                        ActivationKernel::DequantF32(ActivationF32::new($activation, input, output))
+                    }
                     _ => match Table256::for_method::<T>(method, &params, input, output) {
                         Some(table) => ActivationKernel::Table256(table),
                         None => return Err(unsupported_method::<T>($opname, method)),
@@ -296,6 +302,9 @@ macro_rules! activation_op {
                     },
                     ActivationKernel::FixedPoint => {
                         arch::activation(backend, &self.params, input, output)
+                    }
+                    ActivationKernel::DequantF32(k) => {
+                        dequant_f32::activation(backend, k, input, output)
                     }
                 }
             }

@@ -3,7 +3,8 @@
 //! Every operator follows one convention: `new()` validates all parameters and
 //! computes everything the kernels need (multipliers, shifts, radii, cut-offs)
 //! into a small `Copy` params struct; `run()` checks only buffer lengths and
-//! row divisibility, then loops. `run()` never allocates and never touches
+//! row divisibility, then loops. `run()` never allocates and, except in
+//! [`Method::DequantF32`] (which computes in `f32` by design), never touches
 //! floating point.
 //!
 //! Operators are out of place: `input` and `output` are distinct slices.
@@ -46,6 +47,7 @@ macro_rules! row_op_methods {
     };
 }
 
+pub(crate) mod dequant_f32;
 pub(crate) mod log_softmax;
 pub(crate) mod logistic;
 pub(crate) mod lut;
@@ -102,7 +104,11 @@ pub enum Method {
     /// speed. int8/uint8 logistic and tanh (an int16 table would need 65,536
     /// entries, 128 KB per op: not provided).
     LutFixedPoint,
-    /// Dequantize, compute in `f32`, requantize (not yet implemented).
+    /// Dequantize, compute in `f32` (the [`crate::f32`] kernels' `exp`,
+    /// sigmoid and tanh), requantize with TFLite's rounding (half away from
+    /// zero) and clamping. Every op and type: within 1 LSB of the correctly
+    /// rounded exact result (measured by `tests/dequant_f32.rs`); NEON and
+    /// scalar give the same bytes.
     DequantF32,
 }
 
@@ -270,7 +276,7 @@ pub(crate) fn unsupported_method<T: QuantElem>(op: &'static str, method: Method)
                  table would take 65,536 entries); use Method::FixedPoint"
             }
             Method::DequantF32 => {
-                "Method::DequantF32 is not implemented yet; use Method::FixedPoint"
+                "Method::DequantF32 is not available for this op and type; use Method::FixedPoint"
             }
             Method::FixedPoint => "Method::FixedPoint is not available for this type",
         },

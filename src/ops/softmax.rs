@@ -30,6 +30,7 @@
 //! bit for bit (see `lut16`), and is less accurate (its exps are Q0.15 and
 //! floored at `exp(-10)`).
 
+use super::dequant_f32::{self, SoftmaxF32};
 use super::lut16::{self, SoftmaxLut16};
 use super::softmax_lut::{self, SoftmaxLut};
 use super::{check_quantization, check_rows, unsupported_method, Method, QuantElem};
@@ -184,6 +185,7 @@ impl<T: QuantElem> Softmax<T> {
                 SoftmaxKernel::Lut(SoftmaxLut::new::<T>(input.scale, beta, output))
             }
             Method::Lut if T::NAME == "int16" => lut16_kernel(input, beta)?,
+            Method::DequantF32 => SoftmaxKernel::DequantF32(SoftmaxF32::new(input, beta, output)),
             _ => return Err(unsupported_method::<T>("softmax", method)),
         };
         Ok(Softmax {
@@ -211,6 +213,9 @@ impl<T: QuantElem> Softmax<T> {
                 Some((input, output)) => kernel.run(backend, input, output, row_len),
                 None => Err(lut16::not_int16()),
             },
+            SoftmaxKernel::DequantF32(k) => {
+                dequant_f32::softmax(backend, k, input, output, row_len)
+            }
         }
     }
 }
@@ -228,6 +233,8 @@ enum SoftmaxKernel {
     Lut(SoftmaxLut),
     /// int16 [`Method::Lut`]: TFLite's two 513-entry tables and input rescaling.
     Lut16(SoftmaxLut16),
+    /// [`Method::DequantF32`]: the `f32` multipliers.
+    DequantF32(SoftmaxF32),
 }
 
 /// int16 [`Method::Lut`]: TFLite's `Prepare` checks (input zero point 0) and

@@ -1,0 +1,228 @@
+//! NEON loops of [`Method::DequantF32`](crate::Method::DequantF32): the
+//! lane-generic row code of [`crate::ops::dequant_f32`] instantiated with
+//! `float32x4_t` (four vectors per 16-element block).
+//!
+//! Only the conversions live here: a block of 16 elements is loaded, has the
+//! row maximum (or zero point) subtracted while widening to `i32`
+//! (`LoadOffset`), and becomes `f32` with `scvtf`; results
+//! are rounded half away from zero with `fcvtas` (saturating, NaN to 0, as the
+//! scalar [`round_half_away`](crate::ops::dequant_f32::round_half_away)), get
+//! the zero point with a saturating add, and narrow with saturation
+//! ([`NeonElem::store_block`]). Kernels have stable names
+//! (`softmax_f32_i8`, ...) and are `#[inline(never)]` so the asm is easy to find.
+
+use super::neon::NeonElem;
+use crate::ops::dequant_f32::{self, ActivationF32, LogSoftmaxF32, QuantLanes, SoftmaxF32};
+use crate::ops::{Activation, QuantElem};
+use core::any::TypeId;
+use core::arch::aarch64::*;
+
+/// Loads 16 elements minus an offset (a value of the type), widened to `i32`.
+trait LoadOffset: NeonElem {
+    /// # Safety
+    /// `p` must be valid for reading 16 elements.
+    unsafe fn load_offset_i32(p: *const Self, offset: i32) -> [int32x4_t; 4];
+}
+
+impl LoadOffset for i8 {
+    #[inline(always)]
+    unsafe fn load_offset_i32(p: *const i8, offset: i32) -> [int32x4_t; 4] {
+        // q - offset is in [-255, 255]: subtract while widening to i16 (one
+        // `ssubl`/`ssubl2` pair instead of four 32-bit subtractions).
+        // SAFETY: the caller guarantees 16 readable bytes at p.
+        unsafe {
+            let m = vdupq_n_s8(offset as i8);
+            let v = vld1q_s8(p);
+            let lo = vsubl_s8(vget_low_s8(v), vget_low_s8(m));
+            let hi = vsubl_high_s8(v, m);
+            [
+                vmovl_s16(vget_low_s16(lo)),
+                vmovl_high_s16(lo),
+                vmovl_s16(vget_low_s16(hi)),
+                vmovl_high_s16(hi),
+            ]
+        }
+    }
+}
+
+impl LoadOffset for u8 {
+    #[inline(always)]
+    unsafe fn load_offset_i32(p: *const u8, offset: i32) -> [int32x4_t; 4] {
+        // SAFETY: forwarded from the caller (the u8 version subtracts while
+        // widening, its wrapping u16 difference read as i16 is exact for
+        // |q - offset| <= 255).
+        unsafe { <u8 as NeonElem>::load_diff_block(p, offset) }
+    }
+}
+
+impl LoadOffset for i16 {
+    #[inline(always)]
+    unsafe fn load_offset_i32(p: *const i16, offset: i32) -> [int32x4_t; 4] {
+        // SAFETY: forwarded from the caller; |q - offset| <= 65535 fits i32.
+        unsafe { <i16 as NeonElem>::load_diff_block(p, offset) }
+    }
+}
+
+impl<T: QuantElem + LoadOffset> QuantLanes<T, 4> for float32x4_t {
+    #[inline(always)]
+    unsafe fn load_offset(p: *const T, offset: i32) -> [float32x4_t; 4] {
+        // SAFETY: the caller guarantees 16 readable elements at p. The
+        // difference (|q - offset| <= 65535) is exact in i32 and in f32.
+        unsafe {
+            let d = T::load_offset_i32(p, offset);
+            [
+                vcvtq_f32_s32(d[0]),
+                vcvtq_f32_s32(d[1]),
+                vcvtq_f32_s32(d[2]),
+                vcvtq_f32_s32(d[3]),
+            ]
+        }
+    }
+    #[inline(always)]
+    unsafe fn store_requantized(p: *mut T, v: [float32x4_t; 4], zero_point: i32) {
+        // SAFETY: the caller guarantees 16 writable elements at p; the rest is
+        // register arithmetic (NEON is baseline on aarch64).
+        unsafe {
+            let z = vdupq_n_s32(zero_point);
+            let q = [
+                vqaddq_s32(vcvtaq_s32_f32(v[0]), z),
+                vqaddq_s32(vcvtaq_s32_f32(v[1]), z),
+                vqaddq_s32(vcvtaq_s32_f32(v[2]), z),
+                vqaddq_s32(vcvtaq_s32_f32(v[3]), z),
+            ];
+            // Saturating narrows: the scalar reference's clamp to the type.
+            T::store_block(p, q);
+        }
+    }
+    #[inline(always)]
+    fn row_max(row: &[T]) -> i32 {
+        T::slice_max(row)
+    }
+}
+
+/// Views `&[T]` / `&mut [T]` as `U` slices when `T` is `U`.
+#[inline(always)]
+fn cast<'a, T: 'static, U: 'static>(
+    input: &'a [T],
+    output: &'a mut [T],
+) -> Option<(&'a [U], &'a mut [U])> {
+    if TypeId::of::<T>() != TypeId::of::<U>() {
+        return None;
+    }
+    let (len_in, len_out) = (input.len(), output.len());
+    // SAFETY: T is U (same TypeId): same layout and validity; the lengths are
+    // unchanged and the new slices take over the borrows with their lifetimes
+    // and mutability.
+    unsafe {
+        Some((
+            core::slice::from_raw_parts(input.as_ptr() as *const U, len_in),
+            core::slice::from_raw_parts_mut(output.as_mut_ptr() as *mut U, len_out),
+        ))
+    }
+}
+
+/// Calls `$f_i8`, `$f_u8` or `$f_i16` with the slices as the concrete type.
+macro_rules! by_type {
+    ($t:ty, $input:expr, $output:expr, $f_i8:expr, $f_u8:expr, $f_i16:expr) => {{
+        if let Some((i, o)) = cast::<$t, i8>($input, $output) {
+            ($f_i8)(i, o)
+        } else if let Some((i, o)) = cast::<$t, u8>($input, $output) {
+            ($f_u8)(i, o)
+        } else if let Some((i, o)) = cast::<$t, i16>($input, $output) {
+            ($f_i16)(i, o)
+        } else {
+            unreachable!("QuantElem is sealed to i8, u8 and i16")
+        }
+    }};
+}
+
+macro_rules! row_kernels {
+    ($($name:ident: $rows:ident, $params:ty, $t:ty;)*) => {$(
+        #[doc = concat!("`", stringify!($rows), "` on `", stringify!($t), "` rows.")]
+        #[inline(never)]
+        pub(crate) fn $name(k: &$params, input: &[$t], output: &mut [$t], row_len: usize) {
+            dequant_f32::$rows::<float32x4_t, $t, 4>(k, input, output, row_len)
+        }
+    )*};
+}
+
+row_kernels! {
+    softmax_f32_i8: softmax_rows, SoftmaxF32, i8;
+    softmax_f32_u8: softmax_rows, SoftmaxF32, u8;
+    softmax_f32_i16: softmax_rows, SoftmaxF32, i16;
+    log_softmax_f32_i8: log_softmax_rows, LogSoftmaxF32, i8;
+    log_softmax_f32_u8: log_softmax_rows, LogSoftmaxF32, u8;
+}
+
+macro_rules! activation_kernels {
+    ($($name:ident: $t:ty, $tanh:literal;)*) => {$(
+        #[doc = concat!("Element-wise on `", stringify!($t), "` (tanh: ", $tanh, ").")]
+        #[inline(never)]
+        pub(crate) fn $name(k: &ActivationF32, input: &[$t], output: &mut [$t]) {
+            dequant_f32::activation_map::<float32x4_t, $t, 4, $tanh>(k, input, output)
+        }
+    )*};
+}
+
+activation_kernels! {
+    logistic_f32_i8: i8, false;
+    logistic_f32_u8: u8, false;
+    logistic_f32_i16: i16, false;
+    tanh_f32_i8: i8, true;
+    tanh_f32_u8: u8, true;
+    tanh_f32_i16: i16, true;
+}
+
+/// Softmax rows; lengths were checked by the caller.
+pub(crate) fn softmax<T: QuantElem>(k: &SoftmaxF32, input: &[T], output: &mut [T], row_len: usize) {
+    by_type!(
+        T,
+        input,
+        output,
+        |i, o| softmax_f32_i8(k, i, o, row_len),
+        |i, o| softmax_f32_u8(k, i, o, row_len),
+        |i, o| softmax_f32_i16(k, i, o, row_len)
+    )
+}
+
+/// Log-softmax rows (int8, uint8); lengths were checked by the caller.
+pub(crate) fn log_softmax<T: QuantElem>(
+    k: &LogSoftmaxF32,
+    input: &[T],
+    output: &mut [T],
+    row_len: usize,
+) {
+    by_type!(
+        T,
+        input,
+        output,
+        |i, o| log_softmax_f32_i8(k, i, o, row_len),
+        |i, o| log_softmax_f32_u8(k, i, o, row_len),
+        // LogSoftmax::new rejects int16; the generic loop is still correct.
+        |i: &[i16], o: &mut [i16]| dequant_f32::log_softmax_rows::<float32x4_t, i16, 4>(
+            k, i, o, row_len
+        )
+    )
+}
+
+/// Logistic or tanh; lengths were checked by the caller.
+pub(crate) fn activation<T: QuantElem>(k: &ActivationF32, input: &[T], output: &mut [T]) {
+    match k.activation {
+        Activation::Logistic => by_type!(
+            T,
+            input,
+            output,
+            |i, o| logistic_f32_i8(k, i, o),
+            |i, o| logistic_f32_u8(k, i, o),
+            |i, o| logistic_f32_i16(k, i, o)
+        ),
+        Activation::Tanh => by_type!(
+            T,
+            input,
+            output,
+            |i, o| tanh_f32_i8(k, i, o),
+            |i, o| tanh_f32_u8(k, i, o),
+            |i, o| tanh_f32_i16(k, i, o)
+        ),
+    }
+}
