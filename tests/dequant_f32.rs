@@ -16,32 +16,12 @@
 //! `row_len` 1, ties) and extreme scales. On aarch64 (under qemu) every case
 //! also runs on NEON and must give the scalar bytes.
 
+mod common;
+use common::Rng;
 use qneon::{Backend, LogSoftmax, Logistic, Method, QuantElem, QuantParams, Softmax, Tanh};
 
 /// The stated bound, in output steps.
 const MAX_LSB: i64 = 1;
-
-/// xorshift64*: deterministic test data.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
-    fn normal(&mut self) -> f64 {
-        let u = self.unit().max(1e-300);
-        let v = self.unit();
-        (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
 
 /// Error statistics in LSB.
 #[derive(Default)]

@@ -2,6 +2,8 @@
 //! backends' bit equality, lengths and errors. Runs on the host (scalar) and
 //! under qemu (scalar and NEON).
 
+mod common;
+use common::Rng;
 use qneon::f32 as qf;
 use qneon::f32::SoftmaxVariant;
 use qneon::{Backend, Error};
@@ -32,21 +34,6 @@ fn ulp_err(got: f32, exact: f64) -> f64 {
 }
 
 /// Deterministic generator (xorshift64*).
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
-    fn range(&mut self, lo: f32, hi: f32) -> f32 {
-        (lo as f64 + (hi as f64 - lo as f64) * self.unit()) as f32
-    }
-}
 
 fn backends() -> Vec<Backend> {
     Backend::available().collect()

@@ -10,9 +10,9 @@
 //!
 //! Random tables are tested in `src/ops/lut.rs`.
 
+mod common;
+use common::load;
 use qneon::{Backend, Logistic, Method, QuantElem, QuantParams, Tanh};
-use serde_json::Value;
-use std::path::PathBuf;
 
 /// A prepared LUT op of either kind.
 enum Op<T: QuantElem> {
@@ -122,43 +122,17 @@ fn lut_backends_agree_uint8() {
     backends_agree::<u8>(&[0, 100, 128, 255]);
 }
 
-fn golden_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden")
-}
-
 /// Runs every case of a TFLite interpreter (optimized kernels) file through
 /// `Method::Lut` on every backend; returns the cases run and the mismatches.
 fn golden_file<T: QuantElem + TryFrom<i32>>(file: &str, tanh: bool) -> (usize, Vec<String>) {
-    let path = golden_dir().join(file);
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path:?}: {e}"));
-    let mut lines = text.lines().filter(|l| !l.trim().is_empty());
-    let header: Value = serde_json::from_str(lines.next().expect("header line")).unwrap();
-    assert!(
-        header.get("provenance").is_some(),
-        "{file}: no provenance header"
-    );
-    let ints = |v: &Value| -> Vec<i32> {
-        v.as_array()
-            .unwrap_or_else(|| panic!("{file}: not an array"))
-            .iter()
-            .map(|x| x.as_i64().expect("integer") as i32)
-            .collect()
-    };
     let mut cases = 0;
     let mut mismatches = Vec::new();
-    for line in lines {
-        let v: Value = serde_json::from_str(line).unwrap();
-        assert_eq!(v["status"].as_str(), Some("ok"), "{file}: {line:.200}");
-        let q_in = QuantParams {
-            scale: v["in_scale"].as_f64().unwrap() as f32,
-            zero_point: v["in_zp"].as_i64().unwrap() as i32,
-        };
-        let q_out = QuantParams {
-            scale: v["out_scale"].as_f64().unwrap() as f32,
-            zero_point: v["out_zp"].as_i64().unwrap() as i32,
-        };
-        let input = ints(&v["input"]);
-        let want = ints(&v["output"]);
+    for c in load(file) {
+        assert_eq!(c.status, "ok", "{file}:{}", c.line);
+        let q_in = QuantParams::new(c.in_scale, c.in_zp);
+        let q_out = QuantParams::new(c.out_scale, c.out_zp);
+        let input = c.input;
+        let want = c.output.expect("an ok case has an output");
         assert_eq!(input.len(), want.len(), "{file}");
         let Some(op) = lut_op::<T>(tanh, q_in, q_out) else {
             return (0, mismatches);

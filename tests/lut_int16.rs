@@ -12,60 +12,9 @@
 //! * Accuracy against exact f64 math, with the measured maximum errors as
 //!   bounds, and the distance to `Method::FixedPoint`.
 
+mod common;
+use common::{load, to_elems, Rng};
 use qneon::{Backend, Error, Logistic, Method, QuantParams, Softmax, Tanh};
-use serde_json::Value;
-
-/// One golden case.
-#[derive(Debug)]
-struct Case {
-    line: usize,
-    in_scale: f32,
-    in_zp: i32,
-    beta: f32,
-    row_len: usize,
-    status: String,
-    /// Known-garbage marker (e.g. `int16_large_scale_overflow`): still compared.
-    #[allow(dead_code)]
-    note: Option<String>,
-    input: Vec<i16>,
-    output: Option<Vec<i16>>,
-}
-
-fn load(name: &str) -> Vec<Case> {
-    let path = format!("{}/tests/golden/{name}", env!("CARGO_MANIFEST_DIR"));
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    let mut lines = text.lines();
-    let header: Value = serde_json::from_str(lines.next().expect("header")).unwrap();
-    assert!(header.get("provenance").is_some(), "{name}: no provenance");
-    let ints = |v: &Value| -> Vec<i16> {
-        v.as_array()
-            .expect("array")
-            .iter()
-            .map(|x| i16::try_from(x.as_i64().expect("int")).expect("int16"))
-            .collect()
-    };
-    lines
-        .enumerate()
-        .map(|(i, l)| {
-            let v: Value = serde_json::from_str(l).unwrap();
-            let f = |k: &str| {
-                v[k].as_f64()
-                    .unwrap_or_else(|| panic!("{name}:{}: {k}", i + 2))
-            };
-            Case {
-                line: i + 2,
-                in_scale: f("in_scale") as f32,
-                in_zp: v["in_zp"].as_i64().unwrap() as i32,
-                beta: v.get("beta").and_then(Value::as_f64).unwrap_or(1.0) as f32,
-                row_len: v["row_len"].as_u64().unwrap() as usize,
-                status: v["status"].as_str().unwrap().to_string(),
-                note: v.get("note").and_then(Value::as_str).map(str::to_string),
-                input: ints(&v["input"]),
-                output: v.get("output").filter(|o| !o.is_null()).map(ints),
-            }
-        })
-        .collect()
-}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Op {
@@ -139,7 +88,7 @@ fn compare(op: Op, file: &str, backend: Backend) -> Comparison {
             case.in_scale,
             case.in_zp,
             case.beta,
-            &case.input,
+            &to_elems::<i16>(&case.input),
             case.row_len,
         );
         match (case.status.as_str(), got) {
@@ -147,7 +96,11 @@ fn compare(op: Op, file: &str, backend: Backend) -> Comparison {
                 let want = case.output.as_ref().expect("ok case has an output");
                 c.cases += 1;
                 c.elements += want.len();
-                let bad = got.iter().zip(want).filter(|(a, b)| a != b).count();
+                let bad = got
+                    .iter()
+                    .zip(want)
+                    .filter(|(a, b)| **a as i32 != **b)
+                    .count();
                 if bad > 0 {
                     c.mismatches.push((case.line, bad));
                 }
@@ -241,12 +194,16 @@ fn differing_cases(op: Op, file: &str) -> Vec<(usize, f32, usize)> {
             case.in_scale,
             case.in_zp,
             case.beta,
-            &case.input,
+            &to_elems::<i16>(&case.input),
             case.row_len,
         ) else {
             continue;
         };
-        let bad = got.iter().zip(want).filter(|(a, b)| a != b).count();
+        let bad = got
+            .iter()
+            .zip(want)
+            .filter(|(a, b)| **a as i32 != **b)
+            .count();
         if bad > 0 {
             out.push((case.line, case.in_scale, bad));
         }
@@ -479,20 +436,6 @@ fn accuracy_logistic_tanh() {
             worst_table.0
         );
         assert!(worst_pot.0 <= pot_bound, "{}: {}", op.name(), worst_pot.0);
-    }
-}
-
-/// xorshift64*: deterministic test data.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn i16(&mut self) -> i16 {
-        (self.next() >> 48) as u16 as i16
     }
 }
 

@@ -12,7 +12,7 @@
 //!   test prints how many outputs differ.
 
 mod common;
-use common::{load, quantize, to_elems, widen};
+use common::{load, quantize, to_elems, widen, Rng};
 use qneon::{Backend, Method, QuantElem, QuantParams, Softmax};
 
 /// The oracle's exp table, by d = max - x: TFLite fills index `val` with
@@ -187,20 +187,6 @@ fn check<T: QuantElem + TryFrom<i32>>(
         .vs_exact
         .add(&got, &exact::<T>(input, row_len, in_scale, beta, q_out));
     got
-}
-
-/// xorshift64*.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
 }
 
 fn random_rows<T: QuantElem>(rng: &mut Rng, rows: usize, row_len: usize, spread: i32) -> Vec<i32> {

@@ -86,3 +86,42 @@ pub fn quantize<T: QuantElem>(p: f64, out_scale: f32, out_zp: i32) -> i32 {
     ((p / out_scale as f64).round() as i64 + out_zp as i64).clamp(T::MIN as i64, T::MAX as i64)
         as i32
 }
+
+/// xorshift64*: deterministic test data.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    /// Uniform in `[0, 1)`.
+    pub fn unit(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// Standard normal (Box-Muller).
+    pub fn normal(&mut self) -> f64 {
+        let u = self.unit().max(1e-300);
+        let v = self.unit();
+        (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()
+    }
+
+    /// `0..n` (modulo: slightly biased, fine for test data).
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+
+    /// Uniform in `[lo, hi)` (rounded to `f32`).
+    pub fn range(&mut self, lo: f32, hi: f32) -> f32 {
+        (lo as f64 + (hi as f64 - lo as f64) * self.unit()) as f32
+    }
+
+    /// Any `i16`, from the top bits.
+    pub fn i16(&mut self) -> i16 {
+        (self.next() >> 48) as u16 as i16
+    }
+}
