@@ -12,6 +12,25 @@
 //! Kernel names are the same in every backend module (`softmax`, `activation`,
 //! `log_softmax`, `q31_*`) so the dispatch below is symmetric.
 
+/// Calls `$f_i8`, `$f_u8` or `$f_i16` with the slices viewed as the concrete
+/// element type behind `$t` (`QuantElem` is sealed to those three). Defined
+/// before the backend modules so that every one of them can use it.
+#[allow(unused_macros)]
+macro_rules! dispatch_type {
+    ($t:ty, $input:expr, $output:expr, $f_i8:expr, $f_u8:expr, $f_i16:expr) => {{
+        use $crate::ops::cast_same;
+        if let Some((i, o)) = cast_same::<$t, i8>($input, $output) {
+            ($f_i8)(i, o)
+        } else if let Some((i, o)) = cast_same::<$t, u8>($input, $output) {
+            ($f_u8)(i, o)
+        } else if let Some((i, o)) = cast_same::<$t, i16>($input, $output) {
+            ($f_i16)(i, o)
+        } else {
+            unreachable!("QuantElem is sealed to i8, u8 and i16")
+        }
+    }};
+}
+
 #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
 pub(crate) mod neon;
 #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]

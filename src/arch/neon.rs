@@ -13,50 +13,6 @@ use crate::ops::{Activation, ActivationParams, LogSoftmaxParams, QuantElem, Soft
 use crate::q31::Q31Row;
 use core::arch::aarch64::*;
 
-/// Reinterprets a pair of `T` slices as `U` slices.
-///
-/// # Safety
-/// `T` and `U` must be the same type.
-#[inline(always)]
-unsafe fn same_type<'a, T: 'static, U: 'static>(
-    input: &'a [T],
-    output: &'a mut [T],
-) -> (&'a [U], &'a mut [U]) {
-    debug_assert_eq!(core::any::TypeId::of::<T>(), core::any::TypeId::of::<U>());
-    let (len_in, len_out) = (input.len(), output.len());
-    // SAFETY: T is U (the caller's guarantee): same layout, same lengths, and
-    // the borrows keep their lifetimes and mutability.
-    unsafe {
-        (
-            core::slice::from_raw_parts(input.as_ptr() as *const U, len_in),
-            core::slice::from_raw_parts_mut(output.as_mut_ptr() as *mut U, len_out),
-        )
-    }
-}
-
-/// Calls the kernel for the concrete element type behind `T` (sealed: i8, u8, i16).
-macro_rules! dispatch_type {
-    ($t:ty, $input:expr, $output:expr, $f_i8:expr, $f_u8:expr, $f_i16:expr) => {{
-        match <$t as QuantElem>::NAME {
-            "int8" => {
-                // SAFETY: NAME identifies the sealed element type exactly: T is i8.
-                let (i, o) = unsafe { same_type::<$t, i8>($input, $output) };
-                ($f_i8)(i, o)
-            }
-            "uint8" => {
-                // SAFETY: NAME identifies the sealed element type exactly: T is u8.
-                let (i, o) = unsafe { same_type::<$t, u8>($input, $output) };
-                ($f_u8)(i, o)
-            }
-            _ => {
-                // SAFETY: NAME identifies the sealed element type exactly: T is i16.
-                let (i, o) = unsafe { same_type::<$t, i16>($input, $output) };
-                ($f_i16)(i, o)
-            }
-        }
-    }};
-}
-
 /// Instantiates the loop twice, for input multipliers with a left shift
 /// (TFLite's usual case) and with a right shift, so that the shift direction
 /// is known inside each loop and the unused half of the rescale disappears.

@@ -14,7 +14,6 @@
 use super::neon::NeonElem;
 use crate::ops::dequant_f32::{self, ActivationF32, LogSoftmaxF32, QuantLanes, SoftmaxF32};
 use crate::ops::{Activation, QuantElem};
-use core::any::TypeId;
 use core::arch::aarch64::*;
 
 /// Loads 16 elements minus an offset (a value of the type), widened to `i32`.
@@ -100,42 +99,6 @@ impl<T: QuantElem + LoadOffset> QuantLanes<T, 4> for float32x4_t {
     }
 }
 
-/// Views `&[T]` / `&mut [T]` as `U` slices when `T` is `U`.
-#[inline(always)]
-fn cast<'a, T: 'static, U: 'static>(
-    input: &'a [T],
-    output: &'a mut [T],
-) -> Option<(&'a [U], &'a mut [U])> {
-    if TypeId::of::<T>() != TypeId::of::<U>() {
-        return None;
-    }
-    let (len_in, len_out) = (input.len(), output.len());
-    // SAFETY: T is U (same TypeId): same layout and validity; the lengths are
-    // unchanged and the new slices take over the borrows with their lifetimes
-    // and mutability.
-    unsafe {
-        Some((
-            core::slice::from_raw_parts(input.as_ptr() as *const U, len_in),
-            core::slice::from_raw_parts_mut(output.as_mut_ptr() as *mut U, len_out),
-        ))
-    }
-}
-
-/// Calls `$f_i8`, `$f_u8` or `$f_i16` with the slices as the concrete type.
-macro_rules! by_type {
-    ($t:ty, $input:expr, $output:expr, $f_i8:expr, $f_u8:expr, $f_i16:expr) => {{
-        if let Some((i, o)) = cast::<$t, i8>($input, $output) {
-            ($f_i8)(i, o)
-        } else if let Some((i, o)) = cast::<$t, u8>($input, $output) {
-            ($f_u8)(i, o)
-        } else if let Some((i, o)) = cast::<$t, i16>($input, $output) {
-            ($f_i16)(i, o)
-        } else {
-            unreachable!("QuantElem is sealed to i8, u8 and i16")
-        }
-    }};
-}
-
 macro_rules! row_kernels {
     ($($name:ident: $rows:ident, $params:ty, $t:ty;)*) => {$(
         #[doc = concat!("`", stringify!($rows), "` on `", stringify!($t), "` rows.")]
@@ -175,7 +138,7 @@ activation_kernels! {
 
 /// Softmax rows; lengths were checked by the caller.
 pub(crate) fn softmax<T: QuantElem>(k: &SoftmaxF32, input: &[T], output: &mut [T], row_len: usize) {
-    by_type!(
+    dispatch_type!(
         T,
         input,
         output,
@@ -192,7 +155,7 @@ pub(crate) fn log_softmax<T: QuantElem>(
     output: &mut [T],
     row_len: usize,
 ) {
-    by_type!(
+    dispatch_type!(
         T,
         input,
         output,
@@ -208,7 +171,7 @@ pub(crate) fn log_softmax<T: QuantElem>(
 /// Logistic or tanh; lengths were checked by the caller.
 pub(crate) fn activation<T: QuantElem>(k: &ActivationF32, input: &[T], output: &mut [T]) {
     match k.activation {
-        Activation::Logistic => by_type!(
+        Activation::Logistic => dispatch_type!(
             T,
             input,
             output,
@@ -216,7 +179,7 @@ pub(crate) fn activation<T: QuantElem>(k: &ActivationF32, input: &[T], output: &
             |i, o| logistic_f32_u8(k, i, o),
             |i, o| logistic_f32_i16(k, i, o)
         ),
-        Activation::Tanh => by_type!(
+        Activation::Tanh => dispatch_type!(
             T,
             input,
             output,

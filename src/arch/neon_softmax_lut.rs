@@ -15,7 +15,7 @@
 //! through the same block code and nothing outside the slices is touched.
 
 use crate::fixedpoint::Lane;
-use crate::ops::softmax_lut::{SoftmaxLut, OUTPUT_ENTRIES};
+use crate::ops::softmax_lut::{softmax_scalar, SoftmaxLut, OUTPUT_ENTRIES};
 use core::arch::aarch64::*;
 
 /// Bytes per loop iteration.
@@ -365,7 +365,7 @@ fn finish_row<const SIGNED: bool>(
     // The 64-entry output table needs the output to be 0 for d >= 64; t is
     // non-increasing, so t[64] decides (always true when `outputs_fit`).
     if !p.outputs_fit && p.output(p.exp[OUTPUT_ENTRIES], multiplier, shift) != p.output_zero_point {
-        rare_row::<SIGNED>(p, row_in, row_out, max, multiplier, shift);
+        rare_row::<SIGNED>(p, row_in, row_out);
         return;
     }
     let table = output_table(p, multiplier, right_shift);
@@ -377,22 +377,19 @@ fn finish_row<const SIGNED: bool>(
 }
 
 /// A row whose outputs reach past `d = 63` (possible only for `beta * scale`
-/// near 0.09 and a lone maximum): element by element.
+/// near 0.09 and a lone maximum): the scalar reference on that row.
 #[inline(never)]
 #[cold]
-fn rare_row<const SIGNED: bool>(
-    p: &SoftmaxLut,
-    row_in: &[u8],
-    row_out: &mut [u8],
-    max: u8,
-    multiplier: i32,
-    shift: i32,
-) {
-    for (x, y) in row_in.iter().zip(row_out.iter_mut()) {
-        let d = max.wrapping_sub(*x) as usize;
-        let above_min = p.output(p.exp[d], multiplier, shift) - p.output_zero_point;
-        let q = above_min.clamp(0, 255) as u8;
-        *y = if SIGNED { q ^ 0x80 } else { q };
+fn rare_row<const SIGNED: bool>(p: &SoftmaxLut, row_in: &[u8], row_out: &mut [u8]) {
+    let len = row_in.len();
+    if SIGNED {
+        let (x, y): (&[i8], &mut [i8]) = (
+            bytemuck::cast_slice(row_in),
+            bytemuck::cast_slice_mut(row_out),
+        );
+        softmax_scalar(p, x, y, len);
+    } else {
+        softmax_scalar(p, row_in, row_out, len);
     }
 }
 

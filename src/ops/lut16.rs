@@ -700,23 +700,7 @@ pub(crate) fn as_i16<'a, T: QuantElem>(
     input: &'a [T],
     output: &'a mut [T],
 ) -> Option<(&'a [i16], &'a mut [i16])> {
-    // NAME identifies the sealed element type exactly (i8, u8 or i16).
-    if T::NAME != "int16" {
-        return None;
-    }
-    debug_assert_eq!(core::mem::size_of::<T>(), 2);
-    debug_assert_eq!(core::mem::align_of::<T>(), 2);
-    let (len_in, len_out) = (input.len(), output.len());
-    // SAFETY: T is i16 (checked by NAME above; the trait is sealed to i8, u8,
-    // i16), so size, alignment and validity are those of i16. Lengths are
-    // unchanged, and the new slices take over the borrows with their
-    // lifetimes and mutability.
-    unsafe {
-        Some((
-            core::slice::from_raw_parts(input.as_ptr() as *const i16, len_in),
-            core::slice::from_raw_parts_mut(output.as_mut_ptr() as *mut i16, len_out),
-        ))
-    }
+    super::cast_same::<T, i16>(input, output)
 }
 
 #[cfg(test)]

@@ -176,6 +176,28 @@ quant_elem!(i8, "int8");
 quant_elem!(u8, "uint8");
 quant_elem!(i16, "int16");
 
+/// Views `&[T]` / `&mut [T]` as `U` slices when `T` is `U`; `None` otherwise.
+/// The check is on `TypeId`, so it folds away at compile time.
+#[inline(always)]
+pub(crate) fn cast_same<'a, T: 'static, U: 'static>(
+    input: &'a [T],
+    output: &'a mut [T],
+) -> Option<(&'a [U], &'a mut [U])> {
+    if core::any::TypeId::of::<T>() != core::any::TypeId::of::<U>() {
+        return None;
+    }
+    let (len_in, len_out) = (input.len(), output.len());
+    // SAFETY: T is U (same TypeId): same layout and validity; the lengths are
+    // unchanged and the new slices take over the borrows with their lifetimes
+    // and mutability.
+    unsafe {
+        Some((
+            core::slice::from_raw_parts(input.as_ptr() as *const U, len_in),
+            core::slice::from_raw_parts_mut(output.as_mut_ptr() as *mut U, len_out),
+        ))
+    }
+}
+
 /// Checks a scale: finite and `> 0`.
 pub(crate) fn check_scale(what: &'static str, scale: f32) -> Result<f64> {
     if scale.is_finite() && scale > 0.0 {
