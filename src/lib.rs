@@ -49,6 +49,8 @@ pub mod arch;
 pub mod error;
 pub mod f32;
 pub mod fixedpoint;
+#[cfg(feature = "alloc")]
+pub mod model;
 pub mod ops;
 pub mod q31;
 pub mod quant;

@@ -129,6 +129,81 @@ impl Case {
     }
 }
 
+/// A GEMM prepared with one set of weights and then given another through
+/// `set_weights` (or the transposed form) computes what a GEMM prepared with
+/// the second set does: the oracle's result, bias refolded for the new
+/// weights. Random shapes, also weights with and without -128 in either set.
+fn check_set_weights(rng: &mut Rng, m: usize, n: usize, k: usize, transposed: bool) {
+    let first = Case::random(rng, m, n, k);
+    let mut second = first.clone();
+    second.w = rng.vec_i8(n * k);
+    if rng.below(2) == 0 {
+        for w in second.w.iter_mut() {
+            *w = (*w).max(-127);
+        }
+    }
+    let mut g = first.gemm();
+    if transposed {
+        let mut t = vec![0i8; k * n];
+        for c in 0..n {
+            for d in 0..k {
+                t[d * n + c] = second.w[c * k + d];
+            }
+        }
+        g.set_weights_transposed(&t).unwrap();
+    } else {
+        g.set_weights(&second.w).unwrap();
+    }
+    let want = second.oracle();
+    assert_same(
+        "set_weights, scalar",
+        &second,
+        &second.run_scalar(&g),
+        &want,
+    );
+    #[cfg(target_arch = "aarch64")]
+    for path in [GemmPath::Dot, GemmPath::Widening] {
+        let mut out = vec![0x3c; m * n];
+        g.run_neon_path(path, &second.x, &mut out, m).unwrap();
+        assert_same(&format!("set_weights, {path:?}"), &second, &out, &want);
+    }
+}
+
+#[test]
+fn gemm_i8_set_weights_equals_a_gemm_prepared_with_them() {
+    let mut rng = Rng::new(61);
+    for _ in 0..200 {
+        let (m, n, k) = (rng.usize(1, 20), rng.usize(1, 40), rng.usize(1, 70));
+        let transposed = rng.below(2) == 0;
+        check_set_weights(&mut rng, m, n, k, transposed);
+    }
+    // The attention shapes of the MobileBert layer (one head, short sequence).
+    check_set_weights(&mut rng, 48, 48, 32, false);
+    check_set_weights(&mut rng, 48, 32, 48, true);
+}
+
+#[test]
+fn gemm_i8_set_weights_rejects_wrong_lengths() {
+    let mut rng = Rng::new(62);
+    let mut g = Case::random(&mut rng, 3, 5, 7).gemm();
+    for len in [0, 34, 36] {
+        let w = vec![1i8; len];
+        assert_eq!(
+            g.set_weights(&w),
+            Err(Error::Length {
+                op: "gemm",
+                what: "weights",
+                expected: 35,
+                got: len
+            })
+        );
+        assert!(matches!(
+            g.set_weights_transposed(&w),
+            Err(Error::Length { got, .. }) if got == len
+        ));
+    }
+}
+
 /// The first differing index, with both values.
 fn first_difference(a: &[i8], b: &[i8]) -> Option<(usize, i8, i8)> {
     assert_eq!(a.len(), b.len());

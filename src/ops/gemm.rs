@@ -166,43 +166,77 @@ impl Gemm {
             n_padded,
         )?;
 
-        let mut packed = alloc::vec![0i8; n_padded * k_padded];
-        for (c, row) in weights.chunks_exact(k).enumerate() {
-            for (d, &w) in row.iter().enumerate() {
-                packed[packed_index(k_padded, c, d)] = w;
-            }
-        }
         let bias: Vec<i32> = match bias {
             Some(b) => b.to_vec(),
             None => alloc::vec![0; n],
         };
-        let mut folded_bias = alloc::vec![0i32; n_padded];
-        for (c, row) in weights.chunks_exact(k).enumerate() {
-            let sum = row.iter().fold(0i32, |s, &w| s.wrapping_add(w as i32));
-            folded_bias[c] = bias[c].wrapping_sub(input.zero_point.wrapping_mul(sum));
-        }
         let (act_min, act_max) = activation.range_i8(output);
         let path = if CpuFeatures::detect().dotprod {
             GemmPath::Dot
         } else {
             GemmPath::Widening
         };
-        Ok(Gemm {
+        let mut gemm = Gemm {
             n,
             k,
             k_padded,
-            packed,
+            packed: alloc::vec![0i8; n_padded * k_padded],
             bias,
-            folded_bias,
+            folded_bias: alloc::vec![0i32; n_padded],
             multipliers,
-            weights_above_min: !weights.contains(&i8::MIN),
+            weights_above_min: true,
             input_zero_point: input.zero_point,
             output_zero_point: output.zero_point,
             act_min,
             act_max,
             backend: Backend::best(),
             path,
-        })
+        };
+        gemm.pack(|c, d| weights[c * k + d]);
+        Ok(gemm)
+    }
+
+    /// Replaces the weights, keeping everything else (scales, bias, zero
+    /// points): for a right-hand side computed at run time, such as attention's
+    /// keys (`Q K^T`: `weights` = `K`, `n x k` row-major). Repacks and refolds
+    /// the bias; allocates nothing. [`Error::Length`] unless `weights` is
+    /// `n * k` long. The new weights must be quantized with the scales given to
+    /// [`new`](Self::new).
+    pub fn set_weights(&mut self, weights: &[i8]) -> Result<()> {
+        let k = self.k;
+        check_length(OP, "weights", Some(self.n * k), weights.len())?;
+        self.pack(|c, d| weights[c * k + d]);
+        Ok(())
+    }
+
+    /// [`set_weights`](Self::set_weights) from the transpose: `weights_t` is
+    /// `k x n` row-major (`weights_t[d * n + c]` is weight `(c, d)`), as
+    /// attention's values are (`P V`: `weights_t` = `V`, sequence by head
+    /// size). [`Error::Length`] unless it is `k * n` long.
+    pub fn set_weights_transposed(&mut self, weights_t: &[i8]) -> Result<()> {
+        let n = self.n;
+        check_length(OP, "weights", Some(n * self.k), weights_t.len())?;
+        self.pack(|c, d| weights_t[d * n + c]);
+        Ok(())
+    }
+
+    /// Packs weight `(c, d) = w(c, d)` for `c < n`, `d < k` (the padding
+    /// stays zero), folds the input zero point into the bias and records
+    /// whether any weight is -128.
+    fn pack(&mut self, w: impl Fn(usize, usize) -> i8) {
+        let mut above_min = true;
+        for c in 0..self.n {
+            let mut sum = 0i32;
+            for d in 0..self.k {
+                let v = w(c, d);
+                above_min &= v != i8::MIN;
+                sum = sum.wrapping_add(v as i32);
+                self.packed[packed_index(self.k_padded, c, d)] = v;
+            }
+            self.folded_bias[c] =
+                self.bias[c].wrapping_sub(self.input_zero_point.wrapping_mul(sum));
+        }
+        self.weights_above_min = above_min;
     }
 
     /// Output channels (`n`).
