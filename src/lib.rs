@@ -32,6 +32,7 @@
 //! * [`quant`]: quantization parameters and TFLite's multiplier arithmetic.
 //! * [`ops`]: prepared operators (`new()` validates and precomputes, `run()` loops).
 //! * [`q31`]: raw Q31 softmax, logistic and tanh.
+//! * `model` (feature `alloc`): the `.qnb` model file format.
 //!
 //! The crate is `no_std`; the default `std` feature adds `std::error::Error`.
 
@@ -49,6 +50,8 @@ pub mod arch;
 pub mod error;
 pub mod f32;
 pub mod fixedpoint;
+#[cfg(feature = "alloc")]
+pub mod model;
 pub mod ops;
 pub mod q31;
 pub mod quant;

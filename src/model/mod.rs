@@ -1,0 +1,3 @@
+//! Model files and (later) the layers that run them.
+
+pub mod qnb;
