@@ -32,6 +32,8 @@
 //! * [`quant`]: quantization parameters and TFLite's multiplier arithmetic.
 //! * [`ops`]: prepared operators (`new()` validates and precomputes, `run()` loops).
 //! * [`q31`]: raw Q31 softmax, logistic and tanh.
+//! * [`model`] (feature `alloc`): the int8 MobileBert layer, its `.qnb` file
+//!   format, and (with `std`) the float reference it is measured against.
 //!
 //! The crate is `no_std`; the default `std` feature adds `std::error::Error`.
 

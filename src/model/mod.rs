@@ -39,6 +39,7 @@ pub mod float;
 mod layer;
 mod names;
 mod params;
+pub mod qnb;
 
 pub use config::MobileBertConfig;
 pub use layer::{Layer, NoProfile, OpKind, Profiler, Workspace};
