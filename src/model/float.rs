@@ -681,3 +681,25 @@ pub fn accuracy(output: &[i8], q: QuantParams, reference: &[f32]) -> Accuracy {
 /// the same bytes; inputs of this size give scores spanning a few units, as a
 /// trained model's do, so the softmax methods are compared on real work.
 pub const INPUT_STD: f64 = 10.0;
+
+/// The seed of the committed model files (`models/mobilebert_layer.*`).
+pub const MODEL_SEED: u64 = 2019;
+
+/// Seeded inputs the committed model is calibrated on (the evaluation input
+/// is another one).
+pub const CALIBRATION_INPUTS: usize = 2;
+
+/// The bytes of the committed files for `config`: the layer (`.qnb`) and its
+/// input file (int8 input and float reference output), built by
+/// [`synthetic`] from [`MODEL_SEED`] with [`CALIBRATION_INPUTS`].
+pub fn model_files(config: MobileBertConfig) -> Result<(Vec<u8>, Vec<u8>)> {
+    let s = synthetic(config, MODEL_SEED, CALIBRATION_INPUTS)?;
+    let layer = s.params.to_qnb()?;
+    let input = super::LayerInput {
+        input: s.input,
+        quant: s.params.input,
+        reference_output: s.reference,
+    }
+    .to_qnb(&config)?;
+    Ok((layer, input))
+}

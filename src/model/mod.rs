@@ -36,11 +36,13 @@
 mod config;
 #[cfg(feature = "std")]
 pub mod float;
+mod io;
 mod layer;
 mod names;
 mod params;
 pub mod qnb;
 
 pub use config::MobileBertConfig;
+pub use io::LayerInput;
 pub use layer::{Layer, NoProfile, OpKind, Profiler, Workspace};
 pub use params::{FcParams, FfnParams, LayerParams, NormParams};

@@ -6,6 +6,7 @@
 mod asm;
 mod bench;
 mod expect;
+mod gen_model;
 mod mca;
 mod pattern;
 mod plot;
@@ -41,6 +42,9 @@ commands:
                         instructions)
   asm                   check the disassembly of kernels against
                         asm_tests/expect.toml
+  gen-model [--check]   build models/mobilebert_layer.qnb and .input.bin
+                        (seeded, deterministic); --check verifies the
+                        committed files are what it builds
   help                  show this message
 ";
 
@@ -55,6 +59,7 @@ fn main() -> ExitCode {
         "test" => test::cli(rest),
         "bench" => bench::cli(rest),
         "asm" => asm::cli(rest),
+        "gen-model" => gen_model::cli(rest),
         "help" | "-h" | "--help" => {
             print!("{USAGE}");
             Ok(())
