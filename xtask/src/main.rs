@@ -12,6 +12,7 @@ mod pattern;
 mod plot;
 mod plugin;
 mod report;
+mod run;
 mod setup;
 mod test;
 mod util;
@@ -40,6 +41,16 @@ commands:
   bench --run [--insn] [-- ARG...]
                         run qneon-bench ARGs under qemu (--insn: count guest
                         instructions)
+  run [--all]           run the MobileBert layer (qneon-mobilebert) under qemu
+                        once per backend and softmax method with the
+                        tools/qemu-insn plugin counting each op's marked
+                        region: prints instructions per op, the layer total
+                        against 2 x MACs / 16 and softmax's share; writes
+                        target/run/profile.json and profile.md. Default:
+                        neon lut/fixed/f32 and scalar fixed; --all adds
+                        scalar lut/f32
+  run --readme          rewrite README.md between <!-- run:begin --> and
+                        <!-- run:end --> from target/run/profile.json
   asm                   check the disassembly of kernels against
                         asm_tests/expect.toml
   gen-model [--check]   build models/mobilebert_layer.qnb and .input.bin
@@ -58,6 +69,7 @@ fn main() -> ExitCode {
         "setup" => setup::cli(rest),
         "test" => test::cli(rest),
         "bench" => bench::cli(rest),
+        "run" => run::cli(rest),
         "asm" => asm::cli(rest),
         "gen-model" => gen_model::cli(rest),
         "help" | "-h" | "--help" => {
