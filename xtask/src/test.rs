@@ -108,6 +108,26 @@ pub fn cli(args: &[String]) -> Result {
             "short",
         ]),
     ));
+    // The layer runner on the committed model, once per softmax method (the
+    // aarch64 NEON layer runs in the qemu tests, `tests/model_file.rs`).
+    for method in ["fixed", "lut", "f32"] {
+        parts.push(build_part(
+            "qneon-mobilebert smoke",
+            util::cargo([
+                "run",
+                "--release",
+                "-p",
+                "qneon",
+                "--bin",
+                "qneon-mobilebert",
+                "--",
+                "--model",
+                "models/mobilebert_layer.qnb",
+                "--softmax",
+                method,
+            ]),
+        ));
+    }
 
     let mut total = Counts::default();
     let mut all_ok = true;
