@@ -742,6 +742,9 @@ impl<'a> Qnb<'a> {
                 ));
             }
             let scales_off = f.u64(at + 136)?;
+            if !matches!(kind, QUANT_NONE | QUANT_PER_TENSOR | QUANT_PER_CHANNEL) {
+                return Err(file_err("unknown quantization kind", at + 120));
+            }
             if kind != QUANT_NONE && dtype == DType::F32 {
                 return Err(file_err("f32 tensor has quantization", at + 120));
             }
