@@ -62,6 +62,9 @@ struct BlockParams {
     any_left_shift: bool,
     /// Every channel of the block shifts right by at least 1.
     all_right_shift: bool,
+    /// The activation range is narrower than int8's (otherwise the
+    /// saturating narrow to int8 is the clamp).
+    clamp: bool,
     bias: [int32x4_t; 2],
     mult: [ChannelMultiplier<int32x4_t>; 2],
     zero_point: int16x8_t,
@@ -74,11 +77,19 @@ impl BlockParams {
     fn load(g: &Gemm, block: usize) -> BlockParams {
         let c = block * NR;
         let m = &g.multipliers;
-        // Every per-channel array is padded to whole blocks.
+        // Every per-channel array is padded to whole blocks; one check for
+        // all of them.
+        let padded = g.packed.len() / g.k_padded;
+        assert!(
+            c + NR <= padded
+                && g.folded_bias.len() == padded
+                && m.left_shift.len() == padded
+                && m.multiplier.len() == padded
+                && m.neg_right_shift.len() == padded
+        );
         let v = |a: &[i32], j: usize| -> int32x4_t {
-            let s = &a[c + 4 * j..c + 4 * j + 4];
-            // SAFETY: `s` holds 4 i32 (sliced just above).
-            unsafe { vld1q_s32(s.as_ptr()) }
+            // SAFETY: c + 4 j + 4 <= c + 8 <= a.len() (asserted above).
+            unsafe { vld1q_s32(a.as_ptr().add(c + 4 * j)) }
         };
         let mult = |j| ChannelMultiplier {
             left_shift: v(&m.left_shift, j),
@@ -93,10 +104,11 @@ impl BlockParams {
                 vdupq_n_s8(g.act_max as i8),
             )
         };
-        let channels = c..c + NR;
+        let (any_left_shift, all_right_shift) = g.block_shifts[block];
         BlockParams {
-            any_left_shift: m.left_shift[channels.clone()].iter().any(|&s| s != 0),
-            all_right_shift: m.neg_right_shift[channels].iter().all(|&s| s < 0),
+            any_left_shift,
+            all_right_shift,
+            clamp: g.act_min > i8::MIN as i32 || g.act_max < i8::MAX as i32,
             bias: [v(&g.folded_bias, 0), v(&g.folded_bias, 1)],
             mult: [mult(0), mult(1)],
             zero_point,
@@ -150,17 +162,26 @@ fn store_tile<const R: usize>(
     col: usize,
     nr: usize,
 ) {
-    match (p.any_left_shift, p.all_right_shift) {
-        (false, true) => store_tile_with::<R, false, true>(acc, p, output, n, row, mr, col, nr),
-        (false, false) => store_tile_with::<R, false, false>(acc, p, output, n, row, mr, col, nr),
-        (true, true) => store_tile_with::<R, true, true>(acc, p, output, n, row, mr, col, nr),
-        (true, false) => store_tile_with::<R, true, false>(acc, p, output, n, row, mr, col, nr),
+    macro_rules! with {
+        ($left:literal, $fast:literal, $clamp:literal) => {
+            store_tile_with::<R, $left, $fast, $clamp>(acc, p, output, n, row, mr, col, nr)
+        };
+    }
+    match (p.any_left_shift, p.all_right_shift, p.clamp) {
+        (false, true, false) => with!(false, true, false),
+        (false, true, true) => with!(false, true, true),
+        (false, false, false) => with!(false, false, false),
+        (false, false, true) => with!(false, false, true),
+        (true, true, false) => with!(true, true, false),
+        (true, true, true) => with!(true, true, true),
+        (true, false, false) => with!(true, false, false),
+        (true, false, true) => with!(true, false, true),
     }
 }
 
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-fn store_tile_with<const R: usize, const LEFT: bool, const FAST: bool>(
+fn store_tile_with<const R: usize, const LEFT: bool, const FAST: bool, const CLAMP: bool>(
     acc: &[[int32x4_t; 2]; R],
     p: &BlockParams,
     output: &mut [i8],
@@ -181,7 +202,14 @@ fn store_tile_with<const R: usize, const LEFT: bool, const FAST: bool>(
         };
         let (h0, h1) = (half(r), half(r + 1));
         // SAFETY: neon is a compile-time target feature (cfg on this module).
-        unsafe { vminq_s8(vmaxq_s8(vqmovn_high_s16(vqmovn_s16(h0), h1), p.min), p.max) }
+        unsafe {
+            let b = vqmovn_high_s16(vqmovn_s16(h0), h1);
+            if CLAMP {
+                vminq_s8(vmaxq_s8(b, p.min), p.max)
+            } else {
+                b
+            }
+        }
     };
     if mr == R && nr == NR {
         // A whole tile: rows row..row + R, channels col..col + 8, all inside
@@ -321,7 +349,79 @@ unsafe fn dot_chunks(
     }
 }
 
-/// The `sdot` path.
+/// The deepest input (in bytes, a multiple of 16) that [`gemm_dot`] copies
+/// into a packed panel on the stack (8 KiB); deeper inputs are read in place.
+const PANEL_DEPTH: usize = 1024;
+
+/// Copies rows `row..row + 8` (rows past `row + mr` repeat the last one) of
+/// the `k`-deep input into `panel`, interleaved by steps of 16 depth bytes:
+/// step `i` of tile row `r` at `128 i + 16 r`, the depth past `k` zero. One
+/// step of all 8 rows is then 128 contiguous bytes, loaded with two `ld1`s of
+/// four registers.
+#[inline(always)]
+fn fill_panel(panel: &mut [i8; 8 * PANEL_DEPTH], input: &[i8], k: usize, row: usize, mr: usize) {
+    let whole = k / KC;
+    debug_assert!(k.div_ceil(KC) * KC <= PANEL_DEPTH);
+    let rows = row_pointers::<8>(input, k, row, mr);
+    let dst = panel.as_mut_ptr();
+    for i in 0..whole {
+        // SAFETY: each row pointer starts a k-byte input row and
+        // 16 (i + 1) <= k; the panel holds 8 * PANEL_DEPTH >= 128 (i + 1)
+        // bytes.
+        unsafe {
+            let x: [int8x16_t; 8] = core::array::from_fn(|r| vld1q_s8(rows[r].add(i * KC)));
+            let at = dst.add(i * 8 * KC);
+            vst1q_s8_x4(at, int8x16x4_t(x[0], x[1], x[2], x[3]));
+            vst1q_s8_x4(at.add(64), int8x16x4_t(x[4], x[5], x[6], x[7]));
+        }
+    }
+    if k % KC != 0 {
+        let mut buf = [[0i8; KC]; 8];
+        tail_rows(input, k, row, mr, &mut buf);
+        for (r, b) in buf.iter().enumerate() {
+            let at = whole * 8 * KC + r * KC;
+            panel[at..at + KC].copy_from_slice(b);
+        }
+    }
+}
+
+/// `chunks` steps of 16 depth bytes on the 8 x 8 tile from a packed panel
+/// (see [`fill_panel`]): per step two 4-register loads of weights and two of
+/// input rows, 64 `sdot`s.
+///
+/// # Safety
+/// `x` and `w` must each be valid for reading `128 chunks` bytes.
+#[inline(always)]
+unsafe fn dot_panel(acc: &mut [[int32x4_t; 2]; 8], x: *const i8, w: *const i8, chunks: usize) {
+    let step = |acc: &mut [[int32x4_t; 2]; 8], i: usize| {
+        // SAFETY: 128 bytes at 128 i of each (the caller's guarantee, i < chunks).
+        unsafe {
+            let (w, x) = (w.add(i * 8 * KC), x.add(i * 8 * KC));
+            let (wa, wb) = (vld1q_s8_x4(w), vld1q_s8_x4(w.add(64)));
+            let wv = [wa.0, wa.1, wa.2, wa.3, wb.0, wb.1, wb.2, wb.3];
+            let xa = vld1q_s8_x4(x);
+            dot_row_pair(acc, 0, &wv, xa.0, xa.1);
+            dot_row_pair(acc, 2, &wv, xa.2, xa.3);
+            let xb = vld1q_s8_x4(x.add(64));
+            dot_row_pair(acc, 4, &wv, xb.0, xb.1);
+            dot_row_pair(acc, 6, &wv, xb.2, xb.3);
+        }
+    };
+    // Two steps per iteration: half the loop counting per step.
+    let mut i = 0;
+    while i + 2 <= chunks {
+        step(acc, i);
+        step(acc, i + 1);
+        i += 2;
+    }
+    if i < chunks {
+        step(acc, i);
+    }
+}
+
+/// The `sdot` path: for each tile of 8 rows, the rows are copied into a
+/// packed panel (when the depth fits [`PANEL_DEPTH`]) and every weight block
+/// runs over it.
 ///
 /// # Safety
 /// The CPU must have the dotprod extension. `input.len() == m * g.k` and
@@ -331,6 +431,41 @@ unsafe fn dot_chunks(
 pub(crate) unsafe fn gemm_dot(g: &Gemm, input: &[i8], output: &mut [i8], m: usize) {
     const MR: usize = 8;
     debug_assert!(input.len() == m * g.k && output.len() == m * g.n);
+    if g.k_padded > PANEL_DEPTH {
+        // SAFETY: the caller's guarantees.
+        return unsafe { gemm_dot_rows(g, input, output, m) };
+    }
+    let (n, k) = (g.n, g.k);
+    let chunks = g.k_padded / KC;
+    let block_bytes = NR * g.k_padded;
+    let mut panel = [0i8; 8 * PANEL_DEPTH];
+    let mut row = 0;
+    while row < m {
+        let mr = MR.min(m - row);
+        fill_panel(&mut panel, input, k, row, mr);
+        for (block, w) in g.packed.chunks_exact(block_bytes).enumerate() {
+            let p = BlockParams::load(g, block);
+            let col = block * NR;
+            let nr = NR.min(n - col);
+            let mut acc = [p.bias; MR];
+            // SAFETY: the panel holds 8 * PANEL_DEPTH >= 128 chunks bytes
+            // (k_padded = 16 chunks <= PANEL_DEPTH), the block 8 k_padded =
+            // 128 chunks bytes.
+            unsafe { dot_panel(&mut acc, panel.as_ptr(), w.as_ptr(), chunks) };
+            store_tile::<MR>(&acc, &p, output, n, row, mr, col, nr);
+        }
+        row += MR;
+    }
+}
+
+/// The `sdot` path reading the input rows in place (deep inputs).
+///
+/// # Safety
+/// As [`gemm_dot`].
+#[target_feature(enable = "dotprod")]
+#[inline(never)]
+unsafe fn gemm_dot_rows(g: &Gemm, input: &[i8], output: &mut [i8], m: usize) {
+    const MR: usize = 8;
     let (n, k) = (g.n, g.k);
     let whole = k / KC;
     let block_bytes = NR * g.k_padded;

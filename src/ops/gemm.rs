@@ -93,6 +93,10 @@ pub struct Gemm {
     #[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
     pub(crate) folded_bias: Vec<i32>,
     pub(crate) multipliers: ChannelMultipliers,
+    /// Per block of 8 channels: (some channel shifts left, every channel
+    /// shifts right by at least 1), for the NEON output stage.
+    #[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
+    pub(crate) block_shifts: Vec<(bool, bool)>,
     /// No weight is -128 (the widening NEON path may then add two products
     /// in 16 bits).
     #[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
@@ -176,6 +180,17 @@ impl Gemm {
         } else {
             GemmPath::Widening
         };
+        let block_shifts = (0..blocks)
+            .map(|b| {
+                let channels = b * NR..(b + 1) * NR;
+                (
+                    multipliers.left_shift[channels.clone()]
+                        .iter()
+                        .any(|&s| s != 0),
+                    multipliers.neg_right_shift[channels].iter().all(|&s| s < 0),
+                )
+            })
+            .collect();
         let mut gemm = Gemm {
             n,
             k,
@@ -184,6 +199,7 @@ impl Gemm {
             bias,
             folded_bias: alloc::vec![0i32; n_padded],
             multipliers,
+            block_shifts,
             weights_above_min: true,
             input_zero_point: input.zero_point,
             output_zero_point: output.zero_point,
