@@ -1,13 +1,16 @@
 //! NEON int8 GEMM micro-kernels, bit-exact with `arch::scalar_gemm::gemm`.
 //!
 //! Both paths read the weights packed by [`Gemm::new`] (blocks of 8 output
-//! channels, depth in groups of 4 bytes) and the input rows as they are (no
-//! run-time packing: one 16-byte load per row covers four depth groups, whose
-//! lanes the kernels index). Accumulators start from the folded bias, so the
-//! inner loops multiply raw int8 values; int32 sums wrap like the reference's.
+//! channels, depth in groups of 4 bytes). Accumulators start from the folded
+//! bias, so the inner loops multiply raw int8 values; int32 sums wrap like the
+//! reference's.
 //!
-//! * [`gemm_dot`]: `sdot` by element on an 8 x 8 tile (16 accumulators). Per 16
-//!   bytes of depth: 8 input loads, 8 weight loads, 64 `sdot`s (1024 MACs).
+//! * [`gemm_dot`]: `sdot` by element on an 8 x 8 tile (16 accumulators). Each
+//!   tile of 8 input rows is copied into a stack panel interleaved by 16 depth
+//!   bytes (depths up to `PANEL_DEPTH`), and every weight block runs over it:
+//!   per 16 bytes of depth, two 4-register loads of weights and two of rows,
+//!   64 `sdot`s (1024 MACs). Deeper inputs are read in place
+//!   (`gemm_dot_rows`: 8 row loads and 4 weight pair loads per step).
 //! * [`gemm_widening`]: `smull`/`smull2` to 16 bits and `sadalp` into 32 bits
 //!   on a 4 x 8 tile (a product of two int8 fits 16 bits, -128 * -128
 //!   included, and `sadalp` widens before adding: nothing can overflow). The
