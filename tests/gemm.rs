@@ -416,6 +416,12 @@ mod neon {
             (7, 129, 515),
             (9, 1030, 33),
             (64, 64, 2048),
+            // Around the deepest input the sdot path copies into a panel
+            // (1024 bytes): the deepest fitting, one with a depth tail, the
+            // first read in place.
+            (17, 24, 1024),
+            (10, 16, 1009),
+            (9, 8, 1025),
         ] {
             check_neon(&Case::random(&mut rng, m, n, k));
         }

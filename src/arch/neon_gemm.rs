@@ -1,13 +1,16 @@
 //! NEON int8 GEMM micro-kernels, bit-exact with `arch::scalar_gemm::gemm`.
 //!
 //! Both paths read the weights packed by [`Gemm::new`] (blocks of 8 output
-//! channels, depth in groups of 4 bytes) and the input rows as they are (no
-//! run-time packing: one 16-byte load per row covers four depth groups, whose
-//! lanes the kernels index). Accumulators start from the folded bias, so the
-//! inner loops multiply raw int8 values; int32 sums wrap like the reference's.
+//! channels, depth in groups of 4 bytes). Accumulators start from the folded
+//! bias, so the inner loops multiply raw int8 values; int32 sums wrap like the
+//! reference's.
 //!
-//! * [`gemm_dot`]: `sdot` by element on an 8 x 8 tile (16 accumulators). Per 16
-//!   bytes of depth: 8 input loads, 8 weight loads, 64 `sdot`s (1024 MACs).
+//! * [`gemm_dot`]: `sdot` by element on an 8 x 8 tile (16 accumulators). Each
+//!   tile of 8 input rows is copied into a stack panel interleaved by 16 depth
+//!   bytes (depths up to `PANEL_DEPTH`), and every weight block runs over it:
+//!   per 16 bytes of depth, two 4-register loads of weights and two of rows,
+//!   64 `sdot`s (1024 MACs). Deeper inputs are read in place
+//!   (`gemm_dot_rows`: 8 row loads and 4 weight pair loads per step).
 //! * [`gemm_widening`]: `smull`/`smull2` to 16 bits and `sadalp` into 32 bits
 //!   on a 4 x 8 tile (a product of two int8 fits 16 bits, -128 * -128
 //!   included, and `sadalp` widens before adding: nothing can overflow). The
@@ -62,6 +65,9 @@ struct BlockParams {
     any_left_shift: bool,
     /// Every channel of the block shifts right by at least 1.
     all_right_shift: bool,
+    /// The activation range is narrower than int8's (otherwise the
+    /// saturating narrow to int8 is the clamp).
+    clamp: bool,
     bias: [int32x4_t; 2],
     mult: [ChannelMultiplier<int32x4_t>; 2],
     zero_point: int16x8_t,
@@ -74,11 +80,19 @@ impl BlockParams {
     fn load(g: &Gemm, block: usize) -> BlockParams {
         let c = block * NR;
         let m = &g.multipliers;
-        // Every per-channel array is padded to whole blocks.
+        // Every per-channel array is padded to whole blocks; one check for
+        // all of them.
+        let padded = g.packed.len() / g.k_padded;
+        assert!(
+            c + NR <= padded
+                && g.folded_bias.len() == padded
+                && m.left_shift.len() == padded
+                && m.multiplier.len() == padded
+                && m.neg_right_shift.len() == padded
+        );
         let v = |a: &[i32], j: usize| -> int32x4_t {
-            let s = &a[c + 4 * j..c + 4 * j + 4];
-            // SAFETY: `s` holds 4 i32 (sliced just above).
-            unsafe { vld1q_s32(s.as_ptr()) }
+            // SAFETY: c + 4 j + 4 <= c + 8 <= a.len() (asserted above).
+            unsafe { vld1q_s32(a.as_ptr().add(c + 4 * j)) }
         };
         let mult = |j| ChannelMultiplier {
             left_shift: v(&m.left_shift, j),
@@ -93,10 +107,11 @@ impl BlockParams {
                 vdupq_n_s8(g.act_max as i8),
             )
         };
-        let channels = c..c + NR;
+        let (any_left_shift, all_right_shift) = g.block_shifts[block];
         BlockParams {
-            any_left_shift: m.left_shift[channels.clone()].iter().any(|&s| s != 0),
-            all_right_shift: m.neg_right_shift[channels].iter().all(|&s| s < 0),
+            any_left_shift,
+            all_right_shift,
+            clamp: g.act_min > i8::MIN as i32 || g.act_max < i8::MAX as i32,
             bias: [v(&g.folded_bias, 0), v(&g.folded_bias, 1)],
             mult: [mult(0), mult(1)],
             zero_point,
@@ -150,17 +165,26 @@ fn store_tile<const R: usize>(
     col: usize,
     nr: usize,
 ) {
-    match (p.any_left_shift, p.all_right_shift) {
-        (false, true) => store_tile_with::<R, false, true>(acc, p, output, n, row, mr, col, nr),
-        (false, false) => store_tile_with::<R, false, false>(acc, p, output, n, row, mr, col, nr),
-        (true, true) => store_tile_with::<R, true, true>(acc, p, output, n, row, mr, col, nr),
-        (true, false) => store_tile_with::<R, true, false>(acc, p, output, n, row, mr, col, nr),
+    macro_rules! with {
+        ($left:literal, $fast:literal, $clamp:literal) => {
+            store_tile_with::<R, $left, $fast, $clamp>(acc, p, output, n, row, mr, col, nr)
+        };
+    }
+    match (p.any_left_shift, p.all_right_shift, p.clamp) {
+        (false, true, false) => with!(false, true, false),
+        (false, true, true) => with!(false, true, true),
+        (false, false, false) => with!(false, false, false),
+        (false, false, true) => with!(false, false, true),
+        (true, true, false) => with!(true, true, false),
+        (true, true, true) => with!(true, true, true),
+        (true, false, false) => with!(true, false, false),
+        (true, false, true) => with!(true, false, true),
     }
 }
 
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-fn store_tile_with<const R: usize, const LEFT: bool, const FAST: bool>(
+fn store_tile_with<const R: usize, const LEFT: bool, const FAST: bool, const CLAMP: bool>(
     acc: &[[int32x4_t; 2]; R],
     p: &BlockParams,
     output: &mut [i8],
@@ -181,7 +205,14 @@ fn store_tile_with<const R: usize, const LEFT: bool, const FAST: bool>(
         };
         let (h0, h1) = (half(r), half(r + 1));
         // SAFETY: neon is a compile-time target feature (cfg on this module).
-        unsafe { vminq_s8(vmaxq_s8(vqmovn_high_s16(vqmovn_s16(h0), h1), p.min), p.max) }
+        unsafe {
+            let b = vqmovn_high_s16(vqmovn_s16(h0), h1);
+            if CLAMP {
+                vminq_s8(vmaxq_s8(b, p.min), p.max)
+            } else {
+                b
+            }
+        }
     };
     if mr == R && nr == NR {
         // A whole tile: rows row..row + R, channels col..col + 8, all inside
@@ -321,7 +352,177 @@ unsafe fn dot_chunks(
     }
 }
 
-/// The `sdot` path.
+/// The deepest input (in bytes, a multiple of 16) that [`gemm_dot`] copies
+/// into a packed panel on the stack (8 KiB); deeper inputs are read in place.
+const PANEL_DEPTH: usize = 1024;
+
+/// Copies rows `row..row + 8` (rows past `row + mr` repeat the last one) of
+/// the `k`-deep input into `panel`, interleaved by steps of 16 depth bytes:
+/// step `i` of tile row `r` at `128 i + 16 r`, the depth past `k` zero. One
+/// step of all 8 rows is then 128 contiguous bytes, loaded with two `ld1`s of
+/// four registers.
+#[inline(always)]
+fn fill_panel(panel: &mut [i8; 8 * PANEL_DEPTH], input: &[i8], k: usize, row: usize, mr: usize) {
+    let whole = k / KC;
+    debug_assert!(k.div_ceil(KC) * KC <= PANEL_DEPTH);
+    let rows = row_pointers::<8>(input, k, row, mr);
+    let dst = panel.as_mut_ptr();
+    for i in 0..whole {
+        // SAFETY: each row pointer starts a k-byte input row and
+        // 16 (i + 1) <= k; the panel holds 8 * PANEL_DEPTH >= 128 (i + 1)
+        // bytes.
+        unsafe {
+            let x: [int8x16_t; 8] = core::array::from_fn(|r| vld1q_s8(rows[r].add(i * KC)));
+            let at = dst.add(i * 8 * KC);
+            vst1q_s8_x4(at, int8x16x4_t(x[0], x[1], x[2], x[3]));
+            vst1q_s8_x4(at.add(64), int8x16x4_t(x[4], x[5], x[6], x[7]));
+        }
+    }
+    if k % KC != 0 {
+        let mut buf = [[0i8; KC]; 8];
+        tail_rows(input, k, row, mr, &mut buf);
+        for (r, b) in buf.iter().enumerate() {
+            let at = whole * 8 * KC + r * KC;
+            panel[at..at + KC].copy_from_slice(b);
+        }
+    }
+}
+
+/// `chunks` steps of 16 depth bytes on the 8 x 8 tile from a packed panel
+/// (see [`fill_panel`]): per step two 4-register loads of weights and two of
+/// input rows, 64 `sdot`s.
+///
+/// # Safety
+/// The CPU must have dotprod; `chunks >= 1`; `x` and `w` must each be valid
+/// for reading `128 chunks` bytes.
+#[inline(always)]
+unsafe fn dot_panel(acc: &mut [[int32x4_t; 2]; 8], x: *const i8, w: *const i8, chunks: usize) {
+    debug_assert!(chunks >= 1);
+    // One step per iteration: two 4-register loads of weights (v0-v7, vector
+    // 2g + h = depth group g, channels 4h..4h + 4), then rows 0-3 (v8-v11)
+    // and 4-7 (v12-v15), each row's 4 depth groups in its 4 lanes; row r's
+    // accumulators are v(16 + 2r), v(17 + 2r). Written in assembly because
+    // the compiler splits 4-register loads into pairs (75 instructions a step
+    // instead of 70).
+    // SAFETY: reads 128 chunks bytes at each of x and w (the caller's
+    // guarantee), chunks >= 1; sdot needs dotprod, which every caller
+    // (`gemm_dot`) enables. No stack, no writes to memory.
+    unsafe {
+        core::arch::asm!(
+            "2:",
+            "ld1 {{v0.16b, v1.16b, v2.16b, v3.16b}}, [{w}], #64",
+            "ld1 {{v4.16b, v5.16b, v6.16b, v7.16b}}, [{w}], #64",
+            "ld1 {{v8.16b, v9.16b, v10.16b, v11.16b}}, [{x}], #64",
+            "sdot v16.4s, v0.16b, v8.4b[0]",
+            "sdot v17.4s, v1.16b, v8.4b[0]",
+            "sdot v18.4s, v0.16b, v9.4b[0]",
+            "sdot v19.4s, v1.16b, v9.4b[0]",
+            "sdot v20.4s, v0.16b, v10.4b[0]",
+            "sdot v21.4s, v1.16b, v10.4b[0]",
+            "sdot v22.4s, v0.16b, v11.4b[0]",
+            "sdot v23.4s, v1.16b, v11.4b[0]",
+            "sdot v16.4s, v2.16b, v8.4b[1]",
+            "sdot v17.4s, v3.16b, v8.4b[1]",
+            "sdot v18.4s, v2.16b, v9.4b[1]",
+            "sdot v19.4s, v3.16b, v9.4b[1]",
+            "sdot v20.4s, v2.16b, v10.4b[1]",
+            "sdot v21.4s, v3.16b, v10.4b[1]",
+            "sdot v22.4s, v2.16b, v11.4b[1]",
+            "sdot v23.4s, v3.16b, v11.4b[1]",
+            "sdot v16.4s, v4.16b, v8.4b[2]",
+            "sdot v17.4s, v5.16b, v8.4b[2]",
+            "sdot v18.4s, v4.16b, v9.4b[2]",
+            "sdot v19.4s, v5.16b, v9.4b[2]",
+            "sdot v20.4s, v4.16b, v10.4b[2]",
+            "sdot v21.4s, v5.16b, v10.4b[2]",
+            "sdot v22.4s, v4.16b, v11.4b[2]",
+            "sdot v23.4s, v5.16b, v11.4b[2]",
+            "sdot v16.4s, v6.16b, v8.4b[3]",
+            "sdot v17.4s, v7.16b, v8.4b[3]",
+            "sdot v18.4s, v6.16b, v9.4b[3]",
+            "sdot v19.4s, v7.16b, v9.4b[3]",
+            "sdot v20.4s, v6.16b, v10.4b[3]",
+            "sdot v21.4s, v7.16b, v10.4b[3]",
+            "sdot v22.4s, v6.16b, v11.4b[3]",
+            "sdot v23.4s, v7.16b, v11.4b[3]",
+            "ld1 {{v12.16b, v13.16b, v14.16b, v15.16b}}, [{x}], #64",
+            "sdot v24.4s, v0.16b, v12.4b[0]",
+            "sdot v25.4s, v1.16b, v12.4b[0]",
+            "sdot v26.4s, v0.16b, v13.4b[0]",
+            "sdot v27.4s, v1.16b, v13.4b[0]",
+            "sdot v28.4s, v0.16b, v14.4b[0]",
+            "sdot v29.4s, v1.16b, v14.4b[0]",
+            "sdot v30.4s, v0.16b, v15.4b[0]",
+            "sdot v31.4s, v1.16b, v15.4b[0]",
+            "sdot v24.4s, v2.16b, v12.4b[1]",
+            "sdot v25.4s, v3.16b, v12.4b[1]",
+            "sdot v26.4s, v2.16b, v13.4b[1]",
+            "sdot v27.4s, v3.16b, v13.4b[1]",
+            "sdot v28.4s, v2.16b, v14.4b[1]",
+            "sdot v29.4s, v3.16b, v14.4b[1]",
+            "sdot v30.4s, v2.16b, v15.4b[1]",
+            "sdot v31.4s, v3.16b, v15.4b[1]",
+            "sdot v24.4s, v4.16b, v12.4b[2]",
+            "sdot v25.4s, v5.16b, v12.4b[2]",
+            "sdot v26.4s, v4.16b, v13.4b[2]",
+            "sdot v27.4s, v5.16b, v13.4b[2]",
+            "sdot v28.4s, v4.16b, v14.4b[2]",
+            "sdot v29.4s, v5.16b, v14.4b[2]",
+            "sdot v30.4s, v4.16b, v15.4b[2]",
+            "sdot v31.4s, v5.16b, v15.4b[2]",
+            "sdot v24.4s, v6.16b, v12.4b[3]",
+            "sdot v25.4s, v7.16b, v12.4b[3]",
+            "sdot v26.4s, v6.16b, v13.4b[3]",
+            "sdot v27.4s, v7.16b, v13.4b[3]",
+            "sdot v28.4s, v6.16b, v14.4b[3]",
+            "sdot v29.4s, v7.16b, v14.4b[3]",
+            "sdot v30.4s, v6.16b, v15.4b[3]",
+            "sdot v31.4s, v7.16b, v15.4b[3]",
+            "subs {chunks}, {chunks}, #1",
+            "b.ne 2b",
+            w = inout(reg) w => _,
+            x = inout(reg) x => _,
+            chunks = inout(reg) chunks => _,
+            inout("v16") acc[0][0],
+            inout("v17") acc[0][1],
+            inout("v18") acc[1][0],
+            inout("v19") acc[1][1],
+            inout("v20") acc[2][0],
+            inout("v21") acc[2][1],
+            inout("v22") acc[3][0],
+            inout("v23") acc[3][1],
+            inout("v24") acc[4][0],
+            inout("v25") acc[4][1],
+            inout("v26") acc[5][0],
+            inout("v27") acc[5][1],
+            inout("v28") acc[6][0],
+            inout("v29") acc[6][1],
+            inout("v30") acc[7][0],
+            inout("v31") acc[7][1],
+            out("v0") _,
+            out("v1") _,
+            out("v2") _,
+            out("v3") _,
+            out("v4") _,
+            out("v5") _,
+            out("v6") _,
+            out("v7") _,
+            out("v8") _,
+            out("v9") _,
+            out("v10") _,
+            out("v11") _,
+            out("v12") _,
+            out("v13") _,
+            out("v14") _,
+            out("v15") _,
+            options(readonly, nostack),
+        );
+    }
+}
+
+/// The `sdot` path: for each tile of 8 rows, the rows are copied into a
+/// packed panel (when the depth fits [`PANEL_DEPTH`]) and every weight block
+/// runs over it.
 ///
 /// # Safety
 /// The CPU must have the dotprod extension. `input.len() == m * g.k` and
@@ -331,6 +532,41 @@ unsafe fn dot_chunks(
 pub(crate) unsafe fn gemm_dot(g: &Gemm, input: &[i8], output: &mut [i8], m: usize) {
     const MR: usize = 8;
     debug_assert!(input.len() == m * g.k && output.len() == m * g.n);
+    if g.k_padded > PANEL_DEPTH {
+        // SAFETY: the caller's guarantees.
+        return unsafe { gemm_dot_rows(g, input, output, m) };
+    }
+    let (n, k) = (g.n, g.k);
+    let chunks = g.k_padded / KC;
+    let block_bytes = NR * g.k_padded;
+    let mut panel = [0i8; 8 * PANEL_DEPTH];
+    let mut row = 0;
+    while row < m {
+        let mr = MR.min(m - row);
+        fill_panel(&mut panel, input, k, row, mr);
+        for (block, w) in g.packed.chunks_exact(block_bytes).enumerate() {
+            let p = BlockParams::load(g, block);
+            let col = block * NR;
+            let nr = NR.min(n - col);
+            let mut acc = [p.bias; MR];
+            // SAFETY: the panel holds 8 * PANEL_DEPTH >= 128 chunks bytes
+            // (k_padded = 16 chunks <= PANEL_DEPTH), the block 8 k_padded =
+            // 128 chunks bytes.
+            unsafe { dot_panel(&mut acc, panel.as_ptr(), w.as_ptr(), chunks) };
+            store_tile::<MR>(&acc, &p, output, n, row, mr, col, nr);
+        }
+        row += MR;
+    }
+}
+
+/// The `sdot` path reading the input rows in place (deep inputs).
+///
+/// # Safety
+/// As [`gemm_dot`].
+#[target_feature(enable = "dotprod")]
+#[inline(never)]
+unsafe fn gemm_dot_rows(g: &Gemm, input: &[i8], output: &mut [i8], m: usize) {
+    const MR: usize = 8;
     let (n, k) = (g.n, g.k);
     let whole = k / KC;
     let block_bytes = NR * g.k_padded;
@@ -513,5 +749,127 @@ fn gemm_widening_with<const PAIRS: bool>(g: &Gemm, input: &[i8], output: &mut [i
             store_tile::<MR>(&sums, &p, output, n, row, mr, col, nr);
             row += MR;
         }
+    }
+}
+
+/// Packs the `n x k` row-major weights `w` into the layout of [`Gemm`]
+/// (`packed` holds whole blocks of depth `k_padded`; its padding is zero and
+/// stays so). Whole blocks, 16 depth bytes at a time: the 8 rows' 16 bytes
+/// are four depth groups each, and two 4 x 4 transposes of 32-bit words give
+/// the 32-byte groups (rows 0-3 then 4-7). The rest goes group by group.
+pub(crate) fn pack_rows(packed: &mut [i8], w: &[i8], n: usize, k: usize, k_padded: usize) {
+    assert!(w.len() == n * k && packed.len() >= n.div_ceil(NR) * NR * k_padded);
+    let full_blocks = n / NR;
+    let chunks = k / KC;
+    for b in 0..full_blocks {
+        let dst = &mut packed[b * NR * k_padded..(b + 1) * NR * k_padded];
+        let src = &w[b * NR * k..(b + 1) * NR * k];
+        for i in 0..chunks {
+            // SAFETY: row r of the block is src[r k..(r + 1) k] and
+            // 16 (i + 1) <= k; the chunk's groups 4i..4i + 4 are the 128 bytes
+            // at 128 i of the block, and 128 (i + 1) <= 8 k_padded
+            // (k_padded >= k >= 16 (i + 1)).
+            unsafe {
+                let row =
+                    |r: usize| vreinterpretq_s32_s8(vld1q_s8(src.as_ptr().add(r * k + i * KC)));
+                let o = dst.as_mut_ptr().add(i * 4 * 4 * NR);
+                for half in 0..2 {
+                    let (r0, r1, r2, r3) = (
+                        row(4 * half),
+                        row(4 * half + 1),
+                        row(4 * half + 2),
+                        row(4 * half + 3),
+                    );
+                    let t0 = vreinterpretq_s64_s32(vtrn1q_s32(r0, r1));
+                    let t1 = vreinterpretq_s64_s32(vtrn2q_s32(r0, r1));
+                    let t2 = vreinterpretq_s64_s32(vtrn1q_s32(r2, r3));
+                    let t3 = vreinterpretq_s64_s32(vtrn2q_s32(r2, r3));
+                    let at = o.add(16 * half);
+                    vst1q_s8(at, vreinterpretq_s8_s64(vtrn1q_s64(t0, t2)));
+                    vst1q_s8(at.add(32), vreinterpretq_s8_s64(vtrn1q_s64(t1, t3)));
+                    vst1q_s8(at.add(64), vreinterpretq_s8_s64(vtrn2q_s64(t0, t2)));
+                    vst1q_s8(at.add(96), vreinterpretq_s8_s64(vtrn2q_s64(t1, t3)));
+                }
+            }
+        }
+    }
+    let d0 = chunks * KC;
+    if d0 < k {
+        crate::ops::gemm::pack_rows_groups(packed, w, 0, full_blocks * NR, d0, k, k_padded);
+    }
+    crate::ops::gemm::pack_rows_groups(packed, w, full_blocks * NR, n, 0, k, k_padded);
+}
+
+/// Packs the transpose of the `k x n` row-major `wt` (weight `(c, d)` =
+/// `wt[d * n + c]`) into the layout of [`Gemm`]. Four depth rows of 16
+/// channels (two blocks) at a time: zipping bytes of rows 0/1 and 2/3, then
+/// 16-bit pairs of the two, gives each channel's 4 depth bytes in a 32-bit
+/// lane, four channels per vector. A last odd block goes 8 channels at a
+/// time, the channels past whole blocks and the depth past a multiple of 4
+/// byte by byte.
+pub(crate) fn pack_columns(packed: &mut [i8], wt: &[i8], n: usize, k: usize, k_padded: usize) {
+    assert!(wt.len() == n * k && packed.len() >= n.div_ceil(NR) * NR * k_padded);
+    let full_blocks = n / NR;
+    let groups = k / 4;
+    let src = wt.as_ptr();
+    let dst = packed.as_mut_ptr();
+    for g in 0..groups {
+        let mut b = 0;
+        while b + 2 <= full_blocks {
+            // SAFETY: rows 4g..4g + 4 < k of n bytes, channels 8b..8b + 16 <= n;
+            // blocks b and b + 1 < full_blocks hold group g at 32 g, with
+            // 32 (g + 1) <= 8 k_padded.
+            unsafe {
+                let row = |t: usize| vld1q_s8(src.add((4 * g + t) * n + b * NR));
+                let (a0, a1, a2, a3) = (row(0), row(1), row(2), row(3));
+                let p01 = [vzip1q_s8(a0, a1), vzip2q_s8(a0, a1)];
+                let p23 = [vzip1q_s8(a2, a3), vzip2q_s8(a2, a3)];
+                for h in 0..2 {
+                    let (x, y) = (vreinterpretq_s16_s8(p01[h]), vreinterpretq_s16_s8(p23[h]));
+                    let at = dst.add((b + h) * NR * k_padded + g * 4 * NR);
+                    vst1q_s8(at, vreinterpretq_s8_s16(vzip1q_s16(x, y)));
+                    vst1q_s8(at.add(16), vreinterpretq_s8_s16(vzip2q_s16(x, y)));
+                }
+            }
+            b += 2;
+        }
+        if b < full_blocks {
+            // SAFETY: as above, for the 8 channels of block b.
+            unsafe {
+                let row = |t: usize| vld1_s8(src.add((4 * g + t) * n + b * NR));
+                let (a0, a1, a2, a3) = (row(0), row(1), row(2), row(3));
+                let x = vreinterpretq_s16_s8(vcombine_s8(vzip1_s8(a0, a1), vzip2_s8(a0, a1)));
+                let y = vreinterpretq_s16_s8(vcombine_s8(vzip1_s8(a2, a3), vzip2_s8(a2, a3)));
+                let at = dst.add(b * NR * k_padded + g * 4 * NR);
+                vst1q_s8(at, vreinterpretq_s8_s16(vzip1q_s16(x, y)));
+                vst1q_s8(at.add(16), vreinterpretq_s8_s16(vzip2q_s16(x, y)));
+            }
+        }
+    }
+    use crate::ops::gemm::pack_columns_bytes;
+    pack_columns_bytes(packed, wt, full_blocks * NR, n, 0, k, n, k_padded);
+    pack_columns_bytes(packed, wt, 0, full_blocks * NR, 4 * groups, k, n, k_padded);
+}
+
+/// The 8 channel sums (wrapping) of one packed block and its smallest
+/// weight: per 16 bytes (4 channels x 4 depths) a pairwise widening add to
+/// 16 bits and one into each channel's 32-bit lane.
+pub(crate) fn block_sums(block: &[i8]) -> ([i32; NR], i8) {
+    // SAFETY: neon is a compile-time target feature (cfg on this module);
+    // every load is of a 16-byte half of a whole 32-byte group.
+    unsafe {
+        let mut sums = [vdupq_n_s32(0); 2];
+        let mut min = vdupq_n_s8(i8::MAX);
+        for group in block.chunks_exact(4 * NR) {
+            for (h, sum) in sums.iter_mut().enumerate() {
+                let v = vld1q_s8(group.as_ptr().add(16 * h));
+                *sum = vpadalq_s16(*sum, vpaddlq_s8(v));
+                min = vminq_s8(min, v);
+            }
+        }
+        let mut out = [0i32; NR];
+        vst1q_s32(out.as_mut_ptr(), sums[0]);
+        vst1q_s32(out.as_mut_ptr().add(4), sums[1]);
+        (out, vminvq_s8(min))
     }
 }

@@ -93,6 +93,10 @@ pub struct Gemm {
     #[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
     pub(crate) folded_bias: Vec<i32>,
     pub(crate) multipliers: ChannelMultipliers,
+    /// Per block of 8 channels: (some channel shifts left, every channel
+    /// shifts right by at least 1), for the NEON output stage.
+    #[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
+    pub(crate) block_shifts: Vec<(bool, bool)>,
     /// No weight is -128 (the widening NEON path may then add two products
     /// in 16 bits).
     #[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
@@ -176,6 +180,17 @@ impl Gemm {
         } else {
             GemmPath::Widening
         };
+        let block_shifts = (0..blocks)
+            .map(|b| {
+                let channels = b * NR..(b + 1) * NR;
+                (
+                    multipliers.left_shift[channels.clone()]
+                        .iter()
+                        .any(|&s| s != 0),
+                    multipliers.neg_right_shift[channels].iter().all(|&s| s < 0),
+                )
+            })
+            .collect();
         let mut gemm = Gemm {
             n,
             k,
@@ -184,6 +199,7 @@ impl Gemm {
             bias,
             folded_bias: alloc::vec![0i32; n_padded],
             multipliers,
+            block_shifts,
             weights_above_min: true,
             input_zero_point: input.zero_point,
             output_zero_point: output.zero_point,
@@ -192,7 +208,7 @@ impl Gemm {
             backend: Backend::best(),
             path,
         };
-        gemm.pack(|c, d| weights[c * k + d]);
+        gemm.pack_rows(weights);
         Ok(gemm)
     }
 
@@ -203,9 +219,8 @@ impl Gemm {
     /// `n * k` long. The new weights must be quantized with the scales given to
     /// [`new`](Self::new).
     pub fn set_weights(&mut self, weights: &[i8]) -> Result<()> {
-        let k = self.k;
-        check_length(OP, "weights", Some(self.n * k), weights.len())?;
-        self.pack(|c, d| weights[c * k + d]);
+        check_length(OP, "weights", Some(self.n * self.k), weights.len())?;
+        self.pack_rows(weights);
         Ok(())
     }
 
@@ -214,27 +229,62 @@ impl Gemm {
     /// attention's values are (`P V`: `weights_t` = `V`, sequence by head
     /// size). [`Error::Length`] unless it is `k * n` long.
     pub fn set_weights_transposed(&mut self, weights_t: &[i8]) -> Result<()> {
-        let n = self.n;
-        check_length(OP, "weights", Some(n * self.k), weights_t.len())?;
-        self.pack(|c, d| weights_t[d * n + c]);
+        check_length(OP, "weights", Some(self.n * self.k), weights_t.len())?;
+        self.pack_columns(weights_t);
         Ok(())
     }
 
-    /// Packs weight `(c, d) = w(c, d)` for `c < n`, `d < k` (the padding
-    /// stays zero), folds the input zero point into the bias and records
-    /// whether any weight is -128.
-    fn pack(&mut self, w: impl Fn(usize, usize) -> i8) {
+    /// Packs the `n x k` row-major `w` (the padding stays zero), then
+    /// [`fold`](Self::fold)s. Each row's depth groups of 4 bytes are copied
+    /// whole (on aarch64, 8 rows at a time with NEON transposes).
+    fn pack_rows(&mut self, w: &[i8]) {
+        debug_assert_eq!(w.len(), self.n * self.k);
+        #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+        crate::arch::neon_gemm::pack_rows(&mut self.packed, w, self.n, self.k, self.k_padded);
+        #[cfg(not(all(target_arch = "aarch64", target_feature = "neon")))]
+        pack_rows_groups(&mut self.packed, w, 0, self.n, 0, self.k, self.k_padded);
+        self.fold();
+    }
+
+    /// Packs the transpose of the `k x n` row-major `wt` (weight `(c, d)` =
+    /// `wt[d * n + c]`, the padding stays zero), then [`fold`](Self::fold)s.
+    fn pack_columns(&mut self, wt: &[i8]) {
+        debug_assert_eq!(wt.len(), self.n * self.k);
+        #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+        crate::arch::neon_gemm::pack_columns(&mut self.packed, wt, self.n, self.k, self.k_padded);
+        #[cfg(not(all(target_arch = "aarch64", target_feature = "neon")))]
+        pack_columns_bytes(
+            &mut self.packed,
+            wt,
+            0,
+            self.n,
+            0,
+            self.k,
+            self.n,
+            self.k_padded,
+        );
+        self.fold();
+    }
+
+    /// From the packed weights: folds the input zero point into the bias
+    /// (`bias[c] - input_zero_point * sum_d w(c, d)`, wrapping) and records
+    /// whether any weight is -128. The zero padding adds nothing to the sums.
+    fn fold(&mut self) {
+        let block_bytes = NR * self.k_padded;
         let mut above_min = true;
-        for c in 0..self.n {
-            let mut sum = 0i32;
-            for d in 0..self.k {
-                let v = w(c, d);
-                above_min &= v != i8::MIN;
-                sum = sum.wrapping_add(v as i32);
-                self.packed[packed_index(self.k_padded, c, d)] = v;
+        for (b, block) in self.packed.chunks_exact(block_bytes).enumerate() {
+            #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+            let (sums, min) = crate::arch::neon_gemm::block_sums(block);
+            #[cfg(not(all(target_arch = "aarch64", target_feature = "neon")))]
+            let (sums, min) = block_sums(block);
+            above_min &= min != i8::MIN;
+            for (j, &sum) in sums.iter().enumerate() {
+                let c = b * NR + j;
+                if c < self.n {
+                    self.folded_bias[c] =
+                        self.bias[c].wrapping_sub(self.input_zero_point.wrapping_mul(sum));
+                }
             }
-            self.folded_bias[c] =
-                self.bias[c].wrapping_sub(self.input_zero_point.wrapping_mul(sum));
         }
         self.weights_above_min = above_min;
     }
@@ -345,4 +395,71 @@ impl Gemm {
 #[inline(always)]
 pub(crate) fn packed_index(k_padded: usize, c: usize, d: usize) -> usize {
     (c / NR) * NR * k_padded + (d / 4) * 4 * NR + (c % NR) * 4 + d % 4
+}
+
+/// Packs rows `c0..c1` of the `n x k` row-major `w` into `packed` (depth
+/// `k_padded`) from depth `d0` (a multiple of 4) on, one group of 4 depth
+/// bytes (or the last, shorter one) at a time.
+pub(crate) fn pack_rows_groups(
+    packed: &mut [i8],
+    w: &[i8],
+    c0: usize,
+    c1: usize,
+    d0: usize,
+    k: usize,
+    k_padded: usize,
+) {
+    debug_assert!(d0 % 4 == 0);
+    for c in c0..c1 {
+        let row = &w[c * k + d0..(c + 1) * k];
+        let dst = &mut packed[packed_index(k_padded, c, d0)..];
+        let mut groups = row.chunks_exact(4);
+        for (g, q) in (&mut groups).enumerate() {
+            dst[32 * g..32 * g + 4].copy_from_slice(q);
+        }
+        let rest = groups.remainder();
+        if !rest.is_empty() {
+            let g = (k - d0) / 4;
+            dst[32 * g..32 * g + rest.len()].copy_from_slice(rest);
+        }
+    }
+}
+
+/// Packs weights `(c, d)` = `wt[d * n + c]` for `c` in `c0..c1`, `d` in
+/// `d0..d1` into `packed` (depth `k_padded`), byte by byte.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn pack_columns_bytes(
+    packed: &mut [i8],
+    wt: &[i8],
+    c0: usize,
+    c1: usize,
+    d0: usize,
+    d1: usize,
+    n: usize,
+    k_padded: usize,
+) {
+    for d in d0..d1 {
+        for c in c0..c1 {
+            packed[packed_index(k_padded, c, d)] = wt[d * n + c];
+        }
+    }
+}
+
+/// The 8 channel sums (wrapping) of one packed block, and its smallest weight.
+#[cfg_attr(
+    all(target_arch = "aarch64", target_feature = "neon"),
+    allow(dead_code)
+)]
+pub(crate) fn block_sums(block: &[i8]) -> ([i32; NR], i8) {
+    let mut sums = [0i32; NR];
+    let mut min = i8::MAX;
+    for group in block.chunks_exact(4 * NR) {
+        for (j, sum) in sums.iter_mut().enumerate() {
+            for &v in &group[4 * j..4 * j + 4] {
+                *sum = sum.wrapping_add(v as i32);
+                min = min.min(v);
+            }
+        }
+    }
+    (sums, min)
 }
