@@ -146,7 +146,8 @@ fn run(o: &Options) -> Result<(), String> {
     });
     let input_bytes = read_qnb(&input_path)?;
     let input_file = Qnb::parse(&input_bytes).map_err(|e| format!("{input_path}: {e}"))?;
-    let input = LayerInput::from_qnb(&input_file, &config).map_err(|e| format!("{input_path}: {e}"))?;
+    let input =
+        LayerInput::from_qnb(&input_file, &config).map_err(|e| format!("{input_path}: {e}"))?;
     if input.quant != params.input {
         return Err(format!(
             "{input_path}: the input's quantization {:?} is not the layer's {:?}",
@@ -183,7 +184,11 @@ fn run(o: &Options) -> Result<(), String> {
     println!(
         "softmax {method}, backend {}{}, {} run(s)\n",
         o.backend.name(),
-        if o.backend == Backend::Neon && dotprod { " (sdot)" } else { "" },
+        if o.backend == Backend::Neon && dotprod {
+            " (sdot)"
+        } else {
+            ""
+        },
         o.reps
     );
     let reps = o.reps as u64;
