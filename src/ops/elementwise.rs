@@ -126,7 +126,9 @@ pub struct Add {
 ///   shift (`srshl`) rounds them up. The two differ only on negative values
 ///   whose low `r` bits are exactly one half. Each input side takes 256
 ///   values and the output stage sees the 65,536 sums, so [`Add::new`] checks
-///   every one of them and drops the sign fix-up where no such tie occurs.
+///   all of them: the other side's fix-up is dropped when no tie of it
+///   changes any output byte, the output's when no sum the kernel forms
+///   lands on a tie.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct AddFast {
     /// The exact side is input b (inputs are swapped; the sum commutes).
@@ -180,16 +182,35 @@ impl AddFast {
         };
         let r_other = shift.unsigned_abs();
         let r_out = p.output_shift.unsigned_abs();
-        let mut other_fixup = false;
         let mut exact = [0i32; 256];
         let mut other = [0i32; 256];
+        let mut other_half_up = [0i32; 256];
         for x in i8::MIN..=i8::MAX {
             let i = (x as i32 + 128) as usize;
             exact[i] = (x as i32 - ze) << 19;
             let y = ((x as i32 - zo) << ADD_LEFT_SHIFT).saturating_rounding_doubling_high_mul(m);
             other[i] = y.rounding_divide_by_pot(r_other);
-            other_fixup |= other[i] != half_up(y, r_other);
+            other_half_up[i] = half_up(y, r_other);
         }
+        // Without its fix-up the other side is 1 too high on its negative
+        // ties, which moves the sum by 1 in 2^19 of an input step: the output
+        // rarely changes. The fix-up is dropped when, for every such input
+        // and every input of the exact side, the reference output stage
+        // gives the same int8 for both sums.
+        let output = |s: i32| -> i32 {
+            s.saturating_rounding_doubling_high_mul(p.output_multiplier)
+                .rounding_divide_by_pot(r_out)
+                .wrapping_add(p.output_offset)
+                .clamp(p.act_min, p.act_max)
+        };
+        let other_fixup = other.iter().zip(&other_half_up).any(|(&o, &h)| {
+            o != h
+                && exact
+                    .iter()
+                    .any(|&e| output(e.wrapping_add(o)) != output(e.wrapping_add(h)))
+        });
+        // The sums the kernel forms.
+        let other = if other_fixup { other } else { other_half_up };
         // The output stage: srdhm(s, m) = (s m + 2^30) >> 31 for every sum s
         // (|s| < 2^29, so the i32::MIN saturation never acts), and the
         // rounding divide of that `y` differs from rounding half up exactly
