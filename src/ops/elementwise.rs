@@ -130,6 +130,10 @@ pub struct Add {
 ///   changes any output byte, the output's when no sum the kernel forms
 ///   lands on a tie.
 #[derive(Clone, Copy, Debug)]
+#[cfg_attr(
+    not(all(target_arch = "aarch64", target_feature = "neon")),
+    allow(dead_code)
+)]
 pub(crate) struct AddFast {
     /// The exact side is input b (inputs are swapped; the sum commutes).
     pub swap: bool,
@@ -301,7 +305,12 @@ impl Add {
         };
         Ok(Add {
             params,
-            fast: AddFast::new(&params),
+            // Only the vector kernels use it; the checks cost 65,536 steps.
+            fast: if cfg!(all(target_arch = "aarch64", target_feature = "neon")) {
+                AddFast::new(&params)
+            } else {
+                None
+            },
             backend: Backend::best(),
         })
     }
