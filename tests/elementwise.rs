@@ -541,6 +541,69 @@ mod neon {
         }
     }
 
+    /// Scale triples drawn so that every specialisation of the vector add is
+    /// taken: the larger-scale input first or second, equal scales (no
+    /// rounding on either side), input ratios from 1 to 2^-20 (the smaller
+    /// side's rounding divide by 0 to 20 bits, with and without negative
+    /// ties), output scales from 1/4000 of the inputs (a short output shift,
+    /// where some sum lands on a negative tie) to 4000 times them, with and
+    /// without an activation clamp. Every pair of inputs, on NEON, against
+    /// the `i64` oracle.
+    #[test]
+    fn add_i8_neon_matches_oracle_every_pair_across_scales() {
+        require_neon();
+        let (a, b) = all_pairs();
+        let mut rng = Rng::new(21);
+        let mut got = vec![0i8; a.len()];
+        for i in 0..48 {
+            let big = rng.log_uniform(1e-3, 10.0);
+            let small = if i % 8 == 0 {
+                big
+            } else {
+                big * 2f32.powf(-(rng.unit() * 20.0) as f32)
+            };
+            let (sa, sb) = if i % 2 == 0 {
+                (big, small)
+            } else {
+                (small, big)
+            };
+            let so = big * rng.log_uniform(1.0 / 4000.0, 4000.0);
+            let case = AddCase {
+                a: QuantParams::new(sa, rng.range(-128, 127) as i32),
+                b: QuantParams::new(sb, rng.range(-128, 127) as i32),
+                out: QuantParams::new(so, rng.range(-128, 127) as i32),
+                act: if i % 3 == 0 { rng.below(3) as u8 } else { 0 },
+            };
+            let op = case.op();
+            op.run_with(Backend::Neon, &a, &b, &mut got).unwrap();
+            for (k, (&x, &y)) in a.iter().zip(&b).enumerate() {
+                assert_eq!(got[k], case.oracle(x, y), "a {x} b {y} {case:?}");
+            }
+        }
+    }
+
+    /// Many rows (the vector kernel keeps a group of 16 channels' parameters
+    /// and walks down the rows) in which every channel sees
+    /// all 256 input values, for channel counts with and without a partial
+    /// last group, against the oracle.
+    #[test]
+    fn no_norm_i8_neon_matches_oracle_every_input_per_channel() {
+        require_neon();
+        let mut rng = Rng::new(41);
+        for channels in [16, 17, 48, 128, 131] {
+            for _ in 0..3 {
+                let case = NoNormCase::random(&mut rng, channels);
+                let rows = 256 + rng.usize(0, 3);
+                let x: Vec<i8> = (0..rows * channels)
+                    .map(|i| ((i / channels) * 7 + (i % channels) * 131) as u8 as i8)
+                    .collect();
+                let mut got = vec![0x44; x.len()];
+                case.op().run_with(Backend::Neon, &x, &mut got).unwrap();
+                assert_eq!(got, case.oracle(&x), "{case:?}");
+            }
+        }
+    }
+
     #[test]
     fn no_norm_i8_neon_equals_scalar() {
         require_neon();

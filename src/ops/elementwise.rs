@@ -104,7 +104,151 @@ impl AddParams {
 #[derive(Clone, Copy, Debug)]
 pub struct Add {
     params: AddParams,
+    /// The cheaper form of the same arithmetic for the vector kernels, when
+    /// one input has the exact-half multiplier (always, see [`AddFast`]).
+    #[cfg_attr(
+        not(all(target_arch = "aarch64", target_feature = "neon")),
+        allow(dead_code)
+    )]
+    fast: Option<AddFast>,
     backend: Backend,
+}
+
+/// The add of [`AddParams::lanes`] rewritten with fewer vector operations,
+/// equal to it for every pair of int8 inputs:
+///
+/// * The input with the larger scale ("exact" side) has the real multiplier
+///   `scale / (2 scale) = 1/2` exactly, quantized as mantissa 2^30 and shift
+///   0, and `srdhm(d << 20, 2^30) = floor((2 d 2^20 2^30 + 2^31) / 2^32) =
+///   floor(d 2^19 + 1/2) = d << 19` exactly: that side needs no multiply at
+///   all, only `(x - zp) << 19`.
+/// * A rounding divide by `2^r` rounds ties away from zero; a vector rounding
+///   shift (`srshl`) rounds them up. The two differ only on negative values
+///   whose low `r` bits are exactly one half. Each input side takes 256
+///   values and the output stage sees the 65,536 sums, so [`Add::new`] checks
+///   all of them: the other side's fix-up is dropped when no tie of it
+///   changes any output byte, the output's when no sum the kernel forms
+///   lands on a tie.
+#[derive(Clone, Copy, Debug)]
+#[cfg_attr(
+    not(all(target_arch = "aarch64", target_feature = "neon")),
+    allow(dead_code)
+)]
+pub(crate) struct AddFast {
+    /// The exact side is input b (inputs are swapped; the sum commutes).
+    pub swap: bool,
+    /// Zero point of the exact side.
+    pub exact_zero_point: i32,
+    /// Zero point of the other side.
+    pub other_zero_point: i32,
+    /// The other side's Q0.31 mantissa.
+    pub other_multiplier: i32,
+    /// The other side's exponent (`<= 0`).
+    pub other_shift: i32,
+    /// Some input of the other side is a negative tie of its rounding divide.
+    pub other_fixup: bool,
+    /// Some input pair is a negative tie of the output's rounding divide.
+    pub output_fixup: bool,
+}
+
+impl AddFast {
+    /// The fast form of `p`, or `None` if no input has the exact-half
+    /// multiplier (cannot happen with `Add::new`'s parameters; kept as a
+    /// guard so that the kernels never rely on it unchecked).
+    fn new(p: &AddParams) -> Option<AddFast> {
+        const HALF: i32 = 1 << 30;
+        let (swap, ze, zo, m, shift) = if p.input1_multiplier == HALF && p.input1_shift == 0 {
+            (
+                false,
+                -p.input1_offset,
+                -p.input2_offset,
+                p.input2_multiplier,
+                p.input2_shift,
+            )
+        } else if p.input2_multiplier == HALF && p.input2_shift == 0 {
+            (
+                true,
+                -p.input2_offset,
+                -p.input1_offset,
+                p.input1_multiplier,
+                p.input1_shift,
+            )
+        } else {
+            return None;
+        };
+        // `x / 2^r` rounded half up, as `srshl` by `-r` does.
+        let half_up = |x: i32, r: u32| -> i32 {
+            if r == 0 {
+                x
+            } else {
+                ((x as i64 + (1i64 << (r - 1))) >> r) as i32
+            }
+        };
+        let r_other = shift.unsigned_abs();
+        let r_out = p.output_shift.unsigned_abs();
+        let mut exact = [0i32; 256];
+        let mut other = [0i32; 256];
+        let mut other_half_up = [0i32; 256];
+        for x in i8::MIN..=i8::MAX {
+            let i = (x as i32 + 128) as usize;
+            exact[i] = (x as i32 - ze) << 19;
+            let y = ((x as i32 - zo) << ADD_LEFT_SHIFT).saturating_rounding_doubling_high_mul(m);
+            other[i] = y.rounding_divide_by_pot(r_other);
+            other_half_up[i] = half_up(y, r_other);
+        }
+        // Without its fix-up the other side is 1 too high on its negative
+        // ties, which moves the sum by 1 in 2^19 of an input step: the output
+        // rarely changes. The fix-up is dropped when, for every such input
+        // and every input of the exact side, the reference output stage
+        // gives the same int8 for both sums.
+        let output = |s: i32| -> i32 {
+            s.saturating_rounding_doubling_high_mul(p.output_multiplier)
+                .rounding_divide_by_pot(r_out)
+                .wrapping_add(p.output_offset)
+                .clamp(p.act_min, p.act_max)
+        };
+        let other_fixup = other.iter().zip(&other_half_up).any(|(&o, &h)| {
+            o != h
+                && exact
+                    .iter()
+                    .any(|&e| output(e.wrapping_add(o)) != output(e.wrapping_add(h)))
+        });
+        // The sums the kernel forms.
+        let other = if other_fixup { other } else { other_half_up };
+        // The output stage: srdhm(s, m) = (s m + 2^30) >> 31 for every sum s
+        // (|s| < 2^29, so the i32::MIN saturation never acts), and the
+        // rounding divide of that `y` differs from rounding half up exactly
+        // when `y < 0` and its low `r` bits are one half. `s m` is split as
+        // `e m + o m` so that the 65,536 pairs cost one add each.
+        let mut output_fixup = false;
+        if r_out > 0 {
+            let m_out = p.output_multiplier as i64;
+            let (mask, half) = ((1i64 << r_out) - 1, 1i64 << (r_out - 1));
+            let other_m = other.map(|o| o as i64 * m_out);
+            for &e in &exact {
+                let em = e as i64 * m_out + (1 << 30);
+                let mut tie = false;
+                for &om in &other_m {
+                    let v = em + om;
+                    // v >> 31 is y, and y < 0 exactly when v < 0.
+                    tie |= (v < 0) & ((v >> 31) & mask == half);
+                }
+                if tie {
+                    output_fixup = true;
+                    break;
+                }
+            }
+        }
+        Some(AddFast {
+            swap,
+            exact_zero_point: ze,
+            other_zero_point: zo,
+            other_multiplier: m,
+            other_shift: shift,
+            other_fixup,
+            output_fixup,
+        })
+    }
 }
 
 impl Add {
@@ -146,19 +290,26 @@ impl Add {
         let out_denominator = ((1u32 << ADD_LEFT_SHIFT) as f32 * output.scale) as f64;
         let (output_multiplier, output_shift) = smaller_than_one(twice_max / out_denominator)?;
         let (act_min, act_max) = activation.range_i8(output);
+        let params = AddParams {
+            input1_offset: -a.zero_point,
+            input2_offset: -b.zero_point,
+            input1_multiplier,
+            input1_shift,
+            input2_multiplier,
+            input2_shift,
+            output_multiplier,
+            output_shift,
+            output_offset: output.zero_point,
+            act_min,
+            act_max,
+        };
         Ok(Add {
-            params: AddParams {
-                input1_offset: -a.zero_point,
-                input2_offset: -b.zero_point,
-                input1_multiplier,
-                input1_shift,
-                input2_multiplier,
-                input2_shift,
-                output_multiplier,
-                output_shift,
-                output_offset: output.zero_point,
-                act_min,
-                act_max,
+            params,
+            // Only the vector kernels use it; the checks cost 65,536 steps.
+            fast: if cfg!(all(target_arch = "aarch64", target_feature = "neon")) {
+                AddFast::new(&params)
+            } else {
+                None
             },
             backend: Backend::best(),
         })
@@ -199,7 +350,7 @@ impl Add {
             }
             #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
             Backend::Neon => {
-                crate::arch::neon_elementwise::add(&self.params, a, b, output);
+                crate::arch::neon_elementwise::add(&self.params, self.fast.as_ref(), a, b, output);
                 Ok(())
             }
             #[allow(unreachable_patterns)]
