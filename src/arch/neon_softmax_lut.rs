@@ -2,20 +2,27 @@
 //!
 //! Per row, 64 bytes per iteration in each of three passes:
 //! 1. max: `umax`/`smax`.
-//! 2. sum: `d = max - x` (bytes; the same for int8 and uint8), the high byte
-//!    of `t[d]` from one 64-byte `tbl`, the low byte from `tbl` + `tbx` over
-//!    128 bytes (out-of-range indices read 0), each summed by `uadalp` into
+//! 2. sum: `d = max - x` (bytes; the same for int8 and uint8), the high and
+//!    the low byte of `t[d]` by table lookups, each summed by `uadalp` into
 //!    u16 lanes, which are widened into u32 lanes before they can overflow.
-//! 3. output: a 64-entry table of the row's outputs by `d`, built with four
-//!    lanes of `sqrdmulh` + rounding shift, then one `tbl` per 16 elements
-//!    (`d >= 64` reads 0, the output's minimum, checked per row).
+//!    Split tables (`beta * scale >= ~0.09`) stay in registers: the high byte
+//!    is one 64-byte `tbl`, the low byte `tbl` + `tbx` over 128 bytes
+//!    (out-of-range indices read 0). Full tables take a `tbl` and three
+//!    `tbx` per byte over 256 entries; their 16 registers per byte do not fit
+//!    beside the row, so every 64 inputs reload them, 64 bytes at a time
+//!    (eight 4-register loads from L1 per 64 inputs).
+//! 3. output: the row's outputs by `d`, in 64-entry chunks built with four
+//!    lanes of `sqrdmulh` + rounding shift, then a `tbl` (plus a `tbx` per
+//!    further chunk) for every 16 elements. Outputs do not increase with `d`,
+//!    so only the chunks whose first entry is nonzero are built and looked
+//!    up; beyond them `tbl`/`tbx` leave 0, the output's minimum.
 //!
-//! Row tails go through 64-byte stack buffers, padded so that padding adds
-//! nothing (a byte whose `d` is 128, past both tables), so every byte goes
-//! through the same block code and nothing outside the slices is touched.
+//! Rows of at least 64 bytes end with an overlapping block whose lanes
+//! already counted are masked off; shorter rows go through 64-byte stack
+//! buffers. Nothing outside the slices is touched.
 
 use crate::fixedpoint::Lane;
-use crate::ops::softmax_lut::{softmax_scalar, SoftmaxLut, OUTPUT_ENTRIES};
+use crate::ops::softmax_lut::{SoftmaxLut, OUTPUT_ENTRIES};
 use core::arch::aarch64::*;
 
 /// Bytes per loop iteration.
@@ -23,32 +30,54 @@ const STEP: usize = 64;
 /// Iterations after which the u16 sums are widened: each lane gains at most
 /// 2 * 255 per `uadalp`, two `uadalp`s per iteration, and 64 * 1020 < 65536.
 const FLUSH_EVERY: usize = 64;
+/// `t[0]`: exp(0) in units of 2^-16. Lanes masked off in a full-table block
+/// read it (d = 0), and the row's sum drops it again.
+const T0: u64 = 65535;
 
 /// Four registers of bytes.
 type Block = uint8x16x4_t;
+
+/// `ptr`, hidden from the optimizer, so that loads through it stay where
+/// they are written: LLVM would otherwise hoist loop-invariant table loads
+/// out of the loops into more registers than there are, and spill them.
+#[inline(always)]
+fn opaque<T>(ptr: *const T) -> *const T {
+    let mut p = ptr;
+    // SAFETY: an empty asm that claims to rewrite one general register; it
+    // touches no memory, stack or flags.
+    unsafe {
+        core::arch::asm!("/* {0} */", inout(reg) p, options(nomem, nostack, preserves_flags));
+    }
+    p
+}
 
 /// The row's bytes in 64-byte blocks: whole blocks straight from the slice,
 /// then the tail copied into a buffer filled with `pad` first.
 #[inline(always)]
 fn for_each_block(row: &[u8], pad: u8, mut f: impl FnMut(Block)) {
     let whole = row.len() - row.len() % STEP;
-    let mut src = row.as_ptr();
-    let mut blocks = whole / STEP;
-    while blocks > 0 {
-        // SAFETY: src points `whole - blocks * STEP` bytes into row, so the
-        // next STEP bytes are in bounds (whole <= row.len()); afterwards it
-        // points at most one past the end.
-        unsafe {
-            f(vld1q_u8_x4(src));
-            src = src.add(STEP);
-        }
-        blocks -= 1;
-    }
+    for_each_whole_block(&row[..whole], &mut f);
     if whole < row.len() {
         let mut buf = [pad; STEP];
         buf[..row.len() - whole].copy_from_slice(&row[whole..]);
         // SAFETY: buf is STEP bytes.
         f(unsafe { vld1q_u8_x4(buf.as_ptr()) });
+    }
+}
+
+/// The whole 64-byte blocks of a row (the tail is the caller's).
+#[inline(always)]
+fn for_each_whole_block(row: &[u8], mut f: impl FnMut(Block)) {
+    let mut src = row.as_ptr();
+    let mut blocks = row.len() / STEP;
+    while blocks > 0 {
+        // SAFETY: src points `(row.len() / STEP - blocks) * STEP` bytes into
+        // row, so the next STEP bytes are in bounds.
+        unsafe {
+            f(vld1q_u8_x4(src));
+            src = src.add(STEP);
+        }
+        blocks -= 1;
     }
 }
 
@@ -88,22 +117,6 @@ fn row_max<const SIGNED: bool>(row: &[u8]) -> u8 {
     }
 }
 
-/// The whole 64-byte blocks of a row (the tail is the caller's).
-#[inline(always)]
-fn for_each_whole_block(row: &[u8], mut f: impl FnMut(Block)) {
-    let mut src = row.as_ptr();
-    let mut blocks = row.len() / STEP;
-    while blocks > 0 {
-        // SAFETY: src points `(row.len() / STEP - blocks) * STEP` bytes into
-        // row, so the next STEP bytes are in bounds.
-        unsafe {
-            f(vld1q_u8_x4(src));
-            src = src.add(STEP);
-        }
-        blocks -= 1;
-    }
-}
-
 /// The split exp tables in registers.
 struct Tables {
     high: uint8x16x4_t,
@@ -112,40 +125,59 @@ struct Tables {
 }
 
 /// u16 partial sums of the high and low bytes, two registers each (so
-/// consecutive `uadalp`s do not wait on each other).
+/// consecutive `uadalp`s do not wait on each other), and their u32 totals.
 struct Partial {
     high: [uint16x8_t; 2],
     low: [uint16x8_t; 2],
+    high32: uint32x4_t,
+    low32: uint32x4_t,
 }
 
 impl Partial {
     #[inline(always)]
     fn new() -> Self {
         // SAFETY: register arithmetic; NEON is a compile-time target feature.
-        let z = unsafe { vdupq_n_u16(0) };
+        let (z, z32) = unsafe { (vdupq_n_u16(0), vdupq_n_u32(0)) };
         Partial {
             high: [z; 2],
             low: [z; 2],
+            high32: z32,
+            low32: z32,
         }
     }
 
-    /// Adds `t[d]` for 16 indices (`d >= 128` adds 0).
+    /// Adds the high and low bytes of 16 terms into sum registers `acc`.
     #[inline(always)]
-    fn add(&mut self, tables: &Tables, d: uint8x16_t, acc: usize) {
+    fn accumulate(&mut self, hi: uint8x16_t, lo: uint8x16_t, acc: usize) {
         // SAFETY: register arithmetic; NEON is a compile-time target feature.
         unsafe {
-            let hi = vqtbl4q_u8(tables.high, d);
-            let lo = vqtbl4q_u8(tables.low0, d);
-            let lo = vqtbx4q_u8(lo, tables.low1, veorq_u8(d, vdupq_n_u8(64)));
             self.high[acc] = vpadalq_u8(self.high[acc], hi);
             self.low[acc] = vpadalq_u8(self.low[acc], lo);
         }
     }
 
-    /// Adds a 64-byte block of inputs; `mask` bytes are ORed into `d` (0x80
-    /// marks a lane to skip: `d | 0x80 >= 128` adds 0).
+    /// Adds `t[d]` for 16 indices from split tables (`d >= 128` adds 0).
     #[inline(always)]
-    fn add_block(&mut self, tables: &Tables, maxv: uint8x16_t, b: Block, mask: Option<&Block>) {
+    fn add_split(&mut self, tables: &Tables, d: uint8x16_t, acc: usize) {
+        // SAFETY: register arithmetic; NEON is a compile-time target feature.
+        unsafe {
+            let hi = vqtbl4q_u8(tables.high, d);
+            let lo = vqtbl4q_u8(tables.low0, d);
+            let lo = vqtbx4q_u8(lo, tables.low1, veorq_u8(d, vdupq_n_u8(64)));
+            self.accumulate(hi, lo, acc);
+        }
+    }
+
+    /// Adds a 64-byte block of inputs through split tables; `mask` bytes
+    /// are ORed into `d` (0x80 marks a lane to skip: `d | 0x80 >= 128` adds 0).
+    #[inline(always)]
+    fn add_block_split(
+        &mut self,
+        tables: &Tables,
+        maxv: uint8x16_t,
+        b: Block,
+        mask: Option<&Block>,
+    ) {
         // SAFETY: register arithmetic; NEON is a compile-time target feature.
         let d = |x: uint8x16_t, k: usize| unsafe {
             let d = vsubq_u8(maxv, x);
@@ -154,46 +186,180 @@ impl Partial {
                 None => d,
             }
         };
-        self.add(tables, d(b.0, 0), 0);
-        self.add(tables, d(b.1, 1), 1);
-        self.add(tables, d(b.2, 2), 0);
-        self.add(tables, d(b.3, 3), 1);
+        self.add_split(tables, d(b.0, 0), 0);
+        self.add_split(tables, d(b.1, 1), 1);
+        self.add_split(tables, d(b.2, 2), 0);
+        self.add_split(tables, d(b.3, 3), 1);
     }
 
-    /// Moves the u16 partial sums into u32 totals.
+    /// Adds a 64-byte block of inputs through the full 256-entry tables,
+    /// loaded here chunk by chunk (`tbl` for `d < 64`, then `tbx` with `d`
+    /// lowered by 64 per chunk: a chunk's indices land in `0..64`, the
+    /// others, wrapped, at 64 or above, where `tbx` keeps what it has).
+    /// `keep` bytes are ANDed into `d`: a 0 there reads `t[0]` (`T0`), which
+    /// the caller takes off the sum.
     #[inline(always)]
-    fn flush(&mut self, high32: &mut uint32x4_t, low32: &mut uint32x4_t) {
+    fn add_block_full(&mut self, p: &SoftmaxLut, maxv: uint8x16_t, b: Block, keep: Option<&Block>) {
+        let high = opaque(p.high.as_ptr()).cast::<u8>();
+        let low = opaque(p.low.as_ptr()).cast::<u8>();
+        // SAFETY: high and low point at four 64-byte chunks each, so the
+        // loads at 64 * k for k < 4 are in bounds; the rest is register
+        // arithmetic.
+        unsafe {
+            let mut d = [b.0, b.1, b.2, b.3].map(|x| vsubq_u8(maxv, x));
+            if let Some(m) = keep {
+                let m = [m.0, m.1, m.2, m.3];
+                for j in 0..4 {
+                    d[j] = vandq_u8(d[j], m[j]);
+                }
+            }
+            let (h, l) = (vld1q_u8_x4(high), vld1q_u8_x4(low));
+            let mut hi = d.map(|d| vqtbl4q_u8(h, d));
+            let mut lo = d.map(|d| vqtbl4q_u8(l, d));
+            let sixty_four = vdupq_n_u8(64);
+            for k in 1..4 {
+                let (h, l) = (vld1q_u8_x4(high.add(64 * k)), vld1q_u8_x4(low.add(64 * k)));
+                for j in 0..4 {
+                    d[j] = vsubq_u8(d[j], sixty_four);
+                    hi[j] = vqtbx4q_u8(hi[j], h, d[j]);
+                    lo[j] = vqtbx4q_u8(lo[j], l, d[j]);
+                }
+            }
+            for j in 0..4 {
+                self.accumulate(hi[j], lo[j], j % 2);
+            }
+        }
+    }
+
+    /// Moves the u16 partial sums into the u32 totals.
+    #[inline(always)]
+    fn flush(&mut self) {
         // SAFETY: register arithmetic; NEON is a compile-time target feature.
         unsafe {
-            *high32 = vpadalq_u16(vpadalq_u16(*high32, self.high[0]), self.high[1]);
-            *low32 = vpadalq_u16(vpadalq_u16(*low32, self.low[0]), self.low[1]);
+            let z = vdupq_n_u16(0);
+            self.high32 = vpadalq_u16(vpadalq_u16(self.high32, self.high[0]), self.high[1]);
+            self.low32 = vpadalq_u16(vpadalq_u16(self.low32, self.low[0]), self.low[1]);
+            self.high = [z; 2];
+            self.low = [z; 2];
         }
-        *self = Partial::new();
+    }
+
+    /// The exact sum of the u32 totals of high and low bytes.
+    #[inline(always)]
+    fn total(&self) -> u64 {
+        // SAFETY: register arithmetic; NEON is a compile-time target feature.
+        // Each u32 lane holds at most row_len / 4 * 510, below 2^32 for rows
+        // shorter than 2^24; the lanes are added in 64 bits.
+        unsafe { (vaddlvq_u32(self.high32) << 8) + vaddlvq_u32(self.low32) }
     }
 }
 
-/// The exact sum of u32 totals of high and low bytes.
-#[inline(always)]
-fn total(high32: uint32x4_t, low32: uint32x4_t) -> u64 {
-    // SAFETY: register arithmetic; NEON is a compile-time target feature.
-    // Each u32 lane holds at most row_len / 4 * 510, below 2^32 for rows
-    // shorter than 2^24; the lanes are added in 64 bits.
-    unsafe { (vaddlvq_u32(high32) << 8) + vaddlvq_u32(low32) }
+/// The exp tables a row sums through: split tables in registers, or the
+/// full tables reloaded for every block.
+trait SumTables {
+    /// Adds a 64-byte block of inputs, all counted.
+    fn add(&self, partial: &mut Partial, maxv: uint8x16_t, b: Block);
+    /// Adds a row's last 64 bytes where its first `overlap` bytes (at most
+    /// 63) were counted already: `masks` is the table's lane mask for it.
+    /// Returns what the masked lanes added (taken off the sum).
+    fn add_last(&self, partial: &mut Partial, maxv: uint8x16_t, b: Block, masks: &Masks) -> u64;
+    /// Adds a row shorter than 64 bytes as one padded block. Returns what
+    /// the padding added (taken off the sum).
+    fn add_padded(&self, partial: &mut Partial, row: &[u8], max: u8) -> u64;
 }
 
-/// Sum of `t[max - x]` over a row of at least 64 bytes, exact: whole blocks,
-/// then the last 64 bytes again with the lanes already counted masked off.
+/// Lane masks for a row's last block, computed once per call.
+struct Masks {
+    /// 0x80 in the overlapping lanes (split tables: `d | 0x80` adds 0).
+    skip: [u8; STEP],
+    /// 0 in the overlapping lanes, 0xff elsewhere (full tables: `d & 0` reads `t[0]`).
+    keep: [u8; STEP],
+    /// Number of overlapping lanes.
+    overlap: usize,
+}
+
+impl Masks {
+    fn new(row_len: usize) -> Self {
+        let overlap = (STEP - row_len % STEP) % STEP;
+        let mut skip = [0u8; STEP];
+        let mut keep = [0xffu8; STEP];
+        skip[..overlap].fill(0x80);
+        keep[..overlap].fill(0);
+        Masks {
+            skip,
+            keep,
+            overlap,
+        }
+    }
+}
+
+impl SumTables for Tables {
+    #[inline(always)]
+    fn add(&self, partial: &mut Partial, maxv: uint8x16_t, b: Block) {
+        partial.add_block_split(self, maxv, b, None);
+    }
+    #[inline(always)]
+    fn add_last(&self, partial: &mut Partial, maxv: uint8x16_t, b: Block, masks: &Masks) -> u64 {
+        // SAFETY: the mask is STEP bytes.
+        let mask = unsafe { vld1q_u8_x4(masks.skip.as_ptr()) };
+        partial.add_block_split(self, maxv, b, Some(&mask));
+        0
+    }
+    #[inline(always)]
+    fn add_padded(&self, partial: &mut Partial, row: &[u8], max: u8) -> u64 {
+        // SAFETY: register arithmetic.
+        let maxv = unsafe { vdupq_n_u8(max) };
+        // Padding bytes get d = 128: past both tables, so they add 0.
+        for_each_block(row, max.wrapping_sub(128), |b| {
+            partial.add_block_split(self, maxv, b, None)
+        });
+        0
+    }
+}
+
+/// The full 256-entry tables, in memory.
+struct FullTables<'a>(&'a SoftmaxLut);
+
+impl SumTables for FullTables<'_> {
+    #[inline(always)]
+    fn add(&self, partial: &mut Partial, maxv: uint8x16_t, b: Block) {
+        partial.add_block_full(self.0, maxv, b, None);
+    }
+    #[inline(always)]
+    fn add_last(&self, partial: &mut Partial, maxv: uint8x16_t, b: Block, masks: &Masks) -> u64 {
+        // SAFETY: the mask is STEP bytes.
+        let keep = unsafe { vld1q_u8_x4(masks.keep.as_ptr()) };
+        partial.add_block_full(self.0, maxv, b, Some(&keep));
+        masks.overlap as u64 * T0
+    }
+    #[inline(always)]
+    fn add_padded(&self, partial: &mut Partial, row: &[u8], max: u8) -> u64 {
+        // SAFETY: register arithmetic.
+        let maxv = unsafe { vdupq_n_u8(max) };
+        // Padding bytes equal the maximum: d = 0, each adds t[0].
+        debug_assert!(row.len() < STEP);
+        for_each_block(row, max, |b| partial.add_block_full(self.0, maxv, b, None));
+        (STEP - row.len()) as u64 * T0
+    }
+}
+
+/// Sum of `t[max - x]` over a row, exact. Rows of at least 64 bytes: whole
+/// blocks, then the last 64 bytes again with the lanes already counted
+/// masked off. Shorter rows: one padded block.
 #[inline(always)]
-fn row_sum(tables: &Tables, row: &[u8], max: u8, tail_mask: &[u8; STEP]) -> u64 {
-    debug_assert!(row.len() >= STEP);
+fn row_sum(tables: &impl SumTables, row: &[u8], max: u8, masks: &Masks) -> u64 {
+    let mut partial = Partial::new();
+    if row.len() < STEP {
+        let extra = tables.add_padded(&mut partial, row, max);
+        partial.flush();
+        return partial.total() - extra;
+    }
     // SAFETY: register arithmetic; NEON is a compile-time target feature.
     let maxv = unsafe { vdupq_n_u8(max) };
-    let (mut high32, mut low32) = unsafe { (vdupq_n_u32(0), vdupq_n_u32(0)) };
-    let mut partial = Partial::new();
     let whole = row.len() / STEP;
-    // Through black_box so that LLVM does not keep the max pass's last block
-    // in four registers for the tail below (it would spill the tables).
-    let start = core::hint::black_box(row.as_ptr());
+    // Opaque so that LLVM does not keep the max pass's last block in four
+    // registers for the tail below (it would spill the tables).
+    let start = opaque(row.as_ptr());
     let mut src = start;
     let mut left = whole;
     while left > 0 {
@@ -202,89 +368,82 @@ fn row_sum(tables: &Tables, row: &[u8], max: u8, tail_mask: &[u8; STEP]) -> u64 
             // SAFETY: src points at a whole 64-byte block inside row: at most
             // `whole` blocks are read from the start of row.
             unsafe {
-                partial.add_block(tables, maxv, vld1q_u8_x4(src), None);
+                tables.add(&mut partial, maxv, vld1q_u8_x4(src));
                 src = src.add(STEP);
             }
         }
-        partial.flush(&mut high32, &mut low32);
+        partial.flush();
         left -= chunk;
     }
+    let mut extra = 0;
     if row.len() % STEP != 0 {
         // SAFETY: row.len() >= STEP, so the last STEP bytes are in bounds.
         let last = unsafe { vld1q_u8_x4(start.add(row.len() - STEP)) };
-        // SAFETY: the mask is STEP bytes.
-        let mask = unsafe { vld1q_u8_x4(tail_mask.as_ptr()) };
-        partial.add_block(tables, maxv, last, Some(&mask));
-        partial.flush(&mut high32, &mut low32);
+        extra = tables.add_last(&mut partial, maxv, last, masks);
+        partial.flush();
     }
-    total(high32, low32)
+    partial.total() - extra
 }
 
-/// Sum of `t[max - x]` over a row shorter than 64 bytes (one padded block).
+/// The row's outputs for `d < 64 C` as bytes above the type's minimum
+/// (`clamp(out) - MIN`, which is `min(MBQM(t[d]), 255)`), in `C` chunks of
+/// four registers.
 #[inline(always)]
-fn short_row_sum(tables: &Tables, row: &[u8], max: u8) -> u64 {
-    // SAFETY: register arithmetic; NEON is a compile-time target feature.
-    let maxv = unsafe { vdupq_n_u8(max) };
-    let (mut high32, mut low32) = unsafe { (vdupq_n_u32(0), vdupq_n_u32(0)) };
-    let mut partial = Partial::new();
-    // Padding bytes get d = 128: past both tables, so they add 0.
-    for_each_block(row, max.wrapping_sub(128), |b| {
-        partial.add_block(tables, maxv, b, None)
-    });
-    partial.flush(&mut high32, &mut low32);
-    total(high32, low32)
-}
-
-/// The row's outputs for `d < 64` as bytes above the type's minimum
-/// (`clamp(out) - MIN`, which is `min(MBQM(t[d]), 255)`), in four registers.
-#[inline(always)]
-fn output_table(p: &SoftmaxLut, multiplier: i32, right_shift: u32) -> uint8x16x4_t {
-    // Through black_box so that LLVM reloads the 64 entries here, once per
-    // row, instead of hoisting them out of the row loop into 16 registers
-    // that the sum loop then has to spill.
-    let head = core::hint::black_box(p.exp_head.as_ptr());
+fn output_table<const C: usize>(
+    p: &SoftmaxLut,
+    multiplier: i32,
+    right_shift: u32,
+) -> [uint8x16x4_t; C] {
+    // Opaque so that LLVM reloads the entries here, once per row, instead of
+    // hoisting them out of the row loop into registers that the sum loop
+    // then has to spill.
+    let wide = opaque(p.exp_wide.as_ptr());
     let m = <int32x4_t as Lane>::splat(multiplier);
     // MultiplyByQuantizedMultiplier for a negative shift on values >= 0: the
     // rounding divide needs no sign fix-up.
     let entries = |k: usize| -> int32x4_t {
-        // SAFETY: k < 16, so the 4 lanes at 4k are within the 64-entry table.
-        let t = unsafe { vld1q_s32(head.add(4 * k)) };
+        // SAFETY: k < 16 C <= 64, so the 4 lanes at 4k are within the
+        // 256-entry table.
+        let t = unsafe { vld1q_s32(wide.add(4 * k)) };
         t.saturating_rounding_doubling_high_mul(m)
             .rounding_divide_by_pot_non_negative(right_shift)
     };
-    // Outputs are at most 256 * 65535 / sum * (1 + 0.1%) (the output scale
-    // is within 0.1% of 1/256); above 255 only where t[d] is above 65280,
-    // which in a split table (beta * scale >= 0.086) is d = 0 alone. So
-    // lanes 0..4 are clamped and the rest narrow by dropping high halves.
+    // Outputs are at most 256 * 65535 / sum * (1 + 0.1%) < 2^16 (the output
+    // scale is within 0.1% of 1/256), so the low halves hold them; the
+    // narrowing to bytes saturates at 255.
     // SAFETY: register arithmetic.
-    let first = unsafe { vminq_s32(entries(0), vdupq_n_s32(255)) };
-    let narrow16 = |a: int32x4_t, b: int32x4_t| unsafe {
-        vuzp1q_u16(vreinterpretq_u16_s32(a), vreinterpretq_u16_s32(b))
+    let sixteen = |k: usize| unsafe {
+        let h = |a: int32x4_t, b: int32x4_t| {
+            vuzp1q_u16(vreinterpretq_u16_s32(a), vreinterpretq_u16_s32(b))
+        };
+        let low = h(entries(k), entries(k + 1));
+        let high = h(entries(k + 2), entries(k + 3));
+        vqmovn_high_u16(vqmovn_u16(low), high)
     };
-    let narrow8 = |a: uint16x8_t, b: uint16x8_t| unsafe {
-        vuzp1q_u8(vreinterpretq_u8_u16(a), vreinterpretq_u8_u16(b))
-    };
-    let quad = |a: int32x4_t, k: usize| {
-        narrow8(
-            narrow16(a, entries(k + 1)),
-            narrow16(entries(k + 2), entries(k + 3)),
-        )
-    };
-    uint8x16x4_t(
-        quad(first, 0),
-        quad(entries(4), 4),
-        quad(entries(8), 8),
-        quad(entries(12), 12),
-    )
+    core::array::from_fn(|c| {
+        let k = 16 * c;
+        uint8x16x4_t(sixteen(k), sixteen(k + 4), sixteen(k + 8), sixteen(k + 12))
+    })
 }
 
 /// One output block: `table[max - x]`, moved to the type's range.
 #[inline(always)]
-fn look<const SIGNED: bool>(table: &uint8x16x4_t, maxv: uint8x16_t, b: Block) -> Block {
+fn look<const SIGNED: bool, const C: usize>(
+    table: &[uint8x16x4_t; C],
+    maxv: uint8x16_t,
+    b: Block,
+) -> Block {
     let one = |x: uint8x16_t| -> uint8x16_t {
-        // SAFETY: register arithmetic. For int8, q - 128 is q ^ 0x80 (q in 0..=255).
+        // SAFETY: register arithmetic. For int8, q - 128 is q ^ 0x80 (q in
+        // 0..=255). Lowering d by 64 per chunk moves the next chunk's
+        // indices into 0..64 and the others out of it (see add_block_full).
         unsafe {
-            let q = vqtbl4q_u8(*table, vsubq_u8(maxv, x));
+            let mut d = vsubq_u8(maxv, x);
+            let mut q = vqtbl4q_u8(table[0], d);
+            for chunk in &table[1..] {
+                d = vsubq_u8(d, vdupq_n_u8(64));
+                q = vqtbx4q_u8(q, *chunk, d);
+            }
             if SIGNED {
                 veorq_u8(q, vdupq_n_u8(0x80))
             } else {
@@ -295,12 +454,12 @@ fn look<const SIGNED: bool>(table: &uint8x16x4_t, maxv: uint8x16_t, b: Block) ->
     uint8x16x4_t(one(b.0), one(b.1), one(b.2), one(b.3))
 }
 
-/// Writes a row of at least 64 bytes through the 64-entry table: whole
+/// Writes a row of at least 64 bytes through the output table: whole
 /// blocks, then the last 64 bytes again (rewriting some outputs with the
 /// same values).
 #[inline(always)]
-fn write_outputs<const SIGNED: bool>(
-    table: uint8x16x4_t,
+fn write_outputs<const SIGNED: bool, const C: usize>(
+    table: [uint8x16x4_t; C],
     row_in: &[u8],
     row_out: &mut [u8],
     max: u8,
@@ -315,7 +474,7 @@ fn write_outputs<const SIGNED: bool>(
         // SAFETY: src and dst point `(n / STEP - blocks) * STEP` bytes into
         // the rows, so the next STEP bytes of each are in bounds.
         unsafe {
-            vst1q_u8_x4(dst, look::<SIGNED>(&table, maxv, vld1q_u8_x4(src)));
+            vst1q_u8_x4(dst, look::<SIGNED, C>(&table, maxv, vld1q_u8_x4(src)));
             src = src.add(STEP);
             dst = dst.add(STEP);
         }
@@ -324,7 +483,7 @@ fn write_outputs<const SIGNED: bool>(
     if n % STEP != 0 {
         // SAFETY: n >= STEP, so the last STEP bytes of both rows are in bounds.
         unsafe {
-            let y = look::<SIGNED>(&table, maxv, vld1q_u8_x4(row_in.as_ptr().add(n - STEP)));
+            let y = look::<SIGNED, C>(&table, maxv, vld1q_u8_x4(row_in.as_ptr().add(n - STEP)));
             vst1q_u8_x4(row_out.as_mut_ptr().add(n - STEP), y);
         }
     }
@@ -332,8 +491,8 @@ fn write_outputs<const SIGNED: bool>(
 
 /// The same for a row shorter than 64 bytes, through stack buffers.
 #[inline(always)]
-fn write_short_outputs<const SIGNED: bool>(
-    table: uint8x16x4_t,
+fn write_short_outputs<const SIGNED: bool, const C: usize>(
+    table: [uint8x16x4_t; C],
     row_in: &[u8],
     row_out: &mut [u8],
     max: u8,
@@ -343,15 +502,33 @@ fn write_short_outputs<const SIGNED: bool>(
     for_each_block(row_in, 0, |b| {
         let mut buf = [0u8; STEP];
         // SAFETY: buf is STEP bytes.
-        unsafe { vst1q_u8_x4(buf.as_mut_ptr(), look::<SIGNED>(&table, maxv, b)) };
+        unsafe { vst1q_u8_x4(buf.as_mut_ptr(), look::<SIGNED, C>(&table, maxv, b)) };
         row_out.copy_from_slice(&buf[..row_out.len()]);
     });
 }
 
-/// The rest of a row once its maximum and sum are known: the multiplier, the
-/// output table and the outputs.
+/// Builds `C` chunks of the output table and writes the row through them.
 #[inline(always)]
-fn finish_row<const SIGNED: bool>(
+fn write_row<const SIGNED: bool, const C: usize>(
+    p: &SoftmaxLut,
+    row_in: &[u8],
+    row_out: &mut [u8],
+    max: u8,
+    multiplier: i32,
+    right_shift: u32,
+) {
+    let table = output_table::<C>(p, multiplier, right_shift);
+    if row_in.len() >= STEP {
+        write_outputs::<SIGNED, C>(table, row_in, row_out, max);
+    } else {
+        write_short_outputs::<SIGNED, C>(table, row_in, row_out, max);
+    }
+}
+
+/// The rest of a row once its maximum and sum are known: the multiplier, the
+/// output table chunks that can be nonzero and the outputs.
+#[inline(always)]
+fn finish_row<const SIGNED: bool, const ONE_CHUNK: bool>(
     p: &SoftmaxLut,
     row_in: &[u8],
     row_out: &mut [u8],
@@ -359,37 +536,37 @@ fn finish_row<const SIGNED: bool>(
     sum: u64,
 ) {
     let (multiplier, shift) = p.row_multiplier(sum);
-    // inverse <= 256 / 65535 < 2^-7, so the shift is a right shift of at least 7.
+    // inverse <= 256 / 65535 < 2^-7, so the shift is a right shift of at
+    // least 7; beyond 31 every output is 0 either way.
     debug_assert!(shift <= -7);
     let right_shift = shift.unsigned_abs().min(31);
-    // The 64-entry output table needs the output to be 0 for d >= 64; t is
-    // non-increasing, so t[64] decides (always true when `outputs_fit`).
-    if !p.outputs_fit && p.output(p.exp[OUTPUT_ENTRIES], multiplier, shift) != p.output_zero_point {
-        rare_row::<SIGNED>(p, row_in, row_out);
-        return;
+    if ONE_CHUNK {
+        return write_row::<SIGNED, 1>(p, row_in, row_out, max, multiplier, right_shift);
     }
-    let table = output_table(p, multiplier, right_shift);
-    if row_in.len() >= STEP {
-        write_outputs::<SIGNED>(table, row_in, row_out, max);
-    } else {
-        write_short_outputs::<SIGNED>(table, row_in, row_out, max);
-    }
+    // Outputs do not increase with d (t does not, and the requantization is
+    // monotonic), so chunk k can be nonzero only if its first entry is.
+    let nonzero = |d: usize| p.output(p.exp[d], multiplier, shift) != p.output_zero_point;
+    let chunks = 1 + (1..4).take_while(|&k| nonzero(k * OUTPUT_ENTRIES)).count();
+    rows_by_chunks::<SIGNED>(p, row_in, row_out, max, multiplier, right_shift, chunks);
 }
 
-/// A row whose outputs reach past `d = 63` (possible only for `beta * scale`
-/// near 0.09 and a lone maximum): the scalar reference on that row.
+/// `write_row` with `chunks` output chunks, out of line so that the common
+/// one-chunk row keeps its registers.
 #[inline(never)]
-#[cold]
-fn rare_row<const SIGNED: bool>(p: &SoftmaxLut, row_in: &[u8], row_out: &mut [u8]) {
-    let len = row_in.len();
-    if SIGNED {
-        let (x, y): (&[i8], &mut [i8]) = (
-            bytemuck::cast_slice(row_in),
-            bytemuck::cast_slice_mut(row_out),
-        );
-        softmax_scalar(p, x, y, len);
-    } else {
-        softmax_scalar(p, row_in, row_out, len);
+fn rows_by_chunks<const SIGNED: bool>(
+    p: &SoftmaxLut,
+    row_in: &[u8],
+    row_out: &mut [u8],
+    max: u8,
+    multiplier: i32,
+    right_shift: u32,
+    chunks: usize,
+) {
+    match chunks {
+        1 => write_row::<SIGNED, 1>(p, row_in, row_out, max, multiplier, right_shift),
+        2 => write_row::<SIGNED, 2>(p, row_in, row_out, max, multiplier, right_shift),
+        3 => write_row::<SIGNED, 3>(p, row_in, row_out, max, multiplier, right_shift),
+        _ => write_row::<SIGNED, 4>(p, row_in, row_out, max, multiplier, right_shift),
     }
 }
 
@@ -399,67 +576,75 @@ fn load_tables(p: &SoftmaxLut) -> Tables {
     // SAFETY: the three tables are 64 bytes each.
     unsafe {
         Tables {
-            high: vld1q_u8_x4(p.high.0.as_ptr()),
+            high: vld1q_u8_x4(p.high[0].0.as_ptr()),
             low0: vld1q_u8_x4(p.low[0].0.as_ptr()),
             low1: vld1q_u8_x4(p.low[1].0.as_ptr()),
         }
     }
 }
 
-/// `Method::Lut` softmax of every `row_len`-long row of 8-bit data; the
-/// caller checked the lengths and that `p.split` holds. `SIGNED` selects
-/// int8 (signed maximum, outputs offset by -128) over uint8.
+/// `Method::Lut` softmax of every `row_len`-long row of 8-bit data through
+/// the given sum tables; the caller checked the lengths. `SIGNED` selects
+/// int8 (signed maximum, outputs offset by -128) over uint8; `ONE_CHUNK`
+/// says that the outputs are 0 from `d = 64` on (`p.outputs_fit`).
 #[inline(always)]
-fn softmax_rows<const SIGNED: bool>(
+fn softmax_rows<const SIGNED: bool, const ONE_CHUNK: bool>(
+    p: &SoftmaxLut,
+    tables: &impl SumTables,
+    input: &[u8],
+    output: &mut [u8],
+    row_len: usize,
+) {
+    let masks = Masks::new(row_len);
+    for (row_in, row_out) in input
+        .chunks_exact(row_len)
+        .zip(output.chunks_exact_mut(row_len))
+    {
+        let max = row_max::<SIGNED>(row_in);
+        let sum = row_sum(tables, row_in, max, &masks);
+        finish_row::<SIGNED, ONE_CHUNK>(p, row_in, row_out, max, sum);
+    }
+}
+
+/// Every row: the common case (split tables, one output chunk, rows of at
+/// least 64 bytes) here, with no call in its loop (a call would make LLVM
+/// save the table registers around it on every row); the others out of line.
+#[inline(always)]
+fn softmax_any<const SIGNED: bool>(
     p: &SoftmaxLut,
     input: &[u8],
     output: &mut [u8],
     row_len: usize,
 ) {
-    debug_assert!(p.split);
-    if row_len < STEP {
-        return short_rows::<SIGNED>(p, input, output, row_len);
-    }
-    // The last block of a row overlaps the one before by 64 - row_len % 64
-    // bytes; those lanes are already counted, and 0x80 masks them off.
-    let mut mask = [0u8; STEP];
-    let overlap = (STEP - row_len % STEP) % STEP;
-    mask[..overlap].fill(0x80);
-    let tables = load_tables(p);
-    for (row_in, row_out) in input
-        .chunks_exact(row_len)
-        .zip(output.chunks_exact_mut(row_len))
-    {
-        let max = row_max::<SIGNED>(row_in);
-        let sum = row_sum(&tables, row_in, max, &mask);
-        finish_row::<SIGNED>(p, row_in, row_out, max, sum);
+    if p.split && p.outputs_fit && row_len >= STEP {
+        softmax_rows::<SIGNED, true>(p, &load_tables(p), input, output, row_len)
+    } else {
+        other_rows::<SIGNED>(p, input, output, row_len)
     }
 }
 
-/// Rows shorter than 64 bytes: one padded block each.
+/// Rows shorter than 64 bytes, rows of scales that may need more than one
+/// output chunk, and rows through the full 256-entry tables (`beta * scale`
+/// below about 0.09).
 #[inline(never)]
-fn short_rows<const SIGNED: bool>(p: &SoftmaxLut, input: &[u8], output: &mut [u8], row_len: usize) {
-    let tables = load_tables(p);
-    for (row_in, row_out) in input
-        .chunks_exact(row_len)
-        .zip(output.chunks_exact_mut(row_len))
-    {
-        let max = row_max::<SIGNED>(row_in);
-        let sum = short_row_sum(&tables, row_in, max);
-        finish_row::<SIGNED>(p, row_in, row_out, max, sum);
+fn other_rows<const SIGNED: bool>(p: &SoftmaxLut, input: &[u8], output: &mut [u8], row_len: usize) {
+    match (p.split, p.outputs_fit) {
+        (true, true) => softmax_rows::<SIGNED, true>(p, &load_tables(p), input, output, row_len),
+        (true, false) => softmax_rows::<SIGNED, false>(p, &load_tables(p), input, output, row_len),
+        (false, _) => softmax_rows::<SIGNED, false>(p, &FullTables(p), input, output, row_len),
     }
 }
 
 /// The int8 kernel (named for the asm checks and profiles).
 #[inline(never)]
 pub(crate) fn softmax_lut_i8(p: &SoftmaxLut, input: &[u8], output: &mut [u8], row_len: usize) {
-    softmax_rows::<true>(p, input, output, row_len)
+    softmax_any::<true>(p, input, output, row_len)
 }
 
 /// The uint8 kernel.
 #[inline(never)]
 pub(crate) fn softmax_lut_u8(p: &SoftmaxLut, input: &[u8], output: &mut [u8], row_len: usize) {
-    softmax_rows::<false>(p, input, output, row_len)
+    softmax_any::<false>(p, input, output, row_len)
 }
 
 /// Dispatches on the signedness.
