@@ -102,8 +102,10 @@ fn row_max<const SIGNED: bool>(row: &[u8]) -> u8 {
     };
     if row.len() >= STEP {
         for_each_whole_block(row, &mut fold);
-        // SAFETY: row.len() >= STEP, so the last STEP bytes are in bounds.
-        fold(unsafe { vld1q_u8_x4(row.as_ptr().add(row.len() - STEP)) });
+        if row.len() % STEP != 0 {
+            // SAFETY: row.len() >= STEP, so the last STEP bytes are in bounds.
+            fold(unsafe { vld1q_u8_x4(row.as_ptr().add(row.len() - STEP)) });
+        }
     } else {
         for_each_block(row, row[0], fold);
     }
@@ -156,20 +158,13 @@ impl Partial {
         }
     }
 
-    /// Adds `t[d]` for 16 indices from split tables (`d >= 128` adds 0).
-    #[inline(always)]
-    fn add_split(&mut self, tables: &Tables, d: uint8x16_t, acc: usize) {
-        // SAFETY: register arithmetic; NEON is a compile-time target feature.
-        unsafe {
-            let hi = vqtbl4q_u8(tables.high, d);
-            let lo = vqtbl4q_u8(tables.low0, d);
-            let lo = vqtbx4q_u8(lo, tables.low1, veorq_u8(d, vdupq_n_u8(64)));
-            self.accumulate(hi, lo, acc);
-        }
-    }
-
     /// Adds a 64-byte block of inputs through split tables; `mask` bytes
-    /// are ORed into `d` (0x80 marks a lane to skip: `d | 0x80 >= 128` adds 0).
+    /// are ORed into `d` (0x80 marks a lane to skip: `d | 0x80 >= 128` adds
+    /// 0). The high byte is one `tbl`, the low byte `tbl` + `tbx` (`d ^ 64`
+    /// moves 64..128 to 0..64 and the rest out of range). In asm with the
+    /// tables pinned to v16..v27 and two temporaries: with intrinsics LLVM's
+    /// allocation of the register-tuple operands varies from build to build,
+    /// and some builds spill inside this loop (32 registers are just enough).
     #[inline(always)]
     fn add_block_split(
         &mut self,
@@ -186,48 +181,86 @@ impl Partial {
                 None => d,
             }
         };
-        self.add_split(tables, d(b.0, 0), 0);
-        self.add_split(tables, d(b.1, 1), 1);
-        self.add_split(tables, d(b.2, 2), 0);
-        self.add_split(tables, d(b.3, 3), 1);
+        let (h, l0, l1) = (&tables.high, &tables.low0, &tables.low1);
+        // SAFETY: register arithmetic on the operands (the temporaries are
+        // outputs the asm may write; the tables are read-only inputs); no
+        // memory, stack or flag effects.
+        unsafe {
+            core::arch::asm!(
+                "tbl {t0:v}.16b, {{v16.16b-v19.16b}}, {d0:v}.16b",
+                "tbl {t1:v}.16b, {{v16.16b-v19.16b}}, {d1:v}.16b",
+                "uadalp {h0:v}.8h, {t0:v}.16b",
+                "uadalp {h1:v}.8h, {t1:v}.16b",
+                "tbl {t0:v}.16b, {{v16.16b-v19.16b}}, {d2:v}.16b",
+                "tbl {t1:v}.16b, {{v16.16b-v19.16b}}, {d3:v}.16b",
+                "uadalp {h0:v}.8h, {t0:v}.16b",
+                "uadalp {h1:v}.8h, {t1:v}.16b",
+                "tbl {t0:v}.16b, {{v20.16b-v23.16b}}, {d0:v}.16b",
+                "tbl {t1:v}.16b, {{v20.16b-v23.16b}}, {d1:v}.16b",
+                "eor {d0:v}.16b, {d0:v}.16b, {c64:v}.16b",
+                "eor {d1:v}.16b, {d1:v}.16b, {c64:v}.16b",
+                "tbx {t0:v}.16b, {{v24.16b-v27.16b}}, {d0:v}.16b",
+                "tbx {t1:v}.16b, {{v24.16b-v27.16b}}, {d1:v}.16b",
+                "uadalp {l0:v}.8h, {t0:v}.16b",
+                "uadalp {l1:v}.8h, {t1:v}.16b",
+                "tbl {t0:v}.16b, {{v20.16b-v23.16b}}, {d2:v}.16b",
+                "tbl {t1:v}.16b, {{v20.16b-v23.16b}}, {d3:v}.16b",
+                "eor {d2:v}.16b, {d2:v}.16b, {c64:v}.16b",
+                "eor {d3:v}.16b, {d3:v}.16b, {c64:v}.16b",
+                "tbx {t0:v}.16b, {{v24.16b-v27.16b}}, {d2:v}.16b",
+                "tbx {t1:v}.16b, {{v24.16b-v27.16b}}, {d3:v}.16b",
+                "uadalp {l0:v}.8h, {t0:v}.16b",
+                "uadalp {l1:v}.8h, {t1:v}.16b",
+                d0 = inout(vreg) d(b.0, 0) => _,
+                d1 = inout(vreg) d(b.1, 1) => _,
+                d2 = inout(vreg) d(b.2, 2) => _,
+                d3 = inout(vreg) d(b.3, 3) => _,
+                c64 = in(vreg) vdupq_n_u8(64),
+                t0 = out(vreg) _,
+                t1 = out(vreg) _,
+                h0 = inout(vreg) self.high[0],
+                h1 = inout(vreg) self.high[1],
+                l0 = inout(vreg) self.low[0],
+                l1 = inout(vreg) self.low[1],
+                in("v16") h.0, in("v17") h.1, in("v18") h.2, in("v19") h.3,
+                in("v20") l0.0, in("v21") l0.1, in("v22") l0.2, in("v23") l0.3,
+                in("v24") l1.0, in("v25") l1.1, in("v26") l1.2, in("v27") l1.3,
+                options(pure, nomem, nostack, preserves_flags),
+            );
+        }
     }
 
-    /// Adds a 64-byte block of inputs through the full 256-entry tables,
-    /// loaded here chunk by chunk (`tbl` for `d < 64`, then `tbx` with `d`
-    /// lowered by 64 per chunk: a chunk's indices land in `0..64`, the
-    /// others, wrapped, at 64 or above, where `tbx` keeps what it has).
-    /// `keep` bytes are ANDed into `d`: a 0 there reads `t[0]` (`T0`), which
-    /// the caller takes off the sum.
+    /// Adds a 64-byte block of inputs through the full 256-entry tables
+    /// (`tbl` for `d < 64`, then `tbx` with `d` lowered by 64 per chunk: a
+    /// chunk's indices land in `0..64`, the others, wrapped, at 64 or above,
+    /// where `tbx` keeps what it has). `keep` bytes are ANDed into `d`: a 0
+    /// there reads `t[0]` (`T0`), which the caller takes off the sum.
     #[inline(always)]
     fn add_block_full(&mut self, p: &SoftmaxLut, maxv: uint8x16_t, b: Block, keep: Option<&Block>) {
-        let high = opaque(p.high.as_ptr()).cast::<u8>();
-        let low = opaque(p.low.as_ptr()).cast::<u8>();
-        // SAFETY: high and low point at four 64-byte chunks each, so the
-        // loads at 64 * k for k < 4 are in bounds; the rest is register
-        // arithmetic.
-        unsafe {
-            let mut d = [b.0, b.1, b.2, b.3].map(|x| vsubq_u8(maxv, x));
-            if let Some(m) = keep {
-                let m = [m.0, m.1, m.2, m.3];
-                for j in 0..4 {
-                    d[j] = vandq_u8(d[j], m[j]);
-                }
-            }
-            let (h, l) = (vld1q_u8_x4(high), vld1q_u8_x4(low));
-            let mut hi = d.map(|d| vqtbl4q_u8(h, d));
-            let mut lo = d.map(|d| vqtbl4q_u8(l, d));
-            let sixty_four = vdupq_n_u8(64);
-            for k in 1..4 {
-                let (h, l) = (vld1q_u8_x4(high.add(64 * k)), vld1q_u8_x4(low.add(64 * k)));
-                for j in 0..4 {
-                    d[j] = vsubq_u8(d[j], sixty_four);
-                    hi[j] = vqtbx4q_u8(hi[j], h, d[j]);
-                    lo[j] = vqtbx4q_u8(lo[j], l, d[j]);
-                }
-            }
+        let high = p.high.as_ptr().cast::<u8>();
+        let low = p.low.as_ptr().cast::<u8>();
+        // SAFETY: register arithmetic; NEON is a compile-time target feature.
+        let mut d = [b.0, b.1, b.2, b.3].map(|x| unsafe { vsubq_u8(maxv, x) });
+        if let Some(m) = keep {
+            let m = [m.0, m.1, m.2, m.3];
             for j in 0..4 {
-                self.accumulate(hi[j], lo[j], j % 2);
+                // SAFETY: as above.
+                d[j] = unsafe { vandq_u8(d[j], m[j]) };
             }
+        }
+        // Placeholders: the first chunk's `tbl`s write every lane.
+        // SAFETY: as above.
+        let (mut hi, mut lo) = unsafe { ([vdupq_n_u8(0); 4], [vdupq_n_u8(0); 4]) };
+        // SAFETY: high and low point at four 64-byte chunks each, so the
+        // loads at 64 k for k < 4 are in bounds.
+        unsafe {
+            lookup_chunk::<true>(high, low, &mut d, &mut hi, &mut lo);
+            for k in 1..4 {
+                lookup_chunk::<false>(high.add(64 * k), low.add(64 * k), &mut d, &mut hi, &mut lo);
+            }
+        }
+        for j in 0..4 {
+            self.accumulate(hi[j], lo[j], j % 2);
         }
     }
 
@@ -251,6 +284,97 @@ impl Partial {
         // Each u32 lane holds at most row_len / 4 * 510, below 2^32 for rows
         // shorter than 2^24; the lanes are added in 64 bits.
         unsafe { (vaddlvq_u32(self.high32) << 8) + vaddlvq_u32(self.low32) }
+    }
+}
+
+/// One 64-entry chunk of the full tables for 16 x 4 indices: loads the
+/// chunk's high and low bytes into v24..v31, then `tbl` (`FIRST`) or lowers
+/// `d` by 64 and `tbx`. In asm so that each chunk is loaded where it is
+/// used: with intrinsics LLVM loads all 32 table registers at once and
+/// spills the row.
+///
+/// # Safety
+/// `high` and `low` must be valid for reading 64 bytes.
+#[inline(always)]
+unsafe fn lookup_chunk<const FIRST: bool>(
+    high: *const u8,
+    low: *const u8,
+    d: &mut [uint8x16_t; 4],
+    hi: &mut [uint8x16_t; 4],
+    lo: &mut [uint8x16_t; 4],
+) {
+    // SAFETY (both asm blocks): the caller guarantees 64 readable bytes at
+    // high and low; the asm writes only its operands and v24..v31 (declared
+    // clobbered), and touches no stack or flags.
+    if FIRST {
+        unsafe {
+            core::arch::asm!(
+                "ld1 {{v24.16b-v27.16b}}, [{high}]",
+                "ld1 {{v28.16b-v31.16b}}, [{low}]",
+                "tbl {h0:v}.16b, {{v24.16b-v27.16b}}, {d0:v}.16b",
+                "tbl {h1:v}.16b, {{v24.16b-v27.16b}}, {d1:v}.16b",
+                "tbl {h2:v}.16b, {{v24.16b-v27.16b}}, {d2:v}.16b",
+                "tbl {h3:v}.16b, {{v24.16b-v27.16b}}, {d3:v}.16b",
+                "tbl {l0:v}.16b, {{v28.16b-v31.16b}}, {d0:v}.16b",
+                "tbl {l1:v}.16b, {{v28.16b-v31.16b}}, {d1:v}.16b",
+                "tbl {l2:v}.16b, {{v28.16b-v31.16b}}, {d2:v}.16b",
+                "tbl {l3:v}.16b, {{v28.16b-v31.16b}}, {d3:v}.16b",
+                high = in(reg) high,
+                low = in(reg) low,
+                d0 = in(vreg) d[0],
+                d1 = in(vreg) d[1],
+                d2 = in(vreg) d[2],
+                d3 = in(vreg) d[3],
+                h0 = lateout(vreg) hi[0],
+                h1 = lateout(vreg) hi[1],
+                h2 = lateout(vreg) hi[2],
+                h3 = lateout(vreg) hi[3],
+                l0 = lateout(vreg) lo[0],
+                l1 = lateout(vreg) lo[1],
+                l2 = lateout(vreg) lo[2],
+                l3 = lateout(vreg) lo[3],
+                out("v24") _, out("v25") _, out("v26") _, out("v27") _,
+                out("v28") _, out("v29") _, out("v30") _, out("v31") _,
+                options(readonly, nostack, preserves_flags),
+            );
+        }
+    } else {
+        unsafe {
+            core::arch::asm!(
+                "ld1 {{v24.16b-v27.16b}}, [{high}]",
+                "ld1 {{v28.16b-v31.16b}}, [{low}]",
+                "sub {d0:v}.16b, {d0:v}.16b, {sixty_four:v}.16b",
+                "sub {d1:v}.16b, {d1:v}.16b, {sixty_four:v}.16b",
+                "sub {d2:v}.16b, {d2:v}.16b, {sixty_four:v}.16b",
+                "sub {d3:v}.16b, {d3:v}.16b, {sixty_four:v}.16b",
+                "tbx {h0:v}.16b, {{v24.16b-v27.16b}}, {d0:v}.16b",
+                "tbx {h1:v}.16b, {{v24.16b-v27.16b}}, {d1:v}.16b",
+                "tbx {h2:v}.16b, {{v24.16b-v27.16b}}, {d2:v}.16b",
+                "tbx {h3:v}.16b, {{v24.16b-v27.16b}}, {d3:v}.16b",
+                "tbx {l0:v}.16b, {{v28.16b-v31.16b}}, {d0:v}.16b",
+                "tbx {l1:v}.16b, {{v28.16b-v31.16b}}, {d1:v}.16b",
+                "tbx {l2:v}.16b, {{v28.16b-v31.16b}}, {d2:v}.16b",
+                "tbx {l3:v}.16b, {{v28.16b-v31.16b}}, {d3:v}.16b",
+                high = in(reg) high,
+                low = in(reg) low,
+                sixty_four = in(vreg) vdupq_n_u8(64),
+                d0 = inout(vreg) d[0],
+                d1 = inout(vreg) d[1],
+                d2 = inout(vreg) d[2],
+                d3 = inout(vreg) d[3],
+                h0 = inout(vreg) hi[0],
+                h1 = inout(vreg) hi[1],
+                h2 = inout(vreg) hi[2],
+                h3 = inout(vreg) hi[3],
+                l0 = inout(vreg) lo[0],
+                l1 = inout(vreg) lo[1],
+                l2 = inout(vreg) lo[2],
+                l3 = inout(vreg) lo[3],
+                out("v24") _, out("v25") _, out("v26") _, out("v27") _,
+                out("v28") _, out("v29") _, out("v30") _, out("v31") _,
+                options(readonly, nostack, preserves_flags),
+            );
+        }
     }
 }
 
@@ -300,8 +424,10 @@ impl SumTables for Tables {
     }
     #[inline(always)]
     fn add_last(&self, partial: &mut Partial, maxv: uint8x16_t, b: Block, masks: &Masks) -> u64 {
+        // Opaque: loaded here, in the tail, rather than hoisted out of the
+        // row loop into four registers that the block loops then lack.
         // SAFETY: the mask is STEP bytes.
-        let mask = unsafe { vld1q_u8_x4(masks.skip.as_ptr()) };
+        let mask = unsafe { vld1q_u8_x4(opaque(masks.skip.as_ptr())) };
         partial.add_block_split(self, maxv, b, Some(&mask));
         0
     }
@@ -327,8 +453,8 @@ impl SumTables for FullTables<'_> {
     }
     #[inline(always)]
     fn add_last(&self, partial: &mut Partial, maxv: uint8x16_t, b: Block, masks: &Masks) -> u64 {
-        // SAFETY: the mask is STEP bytes.
-        let keep = unsafe { vld1q_u8_x4(masks.keep.as_ptr()) };
+        // SAFETY: the mask is STEP bytes (opaque: as for the split tables).
+        let keep = unsafe { vld1q_u8_x4(opaque(masks.keep.as_ptr())) };
         partial.add_block_full(self.0, maxv, b, Some(&keep));
         masks.overlap as u64 * T0
     }
@@ -410,7 +536,9 @@ fn output_table<const C: usize>(
     };
     // Outputs are at most 256 * 65535 / sum * (1 + 0.1%) < 2^16 (the output
     // scale is within 0.1% of 1/256), so the low halves hold them; the
-    // narrowing to bytes saturates at 255.
+    // narrowing to bytes saturates at 255. (Loads of one register each: the
+    // four-register `ld1` raises register pressure enough to make LLVM spill
+    // the split tables on every row.)
     // SAFETY: register arithmetic.
     let sixteen = |k: usize| unsafe {
         let h = |a: int32x4_t, b: int32x4_t| {
@@ -573,24 +701,28 @@ fn rows_by_chunks<const SIGNED: bool>(
 /// Loads the split tables.
 #[inline(always)]
 fn load_tables(p: &SoftmaxLut) -> Tables {
-    // SAFETY: the three tables are 64 bytes each.
+    // Opaque: loaded where called (once per row, three instructions), not
+    // hoisted out of the row loop, where LLVM would keep them across the
+    // output pass and the rare calls and spill them on every row instead.
+    let (high, low) = (opaque(p.high.as_ptr()), opaque(p.low.as_ptr()));
+    // SAFETY: high[0] and low[0..2] are 64 bytes each.
     unsafe {
         Tables {
-            high: vld1q_u8_x4(p.high[0].0.as_ptr()),
-            low0: vld1q_u8_x4(p.low[0].0.as_ptr()),
-            low1: vld1q_u8_x4(p.low[1].0.as_ptr()),
+            high: vld1q_u8_x4((*high).0.as_ptr()),
+            low0: vld1q_u8_x4((*low).0.as_ptr()),
+            low1: vld1q_u8_x4((*low.add(1)).0.as_ptr()),
         }
     }
 }
 
 /// `Method::Lut` softmax of every `row_len`-long row of 8-bit data through
-/// the given sum tables; the caller checked the lengths. `SIGNED` selects
+/// the sum tables `tables` gives for each row; the caller checked the lengths. `SIGNED` selects
 /// int8 (signed maximum, outputs offset by -128) over uint8; `ONE_CHUNK`
 /// says that the outputs are 0 from `d = 64` on (`p.outputs_fit`).
 #[inline(always)]
-fn softmax_rows<const SIGNED: bool, const ONE_CHUNK: bool>(
+fn softmax_rows<const SIGNED: bool, const ONE_CHUNK: bool, S: SumTables>(
     p: &SoftmaxLut,
-    tables: &impl SumTables,
+    tables: impl Fn() -> S,
     input: &[u8],
     output: &mut [u8],
     row_len: usize,
@@ -601,7 +733,7 @@ fn softmax_rows<const SIGNED: bool, const ONE_CHUNK: bool>(
         .zip(output.chunks_exact_mut(row_len))
     {
         let max = row_max::<SIGNED>(row_in);
-        let sum = row_sum(tables, row_in, max, &masks);
+        let sum = row_sum(&tables(), row_in, max, &masks);
         finish_row::<SIGNED, ONE_CHUNK>(p, row_in, row_out, max, sum);
     }
 }
@@ -617,7 +749,7 @@ fn softmax_any<const SIGNED: bool>(
     row_len: usize,
 ) {
     if p.split && p.outputs_fit && row_len >= STEP {
-        softmax_rows::<SIGNED, true>(p, &load_tables(p), input, output, row_len)
+        softmax_rows::<SIGNED, true, _>(p, || load_tables(p), input, output, row_len)
     } else {
         other_rows::<SIGNED>(p, input, output, row_len)
     }
@@ -629,9 +761,13 @@ fn softmax_any<const SIGNED: bool>(
 #[inline(never)]
 fn other_rows<const SIGNED: bool>(p: &SoftmaxLut, input: &[u8], output: &mut [u8], row_len: usize) {
     match (p.split, p.outputs_fit) {
-        (true, true) => softmax_rows::<SIGNED, true>(p, &load_tables(p), input, output, row_len),
-        (true, false) => softmax_rows::<SIGNED, false>(p, &load_tables(p), input, output, row_len),
-        (false, _) => softmax_rows::<SIGNED, false>(p, &FullTables(p), input, output, row_len),
+        (true, true) => {
+            softmax_rows::<SIGNED, true, _>(p, || load_tables(p), input, output, row_len)
+        }
+        (true, false) => {
+            softmax_rows::<SIGNED, false, _>(p, || load_tables(p), input, output, row_len)
+        }
+        (false, _) => softmax_rows::<SIGNED, false, _>(p, || FullTables(p), input, output, row_len),
     }
 }
 
