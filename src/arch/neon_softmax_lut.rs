@@ -525,24 +525,30 @@ fn output_table<const C: usize>(
     // then has to spill.
     let wide = opaque(p.exp_wide.as_ptr());
     let m = <int32x4_t as Lane>::splat(multiplier);
-    // MultiplyByQuantizedMultiplier for a negative shift on values >= 0: the
-    // rounding divide needs no sign fix-up.
+    // MultiplyByQuantizedMultiplier for a negative shift on values >= 0 is
+    // sqrdmulh, then a rounding divide by 2^right_shift that needs no sign
+    // fix-up: (x + 2^(right_shift - 1)) >> right_shift. The sqrdmulh result
+    // is at most t <= 65535 (m < 2^31), so it is narrowed to u16 first and
+    // divided eight lanes at a time by `urshl`, which rounds the same way
+    // (Arm defines it with the rounding constant added at full precision;
+    // right shifts of 16 and more give 0 or 1 as the 32-bit divide would).
     let entries = |k: usize| -> int32x4_t {
         // SAFETY: k < 16 C <= 64, so the 4 lanes at 4k are within the
         // 256-entry table.
         let t = unsafe { vld1q_s32(wide.add(4 * k)) };
         t.saturating_rounding_doubling_high_mul(m)
-            .rounding_divide_by_pot_non_negative(right_shift)
     };
-    // Outputs are at most 256 * 65535 / sum * (1 + 0.1%) < 2^16 (the output
-    // scale is within 0.1% of 1/256), so the low halves hold them; the
-    // narrowing to bytes saturates at 255. (Loads of one register each: the
-    // four-register `ld1` raises register pressure enough to make LLVM spill
-    // the split tables on every row.)
+    // SAFETY: register arithmetic; right_shift <= 31.
+    let shift = unsafe { vdupq_n_s16(-(right_shift as i16)) };
+    // Outputs are at most 256 * 65535 / sum * (1 + 0.1%) (the output scale
+    // is within 0.1% of 1/256); the narrowing to bytes saturates at 255.
+    // (Loads of one register each: the four-register `ld1` raises register
+    // pressure enough to make LLVM spill the split tables on every row.)
     // SAFETY: register arithmetic.
     let sixteen = |k: usize| unsafe {
         let h = |a: int32x4_t, b: int32x4_t| {
-            vuzp1q_u16(vreinterpretq_u16_s32(a), vreinterpretq_u16_s32(b))
+            let x = vuzp1q_u16(vreinterpretq_u16_s32(a), vreinterpretq_u16_s32(b));
+            vrshlq_u16(x, shift)
         };
         let low = h(entries(k), entries(k + 1));
         let high = h(entries(k + 2), entries(k + 3));
