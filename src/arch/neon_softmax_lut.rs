@@ -588,19 +588,12 @@ fn look<const SIGNED: bool, const C: usize>(
     uint8x16x4_t(one(b.0), one(b.1), one(b.2), one(b.3))
 }
 
-/// Writes a row of at least 64 bytes through the output table: whole
-/// blocks, then the last 64 bytes again (rewriting some outputs with the
-/// same values).
+/// Writes a row of at least 64 bytes, `f` mapping each 64-byte input block
+/// to its outputs: whole blocks, then the last 64 bytes again (rewriting
+/// some outputs with the same values).
 #[inline(always)]
-fn write_outputs<const SIGNED: bool, const C: usize>(
-    table: [uint8x16x4_t; C],
-    row_in: &[u8],
-    row_out: &mut [u8],
-    max: u8,
-) {
+fn write_outputs(row_in: &[u8], row_out: &mut [u8], mut f: impl FnMut(Block) -> Block) {
     debug_assert!(row_in.len() >= STEP && row_in.len() == row_out.len());
-    // SAFETY: register arithmetic.
-    let maxv = unsafe { vdupq_n_u8(max) };
     let n = row_in.len().min(row_out.len());
     let (mut src, mut dst) = (row_in.as_ptr(), row_out.as_mut_ptr());
     let mut blocks = n / STEP;
@@ -608,7 +601,7 @@ fn write_outputs<const SIGNED: bool, const C: usize>(
         // SAFETY: src and dst point `(n / STEP - blocks) * STEP` bytes into
         // the rows, so the next STEP bytes of each are in bounds.
         unsafe {
-            vst1q_u8_x4(dst, look::<SIGNED, C>(&table, maxv, vld1q_u8_x4(src)));
+            vst1q_u8_x4(dst, f(vld1q_u8_x4(src)));
             src = src.add(STEP);
             dst = dst.add(STEP);
         }
@@ -617,28 +610,37 @@ fn write_outputs<const SIGNED: bool, const C: usize>(
     if n % STEP != 0 {
         // SAFETY: n >= STEP, so the last STEP bytes of both rows are in bounds.
         unsafe {
-            let y = look::<SIGNED, C>(&table, maxv, vld1q_u8_x4(row_in.as_ptr().add(n - STEP)));
+            let y = f(vld1q_u8_x4(row_in.as_ptr().add(n - STEP)));
             vst1q_u8_x4(row_out.as_mut_ptr().add(n - STEP), y);
         }
     }
 }
 
-/// The same for a row shorter than 64 bytes, through stack buffers.
+/// The same for a row shorter than 64 bytes, through stack buffers (padded
+/// with the row's maximum: a valid index for every table).
 #[inline(always)]
-fn write_short_outputs<const SIGNED: bool, const C: usize>(
-    table: [uint8x16x4_t; C],
+fn write_short_outputs(
     row_in: &[u8],
     row_out: &mut [u8],
     max: u8,
+    mut f: impl FnMut(Block) -> Block,
 ) {
-    // SAFETY: register arithmetic.
-    let maxv = unsafe { vdupq_n_u8(max) };
-    for_each_block(row_in, 0, |b| {
+    for_each_block(row_in, max, |b| {
         let mut buf = [0u8; STEP];
         // SAFETY: buf is STEP bytes.
-        unsafe { vst1q_u8_x4(buf.as_mut_ptr(), look::<SIGNED, C>(&table, maxv, b)) };
+        unsafe { vst1q_u8_x4(buf.as_mut_ptr(), f(b)) };
         row_out.copy_from_slice(&buf[..row_out.len()]);
     });
+}
+
+/// Writes a row through `f` (long or short row).
+#[inline(always)]
+fn write_any(row_in: &[u8], row_out: &mut [u8], max: u8, f: impl FnMut(Block) -> Block) {
+    if row_in.len() >= STEP {
+        write_outputs(row_in, row_out, f);
+    } else {
+        write_short_outputs(row_in, row_out, max, f);
+    }
 }
 
 /// Builds `C` chunks of the output table and writes the row through them.
@@ -652,11 +654,80 @@ fn write_row<const SIGNED: bool, const C: usize>(
     right_shift: u32,
 ) {
     let table = output_table::<C>(p, multiplier, right_shift);
-    if row_in.len() >= STEP {
-        write_outputs::<SIGNED, C>(table, row_in, row_out, max);
-    } else {
-        write_short_outputs::<SIGNED, C>(table, row_in, row_out, max);
-    }
+    // SAFETY: register arithmetic.
+    let maxv = unsafe { vdupq_n_u8(max) };
+    write_any(row_in, row_out, max, |b| look::<SIGNED, C>(&table, maxv, b));
+}
+
+/// Writes a row of full-table data without an output table: each block's
+/// `t` looked up again (four chunks, as in the sum) and requantized lane by
+/// lane, as `output_table` does it. Cheaper than building a table of `C`
+/// chunks for rows shorter than about `33 C` elements.
+#[inline(never)]
+fn write_row_direct<const SIGNED: bool>(
+    p: &SoftmaxLut,
+    row_in: &[u8],
+    row_out: &mut [u8],
+    max: u8,
+    multiplier: i32,
+    right_shift: u32,
+) {
+    let m = <int32x4_t as Lane>::splat(multiplier);
+    // SAFETY: register arithmetic; NEON is a compile-time target feature;
+    // right_shift <= 31.
+    let (maxv, shift) = unsafe { (vdupq_n_u8(max), vdupq_n_s16(-(right_shift as i16))) };
+    let high = p.high.as_ptr().cast::<u8>();
+    let low = p.low.as_ptr().cast::<u8>();
+    // 16 outputs from the high and low bytes of their t (see output_table
+    // for the arithmetic and its bounds).
+    let requantize = |hi: uint8x16_t, lo: uint8x16_t| -> uint8x16_t {
+        // SAFETY: register arithmetic.
+        unsafe {
+            // Little-endian: zipping (lo, hi) bytes gives the u16 t values.
+            let t01 = vreinterpretq_u16_u8(vzip1q_u8(lo, hi));
+            let t23 = vreinterpretq_u16_u8(vzip2q_u8(lo, hi));
+            let wide =
+                |t: uint32x4_t| vreinterpretq_s32_u32(t).saturating_rounding_doubling_high_mul(m);
+            let h = |a: int32x4_t, b: int32x4_t| {
+                let x = vuzp1q_u16(vreinterpretq_u16_s32(a), vreinterpretq_u16_s32(b));
+                vrshlq_u16(x, shift)
+            };
+            let a = h(
+                wide(vmovl_u16(vget_low_u16(t01))),
+                wide(vmovl_high_u16(t01)),
+            );
+            let b = h(
+                wide(vmovl_u16(vget_low_u16(t23))),
+                wide(vmovl_high_u16(t23)),
+            );
+            let q = vqmovn_high_u16(vqmovn_u16(a), b);
+            if SIGNED {
+                veorq_u8(q, vdupq_n_u8(0x80))
+            } else {
+                q
+            }
+        }
+    };
+    write_any(row_in, row_out, max, |b| {
+        // SAFETY: register arithmetic.
+        let mut d = [b.0, b.1, b.2, b.3].map(|x| unsafe { vsubq_u8(maxv, x) });
+        // Placeholders: the first chunk's `tbl`s write every lane.
+        // SAFETY: as above.
+        let (mut hi, mut lo) = unsafe { ([vdupq_n_u8(0); 4], [vdupq_n_u8(0); 4]) };
+        // SAFETY: high and low point at four 64-byte chunks each.
+        unsafe {
+            lookup_chunk::<true>(high, low, &mut d, &mut hi, &mut lo);
+            for k in 1..4 {
+                lookup_chunk::<false>(high.add(64 * k), low.add(64 * k), &mut d, &mut hi, &mut lo);
+            }
+        }
+        uint8x16x4_t(
+            requantize(hi[0], lo[0]),
+            requantize(hi[1], lo[1]),
+            requantize(hi[2], lo[2]),
+            requantize(hi[3], lo[3]),
+        )
+    });
 }
 
 /// The rest of a row once its maximum and sum are known: the multiplier, the
@@ -681,6 +752,12 @@ fn finish_row<const SIGNED: bool, const ONE_CHUNK: bool>(
     // monotonic), so chunk k can be nonzero only if its first entry is.
     let nonzero = |d: usize| p.output(p.exp[d], multiplier, shift) != p.output_zero_point;
     let chunks = 1 + (1..4).take_while(|&k| nonzero(k * OUTPUT_ENTRIES)).count();
+    // A chunk of the table costs about 50 instructions; looking t up again
+    // and requantizing costs about 1.5 more per element than the table
+    // lookup (full tables only: split rows need at most two chunks).
+    if !p.split && row_in.len() < 56 * chunks {
+        return write_row_direct::<SIGNED>(p, row_in, row_out, max, multiplier, right_shift);
+    }
     rows_by_chunks::<SIGNED>(p, row_in, row_out, max, multiplier, right_shift, chunks);
 }
 
