@@ -518,7 +518,7 @@ fn row_sum(tables: &impl SumTables, row: &[u8], max: u8, masks: &Masks) -> u64 {
 fn output_table<const C: usize>(
     p: &SoftmaxLut,
     multiplier: i32,
-    right_shift: u32,
+    neg_shift: i16,
 ) -> [uint8x16x4_t; C] {
     // Opaque so that LLVM reloads the entries here, once per row, instead of
     // hoisting them out of the row loop into registers that the sum loop
@@ -526,8 +526,8 @@ fn output_table<const C: usize>(
     let wide = opaque(p.exp_wide.as_ptr());
     let m = <int32x4_t as Lane>::splat(multiplier);
     // MultiplyByQuantizedMultiplier for a negative shift on values >= 0 is
-    // sqrdmulh, then a rounding divide by 2^right_shift that needs no sign
-    // fix-up: (x + 2^(right_shift - 1)) >> right_shift. The sqrdmulh result
+    // sqrdmulh, then a rounding divide by 2^r (r = -neg_shift, the negative exponent) that needs
+    // no sign fix-up: (x + 2^(r - 1)) >> r. The sqrdmulh result
     // is at most t <= 65535 (m < 2^31), so it is narrowed to u16 first and
     // divided eight lanes at a time by `urshl`, which rounds the same way
     // (Arm defines it with the rounding constant added at full precision;
@@ -538,8 +538,8 @@ fn output_table<const C: usize>(
         let t = unsafe { vld1q_s32(wide.add(4 * k)) };
         t.saturating_rounding_doubling_high_mul(m)
     };
-    // SAFETY: register arithmetic; right_shift <= 31.
-    let shift = unsafe { vdupq_n_s16(-(right_shift as i16)) };
+    // SAFETY: register arithmetic; -31 <= neg_shift <= -7.
+    let shift = unsafe { vdupq_n_s16(neg_shift) };
     // Outputs are at most 256 * 65535 / sum * (1 + 0.1%) (the output scale
     // is within 0.1% of 1/256); the narrowing to bytes saturates at 255.
     // (Loads of one register each: the four-register `ld1` raises register
@@ -651,9 +651,9 @@ fn write_row<const SIGNED: bool, const C: usize>(
     row_out: &mut [u8],
     max: u8,
     multiplier: i32,
-    right_shift: u32,
+    neg_shift: i16,
 ) {
-    let table = output_table::<C>(p, multiplier, right_shift);
+    let table = output_table::<C>(p, multiplier, neg_shift);
     // SAFETY: register arithmetic.
     let maxv = unsafe { vdupq_n_u8(max) };
     write_any(row_in, row_out, max, |b| look::<SIGNED, C>(&table, maxv, b));
@@ -670,12 +670,12 @@ fn write_row_direct<const SIGNED: bool>(
     row_out: &mut [u8],
     max: u8,
     multiplier: i32,
-    right_shift: u32,
+    neg_shift: i16,
 ) {
     let m = <int32x4_t as Lane>::splat(multiplier);
     // SAFETY: register arithmetic; NEON is a compile-time target feature;
-    // right_shift <= 31.
-    let (maxv, shift) = unsafe { (vdupq_n_u8(max), vdupq_n_s16(-(right_shift as i16))) };
+    // -31 <= neg_shift <= -7.
+    let (maxv, shift) = unsafe { (vdupq_n_u8(max), vdupq_n_s16(neg_shift)) };
     let high = p.high.as_ptr().cast::<u8>();
     let low = p.low.as_ptr().cast::<u8>();
     // 16 outputs from the high and low bytes of their t (see output_table
@@ -740,13 +740,14 @@ fn finish_row<const SIGNED: bool, const ONE_CHUNK: bool>(
     max: u8,
     sum: u64,
 ) {
-    let (multiplier, shift) = p.row_multiplier(sum);
     // inverse <= 256 / 65535 < 2^-7, so the shift is a right shift of at
-    // least 7; beyond 31 every output is 0 either way.
-    debug_assert!(shift <= -7);
-    let right_shift = shift.unsigned_abs().min(31);
+    // least 7 (at most 31: beyond, every output is 0 either way).
+    let (multiplier, shift) = p.row_multiplier_clamped(sum);
+    debug_assert!((-31..=-7).contains(&shift));
+    // Negative, as `urshl` takes it.
+    let neg_shift = shift as i16;
     if ONE_CHUNK {
-        return write_row::<SIGNED, 1>(p, row_in, row_out, max, multiplier, right_shift);
+        return write_row::<SIGNED, 1>(p, row_in, row_out, max, multiplier, neg_shift);
     }
     // Outputs do not increase with d (t does not, and the requantization is
     // monotonic), so chunk k can be nonzero only if its first entry is.
@@ -756,9 +757,9 @@ fn finish_row<const SIGNED: bool, const ONE_CHUNK: bool>(
     // and requantizing costs about 1.5 more per element than the table
     // lookup (full tables only: split rows need at most two chunks).
     if !p.split && row_in.len() < 56 * chunks {
-        return write_row_direct::<SIGNED>(p, row_in, row_out, max, multiplier, right_shift);
+        return write_row_direct::<SIGNED>(p, row_in, row_out, max, multiplier, neg_shift);
     }
-    rows_by_chunks::<SIGNED>(p, row_in, row_out, max, multiplier, right_shift, chunks);
+    rows_by_chunks::<SIGNED>(p, row_in, row_out, max, multiplier, neg_shift, chunks);
 }
 
 /// `write_row` with `chunks` output chunks, out of line so that the common
@@ -770,31 +771,48 @@ fn rows_by_chunks<const SIGNED: bool>(
     row_out: &mut [u8],
     max: u8,
     multiplier: i32,
-    right_shift: u32,
+    neg_shift: i16,
     chunks: usize,
 ) {
     match chunks {
-        1 => write_row::<SIGNED, 1>(p, row_in, row_out, max, multiplier, right_shift),
-        2 => write_row::<SIGNED, 2>(p, row_in, row_out, max, multiplier, right_shift),
-        3 => write_row::<SIGNED, 3>(p, row_in, row_out, max, multiplier, right_shift),
-        _ => write_row::<SIGNED, 4>(p, row_in, row_out, max, multiplier, right_shift),
+        1 => write_row::<SIGNED, 1>(p, row_in, row_out, max, multiplier, neg_shift),
+        2 => write_row::<SIGNED, 2>(p, row_in, row_out, max, multiplier, neg_shift),
+        3 => write_row::<SIGNED, 3>(p, row_in, row_out, max, multiplier, neg_shift),
+        _ => write_row::<SIGNED, 4>(p, row_in, row_out, max, multiplier, neg_shift),
     }
 }
 
 /// Loads the split tables.
 #[inline(always)]
 fn load_tables(p: &SoftmaxLut) -> Tables {
-    // Opaque: loaded where called (once per row, three instructions), not
-    // hoisted out of the row loop, where LLVM would keep them across the
-    // output pass and the rare calls and spill them on every row instead.
-    let (high, low) = (opaque(p.high.as_ptr()), opaque(p.low.as_ptr()));
-    // SAFETY: high[0] and low[0..2] are 64 bytes each.
+    // Loaded where called (once per row), not hoisted out of the row loop,
+    // where LLVM would keep them across the output pass and the rare calls
+    // and spill them on every row instead; in asm so that each table is one
+    // four-register `ld1` straight into the registers the sum pins it to
+    // (LLVM splits the intrinsic into `ldp`s).
+    let high = p.high[0].0.as_ptr();
+    let low = p.low[0].0.as_ptr();
+    let (h0, h1, h2, h3, a0, a1, a2, a3, b0, b1, b2, b3);
+    // SAFETY: high[0] and low[0..2] are 64, 64 and 128 contiguous bytes
+    // (low is an array of 64-byte chunks); the asm only reads them and
+    // writes its outputs.
     unsafe {
-        Tables {
-            high: vld1q_u8_x4((*high).0.as_ptr()),
-            low0: vld1q_u8_x4((*low).0.as_ptr()),
-            low1: vld1q_u8_x4((*low.add(1)).0.as_ptr()),
-        }
+        core::arch::asm!(
+            "ld1 {{v16.16b-v19.16b}}, [{high}]",
+            "ld1 {{v20.16b-v23.16b}}, [{low}], #64",
+            "ld1 {{v24.16b-v27.16b}}, [{low}]",
+            high = in(reg) high,
+            low = inout(reg) low => _,
+            out("v16") h0, out("v17") h1, out("v18") h2, out("v19") h3,
+            out("v20") a0, out("v21") a1, out("v22") a2, out("v23") a3,
+            out("v24") b0, out("v25") b1, out("v26") b2, out("v27") b3,
+            options(readonly, nostack, preserves_flags),
+        );
+    }
+    Tables {
+        high: uint8x16x4_t(h0, h1, h2, h3),
+        low0: uint8x16x4_t(a0, a1, a2, a3),
+        low1: uint8x16x4_t(b0, b1, b2, b3),
     }
 }
 

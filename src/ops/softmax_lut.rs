@@ -160,6 +160,24 @@ impl SoftmaxLut {
         }
     }
 
+    /// `row_multiplier` for the NEON kernels: `(multiplier, shift)` with the
+    /// shift clamped to `-31` (a right shift of 31 or more gives 0 for every
+    /// `t`, as the reference's zero multiplier does). Straight from the bits
+    /// of the inverse, which is always a normal `f32` here: the sum is at
+    /// least 65535 and below 2^64, and the output scale within 0.1% of 1/256,
+    /// so the inverse lies between 2^-57 and 2^-7 (checked against
+    /// `row_multiplier` by the tests below).
+    #[inline(always)]
+    pub(crate) fn row_multiplier_clamped(&self, sum: u64) -> (i32, i32) {
+        let inverse: f32 = 1.0f32 / (sum as f32 * self.output_scale);
+        let bits = inverse.to_bits();
+        // Q0.31 mantissa: the implicit one at bit 30, the 23 stored bits
+        // below it.
+        let multiplier = (((bits & 0x7f_ffff) << 7) | 0x4000_0000) as i32;
+        let shift = (bits >> 23) as i32 - 126;
+        (multiplier, shift.max(-31))
+    }
+
     /// One output before the element type's clamp.
     #[inline(always)]
     pub(crate) fn output(&self, t: u16, multiplier: i32, shift: i32) -> i32 {
@@ -240,6 +258,44 @@ pub(crate) fn softmax<T: QuantElem>(
 #[cfg(test)]
 mod tests {
     use crate::quant::{quantize_multiplier, quantize_multiplier_f32};
+
+    /// The NEON kernels' multiplier equals the reference's wherever the
+    /// reference's shift is at least -31, on sums from the smallest (65535)
+    /// to far beyond any row, for output scales across the accepted 0.1%.
+    #[test]
+    fn clamped_row_multiplier_equals_the_reference() {
+        use super::SoftmaxLut;
+        let exp = [0u16; 256];
+        for scale in [1.0f32 / 256.0 * 0.999, 1.0 / 256.0, 1.0 / 256.0 * 1.001] {
+            let out = crate::QuantParams {
+                scale,
+                zero_point: -128,
+            };
+            let p = SoftmaxLut::from_exp_table(exp, out);
+            let mut state = 0x1234_5678_9abc_def1u64;
+            let random = core::iter::repeat_with(move || {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                65535 + (state >> (state % 40 + 20))
+            });
+            let sums = (0..41)
+                .map(|k| 65535u64 << k)
+                .chain(65535..70000)
+                .chain(random.take(100_000));
+            for sum in sums {
+                let (m, shift) = p.row_multiplier(sum);
+                let (mc, sc) = p.row_multiplier_clamped(sum);
+                if shift >= -31 && m != 0 {
+                    assert_eq!((mc, sc), (m, shift), "sum {sum} scale {scale}");
+                } else {
+                    // Both give 0 for every t (the clamped one by shifting
+                    // t * m < 2^47 right by 31 + 31).
+                    assert_eq!(sc, -31, "sum {sum}");
+                }
+            }
+        }
+    }
 
     /// The bit-level QuantizeMultiplier equals the f64 one on every exponent
     /// and a spread of mantissas, and refuses what it cannot represent.
