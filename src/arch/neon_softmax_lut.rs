@@ -383,7 +383,8 @@ unsafe fn lookup_chunk<const FIRST: bool>(
 trait SumTables {
     /// Adds a 64-byte block of inputs, all counted.
     fn add(&self, partial: &mut Partial, maxv: uint8x16_t, b: Block);
-    /// Adds a row's last 64 bytes where its first `overlap` bytes (at most
+    /// Adds a row's last 64 bytes (or a short row's 64-byte window) where
+    /// the lanes `masks` marks were counted already or are not the row's:
     /// 63) were counted already: `masks` is the table's lane mask for it.
     /// Returns what the masked lanes added (taken off the sum).
     fn add_last(&self, partial: &mut Partial, maxv: uint8x16_t, b: Block, masks: &Masks) -> u64;
@@ -394,26 +395,33 @@ trait SumTables {
 
 /// Lane masks for a row's last block, computed once per call.
 struct Masks {
-    /// 0x80 in the overlapping lanes (split tables: `d | 0x80` adds 0).
+    /// 0x80 in the masked lanes (split tables: `d | 0x80` adds 0).
     skip: [u8; STEP],
-    /// 0 in the overlapping lanes, 0xff elsewhere (full tables: `d & 0` reads `t[0]`).
+    /// 0 in the masked lanes, 0xff elsewhere (full tables: `d & 0` reads `t[0]`).
     keep: [u8; STEP],
-    /// Number of overlapping lanes.
-    overlap: usize,
+    /// Number of masked lanes.
+    masked: usize,
 }
 
 impl Masks {
+    /// For rows of `row_len` bytes: rows of at least 64 end with a block
+    /// whose first `64 - row_len % 64` lanes (if not all) overlap the block
+    /// before; shorter rows are read as one 64-byte window whose lanes from
+    /// `row_len` on belong to the next rows.
     fn new(row_len: usize) -> Self {
-        let overlap = (STEP - row_len % STEP) % STEP;
         let mut skip = [0u8; STEP];
         let mut keep = [0xffu8; STEP];
-        skip[..overlap].fill(0x80);
-        keep[..overlap].fill(0);
-        Masks {
-            skip,
-            keep,
-            overlap,
-        }
+        let masked = if row_len >= STEP {
+            let overlap = (STEP - row_len % STEP) % STEP;
+            skip[..overlap].fill(0x80);
+            keep[..overlap].fill(0);
+            overlap
+        } else {
+            skip[row_len..].fill(0x80);
+            keep[row_len..].fill(0);
+            STEP - row_len
+        };
+        Masks { skip, keep, masked }
     }
 }
 
@@ -456,7 +464,7 @@ impl SumTables for FullTables<'_> {
         // SAFETY: the mask is STEP bytes (opaque: as for the split tables).
         let keep = unsafe { vld1q_u8_x4(opaque(masks.keep.as_ptr())) };
         partial.add_block_full(self.0, maxv, b, Some(&keep));
-        masks.overlap as u64 * T0
+        masks.masked as u64 * T0
     }
     #[inline(always)]
     fn add_padded(&self, partial: &mut Partial, row: &[u8], max: u8) -> u64 {
@@ -829,14 +837,77 @@ fn softmax_rows<const SIGNED: bool, const ONE_CHUNK: bool, S: SumTables>(
     row_len: usize,
 ) {
     let masks = Masks::new(row_len);
-    for (row_in, row_out) in input
+    let rows = input.len().min(output.len()) / row_len;
+    let mut row = 0;
+    if row_len < STEP {
+        // Short rows as 64-byte windows of the slices: one load for the
+        // maximum and the sum (lanes past the row masked off), one store of
+        // 64 outputs, of which those past the row land on the next rows'
+        // outputs and are rewritten with those rows. The last rows, whose
+        // window would pass the end, go through stack buffers below.
+        let windows = (input.len().min(output.len()) - STEP) / row_len + 1;
+        let windows = if input.len() >= STEP {
+            windows.min(rows)
+        } else {
+            0
+        };
+        while row < windows {
+            let start = row * row_len;
+            let window_in = &input[start..start + STEP];
+            let window_out = &mut output[start..start + STEP];
+            let max = window_max::<SIGNED>(window_in, &masks);
+            let sum = window_sum(&tables(), window_in, max, &masks);
+            finish_row::<SIGNED, ONE_CHUNK>(p, window_in, window_out, max, sum);
+            row += 1;
+        }
+    }
+    for (row_in, row_out) in input[row * row_len..]
         .chunks_exact(row_len)
-        .zip(output.chunks_exact_mut(row_len))
+        .zip(output[row * row_len..].chunks_exact_mut(row_len))
     {
         let max = row_max::<SIGNED>(row_in);
         let sum = row_sum(&tables(), row_in, max, &masks);
         finish_row::<SIGNED, ONE_CHUNK>(p, row_in, row_out, max, sum);
     }
+}
+
+/// Maximum of a short row read as a 64-byte window: the lanes `masks`
+/// marks (past the row) count as the type's minimum.
+#[inline(always)]
+fn window_max<const SIGNED: bool>(window: &[u8], masks: &Masks) -> u8 {
+    debug_assert!(window.len() == STEP);
+    // SAFETY: the window and the mask are STEP bytes; the rest is register
+    // arithmetic.
+    unsafe {
+        let b = vld1q_u8_x4(window.as_ptr());
+        let keep = vld1q_u8_x4(opaque(masks.keep.as_ptr()));
+        let fill = vdupq_n_u8(if SIGNED { 0x80 } else { 0 });
+        let m = |x, k| vbslq_u8(k, x, fill);
+        let (a, b, c, d) = (
+            m(b.0, keep.0),
+            m(b.1, keep.1),
+            m(b.2, keep.2),
+            m(b.3, keep.3),
+        );
+        if SIGNED {
+            let s = |v| vreinterpretq_s8_u8(v);
+            vmaxvq_s8(vmaxq_s8(vmaxq_s8(s(a), s(b)), vmaxq_s8(s(c), s(d)))) as u8
+        } else {
+            vmaxvq_u8(vmaxq_u8(vmaxq_u8(a, b), vmaxq_u8(c, d)))
+        }
+    }
+}
+
+/// Sum of a short row read as a 64-byte window (lanes past the row masked).
+#[inline(always)]
+fn window_sum(tables: &impl SumTables, window: &[u8], max: u8, masks: &Masks) -> u64 {
+    debug_assert!(window.len() == STEP);
+    let mut partial = Partial::new();
+    // SAFETY: the window is STEP bytes; the rest is register arithmetic.
+    let (maxv, b) = unsafe { (vdupq_n_u8(max), vld1q_u8_x4(window.as_ptr())) };
+    let extra = tables.add_last(&mut partial, maxv, b, masks);
+    partial.flush();
+    partial.total() - extra
 }
 
 /// Every row: the common case (split tables, one output chunk, rows of at
