@@ -845,9 +845,9 @@ fn softmax_rows<const SIGNED: bool, const ONE_CHUNK: bool, S: SumTables>(
         // 64 outputs, of which those past the row land on the next rows'
         // outputs and are rewritten with those rows. The last rows, whose
         // window would pass the end, go through stack buffers below.
-        let windows = (input.len().min(output.len()) - STEP) / row_len + 1;
-        let windows = if input.len() >= STEP {
-            windows.min(rows)
+        let n = input.len().min(output.len());
+        let windows = if n >= STEP {
+            ((n - STEP) / row_len + 1).min(rows)
         } else {
             0
         };
