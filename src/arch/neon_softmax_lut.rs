@@ -12,14 +12,26 @@
 //!    beside the row, so every 64 inputs reload them, 64 bytes at a time
 //!    (eight 4-register loads from L1 per 64 inputs).
 //! 3. output: the row's outputs by `d`, in 64-entry chunks built with four
-//!    lanes of `sqrdmulh` + rounding shift, then a `tbl` (plus a `tbx` per
+//!    lanes of `sqrdmulh`, narrowed to u16 and divided by the row's power of
+//!    two with `urshl` on eight lanes, then a `tbl` (plus a `tbx` per
 //!    further chunk) for every 16 elements. Outputs do not increase with `d`,
 //!    so only the chunks whose first entry is nonzero are built and looked
-//!    up; beyond them `tbl`/`tbx` leave 0, the output's minimum.
+//!    up; beyond them `tbl`/`tbx` leave 0, the output's minimum. Full-table
+//!    rows too short to repay the chunks (under 56 elements per chunk) look
+//!    `t` up again and requantize every element instead.
+//!
+//! The table lookups of the sum pass are inline asm: LLVM allocates the
+//! four-register table operands differently from build to build, hoists
+//! table loads into more registers than there are, and spills. The asm pins
+//! the split tables to v16..v27 and loads each full-table chunk into
+//! v24..v31 where it is used.
 //!
 //! Rows of at least 64 bytes end with an overlapping block whose lanes
-//! already counted are masked off; shorter rows go through 64-byte stack
-//! buffers. Nothing outside the slices is touched.
+//! already counted are masked off. Shorter rows are read as 64-byte windows
+//! of the input (lanes past the row masked off) and written as 64-byte
+//! windows of the output, whose bytes past the row are rewritten by the next
+//! rows; only the last rows, whose window would pass the end of the slices,
+//! go through 64-byte stack buffers. Nothing outside the slices is touched.
 
 use crate::fixedpoint::Lane;
 use crate::ops::softmax_lut::{SoftmaxLut, OUTPUT_ENTRIES};
