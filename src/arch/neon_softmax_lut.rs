@@ -54,13 +54,14 @@ type Block = uint8x16x4_t;
 /// out of the loops into more registers than there are, and spill them.
 #[inline(always)]
 fn opaque<T>(ptr: *const T) -> *const T {
-    let mut p = ptr;
+    // As an address: the asm does not dereference it.
+    let mut addr = ptr as usize;
     // SAFETY: an empty asm that claims to rewrite one general register; it
     // touches no memory, stack or flags.
     unsafe {
-        core::arch::asm!("/* {0} */", inout(reg) p, options(nomem, nostack, preserves_flags));
+        core::arch::asm!("/* {0} */", inout(reg) addr, options(nomem, nostack, preserves_flags));
     }
-    p
+    addr as *const T
 }
 
 /// The row's bytes in 64-byte blocks: whole blocks straight from the slice,
@@ -99,9 +100,10 @@ fn for_each_whole_block(row: &[u8], mut f: impl FnMut(Block)) {
 /// their first byte.
 #[inline(always)]
 fn row_max<const SIGNED: bool>(row: &[u8]) -> u8 {
-    // SAFETY (all blocks below): register arithmetic; NEON is a compile-time
-    // target feature (the cfg on this module).
+    // SAFETY: register arithmetic; NEON is a compile-time target feature
+    // (the cfg on this module).
     let mut acc = unsafe { vdupq_n_u8(if SIGNED { 0x80 } else { 0 }) };
+    // SAFETY: as above.
     let mut fold = |b: Block| unsafe {
         if SIGNED {
             let s = |v| vreinterpretq_s8_u8(v);
@@ -315,10 +317,10 @@ unsafe fn lookup_chunk<const FIRST: bool>(
     hi: &mut [uint8x16_t; 4],
     lo: &mut [uint8x16_t; 4],
 ) {
-    // SAFETY (both asm blocks): the caller guarantees 64 readable bytes at
-    // high and low; the asm writes only its operands and v24..v31 (declared
-    // clobbered), and touches no stack or flags.
     if FIRST {
+        // SAFETY: the caller guarantees 64 readable bytes at high and low;
+        // the asm writes only its operands and v24..v31 (declared
+        // clobbered), and touches no stack or flags.
         unsafe {
             core::arch::asm!(
                 "ld1 {{v24.16b-v27.16b}}, [{high}]",
@@ -351,6 +353,7 @@ unsafe fn lookup_chunk<const FIRST: bool>(
             );
         }
     } else {
+        // SAFETY: as above.
         unsafe {
             core::arch::asm!(
                 "ld1 {{v24.16b-v27.16b}}, [{high}]",
