@@ -12,7 +12,8 @@
 //! * logistic and tanh on `i16`: all 65,536 inputs for a grid of scales
 //!   (`2^-15..=2^-8`, `1e-4`, `1e-3`, `0.01`, `0.1`, `1`, ...) and zero points
 //!   (`0`, `+-1000`, both extremes).
-//! * softmax (`i8`, `u8`, `i16`) and log-softmax (`i8`, `u8`): rows of every
+//! * softmax (`i8`, `u8`, `i16`; `i8` and `u8` also by `Method::Lut`) and
+//!   log-softmax (`i8`, `u8`): rows of every
 //!   length `1..=70` and `383`, `384`, `385` (several rows per call), for
 //!   fixed extreme parameter sets (multiplier zero, negative shift, capped
 //!   multiplier, ...) and random ones, in eleven row shapes; plus long rows
@@ -783,6 +784,28 @@ fn softmax_sweep<T: QuantElem + Elem>(stream: u64) {
     );
 }
 
+/// `Method::Lut` softmax (int8/uint8) over the same grid: split register
+/// tables, the full 256-entry tables of small scales, and every number of
+/// output-table chunks. Rows are shaped with `Method::FixedPoint`'s cut-off.
+fn softmax_lut_sweep<T: QuantElem + Elem>(stream: u64) {
+    require_neon();
+    let mut rng = Rng::new(stream);
+    let mut fails = Failures::new("softmax lut");
+    let params = softmax_params(&mut rng);
+    let out = QuantParams::new(1.0 / 256.0, T::MIN);
+    let build = |q: QuantParams, beta: f32| -> qneon::Result<(RowRunner<T>, i32)> {
+        let diff_min = Softmax::<T>::new(q, beta, out, Method::FixedPoint)?
+            .params()
+            .diff_min;
+        let op = Softmax::<T>::new(q, beta, out, Method::Lut)?;
+        let run: RowRunner<T> = Box::new(move |b, x, y, n| op.run_with(b, x, y, n));
+        Ok((run, diff_min))
+    };
+    let rows = sweep_rows::<T>("softmax lut", &params, &build, &mut rng, &mut fails);
+    fails.finish();
+    assert_eq!(rows, ROWS_PER_ROW_TEST);
+}
+
 fn log_softmax_sweep<T: QuantElem + Elem>(stream: u64) {
     require_neon();
     let mut rng = Rng::new(stream);
@@ -828,6 +851,16 @@ fn softmax_u8_rows() {
 #[test]
 fn softmax_i16_rows() {
     softmax_sweep::<i16>(12);
+}
+
+#[test]
+fn softmax_lut_i8_rows() {
+    softmax_lut_sweep::<i8>(15);
+}
+
+#[test]
+fn softmax_lut_u8_rows() {
+    softmax_lut_sweep::<u8>(16);
 }
 
 #[test]

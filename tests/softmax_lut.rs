@@ -345,3 +345,66 @@ fn extreme_rows() {
     }
     assert!(report.vs_exact.max <= 1, "{report:?}");
 }
+
+/// Scales too small for the NEON register tables (all 256 entries of the exp
+/// table nonzero, or past the split's 64/128 entries): rows that reach every
+/// `d` from 0 to 255, long rows (with and without a partial last block) and
+/// short ones, int8 and uint8. The outputs of these rows are nonzero up to
+/// every one of the four 64-entry chunks of the NEON output table (counted
+/// with the oracle, so the grid cannot drift away from them).
+#[test]
+fn full_tables_reach_every_entry_and_output_chunk() {
+    let mut rng = Rng(0x5eed_0003);
+    let mut report = Report::default();
+    // Highest chunk (d / 64) with a nonzero output above the minimum, per row.
+    let mut chunks_seen = [0usize; 4];
+    let lengths = [1usize, 2, 3, 17, 63, 64, 65, 129, 256, 257, 384, 700];
+    for &scale in &[0.0005f32, 0.002, 0.01, 0.03, 0.04, 0.05, 0.07, 0.085] {
+        for &row_len in &lengths {
+            for kind in 0..3 {
+                let rows = (1500 / row_len).clamp(2, 6);
+                let mut input = Vec::with_capacity(rows * row_len);
+                for _ in 0..rows {
+                    let mut row: Vec<i32> = match kind {
+                        // Every value of the type, shuffled, then random ones.
+                        0 => {
+                            let mut all: Vec<i32> =
+                                (0..row_len).map(|i| (i % 256) as i32 - 128).collect();
+                            for i in (1..all.len()).rev() {
+                                all.swap(i, rng.below(i as u64 + 1) as usize);
+                            }
+                            all
+                        }
+                        // Uniform over the type.
+                        1 => (0..row_len).map(|_| rng.below(256) as i32 - 128).collect(),
+                        // One maximum, one minimum, the rest near the minimum.
+                        _ => (0..row_len).map(|_| -128 + rng.below(8) as i32).collect(),
+                    };
+                    row[0] = 127;
+                    if row_len > 1 {
+                        row[row_len - 1] = -128;
+                    }
+                    input.extend(row);
+                }
+                let got = check::<i8>(&input, row_len, scale, 0, 1.0, &mut report);
+                for (x, y) in input.chunks(row_len).zip(got.chunks(row_len)) {
+                    let max = *x.iter().max().unwrap();
+                    let top = x
+                        .iter()
+                        .zip(y)
+                        .filter(|(_, &y)| y != -128)
+                        .map(|(&x, _)| (max - x) as usize / 64)
+                        .max()
+                        .unwrap_or(0);
+                    chunks_seen[top] += 1;
+                }
+                let as_u8: Vec<i32> = input.iter().map(|x| x + 128).collect();
+                check::<u8>(&as_u8, row_len, scale, 128, 1.0, &mut report);
+            }
+        }
+    }
+    println!("rows by highest nonzero output chunk: {chunks_seen:?}; {report:?}");
+    assert!(chunks_seen.iter().all(|&n| n > 0), "{chunks_seen:?}");
+    assert!(report.vs_exact.max <= 1, "{report:?}");
+    assert!(report.vs_fixed_point.max <= 1, "{report:?}");
+}

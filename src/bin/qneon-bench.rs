@@ -9,6 +9,7 @@
 //! ```text
 //! qneon-bench [--shape mobilebert|rows64|short|vocab|flat] [--reps R]
 //!             [--backend scalar|neon|all] [--filter TEXT] [--json FILE]
+//!             [--in-scale S]
 //! ```
 //! `QNEON_BACKEND` sets the default backend; `--list` prints the rows
 //! `--filter` selects (`op type method row|element`) without running them.
@@ -23,6 +24,7 @@ use qneon::{
     q31, Backend, Error, LogSoftmax, Logistic, Method, QuantElem, QuantParams, Softmax, Tanh,
 };
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 /// Every method, in the order rows are printed.
@@ -44,7 +46,7 @@ struct Args {
 }
 
 const USAGE: &str = "usage: qneon-bench [--shape mobilebert|rows64|short|vocab|flat] [--reps R] \
-[--backend scalar|neon|all] [--filter TEXT] [--json FILE] [--list]
+[--backend scalar|neon|all] [--filter TEXT] [--json FILE] [--in-scale S] [--list]
 
   --shape   mobilebert: 4 heads x 384 x 384 attention scores (1536 rows of 384)
             rows64: the same element count in rows of 64
@@ -52,6 +54,8 @@ const USAGE: &str = "usage: qneon-bench [--shape mobilebert|rows64|short|vocab|f
             flat: 1536*384 elements for the element-wise ops only
   --reps R  run each kernel R times in one process (median time reported)
   --filter  `op`, `op type`, `op type method` (whole words) or a type name
+  --in-scale S  input scale of the 8-bit types (default 0.1); logits are
+            N(0, min(3, 40 S)) in real units, so about 40 steps wide at small S
   --list    print the rows `--filter` selects (`op type method row|element`), run nothing";
 
 fn parse_args() -> Result<Args, String> {
@@ -78,6 +82,15 @@ fn parse_args() -> Result<Args, String> {
             "--filter" => filter = Some(value("--filter")?),
             "--json" => json = Some(value("--json")?),
             "--list" => list = true,
+            "--in-scale" => {
+                let s: f32 = value("--in-scale")?
+                    .parse()
+                    .map_err(|e| format!("--in-scale: {e}"))?;
+                if !(s.is_finite() && s > 0.0) {
+                    return Err(format!("--in-scale must be positive, got {s}"));
+                }
+                IN_SCALE_8BIT.store(s.to_bits(), Ordering::Relaxed);
+            }
             "-h" | "--help" => return Err(USAGE.to_string()),
             other => return Err(format!("unknown argument {other}\n{USAGE}")),
         }
@@ -158,12 +171,15 @@ impl Rng {
     }
 }
 
-/// Attention-like logits, N(0, 3) in real units, quantized with `q`.
+/// Attention-like logits, N(0, 3) in real units (N(0, 40 steps) where the
+/// scale is below 0.075, so small scales do not clamp every value), quantized
+/// with `q`.
 fn logits<T: QuantElem + TryFrom<i32>>(n: usize, q: QuantParams, seed: u64) -> Vec<T> {
     let mut rng = Rng(seed);
+    let sigma = 3.0f64.min(40.0 * q.scale as f64);
     (0..n)
         .map(|_| {
-            let real = 3.0 * rng.normal();
+            let real = sigma * rng.normal();
             let v = (real / q.scale as f64).round() as i64 + q.zero_point as i64;
             let v = v.clamp(T::MIN as i64, T::MAX as i64) as i32;
             T::try_from(v).ok().expect("clamped to the type")
@@ -214,12 +230,17 @@ fn add_case<'a, T: 'a>(
     }
 }
 
+/// Input scale of the 8-bit types (`--in-scale`, f32 bits; 0.1 by default).
+static IN_SCALE_8BIT: AtomicU32 = AtomicU32::new(0x3dcc_cccd);
+
 /// Input quantization of the quantized types: 0.1 per step for 8 bits
-/// (N(0, 3) logits span about +-4 sigma), 1/2048 for int16.
+/// (N(0, 3) logits span about +-4 sigma) unless `--in-scale` says otherwise,
+/// 1/2048 for int16.
 fn input_quant<T: QuantElem>() -> QuantParams {
+    let scale_8bit = f32::from_bits(IN_SCALE_8BIT.load(Ordering::Relaxed));
     match T::NAME {
-        "int8" => QuantParams::new(0.1, 0),
-        "uint8" => QuantParams::new(0.1, 128),
+        "int8" => QuantParams::new(scale_8bit, 0),
+        "uint8" => QuantParams::new(scale_8bit, 128),
         _ => QuantParams::new(1.0 / 2048.0, 0),
     }
 }

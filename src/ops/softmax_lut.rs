@@ -25,13 +25,17 @@
 //! from it, and from [`Method::FixedPoint`](super::Method::FixedPoint), by at
 //! most one output step (tested on TFLite's own golden vectors).
 //!
-//! NEON splits the table into a high byte and a low byte so both fit in
-//! registers: where `beta * in_scale` is at least about 0.09 the high byte is
-//! zero for `d >= 64` and the whole entry is zero for `d >= 128` (checked in
-//! `new()`), so the high bytes are one 64-byte `tbl` and the low bytes a
-//! `tbl` + `tbx` over 128 bytes; out-of-range indices read 0 for free. The
-//! output depends on `d` only, and (checked per row) is zero beyond `d = 63`,
-//! so the output pass is one 64-entry `tbl` per 16 elements.
+//! NEON splits the table into a high byte and a low byte (256 bytes each).
+//! Where `beta * in_scale` is at least about 0.09 the high byte is zero for
+//! `d >= 64` and the whole entry is zero for `d >= 128` (checked in `new()`),
+//! so both fit in registers: the high bytes are one 64-byte `tbl` and the low
+//! bytes a `tbl` + `tbx` over 128 bytes; out-of-range indices read 0 for free.
+//! Smaller scales (a transformer's attention scores) need all 256 entries of
+//! both: four `tbl`/`tbx` per byte, the 64-byte chunks reloaded from L1 for
+//! every 64 inputs. The output depends on `d` only and does not increase with
+//! it, so each row builds only the 64-entry chunks of its output table that
+//! can be nonzero (one unless the scale is small), and the output pass is a
+//! `tbl` plus a `tbx` per further chunk for every 16 elements.
 
 use super::QuantElem;
 use crate::arch::Backend;
@@ -40,11 +44,14 @@ use crate::quant::{
     multiply_by_quantized_multiplier, quantize_multiplier, quantize_multiplier_f32,
 };
 
-/// Entries of the NEON high-byte table (`t[d] >> 8` is 0 beyond).
+/// Entries of the NEON register high-byte table (in a split table,
+/// `t[d] >> 8` is 0 beyond).
 pub(crate) const HIGH_ENTRIES: usize = 64;
-/// Entries of the NEON low-byte table (`t[d]` is 0 beyond).
+/// Entries of the NEON register low-byte table (in a split table, `t[d]` is
+/// 0 beyond).
 pub(crate) const LOW_ENTRIES: usize = 128;
-/// Entries of the per-row NEON output table (the output is zero beyond).
+/// Entries of one chunk of the per-row NEON output table (one `tbl` of four
+/// registers).
 pub(crate) const OUTPUT_ENTRIES: usize = 64;
 
 /// A 64-byte, register-aligned byte table.
@@ -58,18 +65,19 @@ pub(crate) struct SoftmaxLut {
     /// `t[d]`: `exp(-d * beta * in_scale)` in units of 2^-16 (65535 = 1),
     /// rounded as TFLite rounds it, for `d = max - x` in `0..=255`.
     pub(crate) exp: [u16; 256],
-    /// `t[d]` for `d < OUTPUT_ENTRIES`, widened, for the per-row output
-    /// table (one 128-bit load per four entries).
-    pub(crate) exp_head: [i32; OUTPUT_ENTRIES],
-    /// `t[d] >> 8` for `d < 64`.
-    pub(crate) high: Bytes64,
-    /// `t[d] & 0xff` for `d < 128`.
-    pub(crate) low: [Bytes64; 2],
-    /// The NEON split tables hold every nonzero byte of `t`.
+    /// `t[d]` widened, for the per-row output table (one 128-bit load per
+    /// four entries).
+    pub(crate) exp_wide: [i32; 256],
+    /// `t[d] >> 8` in four 64-entry chunks (`d = 64 k + i` in `high[k].0[i]`).
+    pub(crate) high: [Bytes64; 4],
+    /// `t[d] & 0xff`, chunked the same way.
+    pub(crate) low: [Bytes64; 4],
+    /// `high[0]` and `low[0..2]` hold every nonzero byte of `t` (the NEON
+    /// register tables).
     pub(crate) split: bool,
     /// `t[64] <= 126`: then every row's output is 0 above the minimum for
-    /// `d >= 64` (see `from_exp_table`), and the 64-entry output table needs
-    /// no per-row check.
+    /// `d >= 64` (see `from_exp_table`), and the output table needs one
+    /// chunk without a per-row check.
     pub(crate) outputs_fit: bool,
     /// The output scale as given (TFLite divides by it, not by 1/256).
     pub(crate) output_scale: f32,
@@ -111,17 +119,12 @@ impl SoftmaxLut {
 
     /// The split tables and checks for a given exp table.
     pub(crate) fn from_exp_table(exp: [u16; 256], output: crate::QuantParams) -> Self {
-        let mut exp_head = [0i32; OUTPUT_ENTRIES];
-        for (h, &t) in exp_head.iter_mut().zip(exp.iter()) {
-            *h = t as i32;
-        }
-        let mut high = Bytes64([0; 64]);
-        let mut low = [Bytes64([0; 64]); 2];
-        for d in 0..LOW_ENTRIES {
-            low[d / 64].0[d % 64] = exp[d] as u8;
-            if d < HIGH_ENTRIES {
-                high.0[d] = (exp[d] >> 8) as u8;
-            }
+        let exp_wide = exp.map(i32::from);
+        let mut high = [Bytes64([0; 64]); 4];
+        let mut low = [Bytes64([0; 64]); 4];
+        for (d, &t) in exp.iter().enumerate() {
+            high[d / 64].0[d % 64] = (t >> 8) as u8;
+            low[d / 64].0[d % 64] = t as u8;
         }
         let split = exp[HIGH_ENTRIES..].iter().all(|&t| t < 256)
             && exp[LOW_ENTRIES..].iter().all(|&t| t == 0);
@@ -133,7 +136,7 @@ impl SoftmaxLut {
         let outputs_fit = exp[OUTPUT_ENTRIES] <= 126;
         SoftmaxLut {
             exp,
-            exp_head,
+            exp_wide,
             high,
             low,
             split,
@@ -155,6 +158,24 @@ impl SoftmaxLut {
             Some(q) => (q.multiplier, q.shift),
             None => general_multiplier(inverse),
         }
+    }
+
+    /// `row_multiplier` for the NEON kernels: `(multiplier, shift)` with the
+    /// shift clamped to `-31` (a right shift of 31 or more gives 0 for every
+    /// `t`, as the reference's zero multiplier does). Straight from the bits
+    /// of the inverse, which is always a normal `f32` here: the sum is at
+    /// least 65535 and below 2^64, and the output scale within 0.1% of 1/256,
+    /// so the inverse lies between 2^-57 and 2^-7 (checked against
+    /// `row_multiplier` by the tests below).
+    #[inline(always)]
+    pub(crate) fn row_multiplier_clamped(&self, sum: u64) -> (i32, i32) {
+        let inverse: f32 = 1.0f32 / (sum as f32 * self.output_scale);
+        let bits = inverse.to_bits();
+        // Q0.31 mantissa: the implicit one at bit 30, the 23 stored bits
+        // below it.
+        let multiplier = (((bits & 0x7f_ffff) << 7) | 0x4000_0000) as i32;
+        let shift = (bits >> 23) as i32 - 126;
+        (multiplier, shift.max(-31))
     }
 
     /// One output before the element type's clamp.
@@ -212,31 +233,23 @@ pub(crate) fn softmax<T: QuantElem>(
             Ok(())
         }
         #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
-        Backend::Neon => {
-            if !p.split {
-                // Tables too wide for registers (beta * scale below about
-                // 0.09): the reference loop.
-                softmax_scalar(p, input, output, row_len);
-                return Ok(());
+        Backend::Neon => match super::lut::as_bytes(input, output) {
+            Some((bytes_in, bytes_out)) => {
+                crate::arch::neon_softmax_lut::softmax(
+                    p,
+                    T::MIN == -128,
+                    bytes_in,
+                    bytes_out,
+                    row_len,
+                );
+                Ok(())
             }
-            match super::lut::as_bytes(input, output) {
-                Some((bytes_in, bytes_out)) => {
-                    crate::arch::neon_softmax_lut::softmax(
-                        p,
-                        T::MIN == -128,
-                        bytes_in,
-                        bytes_out,
-                        row_len,
-                    );
-                    Ok(())
-                }
-                None => Err(Error::Unsupported {
-                    op: "softmax",
-                    dtype: T::NAME,
-                    reason: "Method::Lut softmax is for int8 and uint8",
-                }),
-            }
-        }
+            None => Err(Error::Unsupported {
+                op: "softmax",
+                dtype: T::NAME,
+                reason: "Method::Lut softmax is for int8 and uint8",
+            }),
+        },
         #[allow(unreachable_patterns)]
         b => Err(Error::BackendUnavailable { backend: b.name() }),
     }
@@ -245,6 +258,44 @@ pub(crate) fn softmax<T: QuantElem>(
 #[cfg(test)]
 mod tests {
     use crate::quant::{quantize_multiplier, quantize_multiplier_f32};
+
+    /// The NEON kernels' multiplier equals the reference's wherever the
+    /// reference's shift is at least -31, on sums from the smallest (65535)
+    /// to far beyond any row, for output scales across the accepted 0.1%.
+    #[test]
+    fn clamped_row_multiplier_equals_the_reference() {
+        use super::SoftmaxLut;
+        let exp = [0u16; 256];
+        for scale in [1.0f32 / 256.0 * 0.999, 1.0 / 256.0, 1.0 / 256.0 * 1.001] {
+            let out = crate::QuantParams {
+                scale,
+                zero_point: -128,
+            };
+            let p = SoftmaxLut::from_exp_table(exp, out);
+            let mut state = 0x1234_5678_9abc_def1u64;
+            let random = core::iter::repeat_with(move || {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                65535 + (state >> (state % 40 + 20))
+            });
+            let sums = (0..41)
+                .map(|k| 65535u64 << k)
+                .chain(65535..70000)
+                .chain(random.take(100_000));
+            for sum in sums {
+                let (m, shift) = p.row_multiplier(sum);
+                let (mc, sc) = p.row_multiplier_clamped(sum);
+                if shift >= -31 && m != 0 {
+                    assert_eq!((mc, sc), (m, shift), "sum {sum} scale {scale}");
+                } else {
+                    // Both give 0 for every t (the clamped one by shifting
+                    // t * m < 2^47 right by 31 + 31).
+                    assert_eq!(sc, -31, "sum {sum}");
+                }
+            }
+        }
+    }
 
     /// The bit-level QuantizeMultiplier equals the f64 one on every exponent
     /// and a spread of mantissas, and refuses what it cannot represent.
