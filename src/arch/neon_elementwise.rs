@@ -4,6 +4,7 @@
 
 use super::neon::NeonElem;
 use super::tail::BLOCK;
+#[cfg(feature = "alloc")]
 use crate::fixedpoint::Lane;
 use crate::ops::{elementwise::AddFast, AddParams};
 #[cfg(feature = "alloc")]
@@ -297,6 +298,7 @@ impl NoNormGroup {
 /// keeps the sign bit, and the saturation of `sqadd` never acts (`sqrdmulh` by
 /// a multiplier below 2^31 cannot give `i32::MIN`, so adding -1 cannot
 /// overflow).
+#[cfg(feature = "alloc")]
 #[inline(always)]
 fn requantize<const LEFT: bool, const FAST: bool>(
     acc: int32x4_t,
