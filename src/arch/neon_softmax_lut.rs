@@ -829,8 +829,10 @@ fn write_row_direct<const SIGNED: bool>(
 /// The rest of a row once its maximum and sum are known: the multiplier, the
 /// output table chunks that can be nonzero and the outputs. Every `d` of the
 /// row is below `64 d_chunks` (at most 4), so later chunks are not needed.
+/// `INLINE` writes multi-chunk rows here rather than through the call to
+/// `rows_by_chunks` (for loops that keep no tables in registers).
 #[inline(always)]
-fn finish_row<const SIGNED: bool, const ONE_CHUNK: bool>(
+fn finish_row<const SIGNED: bool, const ONE_CHUNK: bool, const INLINE: bool>(
     p: &SoftmaxLut,
     row_in: &[u8],
     row_out: &mut [u8],
@@ -860,13 +862,31 @@ fn finish_row<const SIGNED: bool, const ONE_CHUNK: bool>(
     if !p.split && row_in.len() < 56 * chunks {
         return write_row_direct::<SIGNED>(p, row_in, row_out, max, multiplier, neg_shift);
     }
-    rows_by_chunks::<SIGNED>(p, row_in, row_out, max, multiplier, neg_shift, chunks);
+    if INLINE {
+        write_by_chunks::<SIGNED>(p, row_in, row_out, max, multiplier, neg_shift, chunks);
+    } else {
+        rows_by_chunks::<SIGNED>(p, row_in, row_out, max, multiplier, neg_shift, chunks);
+    }
 }
 
 /// `write_row` with `chunks` output chunks, out of line so that the common
 /// one-chunk row keeps its registers.
 #[inline(never)]
 fn rows_by_chunks<const SIGNED: bool>(
+    p: &SoftmaxLut,
+    row_in: &[u8],
+    row_out: &mut [u8],
+    max: u8,
+    multiplier: i32,
+    neg_shift: i16,
+    chunks: usize,
+) {
+    write_by_chunks::<SIGNED>(p, row_in, row_out, max, multiplier, neg_shift, chunks)
+}
+
+/// `write_row` with `chunks` output chunks.
+#[inline(always)]
+fn write_by_chunks<const SIGNED: bool>(
     p: &SoftmaxLut,
     row_in: &[u8],
     row_out: &mut [u8],
@@ -950,7 +970,7 @@ fn softmax_rows<const SIGNED: bool, const ONE_CHUNK: bool, S: SumTables>(
             let window_out = &mut output[start..start + STEP];
             let max = window_max::<SIGNED>(window_in, &masks);
             let sum = window_sum(&tables(), window_in, max, &masks);
-            finish_row::<SIGNED, ONE_CHUNK>(p, window_in, window_out, max, sum, 4);
+            finish_row::<SIGNED, ONE_CHUNK, false>(p, window_in, window_out, max, sum, 4);
             row += 1;
         }
     }
@@ -960,7 +980,7 @@ fn softmax_rows<const SIGNED: bool, const ONE_CHUNK: bool, S: SumTables>(
     {
         let max = row_max::<SIGNED>(row_in);
         let sum = row_sum(&tables(), row_in, max, &masks);
-        finish_row::<SIGNED, ONE_CHUNK>(p, row_in, row_out, max, sum, 4);
+        finish_row::<SIGNED, ONE_CHUNK, false>(p, row_in, row_out, max, sum, 4);
     }
 }
 
@@ -983,7 +1003,7 @@ fn full_rows<const SIGNED: bool>(p: &SoftmaxLut, input: &[u8], output: &mut [u8]
         let lo = d_chunks.min(p.low_chunks);
         let hi = lo.min(p.high_chunks);
         let sum = full_sum(p, hi, lo, row_in, max, &masks);
-        finish_row::<SIGNED, false>(p, row_in, row_out, max, sum, d_chunks);
+        finish_row::<SIGNED, false, true>(p, row_in, row_out, max, sum, d_chunks);
     }
 }
 
