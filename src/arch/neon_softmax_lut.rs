@@ -457,11 +457,46 @@ unsafe fn lookup_chunk<const FIRST: bool, const HIGH: bool>(
     }
 }
 
+/// Loads the 64-byte block at `*src` and advances `src` past it: one
+/// post-incremented four-register `ld1` (LLVM emits two `ldp` and an `add`
+/// for the intrinsic and the pointer step).
+///
+/// # Safety
+/// `*src` must be valid for reading 64 bytes.
+#[inline(always)]
+unsafe fn load_post(src: &mut *const u8) -> Block {
+    let (b0, b1, b2, b3);
+    // SAFETY: the caller guarantees 64 readable bytes at *src; the asm reads
+    // only them and writes its outputs and the pointer.
+    unsafe {
+        core::arch::asm!(
+            "ld1 {{v0.16b-v3.16b}}, [{src}], #64",
+            src = inout(reg) *src,
+            out("v0") b0, out("v1") b1, out("v2") b2, out("v3") b3,
+            options(readonly, nostack, preserves_flags),
+        );
+    }
+    uint8x16x4_t(b0, b1, b2, b3)
+}
+
 /// The exp tables a row sums through: split tables in registers, or the
 /// full tables reloaded for every block.
 trait SumTables {
     /// Adds a 64-byte block of inputs, all counted.
     fn add(&self, partial: &mut Partial, maxv: uint8x16_t, b: Block);
+    /// Loads the 64-byte block at `*src` and advances `src` past it.
+    ///
+    /// # Safety
+    /// `*src` must be valid for reading 64 bytes.
+    #[inline(always)]
+    unsafe fn load(&self, src: &mut *const u8) -> Block {
+        // SAFETY: the caller guarantees 64 readable bytes.
+        unsafe {
+            let b = vld1q_u8_x4(*src);
+            *src = src.add(STEP);
+            b
+        }
+    }
     /// Adds a row's last 64 bytes (or a short row's 64-byte window) where
     /// the lanes `masks` marks were counted already or are not the row's:
     /// 63) were counted already: `masks` is the table's lane mask for it.
@@ -540,6 +575,11 @@ impl<const HI: usize, const LO: usize> SumTables for FullTables<'_, HI, LO> {
         partial.add_block_full::<HI, LO>(self.0, maxv, b, None);
     }
     #[inline(always)]
+    unsafe fn load(&self, src: &mut *const u8) -> Block {
+        // SAFETY: as the caller guarantees.
+        unsafe { load_post(src) }
+    }
+    #[inline(always)]
     fn add_last(&self, partial: &mut Partial, maxv: uint8x16_t, b: Block, masks: &Masks) -> u64 {
         // SAFETY: the mask is STEP bytes (opaque: as for the split tables).
         let keep = unsafe { vld1q_u8_x4(opaque(masks.keep.as_ptr())) };
@@ -584,8 +624,8 @@ fn row_sum(tables: &impl SumTables, row: &[u8], max: u8, masks: &Masks) -> u64 {
             // SAFETY: src points at a whole 64-byte block inside row: at most
             // `whole` blocks are read from the start of row.
             unsafe {
-                tables.add(&mut partial, maxv, vld1q_u8_x4(src));
-                src = src.add(STEP);
+                let b = tables.load(&mut src);
+                tables.add(&mut partial, maxv, b);
             }
         }
         partial.flush();
@@ -1054,7 +1094,11 @@ fn row_max_min<const SIGNED: bool>(row: &[u8]) -> (u8, u8) {
             lo = vminq_u8(lo, vminq_u8(vminq_u8(b.0, b.1), vminq_u8(b.2, b.3)));
         }
     };
-    for_each_whole_block(row, &mut fold);
+    let mut src = row.as_ptr();
+    for _ in 0..row.len() / STEP {
+        // SAFETY: src points at one of the row's whole 64-byte blocks.
+        fold(unsafe { load_post(&mut src) });
+    }
     if row.len() % STEP != 0 {
         // SAFETY: row.len() >= STEP, so the last STEP bytes are in bounds.
         fold(unsafe { vld1q_u8_x4(row.as_ptr().add(row.len() - STEP)) });
