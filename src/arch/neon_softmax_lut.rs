@@ -746,6 +746,37 @@ fn write_outputs(row_in: &[u8], row_out: &mut [u8], mut f: impl FnMut(Block) -> 
     }
 }
 
+/// `write_outputs` with each whole block loaded and stored by one
+/// post-incremented four-register `ld1` / `st1` (LLVM emits two `ldp`, two
+/// `stp` and two `add`s), for the full-table rows, where v0..v3 are free.
+#[inline(always)]
+fn write_outputs_post(row_in: &[u8], row_out: &mut [u8], mut f: impl FnMut(Block) -> Block) {
+    assert!(row_in.len() >= STEP && row_in.len() == row_out.len());
+    let n = row_in.len();
+    let (mut src, mut dst) = (row_in.as_ptr(), row_out.as_mut_ptr());
+    for _ in 0..n / STEP {
+        // SAFETY: src and dst point at the same whole 64-byte block of
+        // their rows (n / STEP blocks from the starts); the asm writes only
+        // those 64 bytes of row_out and the pointer.
+        unsafe {
+            let y = f(load_post(&mut src));
+            core::arch::asm!(
+                "st1 {{v0.16b-v3.16b}}, [{dst}], #64",
+                dst = inout(reg) dst,
+                in("v0") y.0, in("v1") y.1, in("v2") y.2, in("v3") y.3,
+                options(nostack, preserves_flags),
+            );
+        }
+    }
+    if n % STEP != 0 {
+        // SAFETY: n >= STEP, so the last STEP bytes of both rows are in bounds.
+        unsafe {
+            let y = f(vld1q_u8_x4(row_in.as_ptr().add(n - STEP)));
+            vst1q_u8_x4(row_out.as_mut_ptr().add(n - STEP), y);
+        }
+    }
+}
+
 /// The same for a row shorter than 64 bytes, through stack buffers (padded
 /// with the row's maximum: a valid index for every table).
 #[inline(always)]
@@ -903,7 +934,21 @@ fn finish_row<const SIGNED: bool, const ONE_CHUNK: bool, const INLINE: bool>(
         return write_row_direct::<SIGNED>(p, row_in, row_out, max, multiplier, neg_shift);
     }
     if INLINE {
-        write_by_chunks::<SIGNED>(p, row_in, row_out, max, multiplier, neg_shift, chunks);
+        debug_assert!(row_in.len() >= STEP);
+        macro_rules! write {
+            ($c:literal) => {{
+                let table = output_table::<$c>(p, multiplier, neg_shift);
+                // SAFETY: register arithmetic.
+                let maxv = unsafe { vdupq_n_u8(max) };
+                write_outputs_post(row_in, row_out, |b| look::<SIGNED, $c>(&table, maxv, b))
+            }};
+        }
+        match chunks {
+            1 => write!(1),
+            2 => write!(2),
+            3 => write!(3),
+            _ => write!(4),
+        }
     } else {
         rows_by_chunks::<SIGNED>(p, row_in, row_out, max, multiplier, neg_shift, chunks);
     }
