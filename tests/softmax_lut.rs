@@ -408,3 +408,75 @@ fn full_tables_reach_every_entry_and_output_chunk() {
     assert!(report.vs_exact.max <= 1, "{report:?}");
     assert!(report.vs_fixed_point.max <= 1, "{report:?}");
 }
+
+/// Full-table rows whose values span every width from 0 to 255 steps, at
+/// chunk edges (63/64, 127/128, 191/192): NEON looks up only the 64-entry
+/// table chunks the row's `max - min` reaches (and of the high bytes only
+/// those where `t >= 256` somewhere), so a row whose minimum sits just past
+/// a chunk edge, anywhere in the row (also in the overlapping last block),
+/// must still count it. Asserts that every pair (high-byte chunks,
+/// low-byte chunks) the kernel can choose occurs, counted with the oracle's
+/// table.
+#[test]
+fn full_tables_by_row_range() {
+    let mut rng = Rng(0x5eed_0004);
+    let mut report = Report::default();
+    let mut seen = std::collections::BTreeSet::new();
+    let widths = [0usize, 1, 63, 64, 65, 127, 128, 129, 191, 192, 193, 255];
+    // High-byte / low-byte chunk counts of these tables: 0.088: 1 / 3,
+    // 0.085 and 0.07: 2 / 3, 0.05: 2 / 4, 0.0295: 3 / 4, 0.02: 4 / 4.
+    for &scale in &[0.088f32, 0.085, 0.07, 0.05, 0.0295, 0.02] {
+        let t = oracle_table(scale, 1.0);
+        let split = t[64..].iter().all(|&v| v < 256) && t[128..].iter().all(|&v| v == 0);
+        assert!(!split, "scale {scale} has split tables");
+        let chunks_to = |f: &dyn Fn(i64) -> bool| t.iter().rposition(|&v| f(v)).unwrap() / 64 + 1;
+        let (high_chunks, low_chunks) = (chunks_to(&|v| v >= 256), chunks_to(&|v| v != 0));
+        for &row_len in &[64usize, 65, 100, 128, 384, 385] {
+            for &width in &widths {
+                let rows = 3;
+                let mut input = Vec::with_capacity(rows * row_len);
+                for _ in 0..rows {
+                    let max = 127 - rng.below(256 - width as u64) as i32;
+                    let min = max - width as i32;
+                    let mut row: Vec<i32> = (0..row_len)
+                        .map(|_| min + rng.below(width as u64 + 1) as i32)
+                        .collect();
+                    // The extremes at random places, the minimum also last.
+                    let (a, b) = (rng.below(row_len as u64) as usize, row_len - 1);
+                    let c = if rng.below(2) == 0 {
+                        b
+                    } else {
+                        rng.below(row_len as u64) as usize
+                    };
+                    row[a] = max;
+                    if c != a {
+                        row[c] = min;
+                    } else {
+                        row[(a + 1) % row_len] = min;
+                    }
+                    input.extend(row);
+                }
+                let lo = (width / 64 + 1).min(low_chunks);
+                seen.insert((lo.min(high_chunks), lo));
+                check::<i8>(&input, row_len, scale, 0, 1.0, &mut report);
+                let as_u8: Vec<i32> = input.iter().map(|x| x + 128).collect();
+                check::<u8>(&as_u8, row_len, scale, 128, 1.0, &mut report);
+            }
+        }
+    }
+    println!("(high, low) chunks seen: {seen:?}; {report:?}");
+    let want = [
+        (1, 1),
+        (1, 2),
+        (1, 3),
+        (2, 2),
+        (2, 3),
+        (2, 4),
+        (3, 3),
+        (3, 4),
+        (4, 4),
+    ];
+    assert!(want.iter().all(|w| seen.contains(w)), "{seen:?}");
+    assert!(report.vs_exact.max <= 1, "{report:?}");
+    assert!(report.vs_fixed_point.max <= 1, "{report:?}");
+}

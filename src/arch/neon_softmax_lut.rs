@@ -7,10 +7,14 @@
 //!    u16 lanes, which are widened into u32 lanes before they can overflow.
 //!    Split tables (`beta * scale >= ~0.09`) stay in registers: the high byte
 //!    is one 64-byte `tbl`, the low byte `tbl` + `tbx` over 128 bytes
-//!    (out-of-range indices read 0). Full tables take a `tbl` and three
+//!    (out-of-range indices read 0). Full tables take a `tbl` and up to three
 //!    `tbx` per byte over 256 entries; their 16 registers per byte do not fit
-//!    beside the row, so every 64 inputs reload them, 64 bytes at a time
-//!    (eight 4-register loads from L1 per 64 inputs).
+//!    beside the row, so every 64 inputs reload them, 64 bytes at a time.
+//!    Full-table rows of at least 64 bytes find their minimum in the max pass
+//!    too: all their `d` lie below `max - min + 1`, so only the 64-entry
+//!    chunks that range reaches are looked up (and of the high bytes only
+//!    those where `t >= 256` somewhere): attention scores at scale 0.03 span
+//!    two or three chunks, not four.
 //! 3. output: the row's outputs by `d`, in 64-entry chunks built with four
 //!    lanes of `sqrdmulh`, narrowed to u16 and divided by the row's power of
 //!    two with `urshl` on eight lanes, then a `tbl` (plus a `tbx` per
@@ -249,8 +253,20 @@ impl Partial {
     /// chunk's indices land in `0..64`, the others, wrapped, at 64 or above,
     /// where `tbx` keeps what it has). `keep` bytes are ANDed into `d`: a 0
     /// there reads `t[0]` (`T0`), which the caller takes off the sum.
+    ///
+    /// Only the first `LO` chunks of the low bytes and `HI <= LO` of the
+    /// high bytes are looked up: lanes of later chunks keep the 0 that the
+    /// first chunk's `tbl` left, which the caller guarantees is their byte
+    /// (every `d` of the block below `64 LO`, high bytes 0 from `64 HI` on).
     #[inline(always)]
-    fn add_block_full(&mut self, p: &SoftmaxLut, maxv: uint8x16_t, b: Block, keep: Option<&Block>) {
+    fn add_block_full<const HI: usize, const LO: usize>(
+        &mut self,
+        p: &SoftmaxLut,
+        maxv: uint8x16_t,
+        b: Block,
+        keep: Option<&Block>,
+    ) {
+        debug_assert!(1 <= HI && HI <= LO && LO <= 4);
         let high = p.high.as_ptr().cast::<u8>();
         let low = p.low.as_ptr().cast::<u8>();
         // SAFETY: register arithmetic; NEON is a compile-time target feature.
@@ -268,9 +284,25 @@ impl Partial {
         // SAFETY: high and low point at four 64-byte chunks each, so the
         // loads at 64 k for k < 4 are in bounds.
         unsafe {
-            lookup_chunk::<true>(high, low, &mut d, &mut hi, &mut lo);
-            for k in 1..4 {
-                lookup_chunk::<false>(high.add(64 * k), low.add(64 * k), &mut d, &mut hi, &mut lo);
+            lookup_chunk::<true, true>(high, low, &mut d, &mut hi, &mut lo);
+            for k in 1..LO {
+                if k < HI {
+                    lookup_chunk::<false, true>(
+                        high.add(64 * k),
+                        low.add(64 * k),
+                        &mut d,
+                        &mut hi,
+                        &mut lo,
+                    );
+                } else {
+                    lookup_chunk::<false, false>(
+                        high.add(64 * k),
+                        low.add(64 * k),
+                        &mut d,
+                        &mut hi,
+                        &mut lo,
+                    );
+                }
             }
         }
         for j in 0..4 {
@@ -303,14 +335,16 @@ impl Partial {
 
 /// One 64-entry chunk of the full tables for 16 x 4 indices: loads the
 /// chunk's high and low bytes into v24..v31, then `tbl` (`FIRST`) or lowers
-/// `d` by 64 and `tbx`. In asm so that each chunk is loaded where it is
-/// used: with intrinsics LLVM loads all 32 table registers at once and
-/// spills the row.
+/// `d` by 64 and `tbx`. Without `HIGH` (not for the first chunk), only the
+/// low bytes: the high bytes of the chunk are all 0, which is what the first
+/// chunk's `tbl` left in those lanes. In asm so that each chunk is loaded
+/// where it is used: with intrinsics LLVM loads all 32 table registers at
+/// once and spills the row.
 ///
 /// # Safety
 /// `high` and `low` must be valid for reading 64 bytes.
 #[inline(always)]
-unsafe fn lookup_chunk<const FIRST: bool>(
+unsafe fn lookup_chunk<const FIRST: bool, const HIGH: bool>(
     high: *const u8,
     low: *const u8,
     d: &mut [uint8x16_t; 4],
@@ -320,7 +354,10 @@ unsafe fn lookup_chunk<const FIRST: bool>(
     if FIRST {
         // SAFETY: the caller guarantees 64 readable bytes at high and low;
         // the asm writes only its operands and v24..v31 (declared
-        // clobbered), and touches no stack or flags.
+        // clobbered), and touches no stack or flags. The results are `out`,
+        // not `lateout`: each is written while later `d`s are still read,
+        // so none may share a register with them (when `d` dies here, for
+        // one-chunk sums, LLVM would otherwise reuse its registers).
         unsafe {
             core::arch::asm!(
                 "ld1 {{v24.16b-v27.16b}}, [{high}]",
@@ -339,15 +376,42 @@ unsafe fn lookup_chunk<const FIRST: bool>(
                 d1 = in(vreg) d[1],
                 d2 = in(vreg) d[2],
                 d3 = in(vreg) d[3],
-                h0 = lateout(vreg) hi[0],
-                h1 = lateout(vreg) hi[1],
-                h2 = lateout(vreg) hi[2],
-                h3 = lateout(vreg) hi[3],
-                l0 = lateout(vreg) lo[0],
-                l1 = lateout(vreg) lo[1],
-                l2 = lateout(vreg) lo[2],
-                l3 = lateout(vreg) lo[3],
+                h0 = out(vreg) hi[0],
+                h1 = out(vreg) hi[1],
+                h2 = out(vreg) hi[2],
+                h3 = out(vreg) hi[3],
+                l0 = out(vreg) lo[0],
+                l1 = out(vreg) lo[1],
+                l2 = out(vreg) lo[2],
+                l3 = out(vreg) lo[3],
                 out("v24") _, out("v25") _, out("v26") _, out("v27") _,
+                out("v28") _, out("v29") _, out("v30") _, out("v31") _,
+                options(readonly, nostack, preserves_flags),
+            );
+        }
+    } else if !HIGH {
+        // SAFETY: as above (only `low` is read; v28..v31 are clobbered).
+        unsafe {
+            core::arch::asm!(
+                "ld1 {{v28.16b-v31.16b}}, [{low}]",
+                "sub {d0:v}.16b, {d0:v}.16b, {sixty_four:v}.16b",
+                "sub {d1:v}.16b, {d1:v}.16b, {sixty_four:v}.16b",
+                "sub {d2:v}.16b, {d2:v}.16b, {sixty_four:v}.16b",
+                "sub {d3:v}.16b, {d3:v}.16b, {sixty_four:v}.16b",
+                "tbx {l0:v}.16b, {{v28.16b-v31.16b}}, {d0:v}.16b",
+                "tbx {l1:v}.16b, {{v28.16b-v31.16b}}, {d1:v}.16b",
+                "tbx {l2:v}.16b, {{v28.16b-v31.16b}}, {d2:v}.16b",
+                "tbx {l3:v}.16b, {{v28.16b-v31.16b}}, {d3:v}.16b",
+                low = in(reg) low,
+                sixty_four = in(vreg) vdupq_n_u8(64),
+                d0 = inout(vreg) d[0],
+                d1 = inout(vreg) d[1],
+                d2 = inout(vreg) d[2],
+                d3 = inout(vreg) d[3],
+                l0 = inout(vreg) lo[0],
+                l1 = inout(vreg) lo[1],
+                l2 = inout(vreg) lo[2],
+                l3 = inout(vreg) lo[3],
                 out("v28") _, out("v29") _, out("v30") _, out("v31") _,
                 options(readonly, nostack, preserves_flags),
             );
@@ -393,11 +457,46 @@ unsafe fn lookup_chunk<const FIRST: bool>(
     }
 }
 
+/// Loads the 64-byte block at `*src` and advances `src` past it: one
+/// post-incremented four-register `ld1` (LLVM emits two `ldp` and an `add`
+/// for the intrinsic and the pointer step).
+///
+/// # Safety
+/// `*src` must be valid for reading 64 bytes.
+#[inline(always)]
+unsafe fn load_post(src: &mut *const u8) -> Block {
+    let (b0, b1, b2, b3);
+    // SAFETY: the caller guarantees 64 readable bytes at *src; the asm reads
+    // only them and writes its outputs and the pointer.
+    unsafe {
+        core::arch::asm!(
+            "ld1 {{v0.16b-v3.16b}}, [{src}], #64",
+            src = inout(reg) *src,
+            out("v0") b0, out("v1") b1, out("v2") b2, out("v3") b3,
+            options(readonly, nostack, preserves_flags),
+        );
+    }
+    uint8x16x4_t(b0, b1, b2, b3)
+}
+
 /// The exp tables a row sums through: split tables in registers, or the
 /// full tables reloaded for every block.
 trait SumTables {
     /// Adds a 64-byte block of inputs, all counted.
     fn add(&self, partial: &mut Partial, maxv: uint8x16_t, b: Block);
+    /// Loads the 64-byte block at `*src` and advances `src` past it.
+    ///
+    /// # Safety
+    /// `*src` must be valid for reading 64 bytes.
+    #[inline(always)]
+    unsafe fn load(&self, src: &mut *const u8) -> Block {
+        // SAFETY: the caller guarantees 64 readable bytes.
+        unsafe {
+            let b = vld1q_u8_x4(*src);
+            *src = src.add(STEP);
+            b
+        }
+    }
     /// Adds a row's last 64 bytes (or a short row's 64-byte window) where
     /// the lanes `masks` marks were counted already or are not the row's:
     /// 63) were counted already: `masks` is the table's lane mask for it.
@@ -466,19 +565,25 @@ impl SumTables for Tables {
     }
 }
 
-/// The full 256-entry tables, in memory.
-struct FullTables<'a>(&'a SoftmaxLut);
+/// The full 256-entry tables, in memory, of which the first `LO` chunks of
+/// low bytes and `HI` of high bytes are looked up (see `add_block_full`).
+struct FullTables<'a, const HI: usize, const LO: usize>(&'a SoftmaxLut);
 
-impl SumTables for FullTables<'_> {
+impl<const HI: usize, const LO: usize> SumTables for FullTables<'_, HI, LO> {
     #[inline(always)]
     fn add(&self, partial: &mut Partial, maxv: uint8x16_t, b: Block) {
-        partial.add_block_full(self.0, maxv, b, None);
+        partial.add_block_full::<HI, LO>(self.0, maxv, b, None);
+    }
+    #[inline(always)]
+    unsafe fn load(&self, src: &mut *const u8) -> Block {
+        // SAFETY: as the caller guarantees.
+        unsafe { load_post(src) }
     }
     #[inline(always)]
     fn add_last(&self, partial: &mut Partial, maxv: uint8x16_t, b: Block, masks: &Masks) -> u64 {
         // SAFETY: the mask is STEP bytes (opaque: as for the split tables).
         let keep = unsafe { vld1q_u8_x4(opaque(masks.keep.as_ptr())) };
-        partial.add_block_full(self.0, maxv, b, Some(&keep));
+        partial.add_block_full::<HI, LO>(self.0, maxv, b, Some(&keep));
         masks.masked as u64 * T0
     }
     #[inline(always)]
@@ -487,7 +592,9 @@ impl SumTables for FullTables<'_> {
         let maxv = unsafe { vdupq_n_u8(max) };
         // Padding bytes equal the maximum: d = 0, each adds t[0].
         debug_assert!(row.len() < STEP);
-        for_each_block(row, max, |b| partial.add_block_full(self.0, maxv, b, None));
+        for_each_block(row, max, |b| {
+            partial.add_block_full::<HI, LO>(self.0, maxv, b, None)
+        });
         (STEP - row.len()) as u64 * T0
     }
 }
@@ -517,8 +624,8 @@ fn row_sum(tables: &impl SumTables, row: &[u8], max: u8, masks: &Masks) -> u64 {
             // SAFETY: src points at a whole 64-byte block inside row: at most
             // `whole` blocks are read from the start of row.
             unsafe {
-                tables.add(&mut partial, maxv, vld1q_u8_x4(src));
-                src = src.add(STEP);
+                let b = tables.load(&mut src);
+                tables.add(&mut partial, maxv, b);
             }
         }
         partial.flush();
@@ -639,6 +746,37 @@ fn write_outputs(row_in: &[u8], row_out: &mut [u8], mut f: impl FnMut(Block) -> 
     }
 }
 
+/// `write_outputs` with each whole block loaded and stored by one
+/// post-incremented four-register `ld1` / `st1` (LLVM emits two `ldp`, two
+/// `stp` and two `add`s), for the full-table rows, where v0..v3 are free.
+#[inline(always)]
+fn write_outputs_post(row_in: &[u8], row_out: &mut [u8], mut f: impl FnMut(Block) -> Block) {
+    assert!(row_in.len() >= STEP && row_in.len() == row_out.len());
+    let n = row_in.len();
+    let (mut src, mut dst) = (row_in.as_ptr(), row_out.as_mut_ptr());
+    for _ in 0..n / STEP {
+        // SAFETY: src and dst point at the same whole 64-byte block of
+        // their rows (n / STEP blocks from the starts); the asm writes only
+        // those 64 bytes of row_out and the pointer.
+        unsafe {
+            let y = f(load_post(&mut src));
+            core::arch::asm!(
+                "st1 {{v0.16b-v3.16b}}, [{dst}], #64",
+                dst = inout(reg) dst,
+                in("v0") y.0, in("v1") y.1, in("v2") y.2, in("v3") y.3,
+                options(nostack, preserves_flags),
+            );
+        }
+    }
+    if n % STEP != 0 {
+        // SAFETY: n >= STEP, so the last STEP bytes of both rows are in bounds.
+        unsafe {
+            let y = f(vld1q_u8_x4(row_in.as_ptr().add(n - STEP)));
+            vst1q_u8_x4(row_out.as_mut_ptr().add(n - STEP), y);
+        }
+    }
+}
+
 /// The same for a row shorter than 64 bytes, through stack buffers (padded
 /// with the row's maximum: a valid index for every table).
 #[inline(always)]
@@ -739,9 +877,15 @@ fn write_row_direct<const SIGNED: bool>(
         let (mut hi, mut lo) = unsafe { ([vdupq_n_u8(0); 4], [vdupq_n_u8(0); 4]) };
         // SAFETY: high and low point at four 64-byte chunks each.
         unsafe {
-            lookup_chunk::<true>(high, low, &mut d, &mut hi, &mut lo);
+            lookup_chunk::<true, true>(high, low, &mut d, &mut hi, &mut lo);
             for k in 1..4 {
-                lookup_chunk::<false>(high.add(64 * k), low.add(64 * k), &mut d, &mut hi, &mut lo);
+                lookup_chunk::<false, true>(
+                    high.add(64 * k),
+                    low.add(64 * k),
+                    &mut d,
+                    &mut hi,
+                    &mut lo,
+                );
             }
         }
         uint8x16x4_t(
@@ -754,14 +898,18 @@ fn write_row_direct<const SIGNED: bool>(
 }
 
 /// The rest of a row once its maximum and sum are known: the multiplier, the
-/// output table chunks that can be nonzero and the outputs.
+/// output table chunks that can be nonzero and the outputs. Every `d` of the
+/// row is below `64 d_chunks` (at most 4), so later chunks are not needed.
+/// `INLINE` writes multi-chunk rows here rather than through the call to
+/// `rows_by_chunks` (for loops that keep no tables in registers).
 #[inline(always)]
-fn finish_row<const SIGNED: bool, const ONE_CHUNK: bool>(
+fn finish_row<const SIGNED: bool, const ONE_CHUNK: bool, const INLINE: bool>(
     p: &SoftmaxLut,
     row_in: &[u8],
     row_out: &mut [u8],
     max: u8,
     sum: u64,
+    d_chunks: usize,
 ) {
     // inverse <= 256 / 65535 < 2^-7, so the shift is a right shift of at
     // least 7 (at most 31: beyond, every output is 0 either way).
@@ -775,20 +923,55 @@ fn finish_row<const SIGNED: bool, const ONE_CHUNK: bool>(
     // Outputs do not increase with d (t does not, and the requantization is
     // monotonic), so chunk k can be nonzero only if its first entry is.
     let nonzero = |d: usize| p.output(p.exp[d], multiplier, shift) != p.output_zero_point;
-    let chunks = 1 + (1..4).take_while(|&k| nonzero(k * OUTPUT_ENTRIES)).count();
+    let chunks = 1
+        + (1..d_chunks.min(4))
+            .take_while(|&k| nonzero(k * OUTPUT_ENTRIES))
+            .count();
     // A chunk of the table costs about 50 instructions; looking t up again
     // and requantizing costs about 1.5 more per element than the table
     // lookup (full tables only: split rows need at most two chunks).
     if !p.split && row_in.len() < 56 * chunks {
         return write_row_direct::<SIGNED>(p, row_in, row_out, max, multiplier, neg_shift);
     }
-    rows_by_chunks::<SIGNED>(p, row_in, row_out, max, multiplier, neg_shift, chunks);
+    if INLINE {
+        debug_assert!(row_in.len() >= STEP);
+        macro_rules! write {
+            ($c:literal) => {{
+                let table = output_table::<$c>(p, multiplier, neg_shift);
+                // SAFETY: register arithmetic.
+                let maxv = unsafe { vdupq_n_u8(max) };
+                write_outputs_post(row_in, row_out, |b| look::<SIGNED, $c>(&table, maxv, b))
+            }};
+        }
+        match chunks {
+            1 => write!(1),
+            2 => write!(2),
+            3 => write!(3),
+            _ => write!(4),
+        }
+    } else {
+        rows_by_chunks::<SIGNED>(p, row_in, row_out, max, multiplier, neg_shift, chunks);
+    }
 }
 
 /// `write_row` with `chunks` output chunks, out of line so that the common
 /// one-chunk row keeps its registers.
 #[inline(never)]
 fn rows_by_chunks<const SIGNED: bool>(
+    p: &SoftmaxLut,
+    row_in: &[u8],
+    row_out: &mut [u8],
+    max: u8,
+    multiplier: i32,
+    neg_shift: i16,
+    chunks: usize,
+) {
+    write_by_chunks::<SIGNED>(p, row_in, row_out, max, multiplier, neg_shift, chunks)
+}
+
+/// `write_row` with `chunks` output chunks.
+#[inline(always)]
+fn write_by_chunks<const SIGNED: bool>(
     p: &SoftmaxLut,
     row_in: &[u8],
     row_out: &mut [u8],
@@ -872,7 +1055,7 @@ fn softmax_rows<const SIGNED: bool, const ONE_CHUNK: bool, S: SumTables>(
             let window_out = &mut output[start..start + STEP];
             let max = window_max::<SIGNED>(window_in, &masks);
             let sum = window_sum(&tables(), window_in, max, &masks);
-            finish_row::<SIGNED, ONE_CHUNK>(p, window_in, window_out, max, sum);
+            finish_row::<SIGNED, ONE_CHUNK, false>(p, window_in, window_out, max, sum, 4);
             row += 1;
         }
     }
@@ -882,7 +1065,99 @@ fn softmax_rows<const SIGNED: bool, const ONE_CHUNK: bool, S: SumTables>(
     {
         let max = row_max::<SIGNED>(row_in);
         let sum = row_sum(&tables(), row_in, max, &masks);
-        finish_row::<SIGNED, ONE_CHUNK>(p, row_in, row_out, max, sum);
+        finish_row::<SIGNED, ONE_CHUNK, false>(p, row_in, row_out, max, sum, 4);
+    }
+}
+
+/// Full-table rows of at least 64 bytes. The max pass also finds the row's
+/// minimum: every `d` lies in `0..=max - min`, so the sum looks up only the
+/// chunks that range reaches (and of those, for the high bytes, only the
+/// chunks where `t >= 256` somewhere), and the output pass builds no chunk
+/// beyond it. Attention rows span two or three chunks of four.
+fn full_rows<const SIGNED: bool>(p: &SoftmaxLut, input: &[u8], output: &mut [u8], row_len: usize) {
+    debug_assert!(row_len >= STEP);
+    let masks = Masks::new(row_len);
+    for (row_in, row_out) in input
+        .chunks_exact(row_len)
+        .zip(output.chunks_exact_mut(row_len))
+    {
+        let (max, min) = row_max_min::<SIGNED>(row_in);
+        // max >= min in the row's order, so the byte difference is the
+        // distance (0..=255) for int8 too.
+        let d_chunks = max.wrapping_sub(min) as usize / 64 + 1;
+        let lo = d_chunks.min(p.low_chunks);
+        let hi = lo.min(p.high_chunks);
+        let sum = full_sum(p, hi, lo, row_in, max, &masks);
+        finish_row::<SIGNED, false, true>(p, row_in, row_out, max, sum, d_chunks);
+    }
+}
+
+/// `row_sum` through the first `lo` low-byte and `hi` high-byte chunks of
+/// the full tables (`1 <= hi <= lo <= 4`).
+#[inline(always)]
+fn full_sum(p: &SoftmaxLut, hi: usize, lo: usize, row: &[u8], max: u8, masks: &Masks) -> u64 {
+    macro_rules! sum {
+        ($h:literal, $l:literal) => {
+            row_sum(&FullTables::<$h, $l>(p), row, max, masks)
+        };
+    }
+    match (hi, lo) {
+        (1, 1) => sum!(1, 1),
+        (1, 2) => sum!(1, 2),
+        (2, 2) => sum!(2, 2),
+        (1, 3) => sum!(1, 3),
+        (2, 3) => sum!(2, 3),
+        (3, 3) => sum!(3, 3),
+        (1, 4) => sum!(1, 4),
+        (2, 4) => sum!(2, 4),
+        (3, 4) => sum!(3, 4),
+        _ => sum!(4, 4),
+    }
+}
+
+/// Maximum and minimum bytes of a row of at least 64 bytes, signed (int8)
+/// or unsigned (uint8), as raw bytes (an overlapping last block, as in
+/// `row_max`).
+#[inline(always)]
+fn row_max_min<const SIGNED: bool>(row: &[u8]) -> (u8, u8) {
+    debug_assert!(row.len() >= STEP);
+    // SAFETY: the caller passes rows of at least STEP bytes (full_rows is
+    // only called for them), so the first 16 are in bounds.
+    let first = unsafe { vld1q_u8(row.as_ptr()) };
+    let (mut hi, mut lo) = (first, first);
+    // SAFETY: register arithmetic; NEON is a compile-time target feature.
+    let mut fold = |b: Block| unsafe {
+        if SIGNED {
+            let s = |v| vreinterpretq_s8_u8(v);
+            let u = |v| vreinterpretq_u8_s8(v);
+            let m = vmaxq_s8(vmaxq_s8(s(b.0), s(b.1)), vmaxq_s8(s(b.2), s(b.3)));
+            let n = vminq_s8(vminq_s8(s(b.0), s(b.1)), vminq_s8(s(b.2), s(b.3)));
+            hi = u(vmaxq_s8(s(hi), m));
+            lo = u(vminq_s8(s(lo), n));
+        } else {
+            hi = vmaxq_u8(hi, vmaxq_u8(vmaxq_u8(b.0, b.1), vmaxq_u8(b.2, b.3)));
+            lo = vminq_u8(lo, vminq_u8(vminq_u8(b.0, b.1), vminq_u8(b.2, b.3)));
+        }
+    };
+    let mut src = row.as_ptr();
+    for _ in 0..row.len() / STEP {
+        // SAFETY: src points at one of the row's whole 64-byte blocks.
+        fold(unsafe { load_post(&mut src) });
+    }
+    if row.len() % STEP != 0 {
+        // SAFETY: row.len() >= STEP, so the last STEP bytes are in bounds.
+        fold(unsafe { vld1q_u8_x4(row.as_ptr().add(row.len() - STEP)) });
+    }
+    // SAFETY: register arithmetic.
+    unsafe {
+        if SIGNED {
+            (
+                vmaxvq_s8(vreinterpretq_s8_u8(hi)) as u8,
+                vminvq_s8(vreinterpretq_s8_u8(lo)) as u8,
+            )
+        } else {
+            (vmaxvq_u8(hi), vminvq_u8(lo))
+        }
     }
 }
 
@@ -954,7 +1229,10 @@ fn other_rows<const SIGNED: bool>(p: &SoftmaxLut, input: &[u8], output: &mut [u8
         (true, false) => {
             softmax_rows::<SIGNED, false, _>(p, || load_tables(p), input, output, row_len)
         }
-        (false, _) => softmax_rows::<SIGNED, false, _>(p, || FullTables(p), input, output, row_len),
+        (false, _) if row_len >= STEP => full_rows::<SIGNED>(p, input, output, row_len),
+        (false, _) => {
+            softmax_rows::<SIGNED, false, _>(p, || FullTables::<4, 4>(p), input, output, row_len)
+        }
     }
 }
 

@@ -75,6 +75,12 @@ pub(crate) struct SoftmaxLut {
     /// `high[0]` and `low[0..2]` hold every nonzero byte of `t` (the NEON
     /// register tables).
     pub(crate) split: bool,
+    /// Number of 64-entry chunks of `high` up to the last nonzero byte
+    /// (`t[d] < 256` beyond them; at least 1, as `t[0] = 65535`).
+    pub(crate) high_chunks: usize,
+    /// Number of 64-entry chunks of `low` up to the last nonzero `t[d]`
+    /// (`t[d] = 0` beyond them; at least 1).
+    pub(crate) low_chunks: usize,
     /// `t[64] <= 126`: then every row's output is 0 above the minimum for
     /// `d >= 64` (see `from_exp_table`), and the output table needs one
     /// chunk without a per-row check.
@@ -134,12 +140,23 @@ impl SoftmaxLut {
         // value is below 0.4927, and the first rounding (to 2^-r with r >= 7)
         // adds at most 2^-8: below one half, so the output rounds to 0.
         let outputs_fit = exp[OUTPUT_ENTRIES] <= 126;
+        // Chunks up to the last entry with a nonzero high byte / a nonzero
+        // value (t does not increase, but this does not rely on it).
+        let chunks_to = |nonzero: fn(u16) -> bool| {
+            exp.iter()
+                .rposition(|&t| nonzero(t))
+                .map_or(1, |d| d / 64 + 1)
+        };
+        let high_chunks = chunks_to(|t| t >= 256);
+        let low_chunks = chunks_to(|t| t != 0);
         SoftmaxLut {
             exp,
             exp_wide,
             high,
             low,
             split,
+            high_chunks,
+            low_chunks,
             outputs_fit,
             output_scale: output.scale,
             output_zero_point: output.zero_point,
