@@ -456,7 +456,7 @@ impl Profile {
             thousands(self.outside()),
         );
         md += &format!(
-            "Softmax: {} instructions, {:.1}% of the layer{}.\n\n",
+            "Softmax: {} instructions, {:.2}% of the layer{}.\n\n",
             thousands(self.softmax_insns()),
             self.share(self.softmax_insns()),
             match (self.target(), self.softmax_met()) {
@@ -576,7 +576,7 @@ impl Report {
                 }
             };
             md += &format!(
-                "| {} | {} | {:.2} | {} | {:.1}% | {} | {} |\n",
+                "| {} | {} | {:.2} | {} | {:.2}% | {} | {} |\n",
                 p.name(),
                 thousands(p.layer()),
                 ratio(p.layer(), p.bound()),
@@ -1014,7 +1014,7 @@ mod tests {
         for text in [
             "Layer: 200,000 instructions, 1.00 x the bound 2 x MACs / 16 = 200,000 (met)",
             "Outside the ops (loading, set-up, I/O; not in the layer): 50,000.",
-            "Softmax: 30,000 instructions, 15.0% of the layer (target <= 20%: met).",
+            "Softmax: 30,000 instructions, 15.00% of the layer (target <= 20%: met).",
             "cosine 0.998, max error 3 LSB, mean 0.41 LSB; checksum `0x1234abcd`",
         ] {
             assert!(md.contains(text), "no {text:?} in\n{md}");
@@ -1030,9 +1030,9 @@ mod tests {
         };
         let md = report.markdown();
         for line in [
-            "| neon fixed | 200,000 | 1.00 | 30,000 | 15.0% | <= 20% | yes |",
-            "| neon lut | 200,000 | 1.00 | 30,000 | 15.0% | <= 3% | **no** (softmax share) |",
-            "| scalar fixed | 200,000 | 1.00 | 30,000 | 15.0% | - | - |",
+            "| neon fixed | 200,000 | 1.00 | 30,000 | 15.00% | <= 20% | yes |",
+            "| neon lut | 200,000 | 1.00 | 30,000 | 15.00% | <= 3% | **no** (softmax share) |",
+            "| scalar fixed | 200,000 | 1.00 | 30,000 | 15.00% | - | - |",
         ] {
             assert!(md.lines().any(|l| l == line), "no line {line:?} in\n{md}");
         }
