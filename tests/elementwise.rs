@@ -622,3 +622,140 @@ mod neon {
         }
     }
 }
+
+// ---------------------------------------------------------------------------
+// Add scale triples on which a rounding tie decides an output byte.
+
+/// Which rounding divide of the add rounds its negative ties up (towards
+/// +inf) instead of away from zero: what a kernel without that divide's sign
+/// fix-up would compute.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum TiesUp {
+    /// The divide of the input with the smaller scale.
+    Smaller,
+    /// The output's divide.
+    Output,
+}
+
+fn divide_ties_up(x: i64, e: i64) -> i64 {
+    if e == 0 {
+        x
+    } else {
+        (x + (1i64 << (e - 1))) >> e
+    }
+}
+
+fn mbqm_ties_up(x: i64, m: i64, shift: i64) -> i64 {
+    assert!(shift <= 0);
+    divide_ties_up(layer_oracle::srdhm(x, m), -shift)
+}
+
+impl AddCase {
+    /// [`AddCase::oracle`] with one divide's negative ties rounded up.
+    fn oracle_ties_up(&self, x: i8, y: i8, which: TiesUp) -> i8 {
+        let twice_max = (2.0 * self.a.scale.max(self.b.scale)) as f64;
+        let (m1, s1) = quantize_multiplier(self.a.scale as f64 / twice_max);
+        let (m2, s2) = quantize_multiplier(self.b.scale as f64 / twice_max);
+        let (mo, so) =
+            quantize_multiplier(twice_max / ((1u32 << 20) as f32 * self.out.scale) as f64);
+        let smaller_is_a = self.a.scale < self.b.scale;
+        let side = |v: i8, zp: i32, m: i64, s: i64, smaller: bool| {
+            let shifted = (v as i64 - zp as i64) << 20;
+            if smaller && which == TiesUp::Smaller {
+                mbqm_ties_up(shifted, m, s)
+            } else {
+                mbqm(shifted, m, s)
+            }
+        };
+        let xa = side(x, self.a.zero_point, m1, s1, smaller_is_a);
+        let yb = side(y, self.b.zero_point, m2, s2, !smaller_is_a);
+        let r = if which == TiesUp::Output {
+            mbqm_ties_up(xa + yb, mo, so)
+        } else {
+            mbqm(xa + yb, mo, so)
+        };
+        output(
+            r,
+            self.out.zero_point,
+            activation_range(self.act, self.out.scale, self.out.zero_point),
+        )
+    }
+
+    /// Whether rounding `which`'s negative ties up changes any output byte.
+    fn tie_decides_a_byte(&self, which: TiesUp) -> bool {
+        (0..65536).any(|i| {
+            let (x, y) = ((i >> 8) as u8 as i8, i as u8 as i8);
+            self.oracle(x, y) != self.oracle_ties_up(x, y, which)
+        })
+    }
+}
+
+/// Seeded random scale triples (scales up to 2^20 apart) on which rounding a
+/// tie up instead of away from zero changes an output byte, for each of the
+/// two divides: the cases in which a kernel may not drop the sign fix-up.
+fn tie_deciding_cases(which: TiesUp, want: usize) -> Vec<AddCase> {
+    let mut rng = Rng::new(77 + which as u64);
+    let mut found = Vec::new();
+    for _ in 0..400 {
+        let big = rng.log_uniform(1e-3, 10.0);
+        // A smaller scale within a factor 2 of the larger makes its divide
+        // a halving (shift -1), so half of its values are ties.
+        let small = match which {
+            TiesUp::Smaller => big * rng.log_uniform(0.5, 1.0),
+            TiesUp::Output => big * rng.log_uniform(0.01, 1.0),
+        };
+        let (sa, sb) = if rng.below(2) == 0 {
+            (big, small)
+        } else {
+            (small, big)
+        };
+        let so = big * rng.log_uniform(0.005, 4.0);
+        let case = AddCase {
+            a: QuantParams::new(sa, rng.range(-128, 127) as i32),
+            b: QuantParams::new(sb, rng.range(-128, 127) as i32),
+            out: QuantParams::new(so, rng.range(-128, 127) as i32),
+            act: 0,
+        };
+        if Add::new(case.a, case.b, case.out, FusedActivation::None).is_ok()
+            && case.tie_decides_a_byte(which)
+        {
+            found.push(case);
+            if found.len() == want {
+                break;
+            }
+        }
+    }
+    assert!(
+        !found.is_empty(),
+        "no scale triple found on which the {which:?} divide's ties decide a byte"
+    );
+    found
+}
+
+/// On triples where a dropped sign fix-up would change output bytes, every
+/// backend still gives the oracle's bytes for every input pair.
+#[test]
+fn add_i8_keeps_the_sign_fixups_where_a_tie_decides_a_byte() {
+    let (a, b) = all_pairs();
+    let mut got = vec![0i8; a.len()];
+    for which in [TiesUp::Smaller, TiesUp::Output] {
+        for case in tie_deciding_cases(which, 3) {
+            let op = case.op();
+            let backends: &[Backend] = if Backend::Neon.is_available() {
+                &[Backend::Scalar, Backend::Neon]
+            } else {
+                &[Backend::Scalar]
+            };
+            for &backend in backends {
+                op.run_with(backend, &a, &b, &mut got).unwrap();
+                for (k, (&x, &y)) in a.iter().zip(&b).enumerate() {
+                    assert_eq!(
+                        got[k],
+                        case.oracle(x, y),
+                        "{backend:?} a {x} b {y} {which:?} {case:?}"
+                    );
+                }
+            }
+        }
+    }
+}
