@@ -1204,12 +1204,16 @@ fn window_sum(tables: &impl SumTables, window: &[u8], max: u8, masks: &Masks) ->
 /// one block, loaded once and kept in registers for all three passes, with
 /// no loop, mask or flush per pass. Its `d = max - x` serve both the sum
 /// and the output lookup; the sum of 64 terms fits u16 lanes, so each byte
-/// half is summed by one `uaddlp`, three `uadalp` and one `uaddlv`.
+/// half is summed by one `uaddlp`, three `uadalp` and one `uaddlv`. The
+/// split tables are loaded once for all rows: with no loop inside a row,
+/// there are registers enough to keep them beside the row and its output
+/// table (no spills in the row loop, checked on the disassembly).
 #[inline(never)]
 fn rows64<const SIGNED: bool>(p: &SoftmaxLut, input: &[u8], output: &mut [u8]) {
     let rows = input.len().min(output.len()) / STEP;
     let mut src = input.as_ptr();
     let mut dst = output.as_mut_ptr();
+    let tables = load_tables(p);
     for _ in 0..rows {
         // SAFETY: src points at row `r < rows` of input, whose 64 bytes are
         // in bounds (rows * 64 <= input.len()).
@@ -1230,7 +1234,6 @@ fn rows64<const SIGNED: bool>(p: &SoftmaxLut, input: &[u8], output: &mut [u8]) {
                 vsubq_u8(maxv, b.3),
             ]
         };
-        let tables = load_tables(p);
         let sum = block_sum_split(&tables, &d);
         let (multiplier, shift) = p.row_multiplier_short(sum);
         let [table] = output_table::<1>(p, multiplier, shift as i16);
