@@ -480,3 +480,47 @@ fn full_tables_by_row_range() {
     assert!(report.vs_exact.max <= 1, "{report:?}");
     assert!(report.vs_fixed_point.max <= 1, "{report:?}");
 }
+
+/// Rows of exactly 64 elements at split-table scales (the NEON kernel's
+/// one-block-per-row path): many rows per call, each of a different kind
+/// (random spreads, all equal for the largest sum, one maximum for the
+/// smallest, two levels), int8 and uint8.
+#[test]
+fn many_rows_of_64() {
+    let mut rng = Rng(0x5eed_0064);
+    let mut report = Report::default();
+    for &scale in &[0.09f32, 0.0925, 0.1, 0.125, 0.3, 1.0, 4.0] {
+        for kind in 0..2 {
+            let rows = 150;
+            let mut input = Vec::with_capacity(rows * 64);
+            for r in 0..rows {
+                let row: Vec<i32> = match r % 5 {
+                    0 => vec![rng.below(256) as i32 - 128; 64],
+                    1 => {
+                        let mut row = vec![-128; 64];
+                        row[rng.below(64) as usize] = rng.below(256) as i32 - 128;
+                        row
+                    }
+                    2 => {
+                        let (a, b) = (rng.below(256) as i32 - 128, rng.below(256) as i32 - 128);
+                        (0..64)
+                            .map(|_| if rng.below(2) == 0 { a } else { b })
+                            .collect()
+                    }
+                    _ => {
+                        let spread = [1i32, 8, 40, 255][rng.below(4) as usize];
+                        random_rows::<i8>(&mut rng, 1, 64, spread)
+                    }
+                };
+                input.extend(row);
+            }
+            if kind == 0 {
+                check::<i8>(&input, 64, scale, 0, 1.0, &mut report);
+            } else {
+                let input: Vec<i32> = input.iter().map(|x| x + 128).collect();
+                check::<u8>(&input, 64, scale, 3, 1.0, &mut report);
+            }
+        }
+    }
+    assert!(report.vs_exact.max <= 1, "{report:?}");
+}

@@ -1200,6 +1200,129 @@ fn window_sum(tables: &impl SumTables, window: &[u8], max: u8, masks: &Masks) ->
     partial.total() - extra
 }
 
+/// Rows of exactly 64 bytes (split tables, one output chunk): each row is
+/// one block, loaded once and kept in registers for all three passes, with
+/// no loop, mask or flush per pass. Its `d = max - x` serve both the sum
+/// and the output lookup; the sum of 64 terms fits u16 lanes, so each byte
+/// half is summed by one `uaddlp`, three `uadalp` and one `uaddlv`. The
+/// split tables are loaded once for all rows: with no loop inside a row,
+/// there are registers enough to keep them beside the row and its output
+/// table (no spills in the row loop, checked on the disassembly).
+#[inline(never)]
+fn rows64<const SIGNED: bool>(p: &SoftmaxLut, input: &[u8], output: &mut [u8]) {
+    let rows = input.len().min(output.len()) / STEP;
+    let mut src = input.as_ptr();
+    let mut dst = output.as_mut_ptr();
+    let tables = load_tables(p);
+    for _ in 0..rows {
+        // SAFETY: src points at row `r < rows` of input, whose 64 bytes are
+        // in bounds (rows * 64 <= input.len()).
+        let b = unsafe { load_post(&mut src) };
+        // SAFETY: register arithmetic; NEON is a compile-time target feature.
+        let d = unsafe {
+            let max = if SIGNED {
+                let s = |v| vreinterpretq_s8_u8(v);
+                vmaxvq_s8(vmaxq_s8(vmaxq_s8(s(b.0), s(b.1)), vmaxq_s8(s(b.2), s(b.3)))) as u8
+            } else {
+                vmaxvq_u8(vmaxq_u8(vmaxq_u8(b.0, b.1), vmaxq_u8(b.2, b.3)))
+            };
+            let maxv = vdupq_n_u8(max);
+            [
+                vsubq_u8(maxv, b.0),
+                vsubq_u8(maxv, b.1),
+                vsubq_u8(maxv, b.2),
+                vsubq_u8(maxv, b.3),
+            ]
+        };
+        let sum = block_sum_split(&tables, &d);
+        let (multiplier, shift) = p.row_multiplier_short(sum);
+        let [table] = output_table::<1>(p, multiplier, shift as i16);
+        // SAFETY: register arithmetic; for int8, q - 128 is q ^ 0x80.
+        let y = d.map(|d| unsafe {
+            let q = vqtbl4q_u8(table, d);
+            if SIGNED {
+                veorq_u8(q, vdupq_n_u8(0x80))
+            } else {
+                q
+            }
+        });
+        // SAFETY: dst points at row `r < rows` of output (rows * 64 <=
+        // output.len()); the asm writes only those 64 bytes and the pointer.
+        unsafe {
+            core::arch::asm!(
+                "st1 {{v0.16b-v3.16b}}, [{dst}], #64",
+                dst = inout(reg) dst,
+                in("v0") y[0], in("v1") y[1], in("v2") y[2], in("v3") y[3],
+                options(nostack, preserves_flags),
+            );
+        }
+    }
+}
+
+/// The exact sum of `t[d]` over 64 indices `d` through the split tables,
+/// as an `f32` (exact: at most 64 * 65535 < 2^24). The high and low bytes
+/// are each summed in u16 lanes (at most 8 * 255 per lane) and reduced by
+/// `uaddlv`; the total is `256 high + low`. In asm for the same reasons as
+/// `add_block_split` (tables pinned to v16..v27); `d` is left intact for
+/// the output pass (the `d ^ 64` of the second low table go to temporaries).
+#[inline(always)]
+fn block_sum_split(tables: &Tables, d: &[uint8x16_t; 4]) -> f32 {
+    let (h, l0, l1) = (&tables.high, &tables.low0, &tables.low1);
+    let sum: float32x4_t;
+    // SAFETY: register arithmetic on the operands (temporaries are outputs
+    // the asm may write; tables and `d` are read-only inputs); no memory,
+    // stack or flag effects.
+    unsafe {
+        core::arch::asm!(
+            "tbl {t0:v}.16b, {{v16.16b-v19.16b}}, {d0:v}.16b",
+            "tbl {t1:v}.16b, {{v16.16b-v19.16b}}, {d1:v}.16b",
+            "uaddlp {hs:v}.8h, {t0:v}.16b",
+            "uadalp {hs:v}.8h, {t1:v}.16b",
+            "tbl {t0:v}.16b, {{v16.16b-v19.16b}}, {d2:v}.16b",
+            "tbl {t1:v}.16b, {{v16.16b-v19.16b}}, {d3:v}.16b",
+            "uadalp {hs:v}.8h, {t0:v}.16b",
+            "uadalp {hs:v}.8h, {t1:v}.16b",
+            "tbl {t0:v}.16b, {{v20.16b-v23.16b}}, {d0:v}.16b",
+            "tbl {t1:v}.16b, {{v20.16b-v23.16b}}, {d1:v}.16b",
+            "eor {e0:v}.16b, {d0:v}.16b, {c64:v}.16b",
+            "eor {e1:v}.16b, {d1:v}.16b, {c64:v}.16b",
+            "tbx {t0:v}.16b, {{v24.16b-v27.16b}}, {e0:v}.16b",
+            "tbx {t1:v}.16b, {{v24.16b-v27.16b}}, {e1:v}.16b",
+            "uaddlp {ls:v}.8h, {t0:v}.16b",
+            "uadalp {ls:v}.8h, {t1:v}.16b",
+            "tbl {t0:v}.16b, {{v20.16b-v23.16b}}, {d2:v}.16b",
+            "tbl {t1:v}.16b, {{v20.16b-v23.16b}}, {d3:v}.16b",
+            "eor {e0:v}.16b, {d2:v}.16b, {c64:v}.16b",
+            "eor {e1:v}.16b, {d3:v}.16b, {c64:v}.16b",
+            "tbx {t0:v}.16b, {{v24.16b-v27.16b}}, {e0:v}.16b",
+            "tbx {t1:v}.16b, {{v24.16b-v27.16b}}, {e1:v}.16b",
+            "uadalp {ls:v}.8h, {t0:v}.16b",
+            "uadalp {ls:v}.8h, {t1:v}.16b",
+            "uaddlv {hs:s}, {hs:v}.8h",
+            "uaddlv {ls:s}, {ls:v}.8h",
+            "shl {hs:v}.2s, {hs:v}.2s, #8",
+            "add {ls:v}.2s, {ls:v}.2s, {hs:v}.2s",
+            "ucvtf {ls:s}, {ls:s}",
+            d0 = in(vreg) d[0],
+            d1 = in(vreg) d[1],
+            d2 = in(vreg) d[2],
+            d3 = in(vreg) d[3],
+            c64 = in(vreg) vdupq_n_u8(64),
+            t0 = out(vreg) _,
+            t1 = out(vreg) _,
+            e0 = out(vreg) _,
+            e1 = out(vreg) _,
+            hs = out(vreg) _,
+            ls = out(vreg) sum,
+            in("v16") h.0, in("v17") h.1, in("v18") h.2, in("v19") h.3,
+            in("v20") l0.0, in("v21") l0.1, in("v22") l0.2, in("v23") l0.3,
+            in("v24") l1.0, in("v25") l1.1, in("v26") l1.2, in("v27") l1.3,
+            options(pure, nomem, nostack, preserves_flags),
+        );
+        vgetq_lane_f32(sum, 0)
+    }
+}
+
 /// Every row: the common case (split tables, one output chunk, rows of at
 /// least 64 bytes) here, with no call in its loop (a call would make LLVM
 /// save the table registers around it on every row); the others out of line.
@@ -1210,7 +1333,9 @@ fn softmax_any<const SIGNED: bool>(
     output: &mut [u8],
     row_len: usize,
 ) {
-    if p.split && p.outputs_fit && row_len >= STEP {
+    if p.split && p.outputs_fit && row_len == STEP {
+        rows64::<SIGNED>(p, input, output)
+    } else if p.split && p.outputs_fit && row_len >= STEP {
         softmax_rows::<SIGNED, true, _>(p, || load_tables(p), input, output, row_len)
     } else {
         other_rows::<SIGNED>(p, input, output, row_len)

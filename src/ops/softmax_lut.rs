@@ -195,6 +195,21 @@ impl SoftmaxLut {
         (multiplier, shift.max(-31))
     }
 
+    /// `row_multiplier_clamped` for a row of at most 256 elements whose sum
+    /// the caller already converted to `f32` (exactly: such sums are below
+    /// 256 * 65536 = 2^24). Its inverse lies between 256 / (2^24 * 1.001)
+    /// and 256 / (65535 * 0.999), so the shift is between -16 and -7 and
+    /// needs no clamp.
+    #[inline(always)]
+    pub(crate) fn row_multiplier_short(&self, sum: f32) -> (i32, i32) {
+        let inverse: f32 = 1.0f32 / (sum * self.output_scale);
+        let bits = inverse.to_bits();
+        let multiplier = (((bits & 0x7f_ffff) << 7) | 0x4000_0000) as i32;
+        let shift = (bits >> 23) as i32 - 126;
+        debug_assert!((-31..=-7).contains(&shift));
+        (multiplier, shift)
+    }
+
     /// One output before the element type's clamp.
     #[inline(always)]
     pub(crate) fn output(&self, t: u16, multiplier: i32, shift: i32) -> i32 {
