@@ -3,13 +3,15 @@
 //! elements per block; the remainder goes through stack buffers.
 
 use super::neon::NeonElem;
+#[cfg(feature = "alloc")]
+use super::neon_gemm::requantize;
 use super::tail::BLOCK;
 #[cfg(feature = "alloc")]
 use crate::fixedpoint::Lane;
 use crate::ops::{elementwise::AddFast, AddParams};
 #[cfg(feature = "alloc")]
 use crate::ops::{
-    requant::{requantize_lanes, ChannelLane, ChannelMultiplier},
+    requant::{ChannelLane, ChannelMultiplier},
     NoNorm,
 };
 use core::arch::aarch64::*;
@@ -287,37 +289,6 @@ impl NoNormGroup {
             any_left_shift: m.left_shift[channels.clone()].iter().any(|&s| s != 0),
             all_right_shift: m.neg_right_shift[channels].iter().all(|&s| s < 0),
         }
-    }
-}
-
-/// `requantize_lanes` for one vector of 4 channels, specialised: without the
-/// left shift when no channel has one (shifting by 0 is the identity), and,
-/// when every channel shifts right by at least 1, with the sign fix-up of the
-/// rounding divide as one `ssra` (`x + (x >> 31)`) instead of `and` + `sshr` +
-/// `sqadd`: the same values, because the fix-up's `and` with a negative shift
-/// keeps the sign bit, and the saturation of `sqadd` never acts (`sqrdmulh` by
-/// a multiplier below 2^31 cannot give `i32::MIN`, so adding -1 cannot
-/// overflow).
-#[cfg(feature = "alloc")]
-#[inline(always)]
-fn requantize<const LEFT: bool, const FAST: bool>(
-    acc: int32x4_t,
-    m: &ChannelMultiplier<int32x4_t>,
-) -> int32x4_t {
-    if LEFT && !FAST {
-        return requantize_lanes(acc, m);
-    }
-    let x = if LEFT {
-        acc.shl_lanes(m.left_shift)
-    } else {
-        acc
-    };
-    let x = x.saturating_rounding_doubling_high_mul(m.multiplier);
-    if FAST {
-        // SAFETY: neon is a compile-time target feature (cfg on this module).
-        unsafe { vrshlq_s32(vsraq_n_s32::<31>(x, x), m.neg_right_shift) }
-    } else {
-        x.rounding_divide_by_pot_lanes(m.neg_right_shift)
     }
 }
 

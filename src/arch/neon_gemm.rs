@@ -129,8 +129,9 @@ impl BlockParams {
 /// fix-up's `and` with a negative shift keeps the sign bit, and the saturation
 /// of `sqadd` never acts (`sqrdmulh` by a multiplier below 2^31 cannot give
 /// `i32::MIN`, so adding -1 cannot overflow).
+/// Shared by the NoNorm kernel (`neon_elementwise`).
 #[inline(always)]
-fn requantize<const LEFT: bool, const FAST: bool>(
+pub(crate) fn requantize<const LEFT: bool, const FAST: bool>(
     acc: int32x4_t,
     m: &ChannelMultiplier<int32x4_t>,
 ) -> int32x4_t {

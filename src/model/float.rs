@@ -385,63 +385,54 @@ impl FloatLayer {
     /// Errors if a range is missing or not finite.
     pub fn quantize(&self, cal: &Calibration) -> Result<LayerParams> {
         let input = cal.asymmetric(names::INPUT)?;
-        let fc = |p: &FcF32, _: FcNames, x: QuantParams, out: QuantParams| -> FcParams {
-            quantize_fc(p, x, out)
+        // A layer's output quantization comes from its calibrated output
+        // range: asymmetric, or symmetric for the keys and values (the
+        // weight side of the attention GEMMs).
+        let fc = |p: &FcF32, n: FcNames, x: QuantParams, symmetric: bool| -> Result<FcParams> {
+            let out = if symmetric {
+                cal.symmetric(n.output)?
+            } else {
+                cal.asymmetric(n.output)?
+            };
+            Ok(quantize_fc(p, x, out))
         };
         let norm = |p: &NormF32, n: NormNames, x: QuantParams| -> Result<NormParams> {
             Ok(quantize_norm(p, x, cal.asymmetric(n.output)?))
         };
-        let bi_out = cal.asymmetric(names::BOTTLENECK_INPUT.output)?;
         let bottleneck_input = fc(
             &self.bottleneck_input,
             names::BOTTLENECK_INPUT,
             input,
-            bi_out,
-        );
+            false,
+        )?;
         let bottleneck_input_norm = norm(
             &self.bottleneck_input_norm,
             names::BOTTLENECK_INPUT_NORM,
-            bi_out,
+            bottleneck_input.output,
         )?;
-        let ba_out = cal.asymmetric(names::BOTTLENECK_ATTENTION.output)?;
         let bottleneck_attention = fc(
             &self.bottleneck_attention,
             names::BOTTLENECK_ATTENTION,
             input,
-            ba_out,
-        );
+            false,
+        )?;
         let bottleneck_attention_norm = norm(
             &self.bottleneck_attention_norm,
             names::BOTTLENECK_ATTENTION_NORM,
-            ba_out,
+            bottleneck_attention.output,
         )?;
         let shared = bottleneck_attention_norm.output;
-        let query = fc(
-            &self.query,
-            names::QUERY,
-            shared,
-            cal.asymmetric(names::QUERY.output)?,
-        );
-        let key = fc(
-            &self.key,
-            names::KEY,
-            shared,
-            cal.symmetric(names::KEY.output)?,
-        );
-        let value = fc(
-            &self.value,
-            names::VALUE,
-            input,
-            cal.symmetric(names::VALUE.output)?,
-        );
+        let query = fc(&self.query, names::QUERY, shared, false)?;
+        let key = fc(&self.key, names::KEY, shared, true)?;
+        let value = fc(&self.value, names::VALUE, input, true)?;
         let scores = cal.asymmetric(names::SCORES)?;
         let context = cal.asymmetric(names::CONTEXT)?;
         let attention_output = fc(
             &self.attention_output,
             names::ATTENTION_OUTPUT,
             context,
-            cal.asymmetric(names::ATTENTION_OUTPUT.output)?,
-        );
+            false,
+        )?;
         let attention_residual = cal.asymmetric(names::ATTENTION_RESIDUAL)?;
         let attention_norm = norm(
             &self.attention_norm,
@@ -451,18 +442,8 @@ impl FloatLayer {
         let mut x = attention_norm.output;
         let mut ffn = Vec::new();
         for (p, n) in self.ffn.iter().zip(names::FFN) {
-            let intermediate = fc(
-                &p.intermediate,
-                n.intermediate,
-                x,
-                cal.asymmetric(n.intermediate.output)?,
-            );
-            let output = fc(
-                &p.output,
-                n.output,
-                intermediate.output,
-                cal.asymmetric(n.output.output)?,
-            );
+            let intermediate = fc(&p.intermediate, n.intermediate, x, false)?;
+            let output = fc(&p.output, n.output, intermediate.output, false)?;
             let residual = cal.asymmetric(n.residual)?;
             let norm = norm(&p.norm, n.norm, residual)?;
             x = norm.output;
@@ -473,12 +454,7 @@ impl FloatLayer {
                 norm,
             });
         }
-        let output_bottleneck = fc(
-            &self.output_bottleneck,
-            names::OUTPUT_BOTTLENECK,
-            x,
-            cal.asymmetric(names::OUTPUT_BOTTLENECK.output)?,
-        );
+        let output_bottleneck = fc(&self.output_bottleneck, names::OUTPUT_BOTTLENECK, x, false)?;
         let output_residual = cal.asymmetric(names::OUTPUT_RESIDUAL)?;
         let output_norm = norm(&self.output_norm, names::OUTPUT_NORM, output_residual)?;
         Ok(LayerParams {

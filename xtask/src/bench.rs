@@ -15,13 +15,12 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 use std::time::Instant;
 
 use serde_json::Value;
 
 use crate::report::{self, Measured, Report, ELEMENT_SHAPES, ROW_SHAPES};
-use crate::util::{self, bail, Result, TARGET};
+use crate::util::{self, bail, Result};
 use crate::{mca, plugin, setup};
 
 const BIN: &str = "qneon-bench";
@@ -107,7 +106,7 @@ pub fn cli(args: &[String]) -> Result {
         return update_readme();
     }
     setup::ensure(opts.mca)?;
-    let binary = build()?;
+    let binary = util::build_aarch64_release(BIN)?;
     if opts.run {
         if opts.insn {
             let count = plugin::count_instructions(&binary, &opts.bench_args)?;
@@ -201,52 +200,27 @@ fn main_job(binary: &Path, opts: &Options) -> Result {
         opts.jobs
     ));
 
-    let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
-    let results: Vec<Mutex<Option<std::result::Result<Measured, String>>>> =
-        tasks.iter().map(|_| Mutex::new(None)).collect();
-    std::thread::scope(|scope| {
-        for _ in 0..opts.jobs {
-            scope.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(task) = tasks.get(i) else { break };
-                let t0 = Instant::now();
-                let result = measure(binary, &plugin, &runs, i, task).map_err(|e| e.to_string());
-                let k = done.fetch_add(1, Ordering::Relaxed) + 1;
-                match &result {
-                    Ok(m) => eprintln!(
-                        "[{k}/{}] {} {} {} {:<6} {:<10} {:>8.2} insns/elem ({:.1}s)",
-                        tasks.len(),
-                        m.op,
-                        m.dtype,
-                        m.method,
-                        m.backend,
-                        m.shape,
-                        m.insns_per_element,
-                        t0.elapsed().as_secs_f64()
-                    ),
-                    Err(e) => eprintln!("[{k}/{}] FAILED: {e}", tasks.len()),
-                }
-                *results[i].lock().unwrap_or_else(|p| p.into_inner()) = Some(result);
-            });
+    let rows = util::parallel(&tasks, opts.jobs, "measurement(s)", |i, task| {
+        let t0 = Instant::now();
+        let result = measure(binary, &plugin, &runs, i, task).map_err(|e| e.to_string());
+        let k = done.fetch_add(1, Ordering::Relaxed) + 1;
+        match &result {
+            Ok(m) => eprintln!(
+                "[{k}/{}] {} {} {} {:<6} {:<10} {:>8.2} insns/elem ({:.1}s)",
+                tasks.len(),
+                m.op,
+                m.dtype,
+                m.method,
+                m.backend,
+                m.shape,
+                m.insns_per_element,
+                t0.elapsed().as_secs_f64()
+            ),
+            Err(e) => eprintln!("[{k}/{}] FAILED: {e}", tasks.len()),
         }
-    });
-    let mut rows = Vec::new();
-    let mut failures = Vec::new();
-    for cell in results {
-        match cell.into_inner().unwrap_or_else(|p| p.into_inner()) {
-            Some(Ok(m)) => rows.push(m),
-            Some(Err(e)) => failures.push(e),
-            None => failures.push("a measurement did not run".into()),
-        }
-    }
-    if !failures.is_empty() {
-        bail!(
-            "{} measurement(s) failed:\n  {}",
-            failures.len(),
-            failures.join("\n  ")
-        );
-    }
+        result
+    })?;
 
     let mca_loops = if opts.mca {
         util::step("llvm-mca on the kernels' inner loops");
@@ -397,25 +371,6 @@ fn update_readme() -> Result {
         json_path.display()
     );
     Ok(())
-}
-
-/// Builds the release benchmark binary and returns its path.
-fn build() -> Result<PathBuf> {
-    util::run(&mut util::cargo([
-        "build",
-        "--release",
-        "-p",
-        "qneon",
-        "--bin",
-        BIN,
-        "--target",
-        TARGET,
-    ]))?;
-    let binary = util::target_dir().join(TARGET).join("release").join(BIN);
-    if !binary.is_file() {
-        bail!("cargo built {BIN} but {} does not exist", binary.display());
-    }
-    Ok(binary)
 }
 
 #[cfg(test)]

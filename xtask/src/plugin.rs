@@ -50,37 +50,13 @@ pub fn count_instructions(binary: &Path, args: &[String]) -> Result<u64> {
 pub fn count_instructions_with(binary: &Path, args: &[String], quiet: bool) -> Result<u64> {
     let plugin = insn_plugin()?;
     let count_file = plugin.with_file_name("last-count.txt");
-    // A stale count must never be mistaken for this run's.
-    let _ = fs::remove_file(&count_file);
-
-    if count_file.to_string_lossy().contains(',') {
-        bail!(
-            "qemu's -plugin option cannot take a path with a comma: {}",
-            count_file.display()
-        );
-    }
-    let mut plugin_arg = plugin.into_os_string();
-    plugin_arg.push(",out=");
-    plugin_arg.push(&count_file);
-    let mut cmd = Command::new("qemu-aarch64");
-    cmd.args(["-cpu", "max", "-plugin"])
-        .arg(plugin_arg)
-        .arg(binary)
-        .args(args);
+    let mut cmd = qemu_command(&plugin, &count_file, binary)?;
+    cmd.args(args);
     if quiet {
         cmd.stdout(std::process::Stdio::null());
     }
     util::run(&mut cmd)?;
-
-    let text = fs::read_to_string(&count_file).map_err(|e| {
-        format!(
-            "the qemu-insn plugin wrote no count to {}: {e}",
-            count_file.display()
-        )
-    })?;
-    text.trim()
-        .parse()
-        .map_err(|_| format!("unexpected plugin output {text:?}").into())
+    read_total(&count_file)
 }
 
 /// Runs `binary args` under `qemu-aarch64 -cpu max` with the counting
@@ -93,6 +69,14 @@ pub fn count_to_file(
     args: &[String],
     count_file: &Path,
 ) -> Result<u64> {
+    util::capture(qemu_command(plugin, count_file, binary)?.args(args))?;
+    read_total(count_file)
+}
+
+/// `qemu-aarch64 -cpu max -plugin PLUGIN,out=COUNT_FILE BINARY` (arguments
+/// still to add), with any stale `count_file` removed first so that it can
+/// never be mistaken for this run's.
+pub fn qemu_command(plugin: &Path, count_file: &Path, binary: &Path) -> Result<Command> {
     let _ = fs::remove_file(count_file);
     if count_file.to_string_lossy().contains(',') {
         bail!(
@@ -103,20 +87,24 @@ pub fn count_to_file(
     let mut plugin_arg = plugin.as_os_str().to_owned();
     plugin_arg.push(",out=");
     plugin_arg.push(count_file);
-    util::capture(
-        Command::new("qemu-aarch64")
-            .args(["-cpu", "max", "-plugin"])
-            .arg(plugin_arg)
-            .arg(binary)
-            .args(args),
-    )?;
+    let mut cmd = Command::new("qemu-aarch64");
+    cmd.args(["-cpu", "max", "-plugin"])
+        .arg(plugin_arg)
+        .arg(binary);
+    Ok(cmd)
+}
+
+/// The total a count file holds: its first line (per-region lines may
+/// follow).
+pub fn read_total(count_file: &Path) -> Result<u64> {
     let text = fs::read_to_string(count_file).map_err(|e| {
         format!(
             "the qemu-insn plugin wrote no count to {}: {e}",
             count_file.display()
         )
     })?;
-    text.trim()
+    let first = text.lines().next().unwrap_or("").trim();
+    first
         .parse()
         .map_err(|_| format!("unexpected plugin output {text:?}").into())
 }

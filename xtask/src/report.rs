@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 
 use crate::mca::{McaLoop, CPUS};
 use crate::plot;
-use crate::util::{bail, Result};
+use crate::util::{self, bail, round, thousands, Result};
 
 /// Shapes of row-wise ops, in table order.
 pub const ROW_SHAPES: [&str; 4] = ["mobilebert", "rows64", "vocab", "short"];
@@ -407,30 +407,7 @@ impl Report {
 
 /// Replaces what lies between the bench markers of `readme` with `section`.
 pub fn replace_section(readme: &str, section: &str) -> Result<String> {
-    let Some(begin) = readme.find(README_BEGIN) else {
-        bail!("README.md has no `{README_BEGIN}` marker");
-    };
-    let after_begin = begin + README_BEGIN.len();
-    let Some(end) = readme[after_begin..]
-        .find(README_END)
-        .map(|e| e + after_begin)
-    else {
-        bail!("README.md has `{README_BEGIN}` but no `{README_END}` after it");
-    };
-    if readme[end + README_END.len()..].contains(README_BEGIN) {
-        bail!("README.md has more than one `{README_BEGIN}` marker");
-    }
-    Ok(format!(
-        "{}\n{}\n{}",
-        &readme[..after_begin],
-        section.trim_end(),
-        &readme[end..]
-    ))
-}
-
-fn round(x: f64, digits: i32) -> f64 {
-    let p = 10f64.powi(digits);
-    (x * p).round() / p
+    util::replace_between(readme, README_BEGIN, README_END, section)
 }
 
 /// Two decimals below 100, one below 1000, none above.
@@ -441,18 +418,6 @@ fn cell(v: Option<f64>) -> String {
         Some(v) => format!("{v:.0}"),
         None => "-".into(),
     }
-}
-
-fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 #[cfg(test)]

@@ -26,13 +26,11 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 use std::time::Instant;
 
 use serde_json::{json, Value};
 
-use crate::util::{self, bail, Result, TARGET};
+use crate::util::{self, bail, round, thousands, Result};
 use crate::{plugin, setup};
 
 const BIN: &str = "qneon-mobilebert";
@@ -119,7 +117,7 @@ pub fn cli(args: &[String]) -> Result {
     }
     setup::ensure(false)?;
     let plugin = plugin::insn_plugin()?;
-    let binary = build()?;
+    let binary = util::build_aarch64_release(BIN)?;
     main_job(&binary, &plugin, &configs)
 }
 
@@ -625,25 +623,6 @@ impl Report {
 
 // ---- Running. ----
 
-/// Builds the release runner for aarch64 and returns its path.
-fn build() -> Result<PathBuf> {
-    util::run(&mut util::cargo([
-        "build",
-        "--release",
-        "-p",
-        "qneon",
-        "--bin",
-        BIN,
-        "--target",
-        TARGET,
-    ]))?;
-    let binary = util::target_dir().join(TARGET).join("release").join(BIN);
-    if !binary.is_file() {
-        bail!("cargo built {BIN} but {} does not exist", binary.display());
-    }
-    Ok(binary)
-}
-
 /// Runs one configuration under qemu with the plugin and reads both outputs.
 fn measure(
     binary: &Path,
@@ -655,23 +634,9 @@ fn measure(
     let stem = format!("{backend}-{softmax}");
     let json_file = runs.join(format!("{stem}.json"));
     let count_file = runs.join(format!("{stem}.insn"));
-    for stale in [&json_file, &count_file] {
-        let _ = fs::remove_file(stale);
-    }
-    if count_file.to_string_lossy().contains(',') {
-        bail!(
-            "qemu's -plugin option cannot take a path with a comma: {}",
-            count_file.display()
-        );
-    }
-    let mut plugin_arg = plugin.as_os_str().to_owned();
-    plugin_arg.push(",out=");
-    plugin_arg.push(&count_file);
+    let _ = fs::remove_file(&json_file);
     let stdout = util::capture(
-        Command::new("qemu-aarch64")
-            .args(["-cpu", "max", "-plugin"])
-            .arg(plugin_arg)
-            .arg(binary)
+        plugin::qemu_command(plugin, &count_file, binary)?
             .args([
                 "--model",
                 MODEL,
@@ -709,48 +674,20 @@ fn main_job(binary: &Path, plugin: &Path, configs: &[(&str, &str)]) -> Result {
         configs.len()
     ));
 
-    let next = AtomicUsize::new(0);
-    let results: Vec<Mutex<Option<std::result::Result<Profile, String>>>> =
-        configs.iter().map(|_| Mutex::new(None)).collect();
-    std::thread::scope(|scope| {
-        for _ in 0..JOBS {
-            scope.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(&(backend, softmax)) = configs.get(i) else {
-                    break;
-                };
-                let t0 = Instant::now();
-                let result =
-                    measure(binary, plugin, &runs, backend, softmax).map_err(|e| e.to_string());
-                match &result {
-                    Ok(p) => eprintln!(
-                        "{backend} {softmax}: layer {} instructions, softmax {:.1}% ({:.0} s)",
-                        thousands(p.layer()),
-                        p.share(p.softmax_insns()),
-                        t0.elapsed().as_secs_f64()
-                    ),
-                    Err(e) => eprintln!("{backend} {softmax}: FAILED: {e}"),
-                }
-                *results[i].lock().unwrap_or_else(|p| p.into_inner()) = Some(result);
-            });
+    let profiles = util::parallel(configs, JOBS, "run(s)", |_, &(backend, softmax)| {
+        let t0 = Instant::now();
+        let result = measure(binary, plugin, &runs, backend, softmax).map_err(|e| e.to_string());
+        match &result {
+            Ok(p) => eprintln!(
+                "{backend} {softmax}: layer {} instructions, softmax {:.1}% ({:.0} s)",
+                thousands(p.layer()),
+                p.share(p.softmax_insns()),
+                t0.elapsed().as_secs_f64()
+            ),
+            Err(e) => eprintln!("{backend} {softmax}: FAILED: {e}"),
         }
-    });
-    let mut profiles = Vec::new();
-    let mut failures = Vec::new();
-    for cell in results {
-        match cell.into_inner().unwrap_or_else(|p| p.into_inner()) {
-            Some(Ok(p)) => profiles.push(p),
-            Some(Err(e)) => failures.push(e),
-            None => failures.push("a configuration did not run".into()),
-        }
-    }
-    if !failures.is_empty() {
-        bail!(
-            "{} run(s) failed:\n  {}",
-            failures.len(),
-            failures.join("\n  ")
-        );
-    }
+        result
+    })?;
 
     let qemu = util::capture(Command::new("qemu-aarch64").arg("--version"))?
         .lines()
@@ -804,34 +741,11 @@ fn update_readme() -> Result {
 
 /// `readme` with the text between the run markers replaced by `section`.
 fn replace_section(readme: &str, section: &str) -> Result<String> {
-    let Some(begin) = readme.find(README_BEGIN) else {
-        bail!("README.md has no `{README_BEGIN}` marker (add `{README_BEGIN}` and `{README_END}` where the profile goes)");
-    };
-    let after_begin = begin + README_BEGIN.len();
-    let Some(end) = readme[after_begin..]
-        .find(README_END)
-        .map(|e| e + after_begin)
-    else {
-        bail!("README.md has `{README_BEGIN}` but no `{README_END}` after it");
-    };
-    if readme[end..].contains(README_BEGIN) {
-        bail!("README.md has more than one `{README_BEGIN}` marker");
-    }
-    Ok(format!(
-        "{}\n{}\n{}",
-        &readme[..after_begin],
-        section.trim_end(),
-        &readme[end..]
-    ))
+    util::replace_between(readme, README_BEGIN, README_END, section)
 }
 
 fn write(path: &Path, text: &str) -> Result {
     fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()).into())
-}
-
-fn round(x: f64, digits: i32) -> f64 {
-    let p = 10f64.powi(digits);
-    (x * p).round() / p
 }
 
 /// Instructions per unit to about three significant digits (four
@@ -848,18 +762,6 @@ fn decimals(x: f64) -> String {
     } else {
         format!("{x:.4}")
     }
-}
-
-fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 #[cfg(test)]

@@ -180,6 +180,111 @@ fn copy_lines(from: impl Read, mut to: impl Write) -> String {
     String::from_utf8_lossy(&all).into_owned()
 }
 
+/// Builds the release binary `bin` of qneon for aarch64 and returns its path.
+pub fn build_aarch64_release(bin: &str) -> Result<PathBuf> {
+    run(&mut cargo([
+        "build",
+        "--release",
+        "-p",
+        "qneon",
+        "--bin",
+        bin,
+        "--target",
+        TARGET,
+    ]))?;
+    let binary = target_dir().join(TARGET).join("release").join(bin);
+    if !binary.is_file() {
+        bail!("cargo built {bin} but {} does not exist", binary.display());
+    }
+    Ok(binary)
+}
+
+/// Runs `work(i, &items[i])` for every item on `jobs` threads (each takes
+/// the next item when it is done), and returns the results in item order;
+/// if any failed (or did not run), an error listing every failure, counted
+/// as `what` (e.g. "run(s)").
+pub fn parallel<T: Sync, R: Send>(
+    items: &[T],
+    jobs: usize,
+    what: &str,
+    work: impl Fn(usize, &T) -> std::result::Result<R, String> + Sync,
+) -> Result<Vec<R>> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Mutex;
+    let next = AtomicUsize::new(0);
+    let results: Vec<Mutex<Option<std::result::Result<R, String>>>> =
+        items.iter().map(|_| Mutex::new(None)).collect();
+    thread::scope(|scope| {
+        for _ in 0..jobs.max(1) {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(item) = items.get(i) else { break };
+                let result = work(i, item);
+                *results[i].lock().unwrap_or_else(|p| p.into_inner()) = Some(result);
+            });
+        }
+    });
+    let mut done = Vec::new();
+    let mut failures = Vec::new();
+    for cell in results {
+        match cell.into_inner().unwrap_or_else(|p| p.into_inner()) {
+            Some(Ok(r)) => done.push(r),
+            Some(Err(e)) => failures.push(e),
+            None => failures.push(format!("one of the {what} did not run")),
+        }
+    }
+    if !failures.is_empty() {
+        bail!(
+            "{} {what} failed:\n  {}",
+            failures.len(),
+            failures.join("\n  ")
+        );
+    }
+    Ok(done)
+}
+
+/// `text` with what lies between the markers `begin` and `end` replaced by
+/// `section`; an error if a marker is missing, out of order or repeated.
+pub fn replace_between(text: &str, begin: &str, end: &str, section: &str) -> Result<String> {
+    let Some(b) = text.find(begin) else {
+        bail!(
+            "README.md has no `{begin}` marker (add `{begin}` and `{end}` where the section goes)"
+        );
+    };
+    let after_begin = b + begin.len();
+    let Some(e) = text[after_begin..].find(end).map(|e| e + after_begin) else {
+        bail!("README.md has `{begin}` but no `{end}` after it");
+    };
+    if text[e..].contains(begin) {
+        bail!("README.md has more than one `{begin}` marker");
+    }
+    Ok(format!(
+        "{}\n{}\n{}",
+        &text[..after_begin],
+        section.trim_end(),
+        &text[e..]
+    ))
+}
+
+/// `x` rounded to `digits` decimals.
+pub fn round(x: f64, digits: i32) -> f64 {
+    let p = 10f64.powi(digits);
+    (x * p).round() / p
+}
+
+/// `n` with commas between groups of three digits.
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
