@@ -88,31 +88,18 @@ pub struct NoProfile;
 
 impl Profiler for NoProfile {}
 
-/// One prepared fully connected layer and its shape.
-#[derive(Clone, Debug)]
-struct Fc {
-    gemm: Gemm,
-    inputs: usize,
-    outputs: usize,
-}
-
-impl Fc {
-    fn new(p: &FcParams, input: QuantParams, activation: FusedActivation) -> Result<Fc> {
-        Ok(Fc {
-            gemm: Gemm::new(
-                &p.weight,
-                p.outputs,
-                p.inputs,
-                Some(&p.bias),
-                input,
-                &p.weight_scales,
-                p.output,
-                activation,
-            )?,
-            inputs: p.inputs,
-            outputs: p.outputs,
-        })
-    }
+/// A prepared fully connected layer (its shape is the GEMM's `k` and `n`).
+fn fully_connected(p: &FcParams, input: QuantParams, activation: FusedActivation) -> Result<Gemm> {
+    Gemm::new(
+        &p.weight,
+        p.outputs,
+        p.inputs,
+        Some(&p.bias),
+        input,
+        &p.weight_scales,
+        p.output,
+        activation,
+    )
 }
 
 fn no_norm(p: &NormParams, input: QuantParams) -> Result<NoNorm> {
@@ -128,8 +115,8 @@ fn no_norm(p: &NormParams, input: QuantParams) -> Result<NoNorm> {
 
 #[derive(Clone, Debug)]
 struct Ffn {
-    intermediate: Fc,
-    output: Fc,
+    intermediate: Gemm,
+    output: Gemm,
     residual: Add,
     norm: NoNorm,
 }
@@ -142,23 +129,23 @@ pub struct Layer {
     config: MobileBertConfig,
     input: QuantParams,
     output: QuantParams,
-    bottleneck_input: Fc,
+    bottleneck_input: Gemm,
     bottleneck_input_norm: NoNorm,
-    bottleneck_attention: Fc,
+    bottleneck_attention: Gemm,
     bottleneck_attention_norm: NoNorm,
-    query: Fc,
-    key: Fc,
-    value: Fc,
+    query: Gemm,
+    key: Gemm,
+    value: Gemm,
     /// `Q K^T` for one head; its weights (the keys) are set per run.
     scores: Gemm,
     softmax: Softmax<i8>,
     /// `P V` for one head; its weights (the values) are set per run.
     context: Gemm,
-    attention_output: Fc,
+    attention_output: Gemm,
     attention_residual: Add,
     attention_norm: NoNorm,
     ffn: Vec<Ffn>,
-    output_bottleneck: Fc,
+    output_bottleneck: Gemm,
     output_residual: Add,
     output_norm: NoNorm,
     softmax_method: Method,
@@ -227,20 +214,21 @@ impl Layer {
         }
 
         let none = FusedActivation::None;
-        let bottleneck_input = Fc::new(&params.bottleneck_input, params.input, none)?;
+        let bottleneck_input = fully_connected(&params.bottleneck_input, params.input, none)?;
         let bottleneck_input_norm = no_norm(
             &params.bottleneck_input_norm,
             params.bottleneck_input.output,
         )?;
-        let bottleneck_attention = Fc::new(&params.bottleneck_attention, params.input, none)?;
+        let bottleneck_attention =
+            fully_connected(&params.bottleneck_attention, params.input, none)?;
         let shared = params.bottleneck_attention_norm.output;
         let bottleneck_attention_norm = no_norm(
             &params.bottleneck_attention_norm,
             params.bottleneck_attention.output,
         )?;
-        let query = Fc::new(&params.query, shared, none)?;
-        let key = Fc::new(&params.key, shared, none)?;
-        let value = Fc::new(&params.value, params.input, none)?;
+        let query = fully_connected(&params.query, shared, none)?;
+        let key = fully_connected(&params.key, shared, none)?;
+        let value = fully_connected(&params.value, params.input, none)?;
 
         // Q K^T / sqrt(d): the keys are the weights, one per-tensor scale for
         // every channel with the 1/sqrt(d) folded in (computed in f64, like
@@ -269,7 +257,7 @@ impl Layer {
             params.context,
             none,
         )?;
-        let attention_output = Fc::new(&params.attention_output, params.context, none)?;
+        let attention_output = fully_connected(&params.attention_output, params.context, none)?;
         let attention_residual = Add::new(
             params.attention_output.output,
             params.bottleneck_input_norm.output,
@@ -281,14 +269,14 @@ impl Layer {
         let mut x = params.attention_norm.output;
         for p in &params.ffn {
             ffn.push(Ffn {
-                intermediate: Fc::new(&p.intermediate, x, FusedActivation::Relu)?,
-                output: Fc::new(&p.output, p.intermediate.output, none)?,
+                intermediate: fully_connected(&p.intermediate, x, FusedActivation::Relu)?,
+                output: fully_connected(&p.output, p.intermediate.output, none)?,
                 residual: Add::new(p.output.output, x, p.residual, none)?,
                 norm: no_norm(&p.norm, p.residual)?,
             });
             x = p.norm.output;
         }
-        let output_bottleneck = Fc::new(&params.output_bottleneck, x, none)?;
+        let output_bottleneck = fully_connected(&params.output_bottleneck, x, none)?;
         let output_residual = Add::new(
             params.output_bottleneck.output,
             params.input,
@@ -579,17 +567,14 @@ impl Layer {
 fn fc(
     p: &mut impl Profiler,
     backend: Backend,
-    fc: &Fc,
+    fc: &Gemm,
     input: &[i8],
     output: &mut [i8],
     rows: usize,
 ) -> Result<()> {
     p.begin(OpKind::FullyConnected);
-    fc.gemm.run_with(backend, input, output, rows)?;
-    p.end(
-        OpKind::FullyConnected,
-        (rows * fc.inputs * fc.outputs) as u64,
-    );
+    fc.run_with(backend, input, output, rows)?;
+    p.end(OpKind::FullyConnected, (rows * fc.k() * fc.n()) as u64);
     Ok(())
 }
 
