@@ -107,6 +107,11 @@ fn fnv1a64_update(mut h: u64, bytes: &[u8]) -> u64 {
     h
 }
 
+/// FNV-1a 64 of `bytes` (also the runner's output checksum).
+pub fn fnv1a64(bytes: &[u8]) -> u64 {
+    fnv1a64_update(FNV_OFFSET_BASIS, bytes)
+}
+
 /// The file checksum: FNV-1a 64 of `bytes` with bytes 32..40 read as zeros.
 /// `bytes` must be at least the 64-byte header long (else `None`).
 pub fn checksum(bytes: &[u8]) -> Option<u64> {

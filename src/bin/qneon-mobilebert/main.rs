@@ -18,7 +18,7 @@
 mod marker;
 
 use qneon::model::float::accuracy;
-use qneon::model::qnb::{AlignedBytes, Qnb};
+use qneon::model::qnb::{fnv1a64, AlignedBytes, Qnb};
 use qneon::model::{Layer, LayerInput, LayerParams, OpKind, Profiler};
 use qneon::{Backend, CpuFeatures, Method};
 use std::fmt::Write as _;
@@ -124,13 +124,6 @@ impl Profiler for Profile {
     }
 }
 
-/// FNV-1a 64 of the output bytes.
-fn checksum(bytes: &[i8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
-        (h ^ b as u8 as u64).wrapping_mul(0x0000_0100_0000_01b3)
-    })
-}
-
 fn read_qnb(path: &str) -> Result<AlignedBytes, String> {
     AlignedBytes::read(path).map_err(|e| format!("{path}: {e}"))
 }
@@ -166,7 +159,7 @@ fn run(o: &Options) -> Result<(), String> {
     }
     let total = t.elapsed() / o.reps;
     let acc = accuracy(&output, layer.output_quant(), &input.reference_output);
-    let sum = checksum(&output);
+    let sum = fnv1a64(bytemuck::cast_slice(&output));
 
     let method = o.method.name();
     let dotprod = CpuFeatures::detect().dotprod;
