@@ -22,6 +22,8 @@ if os.environ.get("PYTHONHASHSEED") != "0":
     os.execv(sys.executable, [sys.executable] + sys.argv)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# Progress lines appear as they happen when the output goes to a file.
+sys.stdout.reconfigure(line_buffering=True)
 
 import common  # noqa: E402,F401  (sets the TensorFlow environment first)
 import mobilebert  # noqa: E402
