@@ -1,0 +1,471 @@
+"""Single-op test models: tiny tf.function graphs converted with full-integer
+quantization, each with two seeded input sets and the outputs of LiteRT's
+and TensorFlow 2.19's reference kernels.
+
+Every case names the ops it exists for (`expect`); generation fails if the
+converter did not produce them, so a converter that rewrites a graph
+differently is noticed, not silently committed.
+"""
+
+import os
+import zlib
+
+import common
+import numpy as np
+import tensorflow as tf
+
+REFERENCES = ["litert_ref", "tf219_ref"]
+RUNS = 2
+CALIBRATION_SAMPLES = 16
+
+
+class Case:
+    def __init__(self, name, doc, inputs, body, expect, *, int16=False, per_tensor=False,
+                 io=None, calibration=None, test_inputs=None, softmax_beta=None):
+        """`inputs`: [(name, shape, dtype, (lo, hi))], the float range each
+        representative sample is drawn from (uniform), or for int32 inputs
+        the integer range. `body(**inputs)` returns {output name: tensor}.
+        `io`: (input type, output type) of the converted model, default the
+        activation type (int8, or int16 with `int16`). `calibration(rng)`
+        replaces the uniform representative samples; `test_inputs(rng, run)`
+        the default test inputs. `softmax_beta` rewrites the SOFTMAX beta after
+        conversion (the converter never emits beta != 1 itself)."""
+        self.name = name
+        self.doc = doc
+        self.inputs = inputs
+        self.body = body
+        self.expect = expect
+        self.int16 = int16
+        self.per_tensor = per_tensor
+        act = tf.int16 if int16 else tf.int8
+        self.io = io or (act, act)
+        self.calibration = calibration
+        self.test_inputs = test_inputs
+        self.softmax_beta = softmax_beta
+
+    def seed(self):
+        return zlib.crc32(self.name.encode())
+
+    def function(self):
+        spec = [tf.TensorSpec(shape, dtype, name=name) for name, shape, dtype, _ in self.inputs]
+        names = [name for name, _, _, _ in self.inputs]
+        body = self.body
+
+        @tf.function(input_signature=spec)
+        def fn(*args):
+            return body(**dict(zip(names, args)))
+
+        return fn
+
+    def representative(self):
+        rng = np.random.default_rng(self.seed())
+        if self.calibration is not None:
+            return [self.calibration(rng) for _ in range(CALIBRATION_SAMPLES)]
+        samples = []
+        for _ in range(CALIBRATION_SAMPLES):
+            sample = {}
+            for name, shape, dtype, (lo, hi) in self.inputs:
+                if dtype == tf.int32:
+                    sample[name] = rng.integers(lo, hi + 1, size=shape).astype(np.int32)
+                else:
+                    sample[name] = rng.uniform(lo, hi, size=shape).astype(np.float32)
+            samples.append(sample)
+        return samples
+
+
+def full_range(rng, shape, dtype):
+    """Uniform over the whole integer range, with the first two elements the
+    extremes (saturation paths)."""
+    info = np.iinfo(dtype)
+    a = rng.integers(info.min, info.max + 1, size=shape).astype(dtype)
+    flat = a.reshape(-1)
+    flat[0] = info.min
+    if flat.size > 1:
+        flat[1] = info.max
+    return a
+
+
+def test_inputs(case, details, run):
+    rng = np.random.default_rng(case.seed() + 1000 * (run + 1))
+    if case.test_inputs is not None:
+        return case.test_inputs(rng, run)
+    ranges = {name: rng_ for name, _, _, rng_ in case.inputs}
+    result = {}
+    for d in details["inputs"]:
+        dtype = np.dtype(d["dtype"])
+        if dtype in (np.int8, np.int16, np.uint8):
+            result[d["name"]] = full_range(rng, d["shape"], dtype)
+        elif dtype == np.float32:
+            # 1.5 times the calibrated range: values past it saturate.
+            lo, hi = ranges[d["name"]]
+            mid, half = (lo + hi) / 2, (hi - lo) / 2
+            result[d["name"]] = rng.uniform(mid - 1.5 * half, mid + 1.5 * half, size=d["shape"]).astype(np.float32)
+        elif dtype == np.int32:
+            lo, hi = ranges[d["name"]]
+            result[d["name"]] = rng.integers(lo, hi + 1, size=d["shape"]).astype(np.int32)
+        else:
+            raise ValueError(f"{case.name}: no test inputs for {dtype}")
+    return result
+
+
+def weights(seed, shape, std=1.0):
+    return tf.constant(np.random.default_rng(seed).normal(0.0, std, size=shape).astype(np.float32))
+
+
+F32, I32 = tf.float32, tf.int32
+
+
+def fc_cases():
+    w = weights(1, [16, 8], 0.3)
+    b = weights(2, [8], 0.5)
+    cases = []
+    for per_tensor in (False, True):
+        q = "per_tensor" if per_tensor else "per_channel"
+        x = [("x", [4, 16], F32, (-3.0, 3.0))]
+        cases += [
+            Case(f"fc_{q}_bias", f"x @ W + b, {q} weights", x,
+                 lambda x: {"y": tf.matmul(x, w) + b}, ["FULLY_CONNECTED"], per_tensor=per_tensor),
+            Case(f"fc_{q}_no_bias", f"x @ W, {q} weights, no bias tensor", x,
+                 lambda x: {"y": tf.matmul(x, w)}, ["FULLY_CONNECTED"], per_tensor=per_tensor),
+            Case(f"fc_{q}_relu", f"relu(x @ W + b), {q} weights (fused RELU)", x,
+                 lambda x: {"y": tf.nn.relu(tf.matmul(x, w) + b)}, ["FULLY_CONNECTED"], per_tensor=per_tensor),
+            Case(f"fc_{q}_relu6", f"relu6(x @ W + b), {q} weights (fused RELU6)", x,
+                 lambda x: {"y": tf.nn.relu6(tf.matmul(x, w) + b)}, ["FULLY_CONNECTED"], per_tensor=per_tensor),
+        ]
+    w3 = weights(3, [16, 12], 0.2)
+    b3 = weights(4, [12], 0.1)
+    cases.append(Case("fc_rank3_input", "[2, 6, 16] @ W[16, 12] + b: a rank-3 activation as in MobileBert",
+                      [("x", [2, 6, 16], F32, (-2.0, 2.0))],
+                      lambda x: {"y": tf.matmul(x, w3) + b3}, ["FULLY_CONNECTED"]))
+    # Tiny input scale (range [0, 1e-3]: zero point -128) and tiny weights.
+    wt = weights(5, [16, 8], 1e-3)
+    bt = weights(6, [8], 1e-7)
+    cases.append(Case("fc_tiny_scales", "input in [0, 1e-3] (zero point -128), weights ~1e-3",
+                      [("x", [4, 16], F32, (0.0, 1e-3))],
+                      lambda x: {"y": tf.matmul(x, wt) + bt}, ["FULLY_CONNECTED"]))
+    # Output channels whose weight magnitudes span 1e-3 .. 30: per-channel
+    # scales far apart; input range [-2000, 500].
+    ww = np.random.default_rng(7).normal(0, 1, size=[16, 8]) * np.logspace(-3, np.log10(30), 8)
+    ww = tf.constant(ww.astype(np.float32))
+    bw = weights(8, [8], 5.0)
+    cases.append(Case("fc_wide_scales", "input in [-2000, 500], per-channel weight scales from ~1e-3 to ~30",
+                      [("x", [4, 16], F32, (-2000.0, 500.0))],
+                      lambda x: {"y": tf.matmul(x, ww) + bw}, ["FULLY_CONNECTED"]))
+
+    def sparse_calibration(rng):
+        # One nonzero feature per row: the calibrated output range is narrow,
+        # so dense test inputs saturate the output.
+        x = np.zeros([4, 16], np.float32)
+        x[np.arange(4), rng.integers(0, 16, size=4)] = rng.uniform(-1, 1, size=4)
+        x[0, 0], x[1, 1] = -1.0, 1.0
+        return {"x": x}
+
+    cases.append(Case("fc_saturating", "calibrated on one-hot rows, tested on dense rows: the output saturates",
+                      [("x", [4, 16], F32, (-1.0, 1.0))],
+                      lambda x: {"y": tf.matmul(x, w) + b}, ["FULLY_CONNECTED"], calibration=sparse_calibration))
+    return cases
+
+
+def binary_cases():
+    cases = []
+    ops = {"add": (tf.add, "ADD"), "mul": (tf.multiply, "MUL"), "sub": (tf.subtract, "SUB")}
+    for key, (fn, op) in ops.items():
+        cases += [
+            Case(f"{key}_same_shape", f"{op} of two [2, 3, 8] inputs with different ranges",
+                 [("x", [2, 3, 8], F32, (-1.0, 1.0)), ("y", [2, 3, 8], F32, (-4.0, 2.0))],
+                 lambda x, y, fn=fn: {"z": fn(x, y)}, [op]),
+            Case(f"{key}_broadcast_rank4", f"{op} of [2, 1, 3, 4] and [1, 5, 1, 4] (both operands broadcast)",
+                 [("x", [2, 1, 3, 4], F32, (-1.0, 1.0)), ("y", [1, 5, 1, 4], F32, (0.0, 8.0))],
+                 lambda x, y, fn=fn: {"z": fn(x, y)}, [op]),
+            Case(f"{key}_broadcast_outer", f"{op} of [4, 1] and [1, 8]",
+                 [("x", [4, 1], F32, (-3.0, 3.0)), ("y", [1, 8], F32, (-0.5, 0.5))],
+                 lambda x, y, fn=fn: {"z": fn(x, y)}, [op]),
+            Case(f"{key}_broadcast_row_const", f"{op} of [3, 8] and a constant [8] row",
+                 [("x", [3, 8], F32, (-2.0, 2.0))],
+                 lambda x, fn=fn: {"z": fn(x, tf.constant(np.linspace(-1.5, 2.5, 8).astype(np.float32)))}, [op]),
+            Case(f"{key}_scalar_const", f"{op} of [2, 8] and a scalar constant",
+                 [("x", [2, 8], F32, (-1.0, 3.0))],
+                 lambda x, fn=fn: {"z": fn(x, tf.constant(2.5))}, [op]),
+            Case(f"{key}_scalar_input", f"{op} of [2, 3, 4] and a rank-0 input",
+                 [("x", [2, 3, 4], F32, (-1.0, 1.0)), ("s", [], F32, (-2.0, 2.0))],
+                 lambda x, s, fn=fn: {"z": fn(x, s)}, [op]),
+        ]
+    cases += [
+        Case("add_tiny_positive", "ADD of inputs in [0, 1e-4] and [0, 3e-4]: tiny scales, zero points -128",
+             [("x", [16], F32, (0.0, 1e-4)), ("y", [16], F32, (0.0, 3e-4))],
+             lambda x, y: {"z": x + y}, ["ADD"]),
+        Case("add_saturating", "ADD calibrated on y ~ -x (narrow output range), tested on independent inputs",
+             [("x", [2, 8], F32, (-4.0, 4.0)), ("y", [2, 8], F32, (-4.0, 4.0))],
+             lambda x, y: {"z": x + y}, ["ADD"],
+             calibration=lambda rng: (lambda x: {"x": x, "y": (-x + rng.uniform(-0.1, 0.1, x.shape)).astype(np.float32)})(
+                 rng.uniform(-4, 4, [2, 8]).astype(np.float32))),
+        Case("mul_negative_ranges", "MUL of x in [-5000, 0] (zero point 127) and y in [-1, 0]: output zero point -128",
+             [("x", [2, 8], F32, (-5000.0, 0.0)), ("y", [2, 8], F32, (-1.0, 0.0))],
+             lambda x, y: {"z": x * y}, ["MUL"]),
+        Case("mul_tiny", "MUL of inputs in [-1e-3, 1e-3]: output scale ~7e-9",
+             [("x", [2, 8], F32, (-1e-3, 1e-3)), ("y", [2, 8], F32, (-1e-3, 1e-3))],
+             lambda x, y: {"z": x * y}, ["MUL"]),
+        Case("sub_one_minus_x", "1 - x for x in [0, 1] (MobileBert's mask path)",
+             [("x", [1, 16], F32, (0.0, 1.0))],
+             lambda x: {"z": 1.0 - x}, ["SUB"]),
+    ]
+    return cases
+
+
+def batch_matmul_cases():
+    cases = []
+    for adj_x in (False, True):
+        for adj_y in (False, True):
+            xs = [2, 8, 4] if adj_x else [2, 4, 8]
+            ys = [2, 6, 8] if adj_y else [2, 8, 6]
+            name = "batch_matmul" + ("_adj_x" if adj_x else "") + ("_adj_y" if adj_y else "")
+            cases.append(Case(name, f"matmul of {xs} and {ys}, adj_x={adj_x}, adj_y={adj_y}",
+                              [("x", xs, F32, (-2.0, 2.0)), ("y", ys, F32, (-1.0, 1.5))],
+                              lambda x, y, ax=adj_x, ay=adj_y: {"z": tf.matmul(x, y, adjoint_a=ax, adjoint_b=ay)},
+                              ["BATCH_MATMUL"]))
+    cases.append(Case("batch_matmul_rank4", "attention-shaped matmul [1, 2, 6, 8] x [1, 2, 8, 6]",
+                      [("x", [1, 2, 6, 8], F32, (-3.0, 3.0)), ("y", [1, 2, 8, 6], F32, (-3.0, 3.0))],
+                      lambda x, y: {"z": tf.matmul(x, y)}, ["BATCH_MATMUL"]))
+    return cases
+
+
+def layout_cases():
+    table = weights(9, [40, 8], 0.7)
+
+    def indices(shape):
+        return lambda rng, run: {"ids": rng.integers(0, 40, size=shape).astype(np.int32)}
+
+    return [
+        Case("transpose_rank4", "transpose [2, 3, 4, 5] by [0, 2, 1, 3]",
+             [("x", [2, 3, 4, 5], F32, (-1.0, 1.0))],
+             lambda x: {"y": tf.transpose(x, [0, 2, 1, 3])}, ["TRANSPOSE"]),
+        Case("transpose_rank2", "transpose [6, 10]",
+             [("x", [6, 10], F32, (-1.0, 1.0))],
+             lambda x: {"y": tf.transpose(x)}, ["TRANSPOSE"]),
+        Case("reshape", "reshape [2, 3, 8] to [6, 8]",
+             [("x", [2, 3, 8], F32, (-1.0, 1.0))],
+             lambda x: {"y": tf.reshape(x, [6, 8])}, ["RESHAPE"]),
+        Case("gather_table", "rows of a constant [40, 8] table (int8 after quantization) by int32 ids [5]",
+             [("ids", [5], I32, (0, 39))],
+             lambda ids: {"y": tf.gather(table, ids)}, ["GATHER"], io=(None, tf.int8), test_inputs=indices([5])),
+        Case("gather_table_2d_ids", "rows of a constant [40, 8] table by int32 ids [2, 3]",
+             [("ids", [2, 3], I32, (0, 39))],
+             lambda ids: {"y": tf.gather(table, ids)}, ["GATHER"], io=(None, tf.int8), test_inputs=indices([2, 3])),
+        Case("gather_axis1", "columns 7, 0, 3, 3 of an int8 input [4, 10]",
+             [("x", [4, 10], F32, (-2.0, 2.0))],
+             lambda x: {"y": tf.gather(x, tf.constant([7, 0, 3, 3]), axis=1)}, ["GATHER"]),
+        Case("strided_slice", "x[:, 1:9:2, 3:] of [4, 10, 6]",
+             [("x", [4, 10, 6], F32, (-1.0, 1.0))],
+             lambda x: {"y": x[:, 1:9:2, 3:]}, ["STRIDED_SLICE"]),
+        Case("strided_slice_shrink_reverse", "x[1, :, ::-1] of [3, 4, 6] (shrink axis, negative stride)",
+             [("x", [3, 4, 6], F32, (-1.0, 1.0))],
+             lambda x: {"y": x[1, :, ::-1]}, ["STRIDED_SLICE"]),
+        Case("strided_slice_shift", "x[:, 1:] of [1, 12, 4] (MobileBert's trigram shift)",
+             [("x", [1, 12, 4], F32, (-1.0, 1.0))],
+             lambda x: {"y": x[:, 1:]}, ["STRIDED_SLICE"]),
+        Case("pad_shift", "pad [1, 12, 4] by one row before (MobileBert's trigram shift)",
+             [("x", [1, 12, 4], F32, (-1.0, 1.0))],
+             lambda x: {"y": tf.pad(x, [[0, 0], [1, 0], [0, 0]])}, ["PAD"]),
+        Case("pad_positive_input", "pad [2, 5, 4] by [[1, 0], [2, 1], [0, 3]]; input in [0, 6] (zero point -128)",
+             [("x", [2, 5, 4], F32, (0.0, 6.0))],
+             lambda x: {"y": tf.pad(x, [[1, 0], [2, 1], [0, 3]])}, ["PAD"]),
+        Case("concat_same_range", "concatenate two [2, 4] inputs in [-1, 1] on the last axis",
+             [("x", [2, 4], F32, (-1.0, 1.0)), ("y", [2, 4], F32, (-1.0, 1.0))],
+             lambda x, y: {"z": tf.concat([x, y], -1)}, ["CONCATENATION"]),
+        Case("concat_three_ranges", "concatenate [1, 6, 4] inputs in [-1, 1], [0, 20], [-0.01, 0.01] on the last axis",
+             [("x", [1, 6, 4], F32, (-1.0, 1.0)), ("y", [1, 6, 4], F32, (0.0, 20.0)),
+              ("w", [1, 6, 4], F32, (-0.01, 0.01))],
+             lambda x, y, w: {"z": tf.concat([x, y, w], -1)}, ["CONCATENATION"]),
+        Case("split_two", "split [2, 8] into two on the last axis",
+             [("x", [2, 8], F32, (-2.0, 2.0))],
+             lambda x: dict(zip(("a", "b"), tf.split(x, 2, axis=-1))), ["SPLIT"]),
+        Case("split_three_axis0", "split [6, 5] into three on axis 0",
+             [("x", [6, 5], F32, (-2.0, 2.0))],
+             lambda x: dict(zip(("a", "b", "c"), tf.split(x, 3, axis=0))), ["SPLIT"]),
+    ]
+
+
+def conversion_cases():
+    def mask(rng, run):
+        m = np.ones([1, 16], np.int32)
+        m[0, 10 - 4 * run:] = 0
+        return {"mask": m}
+
+    def mask_calibration(rng):
+        m = np.ones([1, 16], np.int32)
+        m[0, int(rng.integers(4, 17)):] = 0
+        return {"mask": m}
+
+    return [
+        Case("quantize_float_to_int8", "float input in [-3, 5] quantized to int8 (then reshaped)",
+             [("x", [2, 8], F32, (-3.0, 5.0))],
+             lambda x: {"y": tf.reshape(x, [16])}, ["QUANTIZE"], io=(tf.float32, tf.int8)),
+        Case("requantize_int8", "concat(tanh(x), y), y in [-30, 30]: TANH's fixed output quantization (1/128, 0) "
+             "is requantized (QUANTIZE int8->int8) to the concatenation's",
+             [("x", [2, 4], F32, (-1.0, 1.0)), ("y", [2, 4], F32, (-30.0, 30.0))],
+             lambda x, y: {"z": tf.concat([tf.tanh(x), y], -1)}, ["QUANTIZE", "TANH", "CONCATENATION"]),
+        Case("dequantize_int8", "int8 input in [-3, 5] reshaped, output dequantized to float",
+             [("x", [2, 8], F32, (-3.0, 5.0))],
+             lambda x: {"y": tf.reshape(x, [16])}, ["DEQUANTIZE"], io=(tf.int8, tf.float32)),
+        Case("cast_mask_path", "(1 - float(mask)) * -10000 for an int32 mask (MobileBert's additive mask)",
+             [("mask", [1, 16], I32, (0, 1))],
+             lambda mask: {"y": (1.0 - tf.cast(mask, tf.float32)) * -10000.0}, ["CAST", "QUANTIZE", "SUB", "MUL"],
+             io=(None, tf.int8), calibration=mask_calibration, test_inputs=mask),
+        Case("cast_int32_to_float", "float(ids) * 0.5 for int32 ids in [-100, 100], output int8",
+             [("ids", [2, 6], I32, (-100, 100))],
+             lambda ids: {"y": tf.cast(ids, tf.float32) * 0.5}, ["CAST"], io=(None, tf.int8)),
+    ]
+
+
+def activation_cases():
+    cases = []
+    for bits, int16 in (("int8", False), ("int16", True)):
+        cases += [
+            Case(f"softmax_{bits}", f"{bits} softmax of [4, 16] in [-8, 8]",
+                 [("x", [4, 16], F32, (-8.0, 8.0))],
+                 lambda x: {"y": tf.nn.softmax(x)}, ["SOFTMAX"], int16=int16),
+            Case(f"softmax_{bits}_beta", f"{bits} softmax with beta 0.37 (set in the model after conversion) of [4, 16] in [-8, 8]",
+                 [("x", [4, 16], F32, (-8.0, 8.0))],
+                 lambda x: {"y": tf.nn.softmax(x)}, ["SOFTMAX"], int16=int16, softmax_beta=0.37),
+            Case(f"logistic_{bits}", f"{bits} logistic of [4, 16] in [-8, 8]",
+                 [("x", [4, 16], F32, (-8.0, 8.0))],
+                 lambda x: {"y": tf.sigmoid(x)}, ["LOGISTIC"], int16=int16),
+            Case(f"logistic_{bits}_wide", f"{bits} logistic of [4, 16] in [-100, 100] (saturates)",
+                 [("x", [4, 16], F32, (-100.0, 100.0))],
+                 lambda x: {"y": tf.sigmoid(x)}, ["LOGISTIC"], int16=int16),
+            Case(f"tanh_{bits}", f"{bits} tanh of [4, 16] in [-4, 4]",
+                 [("x", [4, 16], F32, (-4.0, 4.0))],
+                 lambda x: {"y": tf.tanh(x)}, ["TANH"], int16=int16),
+            Case(f"tanh_{bits}_tiny", f"{bits} tanh of [4, 16] in [-0.05, 0.05]",
+                 [("x", [4, 16], F32, (-0.05, 0.05))],
+                 lambda x: {"y": tf.tanh(x)}, ["TANH"], int16=int16),
+        ]
+    cases += [
+        Case("softmax_int8_rank4_masked", "int8 softmax of [1, 2, 6, 16] in [-10000, 5] (an additive mask's range)",
+             [("x", [1, 2, 6, 16], F32, (-10000.0, 5.0))],
+             lambda x: {"y": tf.nn.softmax(x)}, ["SOFTMAX"]),
+        Case("softmax_int8_wide", "int8 softmax of [4, 16] in [-100, 100]",
+             [("x", [4, 16], F32, (-100.0, 100.0))],
+             lambda x: {"y": tf.nn.softmax(x)}, ["SOFTMAX"]),
+        Case("softmax_int8_tiny", "int8 softmax of [4, 16] in [-0.01, 0.01]",
+             [("x", [4, 16], F32, (-0.01, 0.01))],
+             lambda x: {"y": tf.nn.softmax(x)}, ["SOFTMAX"]),
+        Case("softmax_int8_row384", "int8 softmax of [2, 384] in [-6, 6] (MobileBert's row length)",
+             [("x", [2, 384], F32, (-6.0, 6.0))],
+             lambda x: {"y": tf.nn.softmax(x)}, ["SOFTMAX"]),
+        Case("log_softmax_int8", "int8 log-softmax of [4, 16] in [-8, 8]",
+             [("x", [4, 16], F32, (-8.0, 8.0))],
+             lambda x: {"y": tf.nn.log_softmax(x)}, ["LOG_SOFTMAX"]),
+        Case("log_softmax_int8_wide", "int8 log-softmax of [4, 16] in [-60, 60]",
+             [("x", [4, 16], F32, (-60.0, 60.0))],
+             lambda x: {"y": tf.nn.log_softmax(x)}, ["LOG_SOFTMAX"]),
+    ]
+    return cases
+
+
+def rounding_cases():
+    """Large enough that requantizing with one rounding (LiteRT 2.3.0's
+    kernels) and with gemmlowp's two roundings (TensorFlow 2.19's) gives
+    different bytes somewhere: the two differ for roughly one element in
+    2^(right shift + 1). (ADD, SUB, MUL and BATCH_MATMUL are left out: at these sizes
+    their outputs came out identical under both roundings.)"""
+    w = weights(10, [64, 64], 0.2)
+    b = weights(11, [64], 0.5)
+    x = [("x", [32, 64], F32, (-1.0, 1.0))]
+    return [
+        Case("fc_per_channel_rounding", "[32, 64] @ W[64, 64] + b, per-channel weights, 2048 outputs", x,
+             lambda x: {"y": tf.matmul(x, w) + b}, ["FULLY_CONNECTED"]),
+        Case("fc_per_tensor_rounding", "[32, 64] @ W[64, 64] + b, per-tensor weights, 2048 outputs", x,
+             lambda x: {"y": tf.matmul(x, w) + b}, ["FULLY_CONNECTED"], per_tensor=True),
+    ]
+
+
+def all_cases():
+    cases = (fc_cases() + binary_cases() + batch_matmul_cases() + layout_cases() + conversion_cases()
+             + activation_cases() + rounding_cases())
+    names = [c.name for c in cases]
+    assert len(names) == len(set(names)), "case names must be unique"
+    return cases
+
+
+def set_softmax_beta(model_bytes, beta):
+    """Returns the model with every SOFTMAX's beta set to `beta`."""
+    from tensorflow.lite.python import schema_py_generated as schema
+    from tensorflow.lite.tools import flatbuffer_utils
+
+    model = flatbuffer_utils.read_model_from_bytearray(bytearray(model_bytes))
+    changed = 0
+    for sg in model.subgraphs:
+        for op in sg.operators:
+            code = model.operatorCodes[op.opcodeIndex]
+            if max(code.builtinCode, code.deprecatedBuiltinCode) == schema.BuiltinOperator.SOFTMAX:
+                op.builtinOptions.beta = beta
+                changed += 1
+    if changed == 0:
+        raise RuntimeError("no SOFTMAX to set beta on")
+    return bytes(flatbuffer_utils.convert_object_to_bytearray(model))
+
+
+def convert_case(case):
+    fn = case.function()
+    input_type, output_type = case.io
+    # With a trackable object the converter writes a signature (named inputs
+    # and outputs); without one it writes none.
+    holder = tf.Module()
+    holder.fn = fn
+    tfl = common.convert(fn.get_concrete_function(), holder, case.representative, int16=case.int16,
+                         per_tensor=case.per_tensor, input_type=input_type, output_type=output_type)
+    if case.softmax_beta is not None:
+        tfl = set_softmax_beta(tfl, case.softmax_beta)
+    return tfl
+
+
+def generate(out_dir, log=print, only=None):
+    manifest = {
+        "description": "single-op models: tiny tf.function graphs, full-integer quantized by "
+        "tf.lite.TFLiteConverter (tensorflow-cpu 2.19.1); per case the model, two input sets "
+        "and each reference's outputs",
+        "references": {k: common.REFERENCES[k] for k in REFERENCES},
+        "cases": [],
+    }
+    for case in all_cases():
+        if only and case.name not in only:
+            continue
+        tfl = convert_case(case)
+        hist = common.op_histogram(tfl)
+        totals = common.op_totals(hist)
+        missing = [op for op in case.expect if op not in totals]
+        if missing:
+            raise RuntimeError(f"{case.name}: converter produced {hist}, not {missing}")
+        details = common.tensor_details(tfl)
+        rel_dir = f"ops/{case.name}"
+        common.write_bytes(os.path.join(out_dir, rel_dir, "model.tflite"), tfl)
+        entry = {
+            "name": case.name,
+            "description": case.doc,
+            "model": f"{rel_dir}/model.tflite",
+            "activations": "int16 (16x8 ops)" if case.int16 else "int8",
+            "weights": "per-tensor" if case.per_tensor else "per-channel",
+            "op_histogram": hist,
+            "operators": common.operators(tfl),
+            "tensors": details,
+            "runs": [],
+        }
+        for run in range(RUNS):
+            inputs = test_inputs(case, details, run)
+            run_entry = {"name": f"run{run}", "inputs": {}, "outputs": {}}
+            for name, array in inputs.items():
+                rel = f"{rel_dir}/run{run}.input.{common.file_name_part(name)}.npy"
+                common.write_npy(os.path.join(out_dir, rel), array)
+                run_entry["inputs"][name] = rel
+            for ref in REFERENCES:
+                out = common.run_interpreter(ref, tfl, inputs)
+                for name, array in out.items():
+                    rel = f"{rel_dir}/run{run}.{ref}.{common.file_name_part(name)}.npy"
+                    common.write_npy(os.path.join(out_dir, rel), array)
+                    run_entry["outputs"].setdefault(name, {})[ref] = rel
+            entry["runs"].append(run_entry)
+        manifest["cases"].append(entry)
+        log(f"[ops] {case.name}: {len(tfl)} bytes, " + ", ".join(f"{n} {k}" for k, n in hist.items()))
+    common.write_json(os.path.join(out_dir, "ops", "manifest.json"), manifest)
+    return manifest
