@@ -179,8 +179,8 @@ def find_input(details, key):
 
 
 def load_inputs(np, details, specs, seed):
-    """The array for every input (from its file or seeded random), and for
-    each whether it came from a file."""
+    """The array for every input (from its file or seeded random), each
+    with the name of the file it came from (None when generated)."""
     given = {}
     for spec in specs:
         key, sep, path = spec.partition("=")
@@ -201,10 +201,10 @@ def load_inputs(np, details, specs, seed):
                     f"run_litert: {given[position]} holds {array.dtype}{list(array.shape)}, "
                     f"input {detail['name']!r} wants {expected[1]}{list(expected[0])}"
                 )
-            arrays.append((array, True))
+            arrays.append((array, os.path.basename(given[position])))
         else:
             bits = splitmix64(np, seed, drawn, size)
-            arrays.append((random_input(np, bits, detail), False))
+            arrays.append((random_input(np, bits, detail), None))
         # Counted for every input, given or not, so that an input's random
         # values do not depend on which others came from files.
         drawn += size
@@ -254,13 +254,15 @@ def run(args):
 
     os.makedirs(args.out, exist_ok=True)
     described_inputs = []
-    for position, (detail, (array, from_file)) in enumerate(zip(input_details, inputs)):
-        file = None
-        if not from_file:
+    for position, (detail, (array, source_file)) in enumerate(zip(input_details, inputs)):
+        if source_file is None:
             file = f"input_{position}.npy"
             np.save(os.path.join(args.out, file), array)
-        entry = describe(detail, file)
-        entry["source"] = "file" if from_file else f"splitmix64 seed {args.seed}"
+            entry = describe(detail, file)
+            entry["source"] = f"splitmix64 seed {args.seed}"
+        else:
+            entry = describe(detail, source_file)
+            entry["source"] = "given"
         described_inputs.append(entry)
     described_outputs = []
     for position, detail in enumerate(output_details):

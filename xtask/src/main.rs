@@ -62,7 +62,7 @@ commands:
                         inference from R and 2R invocations (default R 3);
                         outputs in target/compare/<model>/<resolver>/, rows
                         in target/compare/compare.json. Default models:
-                        models/*.tflite, else a small fixture
+                        every .tflite under models/, else a small fixture
   compare --setup       only set up the aarch64 Python and LiteRT wheels in
                         target/litert-aarch64/ (done lazily otherwise)
   compare --refs-only --model FILE [--input NAME_OR_INDEX=FILE.npy]...

@@ -31,8 +31,8 @@ const DEFAULT_CPU: &str = "neoverse-n1";
 /// R of the R / 2R measurement.
 const DEFAULT_REPS: u64 = 3;
 
-/// The model measured when neither `--model` nor `models/*.tflite` gives
-/// one: a 4.8 KB int8 Dense / Dense / softmax built by
+/// The model measured when neither `--model` nor `models/` gives one: a
+/// 4.8 KB int8 Dense / Dense / softmax built by
 /// `tools/litert-aarch64/make_tiny_model.py`.
 const FIXTURE: &str = "tools/litert-aarch64/tiny_dense_softmax.tflite";
 
@@ -152,22 +152,33 @@ pub fn cli(args: &[String]) -> Result {
     )
 }
 
-/// `models/*.tflite`, or the fixture when there are none.
+/// Every `.tflite` file under `models/` (sub-folders included), or the
+/// fixture when there are none.
 fn default_models() -> Result<Vec<PathBuf>> {
-    let dir = util::root().join("models");
-    let mut models: Vec<PathBuf> = match fs::read_dir(&dir) {
-        Ok(entries) => entries
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.extension().is_some_and(|x| x == "tflite"))
-            .collect(),
-        Err(_) => Vec::new(),
-    };
+    let mut models = Vec::new();
+    find_tflite(&util::root().join("models"), &mut models);
     models.sort();
     if models.is_empty() {
-        eprintln!("compare: no models/*.tflite; measuring {FIXTURE}");
+        eprintln!("compare: no .tflite files under models/; measuring {FIXTURE}");
         models.push(util::root().join(FIXTURE));
     }
     Ok(models)
+}
+
+fn find_tflite(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.filter_map(|e| e.ok()) {
+        let path = entry.path();
+        // Python environments of model generators may carry test models.
+        let hidden = entry.file_name().to_string_lossy().starts_with('.');
+        if path.is_dir() && !hidden {
+            find_tflite(&path, out);
+        } else if path.extension().is_some_and(|x| x == "tflite") {
+            out.push(path);
+        }
+    }
 }
 
 /// Absolute paths of existing files, with distinct stems (each names its
