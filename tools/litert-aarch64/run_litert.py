@@ -168,10 +168,23 @@ def random_input(np, bits, detail):
     raise SystemExit(f"run_litert: no random values for input dtype {dtype}")
 
 
+def short_name(name):
+    """A tensor name without the converter's decoration:
+    `serving_default_input_ids:0` -> `input_ids`."""
+    base, colon, suffix = name.rpartition(":")
+    if colon and suffix.isdigit():
+        name = base
+    prefix = "serving_default_"
+    return name[len(prefix):] if name.startswith(prefix) else name
+
+
 def find_input(details, key):
-    for position, detail in enumerate(details):
-        if detail["name"] == key:
-            return position
+    """The position of the input named `key` (its full tensor name, else its
+    short name), or at position `key`."""
+    for matches in (lambda d: d["name"] == key, lambda d: short_name(d["name"]) == key):
+        found = [i for i, d in enumerate(details) if matches(d)]
+        if len(found) == 1:
+            return found[0]
     if key.isdigit() and int(key) < len(details):
         return int(key)
     names = ", ".join(f"{i}={d['name']!r}" for i, d in enumerate(details))
