@@ -306,6 +306,18 @@ fn refs_only(layout: &sysroot::Layout, root: &Path, cpu: &str, opts: &Options) -
         .as_ref()
         .expect("parse requires --out with --refs-only");
     fs::create_dir_all(out)?;
+    // Files of an earlier run with more outputs or generated inputs would
+    // pass for this run's; only the driver's own file names are removed.
+    for entry in fs::read_dir(out)? {
+        let entry = entry?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let ours = name == "run.json"
+            || ((name.starts_with("output_") || name.starts_with("input_"))
+                && name.ends_with(".npy"));
+        if ours && entry.file_type()?.is_file() {
+            fs::remove_file(entry.path())?;
+        }
+    }
     measure::reference_outputs(layout, root, cpu, model, &inputs, out)?;
     eprintln!(
         "compare: LiteRT builtin outputs of {} written to {} (output_<i>.npy, run.json)",
