@@ -5,6 +5,7 @@
 
 mod asm;
 mod bench;
+mod compare;
 mod expect;
 mod gen_model;
 mod mca;
@@ -53,6 +54,21 @@ commands:
                         <!-- run:end --> from target/run/profile.json
   asm                   check the disassembly of kernels against
                         asm_tests/expect.toml
+  compare [--model FILE]... [--cpu CPU] [--reps R] [--jobs N]
+                        TFLite's own aarch64 build (LiteRT: XNNPACK and
+                        builtin kernels) on int8 .tflite models under qemu
+                        -cpu CPU (default neoverse-n1; or max,sme=off) with
+                        the tools/qemu-insn plugin: instructions per
+                        inference from R and 2R invocations (default R 3);
+                        outputs in target/compare/<model>/<resolver>/, rows
+                        in target/compare/compare.json. Default models:
+                        every .tflite under models/, else a small fixture
+  compare --setup       only set up the aarch64 Python and LiteRT wheels in
+                        target/litert-aarch64/ (done lazily otherwise)
+  compare --refs-only --model FILE [--input NAME_OR_INDEX=FILE.npy]...
+          --out DIR [--cpu CPU]
+                        LiteRT builtin-kernel outputs for the given inputs
+                        (missing ones seeded random) into DIR
   gen-model [--check]   build models/mobilebert_layer.qnb and .input.bin
                         (seeded, deterministic); --check verifies the
                         committed files are what it builds
@@ -71,6 +87,7 @@ fn main() -> ExitCode {
         "bench" => bench::cli(rest),
         "run" => run::cli(rest),
         "asm" => asm::cli(rest),
+        "compare" => compare::cli(rest),
         "gen-model" => gen_model::cli(rest),
         "help" | "-h" | "--help" => {
             print!("{USAGE}");

@@ -1,0 +1,355 @@
+//! Running `run_litert.py` under qemu, with and without the instruction
+//! counter.
+//!
+//! Counts are made repeatable by removing what varies between two runs of
+//! the same program: address-space randomisation (`setarch -R`; the guest's
+//! mappings follow the host's), Python's hash seed (`PYTHONHASHSEED=0`),
+//! threads (`num_threads=1` in the driver, `OPENBLAS_NUM_THREADS=1` for
+//! numpy), byte-compilation (done once at setup; `PYTHONDONTWRITEBYTECODE`)
+//! and the environment (cleared, then a fixed set of variables). Start-up
+//! and model loading are cancelled by counting a run of R invocations and
+//! one of 2R: the cost of one inference is (count(2R) - count(R)) / R.
+//! The two runs differ in nothing but that number, formatted to the same
+//! width, and the names of their output directories (`R1`, `R2`).
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::json;
+
+use super::sysroot::Layout;
+use crate::plugin;
+use crate::util::{self, bail, Result};
+
+/// The TFLite op resolvers measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Resolver {
+    /// The builtin kernels with the default delegate, XNNPACK.
+    Xnnpack,
+    /// The optimized builtin kernels alone.
+    Builtin,
+}
+
+impl Resolver {
+    pub const ALL: [Resolver; 2] = [Resolver::Xnnpack, Resolver::Builtin];
+
+    /// The name `run_litert.py --resolver` takes (and the output folder).
+    pub fn name(self) -> &'static str {
+        match self {
+            Resolver::Xnnpack => "xnnpack",
+            Resolver::Builtin => "builtin",
+        }
+    }
+}
+
+/// `tools/litert-aarch64/run_litert.py`.
+pub fn driver() -> PathBuf {
+    util::root().join("tools/litert-aarch64/run_litert.py")
+}
+
+/// `setarch -R qemu-aarch64 -L ROOT -cpu CPU PYTHON` (driver and its
+/// arguments still to add) with the controlled environment described in
+/// the module documentation.
+pub fn python_command(layout: &Layout, root: &Path, cpu: &str) -> Command {
+    qemu_python(layout, root, cpu, None)
+}
+
+/// [`python_command`] with the counting plugin writing its total to
+/// `count_file`.
+fn counted_python_command(
+    layout: &Layout,
+    root: &Path,
+    cpu: &str,
+    plugin: &Path,
+    count_file: &Path,
+) -> Result<Command> {
+    let _ = fs::remove_file(count_file);
+    if count_file.to_string_lossy().contains(',') {
+        bail!(
+            "qemu's -plugin option cannot take a path with a comma: {}",
+            count_file.display()
+        );
+    }
+    Ok(qemu_python(layout, root, cpu, Some((plugin, count_file))))
+}
+
+fn qemu_python(layout: &Layout, root: &Path, cpu: &str, plugin: Option<(&Path, &Path)>) -> Command {
+    let qemu = util::which("qemu-aarch64").unwrap_or_else(|| "qemu-aarch64".into());
+    let mut cmd = Command::new("setarch");
+    cmd.arg(std::env::consts::ARCH)
+        .arg("--addr-no-randomize")
+        .arg(qemu)
+        .arg("-L")
+        .arg(root)
+        .args(["-cpu", cpu]);
+    if let Some((plugin, count_file)) = plugin {
+        let mut plugin_arg = plugin.as_os_str().to_owned();
+        plugin_arg.push(",out=");
+        plugin_arg.push(count_file);
+        cmd.arg("-plugin").arg(plugin_arg);
+    }
+    cmd.arg(layout.python());
+    cmd.env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("LANG", "C.UTF-8")
+        .env("PYTHONPATH", layout.site())
+        .env("PYTHONHASHSEED", "0")
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .env("PYTHONNOUSERSITE", "1")
+        .env("OPENBLAS_NUM_THREADS", "1");
+    cmd
+}
+
+/// Runs `cmd`, returning its stderr; a failure carries both streams.
+fn run_capturing_stderr(cmd: &mut Command) -> Result<String> {
+    let out = cmd
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run `{}`: {e}", util::display(cmd)))?;
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    if !out.status.success() {
+        bail!(
+            "`{}` failed ({}):\n{}{}",
+            util::display(cmd),
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            stderr.trim_end()
+        );
+    }
+    Ok(stderr)
+}
+
+/// One model measured with one resolver.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Measurement {
+    pub resolver: Resolver,
+    /// R: the invocations of the shorter run (the longer does 2R).
+    pub reps: u64,
+    /// Guest instructions of the R and the 2R run.
+    pub counts: [u64; 2],
+}
+
+impl Measurement {
+    /// (count(2R) - count(R)) / R, rounded to the nearest instruction.
+    pub fn per_inference(&self) -> Result<u64> {
+        let [once, twice] = self.counts;
+        if twice <= once || self.reps == 0 {
+            bail!(
+                "{}: the 2R run counted {twice} instructions, the R run {once}: \
+                 the invocations did not add up",
+                self.resolver.name()
+            );
+        }
+        Ok(((twice - once) as f64 / self.reps as f64).round() as u64)
+    }
+}
+
+/// Everything one measurement needs.
+pub struct Job<'a> {
+    pub layout: &'a Layout,
+    pub root: &'a Path,
+    pub cpu: &'a str,
+    pub plugin: &'a Path,
+    pub model: &'a Path,
+    pub resolver: Resolver,
+    pub reps: u64,
+    /// `target/compare/<model-stem>/<resolver>/`: receives the outputs of
+    /// the 2R run, its `run.json` and `measure.json`.
+    pub out_dir: &'a Path,
+}
+
+/// Counts the R and the 2R run, checks they produced the same outputs and
+/// that the delegate was (or was not) applied, and keeps the 2R run's
+/// files in `out_dir`.
+pub fn measure(job: &Job) -> Result<Measurement> {
+    let resolver = job.resolver.name();
+    if job.out_dir.exists() {
+        fs::remove_dir_all(job.out_dir)?;
+    }
+    fs::create_dir_all(job.out_dir)?;
+    let width = (2 * job.reps).to_string().len();
+    let mut counts = [0u64; 2];
+    for (k, count) in counts.iter_mut().enumerate() {
+        let multiple = k as u64 + 1;
+        let run_dir = job.out_dir.join(format!("R{multiple}"));
+        let count_file = job.out_dir.join(format!("R{multiple}.count"));
+        let mut cmd =
+            counted_python_command(job.layout, job.root, job.cpu, job.plugin, &count_file)?;
+        cmd.arg(driver())
+            .arg("--model")
+            .arg(job.model)
+            .args(["--resolver", resolver])
+            .arg("--invokes")
+            .arg(format!("{:0width$}", multiple * job.reps))
+            .arg("--out")
+            .arg(&run_dir);
+        let stderr = run_capturing_stderr(&mut cmd)?;
+        check_delegate(job.resolver, &stderr)?;
+        *count = plugin::read_total(&count_file)?;
+        fs::remove_file(&count_file)?;
+    }
+    let once = job.out_dir.join("R1");
+    let twice = job.out_dir.join("R2");
+    let differing = differing_outputs(&once, &twice)?;
+    if !differing.is_empty() {
+        bail!(
+            "{} ({resolver}): outputs of the R and the 2R run differ: {}",
+            job.model.display(),
+            differing.join(", ")
+        );
+    }
+    for entry in fs::read_dir(&twice)? {
+        let entry = entry?;
+        fs::rename(entry.path(), job.out_dir.join(entry.file_name()))?;
+    }
+    fs::remove_dir_all(&once)?;
+    fs::remove_dir_all(&twice)?;
+
+    let measurement = Measurement {
+        resolver: job.resolver,
+        reps: job.reps,
+        counts,
+    };
+    let summary = json!({
+        "model": file_name(job.model),
+        "cpu": job.cpu,
+        "resolver": resolver,
+        "reps": job.reps,
+        "count_r": counts[0],
+        "count_2r": counts[1],
+        "instructions_per_inference": measurement.per_inference()?,
+    });
+    fs::write(
+        job.out_dir.join("measure.json"),
+        serde_json::to_string_pretty(&summary)? + "\n",
+    )?;
+    Ok(measurement)
+}
+
+/// LiteRT announces the XNNPACK delegate on stderr when it applies it; a
+/// measurement of the wrong kernels would look plausible, so check.
+fn check_delegate(resolver: Resolver, stderr: &str) -> Result {
+    let applied = stderr.contains("XNNPACK delegate");
+    match (resolver, applied) {
+        (Resolver::Xnnpack, false) => bail!(
+            "resolver xnnpack: LiteRT did not report creating the XNNPACK delegate:\n{}",
+            stderr.trim_end()
+        ),
+        (Resolver::Builtin, true) => bail!(
+            "resolver builtin: LiteRT created the XNNPACK delegate anyway:\n{}",
+            stderr.trim_end()
+        ),
+        _ => Ok(()),
+    }
+}
+
+/// The `output_*.npy` files whose bytes differ between two run
+/// directories (or exist in only one).
+fn differing_outputs(a: &Path, b: &Path) -> Result<Vec<String>> {
+    let outputs = |dir: &Path| -> Result<Vec<String>> {
+        let mut names: Vec<String> = fs::read_dir(dir)?
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("output_") && n.ends_with(".npy"))
+            .collect();
+        names.sort();
+        Ok(names)
+    };
+    let (names_a, names_b) = (outputs(a)?, outputs(b)?);
+    if names_a != names_b {
+        return Ok(vec![format!("{names_a:?} against {names_b:?}")]);
+    }
+    if names_a.is_empty() {
+        bail!("{} holds no output_*.npy files", a.display());
+    }
+    let mut differing = Vec::new();
+    for name in names_a {
+        if fs::read(a.join(&name))? != fs::read(b.join(&name))? {
+            differing.push(name);
+        }
+    }
+    Ok(differing)
+}
+
+/// Runs the builtin kernels once on the given inputs, writing the outputs
+/// and `run.json` to `out_dir` (no counting).
+pub fn reference_outputs(
+    layout: &Layout,
+    root: &Path,
+    cpu: &str,
+    model: &Path,
+    inputs: &[(String, PathBuf)],
+    out_dir: &Path,
+) -> Result {
+    let mut cmd = python_command(layout, root, cpu);
+    cmd.arg(driver())
+        .arg("--model")
+        .arg(model)
+        .args(["--resolver", Resolver::Builtin.name(), "--invokes", "1"])
+        .arg("--out")
+        .arg(out_dir);
+    for (key, file) in inputs {
+        let mut spec = std::ffi::OsString::from(format!("{key}="));
+        spec.push(file);
+        cmd.arg("--input").arg(spec);
+    }
+    util::step(util::display(&cmd));
+    let stderr = run_capturing_stderr(&mut cmd)?;
+    check_delegate(Resolver::Builtin, &stderr)
+}
+
+pub fn file_name(path: &Path) -> String {
+    path.file_name()
+        .unwrap_or(path.as_os_str())
+        .to_string_lossy()
+        .into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn per_inference_is_the_difference_over_r() {
+        let m = Measurement {
+            resolver: Resolver::Builtin,
+            reps: 4,
+            counts: [1_000_000, 1_000_402],
+        };
+        assert_eq!(m.per_inference().unwrap(), 101);
+        let shrunk = Measurement {
+            counts: [1_000, 999],
+            ..m
+        };
+        assert!(shrunk.per_inference().is_err());
+    }
+
+    #[test]
+    fn delegate_report_must_match_the_resolver() {
+        let created = "INFO: Created TensorFlow Lite XNNPACK delegate for CPU.\n";
+        assert!(check_delegate(Resolver::Xnnpack, created).is_ok());
+        assert!(check_delegate(Resolver::Xnnpack, "").is_err());
+        assert!(check_delegate(Resolver::Builtin, "").is_ok());
+        assert!(check_delegate(Resolver::Builtin, created).is_err());
+    }
+
+    #[test]
+    fn differing_outputs_are_named() {
+        let dir = util::target_dir().join("xtask-test-compare-outputs");
+        let _ = fs::remove_dir_all(&dir);
+        let (a, b) = (dir.join("a"), dir.join("b"));
+        fs::create_dir_all(&a).unwrap();
+        fs::create_dir_all(&b).unwrap();
+        for (name, x, y) in [("output_0.npy", "same", "same"), ("output_1.npy", "x", "y")] {
+            fs::write(a.join(name), x).unwrap();
+            fs::write(b.join(name), y).unwrap();
+        }
+        fs::write(a.join("run.json"), "1").unwrap();
+        fs::write(b.join("run.json"), "2").unwrap();
+        assert_eq!(differing_outputs(&a, &b).unwrap(), ["output_1.npy"]);
+        fs::remove_file(b.join("output_1.npy")).unwrap();
+        assert_eq!(differing_outputs(&a, &b).unwrap().len(), 1);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,398 @@
+//! `cargo xtask compare`: int8 `.tflite` models measured with TFLite's own
+//! aarch64 build (LiteRT) under the same qemu instruction counter and CPU
+//! model as qneon.
+//!
+//! LiteRT runs as the `ai-edge-litert` wheel inside Debian's arm64 Python
+//! under `qemu-aarch64` ([`sysroot`] sets that up, [`cpuinfo`] gives it a
+//! `/proc/cpuinfo` matching the emulated core), driven by
+//! `tools/litert-aarch64/run_litert.py`. [`measure`] counts instructions
+//! per inference for the XNNPACK delegate and the builtin kernels;
+//! [`table`] keeps `target/compare/compare.json`. qneon's side of the
+//! comparison comes with its `.tflite` runtime (issue 12).
+
+mod cpuinfo;
+mod measure;
+mod sysroot;
+mod table;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use crate::plugin;
+use crate::util::{self, bail, Result};
+use measure::{Job, Measurement, Resolver};
+
+/// The CPU model both runtimes are measured on by default: Neoverse N1
+/// (Graviton2, a Cortex-A76 class core). Plain `max` is refused: XNNPACK
+/// then picks SME kernels whose results qemu 7.2 gets wrong.
+const DEFAULT_CPU: &str = "neoverse-n1";
+
+/// R of the R / 2R measurement.
+const DEFAULT_REPS: u64 = 3;
+
+/// The model measured when neither `--model` nor `models/` gives one: a
+/// 4.8 KB int8 Dense / Dense / softmax built by
+/// `tools/litert-aarch64/make_tiny_model.py`.
+const FIXTURE: &str = "tools/litert-aarch64/tiny_dense_softmax.tflite";
+
+#[derive(Debug, Default, PartialEq)]
+struct Options {
+    setup_only: bool,
+    models: Vec<PathBuf>,
+    cpu: Option<String>,
+    reps: Option<u64>,
+    jobs: Option<usize>,
+    refs_only: bool,
+    inputs: Vec<(String, PathBuf)>,
+    out: Option<PathBuf>,
+}
+
+fn parse(args: &[String]) -> Result<Options> {
+    let mut opts = Options::default();
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        let mut value = |name: &str| {
+            it.next()
+                .cloned()
+                .ok_or_else(|| format!("compare: {name} needs a value"))
+        };
+        match arg.as_str() {
+            "--setup" => opts.setup_only = true,
+            "--model" => opts.models.push(value("--model")?.into()),
+            "--cpu" => opts.cpu = Some(check_cpu(&value("--cpu")?)?),
+            "--reps" => {
+                let text = value("--reps")?;
+                match text.parse::<u64>() {
+                    Ok(r) if r >= 1 => opts.reps = Some(r),
+                    _ => bail!("compare: --reps wants a positive integer, got `{text}`"),
+                }
+            }
+            "--jobs" => {
+                let text = value("--jobs")?;
+                match text.parse::<usize>() {
+                    Ok(j) if j >= 1 => opts.jobs = Some(j),
+                    _ => bail!("compare: --jobs wants a positive integer, got `{text}`"),
+                }
+            }
+            "--refs-only" => opts.refs_only = true,
+            "--input" => {
+                let spec = value("--input")?;
+                match spec.split_once('=') {
+                    Some((key, file)) if !key.is_empty() && !file.is_empty() => {
+                        opts.inputs.push((key.to_string(), file.into()))
+                    }
+                    _ => bail!("compare: --input wants NAME_OR_INDEX=FILE.npy, got `{spec}`"),
+                }
+            }
+            "--out" => opts.out = Some(value("--out")?.into()),
+            other => bail!("compare: unknown option `{other}` (see `cargo xtask help`)"),
+        }
+    }
+    if opts.refs_only {
+        if opts.models.len() != 1 || opts.out.is_none() {
+            bail!("compare: --refs-only takes exactly one --model and an --out DIR");
+        }
+        if opts.reps.is_some() || opts.jobs.is_some() {
+            bail!("compare: --refs-only runs once, uncounted; --reps and --jobs do not apply");
+        }
+    } else if !opts.inputs.is_empty() || opts.out.is_some() {
+        bail!("compare: --input and --out go with --refs-only");
+    }
+    if opts.setup_only && (opts.refs_only || !opts.models.is_empty()) {
+        bail!("compare: --setup takes no other options");
+    }
+    Ok(opts)
+}
+
+/// A `-cpu` value we accept: anything qemu takes except `max` with SME
+/// left on.
+fn check_cpu(cpu: &str) -> Result<String> {
+    if cpu.is_empty() || cpu.contains(char::is_whitespace) {
+        bail!("compare: bad --cpu `{cpu}`");
+    }
+    let is_max = cpu == "max" || cpu.starts_with("max,");
+    if is_max && !cpu.split(',').any(|o| o == "sme=off") {
+        bail!(
+            "compare: --cpu {cpu} lets XNNPACK pick SME kernels, which give wrong \
+             results under qemu 7.2; use `max,sme=off` or `{DEFAULT_CPU}`"
+        );
+    }
+    Ok(cpu.to_string())
+}
+
+pub fn cli(args: &[String]) -> Result {
+    let opts = parse(args)?;
+    let layout = sysroot::ensure()?;
+    if opts.setup_only {
+        eprintln!(
+            "compare: LiteRT for aarch64 is set up in {}",
+            layout.base.display()
+        );
+        return Ok(());
+    }
+    let cpu = opts.cpu.as_deref().unwrap_or(DEFAULT_CPU);
+    let root = cpuinfo::root_for(&layout, cpu)?;
+    if opts.refs_only {
+        return refs_only(&layout, &root, cpu, &opts);
+    }
+    let models = if opts.models.is_empty() {
+        default_models()?
+    } else {
+        opts.models.clone()
+    };
+    let models = checked_models(&models)?;
+    compare(
+        &layout,
+        &root,
+        cpu,
+        &models,
+        opts.reps.unwrap_or(DEFAULT_REPS),
+        opts.jobs.unwrap_or(1),
+    )
+}
+
+/// Every `.tflite` file under `models/` (sub-folders included), or the
+/// fixture when there are none.
+fn default_models() -> Result<Vec<PathBuf>> {
+    let mut models = Vec::new();
+    find_tflite(&util::root().join("models"), &mut models);
+    models.sort();
+    if models.is_empty() {
+        eprintln!("compare: no .tflite files under models/; measuring {FIXTURE}");
+        models.push(util::root().join(FIXTURE));
+    }
+    Ok(models)
+}
+
+fn find_tflite(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.filter_map(|e| e.ok()) {
+        let path = entry.path();
+        // Python environments of model generators may carry test models.
+        let hidden = entry.file_name().to_string_lossy().starts_with('.');
+        if path.is_dir() && !hidden {
+            find_tflite(&path, out);
+        } else if path.extension().is_some_and(|x| x == "tflite") {
+            out.push(path);
+        }
+    }
+}
+
+/// Absolute paths of existing files, with distinct stems (each names its
+/// output folder).
+fn checked_models(models: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    let mut checked: Vec<PathBuf> = Vec::new();
+    for model in models {
+        if !model.is_file() {
+            bail!("compare: model {} not found", model.display());
+        }
+        let absolute = fs::canonicalize(model)?;
+        if checked
+            .iter()
+            .any(|c| c.file_stem() == absolute.file_stem())
+        {
+            bail!(
+                "compare: two models named {} (outputs go to target/compare/<stem>/)",
+                measure::file_name(&absolute)
+            );
+        }
+        checked.push(absolute);
+    }
+    Ok(checked)
+}
+
+fn compare_dir() -> PathBuf {
+    util::target_dir().join("compare")
+}
+
+fn compare(
+    layout: &sysroot::Layout,
+    root: &Path,
+    cpu: &str,
+    models: &[PathBuf],
+    reps: u64,
+    jobs: usize,
+) -> Result {
+    let started = Instant::now();
+    let plugin = plugin::insn_plugin()?;
+    let tasks: Vec<(&PathBuf, Resolver)> = models
+        .iter()
+        .flat_map(|m| Resolver::ALL.map(|r| (m, r)))
+        .collect();
+    let out_dirs: Vec<PathBuf> = tasks
+        .iter()
+        .map(|(model, resolver)| {
+            let stem = model.file_stem().unwrap_or_default().to_string_lossy();
+            compare_dir().join(&*stem).join(resolver.name())
+        })
+        .collect();
+    util::step(format!(
+        "measuring {} model(s) x {{xnnpack, builtin}} under qemu -cpu {cpu}, R = {reps} and 2R invocations",
+        models.len()
+    ));
+    let measurements: Vec<Measurement> =
+        util::parallel(&tasks, jobs, "measurement(s)", |i, (model, resolver)| {
+            let job = Job {
+                layout,
+                root,
+                cpu,
+                plugin: &plugin,
+                model,
+                resolver: *resolver,
+                reps,
+                out_dir: &out_dirs[i],
+            };
+            let m = measure::measure(&job).map_err(|e| e.to_string())?;
+            eprintln!(
+                "  {} {}: {} instructions per inference",
+                measure::file_name(model),
+                resolver.name(),
+                m.per_inference().map(util::thousands).unwrap_or_default()
+            );
+            Ok(m)
+        })?;
+
+    let mut rows = Vec::new();
+    for (model, pair) in models.iter().zip(measurements.chunks(2)) {
+        let per = |r: Resolver| -> Result<u64> {
+            match pair.iter().find(|m| m.resolver == r) {
+                Some(m) => m.per_inference(),
+                None => bail!("no {} measurement", r.name()),
+            }
+        };
+        rows.push(table::Row {
+            model: measure::file_name(model),
+            cpu: cpu.to_string(),
+            reps,
+            tflite_xnnpack: per(Resolver::Xnnpack)?,
+            tflite_builtin: per(Resolver::Builtin)?,
+        });
+    }
+    let path = compare_dir().join("compare.json");
+    let old = match fs::read_to_string(&path) {
+        Ok(text) => table::parse(&text).unwrap_or_else(|e| {
+            eprintln!("compare: starting a new {} ({e})", path.display());
+            Vec::new()
+        }),
+        Err(_) => Vec::new(),
+    };
+    let all = table::merge(old, &rows);
+    fs::write(&path, table::to_text(&all)?)?;
+    println!("\nguest instructions per inference (qemu -cpu {cpu}):\n");
+    print!("{}", table::format_table(&rows));
+    eprintln!(
+        "\ncompare: wrote {} and outputs under {}/<model>/<resolver>/ in {:.0} s",
+        path.display(),
+        compare_dir().display(),
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+fn refs_only(layout: &sysroot::Layout, root: &Path, cpu: &str, opts: &Options) -> Result {
+    let model = &checked_models(&opts.models)?[0];
+    let mut inputs = Vec::new();
+    for (key, file) in &opts.inputs {
+        if !file.is_file() {
+            bail!("compare: input file {} not found", file.display());
+        }
+        inputs.push((key.clone(), fs::canonicalize(file)?));
+    }
+    let out = opts
+        .out
+        .as_ref()
+        .expect("parse requires --out with --refs-only");
+    fs::create_dir_all(out)?;
+    // Files of an earlier run with more outputs or generated inputs would
+    // pass for this run's; only the driver's own file names are removed.
+    for entry in fs::read_dir(out)? {
+        let entry = entry?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let ours = name == "run.json"
+            || ((name.starts_with("output_") || name.starts_with("input_"))
+                && name.ends_with(".npy"));
+        if ours && entry.file_type()?.is_file() {
+            fs::remove_file(entry.path())?;
+        }
+    }
+    measure::reference_outputs(layout, root, cpu, model, &inputs, out)?;
+    eprintln!(
+        "compare: LiteRT builtin outputs of {} written to {} (output_<i>.npy, run.json)",
+        measure::file_name(model),
+        out.display()
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(text: &str) -> Vec<String> {
+        text.split_whitespace().map(str::to_string).collect()
+    }
+
+    #[test]
+    fn parses_a_measurement() {
+        let opts = parse(&args(
+            "--model a.tflite --model b.tflite --cpu max,sme=off --reps 5",
+        ))
+        .unwrap();
+        assert_eq!(
+            opts.models,
+            [PathBuf::from("a.tflite"), PathBuf::from("b.tflite")]
+        );
+        assert_eq!(opts.cpu.as_deref(), Some("max,sme=off"));
+        assert_eq!(opts.reps, Some(5));
+        assert!(!opts.refs_only);
+    }
+
+    #[test]
+    fn parses_refs_only() {
+        let opts = parse(&args(
+            "--refs-only --model m.tflite --input 0=x.npy --input ids=y.npy --out refs",
+        ))
+        .unwrap();
+        assert!(opts.refs_only);
+        assert_eq!(
+            opts.inputs,
+            [
+                ("0".to_string(), PathBuf::from("x.npy")),
+                ("ids".to_string(), PathBuf::from("y.npy"))
+            ]
+        );
+        assert_eq!(opts.out, Some(PathBuf::from("refs")));
+    }
+
+    #[test]
+    fn rejects_bad_combinations() {
+        for bad in [
+            "--cpu max",
+            "--cpu max,sve=off",
+            "--reps 0",
+            "--reps x",
+            "--jobs 0",
+            "--model",
+            "--input x.npy --refs-only --model m --out d",
+            "--input 0=x.npy",
+            "--out d",
+            "--refs-only --out d",
+            "--refs-only --model a --model b --out d",
+            "--refs-only --model a --out d --reps 2",
+            "--setup --model a",
+            "--bogus",
+        ] {
+            assert!(parse(&args(bad)).is_err(), "{bad} was accepted");
+        }
+        assert!(parse(&args("--cpu max,sme=off")).is_ok());
+        assert!(parse(&args("--setup")).is_ok());
+    }
+
+    #[test]
+    fn the_fixture_exists() {
+        assert!(util::root().join(FIXTURE).is_file());
+    }
+}
