@@ -1,6 +1,6 @@
 //! The layer's shape.
 
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// The shape of one MobileBert layer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -21,10 +21,10 @@
 //!   NoNorm as [`qneon::NoNorm::from_f32`]; the softmax output TFLite's fixed
 //!   1/256 and -128.
 
+use crate::config::MobileBertConfig;
+use crate::error::{Error, Result};
 use crate::names::{self, FcNames, NormNames};
 use crate::params::{FcParams, FfnParams, LayerParams, NormParams};
-use crate::MobileBertConfig;
-use crate::{Error, Result};
 use qneon::Backend;
 use qneon::QuantParams;
 use std::collections::BTreeMap;
@@ -671,7 +671,7 @@ pub const CALIBRATION_INPUTS: usize = 2;
 pub fn model_files(config: MobileBertConfig) -> Result<(Vec<u8>, Vec<u8>)> {
     let s = synthetic(config, MODEL_SEED, CALIBRATION_INPUTS)?;
     let layer = s.params.to_qnb()?;
-    let input = crate::LayerInput {
+    let input = crate::io::LayerInput {
         input: s.input,
         quant: s.params.input,
         reference_output: s.reference,

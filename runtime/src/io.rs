@@ -18,11 +18,11 @@
 //! An input file holds `input` (int8 `[seq_len, hidden]`, per-tensor) and
 //! `reference_output` (f32 `[seq_len, hidden]`, the float layer's output).
 
+use crate::config::MobileBertConfig;
+use crate::error::{Error, Result};
 use crate::names::{self, FcNames, NormNames};
 use crate::params::{FcParams, FfnParams, LayerParams, NormParams};
 use crate::qnb::{Qnb, QnbWriter, Quant};
-use crate::MobileBertConfig;
-use crate::{Error, Result};
 use qneon::QuantParams;
 use std::vec::Vec;
 

@@ -1,8 +1,8 @@
 //! The prepared int8 layer and its forward pass.
 
+use crate::config::MobileBertConfig;
+use crate::error::{Error, Result};
 use crate::params::{FcParams, LayerParams, NormParams};
-use crate::MobileBertConfig;
-use crate::{Error, Result};
 use qneon::Backend;
 use qneon::QuantParams;
 use qneon::{merge_heads, split_heads, Add, FusedActivation, Gemm, Method, NoNorm, Softmax};
@@ -159,7 +159,7 @@ pub(crate) const PROBABILITIES: QuantParams = QuantParams::new(1.0 / 256.0, -128
 impl Layer {
     /// Prepares every operator of `params` with the given softmax method.
     /// Errors: an inconsistent shape ([`MobileBertConfig::validate`], or a
-    /// parameter array of the wrong length: [`Error::Length`]), and whatever
+    /// parameter array of the wrong length: [`Error::Kernel`] of [`qneon::Error::Length`]), and whatever
     /// an operator's `new` rejects (scales, zero points, multipliers).
     pub fn new(params: &LayerParams, softmax_method: Method) -> Result<Layer> {
         let c = params.config;
@@ -366,7 +366,7 @@ impl Layer {
     /// the layer's input and output quantization. Every operator runs on
     /// `backend` (bit-exact across backends); `profiler` sees each.
     ///
-    /// Errors: buffers of the wrong length ([`Error::Length`]), a workspace
+    /// Errors: buffers of the wrong length ([`Error::Kernel`] of [`qneon::Error::Length`]), a workspace
     /// made for another shape, an unavailable backend.
     pub fn run(
         &self,

@@ -1,6 +1,6 @@
 //! The quantized layer as plain data: what a `.qnb` file holds.
 
-use crate::MobileBertConfig;
+use crate::config::MobileBertConfig;
 use qneon::QuantParams;
 use std::vec::Vec;
 

@@ -75,7 +75,7 @@
 use std::string::String;
 use std::vec::Vec;
 
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// The first 8 bytes of every `.qnb` file.
 pub const MAGIC: [u8; 8] = *b"QNEONQNB";
