@@ -1,4 +1,9 @@
-//! One MobileBert transformer layer in int8, end to end.
+//! # qneon-runtime
+//!
+//! Models run on the [`qneon`] kernels. Today that is one MobileBert
+//! transformer layer in int8, end to end, stored in the `.qnb` format; the
+//! `.tflite` model runtime will live here too. The library stays a small
+//! `no_std` dependency; everything that needs files, a heap and `std` is here.
 //!
 //! The layer is MobileBert's (the SQuAD configuration by default, see
 //! [`MobileBertConfig::SQUAD`]): an input bottleneck and a shared attention
@@ -25,16 +30,21 @@
 //! * [`qnb`]: the container file format (`.qnb`), validated on load;
 //! * [`LayerParams`]: the quantized parameters as plain data, to and from a
 //!   `.qnb` file;
-//! * [`Layer`]: the prepared operators ([`Gemm`](crate::Gemm),
-//!   [`NoNorm`](crate::NoNorm), [`Add`](crate::Add),
-//!   [`Softmax`](crate::Softmax) with a selectable [`Method`](crate::Method)),
+//! * [`Layer`]: the prepared operators ([`Gemm`](qneon::Gemm),
+//!   [`NoNorm`](qneon::NoNorm), [`Add`](qneon::Add),
+//!   [`Softmax`](qneon::Softmax) with a selectable [`Method`](qneon::Method)),
 //!   run with a [`Workspace`] and a [`Profiler`] that sees every operator;
-//! * [`float`] (with `std`): a seeded float layer, its f32 reference forward
+//! * [`float`]: a seeded float layer, its f32 reference forward
 //!   pass, calibration and quantization, which build the committed model
-//!   files and the end-to-end tests.
+//!   files and the end-to-end tests;
+//! * [`Error`]: model-file problems, and the library's errors wrapped in
+//!   [`Error::Kernel`].
+
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 mod config;
-#[cfg(feature = "std")]
+mod error;
 pub mod float;
 mod io;
 mod layer;
@@ -43,6 +53,7 @@ mod params;
 pub mod qnb;
 
 pub use config::MobileBertConfig;
+pub use error::{Error, Result};
 pub use io::LayerInput;
 pub use layer::{Layer, NoProfile, OpKind, Profiler, Workspace};
 pub use params::{FcParams, FfnParams, LayerParams, NormParams};

@@ -1,13 +1,13 @@
 //! The prepared int8 layer and its forward pass.
 
-use super::params::{FcParams, LayerParams, NormParams};
-use super::MobileBertConfig;
-use crate::arch::Backend;
+use crate::config::MobileBertConfig;
 use crate::error::{Error, Result};
-use crate::ops::{merge_heads, split_heads, Add, FusedActivation, Gemm, Method, NoNorm, Softmax};
-use crate::quant::QuantParams;
-use alloc::vec;
-use alloc::vec::Vec;
+use crate::params::{FcParams, LayerParams, NormParams};
+use qneon::Backend;
+use qneon::QuantParams;
+use qneon::{merge_heads, split_heads, Add, FusedActivation, Gemm, Method, NoNorm, Softmax};
+use std::vec;
+use std::vec::Vec;
 
 /// The kinds of operator a profile groups the layer's work by.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -100,6 +100,7 @@ fn fully_connected(p: &FcParams, input: QuantParams, activation: FusedActivation
         p.output,
         activation,
     )
+    .map_err(Error::Kernel)
 }
 
 fn no_norm(p: &NormParams, input: QuantParams) -> Result<NoNorm> {
@@ -111,6 +112,7 @@ fn no_norm(p: &NormParams, input: QuantParams) -> Result<NoNorm> {
         p.output,
         FusedActivation::None,
     )
+    .map_err(Error::Kernel)
 }
 
 #[derive(Clone, Debug)]
@@ -157,7 +159,7 @@ pub(crate) const PROBABILITIES: QuantParams = QuantParams::new(1.0 / 256.0, -128
 impl Layer {
     /// Prepares every operator of `params` with the given softmax method.
     /// Errors: an inconsistent shape ([`MobileBertConfig::validate`], or a
-    /// parameter array of the wrong length: [`Error::Length`]), and whatever
+    /// parameter array of the wrong length: [`Error::Kernel`] of [`qneon::Error::Length`]), and whatever
     /// an operator's `new` rejects (scales, zero points, multipliers).
     pub fn new(params: &LayerParams, softmax_method: Method) -> Result<Layer> {
         let c = params.config;
@@ -165,12 +167,12 @@ impl Layer {
         let (h, b, f) = (c.hidden, c.bottleneck, c.intermediate);
         let fc_shape = |p: &FcParams, what: &'static str, inputs: usize, outputs: usize| {
             if p.inputs != inputs || p.outputs != outputs {
-                return Err(Error::Length {
+                return Err(Error::Kernel(qneon::Error::Length {
                     op: "mobilebert layer",
                     what,
                     expected: inputs * outputs,
                     got: p.inputs * p.outputs,
-                });
+                }));
             }
             Ok(())
         };
@@ -187,12 +189,12 @@ impl Layer {
         fc_shape(&params.attention_output, "attention_output shape", b, b)?;
         fc_shape(&params.output_bottleneck, "output_bottleneck shape", b, h)?;
         if params.ffn.len() != c.ffn_count {
-            return Err(Error::Length {
+            return Err(Error::Kernel(qneon::Error::Length {
                 op: "mobilebert layer",
                 what: "feed-forward networks",
                 expected: c.ffn_count,
                 got: params.ffn.len(),
-            });
+            }));
         }
         for ffn in &params.ffn {
             fc_shape(&ffn.intermediate, "ffn intermediate shape", b, f)?;
@@ -200,7 +202,7 @@ impl Layer {
         }
         for (p, what) in [(&params.key, "key"), (&params.value, "value")] {
             if p.output.zero_point != 0 {
-                return Err(Error::ZeroPoint {
+                return Err(Error::Kernel(qneon::Error::ZeroPoint {
                     what: if what == "key" {
                         "key output zero point (the weight side of Q K^T)"
                     } else {
@@ -209,7 +211,7 @@ impl Layer {
                     value: p.output.zero_point,
                     min: 0,
                     max: 0,
-                });
+                }));
             }
         }
 
@@ -364,7 +366,7 @@ impl Layer {
     /// the layer's input and output quantization. Every operator runs on
     /// `backend` (bit-exact across backends); `profiler` sees each.
     ///
-    /// Errors: buffers of the wrong length ([`Error::Length`]), a workspace
+    /// Errors: buffers of the wrong length ([`Error::Kernel`] of [`qneon::Error::Length`]), a workspace
     /// made for another shape, an unavailable backend.
     pub fn run(
         &self,
@@ -379,26 +381,26 @@ impl Layer {
         let size = l * h;
         for (what, got) in [("input", input.len()), ("output", output.len())] {
             if got != size {
-                return Err(Error::Length {
+                return Err(Error::Kernel(qneon::Error::Length {
                     op: "mobilebert layer",
                     what,
                     expected: size,
                     got,
-                });
+                }));
             }
         }
         if ws.scores.len() != c.heads * l * l || ws.intermediate.len() != l * c.intermediate {
-            return Err(Error::Length {
+            return Err(Error::Kernel(qneon::Error::Length {
                 op: "mobilebert layer",
                 what: "workspace (made by another layer)",
                 expected: c.heads * l * l,
                 got: ws.scores.len(),
-            });
+            }));
         }
         if !backend.is_available() {
-            return Err(Error::BackendUnavailable {
+            return Err(Error::Kernel(qneon::Error::BackendUnavailable {
                 backend: backend.name(),
-            });
+            }));
         }
         let p = profiler;
 

@@ -77,7 +77,7 @@ pub(crate) const CONTEXT: &str = "context.output";
 pub(crate) const ATTENTION_OUTPUT: FcNames = fc!("attention_output");
 pub(crate) const ATTENTION_RESIDUAL: &str = "attention_residual.output";
 pub(crate) const ATTENTION_NORM: NormNames = norm!("attention_norm");
-pub(crate) const FFN: [FfnNames; super::MobileBertConfig::MAX_FFN] =
+pub(crate) const FFN: [FfnNames; crate::config::MobileBertConfig::MAX_FFN] =
     [ffn!("ffn0"), ffn!("ffn1"), ffn!("ffn2"), ffn!("ffn3")];
 pub(crate) const OUTPUT_BOTTLENECK: FcNames = fc!("output_bottleneck");
 pub(crate) const OUTPUT_RESIDUAL: &str = "output_residual.output";

@@ -1,8 +1,8 @@
 //! The quantized layer as plain data: what a `.qnb` file holds.
 
-use super::MobileBertConfig;
-use crate::quant::QuantParams;
-use alloc::vec::Vec;
+use crate::config::MobileBertConfig;
+use qneon::QuantParams;
+use std::vec::Vec;
 
 /// A fully connected layer, TFLite's per-channel int8 `FullyConnected`.
 #[derive(Clone, Debug, PartialEq)]
@@ -23,7 +23,7 @@ pub struct FcParams {
 }
 
 /// A NoNorm (`x * gamma + beta` per channel), quantized as
-/// [`NoNorm`](crate::NoNorm) describes.
+/// [`NoNorm`](qneon::NoNorm) describes.
 #[derive(Clone, Debug, PartialEq)]
 pub struct NormParams {
     /// One int8 gamma per channel, symmetric, in units of `gamma_scales[c]`.

@@ -17,28 +17,60 @@
 
 mod marker;
 
-use qneon::model::float::accuracy;
-use qneon::model::qnb::{fnv1a64, AlignedBytes, Qnb};
-use qneon::model::{Layer, LayerInput, LayerParams, OpKind, Profiler};
+use clap::error::ErrorKind;
+use clap::{CommandFactory, Parser, ValueEnum};
 use qneon::{Backend, CpuFeatures, Method};
+use qneon_runtime::float::accuracy;
+use qneon_runtime::qnb::{fnv1a64, AlignedBytes, Qnb};
+use qneon_runtime::{Layer, LayerInput, LayerParams, OpKind, Profiler};
 use std::fmt::Write as _;
+use std::fs::File;
+use std::io::Write as _;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-const USAGE: &str = "\
-usage: qneon-mobilebert --model FILE [--input FILE] [--softmax fixed|lut|f32]
-                        [--backend scalar|neon] [--reps N] [--json FILE]
+/// `qneon-mobilebert`: runs one int8 MobileBert layer from a `.qnb` file and
+/// prints where the time goes (per-operator profile), the output checksum
+/// and its accuracy against the float reference.
+#[derive(Parser)]
+#[command(name = "qneon-mobilebert", version)]
+struct Cli {
+    /// The layer (.qnb), e.g. models/mobilebert_layer.qnb
+    #[arg(long, value_name = "FILE")]
+    model: String,
+    /// int8 input and float reference output (default: the model path with
+    /// .qnb replaced by .input.bin)
+    #[arg(long, value_name = "FILE")]
+    input: Option<String>,
+    /// Softmax method
+    #[arg(long, value_name = "M", value_enum, default_value_t = SoftmaxMethod::Lut)]
+    softmax: SoftmaxMethod,
+    /// scalar or neon (default: the best on this CPU)
+    #[arg(long, value_name = "B", value_parser = parse_backend)]
+    backend: Option<Backend>,
+    /// Run the layer N times; times are per run
+    #[arg(long, value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    reps: u32,
+    /// Also write the profile as JSON (checked to be writable before the run)
+    #[arg(long, value_name = "FILE")]
+    json: Option<String>,
+}
 
-  --model FILE     the layer (.qnb), e.g. models/mobilebert_layer.qnb
-  --input FILE     int8 input and float reference output (default: the model
-                   path with .qnb replaced by .input.bin)
-  --softmax M      softmax method: fixed (FixedPoint, bit-exact with TFLite
-                   Micro), lut (TFLite's optimized table kernel), f32
-                   (dequantize to f32); default lut
-  --backend B      scalar or neon (default: the best on this CPU)
-  --reps N         run the layer N times (default 1); times are per run
-  --json FILE      also write the profile as JSON
-";
+/// The `--softmax` names.
+#[derive(Clone, Copy, ValueEnum)]
+enum SoftmaxMethod {
+    /// FixedPoint: bit-exact with TFLite Micro
+    Fixed,
+    /// Lut: TFLite's optimized table kernel
+    Lut,
+    /// DequantF32: dequantize to f32
+    F32,
+}
+
+fn parse_backend(name: &str) -> Result<Backend, String> {
+    Backend::from_name(name).ok_or_else(|| format!("unknown backend `{name}` (scalar, neon)"))
+}
 
 struct Options {
     model: String,
@@ -46,59 +78,32 @@ struct Options {
     method: Method,
     backend: Backend,
     reps: u32,
-    json: Option<String>,
+    /// The `--json` path and the file, created before the run.
+    json: Option<(String, File)>,
 }
 
-fn parse(args: &[String]) -> Result<Options, String> {
-    let mut o = Options {
-        model: String::new(),
-        input: None,
-        method: Method::Lut,
-        backend: Backend::best(),
-        reps: 1,
-        json: None,
-    };
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        let mut value = || {
-            it.next()
-                .cloned()
-                .ok_or_else(|| format!("{a} needs a value"))
-        };
-        match a.as_str() {
-            "--model" => o.model = value()?,
-            "--input" => o.input = Some(value()?),
-            "--softmax" => {
-                o.method = match value()?.as_str() {
-                    "fixed" => Method::FixedPoint,
-                    "lut" => Method::Lut,
-                    "f32" => Method::DequantF32,
-                    other => return Err(format!("unknown softmax method `{other}`")),
-                }
-            }
-            "--backend" => {
-                o.backend = match value()?.as_str() {
-                    "scalar" => Backend::Scalar,
-                    "neon" => Backend::Neon,
-                    other => return Err(format!("unknown backend `{other}`")),
-                }
-            }
-            "--reps" => {
-                o.reps = value()?
-                    .parse()
-                    .ok()
-                    .filter(|&n| n > 0)
-                    .ok_or("--reps needs a positive integer")?
-            }
-            "--json" => o.json = Some(value()?),
-            "-h" | "--help" => return Err(String::new()),
-            other => return Err(format!("unknown argument `{other}`")),
-        }
+/// Parses the command line; usage errors (including a `--json` file that
+/// cannot be written) exit with status 2.
+fn parse() -> Options {
+    let cli = Cli::parse();
+    let json = cli.json.map(|path| match File::create(&path) {
+        Ok(file) => (path, file),
+        Err(e) => Cli::command()
+            .error(ErrorKind::ValueValidation, format!("--json {path}: {e}"))
+            .exit(),
+    });
+    Options {
+        model: cli.model,
+        input: cli.input,
+        method: match cli.softmax {
+            SoftmaxMethod::Fixed => Method::FixedPoint,
+            SoftmaxMethod::Lut => Method::Lut,
+            SoftmaxMethod::F32 => Method::DequantF32,
+        },
+        backend: cli.backend.unwrap_or_else(Backend::best),
+        reps: cli.reps,
+        json,
     }
-    if o.model.is_empty() {
-        return Err("--model is required".into());
-    }
-    Ok(o)
 }
 
 /// Per operator kind: calls, work, time; and the instruction-count region.
@@ -128,7 +133,7 @@ fn read_qnb(path: &str) -> Result<AlignedBytes, String> {
     AlignedBytes::read(path).map_err(|e| format!("{path}: {e}"))
 }
 
-fn run(o: &Options) -> Result<(), String> {
+fn run(o: Options) -> Result<(), String> {
     let model_bytes = read_qnb(&o.model)?;
     let model = Qnb::parse(&model_bytes).map_err(|e| format!("{}: {e}", o.model))?;
     let params = LayerParams::from_qnb(&model).map_err(|e| format!("{}: {e}", o.model))?;
@@ -159,7 +164,9 @@ fn run(o: &Options) -> Result<(), String> {
     }
     let total = t.elapsed() / o.reps;
     let acc = accuracy(&output, layer.output_quant(), &input.reference_output);
-    let sum = fnv1a64(bytemuck::cast_slice(&output));
+    // The checksum is over the output's bytes (two's complement).
+    let output_bytes: Vec<u8> = output.iter().map(|&v| v as u8).collect();
+    let sum = fnv1a64(&output_bytes);
 
     let method = o.method.name();
     let dotprod = CpuFeatures::detect().dotprod;
@@ -217,7 +224,7 @@ fn run(o: &Options) -> Result<(), String> {
         acc.cosine, acc.max_abs_err_lsb, acc.mean_abs_err_lsb
     );
 
-    if let Some(path) = &o.json {
+    if let Some((path, mut file)) = o.json {
         let mut ops = String::new();
         for (i, (kind, &(calls, work, time))) in OpKind::ALL.iter().zip(&profile.rows).enumerate() {
             let _ = write!(
@@ -245,22 +252,17 @@ fn run(o: &Options) -> Result<(), String> {
             acc.max_abs_err_lsb,
             acc.mean_abs_err_lsb
         );
-        std::fs::write(path, json).map_err(|e| format!("{path}: {e}"))?;
+        file.write_all(json.as_bytes())
+            .map_err(|e| format!("{path}: {e}"))?;
     }
     Ok(())
 }
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let result = parse(&args).and_then(|o| run(&o));
-    match result {
+    match run(parse()) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) if e.is_empty() => {
-            print!("{USAGE}");
-            ExitCode::SUCCESS
-        }
         Err(e) => {
-            eprintln!("qneon-mobilebert: {e}\n\n{USAGE}");
+            eprintln!("qneon-mobilebert: {e}");
             ExitCode::FAILURE
         }
     }

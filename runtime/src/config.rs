@@ -55,30 +55,30 @@ impl MobileBertConfig {
         ];
         for (what, v) in sizes {
             if v == 0 {
-                return Err(Error::ZeroDimension { op: OP, what });
+                return Err(Error::Kernel(qneon::Error::ZeroDimension { op: OP, what }));
             }
             if v > 1 << 16 {
-                return Err(Error::Unsupported {
+                return Err(Error::Kernel(qneon::Error::Unsupported {
                     op: OP,
                     dtype: "int8",
                     reason: "every layer size must be at most 65,536",
-                });
+                }));
             }
         }
         if self.heads * self.head_dim != self.bottleneck {
-            return Err(Error::Length {
+            return Err(Error::Kernel(qneon::Error::Length {
                 op: OP,
                 what: "heads * head_dim (must equal the bottleneck width)",
                 expected: self.bottleneck,
                 got: self.heads * self.head_dim,
-            });
+            }));
         }
         if self.ffn_count > Self::MAX_FFN {
-            return Err(Error::Unsupported {
+            return Err(Error::Kernel(qneon::Error::Unsupported {
                 op: OP,
                 dtype: "int8",
                 reason: "at most 4 feed-forward networks (MobileBert's count)",
-            });
+            }));
         }
         Ok(())
     }
@@ -114,18 +114,24 @@ mod tests {
     fn inconsistent_shapes_are_errors() {
         let mut c = MobileBertConfig::SQUAD;
         c.head_dim = 31;
-        assert!(matches!(c.validate(), Err(Error::Length { .. })));
+        assert!(matches!(
+            c.validate(),
+            Err(Error::Kernel(qneon::Error::Length { .. }))
+        ));
         let mut c = MobileBertConfig::SQUAD;
         c.seq_len = 0;
         assert!(matches!(
             c.validate(),
-            Err(Error::ZeroDimension {
+            Err(Error::Kernel(qneon::Error::ZeroDimension {
                 what: "seq_len",
                 ..
-            })
+            }))
         ));
         let mut c = MobileBertConfig::SQUAD;
         c.ffn_count = 5;
-        assert!(matches!(c.validate(), Err(Error::Unsupported { .. })));
+        assert!(matches!(
+            c.validate(),
+            Err(Error::Kernel(qneon::Error::Unsupported { .. }))
+        ));
     }
 }

@@ -1,7 +1,7 @@
 //! [`LayerParams`] to and from a `.qnb` file, and the input file (the int8
 //! input and the float reference output).
 //!
-//! A layer file holds, under the names of [`super::names`]:
+//! A layer file holds, under the names of [`crate::names`]:
 //!
 //! * metadata `seq_len`, `hidden`, `bottleneck`, `heads`, `head_dim`,
 //!   `ffn_count`, `intermediate` (the [`MobileBertConfig`]) and `layer_format`
@@ -18,13 +18,13 @@
 //! An input file holds `input` (int8 `[seq_len, hidden]`, per-tensor) and
 //! `reference_output` (f32 `[seq_len, hidden]`, the float layer's output).
 
-use super::names::{self, FcNames, NormNames};
-use super::params::{FcParams, FfnParams, LayerParams, NormParams};
-use super::qnb::{Qnb, QnbWriter, Quant};
-use super::MobileBertConfig;
+use crate::config::MobileBertConfig;
 use crate::error::{Error, Result};
-use crate::quant::QuantParams;
-use alloc::vec::Vec;
+use crate::names::{self, FcNames, NormNames};
+use crate::params::{FcParams, FfnParams, LayerParams, NormParams};
+use crate::qnb::{Qnb, QnbWriter, Quant};
+use qneon::QuantParams;
+use std::vec::Vec;
 
 /// The `layer_format` metadata value of this layout.
 const LAYER_FORMAT: i64 = 1;

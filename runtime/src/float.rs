@@ -9,7 +9,7 @@
 //!   path exercise per-channel scales and nonzero betas).
 //! * Inputs: `N(0, INPUT_STD^2)` per element (see [`INPUT_STD`]).
 //! * The forward pass is plain f32 (products and sums in f32, the softmax with
-//!   this crate's scalar [`crate::f32::softmax`]); every intermediate tensor is
+//!   this crate's scalar [`qneon::f32::softmax`]); every intermediate tensor is
 //!   reported to an observer, which calibration uses to record min/max.
 //! * Quantization, as TFLite's post-training full-integer quantization does
 //!   it: activations per tensor, asymmetric over the calibrated `[min, max]`
@@ -18,15 +18,15 @@
 //!   `scale = max|x| / 127`) because they are the weight side of the attention
 //!   GEMMs; weights symmetric per output channel (`max|w| / 127`, values in
 //!   `-127..=127`); biases `round(b / (input_scale * weight_scale))` in int32;
-//!   NoNorm as [`crate::NoNorm::from_f32`]; the softmax output TFLite's fixed
+//!   NoNorm as [`qneon::NoNorm::from_f32`]; the softmax output TFLite's fixed
 //!   1/256 and -128.
 
-use super::names::{self, FcNames, NormNames};
-use super::params::{FcParams, FfnParams, LayerParams, NormParams};
-use super::MobileBertConfig;
-use crate::arch::Backend;
-use crate::error::Result;
-use crate::quant::QuantParams;
+use crate::config::MobileBertConfig;
+use crate::error::{Error, Result};
+use crate::names::{self, FcNames, NormNames};
+use crate::params::{FcParams, FfnParams, LayerParams, NormParams};
+use qneon::Backend;
+use qneon::QuantParams;
 use std::collections::BTreeMap;
 use std::vec;
 use std::vec::Vec;
@@ -315,7 +315,7 @@ impl FloatLayer {
         }
         obs(names::SCORES, &scores);
         let mut probs = vec![0f32; scores.len()];
-        crate::f32::softmax_with(Backend::Scalar, &scores, &mut probs, l).expect("rows of seq_len");
+        qneon::f32::softmax_with(Backend::Scalar, &scores, &mut probs, l).expect("rows of seq_len");
         let mut context = vec![0f32; l * b];
         for (h, ph) in probs.chunks_exact(l * l).enumerate() {
             for (i, prow) in ph.chunks_exact(l).enumerate() {
@@ -506,7 +506,7 @@ fn quantize_fc(p: &FcF32, input: QuantParams, output: QuantParams) -> FcParams {
     }
 }
 
-/// As [`crate::NoNorm::from_f32`]: each gamma `+-127` steps of its own scale.
+/// As [`qneon::NoNorm::from_f32`]: each gamma `+-127` steps of its own scale.
 fn quantize_norm(p: &NormF32, input: QuantParams, output: QuantParams) -> NormParams {
     let mut gamma = Vec::with_capacity(p.gamma.len());
     let mut gamma_scales = Vec::with_capacity(p.gamma.len());
@@ -545,11 +545,11 @@ impl Calibration {
     fn range(&self, name: &'static str) -> Result<(f32, f32)> {
         match self.ranges.get(name) {
             Some(&(lo, hi)) if lo.is_finite() && hi.is_finite() => Ok((lo, hi)),
-            _ => Err(crate::Error::Unsupported {
+            _ => Err(Error::Kernel(qneon::Error::Unsupported {
                 op: "calibration",
                 dtype: "int8",
                 reason: "a tensor has no finite calibrated range",
-            }),
+            })),
         }
     }
 
@@ -671,7 +671,7 @@ pub const CALIBRATION_INPUTS: usize = 2;
 pub fn model_files(config: MobileBertConfig) -> Result<(Vec<u8>, Vec<u8>)> {
     let s = synthetic(config, MODEL_SEED, CALIBRATION_INPUTS)?;
     let layer = s.params.to_qnb()?;
-    let input = super::LayerInput {
+    let input = crate::io::LayerInput {
         input: s.input,
         quant: s.params.input,
         reference_output: s.reference,

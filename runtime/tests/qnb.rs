@@ -4,11 +4,11 @@
 //! when the checksum is recomputed, naming the byte offset of that field.
 //!
 //! The field offsets and the checksum below are written from the documented layout
-//! (module docs of `qneon::model::qnb` and `models/README.md`), not taken from the
+//! (module docs of `qneon_runtime::qnb` and `models/README.md`), not taken from the
 //! library, so a change to the format that the docs don't follow fails here.
 
-use qneon::model::qnb::{AlignedBytes, DType, Element, Qnb, QnbWriter, Quant, ALIGN};
-use qneon::Error;
+use qneon_runtime::qnb::{AlignedBytes, DType, Element, Qnb, QnbWriter, Quant, ALIGN};
+use qneon_runtime::Error;
 
 // ---------------------------------------------------------------------------
 // The documented layout, restated.
@@ -848,12 +848,12 @@ fn writer_rejects_bad_input() {
     );
     assert_eq!(
         w.tensor::<i16>("len", &[2, 3], Quant::None, &[0; 5]),
-        Err(Error::Length {
+        Err(Error::Kernel(qneon::Error::Length {
             op: "qnb writer",
             what: "tensor data",
             expected: 6,
             got: 5
-        })
+        }))
     );
     for bad in [0.0f32, -1.0, f32::NAN, f32::INFINITY] {
         let e = w
@@ -867,7 +867,10 @@ fn writer_rejects_bad_input() {
                 &[0],
             )
             .unwrap_err();
-        assert!(matches!(e, Error::Scale { .. }), "{e:?}");
+        assert!(
+            matches!(e, Error::Kernel(qneon::Error::Scale { .. })),
+            "{e:?}"
+        );
         let e = w
             .tensor::<i8>(
                 "s",
@@ -878,7 +881,10 @@ fn writer_rejects_bad_input() {
                 &[0, 0],
             )
             .unwrap_err();
-        assert!(matches!(e, Error::Scale { .. }), "{e:?}");
+        assert!(
+            matches!(e, Error::Kernel(qneon::Error::Scale { .. })),
+            "{e:?}"
+        );
     }
     let zp = |w: &mut QnbWriter, z: i32| {
         w.tensor::<u8>(
@@ -893,14 +899,17 @@ fn writer_rejects_bad_input() {
     };
     assert_eq!(
         zp(&mut w, 256),
-        Err(Error::ZeroPoint {
+        Err(Error::Kernel(qneon::Error::ZeroPoint {
             what: "tensor zero point",
             value: 256,
             min: 0,
             max: 255
-        })
+        }))
     );
-    assert!(matches!(zp(&mut w, -1), Err(Error::ZeroPoint { .. })));
+    assert!(matches!(
+        zp(&mut w, -1),
+        Err(Error::Kernel(qneon::Error::ZeroPoint { .. }))
+    ));
     assert_eq!(
         w.tensor::<i8>(
             "pc",
@@ -910,12 +919,12 @@ fn writer_rejects_bad_input() {
             },
             &[0; 3]
         ),
-        Err(Error::Length {
+        Err(Error::Kernel(qneon::Error::Length {
             op: "qnb writer",
             what: "per-channel scales",
             expected: 3,
             got: 2
-        })
+        }))
     );
     write(
         w.tensor::<i8>("pc0", &[], Quant::PerChannel { scales: vec![] }, &[0])

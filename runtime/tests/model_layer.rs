@@ -4,9 +4,10 @@
 //! operator with the right amount of work, and bad parameters or buffers
 //! rejected with errors.
 
-use qneon::model::float::{accuracy, synthetic, Synthetic};
-use qneon::model::{Layer, MobileBertConfig, NoProfile, OpKind, Profiler};
-use qneon::{Backend, Error, Method};
+use qneon::{Backend, Method};
+use qneon_runtime::float::{accuracy, synthetic, Synthetic};
+use qneon_runtime::Error;
+use qneon_runtime::{Layer, MobileBertConfig, NoProfile, OpKind, Profiler};
 use std::collections::BTreeMap;
 
 /// MobileBert's structure at a size that runs in well under a second under
@@ -186,34 +187,34 @@ fn bad_parameters_and_buffers_are_errors() {
     p.key.output.zero_point = 3;
     assert!(matches!(
         Layer::new(&p, Method::Lut),
-        Err(Error::ZeroPoint { value: 3, .. })
+        Err(Error::Kernel(qneon::Error::ZeroPoint { value: 3, .. }))
     ));
     let mut p = s.params.clone();
     p.ffn.pop();
     assert!(matches!(
         Layer::new(&p, Method::Lut),
-        Err(Error::Length {
+        Err(Error::Kernel(qneon::Error::Length {
             what: "feed-forward networks",
             ..
-        })
+        }))
     ));
     let mut p = s.params.clone();
     p.query.inputs += 1;
     assert!(matches!(
         Layer::new(&p, Method::Lut),
-        Err(Error::Length { .. })
+        Err(Error::Kernel(qneon::Error::Length { .. }))
     ));
     let mut p = s.params.clone();
     p.scores.scale = f32::NAN;
     assert!(matches!(
         Layer::new(&p, Method::Lut),
-        Err(Error::Scale { .. })
+        Err(Error::Kernel(qneon::Error::Scale { .. }))
     ));
     let mut p = s.params.clone();
     p.value.weight.pop();
     assert!(matches!(
         Layer::new(&p, Method::Lut),
-        Err(Error::Length { .. })
+        Err(Error::Kernel(qneon::Error::Length { .. }))
     ));
 
     let layer = Layer::new(&s.params, Method::Lut).unwrap();
@@ -228,7 +229,7 @@ fn bad_parameters_and_buffers_are_errors() {
             &mut out,
             &mut NoProfile
         ),
-        Err(Error::Length { what: "input", .. })
+        Err(Error::Kernel(qneon::Error::Length { what: "input", .. }))
     ));
     assert!(matches!(
         layer.run(
@@ -238,7 +239,7 @@ fn bad_parameters_and_buffers_are_errors() {
             &mut out[1..],
             &mut NoProfile
         ),
-        Err(Error::Length { what: "output", .. })
+        Err(Error::Kernel(qneon::Error::Length { what: "output", .. }))
     ));
     let mut other = SMALL;
     other.seq_len += 1;
@@ -252,7 +253,7 @@ fn bad_parameters_and_buffers_are_errors() {
             &mut out,
             &mut NoProfile
         ),
-        Err(Error::Length { .. })
+        Err(Error::Kernel(qneon::Error::Length { .. }))
     ));
 }
 

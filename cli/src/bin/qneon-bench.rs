@@ -20,9 +20,15 @@
 //! log-softmax) run on the row shapes; element-wise ops (logistic, tanh,
 //! sigmoid) run on every shape, `flat` being theirs.
 
+use clap::builder::RangedU64ValueParser;
+use clap::error::ErrorKind;
+use clap::{CommandFactory, Parser};
 use qneon::{
     q31, Backend, Error, LogSoftmax, Logistic, Method, QuantElem, QuantParams, Softmax, Tanh,
 };
+use std::fs::File;
+use std::io::Write as _;
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
@@ -35,8 +41,69 @@ const METHODS: [Method; 4] = [
     Method::DequantF32,
 ];
 
+/// `qneon-bench`: every operator, element type, method and backend on a
+/// named shape, as a table of median times (and instruction counts under
+/// qemu through `cargo xtask bench`).
+#[derive(Parser)]
+#[command(name = "qneon-bench", version)]
+struct Cli {
+    /// mobilebert: 4 heads x 384 x 384 attention scores (1536 rows of 384);
+    /// rows64: the same element count in rows of 64; short: 4096 rows of 16;
+    /// vocab: 1 row of 32768; flat: 1536*384 elements for the element-wise
+    /// ops only
+    #[arg(long, default_value = "mobilebert", value_parser = SHAPES)]
+    shape: String,
+    /// Run each kernel R times in one process (median time reported)
+    #[arg(long, value_name = "R", default_value_t = 1,
+          value_parser = RangedU64ValueParser::<usize>::new().range(1..))]
+    reps: usize,
+    /// scalar, neon or all (those available on this machine)
+    #[arg(long, env = "QNEON_BACKEND", default_value = "all", value_parser = parse_backends)]
+    backend: Backends,
+    /// `op`, `op type`, `op type method` (whole words) or a type name
+    #[arg(long, value_name = "TEXT")]
+    filter: Option<String>,
+    /// Also write the table as JSON (checked to be writable before the run)
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    /// Input scale of the 8-bit types; logits are N(0, min(3, 40 S)) in
+    /// real units, so about 40 steps wide at small S
+    #[arg(long, value_name = "S", default_value_t = 0.1, value_parser = positive_f32)]
+    in_scale: f32,
+    /// Print the rows `--filter` selects (`op type method row|element`) and run nothing
+    #[arg(long)]
+    list: bool,
+}
+
+/// The shape names `--shape` accepts (see [`shape_dims`]).
+const SHAPES: [&str; 5] = ["mobilebert", "rows64", "short", "vocab", "flat"];
+
+/// The backends `--backend` selects: one, or all available (`None`).
+#[derive(Clone, Copy)]
+struct Backends(Option<Backend>);
+
+fn parse_backends(name: &str) -> Result<Backends, String> {
+    if name == "all" {
+        return Ok(Backends(None));
+    }
+    Backend::from_name(name)
+        .map(|b| Backends(Some(b)))
+        .ok_or_else(|| format!("unknown backend `{name}` (scalar, neon, all)"))
+}
+
+fn positive_f32(text: &str) -> Result<f32, String> {
+    let s: f32 = text.parse().map_err(|e| format!("{e}"))?;
+    if s.is_finite() && s > 0.0 {
+        Ok(s)
+    } else {
+        Err(format!("must be finite and positive, got {s}"))
+    }
+}
+
+/// What a run needs from the command line, checked.
 struct Args {
-    json: Option<String>,
+    /// The `--json` file, opened (created or truncated) before the run.
+    json: Option<(PathBuf, File)>,
     shape: String,
     reps: usize,
     backends: Vec<Backend>,
@@ -45,78 +112,36 @@ struct Args {
     list: bool,
 }
 
-const USAGE: &str = "usage: qneon-bench [--shape mobilebert|rows64|short|vocab|flat] [--reps R] \
-[--backend scalar|neon|all] [--filter TEXT] [--json FILE] [--in-scale S] [--list]
-
-  --shape   mobilebert: 4 heads x 384 x 384 attention scores (1536 rows of 384)
-            rows64: the same element count in rows of 64
-            short: 4096 rows of 16; vocab: 1 row of 32768
-            flat: 1536*384 elements for the element-wise ops only
-  --reps R  run each kernel R times in one process (median time reported)
-  --filter  `op`, `op type`, `op type method` (whole words) or a type name
-  --in-scale S  input scale of the 8-bit types (default 0.1); logits are
-            N(0, min(3, 40 S)) in real units, so about 40 steps wide at small S
-  --list    print the rows `--filter` selects (`op type method row|element`), run nothing";
-
-fn parse_args() -> Result<Args, String> {
-    let mut shape = "mobilebert".to_string();
-    let mut reps = 1usize;
-    let mut backend = std::env::var("QNEON_BACKEND").unwrap_or_else(|_| "all".into());
-    let mut filter = None;
-    let mut json = None;
-    let mut list = false;
-    let mut it = std::env::args().skip(1);
-    while let Some(arg) = it.next() {
-        let mut value = |name: &str| {
-            it.next()
-                .ok_or_else(|| format!("{name} needs a value\n{USAGE}"))
-        };
-        match arg.as_str() {
-            "--shape" => shape = value("--shape")?,
-            "--reps" => {
-                reps = value("--reps")?
-                    .parse()
-                    .map_err(|e| format!("--reps: {e}"))?;
-            }
-            "--backend" => backend = value("--backend")?,
-            "--filter" => filter = Some(value("--filter")?),
-            "--json" => json = Some(value("--json")?),
-            "--list" => list = true,
-            "--in-scale" => {
-                let s: f32 = value("--in-scale")?
-                    .parse()
-                    .map_err(|e| format!("--in-scale: {e}"))?;
-                if !(s.is_finite() && s > 0.0) {
-                    return Err(format!("--in-scale must be positive, got {s}"));
-                }
-                IN_SCALE_8BIT.store(s.to_bits(), Ordering::Relaxed);
-            }
-            "-h" | "--help" => return Err(USAGE.to_string()),
-            other => return Err(format!("unknown argument {other}\n{USAGE}")),
-        }
-    }
-    let backends = if backend == "all" {
-        Backend::available().collect()
-    } else {
-        let b = Backend::from_name(&backend).ok_or_else(|| format!("unknown backend {backend}"))?;
-        if !b.is_available() {
-            return Err(format!(
-                "backend {backend} is not available on this machine"
-            ));
-        }
-        vec![b]
+/// Parses the command line; usage errors (including a backend this machine
+/// lacks and a `--json` file that cannot be written) exit with status 2.
+fn parse_args() -> Args {
+    let cli = Cli::parse();
+    let usage_error = |message: String| -> ! {
+        Cli::command()
+            .error(ErrorKind::ValueValidation, message)
+            .exit()
     };
-    if reps == 0 {
-        return Err("--reps must be at least 1".into());
-    }
-    Ok(Args {
+    let backends = match cli.backend.0 {
+        None => Backend::available().collect(),
+        Some(b) if b.is_available() => vec![b],
+        Some(b) => usage_error(format!(
+            "backend {} is not available on this machine",
+            b.name()
+        )),
+    };
+    IN_SCALE_8BIT.store(cli.in_scale.to_bits(), Ordering::Relaxed);
+    let json = cli.json.map(|path| match File::create(&path) {
+        Ok(file) => (path, file),
+        Err(e) => usage_error(format!("--json {}: {e}", path.display())),
+    });
+    Args {
         json,
-        shape,
-        reps,
+        shape: cli.shape,
+        reps: cli.reps,
         backends,
-        filter,
-        list,
-    })
+        filter: cli.filter,
+        list: cli.list,
+    }
 }
 
 /// A named shape: `rows` rows of `cols`, and whether row-wise ops run on it.
@@ -554,13 +579,7 @@ fn run(args: &Args, shape: &Shape) -> Result<Vec<Row>, String> {
 }
 
 fn main() -> ExitCode {
-    let args = match parse_args() {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("{e}");
-            return ExitCode::FAILURE;
-        }
-    };
+    let args = parse_args();
     let shape = match shape_dims(&args.shape) {
         Ok(d) => d,
         Err(e) => {
@@ -629,9 +648,9 @@ fn main() -> ExitCode {
         ));
     }
     json.push_str("]\n");
-    if let Some(path) = &args.json {
-        if let Err(e) = std::fs::write(path, json) {
-            eprintln!("--json {path}: {e}");
+    if let Some((path, mut file)) = args.json {
+        if let Err(e) = file.write_all(json.as_bytes()) {
+            eprintln!("--json {}: {e}", path.display());
             return ExitCode::FAILURE;
         }
     }

@@ -72,10 +72,10 @@
 //!
 //! Validation never panics and allocates at most in proportion to the file length.
 
-use alloc::string::String;
-use alloc::vec::Vec;
+use std::string::String;
+use std::vec::Vec;
 
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// The first 8 bytes of every `.qnb` file.
 pub const MAGIC: [u8; 8] = *b"QNEONQNB";
@@ -352,12 +352,12 @@ impl QnbWriter {
                 problem: "shape product overflows",
             })?;
         if count != data.len() {
-            return Err(Error::Length {
+            return Err(Error::Kernel(qneon::Error::Length {
                 op: "qnb writer",
                 what: "tensor data",
                 expected: count,
                 got: data.len(),
-            });
+            }));
         }
         let dtype = T::DTYPE;
         match &quant {
@@ -369,18 +369,18 @@ impl QnbWriter {
                     });
                 };
                 if !scale_ok(*scale) {
-                    return Err(Error::Scale {
+                    return Err(Error::Kernel(qneon::Error::Scale {
                         what: "tensor scale",
                         value: f64::from(*scale),
-                    });
+                    }));
                 }
                 if !(min..=max).contains(zero_point) {
-                    return Err(Error::ZeroPoint {
+                    return Err(Error::Kernel(qneon::Error::ZeroPoint {
                         what: "tensor zero point",
                         value: *zero_point,
                         min,
                         max,
-                    });
+                    }));
                 }
             }
             Quant::PerChannel { scales } => {
@@ -395,18 +395,18 @@ impl QnbWriter {
                     });
                 };
                 if scales.len() != rows {
-                    return Err(Error::Length {
+                    return Err(Error::Kernel(qneon::Error::Length {
                         op: "qnb writer",
                         what: "per-channel scales",
                         expected: rows,
                         got: scales.len(),
-                    });
+                    }));
                 }
                 if let Some(&bad) = scales.iter().find(|&&s| !scale_ok(s)) {
-                    return Err(Error::Scale {
+                    return Err(Error::Kernel(qneon::Error::Scale {
                         what: "per-channel scale",
                         value: f64::from(bad),
-                    });
+                    }));
                 }
             }
         }
@@ -612,7 +612,7 @@ impl<'a> Qnb<'a> {
     /// in bounds, non-overlapping), length and quant params (finite, > 0 scales, zero
     /// points in the dtype's range, per-channel scale count == `shape[0]`).
     pub fn parse(bytes: &'a [u8]) -> Result<Qnb<'a>> {
-        if bytes.as_ptr() as usize % ALIGN != 0 {
+        if !(bytes.as_ptr() as usize).is_multiple_of(ALIGN) {
             return Err(file_err(
                 "buffer does not start at a 64-byte aligned address (load it with AlignedBytes)",
                 0,
@@ -915,7 +915,7 @@ impl<'a> Qnb<'a> {
 /// The region `off..off + n` of `bytes`, checked to be aligned, after the tables and
 /// inside the file; errors name the offset field at `field`.
 fn region(bytes: &[u8], off: usize, n: usize, tables_end: usize, field: usize) -> Result<&[u8]> {
-    if off % ALIGN != 0 {
+    if !off.is_multiple_of(ALIGN) {
         return Err(file_err("region offset is not a multiple of 64", field));
     }
     if off < tables_end {
@@ -946,7 +946,7 @@ impl AlignedBytes {
     /// A zeroed buffer of `len` bytes.
     pub fn zeroed(len: usize) -> AlignedBytes {
         // Saturating: a length that close to usize::MAX fails to allocate anyway.
-        let buf = alloc::vec![0u8; len.saturating_add(ALIGN - 1)];
+        let buf = std::vec![0u8; len.saturating_add(ALIGN - 1)];
         let start = (ALIGN - buf.as_ptr() as usize % ALIGN) % ALIGN;
         AlignedBytes { buf, start, len }
     }
@@ -959,7 +959,6 @@ impl AlignedBytes {
     }
 
     /// The contents of the file at `path`.
-    #[cfg(feature = "std")]
     pub fn read(path: impl AsRef<std::path::Path>) -> std::io::Result<AlignedBytes> {
         use std::io::Read;
         let mut file = std::fs::File::open(path)?;
