@@ -2,7 +2,8 @@
 
 use core::fmt;
 
-/// The element type of a tensor (`TensorType`, a `byte` in the file).
+/// The element type of a tensor (`TensorType`, a `byte` in the file); the
+/// discriminants are the format's codes.
 ///
 /// Every value of the format up to 22 is known; a file with a larger one is
 /// rejected by [`crate::Model::parse`] ([`crate::Error::UnknownTensorType`]),
@@ -10,36 +11,37 @@ use core::fmt;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[allow(missing_docs)]
 #[non_exhaustive]
+#[repr(i8)]
 pub enum TensorType {
-    Float32,
-    Float16,
-    Int32,
-    Uint8,
-    Int64,
+    Float32 = 0,
+    Float16 = 1,
+    Int32 = 2,
+    Uint8 = 3,
+    Int64 = 4,
     /// Variable-length strings; the buffer holds a count and offsets.
-    String,
-    Bool,
-    Int16,
-    Complex64,
-    Int8,
-    Float64,
-    Complex128,
-    Uint64,
+    String = 5,
+    Bool = 6,
+    Int16 = 7,
+    Complex64 = 8,
+    Int8 = 9,
+    Float64 = 10,
+    Complex128 = 11,
+    Uint64 = 12,
     /// A handle to a resource (hash table, variable); no data of its own.
-    Resource,
+    Resource = 13,
     /// A handle to a variant (tensor list); no data of its own.
-    Variant,
-    Uint32,
-    Uint16,
+    Variant = 14,
+    Uint32 = 15,
+    Uint16 = 16,
     /// 4-bit signed integers, two per byte in constant buffers.
-    Int4,
-    BFloat16,
+    Int4 = 17,
+    BFloat16 = 18,
     /// 2-bit signed integers, four per byte in constant buffers.
-    Int2,
+    Int2 = 19,
     /// 4-bit unsigned integers, two per byte in constant buffers.
-    Uint4,
-    Float8E4M3FN,
-    Float8E5M2,
+    Uint4 = 20,
+    Float8E4M3FN = 21,
+    Float8E5M2 = 22,
 }
 
 /// Every type, at the index of its code.
@@ -79,9 +81,7 @@ impl TensorType {
 
     /// The format code (`TensorType` value).
     pub fn code(self) -> i8 {
-        ALL.iter()
-            .position(|&known| known == self)
-            .expect("every TensorType is in ALL") as i8
+        self as i8
     }
 
     /// The format's name (`"INT8"`).

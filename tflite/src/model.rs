@@ -71,7 +71,9 @@ impl ParseOptions {
 /// [`Model::parse`]: indices are in range, shapes are non-negative and their
 /// sizes fit `usize`, constant buffers hold exactly the bytes their tensors
 /// need, quantization vectors are consistent.
-#[derive(Clone, Debug)]
+///
+/// `Debug` shows byte slices (the file, buffers, constant data) by length.
+#[derive(Clone)]
 pub struct Model<'a> {
     bytes: &'a [u8],
     version: u32,
@@ -125,7 +127,7 @@ pub struct Quantization {
 }
 
 /// A tensor of a subgraph.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Tensor<'a> {
     subgraph: usize,
     index: usize,
@@ -143,7 +145,7 @@ pub struct Tensor<'a> {
 }
 
 /// An operator of a subgraph.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Operator<'a> {
     index: usize,
     opcode_index: usize,
@@ -1165,5 +1167,66 @@ impl std::fmt::Display for Operator<'_> {
             write!(f, " custom options {} B", custom.len())?;
         }
         Ok(())
+    }
+}
+
+/// Shows a byte slice by its length: a model's data can be megabytes.
+struct Length<'a>(&'a [u8]);
+
+impl std::fmt::Debug for Length<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "<{} bytes>", self.0.len())
+    }
+}
+
+impl std::fmt::Debug for Model<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let buffers: Vec<Length<'_>> = self.buffers.iter().map(|data| Length(data)).collect();
+        f.debug_struct("Model")
+            .field("bytes", &Length(self.bytes))
+            .field("version", &self.version)
+            .field("description", &self.description)
+            .field("operator_codes", &self.operator_codes)
+            .field("buffers", &buffers)
+            .field("subgraphs", &self.subgraphs)
+            .field("metadata", &self.metadata)
+            .field("non_constant_bytes", &self.non_constant_bytes)
+            .finish()
+    }
+}
+
+impl std::fmt::Debug for Tensor<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tensor")
+            .field("subgraph", &self.subgraph)
+            .field("index", &self.index)
+            .field("name", &self.name)
+            .field("dtype", &self.dtype)
+            .field("shape", &self.shape)
+            .field("shape_signature", &self.shape_signature)
+            .field("element_count", &self.element_count)
+            .field("byte_size", &self.byte_size)
+            .field("buffer", &self.buffer)
+            .field("data", &self.data.map(Length))
+            .field("quantization", &self.quantization)
+            .field("is_variable", &self.is_variable)
+            .field("is_sparse", &self.is_sparse)
+            .finish()
+    }
+}
+
+impl std::fmt::Debug for Operator<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Operator")
+            .field("index", &self.index)
+            .field("opcode_index", &self.opcode_index)
+            .field("op", &self.op)
+            .field("version", &self.version)
+            .field("inputs", &self.inputs)
+            .field("outputs", &self.outputs)
+            .field("intermediates", &self.intermediates)
+            .field("options", &self.options)
+            .field("custom_options", &self.custom_options.map(Length))
+            .finish()
     }
 }

@@ -9,7 +9,14 @@ use crate::Model;
 #[test]
 fn every_truncation_is_refused_or_drops_only_padding() {
     let bytes = encode(&two_op_model());
-    let full = format!("{:?}", Model::parse(&bytes).unwrap().subgraphs());
+    let full_model = Model::parse(&bytes).unwrap();
+    let full = format!("{:?}", full_model.subgraphs());
+    let full_constants: Vec<Option<Vec<u8>>> = full_model
+        .main_subgraph()
+        .tensors()
+        .iter()
+        .map(|t| t.data().map(<[u8]>::to_vec))
+        .collect();
     let mut refused = 0;
     let mut padding_only = 0;
     for len in 0..bytes.len() {
@@ -23,6 +30,14 @@ fn every_truncation_is_refused_or_drops_only_padding() {
                 // model read is the same, and the dropped bytes are zero.
                 assert_invariants(&model);
                 assert_eq!(format!("{:?}", model.subgraphs()), full);
+                let constants = |model: &Model<'_>| -> Vec<Option<Vec<u8>>> {
+                    let tensors = model.main_subgraph().tensors();
+                    tensors
+                        .iter()
+                        .map(|t| t.data().map(<[u8]>::to_vec))
+                        .collect()
+                };
+                assert_eq!(constants(&model), full_constants);
                 assert!(
                     bytes[len..].iter().all(|&byte| byte == 0),
                     "prefix of {len} bytes parsed"

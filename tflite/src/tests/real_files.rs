@@ -1,6 +1,6 @@
 //! Models written by the TFLite converter, when present: set
-//! `QNEON_TFLITE_MODELS` to a directory of `.tflite` files (searched one
-//! level deep) and run `cargo test -p qneon-tflite real_files -- --nocapture`.
+//! `QNEON_TFLITE_MODELS` to a directory of `.tflite` files (searched three
+//! levels deep) and run `cargo test -p qneon-tflite real_files -- --nocapture`.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -29,7 +29,7 @@ fn converter_models_parse_and_keep_the_invariants() {
         return;
     };
     let mut files = Vec::new();
-    tflite_files(Path::new(&dir), 1, &mut files);
+    tflite_files(Path::new(&dir), 3, &mut files);
     files.sort();
     assert!(!files.is_empty(), "no .tflite files under {dir:?}");
     let mut histogram: BTreeMap<String, usize> = BTreeMap::new();

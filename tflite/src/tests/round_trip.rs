@@ -466,3 +466,16 @@ fn display_lines_show_types_shapes_and_quantization() {
         "#1 SOFTMAX v1 (3) -> (4) beta=1"
     );
 }
+
+#[test]
+fn debug_output_shows_data_by_length() {
+    let bytes = encode(&two_op_model());
+    let model = Model::parse(&bytes).unwrap();
+    let debug = format!("{model:?}");
+    assert!(
+        debug.contains(&format!("bytes: <{} bytes>", bytes.len())),
+        "{debug}"
+    );
+    assert!(debug.contains("data: Some(<12 bytes>)"), "{debug}");
+    assert!(debug.contains("dtype: Int32"), "{debug}");
+}
