@@ -560,3 +560,54 @@ fn shared_tables_cannot_amplify_the_walk() {
     }
     panic!("no layout lets one operator's inputs point at the other's");
 }
+
+#[test]
+fn the_default_step_limit_refuses_a_subgraph_shared_a_thousand_times() {
+    // Subgraph 0 carries a 2000-entry input vector; 999 empty subgraphs
+    // follow. Pointing every entry of Model.subgraphs at subgraph 0 keeps
+    // the file at its size but asks for 1000 times subgraph 0's work.
+    let mut model = two_op_model();
+    main_graph(&mut model).operators.as_mut().unwrap()[1].inputs = Some(vec![3; 2000]);
+    let big = main_graph(&mut model).clone();
+    let count = 1000u32;
+    let mut subgraphs = vec![big];
+    subgraphs.resize(count as usize, fb::SubGraph::default());
+    model.subgraphs = Some(subgraphs);
+    let mut bytes = encode(&model);
+    assert!(Model::parse(&bytes).is_ok());
+
+    let read_u32 =
+        |bytes: &[u8], at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap());
+    // The vector of subgraph offsets: a length of 1000 followed by 1000
+    // offsets that all land inside the file.
+    let vector_at = (0..bytes.len() - 4)
+        .step_by(4)
+        .find(|&at| {
+            read_u32(&bytes, at) == count
+                && (0..count as usize).all(|i| {
+                    let entry = at + 4 + 4 * i;
+                    entry + 4 <= bytes.len()
+                        && entry + (read_u32(&bytes, entry) as usize) < bytes.len()
+                })
+        })
+        .expect("the subgraph vector");
+    let first_entry = vector_at + 4;
+    let big_at = first_entry + read_u32(&bytes, first_entry) as usize;
+    for i in 0..count as usize {
+        let entry = first_entry + 4 * i;
+        let offset = (big_at - entry) as u32;
+        bytes[entry..entry + 4].copy_from_slice(&offset.to_le_bytes());
+    }
+    assert_eq!(
+        Model::parse(&bytes).unwrap_err(),
+        Error::TooManyItems { limit: bytes.len() }
+    );
+    // Allowed more steps, it reads: the 1000 subgraphs are the same one.
+    let generous = ParseOptions {
+        max_items: Some(usize::MAX),
+        ..ParseOptions::default()
+    };
+    let shared = Model::parse_with(&bytes, &generous).unwrap();
+    assert_eq!(shared.subgraphs().len(), 1000);
+    assert_eq!(shared.subgraphs()[999].operators()[1].inputs().len(), 2000);
+}
