@@ -5,9 +5,54 @@
 use core::fmt;
 
 /// Everything loading, writing or running a model can report.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub enum Error {
+    /// A `.tflite` file the reader refuses: truncated, corrupted, an offset,
+    /// length, index or shape out of range, or over the memory budget.
+    Tflite(qneon_tflite::Error),
+    /// An operator of a `.tflite` model this runtime cannot run (yet): the
+    /// op, its dtypes, an option or a rounding mode without a kernel.
+    UnsupportedOp {
+        /// TFLite's name of the operator (`CONV_2D`).
+        op: String,
+        /// Its index in the main subgraph's execution order.
+        index: usize,
+        /// What is missing.
+        missing: String,
+    },
+    /// An operator of a `.tflite` model that breaks TFLite's own rules
+    /// (shapes that do not match, a quantization TFLite's `Prepare` refuses,
+    /// an index out of range at run time).
+    InvalidOp {
+        /// TFLite's name of the operator.
+        op: String,
+        /// Its index in the main subgraph's execution order.
+        index: usize,
+        /// What is wrong.
+        problem: String,
+    },
+    /// A model whose graph cannot be planned: a tensor read before any
+    /// operator writes it, a tensor written twice, no subgraph to run.
+    Graph {
+        /// What is wrong.
+        problem: String,
+    },
+    /// The model needs more memory than the caller's budget allows.
+    OverBudget {
+        /// What needs the memory (`"arena"`).
+        what: &'static str,
+        /// Bytes it needs.
+        needed: usize,
+        /// The budget in bytes.
+        budget: usize,
+    },
+    /// Input data given to `invoke` that does not fit the model: unknown
+    /// input, wrong dtype or byte length.
+    Input {
+        /// What is wrong.
+        problem: String,
+    },
     /// A `.qnb` model file that is truncated, corrupted or malformed.
     ModelFile {
         /// What is wrong (`"bad magic"`, `"checksum mismatch"`, ...).
@@ -48,9 +93,32 @@ impl From<qneon::Error> for Error {
     }
 }
 
+impl From<qneon_tflite::Error> for Error {
+    fn from(e: qneon_tflite::Error) -> Error {
+        Error::Tflite(e)
+    }
+}
+
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            Error::Tflite(e) => write!(f, "model file: {e}"),
+            Error::UnsupportedOp { op, index, missing } => {
+                write!(f, "operator {index} ({op}) is not supported: {missing}")
+            }
+            Error::InvalidOp { op, index, problem } => {
+                write!(f, "operator {index} ({op}): {problem}")
+            }
+            Error::Graph { problem } => write!(f, "model graph: {problem}"),
+            Error::OverBudget {
+                what,
+                needed,
+                budget,
+            } => write!(
+                f,
+                "the {what} needs {needed} bytes, over the memory budget of {budget} bytes"
+            ),
+            Error::Input { problem } => write!(f, "input: {problem}"),
             Error::ModelFile { problem, offset } => {
                 write!(f, "model file: {problem} (at byte {offset})")
             }
@@ -66,6 +134,7 @@ impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             Error::Kernel(e) => Some(e),
+            Error::Tflite(e) => Some(e),
             _ => None,
         }
     }

@@ -46,9 +46,11 @@
 mod config;
 mod error;
 pub mod float;
+pub mod interp;
 mod io;
 mod layer;
 mod names;
+pub mod npy;
 mod params;
 pub mod qnb;
 
