@@ -269,7 +269,7 @@ struct Prepared<'a> {
     reports: Vec<OpReport>,
     inputs: Vec<usize>,
     outputs: Vec<usize>,
-    plan: Option<ArenaPlan>,
+    plan: ArenaPlan,
 }
 
 fn prepare_model<'a>(model: &Model<'a>, options: &Options) -> Result<Prepared<'a>> {
@@ -277,7 +277,6 @@ fn prepare_model<'a>(model: &Model<'a>, options: &Options) -> Result<Prepared<'a
     let tensors: Vec<TensorInfo> = graph.tensors().iter().map(tensor_info).collect();
     let mut nodes = Vec::with_capacity(graph.operators().len());
     let mut reports = Vec::with_capacity(graph.operators().len());
-    let mut first_error = None;
     for operator in graph.operators() {
         let op_name = operator.op().to_string();
         match prepare::prepare(model, graph, operator, options) {
@@ -309,26 +308,34 @@ fn prepare_model<'a>(model: &Model<'a>, options: &Options) -> Result<Prepared<'a
             Err(e) => {
                 reports.push(OpReport {
                     index: operator.index(),
-                    op: op_name,
-                    status: Err(e.clone()),
+                    op: op_name.clone(),
+                    status: Err(e),
                 });
-                first_error.get_or_insert(e);
+                // Planned like the others (its tensors' lifetimes count),
+                // never run: `new` refuses a model with any such node.
+                nodes.push(Node {
+                    info: NodeInfo {
+                        index: operator.index(),
+                        op: op_name,
+                        work: 0,
+                        unit: "element",
+                        inputs: operator.inputs().to_vec(),
+                        outputs: operator
+                            .outputs()
+                            .iter()
+                            .map(|o| o.unwrap_or(usize::MAX))
+                            .collect(),
+                        scratch_bytes: 0,
+                        aliased: false,
+                    },
+                    kernel: Kernel::Nop,
+                    scratch: None,
+                });
             }
         }
     }
     let inputs = graph.inputs().to_vec();
     let outputs = graph.outputs().to_vec();
-    if first_error.is_some() {
-        return Ok(Prepared {
-            tensors,
-            locations: Vec::new(),
-            nodes,
-            reports,
-            inputs,
-            outputs,
-            plan: None,
-        });
-    }
     let (locations, plan) = plan_model(model, &tensors, &mut nodes, &inputs, &outputs)?;
     Ok(Prepared {
         tensors,
@@ -337,7 +344,7 @@ fn prepare_model<'a>(model: &Model<'a>, options: &Options) -> Result<Prepared<'a
         reports,
         inputs,
         outputs,
-        plan: Some(plan),
+        plan,
     })
 }
 
@@ -476,7 +483,7 @@ fn plan_model<'a>(
 /// Constant data, borrowed when aligned for its element type, else copied.
 fn constant_data(data: &[u8], dtype: TensorType) -> Constant<'_> {
     let align = element_size(dtype).unwrap_or(1).min(16);
-    if data.as_ptr() as usize % align == 0 {
+    if (data.as_ptr() as usize).is_multiple_of(align) {
         Constant::Borrowed(data)
     } else {
         let mut storage = vec![0u128; data.len().div_ceil(16)];
@@ -494,7 +501,7 @@ impl<'a> Interpreter<'a> {
         if let Some(e) = prepared.reports.iter().find_map(|r| r.status.clone().err()) {
             return Err(e);
         }
-        let plan = prepared.plan.expect("planned when every op prepared");
+        let plan = prepared.plan;
         if let Some(budget) = options.memory_budget {
             if plan.arena_bytes > budget {
                 return Err(Error::OverBudget {
@@ -534,6 +541,14 @@ impl<'a> Interpreter<'a> {
             inputs: prepared.inputs,
             outputs: prepared.outputs,
             plan: prepared.plan,
+            buffers: prepared
+                .locations
+                .iter()
+                .map(|l| match l {
+                    Location::Arena(b) => Some(*b),
+                    _ => None,
+                })
+                .collect(),
         })
     }
 
@@ -694,7 +709,7 @@ impl<'a> Interpreter<'a> {
             };
             // Byte ranges of the node's arena reads and writes.
             let range_of = |t: usize| -> Option<Range<usize>> {
-                match &self.locations[t] {
+                match self.locations.get(t)? {
                     Location::Arena(buffer) => {
                         let r = self.plan.range(*buffer);
                         Some(r.start..r.start + self.tensors[t].bytes)
@@ -816,8 +831,11 @@ pub struct Analysis {
     pub inputs: Vec<usize>,
     /// Model output tensor indices.
     pub outputs: Vec<usize>,
-    /// The arena plan, when every operator prepared.
-    pub plan: Option<ArenaPlan>,
+    /// The arena plan. Operators that did not prepare are planned with
+    /// their tensors but without the scratch their kernels would need.
+    pub plan: ArenaPlan,
+    /// The buffer of each tensor in the plan (`None`: constant or unused).
+    pub buffers: Vec<Option<usize>>,
 }
 
 #[cfg(test)]
@@ -825,6 +843,7 @@ mod tests {
     use super::*;
 
     #[test]
+    #[allow(clippy::single_range_in_vec_init)]
     fn carve_gives_disjoint_writes_and_refuses_overlaps() {
         let mut arena: Vec<u8> = (0..100).collect();
         let (reads, mut writes) = carve(

@@ -160,7 +160,12 @@ mod tests {
             assert!(plan.conflicts().is_empty());
             assert!(plan.offsets.iter().all(|o| o % ARENA_ALIGNMENT == 0));
             assert!(
-                plan.arena_bytes <= plan.buffers.iter().map(|b| align_up(b.size).unwrap()).sum()
+                plan.arena_bytes
+                    <= plan
+                        .buffers
+                        .iter()
+                        .map(|b| align_up(b.size).unwrap())
+                        .sum::<usize>()
             );
             for i in 0..plan.buffers.len() {
                 assert!(plan.range(i).end <= plan.arena_bytes);

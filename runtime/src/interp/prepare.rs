@@ -294,7 +294,7 @@ fn reshape(op: &Op<'_, '_>) -> Result<PreparedOp> {
                 .all(|(&s, &k)| s == -1 || s == k as i64);
         // A scalar output may be given as [] or [1]-like shapes; only refuse
         // clear disagreement.
-        if !fits && !(shape.is_empty() || known.is_empty()) {
+        if !(fits || shape.is_empty() || known.is_empty()) {
             return Err(op.invalid(format!(
                 "shape input {shape:?} disagrees with the output shape {known:?}"
             )));
@@ -419,7 +419,7 @@ fn strided_slice(op: &Op<'_, '_>) -> Result<PreparedOp> {
     }
     let elem = op.elem(input)?;
     let o = match op.operator.options() {
-        OpOptions::StridedSlice(o) => o.clone(),
+        OpOptions::StridedSlice(o) => *o,
         _ => Default::default(),
     };
     if o.ellipsis_mask != 0 || o.new_axis_mask != 0 || o.offset {
@@ -754,7 +754,7 @@ fn activation(op: &Op<'_, '_>, builtin: BuiltinOp) -> Result<PreparedOp> {
         _ => return Err(op.unsupported_types()),
     };
     Ok(PreparedOp::elements(
-        Kernel::Activation(a),
+        Kernel::Activation(Box::new(a)),
         output.element_count(),
     ))
 }
@@ -790,7 +790,7 @@ fn fully_connected(op: &Op<'_, '_>) -> Result<PreparedOp> {
         return Err(op.unsupported_types());
     }
     let o = match op.operator.options() {
-        OpOptions::FullyConnected(o) => o.clone(),
+        OpOptions::FullyConnected(o) => *o,
         _ => Default::default(),
     };
     if o.weights_format != WeightsFormat::Default {
@@ -874,7 +874,10 @@ fn fully_connected(op: &Op<'_, '_>) -> Result<PreparedOp> {
     )
     .map_err(|e| op.kernel_error(e))?;
     Ok(PreparedOp {
-        kernel: Kernel::FullyConnected { gemm, m },
+        kernel: Kernel::FullyConnected {
+            gemm: Box::new(gemm),
+            m,
+        },
         work: (m * n * k) as u64,
         unit: "MAC",
         scratch_bytes: 0,
@@ -956,7 +959,7 @@ fn batch_matmul(op: &Op<'_, '_>) -> Result<PreparedOp> {
         return Err(op.unsupported_types());
     }
     let o = match op.operator.options() {
-        OpOptions::BatchMatMul(o) => o.clone(),
+        OpOptions::BatchMatMul(o) => *o,
         _ => Default::default(),
     };
     let (sa, sb) = (a.shape(), b.shape());

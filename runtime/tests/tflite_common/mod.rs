@@ -51,7 +51,9 @@ pub fn run_case(
             .position(|t| t.name == tensor)
             .expect("input tensor");
         let array = npy(file.as_str().unwrap());
-        interpreter.set_input(position, &array.data).expect("set input");
+        interpreter
+            .set_input(position, &array.data)
+            .expect("set input");
     }
     interpreter.invoke().expect("invoke");
     let mut results = Vec::new();

@@ -163,9 +163,9 @@ pub(crate) enum Kernel {
         output_zero_point: i32,
     },
     /// An activation of the library.
-    Activation(Activation),
+    Activation(Box<Activation>),
     /// FULLY_CONNECTED: `m` rows through the library's GEMM.
-    FullyConnected { gemm: qneon::Gemm, m: usize },
+    FullyConnected { gemm: Box<qneon::Gemm>, m: usize },
     /// A binary int8 element-wise op; an operand that needs broadcasting
     /// is expanded into scratch first (`a` at scratch 0, `b` after it).
     Binary {

@@ -108,7 +108,7 @@ impl StridedCopy {
             dst[self.dst_start..self.dst_start + elem].copy_from_slice(&src[s..s + elem]);
             return;
         }
-        if self.shape.iter().any(|&n| n == 0) {
+        if self.shape.contains(&0) {
             return;
         }
         let inner = self.shape[rank - 1];
@@ -496,7 +496,7 @@ mod tests {
     fn strided_slice_reverses_and_shrinks() {
         let src: Vec<u8> = (0..12).collect();
         // x[1, ::-1] of [3, 4]: shrink axis 0, reverse axis 1.
-        let (copy, shape) = strided_slice(&[3, 4], &[1, 0], &[2, 0], &[1, -1], 0, 2, 1, 1).unwrap();
+        let (copy, shape) = strided_slice(&[3, 4], &[1, 0], &[2, 0], &[1, -1], 2, 2, 1, 1).unwrap();
         assert_eq!(shape, vec![1, 4]);
         assert_eq!(run(&copy, &src, 4), vec![7, 6, 5, 4]);
         // x[:, 1:4:2]
@@ -515,10 +515,7 @@ mod tests {
         let copy = broadcast(&[2, 1], &[2, 3], 1).unwrap();
         assert_eq!(run(&copy, &[1, 2], 6), vec![1, 1, 1, 2, 2, 2]);
         assert!(broadcast_shape(&[2, 3], &[4, 3]).is_err());
-        assert_eq!(
-            broadcast_shape(&[1, 4, 1], &[3, 1]).unwrap(),
-            vec![1, 4, 3, 1][1..]
-        );
+        assert_eq!(broadcast_shape(&[1, 4, 1], &[3]).unwrap(), vec![1, 4, 3]);
         let parts = join_parts(2, 1, &[1, 2], true).unwrap();
         let mut joined = vec![0; 6];
         parts[0].run(&[1, 2], &mut joined);
