@@ -1,8 +1,8 @@
 //! # qneon-runtime
 //!
-//! Models run on the [`qneon`] kernels. Today that is one MobileBert
-//! transformer layer in int8, end to end, stored in the `.qnb` format; the
-//! `.tflite` model runtime will live here too. The library stays a small
+//! Models run on the [`qneon`] kernels: `.tflite` models through
+//! [`interp::Interpreter`] (load, prepare, plan one arena, invoke), and the
+//! older synthetic MobileBert layer in the `.qnb` format (to be retired). The library stays a small
 //! `no_std` dependency; everything that needs files, a heap and `std` is here.
 //!
 //! The layer is MobileBert's (the SQuAD configuration by default, see

@@ -344,7 +344,7 @@ fn run(args: RunArgs) -> Result<(), String> {
         }
         let total: f64 = timer.times.iter().map(|t| t.as_secs_f64()).sum::<f64>() / reps;
         let mut rows: Vec<_> = by_type.into_iter().collect();
-        rows.sort_by(|a, b| b.1 .3.cmp(&a.1 .3));
+        rows.sort_by_key(|row| std::cmp::Reverse(row.1 .3));
         println!(
             "{:<18} {:>6} {:>16} {:>12} {:>7}",
             "op", "calls", "work", "ms", "share"
