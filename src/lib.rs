@@ -32,8 +32,6 @@
 //! * [`quant`]: quantization parameters and TFLite's multiplier arithmetic.
 //! * [`ops`]: prepared operators (`new()` validates and precomputes, `run()` loops).
 //! * [`q31`]: raw Q31 softmax, logistic and tanh.
-//! * [`model`] (feature `alloc`): the int8 MobileBert layer, its `.qnb` file
-//!   format, and (with `std`) the float reference it is measured against.
 //!
 //! The crate is `no_std`; the default `std` feature adds `std::error::Error`.
 
@@ -51,8 +49,6 @@ pub mod arch;
 pub mod error;
 pub mod f32;
 pub mod fixedpoint;
-#[cfg(feature = "alloc")]
-pub mod model;
 pub mod ops;
 pub mod q31;
 pub mod quant;

@@ -10,10 +10,10 @@ use std::fs;
 use std::path::PathBuf;
 use std::process::Command;
 
+use crate::counts::Counts;
 use crate::expect::{self, Kernel};
 use crate::pattern::{Insn, Pattern};
 use crate::setup;
-use crate::test::Counts;
 use crate::util::{self, bail, Reported, Result, TARGET};
 
 const EXPECT_FILE: &str = "asm_tests/expect.toml";

@@ -1,13 +1,13 @@
 //! `cargo xtask gen-model`: builds the committed MobileBert layer files.
 //!
 //! Deterministic: seeded float weights, calibration on seeded inputs, f32
-//! reference forward pass, quantization (all in `qneon::model::float`), so
+//! reference forward pass, quantization (all in `qneon_runtime::float`), so
 //! running it again reproduces the committed bytes; `--check` verifies
 //! exactly that without writing.
 
 use crate::util::{self, Result};
-use qneon::model::float::model_files;
-use qneon::model::MobileBertConfig;
+use qneon_runtime::float::model_files;
+use qneon_runtime::MobileBertConfig;
 use std::fs;
 
 /// The layer file, relative to the repository root.

@@ -6,9 +6,11 @@
 mod asm;
 mod bench;
 mod compare;
+mod counts;
 mod expect;
 mod gen_model;
 mod mca;
+mod msrv;
 mod pattern;
 mod plot;
 mod plugin;
@@ -27,10 +29,12 @@ commands:
   setup [--mca]         install missing cross tools (rustup target, gcc,
                         libc, qemu-user); --mca also installs llvm-mca-16
   test [--host] [-- FILTER...]
-                        host tests, aarch64 tests under qemu, no_std build
-                        check and asm checks; ends with `N passed, M failed`.
-                        --host runs the host tests only; FILTERs go to both
-                        `cargo test` runs
+                        host tests, aarch64 tests under qemu, the library
+                        built in every feature combination (host, and
+                        bare-metal aarch64 without std), asm checks, benches
+                        build, binaries' smoke runs; ends with `N passed,
+                        M failed`. --host runs the host parts only; FILTERs
+                        go to both `cargo test` runs
   bench [--mca] [--jobs N] [--filter TEXT]
                         instructions per element of every op, type, method,
                         backend and shape under qemu (tools/qemu-insn plugin,
@@ -72,6 +76,9 @@ commands:
   gen-model [--check]   build models/mobilebert_layer.qnb and .input.bin
                         (seeded, deterministic); --check verifies the
                         committed files are what it builds
+  msrv                  build the library and check the workspace with the
+                        toolchain of `rust-version` (installed by rustup if
+                        missing), in target/msrv
   help                  show this message
 ";
 
@@ -89,6 +96,7 @@ fn main() -> ExitCode {
         "asm" => asm::cli(rest),
         "compare" => compare::cli(rest),
         "gen-model" => gen_model::cli(rest),
+        "msrv" => msrv::cli(rest),
         "help" | "-h" | "--help" => {
             print!("{USAGE}");
             Ok(())

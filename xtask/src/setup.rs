@@ -1,13 +1,14 @@
 //! `cargo xtask setup`: make sure the cross toolchain is installed.
 //!
-//! Checks for the Rust aarch64 target, the aarch64 gcc/binutils/libc, qemu
+//! Checks for the Rust aarch64 targets (Linux, and bare metal for the
+//! `no_std` builds), the aarch64 gcc/binutils/libc, qemu
 //! user mode and a host C compiler (for the qemu-insn plugin), and installs
 //! what is missing with rustup and apt-get. Other commands call [`ensure`].
 
 use std::path::Path;
 use std::process::Command;
 
-use crate::util::{self, bail, Result, TARGET};
+use crate::util::{self, bail, Result, BARE_METAL_TARGET, TARGET};
 
 /// The static musl target for `qneon-bench`: added when rustup can, never
 /// required (everything else uses [`TARGET`]).
@@ -105,20 +106,26 @@ pub fn ensure(mca: bool) -> Result {
     Ok(())
 }
 
-/// Adds the aarch64 Rust target if needed; returns whether it did.
+/// The Rust targets every command may build for: aarch64 Linux (tests under
+/// qemu, the binaries) and bare-metal aarch64 (the library's `no_std` builds).
+const RUST_TARGETS: [&str; 2] = [TARGET, BARE_METAL_TARGET];
+
+/// Adds the required Rust targets that are missing; returns whether it added any.
 fn ensure_rust_target() -> Result<bool> {
     if util::which("rustup").is_none() {
-        // A toolchain not managed by rustup may still ship the target.
+        // A toolchain not managed by rustup may still ship the targets.
         let sysroot = util::capture(Command::new("rustc").args(["--print", "sysroot"]))?;
-        let lib = Path::new(sysroot.trim()).join("lib/rustlib").join(TARGET);
-        if lib.is_dir() {
-            return Ok(false);
+        for target in RUST_TARGETS {
+            let lib = Path::new(sysroot.trim()).join("lib/rustlib").join(target);
+            if !lib.is_dir() {
+                bail!(
+                    "setup: the Rust standard library for {target} is not installed and \
+                     rustup is not available to add it; install rustup \
+                     (then `rustup target add {target}`) or your toolchain's {target} std"
+                );
+            }
         }
-        bail!(
-            "setup: the Rust standard library for {TARGET} is not installed and \
-             rustup is not available to add it; install rustup \
-             (then `rustup target add {TARGET}`) or your toolchain's {TARGET} std"
-        );
+        return Ok(false);
     }
     let mut list = Command::new("rustup");
     list.args(["target", "list", "--installed"])
@@ -128,16 +135,21 @@ fn ensure_rust_target() -> Result<bool> {
     if !has(MUSL_TARGET) {
         add_musl_target();
     }
-    if has(TARGET) {
+    let missing: Vec<&str> = RUST_TARGETS.into_iter().filter(|t| !has(t)).collect();
+    if missing.is_empty() {
         return Ok(false);
     }
-    eprintln!("setup: Rust target {TARGET} is missing, adding it");
+    eprintln!(
+        "setup: Rust target(s) {} missing, adding them",
+        missing.join(", ")
+    );
     util::run(
         Command::new("rustup")
-            .args(["target", "add", TARGET])
+            .args(["target", "add"])
+            .args(&missing)
             .current_dir(util::root()),
     )?;
-    eprintln!("setup: added Rust target {TARGET}");
+    eprintln!("setup: added Rust target(s) {}", missing.join(", "));
     Ok(true)
 }
 

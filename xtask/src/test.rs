@@ -1,9 +1,12 @@
 //! `cargo xtask test`: every test suite, with one combined count at the end.
 //!
-//! Parts, in order: host `cargo test --workspace`; `cargo test -p qneon` for
-//! aarch64 under qemu (the runner in `.cargo/config.toml`); a `no_std`
-//! build check of the library; the asm checks; the benches compile (host
-//! and aarch64) and `qneon-bench` runs once on the host. Output streams as it comes;
+//! Parts, in order: host `cargo test --workspace`; `cargo test -p qneon -p
+//! qneon-runtime` for aarch64 under qemu (the runner in
+//! `.cargo/config.toml`); the library built in every feature combination
+//! (default, `no_std`, `alloc`) for the host and the `no_std` ones for
+//! bare-metal aarch64, each build one part; the asm checks; the benches
+//! compile (host and aarch64); `qneon-bench` and `qneon-mobilebert` run on
+//! the host. Output streams as it comes;
 //! libtest's `test result:` lines are summed, and the last line printed is
 //! `N passed, M failed`. A part that fails without reporting any failing
 //! test (say, a compile error) counts as one failure.
@@ -11,25 +14,12 @@
 use std::io::Write;
 use std::process::Command;
 
-use crate::util::{self, bail, Reported, Result, TARGET};
+use crate::counts::{sum_results, Counts};
+use crate::util::{self, bail, Reported, Result, BARE_METAL_TARGET, CLI_PACKAGE, TARGET};
 use crate::{asm, setup};
 
-/// Passed/failed counts of one part.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct Counts {
-    pub passed: u64,
-    pub failed: u64,
-}
-
-impl Counts {
-    fn add(&mut self, other: Counts) {
-        self.passed += other.passed;
-        self.failed += other.failed;
-    }
-}
-
 struct Part {
-    name: &'static str,
+    name: String,
     counts: Counts,
     /// Why the part failed beyond its failing tests, if it did.
     problem: Option<String>,
@@ -62,24 +52,32 @@ pub fn cli(args: &[String]) -> Result {
         filters,
     )];
     if !host_only {
-        let mut qemu_tests =
-            util::cargo(["test", "-p", "qneon", "--target", TARGET, "--no-fail-fast"]);
+        // The library and the model runtime (the NEON layer on the committed
+        // model, `runtime/tests/model_file.rs`) for aarch64.
+        let mut qemu_tests = util::cargo([
+            "test",
+            "-p",
+            "qneon",
+            "-p",
+            "qneon-runtime",
+            "--target",
+            TARGET,
+            "--no-fail-fast",
+        ]);
         // The runner is `qemu-aarch64 -cpu max`, which has dotprod and i8mm:
         // the feature-detection test may insist on finding them.
         qemu_tests.env("QNEON_EXPECT_DOTPROD", "1");
         parts.push(cargo_part("aarch64 tests (qemu)", qemu_tests, filters));
+    }
+    // The library in every feature combination, for the host and (not with
+    // --host: it needs the target from setup) bare-metal aarch64.
+    for (target, features) in feature_builds(host_only) {
         parts.push(build_part(
-            "no_std build",
-            util::cargo([
-                "build",
-                "-p",
-                "qneon",
-                "--target",
-                TARGET,
-                "--no-default-features",
-                "--lib",
-            ]),
+            feature_build_name(target, features),
+            feature_build(target, features),
         ));
+    }
+    if !host_only {
         parts.push(asm_part());
         parts.push(build_part(
             "aarch64 benches build",
@@ -98,7 +96,7 @@ pub fn cli(args: &[String]) -> Result {
             "run",
             "--release",
             "-p",
-            "qneon",
+            CLI_PACKAGE,
             "--bin",
             "qneon-bench",
             "--",
@@ -109,7 +107,7 @@ pub fn cli(args: &[String]) -> Result {
         ]),
     ));
     // The layer runner on the committed model, once per softmax method (the
-    // aarch64 NEON layer runs in the qemu tests, `tests/model_file.rs`).
+    // aarch64 NEON layer runs in the qemu tests, `runtime/tests/model_file.rs`).
     for method in ["fixed", "lut", "f32"] {
         parts.push(build_part(
             "qneon-mobilebert smoke",
@@ -117,7 +115,7 @@ pub fn cli(args: &[String]) -> Result {
                 "run",
                 "--release",
                 "-p",
-                "qneon",
+                CLI_PACKAGE,
                 "--bin",
                 "qneon-mobilebert",
                 "--",
@@ -158,6 +156,62 @@ pub fn cli(args: &[String]) -> Result {
     }
 }
 
+/// The library's feature combinations: the default (`std`), none, and
+/// `alloc` alone.
+const FEATURE_SETS: [Features; 3] = [Features::Default, Features::None, Features::Alloc];
+
+/// One combination of the library's features.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Features {
+    /// `std` (and with it `alloc`).
+    Default,
+    /// `--no-default-features`: the `no_std` core.
+    None,
+    /// `--no-default-features --features alloc`.
+    Alloc,
+}
+
+/// `(target, features)` of every library build: each combination for the
+/// host (target `None`), and, unless `host_only`, the `no_std` ones for
+/// bare-metal aarch64 (which has no `std`, so no default build).
+fn feature_builds(host_only: bool) -> Vec<(Option<&'static str>, Features)> {
+    let host = FEATURE_SETS.iter().map(|&f| (None, f));
+    let bare = FEATURE_SETS
+        .iter()
+        .filter(|&&f| f != Features::Default && !host_only)
+        .map(|&f| (Some(BARE_METAL_TARGET), f));
+    host.chain(bare).collect()
+}
+
+/// The summary line's name of a library build, e.g. `lib build bare alloc`.
+fn feature_build_name(target: Option<&str>, features: Features) -> String {
+    let machine = if target.is_some() { "bare" } else { "host" };
+    let features = match features {
+        Features::Default => "default",
+        Features::None => "no_std",
+        Features::Alloc => "alloc",
+    };
+    format!("lib build {machine} {features}")
+}
+
+/// `cargo build -p qneon --lib` with `features`, for `target` (the host if `None`).
+fn feature_build(target: Option<&str>, features: Features) -> Command {
+    let mut cmd = util::cargo(["build", "-p", "qneon", "--lib"]);
+    if let Some(target) = target {
+        cmd.args(["--target", target]);
+    }
+    match features {
+        Features::Default => {}
+        Features::None => {
+            cmd.arg("--no-default-features");
+        }
+        Features::Alloc => {
+            cmd.args(["--no-default-features", "--features", "alloc"]);
+        }
+    }
+    cmd
+}
+
 /// A `cargo test` run: its libtest results, plus one failure if cargo failed
 /// without any test failing (build error, crash under qemu, ...).
 /// The proptest seed `cargo xtask test` uses unless `PROPTEST_RNG_SEED` is
@@ -166,7 +220,7 @@ pub fn cli(args: &[String]) -> Result {
 /// `cargo test` to explore other inputs).
 const DEFAULT_PROPTEST_SEED: &str = "20261121";
 
-fn cargo_part(name: &'static str, mut cmd: Command, filters: &[String]) -> Part {
+fn cargo_part(name: impl Into<String>, mut cmd: Command, filters: &[String]) -> Part {
     if !filters.is_empty() {
         cmd.arg("--").args(filters);
     }
@@ -185,7 +239,7 @@ fn cargo_part(name: &'static str, mut cmd: Command, filters: &[String]) -> Part 
                 Some(format!("cargo exited with {status}"))
             };
             Part {
-                name,
+                name: name.into(),
                 counts,
                 problem,
             }
@@ -195,10 +249,10 @@ fn cargo_part(name: &'static str, mut cmd: Command, filters: &[String]) -> Part 
 }
 
 /// A build that counts as one test.
-fn build_part(name: &'static str, mut cmd: Command) -> Part {
+fn build_part(name: impl Into<String>, mut cmd: Command) -> Part {
     match util::tee(&mut cmd) {
         Ok((status, _)) if status.success() => Part {
-            name,
+            name: name.into(),
             counts: Counts {
                 passed: 1,
                 failed: 0,
@@ -213,7 +267,7 @@ fn build_part(name: &'static str, mut cmd: Command) -> Part {
 fn asm_part() -> Part {
     match asm::check() {
         Ok(counts) => Part {
-            name: "asm checks",
+            name: "asm checks".into(),
             counts,
             problem: None,
         },
@@ -224,108 +278,13 @@ fn asm_part() -> Part {
     }
 }
 
-fn failed_part(name: &'static str, problem: String) -> Part {
+fn failed_part(name: impl Into<String>, problem: String) -> Part {
     Part {
-        name,
+        name: name.into(),
         counts: Counts {
             passed: 0,
             failed: 1,
         },
         problem: Some(problem),
-    }
-}
-
-/// Sums every libtest summary line in `output`, e.g.
-/// `test result: ok. 12 passed; 0 failed; 1 ignored; 0 measured; ...` or
-/// `test result: FAILED. 3 passed; 1 failed; ...`.
-pub fn sum_results(output: &str) -> Counts {
-    let mut total = Counts::default();
-    for line in output.lines() {
-        if let Some(counts) = parse_result_line(&strip_ansi(line)) {
-            total.add(counts);
-        }
-    }
-    total
-}
-
-fn parse_result_line(line: &str) -> Option<Counts> {
-    let rest = line.trim().strip_prefix("test result: ")?;
-    // Skip the verdict (`ok.` / `FAILED.`), then read `N word` fields.
-    let (_, fields) = rest.split_once(". ")?;
-    let mut counts = Counts::default();
-    let mut seen = false;
-    for field in fields.split(';') {
-        let mut words = field.split_whitespace();
-        let (Some(number), Some(word)) = (words.next(), words.next()) else {
-            continue;
-        };
-        let Ok(n) = number.parse::<u64>() else {
-            continue;
-        };
-        match word {
-            "passed" => counts.passed = n,
-            "failed" => counts.failed = n,
-            _ => continue,
-        }
-        seen = true;
-    }
-    seen.then_some(counts)
-}
-
-/// Removes ANSI colour sequences (`ESC [ ... letter`).
-fn strip_ansi(line: &str) -> String {
-    let mut out = String::with_capacity(line.len());
-    let mut chars = line.chars();
-    while let Some(c) = chars.next() {
-        if c == '\u{1b}' {
-            for c in chars.by_ref() {
-                if c.is_ascii_alphabetic() {
-                    break;
-                }
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn counts(passed: u64, failed: u64) -> Counts {
-        Counts { passed, failed }
-    }
-
-    #[test]
-    fn parses_ok_and_failed_lines() {
-        assert_eq!(
-            parse_result_line(
-                "test result: ok. 12 passed; 0 failed; 1 ignored; 0 measured; \
-                 0 filtered out; finished in 0.01s"
-            ),
-            Some(counts(12, 0))
-        );
-        assert_eq!(
-            parse_result_line("test result: FAILED. 3 passed; 2 failed; 0 ignored"),
-            Some(counts(3, 2))
-        );
-        assert_eq!(parse_result_line("running 3 tests"), None);
-        assert_eq!(parse_result_line("test foo ... ok"), None);
-    }
-
-    #[test]
-    fn sums_all_result_lines_and_ignores_colour() {
-        let output = "\
-running 2 tests
-test a ... ok
-test b ... FAILED
-test result: \u{1b}[31mFAILED\u{1b}[0m. 1 passed; 1 failed; 0 ignored; 0 measured
-   Doc-tests qneon
-test result: ok. 4 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out
-";
-        assert_eq!(sum_results(output), counts(5, 1));
-        assert_eq!(sum_results("error[E0425]: cannot find value"), counts(0, 0));
     }
 }

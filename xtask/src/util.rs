@@ -12,6 +12,9 @@ pub type Result<T = ()> = std::result::Result<T, Box<dyn Error>>;
 
 /// The cross target everything aarch64 is built for.
 pub const TARGET: &str = "aarch64-unknown-linux-gnu";
+/// Bare-metal aarch64 (no operating system, no `std`): the library's
+/// `no_std` builds.
+pub const BARE_METAL_TARGET: &str = "aarch64-unknown-none";
 
 /// Returns early with a formatted error message.
 macro_rules! bail {
@@ -180,13 +183,17 @@ fn copy_lines(from: impl Read, mut to: impl Write) -> String {
     String::from_utf8_lossy(&all).into_owned()
 }
 
-/// Builds the release binary `bin` of qneon for aarch64 and returns its path.
+/// The package of the binaries (`qneon-bench`, `qneon-mobilebert`).
+pub const CLI_PACKAGE: &str = "qneon-cli";
+
+/// Builds the release binary `bin` of [`CLI_PACKAGE`] for aarch64 and
+/// returns its path.
 pub fn build_aarch64_release(bin: &str) -> Result<PathBuf> {
     run(&mut cargo([
         "build",
         "--release",
         "-p",
-        "qneon",
+        CLI_PACKAGE,
         "--bin",
         bin,
         "--target",

@@ -1,0 +1,142 @@
+//! The `qneon` binary: outputs, outputs.json, exit statuses.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn models() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../models")
+}
+
+fn qneon(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_qneon"))
+        .args(args)
+        .output()
+        .expect("runs qneon")
+}
+
+fn path(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// The data bytes of a `.npy` file (after its header).
+fn npy_data(file: &Path) -> Vec<u8> {
+    let bytes = std::fs::read(file).unwrap();
+    let header = u16::from_le_bytes([bytes[8], bytes[9]]) as usize;
+    bytes[10 + header..].to_vec()
+}
+
+#[test]
+fn run_writes_outputs_equal_to_the_reference_and_their_listing() {
+    let case = models().join("ops/softmax_int8");
+    let out = std::env::temp_dir().join(format!("qneon-cli-run-{}", std::process::id()));
+    let json = out.join("run.json");
+    std::fs::create_dir_all(&out).unwrap();
+    let input = format!("x={}", path(&case.join("run0.input.x.npy")));
+    let result = qneon(&[
+        "run",
+        path(&case.join("model.tflite")),
+        "--input",
+        &input,
+        "--output-dir",
+        path(&out),
+        "--profile",
+        "--reps",
+        "2",
+        "--json",
+        path(&json),
+    ]);
+    assert!(
+        result.status.success(),
+        "{}",
+        String::from_utf8_lossy(&result.stderr)
+    );
+    assert_eq!(
+        npy_data(&out.join("0.npy")),
+        npy_data(&case.join("run0.litert_ref.y.npy"))
+    );
+    let listing: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("outputs.json")).unwrap()).unwrap();
+    let first = &listing[0];
+    assert_eq!(first["index"], 0);
+    assert_eq!(first["name"], "PartitionedCall:0");
+    assert_eq!(first["dtype"], "int8");
+    assert_eq!(first["shape"], serde_json::json!([4, 16]));
+    assert_eq!(first["scale"], 0.00390625);
+    assert_eq!(first["zero_point"], -128);
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(report["ops"][0]["op"], "SOFTMAX");
+    assert_eq!(report["invoke_ns"].as_array().unwrap().len(), 2);
+    let stdout = String::from_utf8_lossy(&result.stdout);
+    assert!(stdout.contains("SOFTMAX"), "{stdout}");
+    std::fs::remove_dir_all(&out).unwrap();
+}
+
+#[test]
+fn exit_status_is_2_for_usage_and_1_for_model_or_input_errors() {
+    let softmax = models().join("ops/softmax_int8/model.tflite");
+    assert_eq!(qneon(&["run", "--bogus"]).status.code(), Some(2));
+    assert_eq!(
+        qneon(&["run", path(&softmax), "--rounding", "triple"])
+            .status
+            .code(),
+        Some(2)
+    );
+    assert_eq!(qneon(&["frobnicate"]).status.code(), Some(2));
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (
+            vec!["run".into(), "no/such/model.tflite".into()],
+            "no/such/model.tflite",
+        ),
+        (
+            vec![
+                "run".into(),
+                path(&softmax).into(),
+                "--input".into(),
+                "nope=x.npy".into(),
+            ],
+            "no such input",
+        ),
+        (
+            vec![
+                "run".into(),
+                path(&softmax).into(),
+                "--input".into(),
+                // An int8 input of another shape.
+                format!("0={}", path(&models().join("ops/reshape/run0.input.x.npy"))),
+            ],
+            "but input 0",
+        ),
+        (
+            // MobileBert's SUB waits for the library: a load error naming it.
+            vec![
+                "run".into(),
+                path(&models().join("mobilebert_squad_1l.tflite")).into(),
+            ],
+            "(SUB) is not supported",
+        ),
+    ];
+    for (args, message) in cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let result = qneon(&args);
+        let stderr = String::from_utf8_lossy(&result.stderr);
+        assert_eq!(result.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(stderr.contains(message), "{args:?}: {stderr}");
+    }
+}
+
+#[test]
+fn inspect_lists_ops_plan_and_what_cannot_run() {
+    let result = qneon(&[
+        "inspect",
+        path(&models().join("mobilebert_squad_1l.tflite")),
+        "--rounding",
+        "double",
+    ]);
+    assert!(result.status.success());
+    let stdout = String::from_utf8_lossy(&result.stdout);
+    assert!(stdout.contains("66 operators"), "{stdout}");
+    assert!(stdout.contains("arena plan:"));
+    assert!(stdout.contains("FULLY_CONNECTED"));
+    assert!(stdout.contains("qneon cannot run 10 operators"), "{stdout}");
+}

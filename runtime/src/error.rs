@@ -1,0 +1,163 @@
+//! The runtime's error: model-file problems of its own, and the library's
+//! [`qneon::Error`] for everything a kernel (or a check made in a kernel's
+//! terms) rejects.
+
+use core::fmt;
+
+/// Everything loading, writing or running a model can report.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum Error {
+    /// A `.tflite` file the reader refuses: truncated, corrupted, an offset,
+    /// length, index or shape out of range, or over the memory budget.
+    Tflite(qneon_tflite::Error),
+    /// An operator of a `.tflite` model this runtime cannot run (yet): the
+    /// op, its dtypes, an option or a rounding mode without a kernel.
+    UnsupportedOp {
+        /// TFLite's name of the operator (`CONV_2D`).
+        op: String,
+        /// Its index in the main subgraph's execution order.
+        index: usize,
+        /// What is missing.
+        missing: String,
+    },
+    /// An operator of a `.tflite` model that breaks TFLite's own rules
+    /// (shapes that do not match, a quantization TFLite's `Prepare` refuses,
+    /// an index out of range at run time).
+    InvalidOp {
+        /// TFLite's name of the operator.
+        op: String,
+        /// Its index in the main subgraph's execution order.
+        index: usize,
+        /// What is wrong.
+        problem: String,
+    },
+    /// A model whose graph cannot be planned: a tensor read before any
+    /// operator writes it, a tensor written twice, no subgraph to run.
+    Graph {
+        /// What is wrong.
+        problem: String,
+    },
+    /// The model needs more memory than the caller's budget allows.
+    OverBudget {
+        /// What needs the memory (`"arena"`).
+        what: &'static str,
+        /// Bytes it needs.
+        needed: usize,
+        /// The budget in bytes.
+        budget: usize,
+    },
+    /// Input data given to `invoke` that does not fit the model: unknown
+    /// input, wrong dtype or byte length.
+    Input {
+        /// What is wrong.
+        problem: String,
+    },
+    /// A `.qnb` model file that is truncated, corrupted or malformed.
+    ModelFile {
+        /// What is wrong (`"bad magic"`, `"checksum mismatch"`, ...).
+        problem: &'static str,
+        /// Byte offset in the file of the offending field (0 for the whole buffer).
+        offset: u64,
+    },
+    /// A tensor requested from a `.qnb` model file is missing or has another type or shape.
+    ModelTensor {
+        /// The tensor's name.
+        name: &'static str,
+        /// What is wrong.
+        problem: &'static str,
+    },
+    /// A metadata key requested from a `.qnb` model file is missing.
+    ModelMeta {
+        /// The key.
+        key: &'static str,
+    },
+    /// A `.qnb` writer call with bad arguments (name, rank, quantization kind).
+    ModelWrite {
+        /// What is wrong.
+        problem: &'static str,
+    },
+    /// A length, scale, zero point, shape or backend the library's kernels
+    /// reject: raised by an operator's `new` or `run`, or by the runtime when
+    /// it checks a model's parameters (or a writer's tensor) before an
+    /// operator sees them, so the problem is named in the kernels' terms.
+    Kernel(qneon::Error),
+}
+
+/// `core::result::Result` with the runtime's [`Error`].
+pub type Result<T, E = Error> = core::result::Result<T, E>;
+
+impl From<qneon::Error> for Error {
+    fn from(e: qneon::Error) -> Error {
+        Error::Kernel(e)
+    }
+}
+
+impl From<qneon_tflite::Error> for Error {
+    fn from(e: qneon_tflite::Error) -> Error {
+        Error::Tflite(e)
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Tflite(e) => write!(f, "model file: {e}"),
+            Error::UnsupportedOp { op, index, missing } => {
+                write!(f, "operator {index} ({op}) is not supported: {missing}")
+            }
+            Error::InvalidOp { op, index, problem } => {
+                write!(f, "operator {index} ({op}): {problem}")
+            }
+            Error::Graph { problem } => write!(f, "model graph: {problem}"),
+            Error::OverBudget {
+                what,
+                needed,
+                budget,
+            } => write!(
+                f,
+                "the {what} needs {needed} bytes, over the memory budget of {budget} bytes"
+            ),
+            Error::Input { problem } => write!(f, "input: {problem}"),
+            Error::ModelFile { problem, offset } => {
+                write!(f, "model file: {problem} (at byte {offset})")
+            }
+            Error::ModelTensor { name, problem } => write!(f, "model tensor {name:?}: {problem}"),
+            Error::ModelMeta { key } => write!(f, "model file has no metadata key {key:?}"),
+            Error::ModelWrite { problem } => write!(f, "model writer: {problem}"),
+            Error::Kernel(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Kernel(e) => Some(e),
+            Error::Tflite(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn display_names_the_problem_and_kernel_errors_keep_their_text() {
+        let file = Error::ModelFile {
+            problem: "bad magic",
+            offset: 0,
+        };
+        assert_eq!(file.to_string(), "model file: bad magic (at byte 0)");
+        let kernel = qneon::Error::ZeroDimension {
+            op: "mobilebert layer",
+            what: "heads",
+        };
+        let wrapped = Error::from(kernel);
+        assert_eq!(wrapped.to_string(), kernel.to_string());
+        assert!(std::error::Error::source(&wrapped).is_some());
+        assert!(std::error::Error::source(&file).is_none());
+    }
+}

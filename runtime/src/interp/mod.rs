@@ -1,0 +1,864 @@
+//! The `.tflite` interpreter: load -> prepare -> plan -> invoke.
+//!
+//! [`Interpreter::new`] reads a model through [`qneon_tflite`] (zero-copy,
+//! every offset, length, index and shape verified, the declared tensor sizes
+//! checked against the memory budget before anything is allocated), then
+//! prepares every operator as TFLite's `Prepare` does: dtypes and shapes
+//! checked, quantization checked against TFLite's rules, multipliers and
+//! tables computed, weights packed once. An operator it cannot run is a
+//! load-time [`Error::UnsupportedOp`] naming the op (its TFLite name), its
+//! index and what is missing. Then the tensors' lifetimes are folded into one
+//! arena ([`plan`]), which is allocated once; [`Interpreter::invoke`] only
+//! runs kernels.
+//!
+//! Requantizing arithmetic is the library's ([`qneon::Gemm`],
+//! [`qneon::Add`], the activations); what is not in the library yet (single
+//! rounding, MUL, SUB, BATCH_MATMUL) is refused at load with the reason.
+
+mod ops;
+pub mod plan;
+mod prepare;
+
+use std::ops::Range;
+
+use qneon::{Backend, Method};
+use qneon_tflite::{Model, ParseOptions, TensorType};
+
+use crate::error::{Error, Result};
+use ops::{Io, Kernel};
+use plan::{ArenaPlan, BufferRequest, ARENA_ALIGNMENT};
+
+/// How requantizing ops round `MultiplyByQuantizedMultiplier`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Rounding {
+    /// `(x * M + 2^(30 - s)) >> (31 - s)` in 64 bits: LiteRT 2.3's build
+    /// (`TFLITE_SINGLE_ROUNDING`).
+    #[default]
+    Single,
+    /// gemmlowp's saturating rounding doubling high multiply, then a
+    /// rounding divide by a power of two: TF 2.19's bundled interpreter and
+    /// TFLite Micro.
+    Double,
+}
+
+impl Rounding {
+    /// `"single"` or `"double"`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Rounding::Single => "single",
+            Rounding::Double => "double",
+        }
+    }
+}
+
+/// What the caller chooses at load.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Options {
+    /// Rounding of every requantizing op.
+    pub rounding: Rounding,
+    /// The method of SOFTMAX, LOG_SOFTMAX, LOGISTIC and TANH.
+    pub softmax_method: Method,
+    /// The kernels' backend (never changes a byte).
+    pub backend: Backend,
+    /// Most bytes the model may need at run time: any one tensor, and the
+    /// planned arena. `None`: no limit.
+    pub memory_budget: Option<usize>,
+}
+
+impl Default for Options {
+    /// Single rounding and the fixed-point method (TFLite's reference
+    /// kernels as LiteRT 2.3 builds them), the best backend, 1 GiB.
+    fn default() -> Options {
+        Options {
+            rounding: Rounding::Single,
+            softmax_method: Method::FixedPoint,
+            backend: Backend::best(),
+            memory_budget: Some(1 << 30),
+        }
+    }
+}
+
+/// A tensor as the interpreter sees it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TensorInfo {
+    /// Index in the main subgraph.
+    pub index: usize,
+    /// Name in the file.
+    pub name: String,
+    /// Element type.
+    pub dtype: TensorType,
+    /// Shape (empty for a scalar).
+    pub shape: Vec<usize>,
+    /// Bytes of its data.
+    pub bytes: usize,
+    /// Scales (one, or one per index of `axis`); empty when not quantized.
+    pub scales: Vec<f32>,
+    /// Zero points, as many as scales.
+    pub zero_points: Vec<i64>,
+    /// The quantized axis of per-channel quantization.
+    pub axis: Option<usize>,
+    /// Has data in the file.
+    pub constant: bool,
+}
+
+impl TensorInfo {
+    /// The per-tensor `(scale, zero_point)`, if quantized per tensor.
+    pub fn per_tensor(&self) -> Option<(f32, i64)> {
+        match (self.scales.as_slice(), self.zero_points.as_slice()) {
+            ([scale], [zero_point]) => Some((*scale, *zero_point)),
+            _ => None,
+        }
+    }
+}
+
+/// One operator as planned: what the profiler and inspect see.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeInfo {
+    /// Operator index in the main subgraph.
+    pub index: usize,
+    /// TFLite's name of the op (`FULLY_CONNECTED`).
+    pub op: String,
+    /// Work per invoke: multiply-accumulates for FULLY_CONNECTED and
+    /// BATCH_MATMUL, output elements for the others.
+    pub work: u64,
+    /// `"MAC"` or `"element"`.
+    pub unit: &'static str,
+    /// Input tensor indices (`None`: an omitted optional input).
+    pub inputs: Vec<Option<usize>>,
+    /// Output tensor indices.
+    pub outputs: Vec<usize>,
+    /// Scratch bytes in the arena.
+    pub scratch_bytes: usize,
+    /// The output shares its input's bytes (a RESHAPE): nothing runs.
+    pub aliased: bool,
+}
+
+/// Sees every node `invoke` runs: `begin` right before its kernel, `end`
+/// right after. Both default to nothing.
+pub trait Profiler {
+    /// Node `node` starts.
+    fn begin(&mut self, node: &NodeInfo) {
+        let _ = node;
+    }
+    /// Node `node` ended.
+    fn end(&mut self, node: &NodeInfo) {
+        let _ = node;
+    }
+}
+
+/// The profiler that records nothing.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoProfile;
+
+impl Profiler for NoProfile {}
+
+/// Where a tensor's bytes live at run time.
+#[derive(Clone, Debug)]
+enum Location<'a> {
+    /// Buffer `.0` of the arena plan.
+    Arena(usize),
+    /// Constant data: in the model file when aligned for its type, else a
+    /// copy made at load.
+    Constant(Constant<'a>),
+    /// Not used by any node, not an input or output.
+    Unused,
+}
+
+#[derive(Clone, Debug)]
+enum Constant<'a> {
+    Borrowed(&'a [u8]),
+    /// `u128` storage for its alignment; `.1` bytes of it are the data.
+    Owned(Vec<u128>, usize),
+}
+
+impl Constant<'_> {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Constant::Borrowed(bytes) => bytes,
+            Constant::Owned(storage, len) => &bytemuck::cast_slice(storage)[..*len],
+        }
+    }
+}
+
+struct Node {
+    info: NodeInfo,
+    kernel: Kernel,
+    /// Buffer of its scratch, if any.
+    scratch: Option<usize>,
+}
+
+/// Per-op results of preparing a model: what inspect reports.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OpReport {
+    /// Operator index.
+    pub index: usize,
+    /// TFLite's name of the op.
+    pub op: String,
+    /// `Ok` when prepared; the error otherwise.
+    pub status: std::result::Result<(), Error>,
+}
+
+/// A loaded, prepared and planned model.
+pub struct Interpreter<'a> {
+    options: Options,
+    tensors: Vec<TensorInfo>,
+    locations: Vec<Location<'a>>,
+    nodes: Vec<Node>,
+    inputs: Vec<usize>,
+    outputs: Vec<usize>,
+    plan: ArenaPlan,
+    /// `u128` for alignment; the arena starts at `arena_start` bytes, the
+    /// first 64-byte aligned address.
+    arena: Vec<u128>,
+    arena_start: usize,
+}
+
+impl std::fmt::Debug for Interpreter<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Interpreter")
+            .field("nodes", &self.nodes.len())
+            .field("tensors", &self.tensors.len())
+            .field("arena_bytes", &self.plan.arena_bytes)
+            .finish()
+    }
+}
+
+fn parse<'a>(bytes: &'a [u8], options: &Options) -> Result<Model<'a>> {
+    let mut parse = ParseOptions::unlimited();
+    if let Some(budget) = options.memory_budget {
+        // One tensor over the budget can never fit. The sum of all tensors
+        // may exceed it: the arena reuses memory, and is checked once planned.
+        parse.max_tensor_bytes = budget;
+    }
+    Ok(Model::parse_with(bytes, &parse)?)
+}
+
+fn tensor_info(t: &qneon_tflite::Tensor<'_>) -> TensorInfo {
+    let q = t.quantization();
+    TensorInfo {
+        index: t.index(),
+        name: t.name().to_string(),
+        dtype: t.dtype(),
+        shape: t.shape().to_vec(),
+        // `parse` checked that the size fits; STRING and resource tensors
+        // have none and are refused by every op here.
+        bytes: t.byte_size().unwrap_or(0),
+        scales: q.map(|q| q.scales().to_vec()).unwrap_or_default(),
+        zero_points: q.map(|q| q.zero_points().to_vec()).unwrap_or_default(),
+        axis: q.and_then(|q| q.axis()),
+        constant: t.is_constant(),
+    }
+}
+
+/// Element size of the types the runtime moves (`None` for others).
+fn element_size(dtype: TensorType) -> Option<usize> {
+    match dtype {
+        TensorType::Int8 | TensorType::Uint8 | TensorType::Bool => Some(1),
+        TensorType::Int16 | TensorType::Float16 => Some(2),
+        TensorType::Int32 | TensorType::Float32 | TensorType::Uint32 => Some(4),
+        TensorType::Int64 | TensorType::Float64 | TensorType::Uint64 => Some(8),
+        _ => None,
+    }
+}
+
+/// Everything `new` and `analyze` compute before allocating the arena.
+struct Prepared<'a> {
+    tensors: Vec<TensorInfo>,
+    locations: Vec<Location<'a>>,
+    nodes: Vec<Node>,
+    reports: Vec<OpReport>,
+    inputs: Vec<usize>,
+    outputs: Vec<usize>,
+    plan: ArenaPlan,
+}
+
+fn prepare_model<'a>(model: &Model<'a>, options: &Options) -> Result<Prepared<'a>> {
+    let graph = model.main_subgraph();
+    let tensors: Vec<TensorInfo> = graph.tensors().iter().map(tensor_info).collect();
+    let mut nodes = Vec::with_capacity(graph.operators().len());
+    let mut reports = Vec::with_capacity(graph.operators().len());
+    for operator in graph.operators() {
+        let op_name = operator.op().to_string();
+        match prepare::prepare(model, graph, operator, options) {
+            Ok(prepared) => {
+                reports.push(OpReport {
+                    index: operator.index(),
+                    op: op_name.clone(),
+                    status: Ok(()),
+                });
+                nodes.push(Node {
+                    info: NodeInfo {
+                        index: operator.index(),
+                        op: op_name,
+                        work: prepared.work,
+                        unit: prepared.unit,
+                        inputs: operator.inputs().to_vec(),
+                        outputs: operator
+                            .outputs()
+                            .iter()
+                            .map(|o| o.unwrap_or(usize::MAX))
+                            .collect(),
+                        scratch_bytes: prepared.scratch_bytes,
+                        aliased: prepared.alias,
+                    },
+                    kernel: prepared.kernel,
+                    scratch: None,
+                });
+            }
+            Err(e) => {
+                reports.push(OpReport {
+                    index: operator.index(),
+                    op: op_name.clone(),
+                    status: Err(e),
+                });
+                // Planned like the others (its tensors' lifetimes count),
+                // never run: `new` refuses a model with any such node.
+                nodes.push(Node {
+                    info: NodeInfo {
+                        index: operator.index(),
+                        op: op_name,
+                        work: 0,
+                        unit: "element",
+                        inputs: operator.inputs().to_vec(),
+                        outputs: operator
+                            .outputs()
+                            .iter()
+                            .map(|o| o.unwrap_or(usize::MAX))
+                            .collect(),
+                        scratch_bytes: 0,
+                        aliased: false,
+                    },
+                    kernel: Kernel::Nop,
+                    scratch: None,
+                });
+            }
+        }
+    }
+    let inputs = graph.inputs().to_vec();
+    let outputs = graph.outputs().to_vec();
+    let (locations, plan) = plan_model(model, &tensors, &mut nodes, &inputs, &outputs)?;
+    Ok(Prepared {
+        tensors,
+        locations,
+        nodes,
+        reports,
+        inputs,
+        outputs,
+        plan,
+    })
+}
+
+/// Lifetimes, aliases and the arena plan; the tensors' locations.
+fn plan_model<'a>(
+    model: &Model<'a>,
+    tensors: &[TensorInfo],
+    nodes: &mut [Node],
+    inputs: &[usize],
+    outputs: &[usize],
+) -> Result<(Vec<Location<'a>>, ArenaPlan)> {
+    let graph = model.main_subgraph();
+    let count = tensors.len();
+    let steps = nodes.len();
+    let graph_error = |problem: String| Error::Graph { problem };
+    // Who writes each tensor, and when it is last read.
+    let mut producer: Vec<Option<usize>> = vec![None; count];
+    let mut last_read: Vec<Option<usize>> = vec![None; count];
+    let mut is_input = vec![false; count];
+    for &i in inputs {
+        is_input[i] = true;
+    }
+    for (step, node) in nodes.iter().enumerate() {
+        for input in node.info.inputs.iter().flatten() {
+            let t = *input;
+            if !tensors[t].constant && !is_input[t] && producer[t].is_none() {
+                return Err(graph_error(format!(
+                    "operator {} ({}) reads tensor {t} ({:?}) before any operator writes it",
+                    node.info.index, node.info.op, tensors[t].name
+                )));
+            }
+            last_read[t] = Some(step);
+        }
+        for &t in &node.info.outputs {
+            if t == usize::MAX {
+                continue;
+            }
+            if tensors[t].constant || is_input[t] || producer[t].is_some() {
+                return Err(graph_error(format!(
+                    "operator {} ({}) writes tensor {t} ({:?}), which is constant, a model \
+                     input or written before",
+                    node.info.index, node.info.op, tensors[t].name
+                )));
+            }
+            producer[t] = Some(step);
+        }
+    }
+    for &t in outputs {
+        if !tensors[t].constant && !is_input[t] && producer[t].is_none() {
+            return Err(graph_error(format!(
+                "model output tensor {t} ({:?}) is written by no operator",
+                tensors[t].name
+            )));
+        }
+    }
+    // Aliases: an aliased RESHAPE's output is its input (union-find root).
+    let mut root: Vec<usize> = (0..count).collect();
+    fn find(root: &mut [usize], mut t: usize) -> usize {
+        while root[t] != t {
+            root[t] = root[root[t]];
+            t = root[t];
+        }
+        t
+    }
+    for node in nodes.iter() {
+        if node.info.aliased {
+            let input = node.info.inputs[0].expect("an aliased node has its input");
+            let (a, b) = (
+                find(&mut root, input),
+                find(&mut root, node.info.outputs[0]),
+            );
+            root[b] = a;
+        }
+    }
+    // One buffer per root that is not constant; lifetimes over its members.
+    let mut buffer_of_root: Vec<Option<usize>> = vec![None; count];
+    let mut requests: Vec<BufferRequest> = Vec::new();
+    let mut locations: Vec<Location<'a>> = vec![Location::Unused; count];
+    let mut is_output = vec![false; count];
+    for &o in outputs {
+        is_output[o] = true;
+    }
+    for t in 0..count {
+        let r = find(&mut root, t);
+        if tensors[r].constant {
+            let data = graph.tensors()[r].data().unwrap_or(&[]);
+            locations[t] = Location::Constant(constant_data(data, tensors[r].dtype));
+            continue;
+        }
+        let used = is_input[t] || is_output[t] || producer[t].is_some() || last_read[t].is_some();
+        if !used {
+            continue;
+        }
+        let first = if is_input[t] {
+            0
+        } else {
+            producer[t].unwrap_or(0)
+        };
+        let mut last = last_read[t].unwrap_or(first).max(first);
+        if is_output[t] {
+            last = steps;
+        }
+        let buffer = match buffer_of_root[r] {
+            Some(b) => b,
+            None => {
+                requests.push(BufferRequest {
+                    size: tensors[r].bytes,
+                    first,
+                    last,
+                });
+                buffer_of_root[r] = Some(requests.len() - 1);
+                requests.len() - 1
+            }
+        };
+        let request = &mut requests[buffer];
+        request.first = request.first.min(first);
+        request.last = request.last.max(last);
+        request.size = request.size.max(tensors[t].bytes);
+        locations[t] = Location::Arena(buffer);
+    }
+    for (step, node) in nodes.iter_mut().enumerate() {
+        if node.info.scratch_bytes > 0 {
+            requests.push(BufferRequest {
+                size: node.info.scratch_bytes,
+                first: step,
+                last: step,
+            });
+            node.scratch = Some(requests.len() - 1);
+        }
+    }
+    let plan = ArenaPlan::new(requests)
+        .ok_or_else(|| graph_error("the arena's size overflows usize".to_string()))?;
+    Ok((locations, plan))
+}
+
+/// Constant data, borrowed when aligned for its element type, else copied.
+fn constant_data(data: &[u8], dtype: TensorType) -> Constant<'_> {
+    let align = element_size(dtype).unwrap_or(1).min(16);
+    if (data.as_ptr() as usize).is_multiple_of(align) {
+        Constant::Borrowed(data)
+    } else {
+        let mut storage = vec![0u128; data.len().div_ceil(16)];
+        bytemuck::cast_slice_mut::<u128, u8>(&mut storage)[..data.len()].copy_from_slice(data);
+        Constant::Owned(storage, data.len())
+    }
+}
+
+impl<'a> Interpreter<'a> {
+    /// Loads, prepares and plans the model in `bytes` (zero-copy: constant
+    /// data stays in `bytes` when aligned). Errors name the problem and where.
+    pub fn new(bytes: &'a [u8], options: Options) -> Result<Interpreter<'a>> {
+        let model = parse(bytes, &options)?;
+        let prepared = prepare_model(&model, &options)?;
+        if let Some(e) = prepared.reports.iter().find_map(|r| r.status.clone().err()) {
+            return Err(e);
+        }
+        let plan = prepared.plan;
+        if let Some(budget) = options.memory_budget {
+            if plan.arena_bytes > budget {
+                return Err(Error::OverBudget {
+                    what: "arena",
+                    needed: plan.arena_bytes,
+                    budget,
+                });
+            }
+        }
+        let arena = vec![0u128; (plan.arena_bytes + ARENA_ALIGNMENT).div_ceil(16)];
+        let address = arena.as_ptr() as usize;
+        let arena_start = address.next_multiple_of(ARENA_ALIGNMENT) - address;
+        Ok(Interpreter {
+            options,
+            tensors: prepared.tensors,
+            locations: prepared.locations,
+            nodes: prepared.nodes,
+            inputs: prepared.inputs,
+            outputs: prepared.outputs,
+            plan,
+            arena,
+            arena_start,
+        })
+    }
+
+    /// Prepares every operator of the model without stopping at the first
+    /// that fails, for inspection: one report per operator, and the arena
+    /// plan when every operator prepared. Only a file the reader refuses
+    /// (or a broken graph) is an error.
+    pub fn analyze(bytes: &[u8], options: Options) -> Result<Analysis> {
+        let model = parse(bytes, &options)?;
+        let prepared = prepare_model(&model, &options)?;
+        Ok(Analysis {
+            tensors: prepared.tensors,
+            nodes: prepared.nodes.into_iter().map(|n| n.info).collect(),
+            reports: prepared.reports,
+            inputs: prepared.inputs,
+            outputs: prepared.outputs,
+            plan: prepared.plan,
+            buffers: prepared
+                .locations
+                .iter()
+                .map(|l| match l {
+                    Location::Arena(b) => Some(*b),
+                    _ => None,
+                })
+                .collect(),
+        })
+    }
+
+    /// The options it was loaded with.
+    pub fn options(&self) -> &Options {
+        &self.options
+    }
+
+    /// Every tensor of the main subgraph.
+    pub fn tensors(&self) -> &[TensorInfo] {
+        &self.tensors
+    }
+
+    /// The model's inputs, in order.
+    pub fn inputs(&self) -> Vec<&TensorInfo> {
+        self.inputs.iter().map(|&t| &self.tensors[t]).collect()
+    }
+
+    /// The model's outputs, in order.
+    pub fn outputs(&self) -> Vec<&TensorInfo> {
+        self.outputs.iter().map(|&t| &self.tensors[t]).collect()
+    }
+
+    /// The nodes in execution order.
+    pub fn nodes(&self) -> impl Iterator<Item = &NodeInfo> {
+        self.nodes.iter().map(|n| &n.info)
+    }
+
+    /// The arena plan.
+    pub fn plan(&self) -> &ArenaPlan {
+        &self.plan
+    }
+
+    /// The arena's byte range of tensor `t`, if it lives in the arena.
+    pub fn arena_range(&self, t: usize) -> Option<Range<usize>> {
+        match self.locations.get(t)? {
+            Location::Arena(buffer) => {
+                let range = self.plan.range(*buffer);
+                Some(range.start..range.start + self.tensors[t].bytes)
+            }
+            _ => None,
+        }
+    }
+
+    /// The arena buffer index of tensor `t`, if any (aliased tensors share one).
+    pub fn arena_buffer(&self, t: usize) -> Option<usize> {
+        match self.locations.get(t)? {
+            Location::Arena(buffer) => Some(*buffer),
+            _ => None,
+        }
+    }
+
+    fn arena_bytes_mut(&mut self) -> &mut [u8] {
+        let len = self.plan.arena_bytes;
+        let start = self.arena_start;
+        &mut bytemuck::cast_slice_mut::<u128, u8>(&mut self.arena)[start..start + len]
+    }
+
+    fn arena_bytes(&self) -> &[u8] {
+        let len = self.plan.arena_bytes;
+        &bytemuck::cast_slice::<u128, u8>(&self.arena)[self.arena_start..self.arena_start + len]
+    }
+
+    /// Finds input `key`: its position (`"0"`), its tensor name, or the
+    /// tensor name's part before `:` (`input_ids` for
+    /// `serving_default_input_ids:0`, its signature name without prefix).
+    pub fn input_position(&self, key: &str) -> Option<usize> {
+        if let Ok(position) = key.parse::<usize>() {
+            return (position < self.inputs.len()).then_some(position);
+        }
+        let names: Vec<&str> = self
+            .inputs
+            .iter()
+            .map(|&t| self.tensors[t].name.as_str())
+            .collect();
+        if let Some(p) = names.iter().position(|&n| n == key) {
+            return Some(p);
+        }
+        let short = |name: &str| -> String {
+            let base = name.split(':').next().unwrap_or(name);
+            base.strip_prefix("serving_default_")
+                .unwrap_or(base)
+                .to_string()
+        };
+        let matches: Vec<usize> = (0..names.len())
+            .filter(|&p| short(names[p]) == key)
+            .collect();
+        (matches.len() == 1).then(|| matches[0])
+    }
+
+    /// Copies `data` (the input's bytes, little-endian, row-major) into
+    /// model input `position`. [`Error::Input`] for an unknown position or
+    /// a length other than the tensor's.
+    pub fn set_input(&mut self, position: usize, data: &[u8]) -> Result<()> {
+        let t = *self.inputs.get(position).ok_or_else(|| Error::Input {
+            problem: format!(
+                "input {position} does not exist (the model has {})",
+                self.inputs.len()
+            ),
+        })?;
+        let info = &self.tensors[t];
+        if data.len() != info.bytes {
+            return Err(Error::Input {
+                problem: format!(
+                    "input {position} ({:?}, {} {:?}) needs {} bytes, got {}",
+                    info.name,
+                    info.dtype.name(),
+                    info.shape,
+                    info.bytes,
+                    data.len()
+                ),
+            });
+        }
+        let range = self.arena_range(t).ok_or_else(|| Error::Input {
+            problem: format!("input {position} is constant in the model"),
+        })?;
+        self.arena_bytes_mut()[range].copy_from_slice(data);
+        Ok(())
+    }
+
+    /// The bytes of model output `position` after [`invoke`](Self::invoke).
+    pub fn output(&self, position: usize) -> Option<&[u8]> {
+        let t = *self.outputs.get(position)?;
+        self.tensor_data(t)
+    }
+
+    /// The bytes of tensor `t` (constant data, or its arena bytes, which
+    /// hold the last invoke's value only while the tensor is live).
+    pub fn tensor_data(&self, t: usize) -> Option<&[u8]> {
+        match self.locations.get(t)? {
+            Location::Arena(_) => Some(&self.arena_bytes()[self.arena_range(t)?]),
+            Location::Constant(c) => Some(c.bytes()),
+            Location::Unused => None,
+        }
+    }
+
+    /// Runs every node on the inputs set with [`set_input`](Self::set_input).
+    pub fn invoke(&mut self) -> Result<()> {
+        self.invoke_with(&mut NoProfile)
+    }
+
+    /// [`invoke`](Self::invoke), telling `profiler` about every node.
+    pub fn invoke_with(&mut self, profiler: &mut dyn Profiler) -> Result<()> {
+        let backend = self.options.backend;
+        let start = self.arena_start;
+        let len = self.plan.arena_bytes;
+        let arena = &mut bytemuck::cast_slice_mut::<u128, u8>(&mut self.arena)[start..start + len];
+        for node in &self.nodes {
+            if node.info.aliased {
+                profiler.begin(&node.info);
+                profiler.end(&node.info);
+                continue;
+            }
+            let fail = |problem: String| Error::InvalidOp {
+                op: node.info.op.clone(),
+                index: node.info.index,
+                problem,
+            };
+            // Byte ranges of the node's arena reads and writes.
+            let range_of = |t: usize| -> Option<Range<usize>> {
+                match self.locations.get(t)? {
+                    Location::Arena(buffer) => {
+                        let r = self.plan.range(*buffer);
+                        Some(r.start..r.start + self.tensors[t].bytes)
+                    }
+                    _ => None,
+                }
+            };
+            let mut writes: Vec<Range<usize>> = node
+                .info
+                .outputs
+                .iter()
+                .map(|&t| range_of(t).unwrap_or(0..0))
+                .collect();
+            if let Some(buffer) = node.scratch {
+                writes.push(self.plan.range(buffer));
+            }
+            let reads: Vec<Option<Range<usize>>> = node
+                .info
+                .inputs
+                .iter()
+                .map(|t| t.and_then(range_of))
+                .collect();
+            let (arena_reads, mut outs) = carve(arena, &reads, &writes).map_err(fail)?;
+            let ins: Vec<&[u8]> = node
+                .info
+                .inputs
+                .iter()
+                .zip(arena_reads)
+                .map(|(t, read)| match (t, read) {
+                    (_, Some(bytes)) => bytes,
+                    (Some(t), None) => match &self.locations[*t] {
+                        Location::Constant(c) => c.bytes(),
+                        _ => &[],
+                    },
+                    (None, None) => &[],
+                })
+                .collect();
+            let scratch: &mut [u8] = if node.scratch.is_some() {
+                outs.pop().unwrap_or_default()
+            } else {
+                &mut []
+            };
+            profiler.begin(&node.info);
+            node.kernel
+                .run(backend, Io { ins, outs, scratch })
+                .map_err(fail)?;
+            profiler.end(&node.info);
+        }
+        Ok(())
+    }
+}
+
+/// Splits the arena into the node's write ranges (mutable, disjoint) and
+/// the read-only bytes between them, from which the reads are sliced. A
+/// read that overlaps a write, or overlapping writes, would mean a broken
+/// plan: an error, never aliasing.
+#[allow(clippy::type_complexity)]
+fn carve<'b>(
+    arena: &'b mut [u8],
+    reads: &[Option<Range<usize>>],
+    writes: &[Range<usize>],
+) -> std::result::Result<(Vec<Option<&'b [u8]>>, Vec<&'b mut [u8]>), String> {
+    let mut order: Vec<usize> = (0..writes.len()).collect();
+    order.sort_by_key(|&w| writes[w].start);
+    let mut gaps: Vec<(usize, &'b [u8])> = Vec::with_capacity(writes.len() + 1);
+    let mut slots: Vec<Option<&'b mut [u8]>> = (0..writes.len()).map(|_| None).collect();
+    let mut rest: &'b mut [u8] = arena;
+    let mut position = 0usize;
+    for &w in &order {
+        let range = &writes[w];
+        if range.is_empty() {
+            slots[w] = Some(&mut []);
+            continue;
+        }
+        if range.start < position || range.end > position + rest.len() {
+            return Err(format!(
+                "planned outputs overlap or leave the arena at {range:?}"
+            ));
+        }
+        let (gap, tail) = std::mem::take(&mut rest).split_at_mut(range.start - position);
+        let (slot, tail) = tail.split_at_mut(range.len());
+        gaps.push((position, gap));
+        slots[w] = Some(slot);
+        position = range.end;
+        rest = tail;
+    }
+    gaps.push((position, rest));
+    let mut read_slices = Vec::with_capacity(reads.len());
+    for read in reads {
+        read_slices.push(match read {
+            None => None,
+            Some(range) => {
+                let slice = gaps.iter().find_map(|&(start, gap)| {
+                    (range.start >= start && range.end <= start + gap.len())
+                        .then(|| &gap[range.start - start..range.end - start])
+                });
+                Some(slice.ok_or_else(|| {
+                    format!("a planned input at {range:?} overlaps an output of the same operator")
+                })?)
+            }
+        });
+    }
+    Ok((
+        read_slices,
+        slots.into_iter().map(|s| s.unwrap_or_default()).collect(),
+    ))
+}
+
+/// What [`Interpreter::analyze`] found.
+#[derive(Clone, Debug)]
+pub struct Analysis {
+    /// Every tensor of the main subgraph.
+    pub tensors: Vec<TensorInfo>,
+    /// The nodes that prepared, in execution order.
+    pub nodes: Vec<NodeInfo>,
+    /// One report per operator.
+    pub reports: Vec<OpReport>,
+    /// Model input tensor indices.
+    pub inputs: Vec<usize>,
+    /// Model output tensor indices.
+    pub outputs: Vec<usize>,
+    /// The arena plan. Operators that did not prepare are planned with
+    /// their tensors but without the scratch their kernels would need.
+    pub plan: ArenaPlan,
+    /// The buffer of each tensor in the plan (`None`: constant or unused).
+    pub buffers: Vec<Option<usize>>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    #[allow(clippy::single_range_in_vec_init)]
+    fn carve_gives_disjoint_writes_and_refuses_overlaps() {
+        let mut arena: Vec<u8> = (0..100).collect();
+        let (reads, mut writes) = carve(
+            &mut arena,
+            &[Some(0..10), Some(60..70), None],
+            &[20..30, 40..50],
+        )
+        .unwrap();
+        assert_eq!(reads[0].unwrap()[0], 0);
+        assert_eq!(reads[1].unwrap()[0], 60);
+        assert!(reads[2].is_none());
+        writes[1][0] = 7;
+        assert_eq!(writes[0][0], 20);
+        assert!(carve(&mut arena, &[Some(25..35)], &[20..30]).is_err());
+        assert!(carve(&mut arena, &[], &[20..30, 25..35]).is_err());
+        assert!(carve(&mut arena, &[], &[90..110]).is_err());
+    }
+}

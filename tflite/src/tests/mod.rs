@@ -1,0 +1,7 @@
+//! Tests over models built with the generated writer.
+
+mod fixtures;
+mod malformed;
+mod mutations;
+mod real_files;
+mod round_trip;
