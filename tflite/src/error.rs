@@ -102,6 +102,37 @@ impl fmt::Display for QuantizationProblem {
     }
 }
 
+/// What is wrong with a FlatBuffer structure ([`Error::Malformed`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Structure {
+    /// An offset points outside the file.
+    OffsetOutsideFile,
+    /// A length (of a vector, string or table) runs past the end of the file.
+    PastEndOfFile,
+    /// A table's layout (its vtable) is malformed.
+    BadVtable,
+    /// A string is not UTF-8.
+    NotUtf8,
+    /// A string has no terminating zero.
+    MissingNullTerminator,
+    /// Another structural fault reported by the FlatBuffers reader.
+    Other,
+}
+
+impl fmt::Display for Structure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Structure::OffsetOutsideFile => "offset points outside the file",
+            Structure::PastEndOfFile => "length runs past the end of the file",
+            Structure::BadVtable => "table layout (vtable) is malformed",
+            Structure::NotUtf8 => "string is not UTF-8",
+            Structure::MissingNullTerminator => "string has no terminating zero",
+            Structure::Other => "malformed",
+        })
+    }
+}
+
 /// A model file that cannot be read safely.
 ///
 /// Every variant says what was wrong and where ([`Place`], the field, the
@@ -137,7 +168,7 @@ pub enum Error {
         /// Byte offset of the faulty structure in the file, when known.
         offset: Option<usize>,
         /// What was wrong with it.
-        problem: &'static str,
+        problem: Structure,
     },
     /// A field the model cannot do without is absent.
     MissingField {

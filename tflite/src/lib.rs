@@ -45,7 +45,7 @@ mod values;
 mod generated;
 
 pub use dtype::TensorType;
-pub use error::{Error, Place, QuantizationProblem, Result};
+pub use error::{Error, Place, QuantizationProblem, Result, Structure};
 pub use file::ModelBytes;
 pub use model::{
     Metadata, Model, Operator, OperatorCode, ParseOptions, Quantization, Subgraph, Tensor,

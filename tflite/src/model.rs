@@ -4,7 +4,7 @@
 use planus::ReadAsRoot;
 
 use crate::dtype::TensorType;
-use crate::error::{Error, Place, QuantizationProblem, Result};
+use crate::error::{Error, Place, QuantizationProblem, Result, Structure};
 use crate::generated::tflite as fb;
 use crate::op::{BuiltinOp, OpKind};
 use crate::options::{self, Options};
@@ -440,16 +440,15 @@ impl<T> At<T> for planus::Result<T> {
 fn malformed(at: Place, error: planus::Error) -> Error {
     use planus::errors::ErrorKind;
     let problem = match error.error_kind {
-        ErrorKind::InvalidOffset => "offset points outside the file",
-        ErrorKind::InvalidLength => "length runs past the end of the file",
-        ErrorKind::InvalidVtableLength { .. } => "table layout (vtable) is malformed",
-        ErrorKind::InvalidUtf8 { .. } => "string is not UTF-8",
-        ErrorKind::MissingNullTerminator => "string has no terminating zero",
-        ErrorKind::UnknownUnionTag { .. } => "unknown union member",
-        ErrorKind::UnknownEnumTag { .. } => "unknown enum value",
-        ErrorKind::MissingRequired => "required field is missing",
-        ErrorKind::UnionVectorLengthsMismatched { .. } => "union vector lengths differ",
-        _ => "malformed",
+        ErrorKind::InvalidOffset => Structure::OffsetOutsideFile,
+        ErrorKind::InvalidLength => Structure::PastEndOfFile,
+        ErrorKind::InvalidVtableLength { .. } => Structure::BadVtable,
+        ErrorKind::InvalidUtf8 { .. } => Structure::NotUtf8,
+        ErrorKind::MissingNullTerminator => Structure::MissingNullTerminator,
+        // Union and enum tags are handled where read (this schema declares
+        // no enums, and every union member up to the last known tag);
+        // nothing is `required`.
+        _ => Structure::Other,
     };
     let offset = error.source_location.byte_offset;
     Error::Malformed {

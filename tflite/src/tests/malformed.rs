@@ -2,7 +2,9 @@
 
 use super::fixtures::*;
 use crate::generated::tflite as fb;
-use crate::{BuiltinOp, Error, Model, ParseOptions, Place, QuantizationProblem, TensorType};
+use crate::{
+    BuiltinOp, Error, Model, ParseOptions, Place, QuantizationProblem, Structure, TensorType,
+};
 
 fn parse(model: &fb::Model) -> Result<(), Error> {
     let bytes = encode(model);
@@ -107,9 +109,21 @@ fn a_vector_offset_outside_the_file_is_refused() {
     let error = Model::parse(&broken).unwrap_err();
     match error {
         Error::Malformed {
-            at, table, field, ..
+            at,
+            table,
+            field,
+            problem,
+            ..
         } => {
-            assert_eq!((at, table, field), (operator_at(0), "Operator", "inputs"));
+            assert_eq!(
+                (at, table, field, problem),
+                (
+                    operator_at(0),
+                    "Operator",
+                    "inputs",
+                    Structure::OffsetOutsideFile
+                )
+            );
         }
         other => panic!("{other}"),
     }
@@ -118,7 +132,11 @@ fn a_vector_offset_outside_the_file_is_refused() {
     broken[vector_at..vector_at + 4].copy_from_slice(&u32::MAX.to_le_bytes());
     let error = Model::parse(&broken).unwrap_err();
     assert!(
-        matches!(error, Error::Malformed { at, field: "inputs", .. } if at == operator_at(0)),
+        matches!(
+            error,
+            Error::Malformed { at, field: "inputs", problem: Structure::PastEndOfFile, .. }
+                if at == operator_at(0)
+        ),
         "{error}"
     );
 }
