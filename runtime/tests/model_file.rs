@@ -3,7 +3,10 @@
 //! corrupted files are rejected with errors (never a panic).
 
 use qneon::{Backend, Method};
-use qneon_runtime::float::{model_files, synthetic};
+// Only the host test that regenerates the files uses `model_files`.
+#[cfg(not(target_arch = "aarch64"))]
+use qneon_runtime::float::model_files;
+use qneon_runtime::float::synthetic;
 use qneon_runtime::qnb::{AlignedBytes, Qnb, QnbWriter, Quant};
 use qneon_runtime::Error;
 use qneon_runtime::{Layer, LayerInput, LayerParams, MobileBertConfig, NoProfile};

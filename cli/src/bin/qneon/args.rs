@@ -1,0 +1,124 @@
+//! The command line: subcommands, their options, and what loading takes
+//! from them (the interpreter's options, the model file within budget).
+
+use std::path::{Path, PathBuf};
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use qneon::{Backend, Method};
+use qneon_runtime::interp::{Options, Rounding};
+
+#[derive(Parser)]
+#[command(
+    name = "qneon",
+    version,
+    about = "Runs and inspects .tflite models on the qneon kernels"
+)]
+pub(crate) struct Cli {
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+#[derive(Subcommand)]
+pub(crate) enum Command {
+    /// Run a model: outputs to --output-dir, a profile with --profile.
+    Run(RunArgs),
+    /// Show a model's ops, tensors, arena plan and what qneon cannot run.
+    Inspect(InspectArgs),
+}
+
+/// What loading depends on.
+#[derive(Args)]
+pub(crate) struct LoadArgs {
+    /// SOFTMAX / LOG_SOFTMAX / LOGISTIC / TANH method: fixed (TFLite's
+    /// reference kernels), lut (TFLite's aarch64 builtin kernels), f32.
+    #[arg(long, value_enum, default_value_t = SoftmaxArg::Fixed)]
+    pub(crate) softmax: SoftmaxArg,
+    /// Requantization rounding: single (LiteRT 2.3) or double (TF 2.19's
+    /// bundled TFLite, TFLite Micro).
+    #[arg(long, value_enum, default_value_t = RoundingArg::Single)]
+    pub(crate) rounding: RoundingArg,
+    /// Largest memory the model may take at run time, in MiB.
+    #[arg(long, value_name = "MIB", default_value_t = 1024)]
+    pub(crate) memory_budget: usize,
+}
+
+#[derive(Args)]
+pub(crate) struct RunArgs {
+    /// The model.
+    pub(crate) model: PathBuf,
+    /// An input: K=FILE.npy, K its position or name (split at the first `=`).
+    #[arg(long = "input", value_name = "K=FILE")]
+    pub(crate) inputs: Vec<String>,
+    /// Write DIR/<i>.npy per output and DIR/outputs.json.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) output_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) load: LoadArgs,
+    /// neon or scalar (default: the best on this CPU).
+    #[arg(long, value_enum)]
+    pub(crate) backend: Option<BackendArg>,
+    /// Print the time per op type.
+    #[arg(long)]
+    pub(crate) profile: bool,
+    /// Write the run (per op instance times) as JSON.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) json: Option<PathBuf>,
+    /// Invoke N times; times are per invoke.
+    #[arg(long, value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) reps: u32,
+}
+
+#[derive(Args)]
+pub(crate) struct InspectArgs {
+    /// The model.
+    pub(crate) model: PathBuf,
+    #[command(flatten)]
+    pub(crate) load: LoadArgs,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub(crate) enum SoftmaxArg {
+    Lut,
+    Fixed,
+    F32,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub(crate) enum RoundingArg {
+    Single,
+    Double,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub(crate) enum BackendArg {
+    Neon,
+    Scalar,
+}
+
+impl LoadArgs {
+    pub(crate) fn options(&self, backend: Backend) -> Options {
+        Options {
+            rounding: match self.rounding {
+                RoundingArg::Single => Rounding::Single,
+                RoundingArg::Double => Rounding::Double,
+            },
+            softmax_method: match self.softmax {
+                SoftmaxArg::Lut => Method::Lut,
+                SoftmaxArg::Fixed => Method::FixedPoint,
+                SoftmaxArg::F32 => Method::DequantF32,
+            },
+            backend,
+            memory_budget: Some(self.memory_budget.saturating_mul(1 << 20)),
+        }
+    }
+}
+
+/// The model file, refused before it is read when far larger than any
+/// model the budget could run.
+pub(crate) fn read_model(path: &Path, budget: usize) -> Result<qneon_tflite::ModelBytes, String> {
+    // The file itself is not counted in the run-time budget, but a file far
+    // larger than any model is refused before it is read.
+    qneon_tflite::ModelBytes::read(path, budget.saturating_add(1 << 31))
+        .map_err(|e| format!("{}: {e}", path.display()))
+}

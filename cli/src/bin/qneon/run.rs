@@ -1,0 +1,187 @@
+//! `qneon run`: load, set the inputs, invoke `--reps` times, then print the
+//! summary and the profile and write the outputs and the JSON report.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use qneon::Backend;
+use qneon_runtime::interp::{Interpreter, NodeInfo, Profiler, TensorInfo};
+use qneon_runtime::npy::NpyArray;
+use serde_json::{json, Value};
+
+use crate::args::{read_model, BackendArg, RunArgs};
+use crate::inputs::{numpy_name, set_inputs};
+
+/// Times every node; `times[i]` accumulates node `i`'s (execution order).
+struct Timer {
+    started: Instant,
+    times: Vec<Duration>,
+    position: usize,
+}
+
+impl Profiler for Timer {
+    fn begin(&mut self, _node: &NodeInfo) {
+        self.started = Instant::now();
+    }
+    fn end(&mut self, _node: &NodeInfo) {
+        self.times[self.position] += self.started.elapsed();
+        self.position += 1;
+    }
+}
+
+fn output_json(index: usize, info: &TensorInfo) -> Value {
+    let (scale, zero_point) = match info.per_tensor() {
+        Some((s, z)) => (json!(s), json!(z)),
+        None => (Value::Null, Value::Null),
+    };
+    json!({
+        "index": index,
+        "name": info.name,
+        "dtype": numpy_name(info.dtype),
+        "shape": info.shape,
+        "scale": scale,
+        "zero_point": zero_point,
+    })
+}
+
+/// Runs `qneon run`; the error is the message for stderr.
+pub(crate) fn run(args: RunArgs) -> Result<(), String> {
+    let backend = match args.backend {
+        None => Backend::best(),
+        Some(BackendArg::Scalar) => Backend::Scalar,
+        Some(BackendArg::Neon) => Backend::Neon,
+    };
+    if !backend.is_available() {
+        return Err(format!(
+            "backend {} is not available on this CPU",
+            backend.name()
+        ));
+    }
+    let options = args.load.options(backend);
+    let bytes = read_model(&args.model, options.memory_budget.unwrap_or(usize::MAX))?;
+    let load_start = Instant::now();
+    let mut interpreter = Interpreter::new(bytes.as_bytes(), options)
+        .map_err(|e| format!("{}: {e}", args.model.display()))?;
+    let load_time = load_start.elapsed();
+    if let Some(path) = &args.json {
+        std::fs::write(path, b"").map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    set_inputs(&mut interpreter, &args.inputs)?;
+    let node_count = interpreter.nodes().count();
+    let mut timer = Timer {
+        started: Instant::now(),
+        times: vec![Duration::ZERO; node_count],
+        position: 0,
+    };
+    let mut invoke_times = Vec::with_capacity(args.reps as usize);
+    for _ in 0..args.reps {
+        timer.position = 0;
+        let start = Instant::now();
+        interpreter
+            .invoke_with(&mut timer)
+            .map_err(|e| format!("{}: {e}", args.model.display()))?;
+        invoke_times.push(start.elapsed());
+    }
+    let reps = args.reps as f64;
+    let plan = interpreter.plan();
+    println!(
+        "{}: {} ops, arena {} bytes (non-constant tensors {} bytes), load {:.1} ms",
+        args.model.display(),
+        node_count,
+        plan.arena_bytes,
+        plan.unshared_bytes(),
+        load_time.as_secs_f64() * 1e3
+    );
+    let mut sorted = invoke_times.clone();
+    sorted.sort();
+    println!(
+        "invoke: {} reps, median {:.3} ms, min {:.3} ms",
+        args.reps,
+        sorted[sorted.len() / 2].as_secs_f64() * 1e3,
+        sorted[0].as_secs_f64() * 1e3
+    );
+    for (i, info) in interpreter.outputs().iter().enumerate() {
+        println!(
+            "output {i}: {} {} {:?}",
+            info.name,
+            numpy_name(info.dtype),
+            info.shape
+        );
+    }
+    let nodes: Vec<NodeInfo> = interpreter.nodes().cloned().collect();
+    if args.profile {
+        // Per op type: calls per invoke, work, time per invoke, share.
+        let mut by_type: BTreeMap<&str, (usize, u64, &str, Duration)> = BTreeMap::new();
+        for (node, time) in nodes.iter().zip(&timer.times) {
+            let row = by_type
+                .entry(&node.op)
+                .or_insert((0, 0, node.unit, Duration::ZERO));
+            row.0 += 1;
+            row.1 += node.work;
+            row.3 += *time;
+        }
+        let total: f64 = timer.times.iter().map(|t| t.as_secs_f64()).sum::<f64>() / reps;
+        let mut rows: Vec<_> = by_type.into_iter().collect();
+        rows.sort_by_key(|row| std::cmp::Reverse(row.1 .3));
+        println!(
+            "{:<18} {:>6} {:>16} {:>12} {:>7}",
+            "op", "calls", "work", "ms", "share"
+        );
+        for (op, (calls, work, unit, time)) in rows {
+            let ms = time.as_secs_f64() / reps * 1e3;
+            println!(
+                "{op:<18} {calls:>6} {:>16} {ms:>12.3} {:>6.1}%",
+                format!("{work} {unit}"),
+                100.0 * ms / 1e3 / total.max(f64::MIN_POSITIVE)
+            );
+        }
+    }
+    if let Some(dir) = &args.output_dir {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let mut listing = Vec::new();
+        for (i, info) in interpreter.outputs().iter().enumerate() {
+            let array = NpyArray {
+                dtype: info.dtype,
+                shape: info.shape.clone(),
+                data: interpreter.output(i).unwrap_or(&[]).to_vec(),
+            };
+            let bytes = array.to_bytes().ok_or_else(|| {
+                format!("output {i}: dtype {} has no .npy form", info.dtype.name())
+            })?;
+            let path = dir.join(format!("{i}.npy"));
+            std::fs::write(&path, bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+            listing.push(output_json(i, info));
+        }
+        let path = dir.join("outputs.json");
+        let text = serde_json::to_string_pretty(&Value::Array(listing)).unwrap_or_default();
+        std::fs::write(&path, text + "\n").map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    if let Some(path) = &args.json {
+        let ops: Vec<Value> = nodes
+            .iter()
+            .zip(&timer.times)
+            .map(|(n, t)| {
+                json!({
+                    "index": n.index, "op": n.op, "work": n.work, "unit": n.unit,
+                    "ns": (t.as_secs_f64() / reps * 1e9).round(),
+                })
+            })
+            .collect();
+        let report = json!({
+            "model": args.model.display().to_string(),
+            "rounding": options.rounding.name(),
+            "softmax": options.softmax_method.name(),
+            "backend": backend.name(),
+            "arena_bytes": plan.arena_bytes,
+            "non_constant_tensor_bytes": plan.unshared_bytes(),
+            "reps": args.reps,
+            "invoke_ns": invoke_times.iter().map(|t| t.as_nanos() as u64).collect::<Vec<_>>(),
+            "ops": ops,
+            "outputs": interpreter.outputs().iter().enumerate()
+                .map(|(i, t)| output_json(i, t)).collect::<Vec<_>>(),
+        });
+        let text = serde_json::to_string_pretty(&report).unwrap_or_default();
+        std::fs::write(path, text + "\n").map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,245 @@
+//! Type conversions: CAST (int32 -> float32), DEQUANTIZE (int8, uint8,
+//! int16 -> float32), QUANTIZE (float32 -> int8, uint8, int16, and the int8
+//! requantize), with TFLite's reference kernels' float arithmetic.
+
+use qneon_tflite::{BuiltinOp, TensorType};
+
+use super::buffers::{view, view_mut};
+use super::op::{Op, PreparedOp};
+use crate::error::Result;
+
+/// The integer output types of QUANTIZE.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum IntType {
+    I8,
+    U8,
+    I16,
+}
+
+impl IntType {
+    fn range(self) -> (f64, f64) {
+        match self {
+            IntType::I8 => (i8::MIN as f64, i8::MAX as f64),
+            IntType::U8 => (0.0, u8::MAX as f64),
+            IntType::I16 => (i16::MIN as f64, i16::MAX as f64),
+        }
+    }
+}
+
+/// A prepared conversion.
+#[derive(Debug)]
+pub(crate) enum Convert {
+    /// CAST int32 -> float32: `static_cast<float>`, round to nearest even.
+    CastI32F32,
+    /// DEQUANTIZE to float32: `(float)(scale * (q - zero_point))` with the
+    /// product in f64, as TFLite's reference kernel.
+    Dequantize {
+        from: IntType,
+        scale: f64,
+        zero_point: i32,
+    },
+    /// QUANTIZE float32 -> integer: `round(x / scale)` (the quotient in
+    /// f32, rounded half away from zero), `+ zero_point` and clamped in f64,
+    /// as TFLite's `AffineQuantize`.
+    Quantize {
+        to: IntType,
+        scale: f32,
+        zero_point: i32,
+    },
+    /// QUANTIZE int8 -> int8 (double rounding): TFLite's `Requantize`.
+    RequantizeI8 {
+        multiplier: i32,
+        shift: i32,
+        input_zero_point: i32,
+        output_zero_point: i32,
+    },
+}
+
+impl Convert {
+    /// Converts `input_bytes` into `output_bytes`.
+    pub(crate) fn run(&self, input_bytes: &[u8], output_bytes: &mut [u8]) -> Result<(), String> {
+        match self {
+            Convert::CastI32F32 => {
+                let input: &[i32] = view(input_bytes)?;
+                let output: &mut [f32] = view_mut(output_bytes)?;
+                for (o, &x) in output.iter_mut().zip(input) {
+                    *o = x as f32;
+                }
+            }
+            Convert::Dequantize {
+                from,
+                scale,
+                zero_point,
+            } => {
+                let output: &mut [f32] = view_mut(output_bytes)?;
+                let f = |q: i32| (scale * (q - zero_point) as f64) as f32;
+                match from {
+                    IntType::I8 => {
+                        let input: &[i8] = view(input_bytes)?;
+                        output
+                            .iter_mut()
+                            .zip(input)
+                            .for_each(|(o, &q)| *o = f(q as i32));
+                    }
+                    IntType::U8 => {
+                        let input: &[u8] = input_bytes;
+                        output
+                            .iter_mut()
+                            .zip(input)
+                            .for_each(|(o, &q)| *o = f(q as i32));
+                    }
+                    IntType::I16 => {
+                        let input: &[i16] = view(input_bytes)?;
+                        output
+                            .iter_mut()
+                            .zip(input)
+                            .for_each(|(o, &q)| *o = f(q as i32));
+                    }
+                }
+            }
+            Convert::Quantize {
+                to,
+                scale,
+                zero_point,
+            } => {
+                let input: &[f32] = view(input_bytes)?;
+                let (lo, hi) = to.range();
+                // `f32::round` rounds half away from zero, as `std::round`;
+                // NaN stays NaN through max/min and converts to 0.
+                let q = |x: f32| {
+                    ((x / scale).round() as f64 + *zero_point as f64)
+                        .max(lo)
+                        .min(hi)
+                };
+                match to {
+                    IntType::I8 => {
+                        let output: &mut [i8] = view_mut(output_bytes)?;
+                        output
+                            .iter_mut()
+                            .zip(input)
+                            .for_each(|(o, &x)| *o = q(x) as i8);
+                    }
+                    IntType::U8 => {
+                        let output: &mut [u8] = output_bytes;
+                        output
+                            .iter_mut()
+                            .zip(input)
+                            .for_each(|(o, &x)| *o = q(x) as u8);
+                    }
+                    IntType::I16 => {
+                        let output: &mut [i16] = view_mut(output_bytes)?;
+                        output
+                            .iter_mut()
+                            .zip(input)
+                            .for_each(|(o, &x)| *o = q(x) as i16);
+                    }
+                }
+            }
+            Convert::RequantizeI8 {
+                multiplier,
+                shift,
+                input_zero_point,
+                output_zero_point,
+            } => {
+                let input: &[i8] = view(input_bytes)?;
+                let output: &mut [i8] = view_mut(output_bytes)?;
+                for (o, &x) in output.iter_mut().zip(input) {
+                    let scaled = qneon::quant::multiply_by_quantized_multiplier(
+                        x as i32 - input_zero_point,
+                        *multiplier,
+                        *shift,
+                    );
+                    *o = (scaled + output_zero_point).clamp(-128, 127) as i8;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// TFLite's `Prepare` of CAST, DEQUANTIZE and QUANTIZE.
+pub(crate) fn prepare(op: &Op<'_, '_>, builtin: BuiltinOp) -> Result<PreparedOp<Convert>> {
+    match builtin {
+        BuiltinOp::CAST => cast(op),
+        BuiltinOp::DEQUANTIZE => dequantize(op),
+        BuiltinOp::QUANTIZE => quantize(op),
+        _ => Err(op.unsupported("no kernel for this operator")),
+    }
+}
+
+fn cast(op: &Op<'_, '_>) -> Result<PreparedOp<Convert>> {
+    op.input_count(1, 1)?;
+    op.output_count(1)?;
+    let (input, output) = (op.input(0)?, op.output(0)?);
+    op.same_shape(input, output)?;
+    match (input.dtype(), output.dtype()) {
+        (TensorType::Int32, TensorType::Float32) => Ok(PreparedOp::elements(
+            Convert::CastI32F32,
+            output.element_count(),
+        )),
+        _ => Err(op.unsupported_types()),
+    }
+}
+
+fn int_type(dtype: TensorType) -> Option<IntType> {
+    match dtype {
+        TensorType::Int8 => Some(IntType::I8),
+        TensorType::Uint8 => Some(IntType::U8),
+        TensorType::Int16 => Some(IntType::I16),
+        _ => None,
+    }
+}
+
+fn dequantize(op: &Op<'_, '_>) -> Result<PreparedOp<Convert>> {
+    op.input_count(1, 1)?;
+    op.output_count(1)?;
+    let (input, output) = (op.input(0)?, op.output(0)?);
+    op.same_shape(input, output)?;
+    let from = int_type(input.dtype())
+        .filter(|_| output.dtype() == TensorType::Float32)
+        .ok_or_else(|| op.unsupported_types())?;
+    let q = op.per_tensor(input, "input")?;
+    Ok(PreparedOp::elements(
+        Convert::Dequantize {
+            from,
+            scale: q.scale as f64,
+            zero_point: q.zero_point,
+        },
+        output.element_count(),
+    ))
+}
+
+fn quantize(op: &Op<'_, '_>) -> Result<PreparedOp<Convert>> {
+    op.input_count(1, 1)?;
+    op.output_count(1)?;
+    let (input, output) = (op.input(0)?, op.output(0)?);
+    op.same_shape(input, output)?;
+    let to = int_type(output.dtype()).ok_or_else(|| op.unsupported_types())?;
+    let out_q = op.per_tensor(output, "output")?;
+    match input.dtype() {
+        TensorType::Float32 => Ok(PreparedOp::elements(
+            Convert::Quantize {
+                to,
+                scale: out_q.scale,
+                zero_point: out_q.zero_point,
+            },
+            output.element_count(),
+        )),
+        TensorType::Int8 if to == IntType::I8 => {
+            op.needs_double_rounding("requantize")?;
+            let in_q = op.per_tensor(input, "input")?;
+            let real = in_q.scale as f64 / out_q.scale as f64;
+            let m = qneon::quant::quantize_multiplier(real).map_err(|e| op.kernel_error(e))?;
+            Ok(PreparedOp::elements(
+                Convert::RequantizeI8 {
+                    multiplier: m.multiplier,
+                    shift: m.shift,
+                    input_zero_point: in_q.zero_point,
+                    output_zero_point: out_q.zero_point,
+                },
+                output.element_count(),
+            ))
+        }
+        _ => Err(op.unsupported_types()),
+    }
+}

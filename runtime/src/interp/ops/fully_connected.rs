@@ -1,0 +1,142 @@
+//! FULLY_CONNECTED: int8 rows through the library's GEMM, weights packed
+//! once at load.
+
+use qneon::Backend;
+use qneon_tflite::options::WeightsFormat;
+use qneon_tflite::{Options as OpOptions, TensorType};
+
+use super::buffers::{view, view_mut};
+use super::op::{Op, PreparedOp};
+use crate::error::Result;
+
+/// A prepared FULLY_CONNECTED: `m` rows through the library's GEMM.
+#[derive(Debug)]
+pub(crate) struct FullyConnected {
+    gemm: Box<qneon::Gemm>,
+    m: usize,
+}
+
+impl FullyConnected {
+    /// `output = input * weights^T + bias`, requantized.
+    pub(crate) fn run(
+        &self,
+        backend: Backend,
+        input: &[u8],
+        output: &mut [u8],
+    ) -> Result<(), String> {
+        self.gemm
+            .run_with(backend, view(input)?, view_mut(output)?, self.m)
+            .map_err(|e| e.to_string())
+    }
+}
+
+/// TFLite's `Prepare` of FULLY_CONNECTED: int8 input, weights and output,
+/// int32 bias, constant weights quantized symmetric per tensor or per output
+/// channel, the bias scale TFLite requires; the library's GEMM built.
+pub(crate) fn prepare(op: &Op<'_, '_>) -> Result<PreparedOp<FullyConnected>> {
+    op.input_count(2, 3)?;
+    op.output_count(1)?;
+    let (input, weights, output) = (op.input(0)?, op.input(1)?, op.output(0)?);
+    let bias = op.optional_input(2);
+    let types_ok = input.dtype() == TensorType::Int8
+        && weights.dtype() == TensorType::Int8
+        && output.dtype() == TensorType::Int8
+        && bias.is_none_or(|b| b.dtype() == TensorType::Int32);
+    if !types_ok {
+        return Err(op.unsupported_types());
+    }
+    let o = match op.operator.options() {
+        OpOptions::FullyConnected(o) => *o,
+        _ => Default::default(),
+    };
+    if o.weights_format != WeightsFormat::Default {
+        return Err(op.unsupported(format!("weights format {:?}", o.weights_format)));
+    }
+    let activation = op.activation(o.fused_activation)?;
+    if !weights.is_constant() || bias.is_some_and(|b| !b.is_constant()) {
+        return Err(op.unsupported("weights and bias must be constant"));
+    }
+    let [n, k] = weights.shape()[..] else {
+        return Err(op.invalid(format!("weights shape {:?} is not rank 2", weights.shape())));
+    };
+    if k == 0 || n == 0 || input.element_count() % k != 0 {
+        return Err(op.invalid(format!(
+            "input shape {:?} is not a whole number of rows of depth {k}",
+            input.shape()
+        )));
+    }
+    let m = input.element_count() / k;
+    if output.element_count() != m * n || output.shape().last() != Some(&n) {
+        return Err(op.invalid(format!(
+            "output shape {:?}, expected {m} rows of {n}",
+            output.shape()
+        )));
+    }
+    let in_q = op.per_tensor(input, "input")?;
+    let out_q = op.per_tensor(output, "output")?;
+    let wq = weights
+        .quantization()
+        .ok_or_else(|| op.invalid("weights are not quantized"))?;
+    if wq.zero_points().iter().any(|&z| z != 0) {
+        return Err(op.invalid("int8 weights must have zero point 0 (TFLite's rule)"));
+    }
+    let scales: Vec<f32> = match (wq.scales(), wq.axis()) {
+        ([scale], _) => vec![*scale; n],
+        (scales, Some(0)) if scales.len() == n => scales.to_vec(),
+        _ => return Err(op.invalid("weight scales are neither per tensor nor per output channel")),
+    };
+    let bias_values: Option<Vec<i32>> = match bias {
+        None => None,
+        Some(b) => {
+            if b.element_count() != n {
+                return Err(op.invalid(format!(
+                    "bias has {} values for {n} outputs",
+                    b.element_count()
+                )));
+            }
+            // TFLite: the bias scale equals input scale * weight scale.
+            if let Some(bq) = b.quantization() {
+                for (c, &bias_scale) in bq.scales().iter().enumerate() {
+                    let product = in_q.scale as f64 * scales[c.min(n - 1)] as f64;
+                    let bias_scale = bias_scale as f64;
+                    if (product - bias_scale).abs() > 1e-6 * product.min(bias_scale) {
+                        return Err(op.invalid(format!(
+                            "bias scale {bias_scale} is not input scale * weight scale {product}"
+                        )));
+                    }
+                }
+            }
+            let values = b
+                .constant_values::<i32>()
+                .map_err(|e| op.invalid(e.to_string()))?
+                .unwrap_or_default();
+            Some(values.to_vec())
+        }
+    };
+    op.needs_double_rounding("GEMM")?;
+    let w = weights
+        .constant_values::<i8>()
+        .map_err(|e| op.invalid(e.to_string()))?
+        .unwrap_or_default();
+    let gemm = qneon::Gemm::new(
+        &w,
+        n,
+        k,
+        bias_values.as_deref(),
+        in_q,
+        &scales,
+        out_q,
+        activation,
+    )
+    .map_err(|e| op.kernel_error(e))?;
+    Ok(PreparedOp {
+        kernel: FullyConnected {
+            gemm: Box::new(gemm),
+            m,
+        },
+        work: (m * n * k) as u64,
+        unit: "MAC",
+        scratch_bytes: 0,
+        alias: false,
+    })
+}

@@ -1,0 +1,163 @@
+//! CONCATENATION and SPLIT: one copy per part between each part and its
+//! columns of the joined tensor.
+
+use qneon_tflite::options::FusedActivation as TfActivation;
+use qneon_tflite::Options as OpOptions;
+
+use crate::error::Result;
+use crate::interp::ops::op::{Op, PreparedOp};
+use crate::interp::ops::strided_copy::StridedCopy;
+
+/// A prepared CONCATENATION: input `i` through copy `i` into the output.
+#[derive(Debug)]
+pub(crate) struct Concat(Vec<StridedCopy>);
+
+impl Concat {
+    /// Copies every input into its columns of `output`.
+    pub(crate) fn run(&self, inputs: &[&[u8]], output: &mut [u8]) {
+        for (copy, input) in self.0.iter().zip(inputs) {
+            copy.run(input, output);
+        }
+    }
+}
+
+/// A prepared SPLIT: the data through copy `i` into output `i`.
+#[derive(Debug)]
+pub(crate) struct Split(Vec<StridedCopy>);
+
+impl Split {
+    /// Copies the columns of `input` into every output.
+    pub(crate) fn run(&self, input: &[u8], outputs: &mut [&mut [u8]]) {
+        for (copy, output) in self.0.iter().zip(outputs.iter_mut()) {
+            copy.run(input, output);
+        }
+    }
+}
+
+/// TFLite's `Prepare` of CONCATENATION: inputs that match the output off
+/// the axis and add up along it, quantized as the output.
+pub(crate) fn prepare_concatenation(op: &Op<'_, '_>) -> Result<PreparedOp<Concat>> {
+    let n = op.operator.inputs().len();
+    op.input_count(1, usize::MAX)?;
+    op.output_count(1)?;
+    let output = op.output(0)?;
+    let elem = op.elem(output)?;
+    let (axis, activation) = match op.operator.options() {
+        OpOptions::Concatenation(c) => (c.axis as i64, c.fused_activation),
+        _ => (0, TfActivation::None),
+    };
+    if activation != TfActivation::None {
+        return Err(op.unsupported(format!("fused activation {activation}")));
+    }
+    let rank = output.shape().len();
+    let axis = op.normalize_axis(axis, rank)?;
+    let mut parts = Vec::with_capacity(n);
+    for i in 0..n {
+        let input = op.input(i)?;
+        if input.dtype() != output.dtype() {
+            return Err(op.unsupported_types());
+        }
+        let s = input.shape();
+        if s.len() != rank || (0..rank).any(|d| d != axis && s[d] != output.shape()[d]) {
+            return Err(op.invalid(format!(
+                "input {i} shape {s:?} does not match the output {:?} off axis {axis}",
+                output.shape()
+            )));
+        }
+        // int8: TFLite requires every input quantized as the output (no
+        // rescaling kernel for int8).
+        op.quantization_equal(input, output)?;
+        parts.push(s[axis]);
+    }
+    if parts.iter().sum::<usize>() != output.shape()[axis] {
+        return Err(op.invalid("the inputs' axis sizes do not add up to the output's"));
+    }
+    let outer: usize = output.shape()[..axis].iter().product();
+    let inner: usize = output.shape()[axis + 1..].iter().product::<usize>() * elem;
+    let copies = join_parts(outer, inner, &parts, true).map_err(|e| op.copy_error(e))?;
+    Ok(PreparedOp::elements(Concat(copies), output.element_count()))
+}
+
+/// TFLite's `Prepare` of SPLIT: a constant axis that `num_splits` outputs
+/// divide evenly.
+pub(crate) fn prepare_split(op: &Op<'_, '_>) -> Result<PreparedOp<Split>> {
+    op.input_count(2, 2)?;
+    let (axis_tensor, input) = (op.input(0)?, op.input(1)?);
+    let axis = op.constant_ints(axis_tensor, "axis")?;
+    let [axis] = axis[..] else {
+        return Err(op.invalid("axis is not one value"));
+    };
+    let rank = input.shape().len();
+    let axis = op.normalize_axis(axis, rank)?;
+    let splits = match op.operator.options() {
+        OpOptions::Split(s) => s.num_splits,
+        _ => 0,
+    };
+    let n = op.operator.outputs().len();
+    if splits <= 0 || splits as usize != n || input.shape()[axis] % n != 0 {
+        return Err(op.invalid(format!(
+            "num_splits {splits} with {n} outputs does not divide axis {axis} of {:?}",
+            input.shape()
+        )));
+    }
+    let elem = op.elem(input)?;
+    let part = input.shape()[axis] / n;
+    let mut expected = input.shape().to_vec();
+    expected[axis] = part;
+    for i in 0..n {
+        let output = op.output(i)?;
+        if output.dtype() != input.dtype() {
+            return Err(op.unsupported_types());
+        }
+        op.expect_shape(output, &expected)?;
+    }
+    let outer: usize = input.shape()[..axis].iter().product();
+    let inner: usize = input.shape()[axis + 1..].iter().product::<usize>() * elem;
+    let copies = join_parts(outer, inner, &vec![part; n], false).map_err(|e| op.copy_error(e))?;
+    Ok(PreparedOp::elements(Split(copies), input.element_count()))
+}
+
+/// CONCATENATION along `axis` (inputs to the output) or SPLIT (the input to
+/// outputs): one copy per part, each part `[outer, part_axis * inner]`
+/// placed at its column of the joined `[outer, total_axis * inner]`.
+pub fn join_parts(
+    outer: usize,
+    inner_bytes: usize,
+    part_axes: &[usize],
+    into_joined: bool,
+) -> Result<Vec<StridedCopy>, String> {
+    let total: usize = part_axes.iter().sum();
+    let joined_row = total * inner_bytes;
+    let mut column = 0;
+    let mut copies = Vec::with_capacity(part_axes.len());
+    for &part in part_axes {
+        let part_row = part * inner_bytes;
+        let shape = [outer, part_row];
+        let copy = if into_joined {
+            StridedCopy::new(
+                &shape,
+                0,
+                &[part_row as isize, 1],
+                outer * part_row,
+                column,
+                &[joined_row, 1],
+                outer * joined_row,
+                1,
+            )?
+        } else {
+            StridedCopy::new(
+                &shape,
+                column as isize,
+                &[joined_row as isize, 1],
+                outer * joined_row,
+                0,
+                &[part_row, 1],
+                outer * part_row,
+                1,
+            )?
+        };
+        copies.push(copy);
+        column += part_row;
+    }
+    Ok(copies)
+}

@@ -1,0 +1,39 @@
+//! Data movement: RESHAPE, TRANSPOSE, GATHER, STRIDED_SLICE, PAD,
+//! CONCATENATION, SPLIT, one file per op with its `Prepare` and its copy
+//! plan. No arithmetic: every copy is a [`StridedCopy`] planned at load
+//! (GATHER's indices are read at run time), so one implementation serves
+//! every dtype.
+//!
+//! [`StridedCopy`]: super::strided_copy::StridedCopy
+
+pub(crate) mod concat_split;
+pub(crate) mod gather;
+pub(crate) mod pad;
+pub(crate) mod reshape;
+pub(crate) mod strided_slice;
+pub(crate) mod transpose;
+
+#[cfg(test)]
+mod tests {
+    use super::concat_split::join_parts;
+    use super::pad::pad;
+    use crate::interp::ops::strided_copy::{broadcast, broadcast_shape, copied as run};
+
+    #[test]
+    fn pad_broadcast_and_join() {
+        let copy = pad(&[2, 2], &[1, 0], &[3, 3], 1).unwrap();
+        let out = run(&copy, &[1, 2, 3, 4], 9);
+        assert_eq!(out, vec![0xEE, 0xEE, 0xEE, 1, 2, 0xEE, 3, 4, 0xEE]);
+        let copy = broadcast(&[3], &[2, 3], 1).unwrap();
+        assert_eq!(run(&copy, &[1, 2, 3], 6), vec![1, 2, 3, 1, 2, 3]);
+        let copy = broadcast(&[2, 1], &[2, 3], 1).unwrap();
+        assert_eq!(run(&copy, &[1, 2], 6), vec![1, 1, 1, 2, 2, 2]);
+        assert!(broadcast_shape(&[2, 3], &[4, 3]).is_err());
+        assert_eq!(broadcast_shape(&[1, 4, 1], &[3]).unwrap(), vec![1, 4, 3]);
+        let parts = join_parts(2, 1, &[1, 2], true).unwrap();
+        let mut joined = vec![0; 6];
+        parts[0].run(&[1, 2], &mut joined);
+        parts[1].run(&[3, 4, 5, 6], &mut joined);
+        assert_eq!(joined, vec![1, 3, 4, 2, 5, 6]);
+    }
+}

@@ -1,0 +1,91 @@
+//! PAD: the output filled with the pad value (the zero point of a quantized
+//! type, else 0), then the input copied into its interior.
+
+use qneon_tflite::TensorType;
+
+use crate::error::Result;
+use crate::interp::ops::op::{Op, PreparedOp};
+use crate::interp::ops::strided_copy::{contiguous_strides, signed, StridedCopy};
+
+/// A prepared PAD.
+#[derive(Debug)]
+pub(crate) struct Pad {
+    /// The input into the output's interior.
+    copy: StridedCopy,
+    /// One element's bytes of the pad value.
+    fill: Vec<u8>,
+}
+
+impl Pad {
+    /// Fills `output`, then copies `input` into its interior.
+    pub(crate) fn run(&self, input: &[u8], output: &mut [u8]) {
+        for chunk in output.chunks_exact_mut(self.fill.len()) {
+            chunk.copy_from_slice(&self.fill);
+        }
+        self.copy.run(input, output);
+    }
+}
+
+/// TFLite's `Prepare` of PAD: constant non-negative paddings, the padded
+/// output shape, and the pad value.
+pub(crate) fn prepare(op: &Op<'_, '_>) -> Result<PreparedOp<Pad>> {
+    op.input_count(2, 2)?;
+    op.output_count(1)?;
+    let (input, output) = (op.input(0)?, op.output(0)?);
+    if input.dtype() != output.dtype() {
+        return Err(op.unsupported_types());
+    }
+    let elem = op.elem(input)?;
+    let rank = input.shape().len();
+    let paddings = op.constant_ints(op.input(1)?, "paddings")?;
+    if paddings.len() != 2 * rank || paddings.iter().any(|&p| p < 0) {
+        return Err(op.invalid(format!(
+            "paddings {paddings:?} are not {rank} non-negative (before, after) pairs"
+        )));
+    }
+    let before: Vec<usize> = (0..rank).map(|d| paddings[2 * d] as usize).collect();
+    let expected: Vec<usize> = (0..rank)
+        .map(|d| input.shape()[d] + before[d] + paddings[2 * d + 1] as usize)
+        .collect();
+    op.expect_shape(output, &expected)?;
+    // The pad value: the output zero point for quantized types, else 0.
+    let fill: Vec<u8> = match input.dtype() {
+        TensorType::Int8 | TensorType::Uint8 | TensorType::Int16 => {
+            op.quantization_equal(input, output)?;
+            let zero_point = op.per_tensor(output, "output")?.zero_point;
+            match input.dtype() {
+                TensorType::Int16 => (zero_point as i16).to_le_bytes().to_vec(),
+                _ => vec![zero_point as u8],
+            }
+        }
+        _ => vec![0; elem],
+    };
+    let copy = pad(input.shape(), &before, output.shape(), elem).map_err(|e| op.copy_error(e))?;
+    Ok(PreparedOp::elements(
+        Pad { copy, fill },
+        output.element_count(),
+    ))
+}
+
+/// PAD: the input copied into the interior of the output; the caller fills
+/// the output with the pad value first.
+pub fn pad(
+    input_shape: &[usize],
+    before: &[usize],
+    output_shape: &[usize],
+    elem: usize,
+) -> Result<StridedCopy, String> {
+    let out_strides = contiguous_strides(output_shape, elem);
+    let dst_start = before.iter().zip(&out_strides).map(|(&b, &s)| b * s).sum();
+    let in_strides = contiguous_strides(input_shape, elem);
+    StridedCopy::new(
+        input_shape,
+        0,
+        &signed(&in_strides),
+        input_shape.iter().product::<usize>() * elem,
+        dst_start,
+        &out_strides,
+        output_shape.iter().product::<usize>() * elem,
+        elem,
+    )
+}

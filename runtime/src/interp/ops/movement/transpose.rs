@@ -1,0 +1,82 @@
+//! TRANSPOSE: output dimension `d` is input dimension `perm[d]`, one
+//! strided copy.
+
+use crate::error::Result;
+use crate::interp::ops::op::{Op, PreparedOp};
+use crate::interp::ops::strided_copy::{contiguous_strides, StridedCopy};
+
+/// TFLite's `Prepare` of TRANSPOSE: a constant permutation of at most 6
+/// axes, and the output shape it gives.
+pub(crate) fn prepare(op: &Op<'_, '_>) -> Result<PreparedOp<StridedCopy>> {
+    op.input_count(2, 2)?;
+    op.output_count(1)?;
+    let (input, output) = (op.input(0)?, op.output(0)?);
+    if input.dtype() != output.dtype() {
+        return Err(op.unsupported_types());
+    }
+    let elem = op.elem(input)?;
+    let rank = input.shape().len();
+    if rank > 6 {
+        return Err(op.unsupported(format!("rank {rank} (at most 6)")));
+    }
+    let perm = op.constant_ints(op.input(1)?, "permutation")?;
+    let mut seen = vec![false; rank];
+    let perm: Vec<usize> = perm
+        .iter()
+        .map(|&p| {
+            let p = if p < 0 { p + rank as i64 } else { p };
+            usize::try_from(p)
+                .ok()
+                .filter(|&p| p < rank && !std::mem::replace(&mut seen[p], true))
+        })
+        .collect::<Option<Vec<usize>>>()
+        .filter(|p| p.len() == rank)
+        .ok_or_else(|| op.invalid(format!("{perm:?} is not a permutation of {rank} axes")))?;
+    let expected: Vec<usize> = perm.iter().map(|&p| input.shape()[p]).collect();
+    op.expect_shape(output, &expected)?;
+    let copy =
+        transpose(input.shape(), &perm, output.shape(), elem).map_err(|e| op.copy_error(e))?;
+    Ok(PreparedOp::elements(copy, output.element_count()))
+}
+
+/// TRANSPOSE: output dimension `d` is input dimension `perm[d]`.
+pub fn transpose(
+    input_shape: &[usize],
+    perm: &[usize],
+    output_shape: &[usize],
+    elem: usize,
+) -> Result<StridedCopy, String> {
+    let in_strides = contiguous_strides(input_shape, elem);
+    let src: Vec<isize> = perm.iter().map(|&p| in_strides[p] as isize).collect();
+    let bytes = |shape: &[usize]| shape.iter().product::<usize>() * elem;
+    StridedCopy::new(
+        output_shape,
+        0,
+        &src,
+        bytes(input_shape),
+        0,
+        &contiguous_strides(output_shape, elem),
+        bytes(output_shape),
+        elem,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::interp::ops::strided_copy::copied as run;
+
+    #[test]
+    fn transpose_rank2_and_rank4() {
+        let src: Vec<u8> = (0..6).collect();
+        let copy = transpose(&[2, 3], &[1, 0], &[3, 2], 1).unwrap();
+        assert_eq!(run(&copy, &src, 6), vec![0, 3, 1, 4, 2, 5]);
+        // [1, 2, 3, 2] -> perm [0, 2, 1, 3] -> [1, 3, 2, 2]
+        let src: Vec<u8> = (0..12).collect();
+        let copy = transpose(&[1, 2, 3, 2], &[0, 2, 1, 3], &[1, 3, 2, 2], 1).unwrap();
+        assert_eq!(
+            run(&copy, &src, 12),
+            vec![0, 1, 6, 7, 2, 3, 8, 9, 4, 5, 10, 11]
+        );
+    }
+}

@@ -1,0 +1,277 @@
+//! What every op's `Prepare` works with: [`Op`], the operator being prepared
+//! with its tensors, TFLite's shared checks (counts, per-tensor
+//! quantization, constant shapes and axes) and the error constructors that
+//! name the op and its index; and [`PreparedOp`], what a `Prepare` returns.
+
+use qneon::QuantParams;
+use qneon_tflite::options::FusedActivation as TfActivation;
+use qneon_tflite::{Operator, Subgraph, Tensor, TensorType};
+
+use super::buffers::element_size;
+use crate::error::{Error, Result};
+use crate::interp::options::{Options, Rounding};
+
+/// A prepared operator: its kernel (of one op family, or the node's
+/// [`Kernel`](super::Kernel)) and what the plan and the profiler need.
+pub(crate) struct PreparedOp<K> {
+    pub kernel: K,
+    pub work: u64,
+    pub unit: &'static str,
+    pub scratch_bytes: usize,
+    /// The output is the input's bytes (RESHAPE).
+    pub alias: bool,
+}
+
+impl<K> PreparedOp<K> {
+    /// A kernel whose work is `elements` output elements, without scratch.
+    pub(crate) fn elements(kernel: K, elements: usize) -> PreparedOp<K> {
+        PreparedOp {
+            kernel,
+            work: elements as u64,
+            unit: "element",
+            scratch_bytes: 0,
+            alias: false,
+        }
+    }
+
+    /// The same operator with its kernel wrapped (a family's kernel into
+    /// the node's).
+    pub(crate) fn map<T>(self, wrap: impl FnOnce(K) -> T) -> PreparedOp<T> {
+        PreparedOp {
+            kernel: wrap(self.kernel),
+            work: self.work,
+            unit: self.unit,
+            scratch_bytes: self.scratch_bytes,
+            alias: self.alias,
+        }
+    }
+}
+
+/// The operator being prepared and its tensors, with error constructors.
+pub(crate) struct Op<'m, 'a> {
+    pub graph: &'m Subgraph<'a>,
+    pub operator: &'m Operator<'a>,
+    /// TFLite's name of the op, for messages.
+    pub name: String,
+    pub options: &'m Options,
+}
+
+impl<'m, 'a> Op<'m, 'a> {
+    /// `operator` of `graph`, prepared with the caller's `options`.
+    pub(crate) fn new(
+        graph: &'m Subgraph<'a>,
+        operator: &'m Operator<'a>,
+        options: &'m Options,
+    ) -> Op<'m, 'a> {
+        Op {
+            graph,
+            operator,
+            name: operator.op().to_string(),
+            options,
+        }
+    }
+}
+
+impl<'a> Op<'_, 'a> {
+    pub fn unsupported(&self, missing: impl Into<String>) -> Error {
+        Error::UnsupportedOp {
+            op: self.name.clone(),
+            index: self.operator.index(),
+            missing: missing.into(),
+        }
+    }
+
+    pub fn invalid(&self, problem: impl Into<String>) -> Error {
+        Error::InvalidOp {
+            op: self.name.clone(),
+            index: self.operator.index(),
+            problem: problem.into(),
+        }
+    }
+
+    pub fn kernel_error(&self, e: qneon::Error) -> Error {
+        self.invalid(e.to_string())
+    }
+
+    pub fn input_count(&self, min: usize, max: usize) -> Result<()> {
+        let n = self.operator.inputs().len();
+        if n < min || n > max {
+            return Err(self.invalid(format!("has {n} inputs, expected {min} to {max}")));
+        }
+        Ok(())
+    }
+
+    pub fn output_count(&self, expected: usize) -> Result<()> {
+        let n = self.operator.outputs().len();
+        if n != expected {
+            return Err(self.invalid(format!("has {n} outputs, expected {expected}")));
+        }
+        Ok(())
+    }
+
+    pub fn optional_input(&self, i: usize) -> Option<&'_ Tensor<'a>> {
+        let t = (*self.operator.inputs().get(i)?)?;
+        self.graph.tensor(t)
+    }
+
+    pub fn input(&self, i: usize) -> Result<&'_ Tensor<'a>> {
+        self.optional_input(i)
+            .ok_or_else(|| self.invalid(format!("input {i} is missing")))
+    }
+
+    pub fn output(&self, i: usize) -> Result<&'_ Tensor<'a>> {
+        self.operator
+            .outputs()
+            .get(i)
+            .copied()
+            .flatten()
+            .and_then(|t| self.graph.tensor(t))
+            .ok_or_else(|| self.invalid(format!("output {i} is missing")))
+    }
+
+    /// The op's dtypes as `INT8,INT32->INT8`, for messages.
+    pub fn signature(&self) -> String {
+        let names = |ts: &[Option<usize>]| -> String {
+            ts.iter()
+                .map(|t| match t.and_then(|t| self.graph.tensor(t)) {
+                    Some(t) => t.dtype().name().to_string(),
+                    None => "-".to_string(),
+                })
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        format!(
+            "{}->{}",
+            names(self.operator.inputs()),
+            names(self.operator.outputs())
+        )
+    }
+
+    pub fn unsupported_types(&self) -> Error {
+        self.unsupported(format!("no kernel for dtypes {}", self.signature()))
+    }
+
+    pub fn elem(&self, t: &Tensor<'_>) -> Result<usize> {
+        element_size(t.dtype()).ok_or_else(|| self.unsupported_types())
+    }
+
+    /// Per-tensor quantization of an int8/uint8/int16 tensor, its zero point
+    /// in the type's range (TFLite's rules).
+    pub fn per_tensor(&self, t: &Tensor<'_>, what: &str) -> Result<QuantParams> {
+        let (scale, zero_point) = t
+            .quantization()
+            .and_then(|q| q.per_tensor())
+            .ok_or_else(|| self.invalid(format!("{what} is not quantized per tensor")))?;
+        let (lo, hi) = match t.dtype() {
+            TensorType::Int8 => (-128, 127),
+            TensorType::Uint8 => (0, 255),
+            TensorType::Int16 => (-32768, 32767),
+            _ => (i32::MIN as i64, i32::MAX as i64),
+        };
+        if !(lo..=hi).contains(&zero_point) {
+            return Err(self.invalid(format!(
+                "{what} zero point {zero_point} is outside {lo}..={hi}"
+            )));
+        }
+        if !(scale.is_finite() && scale > 0.0) {
+            return Err(self.invalid(format!("{what} scale {scale} is not finite and > 0")));
+        }
+        Ok(QuantParams::new(scale, zero_point as i32))
+    }
+
+    /// The values of a constant int32 (or int64) tensor: shapes, axes,
+    /// permutations. Dynamic ones are not supported.
+    pub fn constant_ints(&self, t: &Tensor<'_>, what: &str) -> Result<Vec<i64>> {
+        if !t.is_constant() {
+            return Err(self.unsupported(format!("{what} must be constant (dynamic {what})")));
+        }
+        let e = |e: qneon_tflite::Error| self.invalid(e.to_string());
+        match t.dtype() {
+            TensorType::Int32 => Ok(t
+                .constant_values::<i32>()
+                .map_err(e)?
+                .map(|v| v.iter().map(|&x| x as i64).collect())
+                .unwrap_or_default()),
+            TensorType::Int64 => Ok(t
+                .constant_values::<i64>()
+                .map_err(e)?
+                .map(|v| v.to_vec())
+                .unwrap_or_default()),
+            other => Err(self.invalid(format!("{what} has dtype {}", other.name()))),
+        }
+    }
+
+    pub fn same_shape(&self, a: &Tensor<'_>, b: &Tensor<'_>) -> Result<()> {
+        if a.shape() != b.shape() {
+            return Err(self.invalid(format!(
+                "output shape {:?} differs from input shape {:?}",
+                b.shape(),
+                a.shape()
+            )));
+        }
+        Ok(())
+    }
+
+    pub fn expect_shape(&self, t: &Tensor<'_>, expected: &[usize]) -> Result<()> {
+        if t.shape() != expected {
+            return Err(self.invalid(format!(
+                "output shape {:?}, TFLite computes {expected:?}",
+                t.shape()
+            )));
+        }
+        Ok(())
+    }
+
+    pub fn copy_error(&self, problem: String) -> Error {
+        self.invalid(problem)
+    }
+
+    /// The fused activation as the library takes it.
+    pub fn activation(&self, activation: TfActivation) -> Result<qneon::FusedActivation> {
+        match activation {
+            TfActivation::None => Ok(qneon::FusedActivation::None),
+            TfActivation::Relu => Ok(qneon::FusedActivation::Relu),
+            TfActivation::Relu6 => Ok(qneon::FusedActivation::Relu6),
+            other => Err(self.unsupported(format!("fused activation {other}"))),
+        }
+    }
+
+    /// Refuses single rounding until the library has it.
+    pub fn needs_double_rounding(&self, kernel: &str) -> Result<()> {
+        if self.options.rounding == Rounding::Single {
+            return Err(self.unsupported(format!(
+                "single rounding (--rounding single) needs the library's single-rounding \
+                 {kernel}, not there yet; --rounding double runs it"
+            )));
+        }
+        Ok(())
+    }
+
+    /// `axis` (negative counts from the end) as an index into `rank` axes.
+    pub fn normalize_axis(&self, axis: i64, rank: usize) -> Result<usize> {
+        let a = if axis < 0 { axis + rank as i64 } else { axis };
+        usize::try_from(a)
+            .ok()
+            .filter(|&a| a < rank)
+            .ok_or_else(|| self.invalid(format!("axis {axis} is outside a rank-{rank} tensor")))
+    }
+
+    /// TFLite's rule for int8 movement ops: input and output quantized alike.
+    pub fn quantization_equal(&self, input: &Tensor<'_>, output: &Tensor<'_>) -> Result<()> {
+        if matches!(
+            input.dtype(),
+            TensorType::Int8 | TensorType::Uint8 | TensorType::Int16
+        ) {
+            let (a, b) = (
+                self.per_tensor(input, "input")?,
+                self.per_tensor(output, "output")?,
+            );
+            if a != b {
+                return Err(self.invalid(format!(
+                    "input quantization {a:?} differs from the output's {b:?} (TFLite requires them equal)"
+                )));
+            }
+        }
+        Ok(())
+    }
+}
