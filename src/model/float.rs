@@ -24,9 +24,9 @@
 use super::names::{self, FcNames, NormNames};
 use super::params::{FcParams, FfnParams, LayerParams, NormParams};
 use super::MobileBertConfig;
-use crate::arch::Backend;
 use crate::error::Result;
 use crate::quant::QuantParams;
+use crate::Backend;
 use std::collections::BTreeMap;
 use std::vec;
 use std::vec::Vec;

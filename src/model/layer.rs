@@ -2,10 +2,10 @@
 
 use super::params::{FcParams, LayerParams, NormParams};
 use super::MobileBertConfig;
-use crate::arch::Backend;
 use crate::error::{Error, Result};
 use crate::ops::{merge_heads, split_heads, Add, FusedActivation, Gemm, Method, NoNorm, Softmax};
 use crate::quant::QuantParams;
+use crate::Backend;
 use alloc::vec;
 use alloc::vec::Vec;
 
