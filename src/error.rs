@@ -108,30 +108,6 @@ pub enum Error {
         /// Which dimension.
         what: &'static str,
     },
-    /// A `.qnb` model file that is truncated, corrupted or malformed.
-    ModelFile {
-        /// What is wrong (`"bad magic"`, `"checksum mismatch"`, ...).
-        problem: &'static str,
-        /// Byte offset in the file of the offending field (0 for the whole buffer).
-        offset: u64,
-    },
-    /// A tensor requested from a `.qnb` model file is missing or has another type or shape.
-    ModelTensor {
-        /// The tensor's name.
-        name: &'static str,
-        /// What is wrong.
-        problem: &'static str,
-    },
-    /// A metadata key requested from a `.qnb` model file is missing.
-    ModelMeta {
-        /// The key.
-        key: &'static str,
-    },
-    /// A `.qnb` writer call with bad arguments (name, shape or quantization).
-    ModelWrite {
-        /// What is wrong.
-        problem: &'static str,
-    },
 }
 
 /// `core::result::Result` with this crate's [`Error`].
@@ -189,12 +165,6 @@ impl fmt::Display for Error {
                 got,
             } => write!(f, "{op}: {what} has {got} elements, expected {expected}"),
             Error::ZeroDimension { op, what } => write!(f, "{op}: {what} must be at least 1"),
-            Error::ModelFile { problem, offset } => {
-                write!(f, "model file: {problem} (at byte {offset})")
-            }
-            Error::ModelTensor { name, problem } => write!(f, "model tensor {name:?}: {problem}"),
-            Error::ModelMeta { key } => write!(f, "model file has no metadata key {key:?}"),
-            Error::ModelWrite { problem } => write!(f, "model writer: {problem}"),
         }
     }
 }

@@ -30,8 +30,11 @@
 //!
 //! * [`fixedpoint`]: the arithmetic, written once over the [`Lane`](fixedpoint::Lane) trait.
 //! * [`quant`]: quantization parameters and TFLite's multiplier arithmetic.
-//! * [`ops`]: prepared operators (`new()` validates and precomputes, `run()` loops).
+//! * [`ops`]: prepared operators (`new()` validates and precomputes, `run()`
+//!   loops), one folder per op family with every method and backend in it;
+//!   the op types are re-exported here.
 //! * [`q31`]: raw Q31 softmax, logistic and tanh.
+//! * [`f32`]: float softmax, log-softmax, sigmoid, tanh and exp.
 //!
 //! The crate is `no_std`; the default `std` feature adds `std::error::Error`.
 
@@ -45,18 +48,26 @@ extern crate std;
 #[cfg(feature = "alloc")]
 extern crate alloc;
 
-pub mod arch;
-pub mod error;
+mod backend;
+mod checks;
+mod elem;
+mod error;
 pub mod f32;
 pub mod fixedpoint;
 pub mod ops;
 pub mod q31;
 pub mod quant;
+mod simd;
 
-pub use arch::{Backend, CpuFeatures};
+pub use backend::{Backend, CpuFeatures};
+pub use elem::QuantElem;
 pub use error::{Error, Result};
-pub use ops::{merge_heads, split_heads, Add, FusedActivation};
+#[cfg(feature = "alloc")]
+#[doc(hidden)]
+pub use ops::GemmPath;
+pub use ops::{
+    merge_heads, split_heads, Add, FusedActivation, LogSoftmax, Logistic, Method, Softmax, Tanh,
+};
 #[cfg(feature = "alloc")]
 pub use ops::{Gemm, NoNorm};
-pub use ops::{LogSoftmax, Logistic, Method, QuantElem, Softmax, Tanh};
 pub use quant::QuantParams;

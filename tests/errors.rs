@@ -10,7 +10,7 @@
 use fixed::types::{I1F31, I2F30, I5F27, I6F26};
 use proptest::prelude::*;
 use proptest::test_runner::Config;
-use qneon::ops::QuantElem;
+use qneon::QuantElem;
 use qneon::{q31, Backend, Error, LogSoftmax, Logistic, Method, QuantParams, Softmax, Tanh};
 
 // ---------------------------------------------------------------------------

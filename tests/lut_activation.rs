@@ -8,7 +8,7 @@
 //! * `Method::LutFixedPoint` gives the bytes of `Method::FixedPoint` for
 //!   every input over a grid of quantizations.
 //!
-//! Random tables are tested in `src/ops/lut.rs`.
+//! Random tables are tested in `src/ops/activation/table256.rs`.
 
 mod common;
 use common::load;

@@ -118,7 +118,12 @@ impl Lane for float32x4_t {
 /// Named, not inlined into the dispatch, so they are easy to find in the asm.
 #[inline(never)]
 pub(super) fn softmax_two_pass(x: &[f32], y: &mut [f32], row_len: usize) {
-    super::rows(x, y, row_len, super::softmax_two_pass_row::<float32x4_t, 4>)
+    super::rows(
+        x,
+        y,
+        row_len,
+        super::row_kernels::softmax_two_pass_row::<float32x4_t, 4>,
+    )
 }
 
 #[inline(never)]
@@ -127,36 +132,60 @@ pub(super) fn softmax_online(x: &[f32], y: &mut [f32], row_len: usize) {
         x,
         y,
         row_len,
-        super::softmax_online_row::<float32x4_t, 4, 1>,
+        super::row_kernels::softmax_online_row::<float32x4_t, 4, 1>,
     )
 }
 
 #[inline(never)]
 pub(super) fn log_softmax(x: &[f32], y: &mut [f32], row_len: usize) {
-    super::rows(x, y, row_len, super::log_softmax_row::<float32x4_t, 4>)
+    super::rows(
+        x,
+        y,
+        row_len,
+        super::row_kernels::log_softmax_row::<float32x4_t, 4>,
+    )
 }
 
 #[inline(never)]
 pub(super) fn sigmoid(x: &[f32], y: &mut [f32]) {
     // SAFETY: equal lengths (checked by the caller), distinct borrows.
     unsafe {
-        super::map::<float32x4_t, 4>(x.as_ptr(), y.as_mut_ptr(), x.len(), super::sigmoid_lanes)
+        super::row_kernels::map::<float32x4_t, 4>(
+            x.as_ptr(),
+            y.as_mut_ptr(),
+            x.len(),
+            super::sigmoid_lanes,
+        )
     }
 }
 
 #[inline(never)]
 pub(super) fn tanh(x: &[f32], y: &mut [f32]) {
     // SAFETY: equal lengths (checked by the caller), distinct borrows.
-    unsafe { super::map::<float32x4_t, 4>(x.as_ptr(), y.as_mut_ptr(), x.len(), super::tanh_lanes) }
+    unsafe {
+        super::row_kernels::map::<float32x4_t, 4>(
+            x.as_ptr(),
+            y.as_mut_ptr(),
+            x.len(),
+            super::tanh_lanes,
+        )
+    }
 }
 
 #[inline(never)]
 pub(super) fn exp(x: &[f32], y: &mut [f32]) {
     // SAFETY: equal lengths (checked by the caller), distinct borrows.
-    unsafe { super::map::<float32x4_t, 4>(x.as_ptr(), y.as_mut_ptr(), x.len(), super::exp_lanes) }
+    unsafe {
+        super::row_kernels::map::<float32x4_t, 4>(
+            x.as_ptr(),
+            y.as_mut_ptr(),
+            x.len(),
+            super::exp_lanes,
+        )
+    }
 }
 
 #[inline(never)]
 pub(super) fn sigmoid_backward(y: &[f32], dy: &[f32], dx: &mut [f32]) {
-    super::sigmoid_backward_row::<float32x4_t, 4>(y, dy, dx)
+    super::row_kernels::sigmoid_backward_row::<float32x4_t, 4>(y, dy, dx)
 }

@@ -121,32 +121,58 @@ impl Lane for f32 {
 
 /// Kernels with the NEON backend's names and block layout (16 lanes).
 pub(super) fn softmax_two_pass(x: &[f32], y: &mut [f32], row_len: usize) {
-    super::rows(x, y, row_len, super::softmax_two_pass_row::<f32, 16>)
+    super::rows(
+        x,
+        y,
+        row_len,
+        super::row_kernels::softmax_two_pass_row::<f32, 16>,
+    )
 }
 
 pub(super) fn softmax_online(x: &[f32], y: &mut [f32], row_len: usize) {
-    super::rows(x, y, row_len, super::softmax_online_row::<f32, 16, 4>)
+    super::rows(
+        x,
+        y,
+        row_len,
+        super::row_kernels::softmax_online_row::<f32, 16, 4>,
+    )
 }
 
 pub(super) fn log_softmax(x: &[f32], y: &mut [f32], row_len: usize) {
-    super::rows(x, y, row_len, super::log_softmax_row::<f32, 16>)
+    super::rows(
+        x,
+        y,
+        row_len,
+        super::row_kernels::log_softmax_row::<f32, 16>,
+    )
 }
 
 pub(super) fn sigmoid(x: &[f32], y: &mut [f32]) {
     // SAFETY: equal lengths (checked by the caller), distinct borrows.
-    unsafe { super::map::<f32, 16>(x.as_ptr(), y.as_mut_ptr(), x.len(), super::sigmoid_lanes) }
+    unsafe {
+        super::row_kernels::map::<f32, 16>(
+            x.as_ptr(),
+            y.as_mut_ptr(),
+            x.len(),
+            super::sigmoid_lanes,
+        )
+    }
 }
 
 pub(super) fn tanh(x: &[f32], y: &mut [f32]) {
     // SAFETY: equal lengths (checked by the caller), distinct borrows.
-    unsafe { super::map::<f32, 16>(x.as_ptr(), y.as_mut_ptr(), x.len(), super::tanh_lanes) }
+    unsafe {
+        super::row_kernels::map::<f32, 16>(x.as_ptr(), y.as_mut_ptr(), x.len(), super::tanh_lanes)
+    }
 }
 
 pub(super) fn exp(x: &[f32], y: &mut [f32]) {
     // SAFETY: equal lengths (checked by the caller), distinct borrows.
-    unsafe { super::map::<f32, 16>(x.as_ptr(), y.as_mut_ptr(), x.len(), super::exp_lanes) }
+    unsafe {
+        super::row_kernels::map::<f32, 16>(x.as_ptr(), y.as_mut_ptr(), x.len(), super::exp_lanes)
+    }
 }
 
 pub(super) fn sigmoid_backward(y: &[f32], dy: &[f32], dx: &mut [f32]) {
-    super::sigmoid_backward_row::<f32, 16>(y, dy, dx)
+    super::row_kernels::sigmoid_backward_row::<f32, 16>(y, dy, dx)
 }

@@ -17,11 +17,11 @@
 
 mod constants;
 mod exp;
+pub(crate) mod gemmlowp16;
 mod lane;
 mod log;
 mod recip;
 
-pub use constants::*;
 pub use exp::{exp_on_interval_between_negative_one_quarter_and_0_excl, exp_on_negative_values};
 pub use lane::Lane;
 pub use log::log_x_for_x_greater_than_or_equal_to_1;

@@ -1,0 +1,257 @@
+//! The row kernels, generic over the lanes (`N` lanes per 16-element block):
+//! block walking through the crate's one tail helper, maxima, sums, and the
+//! softmax, log-softmax and sigmoid-backward rows both backends instantiate.
+
+use super::{exp_kernel, ln_f32, sigmoid_backward_lanes, Lane};
+use crate::simd::tail::{self, map_blocks_raw};
+
+/// Elements per block in every backend.
+pub(crate) const BLOCK: usize = 16;
+
+/// Calls `f` with a pointer to each 16-element block of `x`; the last
+/// partial block is copied into a buffer padded with `pad` (the crate's one
+/// tail helper).
+#[inline(always)]
+fn read_blocks(x: &[f32], pad: f32, mut f: impl FnMut(*const f32)) {
+    tail::read_blocks::<BLOCK, f32>(
+        x,
+        pad,
+        #[inline(always)]
+        |p, _, _| f(p),
+    )
+}
+
+/// Calls `f(s, d)` for each 16-element block of `src[..len]`/`dst[..len]`
+/// (they may be the same buffer); the tail goes through stack buffers, input
+/// padded with `pad`, and only `len` elements are written (the crate's one
+/// tail helper).
+///
+/// # Safety
+/// `src` must be valid for reading and `dst` for writing `len` elements;
+/// `src` and `dst` are either equal or do not overlap.
+#[inline(always)]
+unsafe fn map_blocks(
+    src: *const f32,
+    dst: *mut f32,
+    len: usize,
+    pad: f32,
+    f: impl FnMut(*const f32, *mut f32),
+) {
+    // SAFETY: forwarded from the caller.
+    unsafe { map_blocks_raw::<BLOCK, f32>(src, dst, len, pad, f) }
+}
+
+/// Pairwise tree over `N` (a power of two) lanes: element `k` with `k + N/2`.
+#[inline(always)]
+pub(crate) fn tree<L: Lane, const N: usize>(mut v: [L; N], op: impl Fn(L, L) -> L) -> L {
+    let mut n = N;
+    while n > 1 {
+        n /= 2;
+        for k in 0..n {
+            v[k] = op(v[k], v[k + n]);
+        }
+    }
+    v[0]
+}
+
+/// Element-wise map over `N` lanes per 16-element block (`N * L::WIDTH == 16`).
+///
+/// # Safety
+/// `src`/`dst` as for [`map_blocks`].
+#[inline(always)]
+pub(crate) unsafe fn map<L: Lane, const N: usize>(
+    src: *const f32,
+    dst: *mut f32,
+    len: usize,
+    f: impl Fn(L) -> L,
+) {
+    debug_assert_eq!(N * L::WIDTH, BLOCK);
+    // SAFETY: forwarded from the caller; the closure gets whole blocks.
+    unsafe {
+        map_blocks(src, dst, len, 0.0, |s, d| {
+            for k in 0..N {
+                // SAFETY: the block has BLOCK = N * WIDTH elements.
+                let (s, d) = (s.add(k * L::WIDTH), d.add(k * L::WIDTH));
+                f(L::load(s)).store(d);
+            }
+        })
+    }
+}
+
+/// `dx = y (1 - y) dy`, `N` lanes per block.
+#[inline(always)]
+pub(crate) fn sigmoid_backward_row<L: Lane, const N: usize>(y: &[f32], dy: &[f32], dx: &mut [f32]) {
+    let len = dx.len();
+    let dyp = dy.as_ptr();
+    let mut off = 0usize;
+    // The dy stream is walked alongside y with the same block layout.
+    let whole = len - len % BLOCK;
+    // SAFETY: y, dy, dx all have `len` elements (checked by the caller); whole
+    // blocks stay below `whole <= len`, the tail goes through `map_blocks`'s
+    // buffers, and `dy`'s tail is copied into a local buffer.
+    unsafe {
+        map_blocks(y.as_ptr(), dx.as_mut_ptr(), len, 0.0, |s, d| {
+            let mut dbuf = [0.0f32; BLOCK];
+            let dyb = if off < whole {
+                dyp.add(off)
+            } else {
+                core::ptr::copy_nonoverlapping(dyp.add(off), dbuf.as_mut_ptr(), len - off);
+                dbuf.as_ptr()
+            };
+            for k in 0..N {
+                let o = k * L::WIDTH;
+                sigmoid_backward_lanes(L::load(s.add(o)), L::load(dyb.add(o))).store(d.add(o));
+            }
+            off += BLOCK;
+        })
+    }
+}
+
+/// Sets `y` to the limit of softmax for a row whose maximum is `+inf`:
+/// `1/k` at each of the `k` infinities, 0 elsewhere.
+fn one_hot(x: &[f32], y: &mut [f32]) {
+    let k = x.iter().filter(|&&v| v == f32::INFINITY).count();
+    let w = 1.0 / k as f32;
+    for (o, &v) in y.iter_mut().zip(x) {
+        *o = if v == f32::INFINITY { w } else { 0.0 };
+    }
+}
+
+/// Row maximum with `N` accumulators (`-inf` for an empty row).
+#[inline(always)]
+fn row_max<L: Lane, const N: usize>(x: &[f32]) -> f32 {
+    let mut m = [L::splat(f32::NEG_INFINITY); N];
+    // SAFETY: `x` is readable for its length.
+    unsafe {
+        read_blocks(x, f32::NEG_INFINITY, |p| {
+            for (k, mk) in m.iter_mut().enumerate() {
+                // SAFETY: the block has N * WIDTH elements.
+                *mk = mk.max(L::load(p.add(k * L::WIDTH)));
+            }
+        })
+    }
+    tree(m, L::max).reduce_max()
+}
+
+/// `y = s * y` in place.
+#[inline(always)]
+fn scale_in_place<L: Lane, const N: usize>(y: &mut [f32], s: f32) {
+    let sv = L::splat(s);
+    let p = y.as_mut_ptr();
+    // SAFETY: in place over `y`'s own length.
+    unsafe { map::<L, N>(p, p, y.len(), |v| v.mul(sv)) }
+}
+
+/// Two-pass softmax of one row: max; `e^(x - max)` stored and summed; scale.
+#[inline(always)]
+pub(crate) fn softmax_two_pass_row<L: Lane, const N: usize>(x: &[f32], y: &mut [f32]) {
+    let mx = row_max::<L, N>(x);
+    if mx == f32::INFINITY {
+        return one_hot(x, y);
+    }
+    let mv = L::splat(mx);
+    let mut s = [L::splat(0.0); N];
+    // SAFETY: x and y have the same length (checked by the caller) and are
+    // distinct borrows.
+    unsafe {
+        map_blocks(
+            x.as_ptr(),
+            y.as_mut_ptr(),
+            x.len(),
+            f32::NEG_INFINITY,
+            |src, dst| {
+                for (k, sk) in s.iter_mut().enumerate() {
+                    let o = k * L::WIDTH;
+                    // SAFETY: the blocks have N * WIDTH elements.
+                    let e = exp_kernel(L::load(src.add(o)).sub(mv));
+                    e.store(dst.add(o));
+                    *sk = sk.add(e);
+                }
+            },
+        )
+    }
+    let sum = tree(s, L::add).reduce_add();
+    scale_in_place::<L, N>(y, 1.0 / sum);
+}
+
+/// Online softmax of one row: one pass keeping a running maximum and a sum
+/// rescaled whenever the maximum grows, per lane (`M` state vectors, `N = 4M`
+/// lanes per block), then one pass `y = e^(x - max) / sum`.
+#[inline(always)]
+pub(crate) fn softmax_online_row<L: Lane, const N: usize, const M: usize>(
+    x: &[f32],
+    y: &mut [f32],
+) {
+    debug_assert_eq!(N, 4 * M);
+    // Starting at -MAX (not -inf) keeps `m_old - m_new` free of `-inf - -inf`.
+    let mut m = [L::splat(-f32::MAX); M];
+    let mut s = [L::splat(0.0); M];
+    // SAFETY: `x` is readable for its length.
+    unsafe {
+        read_blocks(x, f32::NEG_INFINITY, |p| {
+            for j in 0..M {
+                // SAFETY: the block has N * WIDTH elements; j + 3M < N.
+                let v = [
+                    L::load(p.add(j * L::WIDTH)),
+                    L::load(p.add((j + M) * L::WIDTH)),
+                    L::load(p.add((j + 2 * M) * L::WIDTH)),
+                    L::load(p.add((j + 3 * M) * L::WIDTH)),
+                ];
+                let bm = v[0].max(v[1]).max(v[2].max(v[3]));
+                let mn = m[j].max(bm);
+                let e = [
+                    exp_kernel(v[0].sub(mn)),
+                    exp_kernel(v[1].sub(mn)),
+                    exp_kernel(v[2].sub(mn)),
+                    exp_kernel(v[3].sub(mn)),
+                ];
+                let es = e[0].add(e[2]).add(e[1].add(e[3]));
+                s[j] = s[j].fma(exp_kernel(m[j].sub(mn)), es);
+                m[j] = mn;
+            }
+        })
+    }
+    let g = tree(m, L::max).reduce_max();
+    if g == f32::INFINITY {
+        return one_hot(x, y);
+    }
+    let gv = L::splat(g);
+    let mut w = s;
+    for j in 0..M {
+        w[j] = s[j].mul(exp_kernel(m[j].sub(gv)));
+    }
+    let inv = L::splat(1.0 / tree(w, L::add).reduce_add());
+    // SAFETY: x and y have the same length and are distinct borrows.
+    unsafe {
+        map::<L, N>(x.as_ptr(), y.as_mut_ptr(), x.len(), |v| {
+            exp_kernel(v.sub(gv)).mul(inv)
+        })
+    }
+}
+
+/// Log-softmax of one row: max; sum of `e^(x - max)`; `(x - max) - ln(sum)`.
+#[inline(always)]
+pub(crate) fn log_softmax_row<L: Lane, const N: usize>(x: &[f32], y: &mut [f32]) {
+    let mx = row_max::<L, N>(x);
+    if mx == f32::INFINITY {
+        one_hot(x, y);
+        for v in y.iter_mut() {
+            *v = ln_f32(*v);
+        }
+        return;
+    }
+    let mv = L::splat(mx);
+    let mut s = [L::splat(0.0); N];
+    // SAFETY: `x` is readable for its length.
+    unsafe {
+        read_blocks(x, f32::NEG_INFINITY, |p| {
+            for (k, sk) in s.iter_mut().enumerate() {
+                // SAFETY: the block has N * WIDTH elements.
+                *sk = sk.add(exp_kernel(L::load(p.add(k * L::WIDTH)).sub(mv)));
+            }
+        })
+    }
+    let lse = L::splat(ln_f32(tree(s, L::add).reduce_add()));
+    // SAFETY: x and y have the same length and are distinct borrows.
+    unsafe { map::<L, N>(x.as_ptr(), y.as_mut_ptr(), x.len(), |v| v.sub(mv).sub(lse)) }
+}

@@ -1,0 +1,244 @@
+//! gemmlowp's `FixedPoint<int16_t, I>` arithmetic and its `logistic` / `tanh`,
+//! scalar: the 16-bit fixed point TFLite's int16 logistic and tanh run at
+//! input scales `2^-12` and `2^-11`. The C++ does `+`, `-` and negation in
+//! `int` and stores the result back into `int16_t`, so they wrap;
+//! multiplication is the 16-bit saturating rounding doubling high multiply
+//! (NEON `sqrdmulh.8h`). The algorithm is the one of this module's 32-bit
+//! lanes (exp by a Taylor polynomial on `[-1/4, 0)` and a barrel shifter,
+//! Newton-Raphson reciprocal), with each 32-bit constant rounded to 16 bits
+//! (gemmlowp's `RescaleConstantInitializer`: a rounding divide by `2^16`).
+
+/// `a * b / 2^15` rounded to nearest (ties away from zero), `-1 * -1`
+/// saturated: gemmlowp's 16-bit `SaturatingRoundingDoublingHighMul`.
+#[inline(always)]
+pub(crate) fn srdhm(a: i16, b: i16) -> i16 {
+    if a == i16::MIN && b == i16::MIN {
+        return i16::MAX;
+    }
+    let ab = a as i32 * b as i32;
+    let nudge = if ab >= 0 { 1 << 14 } else { 1 - (1 << 14) };
+    // `/` truncates toward zero, as the C++.
+    ((ab + nudge) / (1 << 15)) as i16
+}
+
+/// `x / 2^e` rounded to nearest, ties away from zero (`e` in `0..=15`).
+#[inline(always)]
+pub(crate) fn rounding_divide_by_pot(x: i16, e: u32) -> i16 {
+    let mask = ((1i32 << e) - 1) as i16;
+    let remainder = x & mask;
+    let threshold = (mask >> 1) + (x < 0) as i16;
+    (x >> e) + (remainder > threshold) as i16
+}
+
+/// `x * 2^e` for `e` in `1..=15`, saturating (gemmlowp's
+/// `SaturatingRoundingMultiplyByPOT` with a positive exponent).
+#[inline(always)]
+pub(crate) fn saturating_shl(x: i16, e: u32) -> i16 {
+    let threshold = ((1i32 << (15 - e)) - 1) as i16;
+    if x > threshold {
+        i16::MAX
+    } else if x < -threshold {
+        i16::MIN
+    } else {
+        x << e
+    }
+}
+
+/// `(a + b) / 2` rounded half away from zero (computed in 32 bits).
+#[inline(always)]
+fn rounding_half_sum(a: i16, b: i16) -> i16 {
+    let sum = a as i32 + b as i32;
+    let sign = if sum >= 0 { 1 } else { -1 };
+    ((sum + sign) / 2) as i16
+}
+
+/// A gemmlowp constant given as a 32-bit raw value, in 16 bits.
+const fn c(raw32: i32) -> i16 {
+    // Rounding divide by 2^16, ties away from zero (all constants here are
+    // far from ties; the sign matters for the negative one).
+    let q = raw32 >> 16;
+    let remainder = raw32 & 0xffff;
+    let threshold = 0x7fff + (raw32 < 0) as i32;
+    (q + (remainder > threshold) as i32) as i16
+}
+
+/// 1.0 in Q0.15 (saturated), and in Q2.13.
+const ONE_Q0: i16 = i16::MAX;
+const ONE_Q2: i16 = 1 << 13;
+
+/// `exp(a)` for `a` in `[-1/4, 0)`, Q0.15 in and out.
+fn exp_on_interval_between_negative_one_quarter_and_0_excl(a: i16) -> i16 {
+    // exp(-1/8) and 1/3.
+    let constant_term = c(1_895_147_668);
+    let constant_1_over_3 = c(715_827_883);
+    // Taylor expansion around -1/8: x = a + 1/8.
+    let x = a.wrapping_add(1 << 12);
+    let x2 = srdhm(x, x);
+    let x3 = srdhm(x2, x);
+    let x4 = srdhm(x2, x2);
+    let x4_over_4 = rounding_divide_by_pot(x4, 2);
+    let poly = rounding_divide_by_pot(
+        srdhm(x4_over_4.wrapping_add(x3), constant_1_over_3).wrapping_add(x2),
+        1,
+    );
+    constant_term.saturating_add(srdhm(constant_term, x.wrapping_add(poly)))
+}
+
+/// `exp(a)` for `a <= 0` in Q`int_bits`.(15 - `int_bits`), result Q0.15.
+fn exp_on_negative_values(a: i16, int_bits: u32) -> i16 {
+    let frac_bits = 15 - int_bits;
+    let one_quarter: i16 = 1 << (frac_bits - 2);
+    let mask = one_quarter - 1;
+    let a_mod_quarter_minus_one_quarter = (a & mask).wrapping_sub(one_quarter);
+    let mut result = exp_on_interval_between_negative_one_quarter_and_0_excl(saturating_shl(
+        a_mod_quarter_minus_one_quarter,
+        int_bits,
+    ));
+    let remainder = a_mod_quarter_minus_one_quarter.wrapping_sub(a);
+    // exp(-2^k) for k = -2..=4, as gemmlowp's 32-bit raw constants.
+    const BARREL: [(i32, i32); 7] = [
+        (-2, 1_672_461_947),
+        (-1, 1_302_514_674),
+        (0, 790_015_084),
+        (1, 290_630_308),
+        (2, 39_332_535),
+        (3, 720_401),
+        (4, 242),
+    ];
+    for (exponent, multiplier) in BARREL {
+        if int_bits as i32 > exponent {
+            let bit = (frac_bits as i32 + exponent) as u32;
+            if remainder & (1 << bit) != 0 {
+                result = srdhm(result, c(multiplier));
+            }
+        }
+    }
+    if a == 0 {
+        ONE_Q0
+    } else {
+        result
+    }
+}
+
+/// Newton-Raphson on `1 / (1 + a)` (Q2.13 iterate), `a` in `(0, 1)` Q0.15.
+fn newton_raphson_one_over_one_plus_x(a: i16) -> i16 {
+    let half_denominator = rounding_half_sum(a, ONE_Q0);
+    // 48/17 and -32/17 in Q2.13.
+    let constant_48_over_17 = c(1_515_870_810);
+    let constant_neg_32_over_17 = c(-1_010_580_540);
+    let mut x = constant_48_over_17.wrapping_add(srdhm(half_denominator, constant_neg_32_over_17));
+    for _ in 0..3 {
+        let half_denominator_times_x = srdhm(half_denominator, x);
+        let one_minus_half_denominator_times_x = ONE_Q2.wrapping_sub(half_denominator_times_x);
+        // Q2.13 * Q2.13 = Q4.11, back to Q2.13.
+        x = x.wrapping_add(saturating_shl(
+            srdhm(x, one_minus_half_denominator_times_x),
+            2,
+        ));
+    }
+    x
+}
+
+/// `1 / (1 + a)` for `a` in `(0, 1)`, Q0.15.
+fn one_over_one_plus_x_for_x_in_0_1(a: i16) -> i16 {
+    // x / 2 in Q2.13 is x in Q1.14; rescale to Q0.15.
+    saturating_shl(newton_raphson_one_over_one_plus_x(a), 1)
+}
+
+/// `(1 - a) / (1 + a)` for `a` in `(0, 1)`, Q0.15.
+fn one_minus_x_over_one_plus_x_for_x_in_0_1(a: i16) -> i16 {
+    // 2 / (1 + a) - 1 = (1 - a) / (1 + a), Q2.13 to Q0.15.
+    saturating_shl(
+        newton_raphson_one_over_one_plus_x(a).wrapping_sub(ONE_Q2),
+        2,
+    )
+}
+
+/// gemmlowp's `logistic` for a Q3.12 input, Q0.15 output.
+pub(crate) fn logistic_q3_12(a: i16) -> i16 {
+    let positive = a > 0;
+    let abs_input = if positive { a } else { a.wrapping_neg() };
+    let result_if_positive =
+        one_over_one_plus_x_for_x_in_0_1(exp_on_negative_values(abs_input.wrapping_neg(), 3));
+    let result_if_negative = ONE_Q0.wrapping_sub(result_if_positive);
+    if a == 0 {
+        c(1 << 30)
+    } else if positive {
+        result_if_positive
+    } else {
+        result_if_negative
+    }
+}
+
+/// gemmlowp's `tanh` for a Q3.12 input, Q0.15 output.
+pub(crate) fn tanh_q3_12(a: i16) -> i16 {
+    let negative = a < 0;
+    let n = if negative { a } else { a.wrapping_neg() };
+    // -tanh(n) for n <= 0: exp(2n), with 2n read as Q4.11.
+    let t = one_minus_x_over_one_plus_x_for_x_in_0_1(exp_on_negative_values(n, 4));
+    if a == 0 {
+        0
+    } else if negative {
+        t.wrapping_neg()
+    } else {
+        t
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use super::*;
+
+    #[cfg(feature = "std")]
+    #[test]
+    fn gemmlowp16_constants() {
+        use crate::fixedpoint::Lane;
+        // gemmlowp's rounding of a 32-bit raw constant to 16 bits, against the
+        // real values in Q0.15 / Q2.13.
+        let c = |raw: i32| raw.rounding_divide_by_pot(16) as i16;
+        let q15 = |c: i16, v: f64| assert!((c as f64 / 32768.0 - v).abs() <= 0.5 / 32768.0);
+        q15(c(1_895_147_668), (-0.125f64).exp());
+        q15(c(715_827_883), 1.0 / 3.0);
+        let q13 = |c: i16, v: f64| assert!((c as f64 / 8192.0 - v).abs() <= 0.5 / 8192.0);
+        q13(c(1_515_870_810), 48.0 / 17.0);
+        q13(c(-1_010_580_540), -32.0 / 17.0);
+    }
+
+    #[test]
+    fn gemmlowp16_primitives_match_wide_math() {
+        for a in (i16::MIN..=i16::MAX).step_by(7) {
+            for b in [
+                i16::MIN,
+                -32767,
+                -12345,
+                -1,
+                0,
+                1,
+                3,
+                16384,
+                23130,
+                i16::MAX,
+            ] {
+                let exact = (a as f64 * b as f64) / 32768.0;
+                let got = srdhm(a, b) as f64;
+                if !(a == i16::MIN && b == i16::MIN) {
+                    assert!((got - exact).abs() <= 0.5, "{a} * {b}");
+                }
+            }
+            for e in 0..=15 {
+                let exact = a as f64 / (1u32 << e) as f64;
+                let got = rounding_divide_by_pot(a, e) as f64;
+                assert!((got - exact).abs() <= 0.5, "{a} / 2^{e}");
+                // Ties away from zero.
+                if (exact - exact.trunc()).abs() == 0.5 {
+                    assert_eq!(got, exact + 0.5 * exact.signum(), "{a} / 2^{e}");
+                }
+            }
+            for e in 1..=15 {
+                let exact = (a as i32) << e;
+                assert_eq!(saturating_shl(a, e) as i32, exact.clamp(-32768, 32767));
+            }
+        }
+    }
+}

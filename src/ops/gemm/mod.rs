@@ -1,0 +1,401 @@
+//! int8 GEMM (a fully connected layer) with int32 accumulation and the int8
+//! requantization fused into the output stage.
+//!
+//! For an `M x K` input `x` and `N x K` weights `w` (one row per output
+//! channel), output element `(m, n)` is TFLite's per-channel int8
+//! `FullyConnected` (`reference_integer_ops::FullyConnectedPerChannel`):
+//!
+//! ```text
+//! acc   = sum_k (x[m][k] - input_zero_point) * w[n][k] + bias[n]      int32, wrapping
+//! y     = MultiplyByQuantizedMultiplier(acc, multiplier[n], shift[n])  double rounding
+//! out   = clamp(y + output_zero_point, act_min, act_max)               int8
+//! ```
+//!
+//! with `multiplier[n] * 2^(shift[n] - 31)` the quantized
+//! `input_scale * weight_scale[n] / output_scale` (computed in `f64`, as
+//! TFLite's `PopulateConvolutionQuantizationParams`), weights symmetric
+//! (zero point 0, as TFLite requires for per-channel weights), and
+//! `[act_min, act_max]` the fused activation's range. The accumulator wraps
+//! modulo 2^32 like the C++ `int32_t` sum does in practice; every backend gives
+//! the same wrapped value, which is the exact sum whenever it fits (any
+//! `K` below 65,000).
+//!
+//! `new()` packs the weights once for the NEON kernels (blocks of 8 output
+//! channels, depth in groups of 4 bytes, see [`Gemm`]) and folds the input zero
+//! point into the bias (`bias[n] - input_zero_point * sum_k w[n][k]`, the same
+//! value modulo 2^32), so the NEON inner loops multiply raw int8 values.
+//!
+//! NEON has two paths, bit-exact with each other and with the scalar
+//! reference: `sdot` (FEAT_DotProd, detected at run time) on an 8 x 8 tile of
+//! int32 accumulators, and a widening multiply-accumulate fallback
+//! (`smull` + `sadalp`) on a 4 x 8 tile.
+
+#[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+mod neon;
+mod pack;
+mod params;
+mod scalar;
+
+#[cfg(not(all(target_arch = "aarch64", target_feature = "neon")))]
+use self::pack::{block_sums, pack_columns_bytes, pack_rows_groups};
+use self::pack::{KC, NR};
+use self::params::GemmParams;
+use super::requant::{ChannelMultipliers, FusedActivation};
+use crate::backend::{Backend, CpuFeatures};
+use crate::checks::{check_length, check_scale, check_zero_point};
+use crate::error::{Error, Result};
+use crate::quant::QuantParams;
+use alloc::vec::Vec;
+
+const OP: &str = "gemm";
+
+/// The NEON inner loop of a [`Gemm`] (the backend stays [`Backend::Neon`]).
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum GemmPath {
+    /// `sdot` on an 8 x 8 tile; needs the dotprod extension.
+    Dot,
+    /// `smull` + `sadalp` on a 4 x 8 tile; plain NEON.
+    Widening,
+}
+
+/// A prepared int8 fully connected layer: TFLite's per-channel int8
+/// `FullyConnected` (`reference_integer_ops::FullyConnectedPerChannel`) bit for
+/// bit. Output `(m, n)` of an `m x k` input and `n x k` weights:
+///
+/// ```text
+/// acc = sum_k (x[m][k] - input_zero_point) * w[n][k] + bias[n]      int32, wrapping
+/// y   = MultiplyByQuantizedMultiplier(acc, multiplier[n], shift[n])  double rounding
+/// out = clamp(y + output_zero_point, act_min, act_max)               int8
+/// ```
+///
+/// with `multiplier[n] * 2^(shift[n] - 31)` the quantized
+/// `input_scale * weight_scales[n] / output_scale` (in `f64`) and
+/// `[act_min, act_max]` the fused activation's range. The sum wraps modulo
+/// 2^32 as the C++ `int32_t` sum does; it is exact whenever it fits (any `k`
+/// below 65,000). Every backend gives the same bytes: the scalar reference, and
+/// on aarch64 NEON with `sdot` (dotprod, detected at run time; an 8 x 8 tile of
+/// int32 accumulators) or widening multiply-accumulates (a 4 x 8 tile).
+///
+/// Packed weight layout: output channels in blocks of 8 (the last
+/// block padded with zero weights), each block holding the whole depth, padded
+/// with zeros to a multiple of 16, in groups of 4: group `g` of block `b` is
+/// 32 bytes, `w[8b + c][4g + t]` at byte `16 (c / 4) + 4 (c % 4) + t`. One
+/// 16-byte vector is then four channels by four depths, the operand of one
+/// `sdot` against four input bytes. The input zero point is folded into the
+/// bias (`bias[n] - input_zero_point * sum_k w[n][k]`, equal modulo 2^32), so
+/// the NEON inner loops multiply raw int8 values.
+#[derive(Clone, Debug)]
+pub struct Gemm {
+    params: GemmParams,
+    backend: Backend,
+    path: GemmPath,
+}
+
+impl Gemm {
+    /// Validates and prepares a fully connected layer.
+    ///
+    /// * `weights`: `n x k` int8, row-major, one row per output channel,
+    ///   symmetric (zero point 0) with scale `weight_scales[c]` for row `c`;
+    /// * `bias`: `n` int32 values in units of `input.scale * weight_scales[c]`,
+    ///   or `None` for zeros;
+    /// * `input`, `output`: per-tensor int8 quantization (any zero point in
+    ///   `-128..=127`);
+    /// * `activation`: fused into the output clamp.
+    ///
+    /// Errors: `n` or `k` zero ([`Error::ZeroDimension`]), `weights`, `bias` or
+    /// `weight_scales` of the wrong length ([`Error::Length`]), a scale that is
+    /// not finite and `> 0` ([`Error::Scale`]), a zero point out of range
+    /// ([`Error::ZeroPoint`]), an effective scale `input * weight / output` of
+    /// 2^30 or more ([`Error::Unsupported`]).
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        weights: &[i8],
+        n: usize,
+        k: usize,
+        bias: Option<&[i32]>,
+        input: QuantParams,
+        weight_scales: &[f32],
+        output: QuantParams,
+        activation: FusedActivation,
+    ) -> Result<Gemm> {
+        if n == 0 {
+            return Err(Error::ZeroDimension {
+                op: OP,
+                what: "n (output channels)",
+            });
+        }
+        if k == 0 {
+            return Err(Error::ZeroDimension {
+                op: OP,
+                what: "k (depth)",
+            });
+        }
+        check_length(OP, "weights", n.checked_mul(k), weights.len())?;
+        if let Some(b) = bias {
+            check_length(OP, "bias", Some(n), b.len())?;
+        }
+        check_length(OP, "weight scales", Some(n), weight_scales.len())?;
+        let input_scale = check_scale("input scale", input.scale)?;
+        check_zero_point::<i8>("input zero point", input.zero_point)?;
+        let output_scale = check_scale("output scale", output.scale)?;
+        check_zero_point::<i8>("output zero point", output.zero_point)?;
+
+        let blocks = n.div_ceil(NR);
+        let n_padded = blocks * NR;
+        let k_padded = k.div_ceil(KC) * KC;
+        let multipliers = ChannelMultipliers::new(
+            OP,
+            "weight scale",
+            input_scale,
+            weight_scales,
+            output_scale,
+            n_padded,
+        )?;
+
+        let bias: Vec<i32> = match bias {
+            Some(b) => b.to_vec(),
+            None => alloc::vec![0; n],
+        };
+        let (act_min, act_max) = activation.range_i8(output);
+        let path = if CpuFeatures::detect().dotprod {
+            GemmPath::Dot
+        } else {
+            GemmPath::Widening
+        };
+        let block_shifts = (0..blocks)
+            .map(|b| {
+                let channels = b * NR..(b + 1) * NR;
+                (
+                    multipliers.left_shift[channels.clone()]
+                        .iter()
+                        .any(|&s| s != 0),
+                    multipliers.neg_right_shift[channels].iter().all(|&s| s < 0),
+                )
+            })
+            .collect();
+        let mut gemm = Gemm {
+            params: GemmParams {
+                n,
+                k,
+                k_padded,
+                packed: alloc::vec![0i8; n_padded * k_padded],
+                bias,
+                folded_bias: alloc::vec![0i32; n_padded],
+                multipliers,
+                block_shifts,
+                weights_above_min: true,
+                input_zero_point: input.zero_point,
+                output_zero_point: output.zero_point,
+                act_min,
+                act_max,
+            },
+            backend: Backend::best(),
+            path,
+        };
+        gemm.pack_rows(weights);
+        Ok(gemm)
+    }
+
+    /// Replaces the weights, keeping everything else (scales, bias, zero
+    /// points): for a right-hand side computed at run time, such as attention's
+    /// keys (`Q K^T`: `weights` = `K`, `n x k` row-major). Repacks and refolds
+    /// the bias; allocates nothing. [`Error::Length`] unless `weights` is
+    /// `n * k` long. The new weights must be quantized with the scales given to
+    /// [`new`](Self::new).
+    pub fn set_weights(&mut self, weights: &[i8]) -> Result<()> {
+        check_length(
+            OP,
+            "weights",
+            Some(self.params.n * self.params.k),
+            weights.len(),
+        )?;
+        self.pack_rows(weights);
+        Ok(())
+    }
+
+    /// [`set_weights`](Self::set_weights) from the transpose: `weights_t` is
+    /// `k x n` row-major (`weights_t[d * n + c]` is weight `(c, d)`), as
+    /// attention's values are (`P V`: `weights_t` = `V`, sequence by head
+    /// size). [`Error::Length`] unless it is `k * n` long.
+    pub fn set_weights_transposed(&mut self, weights_t: &[i8]) -> Result<()> {
+        check_length(
+            OP,
+            "weights",
+            Some(self.params.n * self.params.k),
+            weights_t.len(),
+        )?;
+        self.pack_columns(weights_t);
+        Ok(())
+    }
+
+    /// Packs the `n x k` row-major `w` (the padding stays zero), then
+    /// [`fold`](Self::fold)s. Each row's depth groups of 4 bytes are copied
+    /// whole (on aarch64, 8 rows at a time with NEON transposes).
+    fn pack_rows(&mut self, w: &[i8]) {
+        debug_assert_eq!(w.len(), self.params.n * self.params.k);
+        #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+        neon::pack::pack_rows(
+            &mut self.params.packed,
+            w,
+            self.params.n,
+            self.params.k,
+            self.params.k_padded,
+        );
+        #[cfg(not(all(target_arch = "aarch64", target_feature = "neon")))]
+        pack_rows_groups(
+            &mut self.params.packed,
+            w,
+            0,
+            self.params.n,
+            0,
+            self.params.k,
+            self.params.k_padded,
+        );
+        self.fold();
+    }
+
+    /// Packs the transpose of the `k x n` row-major `wt` (weight `(c, d)` =
+    /// `wt[d * n + c]`, the padding stays zero), then [`fold`](Self::fold)s.
+    fn pack_columns(&mut self, wt: &[i8]) {
+        debug_assert_eq!(wt.len(), self.params.n * self.params.k);
+        #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+        neon::pack::pack_columns(
+            &mut self.params.packed,
+            wt,
+            self.params.n,
+            self.params.k,
+            self.params.k_padded,
+        );
+        #[cfg(not(all(target_arch = "aarch64", target_feature = "neon")))]
+        pack_columns_bytes(
+            &mut self.params.packed,
+            wt,
+            0,
+            self.params.n,
+            0,
+            self.params.k,
+            self.params.n,
+            self.params.k_padded,
+        );
+        self.fold();
+    }
+
+    /// From the packed weights: folds the input zero point into the bias
+    /// (`bias[c] - input_zero_point * sum_d w(c, d)`, wrapping) and records
+    /// whether any weight is -128. The zero padding adds nothing to the sums.
+    fn fold(&mut self) {
+        let block_bytes = NR * self.params.k_padded;
+        let mut above_min = true;
+        for (b, block) in self.params.packed.chunks_exact(block_bytes).enumerate() {
+            #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+            let (sums, min) = neon::pack::block_sums(block);
+            #[cfg(not(all(target_arch = "aarch64", target_feature = "neon")))]
+            let (sums, min) = block_sums(block);
+            above_min &= min != i8::MIN;
+            for (j, &sum) in sums.iter().enumerate() {
+                let c = b * NR + j;
+                if c < self.params.n {
+                    self.params.folded_bias[c] = self.params.bias[c]
+                        .wrapping_sub(self.params.input_zero_point.wrapping_mul(sum));
+                }
+            }
+        }
+        self.params.weights_above_min = above_min;
+    }
+
+    /// Output channels (`n`).
+    pub fn n(&self) -> usize {
+        self.params.n
+    }
+
+    /// Depth (`k`).
+    pub fn k(&self) -> usize {
+        self.params.k
+    }
+
+    /// The quantized output range `[min, max]` of the fused activation.
+    pub fn activation_range(&self) -> (i32, i32) {
+        (self.params.act_min, self.params.act_max)
+    }
+
+    /// The backend [`run`](Self::run) uses.
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    /// The NEON path `run` uses on this CPU (`Dot` when it has dotprod).
+    #[doc(hidden)]
+    pub fn path(&self) -> GemmPath {
+        self.path
+    }
+
+    /// `output (m x n) = input (m x k) * weights^T`, requantized, with the best
+    /// backend. Errors if `input` is not `m * k` or `output` not `m * n` long.
+    pub fn run(&self, input: &[i8], output: &mut [i8], m: usize) -> Result<()> {
+        self.run_with(self.backend, input, output, m)
+    }
+
+    /// [`run`](Self::run) with the given backend (an error if not available
+    /// here). Every backend gives the same bytes.
+    pub fn run_with(
+        &self,
+        backend: Backend,
+        input: &[i8],
+        output: &mut [i8],
+        m: usize,
+    ) -> Result<()> {
+        self.check_buffers(input, output, m)?;
+        match backend {
+            Backend::Scalar => {
+                scalar::gemm(&self.params, input, output, m);
+                Ok(())
+            }
+            _ => self.run_neon(self.path, input, output, m),
+        }
+    }
+
+    /// [`run_with`](Self::run_with)`(Backend::Neon, ..)` on the given NEON path;
+    /// [`Error::BackendUnavailable`] if this CPU lacks it. For tests and
+    /// benchmarks.
+    #[doc(hidden)]
+    pub fn run_neon_path(
+        &self,
+        path: GemmPath,
+        input: &[i8],
+        output: &mut [i8],
+        m: usize,
+    ) -> Result<()> {
+        self.check_buffers(input, output, m)?;
+        self.run_neon(path, input, output, m)
+    }
+
+    fn check_buffers(&self, input: &[i8], output: &[i8], m: usize) -> Result<()> {
+        check_length(OP, "input", m.checked_mul(self.params.k), input.len())?;
+        check_length(OP, "output", m.checked_mul(self.params.n), output.len())
+    }
+
+    #[allow(unused_variables)]
+    fn run_neon(&self, path: GemmPath, input: &[i8], output: &mut [i8], m: usize) -> Result<()> {
+        #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+        match path {
+            GemmPath::Dot if CpuFeatures::detect().dotprod => {
+                // SAFETY: the CPU has dotprod (checked just above); the buffer
+                // lengths were checked by the caller.
+                unsafe { neon::dot::gemm_dot(&self.params, input, output, m) };
+                return Ok(());
+            }
+            GemmPath::Dot => {
+                return Err(Error::BackendUnavailable {
+                    backend: "neon (sdot)",
+                })
+            }
+            GemmPath::Widening => {
+                neon::widening::gemm_widening(&self.params, input, output, m);
+                return Ok(());
+            }
+        }
+        #[allow(unreachable_code)]
+        Err(Error::BackendUnavailable { backend: "neon" })
+    }
+}

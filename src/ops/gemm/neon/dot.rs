@@ -1,0 +1,333 @@
+//! The `sdot` path of the NEON GEMM (FEAT_DotProd): an 8 x 8 tile of int32
+//! accumulators over a stack panel of interleaved rows, or over the rows in
+//! place for depths beyond the panel.
+
+use super::{row_pointers, store_tile, tail_rows, BlockParams};
+use crate::ops::gemm::pack::{KC, NR};
+use crate::ops::gemm::params::GemmParams;
+use core::arch::aarch64::*;
+
+/// `sdot` by element: `acc[i] += dot(w[4i..4i + 4], x[4 LANE..4 LANE + 4])`.
+#[inline(always)]
+fn sdot_lane<const LANE: i32>(acc: int32x4_t, w: int8x16_t, x: int8x16_t) -> int32x4_t {
+    let mut acc = acc;
+    // SAFETY: `sdot` on vector registers has no memory, stack or flag effects.
+    // It is only reached from `gemm_dot`, which requires dotprod (the
+    // intrinsic is not stable yet, hence the asm).
+    unsafe {
+        core::arch::asm!(
+            "sdot {acc:v}.4s, {w:v}.16b, {x:v}.4b[{lane}]",
+            acc = inout(vreg) acc,
+            w = in(vreg) w,
+            x = in(vreg) x,
+            lane = const LANE,
+            options(pure, nomem, nostack, preserves_flags),
+        );
+    }
+    acc
+}
+
+/// One step of 16 depth bytes for two rows (`x0`, `x1`: 16 bytes of each)
+/// with the 8 weight vectors of the step (`w[2g + j]`: depth group `g`,
+/// channels `4j..4j + 4`): four independent accumulator chains.
+#[inline(always)]
+fn dot_row_pair(
+    acc: &mut [[int32x4_t; 2]; 8],
+    r: usize,
+    w: &[int8x16_t; 8],
+    x0: int8x16_t,
+    x1: int8x16_t,
+) {
+    macro_rules! group {
+        ($g:literal) => {
+            acc[r][0] = sdot_lane::<$g>(acc[r][0], w[2 * $g], x0);
+            acc[r][1] = sdot_lane::<$g>(acc[r][1], w[2 * $g + 1], x0);
+            acc[r + 1][0] = sdot_lane::<$g>(acc[r + 1][0], w[2 * $g], x1);
+            acc[r + 1][1] = sdot_lane::<$g>(acc[r + 1][1], w[2 * $g + 1], x1);
+        };
+    }
+    group!(0);
+    group!(1);
+    group!(2);
+    group!(3);
+}
+
+/// `chunks` steps of 16 depth bytes on the 8 x 8 tile. The step's weights
+/// (8 vectors) stay in registers while the rows stream past them: 16
+/// accumulators + 8 weights + 2 rows fit the 32 registers without spills.
+///
+/// # Safety
+/// Each row pointer must be valid for reading `16 chunks` bytes and `w` for
+/// `128 chunks` bytes.
+#[inline(always)]
+unsafe fn dot_chunks(
+    acc: &mut [[int32x4_t; 2]; 8],
+    rows: &[*const i8; 8],
+    chunks: usize,
+    w: *const i8,
+) {
+    let mut w = w;
+    for i in 0..chunks {
+        // SAFETY: i < chunks, so 16 bytes at i * 16 are within each row and
+        // 128 bytes at w within the block (the caller's guarantee).
+        unsafe {
+            let wv: [int8x16_t; 8] = core::array::from_fn(|j| vld1q_s8(w.add(16 * j)));
+            // Written out (not a loop) so the accumulators stay in registers.
+            let x = |r: usize| vld1q_s8(rows[r].add(i * KC));
+            dot_row_pair(acc, 0, &wv, x(0), x(1));
+            dot_row_pair(acc, 2, &wv, x(2), x(3));
+            dot_row_pair(acc, 4, &wv, x(4), x(5));
+            dot_row_pair(acc, 6, &wv, x(6), x(7));
+            w = w.add(8 * 16);
+        }
+    }
+}
+
+/// The deepest input (in bytes, a multiple of 16) that [`gemm_dot`] copies
+/// into a packed panel on the stack (8 KiB); deeper inputs are read in place.
+const PANEL_DEPTH: usize = 1024;
+
+/// Copies rows `row..row + 8` (rows past `row + mr` repeat the last one) of
+/// the `k`-deep input into `panel`, interleaved by steps of 16 depth bytes:
+/// step `i` of tile row `r` at `128 i + 16 r`, the depth past `k` zero. One
+/// step of all 8 rows is then 128 contiguous bytes, loaded with two `ld1`s of
+/// four registers.
+#[inline(always)]
+fn fill_panel(panel: &mut [i8; 8 * PANEL_DEPTH], input: &[i8], k: usize, row: usize, mr: usize) {
+    let whole = k / KC;
+    debug_assert!(k.div_ceil(KC) * KC <= PANEL_DEPTH);
+    let rows = row_pointers::<8>(input, k, row, mr);
+    let dst = panel.as_mut_ptr();
+    for i in 0..whole {
+        // SAFETY: each row pointer starts a k-byte input row and
+        // 16 (i + 1) <= k; the panel holds 8 * PANEL_DEPTH >= 128 (i + 1)
+        // bytes.
+        unsafe {
+            let x: [int8x16_t; 8] = core::array::from_fn(|r| vld1q_s8(rows[r].add(i * KC)));
+            let at = dst.add(i * 8 * KC);
+            vst1q_s8_x4(at, int8x16x4_t(x[0], x[1], x[2], x[3]));
+            vst1q_s8_x4(at.add(64), int8x16x4_t(x[4], x[5], x[6], x[7]));
+        }
+    }
+    if k % KC != 0 {
+        let mut buf = [[0i8; KC]; 8];
+        tail_rows(input, k, row, mr, &mut buf);
+        for (r, b) in buf.iter().enumerate() {
+            let at = whole * 8 * KC + r * KC;
+            panel[at..at + KC].copy_from_slice(b);
+        }
+    }
+}
+
+/// `chunks` steps of 16 depth bytes on the 8 x 8 tile from a packed panel
+/// (see [`fill_panel`]): per step two 4-register loads of weights and two of
+/// input rows, 64 `sdot`s.
+///
+/// # Safety
+/// The CPU must have dotprod; `chunks >= 1`; `x` and `w` must each be valid
+/// for reading `128 chunks` bytes.
+#[inline(always)]
+unsafe fn dot_panel(acc: &mut [[int32x4_t; 2]; 8], x: *const i8, w: *const i8, chunks: usize) {
+    debug_assert!(chunks >= 1);
+    // One step per iteration: two 4-register loads of weights (v0-v7, vector
+    // 2g + h = depth group g, channels 4h..4h + 4), then rows 0-3 (v8-v11)
+    // and 4-7 (v12-v15), each row's 4 depth groups in its 4 lanes; row r's
+    // accumulators are v(16 + 2r), v(17 + 2r). Written in assembly because
+    // the compiler splits 4-register loads into pairs (75 instructions a step
+    // instead of 70).
+    // SAFETY: reads 128 chunks bytes at each of x and w (the caller's
+    // guarantee), chunks >= 1; sdot needs dotprod, which every caller
+    // (`gemm_dot`) enables. No stack, no writes to memory.
+    unsafe {
+        core::arch::asm!(
+            "2:",
+            "ld1 {{v0.16b, v1.16b, v2.16b, v3.16b}}, [{w}], #64",
+            "ld1 {{v4.16b, v5.16b, v6.16b, v7.16b}}, [{w}], #64",
+            "ld1 {{v8.16b, v9.16b, v10.16b, v11.16b}}, [{x}], #64",
+            "sdot v16.4s, v0.16b, v8.4b[0]",
+            "sdot v17.4s, v1.16b, v8.4b[0]",
+            "sdot v18.4s, v0.16b, v9.4b[0]",
+            "sdot v19.4s, v1.16b, v9.4b[0]",
+            "sdot v20.4s, v0.16b, v10.4b[0]",
+            "sdot v21.4s, v1.16b, v10.4b[0]",
+            "sdot v22.4s, v0.16b, v11.4b[0]",
+            "sdot v23.4s, v1.16b, v11.4b[0]",
+            "sdot v16.4s, v2.16b, v8.4b[1]",
+            "sdot v17.4s, v3.16b, v8.4b[1]",
+            "sdot v18.4s, v2.16b, v9.4b[1]",
+            "sdot v19.4s, v3.16b, v9.4b[1]",
+            "sdot v20.4s, v2.16b, v10.4b[1]",
+            "sdot v21.4s, v3.16b, v10.4b[1]",
+            "sdot v22.4s, v2.16b, v11.4b[1]",
+            "sdot v23.4s, v3.16b, v11.4b[1]",
+            "sdot v16.4s, v4.16b, v8.4b[2]",
+            "sdot v17.4s, v5.16b, v8.4b[2]",
+            "sdot v18.4s, v4.16b, v9.4b[2]",
+            "sdot v19.4s, v5.16b, v9.4b[2]",
+            "sdot v20.4s, v4.16b, v10.4b[2]",
+            "sdot v21.4s, v5.16b, v10.4b[2]",
+            "sdot v22.4s, v4.16b, v11.4b[2]",
+            "sdot v23.4s, v5.16b, v11.4b[2]",
+            "sdot v16.4s, v6.16b, v8.4b[3]",
+            "sdot v17.4s, v7.16b, v8.4b[3]",
+            "sdot v18.4s, v6.16b, v9.4b[3]",
+            "sdot v19.4s, v7.16b, v9.4b[3]",
+            "sdot v20.4s, v6.16b, v10.4b[3]",
+            "sdot v21.4s, v7.16b, v10.4b[3]",
+            "sdot v22.4s, v6.16b, v11.4b[3]",
+            "sdot v23.4s, v7.16b, v11.4b[3]",
+            "ld1 {{v12.16b, v13.16b, v14.16b, v15.16b}}, [{x}], #64",
+            "sdot v24.4s, v0.16b, v12.4b[0]",
+            "sdot v25.4s, v1.16b, v12.4b[0]",
+            "sdot v26.4s, v0.16b, v13.4b[0]",
+            "sdot v27.4s, v1.16b, v13.4b[0]",
+            "sdot v28.4s, v0.16b, v14.4b[0]",
+            "sdot v29.4s, v1.16b, v14.4b[0]",
+            "sdot v30.4s, v0.16b, v15.4b[0]",
+            "sdot v31.4s, v1.16b, v15.4b[0]",
+            "sdot v24.4s, v2.16b, v12.4b[1]",
+            "sdot v25.4s, v3.16b, v12.4b[1]",
+            "sdot v26.4s, v2.16b, v13.4b[1]",
+            "sdot v27.4s, v3.16b, v13.4b[1]",
+            "sdot v28.4s, v2.16b, v14.4b[1]",
+            "sdot v29.4s, v3.16b, v14.4b[1]",
+            "sdot v30.4s, v2.16b, v15.4b[1]",
+            "sdot v31.4s, v3.16b, v15.4b[1]",
+            "sdot v24.4s, v4.16b, v12.4b[2]",
+            "sdot v25.4s, v5.16b, v12.4b[2]",
+            "sdot v26.4s, v4.16b, v13.4b[2]",
+            "sdot v27.4s, v5.16b, v13.4b[2]",
+            "sdot v28.4s, v4.16b, v14.4b[2]",
+            "sdot v29.4s, v5.16b, v14.4b[2]",
+            "sdot v30.4s, v4.16b, v15.4b[2]",
+            "sdot v31.4s, v5.16b, v15.4b[2]",
+            "sdot v24.4s, v6.16b, v12.4b[3]",
+            "sdot v25.4s, v7.16b, v12.4b[3]",
+            "sdot v26.4s, v6.16b, v13.4b[3]",
+            "sdot v27.4s, v7.16b, v13.4b[3]",
+            "sdot v28.4s, v6.16b, v14.4b[3]",
+            "sdot v29.4s, v7.16b, v14.4b[3]",
+            "sdot v30.4s, v6.16b, v15.4b[3]",
+            "sdot v31.4s, v7.16b, v15.4b[3]",
+            "subs {chunks}, {chunks}, #1",
+            "b.ne 2b",
+            w = inout(reg) w => _,
+            x = inout(reg) x => _,
+            chunks = inout(reg) chunks => _,
+            inout("v16") acc[0][0],
+            inout("v17") acc[0][1],
+            inout("v18") acc[1][0],
+            inout("v19") acc[1][1],
+            inout("v20") acc[2][0],
+            inout("v21") acc[2][1],
+            inout("v22") acc[3][0],
+            inout("v23") acc[3][1],
+            inout("v24") acc[4][0],
+            inout("v25") acc[4][1],
+            inout("v26") acc[5][0],
+            inout("v27") acc[5][1],
+            inout("v28") acc[6][0],
+            inout("v29") acc[6][1],
+            inout("v30") acc[7][0],
+            inout("v31") acc[7][1],
+            out("v0") _,
+            out("v1") _,
+            out("v2") _,
+            out("v3") _,
+            out("v4") _,
+            out("v5") _,
+            out("v6") _,
+            out("v7") _,
+            out("v8") _,
+            out("v9") _,
+            out("v10") _,
+            out("v11") _,
+            out("v12") _,
+            out("v13") _,
+            out("v14") _,
+            out("v15") _,
+            options(readonly, nostack),
+        );
+    }
+}
+
+/// The `sdot` path: for each tile of 8 rows, the rows are copied into a
+/// packed panel (when the depth fits [`PANEL_DEPTH`]) and every weight block
+/// runs over it.
+///
+/// # Safety
+/// The CPU must have the dotprod extension. `input.len() == m * g.k` and
+/// `output.len() == m * g.n` (checked by `Gemm::run_with`).
+#[target_feature(enable = "dotprod")]
+#[inline(never)]
+pub(crate) unsafe fn gemm_dot(g: &GemmParams, input: &[i8], output: &mut [i8], m: usize) {
+    const MR: usize = 8;
+    debug_assert!(input.len() == m * g.k && output.len() == m * g.n);
+    if g.k_padded > PANEL_DEPTH {
+        // SAFETY: the caller's guarantees.
+        return unsafe { gemm_dot_rows(g, input, output, m) };
+    }
+    let (n, k) = (g.n, g.k);
+    let chunks = g.k_padded / KC;
+    let block_bytes = NR * g.k_padded;
+    let mut panel = [0i8; 8 * PANEL_DEPTH];
+    let mut row = 0;
+    while row < m {
+        let mr = MR.min(m - row);
+        fill_panel(&mut panel, input, k, row, mr);
+        for (block, w) in g.packed.chunks_exact(block_bytes).enumerate() {
+            let p = BlockParams::load(g, block);
+            let col = block * NR;
+            let nr = NR.min(n - col);
+            let mut acc = [p.bias; MR];
+            // SAFETY: the panel holds 8 * PANEL_DEPTH >= 128 chunks bytes
+            // (k_padded = 16 chunks <= PANEL_DEPTH), the block 8 k_padded =
+            // 128 chunks bytes.
+            unsafe { dot_panel(&mut acc, panel.as_ptr(), w.as_ptr(), chunks) };
+            store_tile::<MR>(&acc, &p, output, n, row, mr, col, nr);
+        }
+        row += MR;
+    }
+}
+
+/// The `sdot` path reading the input rows in place (deep inputs).
+///
+/// # Safety
+/// As [`gemm_dot`].
+#[target_feature(enable = "dotprod")]
+#[inline(never)]
+unsafe fn gemm_dot_rows(g: &GemmParams, input: &[i8], output: &mut [i8], m: usize) {
+    const MR: usize = 8;
+    let (n, k) = (g.n, g.k);
+    let whole = k / KC;
+    let block_bytes = NR * g.k_padded;
+    for (block, w) in g.packed.chunks_exact(block_bytes).enumerate() {
+        let p = BlockParams::load(g, block);
+        let col = block * NR;
+        let nr = NR.min(n - col);
+        let mut row = 0;
+        while row < m {
+            let mr = MR.min(m - row);
+            let rows = row_pointers::<MR>(input, k, row, mr);
+            // The depth tail is copied before the accumulators are live, so
+            // that they need not be saved around the copies.
+            let mut buf = [[0i8; KC]; MR];
+            if k % KC != 0 {
+                tail_rows(input, k, row, mr, &mut buf);
+            }
+            let mut acc = [p.bias; MR];
+            // SAFETY: each row pointer starts a k-byte input row, and
+            // whole * 16 <= k; the block holds k_padded / 16 >= whole steps of
+            // 128 bytes.
+            unsafe { dot_chunks(&mut acc, &rows, whole, w.as_ptr()) };
+            if k % KC != 0 {
+                let rows: [*const i8; MR] = core::array::from_fn(|r| buf[r].as_ptr());
+                // SAFETY: each buffer row holds 16 bytes; the block's last
+                // 128 bytes start at whole * 128 (k_padded = (whole + 1) * 16).
+                unsafe { dot_chunks(&mut acc, &rows, 1, w.as_ptr().add(whole * 4 * 32)) };
+            }
+            store_tile::<MR>(&acc, &p, output, n, row, mr, col, nr);
+            row += MR;
+        }
+    }
+}

@@ -1,0 +1,233 @@
+//! NEON int8 GEMM micro-kernels, bit-exact with the scalar reference (`super::scalar::gemm`).
+//!
+//! Both paths read the weights packed by `Gemm::new` (blocks of 8 output
+//! channels, depth in groups of 4 bytes). Accumulators start from the folded
+//! bias, so the inner loops multiply raw int8 values; int32 sums wrap like the
+//! reference's.
+//!
+//! * [`dot::gemm_dot`]: `sdot` by element on an 8 x 8 tile (16 accumulators). Each
+//!   tile of 8 input rows is copied into a stack panel interleaved by 16 depth
+//!   bytes (depths up to `PANEL_DEPTH`), and every weight block runs over it:
+//!   per 16 bytes of depth, two 4-register loads of weights and two of rows,
+//!   64 `sdot`s (1024 MACs). Deeper inputs are read in place
+//!   (`gemm_dot_rows`: 8 row loads and 4 weight pair loads per step).
+//! * [`widening::gemm_widening`]: `smull`/`smull2` to 16 bits and `sadalp` into 32 bits
+//!   on a 4 x 8 tile (a product of two int8 fits 16 bits, -128 * -128
+//!   included, and `sadalp` widens before adding: nothing can overflow). The
+//!   accumulators hold two partial sums per channel, added pairwise at the end.
+//!
+//! Edge tiles: rows past `m` re-read the last row (their results are not
+//! stored), channels past `n` have zero weights, the depth past the last
+//! multiple of 16 is read from a zero-padded stack copy of the rows, and
+//! partial tiles are stored through a stack buffer. Nothing outside the
+//! caller's slices is read or written.
+//!
+//! The output stage is the scalar reference's `requantize_lanes` on
+//! `int32x4_t` lanes (one channel per lane), then saturating narrows to 16
+//! bits, the zero point added with saturation in 16 bits, a saturating narrow
+//! to 8 bits and the activation clamp: the same bytes as the reference's
+//! 32-bit saturating add and clamp (a value beyond the 16-bit range saturates
+//! the 8-bit result either way).
+
+pub(super) mod dot;
+pub(super) mod pack;
+pub(super) mod widening;
+
+use super::pack::{KC, NR};
+use super::params::GemmParams;
+use crate::ops::requant::neon::requantize;
+use crate::ops::requant::ChannelMultiplier;
+use core::arch::aarch64::*;
+
+/// The 8 channels of one weight block: bias and multipliers as two vectors.
+#[derive(Clone, Copy)]
+pub(super) struct BlockParams {
+    /// Some channel of the block shifts left (an effective scale >= 1/2).
+    any_left_shift: bool,
+    /// Every channel of the block shifts right by at least 1.
+    all_right_shift: bool,
+    /// The activation range is narrower than int8's (otherwise the
+    /// saturating narrow to int8 is the clamp).
+    clamp: bool,
+    bias: [int32x4_t; 2],
+    mult: [ChannelMultiplier<int32x4_t>; 2],
+    zero_point: int16x8_t,
+    min: int8x16_t,
+    max: int8x16_t,
+}
+
+impl BlockParams {
+    #[inline(always)]
+    pub(super) fn load(g: &GemmParams, block: usize) -> BlockParams {
+        let c = block * NR;
+        let m = &g.multipliers;
+        // Every per-channel array is padded to whole blocks; one check for
+        // all of them.
+        let padded = g.packed.len() / g.k_padded;
+        assert!(
+            c + NR <= padded
+                && g.folded_bias.len() == padded
+                && m.left_shift.len() == padded
+                && m.multiplier.len() == padded
+                && m.neg_right_shift.len() == padded
+        );
+        let v = |a: &[i32], j: usize| -> int32x4_t {
+            // SAFETY: c + 4 j + 4 <= c + 8 <= a.len() (asserted above).
+            unsafe { vld1q_s32(a.as_ptr().add(c + 4 * j)) }
+        };
+        let mult = |j| ChannelMultiplier {
+            left_shift: v(&m.left_shift, j),
+            multiplier: v(&m.multiplier, j),
+            neg_right_shift: v(&m.neg_right_shift, j),
+        };
+        // SAFETY: neon is a compile-time target feature (cfg on this module).
+        let (zero_point, min, max) = unsafe {
+            (
+                vdupq_n_s16(g.output_zero_point as i16),
+                vdupq_n_s8(g.act_min as i8),
+                vdupq_n_s8(g.act_max as i8),
+            )
+        };
+        let (any_left_shift, all_right_shift) = g.block_shifts[block];
+        BlockParams {
+            any_left_shift,
+            all_right_shift,
+            clamp: g.act_min > i8::MIN as i32 || g.act_max < i8::MAX as i32,
+            bias: [v(&g.folded_bias, 0), v(&g.folded_bias, 1)],
+            mult: [mult(0), mult(1)],
+            zero_point,
+            min,
+            max,
+        }
+    }
+}
+
+/// Requantizes an `R x 8` tile of accumulators and stores rows `row..row + mr`,
+/// channels `col..col + nr` of the `n`-wide output.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(super) fn store_tile<const R: usize>(
+    acc: &[[int32x4_t; 2]; R],
+    p: &BlockParams,
+    output: &mut [i8],
+    n: usize,
+    row: usize,
+    mr: usize,
+    col: usize,
+    nr: usize,
+) {
+    macro_rules! with {
+        ($left:literal, $fast:literal, $clamp:literal) => {
+            store_tile_with::<R, $left, $fast, $clamp>(acc, p, output, n, row, mr, col, nr)
+        };
+    }
+    match (p.any_left_shift, p.all_right_shift, p.clamp) {
+        (false, true, false) => with!(false, true, false),
+        (false, true, true) => with!(false, true, true),
+        (false, false, false) => with!(false, false, false),
+        (false, false, true) => with!(false, false, true),
+        (true, true, false) => with!(true, true, false),
+        (true, true, true) => with!(true, true, true),
+        (true, false, false) => with!(true, false, false),
+        (true, false, true) => with!(true, false, true),
+    }
+}
+
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn store_tile_with<const R: usize, const LEFT: bool, const FAST: bool, const CLAMP: bool>(
+    acc: &[[int32x4_t; 2]; R],
+    p: &BlockParams,
+    output: &mut [i8],
+    n: usize,
+    row: usize,
+    mr: usize,
+    col: usize,
+    nr: usize,
+) {
+    debug_assert!(R % 2 == 0);
+    // Rows r and r + 1 of the tile as one vector of 16 int8 (8 channels each).
+    let pair = |r: usize| -> int8x16_t {
+        let half = |r: usize| -> int16x8_t {
+            let lo = requantize::<LEFT, FAST>(acc[r][0], &p.mult[0]);
+            let hi = requantize::<LEFT, FAST>(acc[r][1], &p.mult[1]);
+            // SAFETY: neon is a compile-time target feature (cfg on this module).
+            unsafe { vqaddq_s16(vqmovn_high_s32(vqmovn_s32(lo), hi), p.zero_point) }
+        };
+        let (h0, h1) = (half(r), half(r + 1));
+        // SAFETY: neon is a compile-time target feature (cfg on this module).
+        unsafe {
+            let b = vqmovn_high_s16(vqmovn_s16(h0), h1);
+            if CLAMP {
+                vminq_s8(vmaxq_s8(b, p.min), p.max)
+            } else {
+                b
+            }
+        }
+    };
+    if mr == R && nr == NR {
+        // A whole tile: rows row..row + R, channels col..col + 8, all inside
+        // the m x n output.
+        let _last = &mut output[(row + R - 1) * n + col..(row + R - 1) * n + col + NR];
+        let o = output.as_mut_ptr();
+        for r in (0..R).step_by(2) {
+            let b = pair(r);
+            // SAFETY: rows row + r and row + r + 1 <= row + R - 1, channels
+            // col..col + 8: within the slice checked just above.
+            unsafe {
+                let at = o.add((row + r) * n + col);
+                vst1_s8(at, vget_low_s8(b));
+                vst1_s8(at.add(n), vget_high_s8(b));
+            }
+        }
+    } else {
+        let mut buf = [0i8; 64];
+        debug_assert!(R * NR <= buf.len());
+        for r in (0..R).step_by(2) {
+            // SAFETY: buf holds 64 bytes and r * 8 + 16 <= R * 8 <= 64.
+            unsafe { vst1q_s8(buf.as_mut_ptr().add(r * NR), pair(r)) };
+        }
+        for r in 0..mr {
+            let at = (row + r) * n + col;
+            output[at..at + nr].copy_from_slice(&buf[r * NR..r * NR + nr]);
+        }
+    }
+}
+
+/// Pointers to rows `row..row + R` of the `k`-deep input, rows past `m`
+/// replaced by row `m - 1` (`row + mr <= m`, `input.len() == m * k`).
+#[inline(always)]
+pub(super) fn row_pointers<const R: usize>(
+    input: &[i8],
+    k: usize,
+    row: usize,
+    mr: usize,
+) -> [*const i8; R] {
+    // One bounds check for all rows (the last one) instead of one per row.
+    let _last_row = &input[(row + mr - 1) * k..(row + mr) * k];
+    let base = input.as_ptr();
+    if mr == R {
+        // SAFETY: row + r <= row + mr - 1, whose k bytes were sliced just
+        // above, so the offset is within `input`.
+        core::array::from_fn(|r| unsafe { base.add((row + r) * k) })
+    } else {
+        // SAFETY: as above, with row + min(r, mr - 1) <= row + mr - 1.
+        core::array::from_fn(|r| unsafe { base.add((row + r.min(mr - 1)) * k) })
+    }
+}
+
+/// The depth past the last whole 16 bytes, copied into zero-padded rows.
+#[inline(always)]
+pub(super) fn tail_rows<const R: usize>(
+    input: &[i8],
+    k: usize,
+    row: usize,
+    mr: usize,
+    buf: &mut [[i8; KC]; R],
+) {
+    let start = k - k % KC;
+    for (r, b) in buf.iter_mut().enumerate() {
+        let at = (row + r.min(mr - 1)) * k;
+        b[..k - start].copy_from_slice(&input[at + start..at + k]);
+    }
+}

@@ -1,0 +1,110 @@
+//! Quantized log-softmax over the last axis (int8 and uint8).
+//!
+//! ```text
+//! per row:
+//!   max = max(q);  d = q - max
+//!   sum = sum over d >= diff_min of exp(d * scale) rescaled to Q12.19   (as softmax, beta = 1)
+//!   log_sum = ln(sum)                                                   Q5.26
+//!   cut = max(diff_min - 1, (log_sum - 32) / scale in input steps)
+//!   out = d > cut ? rounding_divide_by_pot(d * scale - log_sum, 22) + zero_point : type minimum
+//! ```
+//! Output quantization is fixed by TFLite: scale 16/256 (real range `[-16, 0]`),
+//! zero point 127 (int8) or 255 (uint8). This is TFLite's
+//! `reference_integer_ops::LogSoftmax` (int8; TFLite Micro runs the same code)
+//! and `reference_ops::LogSoftmax` (uint8), bit for bit, with their `Prepare`
+//! (`PreprocessLogSoftmaxScalingExp`).
+//!
+//! Where the references are wrong, qneon is right: their Q12.19 `i32` sum wraps
+//! once a row holds 4096 or more values equal to its maximum, which corrupts the
+//! output by up to 255 steps. qneon sums in `i64` and, for sums that need more
+//! than 12 integer bits, takes the logarithm of the top 32 bits with a matching
+//! integer-bit count; below 4096 nothing changes.
+
+mod f32;
+#[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+mod neon;
+pub(crate) mod params;
+mod scalar;
+
+use self::f32::LogSoftmaxF32;
+use self::params::LogSoftmaxParams;
+use super::method::{unsupported_method, Method};
+use crate::backend::{unavailable, Backend};
+use crate::checks::check_rows;
+use crate::elem::QuantElem;
+use crate::error::Result;
+use crate::quant::QuantParams;
+use core::marker::PhantomData;
+
+/// Quantized log-softmax over rows of the last axis, int8 or uint8.
+///
+/// Output quantization (TFLite's): scale 16/256, zero point 127 (int8) or 255
+/// (uint8). [`Method::FixedPoint`] is bit-exact with TFLite's reference kernels
+/// and TFLite Micro, and exact where their accumulator overflows.
+#[derive(Clone, Copy, Debug)]
+pub struct LogSoftmax<T: QuantElem> {
+    params: LogSoftmaxParams,
+    kernel: LogSoftmaxKernel,
+    backend: Backend,
+    _type: PhantomData<T>,
+}
+
+impl<T: QuantElem> LogSoftmax<T> {
+    /// Validates (scale finite and > 0, zero points in range, output
+    /// quantization as TFLite requires, int8 or uint8) and prepares the op.
+    pub fn new(input: QuantParams, output: QuantParams, method: Method) -> Result<Self> {
+        let params = LogSoftmaxParams::new::<T>(input, output)?;
+        let kernel = match method {
+            Method::FixedPoint => LogSoftmaxKernel::FixedPoint,
+            Method::DequantF32 => LogSoftmaxKernel::DequantF32(LogSoftmaxF32::new(input, output)),
+            _ => return Err(unsupported_method::<T>("log_softmax", method)),
+        };
+        Ok(LogSoftmax {
+            params,
+            kernel,
+            backend: Backend::best(),
+            _type: PhantomData,
+        })
+    }
+
+    /// The prepared method's kernel on rows already checked: the one place
+    /// that matches method and backend.
+    fn run_kernel(
+        &self,
+        backend: Backend,
+        input: &[T],
+        output: &mut [T],
+        row_len: usize,
+    ) -> Result<()> {
+        match (&self.kernel, backend) {
+            (LogSoftmaxKernel::FixedPoint, Backend::Scalar) => {
+                scalar::log_softmax(&self.params, input, output, row_len)
+            }
+            #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+            (LogSoftmaxKernel::FixedPoint, Backend::Neon) => {
+                neon::log_softmax(&self.params, input, output, row_len)
+            }
+            (LogSoftmaxKernel::DequantF32(k), Backend::Scalar) => {
+                f32::log_softmax_scalar(k, input, output, row_len)
+            }
+            #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+            (LogSoftmaxKernel::DequantF32(k), Backend::Neon) => {
+                f32::log_softmax_neon(k, input, output, row_len)
+            }
+            #[allow(unreachable_patterns)]
+            (_, b) => return Err(unavailable(b)),
+        }
+        Ok(())
+    }
+}
+
+/// What `LogSoftmax::new` prepared for its method, beyond [`LogSoftmaxParams`].
+#[derive(Clone, Copy, Debug)]
+enum LogSoftmaxKernel {
+    /// [`Method::FixedPoint`]: everything is in the params.
+    FixedPoint,
+    /// [`Method::DequantF32`]: the `f32` multipliers.
+    DequantF32(LogSoftmaxF32),
+}
+
+op_methods!(rows LogSoftmax, LogSoftmaxParams, "log_softmax", "Log-softmax");

@@ -1,0 +1,200 @@
+//! Requantization shared by the layer operators ([`Gemm`](super::Gemm),
+//! [`Add`](super::Add), [`NoNorm`](super::NoNorm)): fused activations and
+//! per-channel quantized multipliers.
+//!
+//! A per-channel multiplier is TFLite's `MultiplyByQuantizedMultiplier` with
+//! the shift split into its two halves, so that every lane of a vector can
+//! hold another channel:
+//!
+//! ```text
+//! left  = max(shift, 0), right = max(-shift, 0)
+//! y     = rounding_divide_by_pot(srdhm(x << left, multiplier), right)
+//! ```
+//!
+//! For one channel this is exactly [`multiply_by_quantized_multiplier`]
+//! (`rounding_divide_by_pot` by 0 is the identity); the [`ChannelLane`] methods
+//! are [`Lane::shl`] and [`Lane::rounding_divide_by_pot`] with a per-lane
+//! amount, and the `i32` implementation calls those very methods.
+//!
+//! [`multiply_by_quantized_multiplier`]: crate::quant::multiply_by_quantized_multiplier
+
+// Per-channel requantization serves the operators that own per-channel
+// arrays (`Gemm`, `NoNorm`), which need `alloc`.
+#![cfg_attr(not(feature = "alloc"), allow(dead_code, unused_imports))]
+
+#[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+pub(crate) mod neon;
+
+use crate::checks::check_scale;
+use crate::error::{Error, Result};
+use crate::fixedpoint::{libm_round, Lane};
+use crate::quant::{quantize_multiplier, QuantParams};
+
+/// An activation fused into an operator's output requantization, as TFLite
+/// fuses it: a clamp of the quantized output to the activation's range.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum FusedActivation {
+    /// No clamp beyond the int8 range.
+    #[default]
+    None,
+    /// `max(x, 0)`: outputs below the output zero point are clamped to it.
+    Relu,
+    /// `min(max(x, 0), 6)`.
+    Relu6,
+}
+
+impl FusedActivation {
+    /// The quantized output range `[min, max]` for int8 outputs, as TFLite's
+    /// `CalculateActivationRangeQuantized` computes it: the real bounds
+    /// quantized as `zero_point + round(bound / scale)` (`f32` division,
+    /// rounded half away from zero), intersected with `[-128, 127]`.
+    /// `output.scale` must be finite and `> 0` (checked by the operators).
+    pub fn range_i8(self, output: QuantParams) -> (i32, i32) {
+        let quantize = |real: f32| -> i32 {
+            // TFLite divides in f32 and rounds the f32 quotient; rounding it
+            // in f64 gives the same integer (the quotient is exact in f64).
+            let steps = libm_round((real / output.scale) as f64);
+            (output.zero_point as f64 + steps).clamp(i32::MIN as f64, i32::MAX as f64) as i32
+        };
+        let (qmin, qmax) = (i8::MIN as i32, i8::MAX as i32);
+        match self {
+            FusedActivation::None => (qmin, qmax),
+            FusedActivation::Relu => (qmin.max(quantize(0.0)), qmax),
+            FusedActivation::Relu6 => (qmin.max(quantize(0.0)), qmax.min(quantize(6.0))),
+        }
+    }
+}
+
+/// [`Lane`] operations with a separate amount per lane, for per-channel
+/// requantization. Implemented for `i32` (one channel, the reference) and NEON
+/// `int32x4_t` (four channels, in [`neon`]), bit-exact with each other.
+pub(crate) trait ChannelLane: Lane {
+    /// [`Lane::shl`] by `n` (each lane in `0..=31`) lane by lane: bits shifted
+    /// out are lost (NEON `sshl`).
+    fn shl_lanes(self, n: Self) -> Self;
+    /// [`Lane::rounding_divide_by_pot`] lane by lane; `neg_exponent` holds the
+    /// *negated* exponents (each in `-31..=0`), the form NEON's shifts take.
+    fn rounding_divide_by_pot_lanes(self, neg_exponent: Self) -> Self;
+    /// Wrapping multiplication (NEON `mul`).
+    fn wrapping_mul(self, b: Self) -> Self;
+}
+
+impl ChannelLane for i32 {
+    #[inline(always)]
+    fn shl_lanes(self, n: i32) -> i32 {
+        debug_assert!((0..=31).contains(&n));
+        Lane::shl(self, n as u32)
+    }
+    #[inline(always)]
+    fn rounding_divide_by_pot_lanes(self, neg_exponent: i32) -> i32 {
+        debug_assert!((-31..=0).contains(&neg_exponent));
+        Lane::rounding_divide_by_pot(self, neg_exponent.unsigned_abs())
+    }
+    #[inline(always)]
+    fn wrapping_mul(self, b: i32) -> i32 {
+        i32::wrapping_mul(self, b)
+    }
+}
+
+/// One lane's worth of channels' multipliers, split for [`requantize_lanes`].
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ChannelMultiplier<L> {
+    /// `max(shift, 0)`.
+    pub left_shift: L,
+    /// Q0.31 mantissa.
+    pub multiplier: L,
+    /// `-max(-shift, 0)`, i.e. `min(shift, 0)`.
+    pub neg_right_shift: L,
+}
+
+/// TFLite's `MultiplyByQuantizedMultiplier` of an int32 accumulator, with each
+/// lane's own multiplier: `rounding_divide_by_pot(srdhm(acc << left, m), right)`.
+/// The left shift wraps like the C++ (callers keep `|acc| << left` in range).
+#[inline(always)]
+pub(crate) fn requantize_lanes<L: ChannelLane>(acc: L, m: &ChannelMultiplier<L>) -> L {
+    acc.shl_lanes(m.left_shift)
+        .saturating_rounding_doubling_high_mul(m.multiplier)
+        .rounding_divide_by_pot_lanes(m.neg_right_shift)
+}
+
+/// The int8 output stage after requantization: add the output zero point
+/// (saturating, so that even a wild multiplier cannot wrap around) and clamp
+/// to the activation range `[min, max]` (within `[-128, 127]`).
+///
+/// TFLite adds the zero point with a plain `int32` add; the two agree unless
+/// the requantized value is within 128 of the `i32` limits (an effective scale
+/// near 2^30), where TFLite's add overflows.
+#[inline(always)]
+pub(crate) fn output_stage<L: Lane>(r: L, zero_point: i32, min: i32, max: i32) -> L {
+    r.saturating_add(L::splat(zero_point))
+        .lane_max(L::splat(min))
+        .lane_min(L::splat(max))
+}
+
+/// Per-channel multipliers, each array padded to `padded_len` with unused
+/// entries (multiplier 0) so that vector kernels can load whole
+/// vectors past the last channel.
+#[cfg(feature = "alloc")]
+#[derive(Clone, Debug)]
+pub(crate) struct ChannelMultipliers {
+    pub multiplier: alloc::vec::Vec<i32>,
+    pub left_shift: alloc::vec::Vec<i32>,
+    pub neg_right_shift: alloc::vec::Vec<i32>,
+}
+
+#[cfg(feature = "alloc")]
+impl ChannelMultipliers {
+    /// TFLite's per-channel `PopulateConvolutionQuantizationParams`: for each
+    /// channel the real multiplier `input_scale * channel_scale / output_scale`
+    /// (in `f64`), quantized with [`quantize_multiplier`]. Errors for a channel
+    /// scale that is not finite and `> 0` (`what` names it), and for an
+    /// effective scale of 2^30 or more (the left shift would overflow).
+    pub fn new(
+        op: &'static str,
+        what: &'static str,
+        input_scale: f64,
+        channel_scales: &[f32],
+        output_scale: f64,
+        padded_len: usize,
+    ) -> Result<Self> {
+        debug_assert!(padded_len >= channel_scales.len());
+        let mut multiplier = alloc::vec![0; padded_len];
+        let mut left_shift = alloc::vec![0; padded_len];
+        // Padded channels (never stored) shift right by 1, so that a last,
+        // partial block can take the same specialised NEON output stage as
+        // the others.
+        let mut neg_right_shift = alloc::vec![-1; padded_len];
+        for (c, &s) in channel_scales.iter().enumerate() {
+            let s = check_scale(what, s)?;
+            let q = quantize_multiplier(input_scale * s / output_scale)?;
+            if q.shift > 30 {
+                return Err(Error::Unsupported {
+                    op,
+                    dtype: "int8",
+                    reason: "the effective output scale (input scale * weight scale / output \
+                             scale) must be below 2^30",
+                });
+            }
+            // quantize_multiplier gives shifts >= -31 (smaller multipliers are 0).
+            debug_assert!(q.shift >= -31);
+            multiplier[c] = q.multiplier;
+            left_shift[c] = q.shift.max(0);
+            neg_right_shift[c] = q.shift.min(0);
+        }
+        Ok(ChannelMultipliers {
+            multiplier,
+            left_shift,
+            neg_right_shift,
+        })
+    }
+
+    /// Channel `c`'s multiplier as one `i32` lane.
+    #[inline(always)]
+    pub fn channel(&self, c: usize) -> ChannelMultiplier<i32> {
+        ChannelMultiplier {
+            left_shift: self.left_shift[c],
+            multiplier: self.multiplier[c],
+            neg_right_shift: self.neg_right_shift[c],
+        }
+    }
+}

@@ -1,0 +1,232 @@
+//! int16 softmax, `Method::Lut`: TFLite's `SoftmaxInt16` (identical in the
+//! reference and the optimized resolver), bit for bit.
+//!
+//! `new()` fills two [`Table513`]s the way TFLite's `LUTPopulate` does in
+//! `f64`: `exp(x)` for `x` in `[-10, 0]` and `1 / (1 + x)` for `x` in
+//! `[0, 1]`, both on a symmetric output range (entry `32768` would be 1.0).
+//! It also quantizes the input rescaling `scale * beta / (10 / 65535)` (the
+//! product `scale * beta` taken in `f32`, as the C++ does), so an input
+//! difference of `-65535` steps lands on `-10`. Per row:
+//!
+//! ```text
+//! max   = max(q)
+//! e     = exp_lut[clamp(mbqm(q - max) + 32767)]          Q0.15, interpolated
+//! sum   = sum(e)                                          Q16.15
+//! n     = clz(sum)   (sum normalised to [2^30, 2^31))
+//! s     = round((sum << (n - 1)) / 2^14) - 98304          1/(1 + x) table input
+//! r     = recip_lut[clamp(s)]                             Q0.15
+//! out   = clamp((e * r + 2^(30 - n)) >> (31 - n), 0, 32767)
+//! ```
+//!
+//! A [`Table513`] lookup takes the top 9 bits of the (symmetric) input as the
+//! index and interpolates linearly with the low 7 bits, rounding half up.
+//! TFLite's sum is an `i32`; qneon sums in `i64`, which is the same for rows
+//! below 65,539 elements and keeps longer rows meaningful.
+//!
+//!
+//! For `scale * beta` above about 5.0001 TFLite's input rescaling overflows
+//! `int32`; its outputs there are garbage, and so are qneon's, deliberately
+//! the same bytes (wrapping arithmetic, x86-64 conversion semantics). Use
+//! `Method::FixedPoint` for meaningful results at such scales.
+//!
+//! The table filling needs `std` (`f64::exp`); without it `Method::Lut` for
+//! int16 is `Error::Unsupported`. The kernel is scalar on every backend.
+
+// Without `std` nothing prepares this kernel (`new()` returns Unsupported).
+#![cfg_attr(not(feature = "std"), allow(dead_code))]
+
+#[cfg(feature = "std")]
+use crate::error::Result;
+#[cfg(feature = "std")]
+use crate::quant::quantize_multiplier;
+
+/// A 513-entry int16 table over the whole int16 input range: entry `i`
+/// (`0..=512`) is the function at input `-32768 + 128 i`, in the table's
+/// output quantization; lookups interpolate between neighbours.
+#[derive(Clone, Copy, PartialEq, Eq)]
+#[repr(C, align(64))]
+pub(crate) struct Table513(pub(crate) [i16; 513]);
+
+impl core::fmt::Debug for Table513 {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_tuple("Table513").field(&&self.0[..]).finish()
+    }
+}
+
+impl Table513 {
+    /// TFLite's `LUTPopulate` for int16 in `f64`: the function sampled at the
+    /// 512 steps of the input range (`input` quantization over
+    /// `[-32768, 32767]`), each sample corrected by half the interpolation
+    /// error TFLite measures at the step's midpoint, and the function at the
+    /// top of the range as entry 512. Rounding is half away from zero.
+    #[cfg(feature = "std")]
+    pub(crate) fn from_fn(input: (f64, i32), output: (f64, i32), f: impl Fn(f64) -> f64) -> Self {
+        let (in_scale, in_zp) = input;
+        let (out_scale, out_zp) = output;
+        let input_min = in_scale * (i16::MIN as i32 - in_zp) as f64;
+        let input_max = in_scale * (i16::MAX as i32 - in_zp) as f64;
+        let output_min = out_scale * (i16::MIN as i32 - out_zp) as f64;
+        let output_max = out_scale * (i16::MAX as i32 - out_zp) as f64;
+        const STEPS: i32 = 512;
+        let step = (input_max - input_min) / STEPS as f64;
+        let half_step = step / 2.0;
+        let output_scaling_inv = 65536.0 / (output_max - output_min);
+        let (table_min, table_max) = (i16::MIN as f64, i16::MAX as f64);
+        let mut table = [0i16; 513];
+        for i in 0..STEPS {
+            let val = f(input_min + i as f64 * step);
+            let val_midpoint = f(input_min + i as f64 * step + half_step);
+            let val_next = f(input_min + (i + 1) as f64 * step);
+            let sample_val = (val * output_scaling_inv).round();
+            let midpoint_interp_val =
+                ((val_next * output_scaling_inv + (val * output_scaling_inv).round()) / 2.0)
+                    .round();
+            let midpoint_val = (val_midpoint * output_scaling_inv).round();
+            let midpoint_err = midpoint_interp_val - midpoint_val;
+            let bias = (midpoint_err / 2.0).round();
+            table[i as usize] = (sample_val - bias).clamp(table_min, table_max) as i16;
+        }
+        table[STEPS as usize] = (f(input_max) * output_scaling_inv)
+            .round()
+            .clamp(table_min, table_max) as i16;
+        Table513(table)
+    }
+
+    /// The interpolated value at `value`: entry `256 + (value >> 7)` plus the
+    /// slope to the next entry times the low 7 bits, `/ 128` rounded half up
+    /// (TFLite's `generic_int16_table_lookup`).
+    #[inline(always)]
+    pub(crate) fn lookup(&self, value: i16) -> i16 {
+        // value >> 7 is in [-256, 255]: the index is in [0, 511].
+        let index = (256 + (value as i32 >> 7)) as usize;
+        let offset = (value & 0x7f) as i32;
+        let base = self.0[index];
+        // int16 in the C++ (the tables here never step by 2^15 or more).
+        let slope = self.0[index + 1].wrapping_sub(base);
+        let delta = (slope as i32 * offset + 64) >> 7;
+        (base as i32 + delta) as i16
+    }
+}
+
+/// Everything int16 `Method::Lut` softmax needs: TFLite's two tables and the
+/// input rescaling, prepared once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct SoftmaxLut16 {
+    /// `exp(x)` for `x` in `[-10, 0]` (input `-32768..=32767`), output `2^15 = 1.0`.
+    exp_lut: Table513,
+    /// `1 / (1 + x)` for `x` in `[0, 1]`, output `2^15 = 1.0`.
+    one_over_one_plus_x_lut: Table513,
+    /// Q0.31 mantissa of `scale * beta / (10 / 65535)`.
+    input_multiplier: i32,
+    /// Its power-of-two exponent (a left shift when positive).
+    input_shift: i32,
+}
+
+impl SoftmaxLut16 {
+    /// TFLite's int16 `SoftmaxPrepare`. `input_scale` and `beta` are validated
+    /// (finite, `> 0`); errors only if `scale * beta` overflows `f32`.
+    #[cfg(feature = "std")]
+    pub(crate) fn new(input_scale: f32, beta: f32) -> Result<Self> {
+        let range = (i16::MAX as i32 - i16::MIN as i32) as f64;
+        let exp_lut =
+            Table513::from_fn((10.0 / range, i16::MAX as i32), (2.0 / range, 0), f64::exp);
+        let one_over_one_plus_x_lut =
+            Table513::from_fn((1.0 / range, i16::MIN as i32), (2.0 / range, 0), |x| {
+                1.0 / (1.0 + x)
+            });
+        // `input->params.scale * params->beta` is a float product in the C++.
+        let real = (input_scale * beta) as f64 / (10.0 / 65535.0);
+        let m = quantize_multiplier(real)?;
+        Ok(SoftmaxLut16 {
+            exp_lut,
+            one_over_one_plus_x_lut,
+            input_multiplier: m.multiplier,
+            input_shift: m.shift,
+        })
+    }
+
+    /// TFLite's `MultiplyByQuantizedMultiplier` as its x86-64 build computes
+    /// it: the left shift wraps (and, like `shl`, uses the shift count mod 32).
+    #[inline(always)]
+    fn rescale_diff(&self, diff: i32) -> i32 {
+        use crate::fixedpoint::Lane;
+        if self.input_shift > 0 {
+            diff.wrapping_shl(self.input_shift as u32)
+                .saturating_rounding_doubling_high_mul(self.input_multiplier)
+        } else {
+            diff.saturating_rounding_doubling_high_mul(self.input_multiplier)
+                .rounding_divide_by_pot(self.input_shift.unsigned_abs())
+        }
+    }
+
+    /// `exp(q - max)` in Q0.15 (TFLite's `SoftMaxCalculateExp`).
+    #[inline(always)]
+    fn exp(&self, q: i16, max: i16) -> i16 {
+        let scaled = self.rescale_diff(q as i32 - max as i32);
+        // Re-centre [-65535, 0] on the table's [-32768, 32767].
+        let symmetric = scaled.wrapping_add(32767).clamp(-32768, 32767);
+        self.exp_lut.lookup(symmetric as i16)
+    }
+
+    /// Softmax of each `row_len`-long row (lengths checked by the caller).
+    /// The exps are cached in `output` between the two passes, as TFLite does.
+    pub(crate) fn run(&self, input: &[i16], output: &mut [i16], row_len: usize) {
+        for (row, out) in input
+            .chunks_exact(row_len)
+            .zip(output.chunks_exact_mut(row_len))
+        {
+            self.row(row, out);
+        }
+    }
+
+    fn row(&self, row: &[i16], out: &mut [i16]) {
+        let max = row.iter().copied().max().unwrap_or(i16::MIN);
+        // Q16.15 in TFLite's i32; exps are in [0, 32767], so i64 cannot overflow.
+        let mut sum: i64 = 0;
+        for (x, e) in row.iter().zip(out.iter_mut()) {
+            *e = self.exp(*x, max);
+            sum += *e as i64;
+        }
+        // The maximum contributes about 1.0, so sum >= 2^14.
+        debug_assert!(sum > 0);
+        // TFLite: headroom_plus_one = clz32(sum) >= 1 for sums below 2^31;
+        // qneon continues below 1 for longer rows (normalising by a right shift).
+        let headroom_plus_one = (sum as u64).leading_zeros() as i32 - 32;
+        let normalised = if headroom_plus_one >= 1 {
+            sum << (headroom_plus_one - 1)
+        } else {
+            sum >> (1 - headroom_plus_one)
+        };
+        // sum / 2^k in [1, 2) as 65536..=131072, minus 1 and re-centred on [-32768, 32767].
+        let shifted_sum = (normalised + (1 << 13)) >> 14;
+        let symmetric = (shifted_sum - ((1 << 15) + (1 << 16))).clamp(-32768, 32767);
+        let reciprocal = self.one_over_one_plus_x_lut.lookup(symmetric as i16) as i64;
+        let right_shift = (31 - headroom_plus_one) as u32;
+        let round = 1i64 << (right_shift - 1);
+        for e in out.iter_mut() {
+            let result = (*e as i64 * reciprocal + round) >> right_shift;
+            *e = result.clamp(0, 32767) as i16;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table513_lookup_at_the_knots_is_the_entry() {
+        let mut t = [0i16; 513];
+        for (i, v) in t.iter_mut().enumerate() {
+            *v = (i as i32 * 97 - 20000) as i16;
+        }
+        let t = Table513(t);
+        for i in 0..512 {
+            let value = (-32768 + 128 * i as i32) as i16;
+            assert_eq!(t.lookup(value), t.0[i]);
+            // Half-way: base + slope / 2 rounded half up.
+            let mid = t.lookup(value + 64);
+            assert_eq!(mid as i32, t.0[i] as i32 + ((97 * 64 + 64) >> 7));
+        }
+    }
+}
