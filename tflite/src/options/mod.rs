@@ -4,8 +4,12 @@
 use core::fmt;
 
 use crate::dtype::TensorType;
-use crate::generated::tflite::BuiltinOptionsRef;
 use crate::op::BuiltinOp;
+
+// Decoding from the generated union reader lives apart from the typed view.
+mod decode;
+
+pub(crate) use decode::decode;
 
 /// An activation fused into an operator's output (`ActivationFunctionType`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
@@ -375,76 +379,6 @@ impl fmt::Display for Options {
     }
 }
 
-/// Decodes one union member. The generated accessors re-check every field
-/// against the file; the error names the table and field.
-pub(crate) fn decode(options: BuiltinOptionsRef<'_>) -> planus::Result<Options> {
-    Ok(match options {
-        BuiltinOptionsRef::FullyConnectedOptions(o) => {
-            Options::FullyConnected(FullyConnectedOptions {
-                fused_activation: FusedActivation::from_code(o.fused_activation_function()?),
-                weights_format: WeightsFormat::from_code(o.weights_format()?),
-                keep_num_dims: o.keep_num_dims()?,
-                asymmetric_quantize_inputs: o.asymmetric_quantize_inputs()?,
-            })
-        }
-        BuiltinOptionsRef::AddOptions(o) => Options::Add(AddSubOptions {
-            fused_activation: FusedActivation::from_code(o.fused_activation_function()?),
-            pot_scale_int16: o.pot_scale_int16()?,
-        }),
-        BuiltinOptionsRef::SubOptions(o) => Options::Sub(AddSubOptions {
-            fused_activation: FusedActivation::from_code(o.fused_activation_function()?),
-            pot_scale_int16: o.pot_scale_int16()?,
-        }),
-        BuiltinOptionsRef::MulOptions(o) => Options::Mul(MulOptions {
-            fused_activation: FusedActivation::from_code(o.fused_activation_function()?),
-        }),
-        BuiltinOptionsRef::SoftmaxOptions(o) => {
-            Options::Softmax(SoftmaxOptions { beta: o.beta()? })
-        }
-        BuiltinOptionsRef::LogSoftmaxOptions(_) => Options::LogSoftmax,
-        BuiltinOptionsRef::ReshapeOptions(o) => Options::Reshape(ReshapeOptions {
-            new_shape: o.new_shape()?.map(|shape| shape.iter().collect()),
-        }),
-        BuiltinOptionsRef::TransposeOptions(_) => Options::Transpose,
-        BuiltinOptionsRef::BatchMatMulOptions(o) => Options::BatchMatMul(BatchMatMulOptions {
-            adj_x: o.adj_x()?,
-            adj_y: o.adj_y()?,
-            asymmetric_quantize_inputs: o.asymmetric_quantize_inputs()?,
-        }),
-        BuiltinOptionsRef::GatherOptions(o) => Options::Gather(GatherOptions {
-            axis: o.axis()?,
-            batch_dims: o.batch_dims()?,
-        }),
-        BuiltinOptionsRef::StridedSliceOptions(o) => Options::StridedSlice(StridedSliceOptions {
-            begin_mask: o.begin_mask()?,
-            end_mask: o.end_mask()?,
-            ellipsis_mask: o.ellipsis_mask()?,
-            new_axis_mask: o.new_axis_mask()?,
-            shrink_axis_mask: o.shrink_axis_mask()?,
-            offset: o.offset()?,
-        }),
-        BuiltinOptionsRef::PadOptions(_) => Options::Pad,
-        BuiltinOptionsRef::ConcatenationOptions(o) => {
-            Options::Concatenation(ConcatenationOptions {
-                axis: o.axis()?,
-                fused_activation: FusedActivation::from_code(o.fused_activation_function()?),
-            })
-        }
-        BuiltinOptionsRef::SplitOptions(o) => Options::Split(SplitOptions {
-            num_splits: o.num_splits()?,
-        }),
-        BuiltinOptionsRef::CastOptions(o) => Options::Cast(CastOptions {
-            in_data_type: o.in_data_type()?,
-            out_data_type: o.out_data_type()?,
-        }),
-        BuiltinOptionsRef::QuantizeOptions(_) => Options::Quantize,
-        BuiltinOptionsRef::DequantizeOptions(_) => Options::Dequantize,
-        other => Options::Other {
-            type_id: union_tag(&other),
-        },
-    })
-}
-
 /// The number of `BuiltinOptions` members this crate's schema declares.
 pub(crate) const KNOWN_OPTIONS_TAGS: u8 = 126;
 
@@ -577,135 +511,3 @@ const OPTIONS_NAMES: [&str; KNOWN_OPTIONS_TAGS as usize] = [
     "BitwiseXorOptions",
     "RightShiftOptions",
 ];
-
-/// The union tag of a member (its position in the format's union, from 1).
-fn union_tag(options: &BuiltinOptionsRef<'_>) -> u8 {
-    match options {
-        BuiltinOptionsRef::Conv2DOptions(_) => 1,
-        BuiltinOptionsRef::DepthwiseConv2DOptions(_) => 2,
-        BuiltinOptionsRef::ConcatEmbeddingsOptions(_) => 3,
-        BuiltinOptionsRef::LshProjectionOptions(_) => 4,
-        BuiltinOptionsRef::Pool2DOptions(_) => 5,
-        BuiltinOptionsRef::SvdfOptions(_) => 6,
-        BuiltinOptionsRef::RnnOptions(_) => 7,
-        BuiltinOptionsRef::FullyConnectedOptions(_) => 8,
-        BuiltinOptionsRef::SoftmaxOptions(_) => 9,
-        BuiltinOptionsRef::ConcatenationOptions(_) => 10,
-        BuiltinOptionsRef::AddOptions(_) => 11,
-        BuiltinOptionsRef::L2NormOptions(_) => 12,
-        BuiltinOptionsRef::LocalResponseNormalizationOptions(_) => 13,
-        BuiltinOptionsRef::LstmOptions(_) => 14,
-        BuiltinOptionsRef::ResizeBilinearOptions(_) => 15,
-        BuiltinOptionsRef::CallOptions(_) => 16,
-        BuiltinOptionsRef::ReshapeOptions(_) => 17,
-        BuiltinOptionsRef::SkipGramOptions(_) => 18,
-        BuiltinOptionsRef::SpaceToDepthOptions(_) => 19,
-        BuiltinOptionsRef::EmbeddingLookupSparseOptions(_) => 20,
-        BuiltinOptionsRef::MulOptions(_) => 21,
-        BuiltinOptionsRef::PadOptions(_) => 22,
-        BuiltinOptionsRef::GatherOptions(_) => 23,
-        BuiltinOptionsRef::BatchToSpaceNdOptions(_) => 24,
-        BuiltinOptionsRef::SpaceToBatchNdOptions(_) => 25,
-        BuiltinOptionsRef::TransposeOptions(_) => 26,
-        BuiltinOptionsRef::ReducerOptions(_) => 27,
-        BuiltinOptionsRef::SubOptions(_) => 28,
-        BuiltinOptionsRef::DivOptions(_) => 29,
-        BuiltinOptionsRef::SqueezeOptions(_) => 30,
-        BuiltinOptionsRef::SequenceRnnOptions(_) => 31,
-        BuiltinOptionsRef::StridedSliceOptions(_) => 32,
-        BuiltinOptionsRef::ExpOptions(_) => 33,
-        BuiltinOptionsRef::TopKv2Options(_) => 34,
-        BuiltinOptionsRef::SplitOptions(_) => 35,
-        BuiltinOptionsRef::LogSoftmaxOptions(_) => 36,
-        BuiltinOptionsRef::CastOptions(_) => 37,
-        BuiltinOptionsRef::DequantizeOptions(_) => 38,
-        BuiltinOptionsRef::MaximumMinimumOptions(_) => 39,
-        BuiltinOptionsRef::ArgMaxOptions(_) => 40,
-        BuiltinOptionsRef::LessOptions(_) => 41,
-        BuiltinOptionsRef::NegOptions(_) => 42,
-        BuiltinOptionsRef::PadV2Options(_) => 43,
-        BuiltinOptionsRef::GreaterOptions(_) => 44,
-        BuiltinOptionsRef::GreaterEqualOptions(_) => 45,
-        BuiltinOptionsRef::LessEqualOptions(_) => 46,
-        BuiltinOptionsRef::SelectOptions(_) => 47,
-        BuiltinOptionsRef::SliceOptions(_) => 48,
-        BuiltinOptionsRef::TransposeConvOptions(_) => 49,
-        BuiltinOptionsRef::SparseToDenseOptions(_) => 50,
-        BuiltinOptionsRef::TileOptions(_) => 51,
-        BuiltinOptionsRef::ExpandDimsOptions(_) => 52,
-        BuiltinOptionsRef::EqualOptions(_) => 53,
-        BuiltinOptionsRef::NotEqualOptions(_) => 54,
-        BuiltinOptionsRef::ShapeOptions(_) => 55,
-        BuiltinOptionsRef::PowOptions(_) => 56,
-        BuiltinOptionsRef::ArgMinOptions(_) => 57,
-        BuiltinOptionsRef::FakeQuantOptions(_) => 58,
-        BuiltinOptionsRef::PackOptions(_) => 59,
-        BuiltinOptionsRef::LogicalOrOptions(_) => 60,
-        BuiltinOptionsRef::OneHotOptions(_) => 61,
-        BuiltinOptionsRef::LogicalAndOptions(_) => 62,
-        BuiltinOptionsRef::LogicalNotOptions(_) => 63,
-        BuiltinOptionsRef::UnpackOptions(_) => 64,
-        BuiltinOptionsRef::FloorDivOptions(_) => 65,
-        BuiltinOptionsRef::SquareOptions(_) => 66,
-        BuiltinOptionsRef::ZerosLikeOptions(_) => 67,
-        BuiltinOptionsRef::FillOptions(_) => 68,
-        BuiltinOptionsRef::BidirectionalSequenceLstmOptions(_) => 69,
-        BuiltinOptionsRef::BidirectionalSequenceRnnOptions(_) => 70,
-        BuiltinOptionsRef::UnidirectionalSequenceLstmOptions(_) => 71,
-        BuiltinOptionsRef::FloorModOptions(_) => 72,
-        BuiltinOptionsRef::RangeOptions(_) => 73,
-        BuiltinOptionsRef::ResizeNearestNeighborOptions(_) => 74,
-        BuiltinOptionsRef::LeakyReluOptions(_) => 75,
-        BuiltinOptionsRef::SquaredDifferenceOptions(_) => 76,
-        BuiltinOptionsRef::MirrorPadOptions(_) => 77,
-        BuiltinOptionsRef::AbsOptions(_) => 78,
-        BuiltinOptionsRef::SplitVOptions(_) => 79,
-        BuiltinOptionsRef::UniqueOptions(_) => 80,
-        BuiltinOptionsRef::ReverseV2Options(_) => 81,
-        BuiltinOptionsRef::AddNOptions(_) => 82,
-        BuiltinOptionsRef::GatherNdOptions(_) => 83,
-        BuiltinOptionsRef::CosOptions(_) => 84,
-        BuiltinOptionsRef::WhereOptions(_) => 85,
-        BuiltinOptionsRef::RankOptions(_) => 86,
-        BuiltinOptionsRef::ReverseSequenceOptions(_) => 87,
-        BuiltinOptionsRef::MatrixDiagOptions(_) => 88,
-        BuiltinOptionsRef::QuantizeOptions(_) => 89,
-        BuiltinOptionsRef::MatrixSetDiagOptions(_) => 90,
-        BuiltinOptionsRef::HardSwishOptions(_) => 91,
-        BuiltinOptionsRef::IfOptions(_) => 92,
-        BuiltinOptionsRef::WhileOptions(_) => 93,
-        BuiltinOptionsRef::DepthToSpaceOptions(_) => 94,
-        BuiltinOptionsRef::NonMaxSuppressionV4Options(_) => 95,
-        BuiltinOptionsRef::NonMaxSuppressionV5Options(_) => 96,
-        BuiltinOptionsRef::ScatterNdOptions(_) => 97,
-        BuiltinOptionsRef::SelectV2Options(_) => 98,
-        BuiltinOptionsRef::DensifyOptions(_) => 99,
-        BuiltinOptionsRef::SegmentSumOptions(_) => 100,
-        BuiltinOptionsRef::BatchMatMulOptions(_) => 101,
-        BuiltinOptionsRef::CumsumOptions(_) => 102,
-        BuiltinOptionsRef::CallOnceOptions(_) => 103,
-        BuiltinOptionsRef::BroadcastToOptions(_) => 104,
-        BuiltinOptionsRef::Rfft2dOptions(_) => 105,
-        BuiltinOptionsRef::Conv3DOptions(_) => 106,
-        BuiltinOptionsRef::HashtableOptions(_) => 107,
-        BuiltinOptionsRef::HashtableFindOptions(_) => 108,
-        BuiltinOptionsRef::HashtableImportOptions(_) => 109,
-        BuiltinOptionsRef::HashtableSizeOptions(_) => 110,
-        BuiltinOptionsRef::VarHandleOptions(_) => 111,
-        BuiltinOptionsRef::ReadVariableOptions(_) => 112,
-        BuiltinOptionsRef::AssignVariableOptions(_) => 113,
-        BuiltinOptionsRef::RandomOptions(_) => 114,
-        BuiltinOptionsRef::BucketizeOptions(_) => 115,
-        BuiltinOptionsRef::GeluOptions(_) => 116,
-        BuiltinOptionsRef::DynamicUpdateSliceOptions(_) => 117,
-        BuiltinOptionsRef::UnsortedSegmentProdOptions(_) => 118,
-        BuiltinOptionsRef::UnsortedSegmentMaxOptions(_) => 119,
-        BuiltinOptionsRef::UnsortedSegmentMinOptions(_) => 120,
-        BuiltinOptionsRef::UnsortedSegmentSumOptions(_) => 121,
-        BuiltinOptionsRef::ATan2Options(_) => 122,
-        BuiltinOptionsRef::SignOptions(_) => 123,
-        BuiltinOptionsRef::BitcastOptions(_) => 124,
-        BuiltinOptionsRef::BitwiseXorOptions(_) => 125,
-        BuiltinOptionsRef::RightShiftOptions(_) => 126,
-    }
-}

@@ -1,0 +1,238 @@
+//! The rows: every (op, type, method) case, its input data, and the
+//! `--filter` selection.
+
+use qneon::{
+    q31, Backend, Error, LogSoftmax, Logistic, Method, QuantElem, QuantParams, Softmax, Tanh,
+};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use crate::args::{Args, Shape};
+
+/// Every method, in the order rows are printed.
+pub(crate) const METHODS: [Method; 4] = [
+    Method::FixedPoint,
+    Method::Lut,
+    Method::LutFixedPoint,
+    Method::DequantF32,
+];
+
+/// A small deterministic generator (xorshift64*), so runs are repeatable.
+pub(crate) struct Rng(pub(crate) u64);
+impl Rng {
+    pub(crate) fn next_u64(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    pub(crate) fn uniform(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+    /// Standard normal by Box-Muller.
+    pub(crate) fn normal(&mut self) -> f64 {
+        let u = self.uniform().max(1e-300);
+        let v = self.uniform();
+        (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()
+    }
+}
+
+/// Attention-like logits, N(0, 3) in real units (N(0, 40 steps) where the
+/// scale is below 0.075, so small scales do not clamp every value), quantized
+/// with `q`.
+pub(crate) fn logits<T: QuantElem + TryFrom<i32>>(n: usize, q: QuantParams, seed: u64) -> Vec<T> {
+    let mut rng = Rng(seed);
+    let sigma = 3.0f64.min(40.0 * q.scale as f64);
+    (0..n)
+        .map(|_| {
+            let real = sigma * rng.normal();
+            let v = (real / q.scale as f64).round() as i64 + q.zero_point as i64;
+            let v = v.clamp(T::MIN as i64, T::MAX as i64) as i32;
+            T::try_from(v).ok().expect("clamped to the type")
+        })
+        .collect()
+}
+
+/// `--filter` selects rows whose `"op type method"` equals the filter or
+/// starts with it followed by a space (so `softmax` selects neither
+/// `log_softmax` nor `softmax_online`, and `logistic int8 lut` not
+/// `lut-fixed`), or whose type equals it.
+pub(crate) fn filter_matches(filter: &str, op: &str, dtype: &str, method: &str) -> bool {
+    let name = format!("{op} {dtype} {method}");
+    name == filter || name.starts_with(&format!("{filter} ")) || filter == dtype
+}
+
+/// One kernel of one type: runs `(backend, input, output, row_len)`.
+pub(crate) type Kernel<'a, T> =
+    Box<dyn Fn(Backend, &[T], &mut [T], usize) -> qneon::Result<()> + 'a>;
+
+/// A prepared (op, method) of one element type.
+pub(crate) struct Case<'a, T> {
+    pub(crate) op: &'static str,
+    pub(crate) method: &'static str,
+    /// Softmax-like (runs per row) rather than element-wise.
+    pub(crate) row_wise: bool,
+    pub(crate) kernel: Kernel<'a, T>,
+}
+
+/// Adds a case made by `new()`, skipping methods the op does not implement
+/// for this type; any other error is a bug in this program's parameters.
+pub(crate) fn add_case<'a, T: 'a>(
+    cases: &mut Vec<Case<'a, T>>,
+    (op, dtype, method, row_wise): (&'static str, &str, Method, bool),
+    made: qneon::Result<Kernel<'a, T>>,
+) -> Result<(), String> {
+    match made {
+        Ok(kernel) => {
+            cases.push(Case {
+                op,
+                method: method.name(),
+                row_wise,
+                kernel,
+            });
+            Ok(())
+        }
+        Err(Error::Unsupported { .. }) => Ok(()),
+        Err(e) => Err(format!("{op} {dtype} {}: {e}", method.name())),
+    }
+}
+
+/// Input scale of the 8-bit types (`--in-scale`, f32 bits; 0.1 by default).
+pub(crate) static IN_SCALE_8BIT: AtomicU32 = AtomicU32::new(0x3dcc_cccd);
+
+/// Input quantization of the quantized types: 0.1 per step for 8 bits
+/// (N(0, 3) logits span about +-4 sigma) unless `--in-scale` says otherwise,
+/// 1/2048 for int16.
+pub(crate) fn input_quant<T: QuantElem>() -> QuantParams {
+    let scale_8bit = f32::from_bits(IN_SCALE_8BIT.load(Ordering::Relaxed));
+    match T::NAME {
+        "int8" => QuantParams::new(scale_8bit, 0),
+        "uint8" => QuantParams::new(scale_8bit, 128),
+        _ => QuantParams::new(1.0 / 2048.0, 0),
+    }
+}
+
+/// Every op and method of a quantized type (the output quantization TFLite
+/// requires for each op).
+pub(crate) fn quant_cases<'a, T: QuantElem>() -> Result<Vec<Case<'a, T>>, String> {
+    let (softmax_out, tanh_out, log_softmax_zero) = match T::NAME {
+        "int8" => (
+            QuantParams::new(1.0 / 256.0, -128),
+            QuantParams::new(1.0 / 128.0, 0),
+            127,
+        ),
+        "uint8" => (
+            QuantParams::new(1.0 / 256.0, 0),
+            QuantParams::new(1.0 / 128.0, 128),
+            255,
+        ),
+        _ => (
+            QuantParams::new(1.0 / 32768.0, 0),
+            QuantParams::new(1.0 / 32768.0, 0),
+            0,
+        ),
+    };
+    let log_softmax_out = QuantParams::new(16.0 / 256.0, log_softmax_zero);
+    let q_in = input_quant::<T>();
+    let mut cases = Vec::new();
+    for method in METHODS {
+        add_case(
+            &mut cases,
+            ("softmax", T::NAME, method, true),
+            Softmax::<T>::new(q_in, 1.0, softmax_out, method)
+                .map(|op| Box::new(move |b, x: &[T], y: &mut [T], r| op.run_with(b, x, y, r)) as _),
+        )?;
+        add_case(
+            &mut cases,
+            ("log_softmax", T::NAME, method, true),
+            LogSoftmax::<T>::new(q_in, log_softmax_out, method)
+                .map(|op| Box::new(move |b, x: &[T], y: &mut [T], r| op.run_with(b, x, y, r)) as _),
+        )?;
+        add_case(
+            &mut cases,
+            ("logistic", T::NAME, method, false),
+            Logistic::<T>::new(q_in, softmax_out, method)
+                .map(|op| Box::new(move |b, x: &[T], y: &mut [T], _| op.run_with(b, x, y)) as _),
+        )?;
+        add_case(
+            &mut cases,
+            ("tanh", T::NAME, method, false),
+            Tanh::<T>::new(q_in, tanh_out, method)
+                .map(|op| Box::new(move |b, x: &[T], y: &mut [T], _| op.run_with(b, x, y)) as _),
+        )?;
+    }
+    Ok(cases)
+}
+
+/// Raw Q31 kernels: input Q5.26.
+pub(crate) const Q31_INTEGER_BITS: u32 = 5;
+
+pub(crate) fn q31_cases<'a>() -> Vec<Case<'a, i32>> {
+    let ib = Q31_INTEGER_BITS;
+    let case = |op, row_wise, kernel: Kernel<'a, i32>| Case {
+        op,
+        method: "fixed",
+        row_wise,
+        kernel,
+    };
+    vec![
+        case(
+            "softmax",
+            true,
+            Box::new(move |b, x, y, r| q31::softmax_with(b, x, ib, y, r)),
+        ),
+        case(
+            "logistic",
+            false,
+            Box::new(move |b, x, y, _| q31::logistic_with(b, x, ib, y)),
+        ),
+        case(
+            "tanh",
+            false,
+            Box::new(move |b, x, y, _| q31::tanh_with(b, x, ib, y)),
+        ),
+    ]
+}
+
+/// The float kernels (`qneon::f32`), method "float".
+pub(crate) fn f32_cases<'a>() -> Vec<Case<'a, f32>> {
+    use qneon::f32 as qf;
+    let case = |op, row_wise, kernel: Kernel<'a, f32>| Case {
+        op,
+        method: "float",
+        row_wise,
+        kernel,
+    };
+    vec![
+        case("softmax", true, Box::new(qf::softmax_with)),
+        case(
+            "softmax_online",
+            true,
+            Box::new(|b, x, y, r| qf::softmax_variant(qf::SoftmaxVariant::Online, b, x, y, r)),
+        ),
+        case("log_softmax", true, Box::new(qf::log_softmax_with)),
+        case(
+            "sigmoid",
+            false,
+            Box::new(|b, x, y, _| qf::sigmoid_with(b, x, y)),
+        ),
+        case("tanh", false, Box::new(|b, x, y, _| qf::tanh_with(b, x, y))),
+    ]
+}
+
+/// The cases `--filter` and the shape select.
+pub(crate) fn select<'a, T>(
+    args: &Args,
+    shape: &Shape,
+    dtype: &str,
+    cases: Vec<Case<'a, T>>,
+) -> Vec<Case<'a, T>> {
+    cases
+        .into_iter()
+        .filter(|c| shape.row_ops || !c.row_wise)
+        .filter(|c| {
+            args.filter
+                .as_deref()
+                .is_none_or(|f| filter_matches(f, c.op, dtype, c.method))
+        })
+        .collect()
+}
