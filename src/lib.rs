@@ -70,4 +70,4 @@ pub use ops::{
 };
 #[cfg(feature = "alloc")]
 pub use ops::{Gemm, NoNorm};
-pub use quant::QuantParams;
+pub use quant::{QuantParams, Rounding};

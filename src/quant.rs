@@ -1,10 +1,14 @@
 //! Quantization parameters and TFLite's multiplier arithmetic.
 //!
 //! A real multiplier `M > 0` is stored as a Q0.31 `multiplier` in `[2^30, 2^31)`
-//! and a power-of-two `shift`: `M = multiplier * 2^(shift - 31)`. Applying it
-//! rounds twice, as TFLite's default build does: a saturating rounding doubling
-//! high multiply, then a rounding divide by `2^-shift` (ties away from zero).
-//! ruy's single-rounding variant gives different bytes and is not used.
+//! and a power-of-two `shift`: `M = multiplier * 2^(shift - 31)`. TFLite has
+//! two builds that apply it differently ([`Rounding`]): gemmlowp's double
+//! rounding (a saturating rounding doubling high multiply, then a rounding
+//! divide by `2^-shift`, ties away from zero; TensorFlow's bundled TFLite,
+//! TFLite Micro) and single rounding (one 64-bit product, one rounding shift,
+//! ties upward; LiteRT). The activation kernels (softmax, logistic, tanh)
+//! follow the double-rounding arithmetic, which is what every TFLite build
+//! uses inside them; the layer operators take a [`Rounding`] at prepare time.
 
 use crate::error::{Error, Result};
 use crate::fixedpoint::{libm_round, Lane};
@@ -35,6 +39,78 @@ pub struct QuantizedMultiplier {
     pub multiplier: i32,
     /// Power-of-two exponent; positive means a left shift.
     pub shift: i32,
+}
+
+/// How a requantizing operator applies a [`QuantizedMultiplier`]: the two
+/// builds of TFLite, which give different bytes on ties and near the
+/// extremes. Chosen at prepare time; the default is [`Rounding::Single`], as
+/// LiteRT (TFLite's current runtime) is built.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Rounding {
+    /// `TFLITE_SINGLE_ROUNDING`: `(x * multiplier + 2^(30 - shift)) >> (31 - shift)`
+    /// in 64 bits (ties toward +infinity), shifts clamped to `-31..=30` when the
+    /// multiplier is quantized. LiteRT 2.x, its reference and optimized
+    /// kernels and XNNPACK's requantization of fully connected layers.
+    #[default]
+    Single,
+    /// gemmlowp: `rounding_divide_by_pot(srdhm(x << max(shift, 0), multiplier),
+    /// max(-shift, 0))` (ties away from zero). TensorFlow 2.19's bundled TFLite
+    /// and TFLite Micro.
+    Double,
+}
+
+impl Rounding {
+    /// `"single"` or `"double"`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Rounding::Single => "single",
+            Rounding::Double => "double",
+        }
+    }
+
+    /// TFLite's `QuantizeMultiplier` in this build: [`quantize_multiplier`],
+    /// and for [`Rounding::Single`] shifts above 30 saturated to
+    /// `(2^31 - 1, 30)` (the single-rounding product needs `31 - shift >= 1`).
+    ///
+    /// Errors for a multiplier that is negative or not finite.
+    pub fn quantize_multiplier(self, real: f64) -> Result<QuantizedMultiplier> {
+        let q = quantize_multiplier(real)?;
+        Ok(match self {
+            Rounding::Single if q.shift > 30 => QuantizedMultiplier {
+                multiplier: i32::MAX,
+                shift: 30,
+            },
+            _ => q,
+        })
+    }
+
+    /// TFLite's `MultiplyByQuantizedMultiplier` of one `int32` in this build:
+    /// the scalar reference every vector kernel is tested against.
+    ///
+    /// Single rounding keeps the exact 64-bit result and saturates it to
+    /// `i32` (TFLite's cast would wrap; the two agree whenever the result
+    /// fits, which TFLite asserts). Double rounding's left shift wraps like
+    /// the C++; callers keep `|x| * 2^shift < 2^31` there.
+    #[inline(always)]
+    pub fn multiply(self, x: i32, q: QuantizedMultiplier) -> i32 {
+        match self {
+            Rounding::Single => multiply_by_quantized_multiplier_single(x, q.multiplier, q.shift),
+            Rounding::Double => multiply_by_quantized_multiplier(x, q.multiplier, q.shift),
+        }
+    }
+}
+
+/// The single-rounding `MultiplyByQuantizedMultiplier`:
+/// `(x * multiplier + 2^(30 - shift)) >> (31 - shift)` in `i64`, saturated to
+/// `i32`. `shift` must be in `-31..=30` (what [`Rounding::quantize_multiplier`]
+/// gives); out-of-range shifts are clamped into it so the shift amount stays
+/// defined.
+#[inline(always)]
+pub fn multiply_by_quantized_multiplier_single(x: i32, multiplier: i32, shift: i32) -> i32 {
+    let total_shift = (31 - shift.clamp(-31, 30)) as u32; // 1..=62
+    let round = 1i64 << (total_shift - 1);
+    let result = (x as i64 * multiplier as i64 + round) >> total_shift;
+    result.clamp(i32::MIN as i64, i32::MAX as i64) as i32
 }
 
 /// `frexp` without `std`: `x = m * 2^e` with `|m|` in `[0.5, 1)`; `(0, 0)` for 0.
@@ -192,4 +268,81 @@ pub fn preprocess_softmax_scaling(
         max_real_multiplier
     };
     quantize_multiplier(real)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `round_half_up(x * multiplier / 2^(31 - shift))` in exact `i128`
+    /// arithmetic: what single rounding must equal.
+    fn exact_half_up(x: i32, multiplier: i32, shift: i32) -> i128 {
+        let p = x as i128 * multiplier as i128;
+        let d = 1i128 << (31 - shift);
+        (2 * p + d).div_euclid(2 * d)
+    }
+
+    #[test]
+    fn single_rounding_is_the_exact_product_rounded_half_up() {
+        let xs = [
+            0,
+            1,
+            -1,
+            2,
+            -2,
+            3,
+            -3,
+            1 << 20,
+            -(1 << 20),
+            i32::MAX,
+            i32::MIN,
+            12345,
+            -98765,
+        ];
+        let ms = [0, 1, 1 << 30, (1 << 30) + 1, i32::MAX, 1_518_500_250];
+        for &x in &xs {
+            for &m in &ms {
+                for shift in -31..=30 {
+                    let expect =
+                        exact_half_up(x, m, shift).clamp(i32::MIN as i128, i32::MAX as i128) as i32;
+                    let q = QuantizedMultiplier {
+                        multiplier: m,
+                        shift,
+                    };
+                    assert_eq!(
+                        Rounding::Single.multiply(x, q),
+                        expect,
+                        "x {x} m {m} s {shift}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn single_and_double_rounding_differ_on_negative_ties_of_the_right_shift() {
+        // 0.25 = 2^30 * 2^(-1 - 31): -6 * 0.25 = -1.5 is a tie.
+        let quarter = QuantizedMultiplier {
+            multiplier: 1 << 30,
+            shift: -1,
+        };
+        assert_eq!(Rounding::Single.multiply(6, quarter), 2);
+        assert_eq!(Rounding::Double.multiply(6, quarter), 2);
+        // Single rounds the tie up; double's rounding divide rounds it away from zero.
+        assert_eq!(Rounding::Single.multiply(-6, quarter), -1);
+        assert_eq!(Rounding::Double.multiply(-6, quarter), -2);
+    }
+
+    #[test]
+    fn single_rounding_build_caps_large_shifts() {
+        let big = 2f64.powi(40);
+        assert_eq!(quantize_multiplier(big).unwrap().shift, 41);
+        let q = Rounding::Single.quantize_multiplier(big).unwrap();
+        assert_eq!((q.multiplier, q.shift), (i32::MAX, 30));
+        assert_eq!(Rounding::Double.quantize_multiplier(big).unwrap().shift, 41);
+        let tiny = Rounding::Single
+            .quantize_multiplier(2f64.powi(-40))
+            .unwrap();
+        assert_eq!((tiny.multiplier, tiny.shift), (0, 0));
+    }
 }

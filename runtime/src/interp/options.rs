@@ -3,28 +3,7 @@
 
 use qneon::{Backend, Method};
 
-/// How requantizing ops round `MultiplyByQuantizedMultiplier`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub enum Rounding {
-    /// `(x * M + 2^(30 - s)) >> (31 - s)` in 64 bits: LiteRT 2.3's build
-    /// (`TFLITE_SINGLE_ROUNDING`).
-    #[default]
-    Single,
-    /// gemmlowp's saturating rounding doubling high multiply, then a
-    /// rounding divide by a power of two: TF 2.19's bundled interpreter and
-    /// TFLite Micro.
-    Double,
-}
-
-impl Rounding {
-    /// `"single"` or `"double"`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Rounding::Single => "single",
-            Rounding::Double => "double",
-        }
-    }
-}
+pub use qneon::quant::Rounding;
 
 /// What the caller chooses at load.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
