@@ -209,6 +209,10 @@ def load_inputs(np, details, specs, seed):
         if position in given:
             array = np.load(given[position], allow_pickle=False)
             expected = (tuple(int(d) for d in detail["shape"]), np.dtype(detail["dtype"]))
+            # A scalar input may be stored as one element ([1] for []), as
+            # the generator's files do: same dtype and element count.
+            if array.dtype == expected[1] and array.size == size:
+                array = array.reshape(expected[0])
             if (array.shape, array.dtype) != expected:
                 raise SystemExit(
                     f"run_litert: {given[position]} holds {array.dtype}{list(array.shape)}, "

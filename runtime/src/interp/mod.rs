@@ -35,7 +35,7 @@ use ops::Io;
 use plan::{ArenaPlan, ARENA_ALIGNMENT};
 
 pub use info::{NodeInfo, OpReport, TensorInfo};
-pub use options::{Options, Rounding};
+pub use options::{Options, Rounding, TfliteKernels};
 
 /// Sees every node `invoke` runs: `begin` right before its kernel, `end`
 /// right after. Both default to nothing.

@@ -1,9 +1,46 @@
 //! What the caller chooses at load: the rounding of requantizing ops, the
-//! activations' method, the backend and the memory budget.
+//! activations' method, which TFLite kernel set's float arithmetic to
+//! reproduce, the backend and the memory budget.
 
 use qneon::{Backend, Method};
 
 pub use qneon::quant::Rounding;
+
+/// Which of TFLite's two kernel sets the float-facing conversions reproduce
+/// where their arithmetic differs. The integer ops give the same bytes in
+/// both (for SOFTMAX the difference is the method: `Method::Lut` is the
+/// optimized kernel's table path).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum TfliteKernels {
+    /// The reference kernels (`BUILTIN_REF`): DEQUANTIZE rounds the `f64`
+    /// product `scale * (q - zero_point)` once to `f32`.
+    #[default]
+    Reference,
+    /// The optimized builtin kernels of TFLite's aarch64 build: int8 and
+    /// uint8 DEQUANTIZE in blocks of 8 elements computes
+    /// `fma(f32(q), f32(scale), f32(-zero_point * scale))` (NEON `fmla`), the
+    /// last `len % 8` elements as the reference kernel does.
+    Optimized,
+}
+
+impl TfliteKernels {
+    /// `"reference"` or `"optimized"`.
+    pub fn name(self) -> &'static str {
+        match self {
+            TfliteKernels::Reference => "reference",
+            TfliteKernels::Optimized => "optimized",
+        }
+    }
+
+    /// The kernel set whose bytes `method` reproduces: `Method::Lut` is the
+    /// optimized kernels' int8 SOFTMAX, every other method the reference's.
+    pub fn matching(method: Method) -> TfliteKernels {
+        match method {
+            Method::Lut => TfliteKernels::Optimized,
+            _ => TfliteKernels::Reference,
+        }
+    }
+}
 
 /// What the caller chooses at load.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -12,6 +49,10 @@ pub struct Options {
     pub rounding: Rounding,
     /// The method of SOFTMAX, LOG_SOFTMAX, LOGISTIC and TANH.
     pub softmax_method: Method,
+    /// The float arithmetic of DEQUANTIZE: TFLite's reference or aarch64
+    /// optimized kernels' ([`TfliteKernels::matching`] the method gives the
+    /// set whose bytes the method reproduces).
+    pub kernels: TfliteKernels,
     /// The kernels' backend (never changes a byte).
     pub backend: Backend,
     /// Most bytes the model may need at run time: any one tensor, and the
@@ -26,6 +67,7 @@ impl Default for Options {
         Options {
             rounding: Rounding::Single,
             softmax_method: Method::FixedPoint,
+            kernels: TfliteKernels::Reference,
             backend: Backend::best(),
             memory_budget: Some(1 << 30),
         }

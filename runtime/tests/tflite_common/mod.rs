@@ -74,6 +74,7 @@ pub fn options(rounding: qneon_runtime::interp::Rounding, method: qneon::Method)
     Options {
         rounding,
         softmax_method: method,
+        kernels: qneon_runtime::interp::TfliteKernels::matching(method),
         backend: qneon::Backend::Scalar,
         memory_budget: Some(1 << 30),
     }

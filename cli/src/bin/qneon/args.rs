@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use qneon::{Backend, Method};
-use qneon_runtime::interp::{Options, Rounding};
+use qneon_runtime::interp::{Options, Rounding, TfliteKernels};
 
 #[derive(Parser)]
 #[command(
@@ -37,6 +37,11 @@ pub(crate) struct LoadArgs {
     /// bundled TFLite, TFLite Micro).
     #[arg(long, value_enum, default_value_t = RoundingArg::Single)]
     pub(crate) rounding: RoundingArg,
+    /// Whose float arithmetic DEQUANTIZE reproduces: reference (TFLite's
+    /// reference kernels) or optimized (its aarch64 builtin kernels).
+    /// Default: optimized with --softmax lut, else reference.
+    #[arg(long, value_enum)]
+    pub(crate) kernels: Option<KernelsArg>,
     /// Largest memory the model may take at run time, in MiB.
     #[arg(long, value_name = "MIB", default_value_t = 1024)]
     pub(crate) memory_budget: usize,
@@ -85,6 +90,12 @@ pub(crate) enum SoftmaxArg {
 }
 
 #[derive(Clone, Copy, ValueEnum)]
+pub(crate) enum KernelsArg {
+    Reference,
+    Optimized,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
 pub(crate) enum RoundingArg {
     Single,
     Double,
@@ -98,15 +109,21 @@ pub(crate) enum BackendArg {
 
 impl LoadArgs {
     pub(crate) fn options(&self, backend: Backend) -> Options {
+        let softmax_method = match self.softmax {
+            SoftmaxArg::Lut => Method::Lut,
+            SoftmaxArg::Fixed => Method::FixedPoint,
+            SoftmaxArg::F32 => Method::DequantF32,
+        };
         Options {
             rounding: match self.rounding {
                 RoundingArg::Single => Rounding::Single,
                 RoundingArg::Double => Rounding::Double,
             },
-            softmax_method: match self.softmax {
-                SoftmaxArg::Lut => Method::Lut,
-                SoftmaxArg::Fixed => Method::FixedPoint,
-                SoftmaxArg::F32 => Method::DequantF32,
+            softmax_method,
+            kernels: match self.kernels {
+                Some(KernelsArg::Reference) => TfliteKernels::Reference,
+                Some(KernelsArg::Optimized) => TfliteKernels::Optimized,
+                None => TfliteKernels::matching(softmax_method),
             },
             backend,
             memory_budget: Some(self.memory_budget.saturating_mul(1 << 20)),

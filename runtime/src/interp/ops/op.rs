@@ -89,8 +89,14 @@ impl<'a> Op<'_, 'a> {
         }
     }
 
+    /// A library kernel's refusal: what the library does not implement
+    /// (its `Unsupported`) is an unsupported op, anything else (a scale, a
+    /// zero point, a shape) an invalid one.
     pub fn kernel_error(&self, e: qneon::Error) -> Error {
-        self.invalid(e.to_string())
+        match e {
+            qneon::Error::Unsupported { .. } => self.unsupported(e.to_string()),
+            _ => self.invalid(e.to_string()),
+        }
     }
 
     pub fn input_count(&self, min: usize, max: usize) -> Result<()> {
