@@ -74,7 +74,7 @@ pub(crate) fn check_rows(
     if input != output {
         return Err(Error::LengthMismatch { op, input, output });
     }
-    if row_len == 0 || input % row_len != 0 {
+    if row_len == 0 || !input.is_multiple_of(row_len) {
         return Err(Error::RowLength {
             op,
             len: input,

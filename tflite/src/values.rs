@@ -46,7 +46,7 @@ element! {
 /// alignment). `None` when the length is not a multiple of `T`'s size.
 pub fn values<T: Element>(bytes: &[u8]) -> Option<Cow<'_, [T]>> {
     let size = core::mem::size_of::<T>();
-    if bytes.len() % size != 0 {
+    if !bytes.len().is_multiple_of(size) {
         return None;
     }
     if cfg!(target_endian = "little") {

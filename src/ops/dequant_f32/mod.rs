@@ -71,7 +71,7 @@ use crate::simd::{keep_first, Vector};
 /// Exps cached per row (`f32`, 8 KiB of stack): rows up to this length compute
 /// each exp once. A multiple of [`BLOCK`].
 pub(crate) const EXP_CACHE: usize = 2048;
-const _: () = assert!(EXP_CACHE % BLOCK == 0);
+const _: () = assert!(EXP_CACHE.is_multiple_of(BLOCK));
 
 /// `c` as an `f32` multiplier, capped at `f32::MAX` so that `0 * c` stays 0
 /// (a larger real multiplier saturates every nonzero difference anyway).
