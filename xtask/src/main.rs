@@ -70,8 +70,13 @@ commands:
                         the tools/qemu-insn plugin: instructions per
                         inference from R and 2R invocations (default R 3);
                         outputs in target/compare/<model>/<resolver>/, rows
-                        in target/compare/compare.json. Default models:
-                        every .tflite under models/, else a small fixture
+                        in target/compare/compare.json; qneon run on the
+                        same models and inputs, counted the same way
+                        (--softmax lut), bit-exact per method (lut vs the
+                        builtin kernels, fixed vs LiteRT's reference
+                        kernels), per op type, max |qneon - XNNPACK|.
+                        Default models: the .tflite files in models/ (not
+                        sub-folders), else a small fixture
   compare --setup       only set up the aarch64 Python and LiteRT wheels in
                         target/litert-aarch64/ (done lazily otherwise)
   compare --refs-only --model FILE [--input NAME_OR_INDEX=FILE.npy]...

@@ -156,33 +156,28 @@ pub fn cli(args: &[String]) -> Result {
     )
 }
 
-/// Every `.tflite` file under `models/` (sub-folders included), or the
-/// fixture when there are none.
+/// The `.tflite` files directly in `models/` (the whole models; the
+/// single-op cases in `models/ops/` all share the stem `model` and are
+/// measured one `--model` at a time), or the fixture when there are none.
 fn default_models() -> Result<Vec<PathBuf>> {
-    let mut models = Vec::new();
-    find_tflite(&util::root().join("models"), &mut models);
+    let mut models = top_level_tflite(&util::root().join("models"));
     models.sort();
     if models.is_empty() {
-        eprintln!("compare: no .tflite files under models/; measuring {FIXTURE}");
+        eprintln!("compare: no .tflite files in models/; measuring {FIXTURE}");
         models.push(util::root().join(FIXTURE));
     }
     Ok(models)
 }
 
-fn find_tflite(dir: &Path, out: &mut Vec<PathBuf>) {
+fn top_level_tflite(dir: &Path) -> Vec<PathBuf> {
     let Ok(entries) = fs::read_dir(dir) else {
-        return;
+        return Vec::new();
     };
-    for entry in entries.filter_map(|e| e.ok()) {
-        let path = entry.path();
-        // Python environments of model generators may carry test models.
-        let hidden = entry.file_name().to_string_lossy().starts_with('.');
-        if path.is_dir() && !hidden {
-            find_tflite(&path, out);
-        } else if path.extension().is_some_and(|x| x == "tflite") {
-            out.push(path);
-        }
-    }
+    entries
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "tflite"))
+        .collect()
 }
 
 /// Absolute paths of existing files, with distinct stems (each names its
@@ -492,5 +487,12 @@ mod tests {
     #[test]
     fn the_fixture_exists() {
         assert!(util::root().join(FIXTURE).is_file());
+    }
+
+    #[test]
+    fn default_models_have_distinct_stems() {
+        let models = default_models().unwrap();
+        assert!(!models.is_empty());
+        assert_eq!(checked_models(&models).unwrap().len(), models.len());
     }
 }
