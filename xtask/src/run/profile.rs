@@ -262,7 +262,7 @@ impl Profile {
             thousands(self.model())
         );
         md += &format!(
-            "Model: {} instructions per invoke, {:.2} x the bound 2 x MACs / 16 = {}{}.\n\n",
+            "Model: {} instructions per invoke, {} x the bound 2 x MACs / 16 = {}{}.\n\n",
             thousands(self.model()),
             ratio(self.model(), self.bound()),
             thousands(self.bound()),
@@ -315,11 +315,13 @@ pub(super) fn per_unit(insns: u64, work: u64) -> Option<f64> {
     (work > 0).then(|| insns as f64 / work as f64)
 }
 
-pub(super) fn ratio(a: u64, b: u64) -> f64 {
+/// `a / b` to two decimals, or `-` when `b` is 0 (a model without MACs has
+/// no bound).
+pub(super) fn ratio(a: u64, b: u64) -> String {
     if b == 0 {
-        f64::INFINITY
+        "-".into()
     } else {
-        a as f64 / b as f64
+        format!("{:.2}", a as f64 / b as f64)
     }
 }
 

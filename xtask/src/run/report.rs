@@ -101,7 +101,7 @@ impl Report {
         );
         for p in &self.profiles {
             md += &format!(
-                "| {} | {} | {:.2} | {} | {:.2}% | {} | {} |\n",
+                "| {} | {} | {} | {} | {:.2}% | {} | {} |\n",
                 p.name(),
                 thousands(p.model()),
                 ratio(p.model(), p.bound()),
