@@ -67,6 +67,12 @@ fn run_writes_outputs_equal_to_the_reference_and_their_listing() {
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(report["ops"][0]["op"], "SOFTMAX");
     assert_eq!(report["invoke_ns"].as_array().unwrap().len(), 2);
+    // What `cargo xtask run` and `compare` read: the op's instruction-count
+    // region (its own, 1-based), its position, and the MACs (none here).
+    assert_eq!(report["ops"][0]["region"], 1);
+    assert_eq!(report["ops"][0]["position"], 0);
+    assert_eq!(report["region_per_op"], true);
+    assert_eq!(report["macs"], 0);
     let stdout = String::from_utf8_lossy(&result.stdout);
     assert!(stdout.contains("SOFTMAX"), "{stdout}");
     std::fs::remove_dir_all(&out).unwrap();

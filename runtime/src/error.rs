@@ -4,7 +4,7 @@
 
 use core::fmt;
 
-/// Everything loading, writing or running a model can report.
+/// Everything loading or running a model can report.
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub enum Error {
@@ -53,33 +53,9 @@ pub enum Error {
         /// What is wrong.
         problem: String,
     },
-    /// A `.qnb` model file that is truncated, corrupted or malformed.
-    ModelFile {
-        /// What is wrong (`"bad magic"`, `"checksum mismatch"`, ...).
-        problem: &'static str,
-        /// Byte offset in the file of the offending field (0 for the whole buffer).
-        offset: u64,
-    },
-    /// A tensor requested from a `.qnb` model file is missing or has another type or shape.
-    ModelTensor {
-        /// The tensor's name.
-        name: &'static str,
-        /// What is wrong.
-        problem: &'static str,
-    },
-    /// A metadata key requested from a `.qnb` model file is missing.
-    ModelMeta {
-        /// The key.
-        key: &'static str,
-    },
-    /// A `.qnb` writer call with bad arguments (name, rank, quantization kind).
-    ModelWrite {
-        /// What is wrong.
-        problem: &'static str,
-    },
     /// A length, scale, zero point, shape or backend the library's kernels
     /// reject: raised by an operator's `new` or `run`, or by the runtime when
-    /// it checks a model's parameters (or a writer's tensor) before an
+    /// it checks a model's parameters before an
     /// operator sees them, so the problem is named in the kernels' terms.
     Kernel(qneon::Error),
 }
@@ -119,12 +95,6 @@ impl fmt::Display for Error {
                 "the {what} needs {needed} bytes, over the memory budget of {budget} bytes"
             ),
             Error::Input { problem } => write!(f, "input: {problem}"),
-            Error::ModelFile { problem, offset } => {
-                write!(f, "model file: {problem} (at byte {offset})")
-            }
-            Error::ModelTensor { name, problem } => write!(f, "model tensor {name:?}: {problem}"),
-            Error::ModelMeta { key } => write!(f, "model file has no metadata key {key:?}"),
-            Error::ModelWrite { problem } => write!(f, "model writer: {problem}"),
             Error::Kernel(e) => e.fmt(f),
         }
     }
@@ -146,18 +116,17 @@ mod tests {
 
     #[test]
     fn display_names_the_problem_and_kernel_errors_keep_their_text() {
-        let file = Error::ModelFile {
-            problem: "bad magic",
-            offset: 0,
+        let input = Error::Input {
+            problem: "input 3 does not exist".into(),
         };
-        assert_eq!(file.to_string(), "model file: bad magic (at byte 0)");
+        assert_eq!(input.to_string(), "input: input 3 does not exist");
         let kernel = qneon::Error::ZeroDimension {
-            op: "mobilebert layer",
+            op: "gemm",
             what: "heads",
         };
         let wrapped = Error::from(kernel);
         assert_eq!(wrapped.to_string(), kernel.to_string());
         assert!(std::error::Error::source(&wrapped).is_some());
-        assert!(std::error::Error::source(&file).is_none());
+        assert!(std::error::Error::source(&input).is_none());
     }
 }

@@ -14,14 +14,17 @@
  * total exactly.
  *
  * Regions. The marker is the aarch64 instruction `movz xzr, #imm16` with
- * imm16 = 0xA000 | ID, ID in 0..=255, encoded 0xD280001F | (imm16 << 5).
+ * imm16 = 0xA000 | ID, ID in 0..=4095, encoded 0xD280001F | (imm16 << 5).
  * It writes the zero register, so it does nothing on hardware, and
  * compilers never emit it (a move to xzr is dead code). Executing it makes
  * ID the current region: every instruction from the marker itself up to
  * (not including) the next marker counts in region ID. Region 0 is the
  * current one at start-up; by convention it means "outside every marked
  * piece of code". A marker of another ID in the 0xA000 range is simply a
- * switch to that ID: regions do not nest.
+ * switch to that ID: regions do not nest. (The first markers had 8-bit IDs,
+ * imm16 0xA000..0xA0FF; they mean the same under the 12-bit rule, so
+ * binaries with either kind count alike. 4096 IDs give one region per
+ * operator of a model of up to 4095 operators.)
  *
  * How it counts: whenever QEMU translates a block, we attach an inline
  * "add the block's instruction count to a u64" operation to it. Inline ops
@@ -148,19 +151,22 @@ static struct plugin_u64 per_vcpu;  /* API 2: one counter per vCPU */
 static const char *out_path;
 
 /* Region state, written only by marker callbacks (one guest thread). */
-#define N_REGIONS 256
+#define N_REGIONS 4096
 static uint64_t region_count[N_REGIONS];
 static unsigned current_region;   /* 0 until the first marker */
 static uint64_t region_start;     /* instructions executed when it began */
 static int marker_seen;
 
-/* movz xzr, #imm16 is 0xD280001F | imm16 << 5; markers have imm16 0xA0xx. */
+/* movz xzr, #imm16 is 0xD280001F | imm16 << 5; markers have imm16 0xAxxx. */
 #define MOVZ_XZR_MASK 0xFFE0001Fu
 #define MOVZ_XZR 0xD280001Fu
 #define MARKER_TAG 0xA000u
 
-/* Userdata of a marker callback: ID, index in block, block length. QEMU
- * blocks hold at most 512 instructions; 12 bits each keep it in 32 bits. */
+/* Userdata of a marker callback: ID, index in block, block length, 12 bits
+ * each (QEMU blocks hold at most 512 instructions), 36 bits in all: the
+ * userdata pointer is 64 bits wide on every host QEMU's plugins run on. */
+#define ID_BITS 12
+_Static_assert(sizeof(uintptr_t) * 8 >= 3 * 12, "userdata needs 36 bits");
 #define FIELD_BITS 12
 #define FIELD_MAX ((1u << FIELD_BITS) - 1)
 
@@ -202,15 +208,15 @@ static int marker_id(int64_t word)
         return -1;
     }
     imm = ((uint32_t)word >> 5) & 0xFFFF;
-    return (imm & 0xFF00) == MARKER_TAG ? (int)(imm & 0xFF) : -1;
+    return (imm & 0xF000) == MARKER_TAG ? (int)(imm & 0xFFF) : -1;
 }
 
 static void on_marker(unsigned int vcpu_index, void *userdata)
 {
     uintptr_t u = (uintptr_t)userdata;
-    unsigned id = (unsigned)(u & 0xFF);
-    uint64_t k = (u >> 8) & FIELD_MAX;
-    uint64_t n = (u >> (8 + FIELD_BITS)) & FIELD_MAX;
+    unsigned id = (unsigned)(u & FIELD_MAX);
+    uint64_t k = (u >> ID_BITS) & FIELD_MAX;
+    uint64_t n = (u >> (ID_BITS + FIELD_BITS)) & FIELD_MAX;
     /* The block's inline add already counted the marker and the n - k - 1
      * instructions after it; none of them has run yet. */
     uint64_t now = executed() - (n - k);
@@ -250,8 +256,8 @@ static void on_translate(plugin_id id, struct qemu_plugin_tb *tb)
                     (unsigned long long)n);
             continue;
         }
-        u = (uintptr_t)region | (uintptr_t)k << 8 |
-            (uintptr_t)n << (8 + FIELD_BITS);
+        u = (uintptr_t)region | (uintptr_t)k << ID_BITS |
+            (uintptr_t)n << (ID_BITS + FIELD_BITS);
         qemu_plugin_register_vcpu_insn_exec_cb(insn, on_marker, CB_NO_REGS,
                                                (void *)u);
     }

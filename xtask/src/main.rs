@@ -8,7 +8,6 @@ mod bench;
 mod compare;
 mod counts;
 mod expect;
-mod gen_model;
 mod mca;
 mod msrv;
 mod pattern;
@@ -46,14 +45,20 @@ commands:
   bench --run [--insn] [-- ARG...]
                         run qneon-bench ARGs under qemu (--insn: count guest
                         instructions)
-  run [--all]           run the MobileBert layer (qneon-mobilebert) under qemu
-                        once per backend and softmax method with the
-                        tools/qemu-insn plugin counting each op's marked
-                        region: prints instructions per op, the layer total
-                        against 2 x MACs / 16 and softmax's share; writes
-                        target/run/profile.json and profile.md. Default:
-                        neon lut/fixed/f32 and scalar fixed; --all adds
-                        scalar lut/f32
+  run [--model FILE [--input K=FILE.npy]...] [--all | --config BACKEND-METHOD...]
+      [--rounding single|double] [--cpu CPU]
+                        the main job: a .tflite model run by `qneon run`
+                        under qemu -cpu CPU (default max) once per
+                        configuration, with the tools/qemu-insn plugin
+                        counting each op's marked region: prints
+                        instructions per op type (calls, work, share), the
+                        costliest ops, the model against 2 x MACs / 16 and
+                        softmax's share (target <= 3% with neon lut); writes
+                        target/run/profile.json (per op type and per op)
+                        and profile.md. Default model: the 24-layer int8
+                        MobileBert on its first SQuAD input set; default
+                        configurations neon-lut, neon-fixed, scalar-lut;
+                        --all adds neon-f32, scalar-fixed, scalar-f32
   run --readme          rewrite README.md between <!-- run:begin --> and
                         <!-- run:end --> from target/run/profile.json
   asm                   check the disassembly of kernels against
@@ -65,17 +70,19 @@ commands:
                         the tools/qemu-insn plugin: instructions per
                         inference from R and 2R invocations (default R 3);
                         outputs in target/compare/<model>/<resolver>/, rows
-                        in target/compare/compare.json. Default models:
-                        every .tflite under models/, else a small fixture
+                        in target/compare/compare.json; qneon run on the
+                        same models and inputs, counted the same way
+                        (--softmax lut), bit-exact per method (lut vs the
+                        builtin kernels, fixed vs LiteRT's reference
+                        kernels), per op type, max |qneon - XNNPACK|.
+                        Default models: the .tflite files in models/ (not
+                        sub-folders), else a small fixture
   compare --setup       only set up the aarch64 Python and LiteRT wheels in
                         target/litert-aarch64/ (done lazily otherwise)
   compare --refs-only --model FILE [--input NAME_OR_INDEX=FILE.npy]...
           --out DIR [--cpu CPU]
                         LiteRT builtin-kernel outputs for the given inputs
                         (missing ones seeded random) into DIR
-  gen-model [--check]   build models/mobilebert_layer.qnb and .input.bin
-                        (seeded, deterministic); --check verifies the
-                        committed files are what it builds
   msrv                  build the library and check the workspace with the
                         toolchain of `rust-version` (installed by rustup if
                         missing), in target/msrv
@@ -95,7 +102,6 @@ fn main() -> ExitCode {
         "run" => run::cli(rest),
         "asm" => asm::cli(rest),
         "compare" => compare::cli(rest),
-        "gen-model" => gen_model::cli(rest),
         "msrv" => msrv::cli(rest),
         "help" | "-h" | "--help" => {
             print!("{USAGE}");

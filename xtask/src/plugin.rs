@@ -77,6 +77,16 @@ pub fn count_to_file(
 /// still to add), with any stale `count_file` removed first so that it can
 /// never be mistaken for this run's.
 pub fn qemu_command(plugin: &Path, count_file: &Path, binary: &Path) -> Result<Command> {
+    qemu_command_on("max", plugin, count_file, binary)
+}
+
+/// [`qemu_command`] with `-cpu CPU`.
+pub fn qemu_command_on(
+    cpu: &str,
+    plugin: &Path,
+    count_file: &Path,
+    binary: &Path,
+) -> Result<Command> {
     let _ = fs::remove_file(count_file);
     if count_file.to_string_lossy().contains(',') {
         bail!(
@@ -88,7 +98,7 @@ pub fn qemu_command(plugin: &Path, count_file: &Path, binary: &Path) -> Result<C
     plugin_arg.push(",out=");
     plugin_arg.push(count_file);
     let mut cmd = Command::new("qemu-aarch64");
-    cmd.args(["-cpu", "max", "-plugin"])
+    cmd.args(["-cpu", cpu, "-plugin"])
         .arg(plugin_arg)
         .arg(binary);
     Ok(cmd)

@@ -5,8 +5,8 @@
 //! `.cargo/config.toml`); the library built in every feature combination
 //! (default, `no_std`, `alloc`) for the host and the `no_std` ones for
 //! bare-metal aarch64, each build one part; the asm checks; the benches
-//! compile (host and aarch64); `qneon-bench` and `qneon-mobilebert` run on
-//! the host. Output streams as it comes;
+//! compile (host and aarch64); `qneon-bench` and `qneon run` (on small
+//! `.tflite` models) run on the host. Output streams as it comes;
 //! libtest's `test result:` lines are summed, and the last line printed is
 //! `N passed, M failed`. A part that fails without reporting any failing
 //! test (say, a compile error) counts as one failure.
@@ -106,23 +106,30 @@ pub fn cli(args: &[String]) -> Result {
             "short",
         ]),
     ));
-    // The layer runner on the committed model, once per softmax method (the
-    // aarch64 NEON layer runs in the qemu tests, `runtime/tests/model_file.rs`).
+    // `qneon run` on .tflite models, once per softmax method: a Dense /
+    // Dense / softmax model (double rounding: the single-rounding GEMM is
+    // still to come) and a single-op softmax.
     for method in ["fixed", "lut", "f32"] {
+        for (model, rounding) in SMOKE_MODELS {
+            parts.push(build_part(
+                "qneon run smoke",
+                qneon_run(&[model, "--softmax", method, "--rounding", rounding]),
+            ));
+        }
+    }
+    if MOBILEBERT_SMOKE {
         parts.push(build_part(
-            "qneon-mobilebert smoke",
-            util::cargo([
-                "run",
-                "--release",
-                "-p",
-                CLI_PACKAGE,
-                "--bin",
-                "qneon-mobilebert",
-                "--",
-                "--model",
-                "models/mobilebert_layer.qnb",
+            "qneon run smoke",
+            qneon_run(&[
+                "models/mobilebert_squad_1l.tflite",
                 "--softmax",
-                method,
+                "lut",
+                "--input",
+                "input_ids=models/mobilebert_squad/inputs/case0_full.input_ids.npy",
+                "--input",
+                "attention_mask=models/mobilebert_squad/inputs/case0_full.attention_mask.npy",
+                "--input",
+                "token_type_ids=models/mobilebert_squad/inputs/case0_full.token_type_ids.npy",
             ]),
         ));
     }
@@ -174,6 +181,33 @@ enum Features {
 /// `(target, features)` of every library build: each combination for the
 /// host (target `None`), and, unless `host_only`, the `no_std` ones for
 /// bare-metal aarch64 (which has no `std`, so no default build).
+/// Models of the `qneon run` smoke runs, with the rounding each runs with.
+const SMOKE_MODELS: [(&str, &str); 2] = [
+    ("tools/litert-aarch64/tiny_dense_softmax.tflite", "double"),
+    ("models/ops/softmax_int8/model.tflite", "single"),
+];
+
+/// Whether the smoke runs include the 1-layer MobileBert (66 ops, a few
+/// seconds on the host in release): only once every one of its operators
+/// runs (MUL, SUB, BATCH_MATMUL and the single-rounding GEMM).
+const MOBILEBERT_SMOKE: bool = false;
+
+/// `cargo run --release -p qneon-cli --bin qneon -- run ARGS...`.
+fn qneon_run(args: &[&str]) -> Command {
+    let mut cmd = util::cargo([
+        "run",
+        "--release",
+        "-p",
+        CLI_PACKAGE,
+        "--bin",
+        "qneon",
+        "--",
+        "run",
+    ]);
+    cmd.args(args);
+    cmd
+}
+
 fn feature_builds(host_only: bool) -> Vec<(Option<&'static str>, Features)> {
     let host = FEATURE_SETS.iter().map(|&f| (None, f));
     let bare = FEATURE_SETS

@@ -183,7 +183,7 @@ fn copy_lines(from: impl Read, mut to: impl Write) -> String {
     String::from_utf8_lossy(&all).into_owned()
 }
 
-/// The package of the binaries (`qneon-bench`, `qneon-mobilebert`).
+/// The package of the binaries (`qneon`, `qneon-bench`).
 pub const CLI_PACKAGE: &str = "qneon-cli";
 
 /// Builds the release binary `bin` of [`CLI_PACKAGE`] for aarch64 and

@@ -282,11 +282,30 @@ pub fn reference_outputs(
     inputs: &[(String, PathBuf)],
     out_dir: &Path,
 ) -> Result {
+    litert_outputs(layout, root, cpu, model, "builtin", inputs, out_dir)
+}
+
+/// The name `run_litert.py --resolver` takes for TFLite's reference
+/// kernels (`BUILTIN_REF`), run uncounted for their outputs only.
+pub const REF_RESOLVER: &str = "ref";
+
+/// Runs `model` once with `resolver` (`builtin` or [`REF_RESOLVER`]: no
+/// delegate either way) on the given inputs (the others seeded as in every
+/// run), writing the outputs and `run.json` to `out_dir` (no counting).
+pub fn litert_outputs(
+    layout: &Layout,
+    root: &Path,
+    cpu: &str,
+    model: &Path,
+    resolver: &str,
+    inputs: &[(String, PathBuf)],
+    out_dir: &Path,
+) -> Result {
     let mut cmd = python_command(layout, root, cpu);
     cmd.arg(driver())
         .arg("--model")
         .arg(model)
-        .args(["--resolver", Resolver::Builtin.name(), "--invokes", "1"])
+        .args(["--resolver", resolver, "--invokes", "1"])
         .arg("--out")
         .arg(out_dir);
     for (key, file) in inputs {
@@ -294,8 +313,8 @@ pub fn reference_outputs(
         spec.push(file);
         cmd.arg("--input").arg(spec);
     }
-    util::step(util::display(&cmd));
     let stderr = run_capturing_stderr(&mut cmd)?;
+    // Neither resolver may create the XNNPACK delegate.
     check_delegate(Resolver::Builtin, &stderr)
 }
 

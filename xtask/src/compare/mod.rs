@@ -7,11 +7,15 @@
 //! `/proc/cpuinfo` matching the emulated core), driven by
 //! `tools/litert-aarch64/run_litert.py`. [`measure`] counts instructions
 //! per inference for the XNNPACK delegate and the builtin kernels;
-//! [`table`] keeps `target/compare/compare.json`. qneon's side of the
-//! comparison comes with its `.tflite` runtime (issue 12).
+//! [`table`] keeps `target/compare/compare.json`. [`qneon`] runs `qneon run`
+//! on the same model and inputs under the same `-cpu`, counted the same way,
+//! and checks its outputs against LiteRT's: `--softmax lut` against the
+//! builtin kernels, `--softmax fixed` against the reference kernels (run
+//! once, uncounted, in `target/compare/<model>/ref/`).
 
 mod cpuinfo;
 mod measure;
+mod qneon;
 mod sysroot;
 mod table;
 
@@ -152,33 +156,28 @@ pub fn cli(args: &[String]) -> Result {
     )
 }
 
-/// Every `.tflite` file under `models/` (sub-folders included), or the
-/// fixture when there are none.
+/// The `.tflite` files directly in `models/` (the whole models; the
+/// single-op cases in `models/ops/` all share the stem `model` and are
+/// measured one `--model` at a time), or the fixture when there are none.
 fn default_models() -> Result<Vec<PathBuf>> {
-    let mut models = Vec::new();
-    find_tflite(&util::root().join("models"), &mut models);
+    let mut models = top_level_tflite(&util::root().join("models"));
     models.sort();
     if models.is_empty() {
-        eprintln!("compare: no .tflite files under models/; measuring {FIXTURE}");
+        eprintln!("compare: no .tflite files in models/; measuring {FIXTURE}");
         models.push(util::root().join(FIXTURE));
     }
     Ok(models)
 }
 
-fn find_tflite(dir: &Path, out: &mut Vec<PathBuf>) {
+fn top_level_tflite(dir: &Path) -> Vec<PathBuf> {
     let Ok(entries) = fs::read_dir(dir) else {
-        return;
+        return Vec::new();
     };
-    for entry in entries.filter_map(|e| e.ok()) {
-        let path = entry.path();
-        // Python environments of model generators may carry test models.
-        let hidden = entry.file_name().to_string_lossy().starts_with('.');
-        if path.is_dir() && !hidden {
-            find_tflite(&path, out);
-        } else if path.extension().is_some_and(|x| x == "tflite") {
-            out.push(path);
-        }
-    }
+    entries
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "tflite"))
+        .collect()
 }
 
 /// Absolute paths of existing files, with distinct stems (each names its
@@ -208,6 +207,19 @@ fn compare_dir() -> PathBuf {
     util::target_dir().join("compare")
 }
 
+/// A LiteRT run of the first batch: counted with a resolver, or the
+/// reference kernels' outputs alone.
+#[derive(Clone, Copy)]
+enum LiteRtTask<'a> {
+    Counted(&'a PathBuf, Resolver),
+    Reference(&'a PathBuf),
+}
+
+fn model_dir(model: &Path) -> PathBuf {
+    let stem = model.file_stem().unwrap_or_default().to_string_lossy();
+    compare_dir().join(&*stem)
+}
+
 fn compare(
     layout: &sysroot::Layout,
     root: &Path,
@@ -218,45 +230,99 @@ fn compare(
 ) -> Result {
     let started = Instant::now();
     let plugin = plugin::insn_plugin()?;
-    let tasks: Vec<(&PathBuf, Resolver)> = models
+    let qneon_binary = util::build_aarch64_release(qneon::BIN)?;
+    // Before anything is measured: a model qneon cannot run fails here,
+    // with what it cannot run, rather than after the LiteRT runs.
+    for model in models {
+        qneon::preflight(&qneon_binary, cpu, model)?;
+    }
+    let tasks: Vec<LiteRtTask> = models
         .iter()
-        .flat_map(|m| Resolver::ALL.map(|r| (m, r)))
-        .collect();
-    let out_dirs: Vec<PathBuf> = tasks
-        .iter()
-        .map(|(model, resolver)| {
-            let stem = model.file_stem().unwrap_or_default().to_string_lossy();
-            compare_dir().join(&*stem).join(resolver.name())
+        .flat_map(|m| {
+            Resolver::ALL
+                .map(|r| LiteRtTask::Counted(m, r))
+                .into_iter()
+                .chain([LiteRtTask::Reference(m)])
         })
         .collect();
     util::step(format!(
-        "measuring {} model(s) x {{xnnpack, builtin}} under qemu -cpu {cpu}, R = {reps} and 2R invocations",
+        "measuring {} model(s) x {{xnnpack, builtin}} under qemu -cpu {cpu}, R = {reps} and 2R invocations, \
+         and the reference kernels' outputs",
         models.len()
     ));
-    let measurements: Vec<Measurement> =
-        util::parallel(&tasks, jobs, "measurement(s)", |i, (model, resolver)| {
-            let job = Job {
-                layout,
-                root,
-                cpu,
+    let measurements: Vec<Option<Measurement>> =
+        util::parallel(&tasks, jobs, "LiteRT run(s)", |_, task| match *task {
+            LiteRtTask::Counted(model, resolver) => {
+                let out_dir = model_dir(model).join(resolver.name());
+                let job = Job {
+                    layout,
+                    root,
+                    cpu,
+                    plugin: &plugin,
+                    model,
+                    resolver,
+                    reps,
+                    out_dir: &out_dir,
+                };
+                let m = measure::measure(&job).map_err(|e| e.to_string())?;
+                eprintln!(
+                    "  {} {}: {} instructions per inference",
+                    measure::file_name(model),
+                    resolver.name(),
+                    m.per_inference().map(util::thousands).unwrap_or_default()
+                );
+                Ok(Some(m))
+            }
+            LiteRtTask::Reference(model) => {
+                let out_dir = model_dir(model).join(measure::REF_RESOLVER);
+                let _ = fs::remove_dir_all(&out_dir);
+                measure::litert_outputs(
+                    layout,
+                    root,
+                    cpu,
+                    model,
+                    measure::REF_RESOLVER,
+                    &[],
+                    &out_dir,
+                )
+                .map_err(|e| e.to_string())?;
+                eprintln!("  {} ref: outputs written", measure::file_name(model));
+                Ok(None)
+            }
+        })?;
+
+    util::step(format!(
+        "measuring qneon on {} model(s) under qemu -cpu {cpu}, R = {reps} and 2R invokes",
+        models.len()
+    ));
+    let qneon_results: Vec<qneon::QneonResult> =
+        util::parallel(models, jobs, "qneon run(s)", |_, model| {
+            let dir = model_dir(model);
+            let (builtin_dir, ref_dir) = (dir.join("builtin"), dir.join(measure::REF_RESOLVER));
+            same_generated_inputs(&builtin_dir, &ref_dir).map_err(|e| e.to_string())?;
+            let job = qneon::Job {
+                binary: &qneon_binary,
                 plugin: &plugin,
+                cpu,
                 model,
-                resolver: *resolver,
                 reps,
-                out_dir: &out_dirs[i],
+                builtin_dir: &builtin_dir,
+                ref_dir: &ref_dir,
+                xnnpack_dir: &dir.join("xnnpack"),
+                out_dir: &dir.join("qneon"),
             };
-            let m = measure::measure(&job).map_err(|e| e.to_string())?;
+            let q = qneon::measure(&job).map_err(|e| e.to_string())?;
             eprintln!(
-                "  {} {}: {} instructions per inference",
+                "  {} qneon: {} instructions per inference",
                 measure::file_name(model),
-                resolver.name(),
-                m.per_inference().map(util::thousands).unwrap_or_default()
+                util::thousands(q.per_inference)
             );
-            Ok(m)
+            Ok(q)
         })?;
 
     let mut rows = Vec::new();
-    for (model, pair) in models.iter().zip(measurements.chunks(2)) {
+    let counted: Vec<&Measurement> = measurements.iter().flatten().collect();
+    for ((model, pair), q) in models.iter().zip(counted.chunks(2)).zip(qneon_results) {
         let per = |r: Resolver| -> Result<u64> {
             match pair.iter().find(|m| m.resolver == r) {
                 Some(m) => m.per_inference(),
@@ -269,6 +335,13 @@ fn compare(
             reps,
             tflite_xnnpack: per(Resolver::Xnnpack)?,
             tflite_builtin: per(Resolver::Builtin)?,
+            qneon: Some(table::QneonColumns {
+                instructions: q.per_inference,
+                bit_exact_lut: q.bit_exact_lut,
+                bit_exact_fixed: q.bit_exact_fixed,
+                xnnpack_max_abs_diff: q.xnnpack_max_abs_diff,
+                op_types: q.op_types,
+            }),
         });
     }
     let path = compare_dir().join("compare.json");
@@ -281,14 +354,34 @@ fn compare(
     };
     let all = table::merge(old, &rows);
     fs::write(&path, table::to_text(&all)?)?;
-    println!("\nguest instructions per inference (qemu -cpu {cpu}):\n");
+    println!(
+        "\nguest instructions per inference (qemu -cpu {cpu}); qneon with --softmax lut; \
+              bit-exact: qneon lut vs LiteRT builtin, qneon fixed vs LiteRT reference kernels:\n"
+    );
     print!("{}", table::format_table(&rows));
     eprintln!(
-        "\ncompare: wrote {} and outputs under {}/<model>/<resolver>/ in {:.0} s",
+        "\ncompare: wrote {} and outputs under {}/<model>/<runtime>/ in {:.0} s",
         path.display(),
         compare_dir().display(),
         started.elapsed().as_secs_f64()
     );
+    Ok(())
+}
+
+/// The seeded inputs LiteRT generated in two runs of the same model are the
+/// same bytes (they come from the same seed; qneon gets the builtin run's).
+fn same_generated_inputs(a: &Path, b: &Path) -> Result {
+    for entry in fs::read_dir(a)? {
+        let name = entry?.file_name().to_string_lossy().into_owned();
+        let input = name.starts_with("input_") && name.ends_with(".npy");
+        if input && fs::read(a.join(&name))? != fs::read(b.join(&name)).unwrap_or_default() {
+            bail!(
+                "{name} differs between {} and {}: the runs did not see the same inputs",
+                a.display(),
+                b.display()
+            );
+        }
+    }
     Ok(())
 }
 
@@ -394,5 +487,12 @@ mod tests {
     #[test]
     fn the_fixture_exists() {
         assert!(util::root().join(FIXTURE).is_file());
+    }
+
+    #[test]
+    fn default_models_have_distinct_stems() {
+        let models = default_models().unwrap();
+        assert!(!models.is_empty());
+        assert_eq!(checked_models(&models).unwrap().len(), models.len());
     }
 }

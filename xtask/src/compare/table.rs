@@ -1,7 +1,8 @@
 //! `target/compare/compare.json` and the table printed from it.
 //!
 //! One row per model and CPU model: instructions per inference of TFLite
-//! with XNNPACK and with its builtin kernels. A run replaces the rows of
+//! with XNNPACK and with its builtin kernels, and qneon's (with its
+//! bit-exactness against LiteRT and its distance from XNNPACK). A run replaces the rows of
 //! the (model, cpu) pairs it measured and keeps the others, so runs under
 //! different `-cpu` values accumulate.
 
@@ -21,23 +22,46 @@ pub struct Row {
     pub tflite_xnnpack: u64,
     /// Guest instructions per inference, builtin kernels.
     pub tflite_builtin: u64,
+    /// qneon's side, measured in the same run (`None` in rows written
+    /// before qneon ran `.tflite` models).
+    pub qneon: Option<QneonColumns>,
+}
+
+/// qneon's results on a row's model (see `qneon.rs`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct QneonColumns {
+    /// Guest instructions per inference, `--softmax lut`.
+    pub instructions: u64,
+    /// `--softmax lut` outputs == LiteRT builtin kernels' bytes.
+    pub bit_exact_lut: bool,
+    /// `--softmax fixed` outputs == LiteRT reference kernels' bytes.
+    pub bit_exact_fixed: bool,
+    /// max |qneon LUT - XNNPACK| over the output elements.
+    pub xnnpack_max_abs_diff: Option<f64>,
+    /// Instructions per inference per op type, most first.
+    pub op_types: Vec<(String, u64)>,
 }
 
 impl Row {
     pub fn to_json(&self) -> Value {
+        let q = self.qneon.as_ref();
         json!({
             "model": self.model,
             "cpu": self.cpu,
             "reps": self.reps,
             "tflite_xnnpack": self.tflite_xnnpack,
             "tflite_builtin": self.tflite_builtin,
-            // TODO(issue 12): qneon's own runtime for .tflite files does not
-            // exist yet. When it does, `qneon` is its instructions per
-            // inference measured the same way (R / 2R under the same -cpu)
-            // and `bit_exact` whether its outputs equal the builtin
-            // resolver's output_*.npy byte for byte.
-            "qneon": Value::Null,
-            "bit_exact": Value::Null,
+            "qneon": q.map(|q| q.instructions),
+            "qneon_softmax": q.map(|_| "lut"),
+            "bit_exact": q.map(|q| json!({
+                "lut_vs_litert_builtin": q.bit_exact_lut,
+                "fixed_vs_litert_ref": q.bit_exact_fixed,
+            })),
+            "xnnpack_vs_qneon_max_abs_diff": q.and_then(|q| q.xnnpack_max_abs_diff),
+            "qneon_op_types": q.map(|q| q.op_types
+                .iter()
+                .map(|(op, n)| json!({"op": op, "instructions": n}))
+                .collect::<Vec<_>>()),
         })
     }
 
@@ -53,12 +77,39 @@ impl Row {
                 .as_u64()
                 .ok_or_else(|| format!("compare.json row without an integer `{key}`: {value}"))
         };
+        let qneon = if value["qneon"].is_null() {
+            None
+        } else {
+            let flag = |key: &str| {
+                value["bit_exact"][key]
+                    .as_bool()
+                    .ok_or_else(|| format!("compare.json row without `bit_exact.{key}`: {value}"))
+            };
+            let mut op_types = Vec::new();
+            for t in value["qneon_op_types"]
+                .as_array()
+                .ok_or_else(|| format!("compare.json row without `qneon_op_types`: {value}"))?
+            {
+                match (t["op"].as_str(), t["instructions"].as_u64()) {
+                    (Some(op), Some(n)) => op_types.push((op.to_string(), n)),
+                    _ => bail!("compare.json: bad qneon_op_types entry {t}"),
+                }
+            }
+            Some(QneonColumns {
+                instructions: count("qneon")?,
+                bit_exact_lut: flag("lut_vs_litert_builtin")?,
+                bit_exact_fixed: flag("fixed_vs_litert_ref")?,
+                xnnpack_max_abs_diff: value["xnnpack_vs_qneon_max_abs_diff"].as_f64(),
+                op_types,
+            })
+        };
         Ok(Row {
             model: text("model")?,
             cpu: text("cpu")?,
             reps: count("reps")?,
             tflite_xnnpack: count("tflite_xnnpack")?,
             tflite_builtin: count("tflite_builtin")?,
+            qneon,
         })
     }
 }
@@ -93,7 +144,16 @@ pub fn merge(old: Vec<Row>, new: &[Row]) -> Vec<Row> {
     rows
 }
 
-/// The rows as an aligned text table.
+fn yes_no(b: bool) -> &'static str {
+    if b {
+        "yes"
+    } else {
+        "NO"
+    }
+}
+
+/// The rows as an aligned text table, then qneon's instructions per op type
+/// of each row that has them.
 pub fn format_table(rows: &[Row]) -> String {
     let header = [
         "model",
@@ -102,10 +162,17 @@ pub fn format_table(rows: &[Row]) -> String {
         "tflite xnnpack",
         "tflite builtin",
         "builtin/xnnpack",
-        "qneon",
+        "qneon (lut)",
+        "qneon/xnnpack",
+        "bit-exact lut",
+        "bit-exact fixed",
+        "max |qneon-xnnpack|",
     ];
-    let mut cells: Vec<[String; 7]> = vec![header.map(str::to_string)];
+    const COLUMNS: usize = 11;
+    let mut cells: Vec<[String; COLUMNS]> = vec![header.map(str::to_string)];
     for row in rows {
+        let q = row.qneon.as_ref();
+        let dash = || "-".to_string();
         cells.push([
             row.model.clone(),
             row.cpu.clone(),
@@ -116,11 +183,25 @@ pub fn format_table(rows: &[Row]) -> String {
                 "{:.2}",
                 row.tflite_builtin as f64 / row.tflite_xnnpack.max(1) as f64
             ),
-            // TODO(issue 12): qneon's count once its runtime exists.
-            "-".to_string(),
+            q.map(|q| util::thousands(q.instructions))
+                .unwrap_or_else(dash),
+            q.map(|q| {
+                format!(
+                    "{:.2}",
+                    q.instructions as f64 / row.tflite_xnnpack.max(1) as f64
+                )
+            })
+            .unwrap_or_else(dash),
+            q.map(|q| yes_no(q.bit_exact_lut).to_string())
+                .unwrap_or_else(dash),
+            q.map(|q| yes_no(q.bit_exact_fixed).to_string())
+                .unwrap_or_else(dash),
+            q.and_then(|q| q.xnnpack_max_abs_diff)
+                .map(|d| format!("{d:.6}"))
+                .unwrap_or_else(dash),
         ]);
     }
-    let widths: Vec<usize> = (0..header.len())
+    let widths: Vec<usize> = (0..COLUMNS)
         .map(|c| cells.iter().map(|r| r[c].len()).max().unwrap_or(0))
         .collect();
     let mut out = String::new();
@@ -140,6 +221,20 @@ pub fn format_table(rows: &[Row]) -> String {
         out.push_str(line.join("  ").trim_end());
         out.push('\n');
     }
+    for row in rows {
+        let Some(q) = &row.qneon else { continue };
+        out += &format!(
+            "\nqneon per op type, {} (-cpu {}), instructions per inference:\n",
+            row.model, row.cpu
+        );
+        for (op, n) in &q.op_types {
+            out += &format!(
+                "  {op:<20} {:>16}  {:>5.1}%\n",
+                util::thousands(*n),
+                100.0 * *n as f64 / q.instructions.max(1) as f64
+            );
+        }
+    }
     out
 }
 
@@ -154,17 +249,36 @@ mod tests {
             reps: 2,
             tflite_xnnpack: xnnpack,
             tflite_builtin: 2 * xnnpack,
+            qneon: None,
         }
     }
 
+    fn with_qneon(mut r: Row) -> Row {
+        r.qneon = Some(QneonColumns {
+            instructions: r.tflite_xnnpack / 2,
+            bit_exact_lut: true,
+            bit_exact_fixed: false,
+            xnnpack_max_abs_diff: Some(0.125),
+            op_types: vec![("FULLY_CONNECTED".into(), 400), ("SOFTMAX".into(), 17)],
+        });
+        r
+    }
+
     #[test]
-    fn json_round_trip_keeps_the_qneon_fields_null() {
-        let rows = vec![row("a.tflite", "neoverse-n1", 1234)];
+    fn json_round_trip_keeps_the_qneon_fields() {
+        let rows = vec![
+            row("a.tflite", "neoverse-n1", 1234),
+            with_qneon(row("b.tflite", "neoverse-n1", 1000)),
+        ];
         let text = to_text(&rows).unwrap();
         let value: Value = serde_json::from_str(&text).unwrap();
         assert!(value["rows"][0]["qneon"].is_null());
         assert!(value["rows"][0]["bit_exact"].is_null());
         assert_eq!(value["rows"][0]["tflite_builtin"], 2468);
+        assert_eq!(value["rows"][1]["qneon"], 500);
+        assert_eq!(value["rows"][1]["bit_exact"]["lut_vs_litert_builtin"], true);
+        assert_eq!(value["rows"][1]["bit_exact"]["fixed_vs_litert_ref"], false);
+        assert_eq!(value["rows"][1]["qneon_op_types"][1]["op"], "SOFTMAX");
         assert_eq!(parse(&text).unwrap(), rows);
     }
 
@@ -213,5 +327,24 @@ mod tests {
         let big_end = lines[1].find("3,226,000,000").unwrap() + "3,226,000,000".len();
         let small_end = lines[2].find(" 7 ").unwrap() + 2;
         assert_eq!(big_end, small_end, "{table}");
+
+        let table = format_table(&[with_qneon(row("m.tflite", "neoverse-n1", 1000))]);
+        let lines: Vec<&str> = table.lines().collect();
+        let cells: Vec<&str> = lines[1].split_whitespace().collect();
+        assert_eq!(
+            cells[6..],
+            ["500", "0.50", "yes", "NO", "0.125000"],
+            "{table}"
+        );
+        assert!(
+            table.contains("qneon per op type, m.tflite (-cpu neoverse-n1)"),
+            "{table}"
+        );
+        assert!(
+            table.lines().any(|l| l.trim_start().starts_with("SOFTMAX")
+                && l.contains(" 17 ")
+                && l.ends_with("3.4%")),
+            "{table}"
+        );
     }
 }

@@ -1,24 +1,31 @@
-//! `cargo xtask run`: the MobileBert layer runner under qemu, with the
-//! guest instructions of every op.
+//! `cargo xtask run`: the main job. A `.tflite` model run by `qneon run`
+//! under qemu, with the guest instructions of every op.
 //!
-//! The main job builds the instruction-count plugin (`tools/qemu-insn/`) and
-//! `qneon-mobilebert` for aarch64 (release), then runs the layer once per
-//! configuration (softmax method x backend) under `qemu-aarch64 -cpu max`
+//! It builds the instruction-count plugin (`tools/qemu-insn/`) and `qneon`
+//! for aarch64 (release), then runs the model once per configuration
+//! (backend x softmax method) under `qemu-aarch64 -cpu CPU` (default `max`)
 //! with the plugin, two qemu processes at a time. Ops are counted by
-//! *marked regions*, not by differencing runs: the runner brackets each op
-//! with a marker instruction (`cli/src/bin/qneon-mobilebert/marker.rs`) and the
-//! plugin attributes every executed instruction to the region current when
-//! it ran, exactly, in one run. Region ids are the op ids of the runner's
-//! JSON; region 0 is everything outside the ops (loading the model, set-up,
-//! I/O), reported apart from the layer total.
+//! *marked regions*, not by differencing runs: `qneon run` brackets each
+//! node's kernel with a marker instruction (`cli/src/bin/qneon/marker.rs`),
+//! one region per op (`--json` says which), and the plugin attributes every
+//! executed instruction to the region current when it ran, exactly, in one
+//! run. Region 0 is everything outside the ops (loading the model, set-up,
+//! I/O), reported apart from the model total.
 //!
-//! Each configuration gets a table (op, calls, work, instructions,
-//! instructions per MAC or element, share of the layer), the layer total
-//! against the bound `2 * MACs / 16`, the softmax share against its target
-//! and the runner's accuracy and checksum; then a summary over all
-//! configurations. Runs with the same softmax method must print the same
-//! checksum (backends are bit-exact); a mismatch fails the command after the
-//! report is written. Output: `target/run/profile.json` and
+//! The default model is the 24-layer int8 MobileBert with the first SQuAD
+//! input set of `models/mobilebert_squad/`; any `.tflite` model runs with
+//! `--model` (inputs from `--input`, else seeded by `qneon`). If `qneon`
+//! cannot load the model (an operator it cannot run), its error is printed
+//! and the command fails: no row is made up.
+//!
+//! Each configuration gets a table per op type (calls, work, instructions,
+//! instructions per MAC or element, share of the model), the ten costliest
+//! op instances, the model total against the bound `2 * MACs / 16` and the
+//! softmax share against its target (<= 3% with the LUT method on NEON);
+//! then a summary over all configurations. Runs with the same softmax
+//! method must give the same output bytes (backends are bit-exact); a
+//! mismatch fails the command after the report is written. Output:
+//! `target/run/profile.json` (per op type and per op instance) and
 //! `target/run/profile.md`; `--readme` rewrites README.md between the run
 //! markers from `profile.json` without measuring.
 
@@ -37,27 +44,36 @@ use std::time::Instant;
 use crate::util::{self, bail, thousands, Result};
 use crate::{plugin, setup};
 use profile::Profile;
-use regions::Regions;
+pub(crate) use regions::Regions;
 use report::Report;
-use runner::{RunnerReport, BIN};
+pub(crate) use runner::RunnerReport;
+use runner::BIN;
 
-/// The layer and its input, relative to the workspace root.
-const MODEL: &str = "models/mobilebert_layer.qnb";
-const INPUT: &str = "models/mobilebert_layer.input.bin";
+/// The model of the main job, relative to the workspace root.
+const DEFAULT_MODEL: &str = "models/mobilebert_squad_24l.tflite";
+/// Its inputs (the first SQuAD input set), used when `--model` is not given.
+const DEFAULT_INPUTS: [&str; 3] = [
+    "input_ids=models/mobilebert_squad/inputs/case0_full.input_ids.npy",
+    "attention_mask=models/mobilebert_squad/inputs/case0_full.attention_mask.npy",
+    "token_type_ids=models/mobilebert_squad/inputs/case0_full.token_type_ids.npy",
+];
+
+/// The `-cpu` of the runs by default.
+const DEFAULT_CPU: &str = "max";
 
 pub const README_BEGIN: &str = "<!-- run:begin -->";
 pub const README_END: &str = "<!-- run:end -->";
 
-/// The configurations run by default, as (backend, softmax method): every
-/// method on NEON, and scalar FixedPoint for contrast.
-const DEFAULT_CONFIGS: [(&str, &str); 4] = [
-    ("neon", "lut"),
-    ("neon", "fixed"),
-    ("neon", "f32"),
-    ("scalar", "fixed"),
-];
+/// The configurations run by default, as (backend, softmax method): the
+/// main one (NEON, LUT: LiteRT's aarch64 kernels, the 3% target), the
+/// reference-exact FixedPoint on NEON, and LUT on the scalar backend, whose
+/// outputs must equal NEON's.
+const DEFAULT_CONFIGS: [(&str, &str); 3] = [("neon", "lut"), ("neon", "fixed"), ("scalar", "lut")];
 /// Added by `--all`.
-const MORE_CONFIGS: [(&str, &str); 2] = [("scalar", "lut"), ("scalar", "f32")];
+const MORE_CONFIGS: [(&str, &str); 3] = [("neon", "f32"), ("scalar", "fixed"), ("scalar", "f32")];
+
+const BACKENDS: [&str; 2] = ["neon", "scalar"];
+const METHODS: [&str; 3] = ["lut", "fixed", "f32"];
 
 /// qemu processes at a time (the machine is shared).
 const JOBS: usize = 2;
@@ -66,21 +82,65 @@ const JOBS: usize = 2;
 struct Options {
     all: bool,
     readme: bool,
+    model: Option<PathBuf>,
+    inputs: Vec<String>,
+    rounding: Option<String>,
+    cpu: Option<String>,
+    configs: Vec<(String, String)>,
 }
 
 fn parse(args: &[String]) -> Result<Options> {
     let mut opts = Options::default();
-    for arg in args {
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        let mut value = |name: &str| {
+            it.next()
+                .cloned()
+                .ok_or_else(|| format!("run: {name} needs a value"))
+        };
         match arg.as_str() {
             "--all" => opts.all = true,
             "--readme" => opts.readme = true,
-            other => bail!("run: unknown option `{other}` (accepted: --all, --readme)"),
+            "--model" => opts.model = Some(value("--model")?.into()),
+            "--input" => {
+                let spec = value("--input")?;
+                match spec.split_once('=') {
+                    Some((k, f)) if !k.is_empty() && !f.is_empty() => opts.inputs.push(spec),
+                    _ => bail!("run: --input wants K=FILE.npy, got `{spec}`"),
+                }
+            }
+            "--rounding" => match value("--rounding")?.as_str() {
+                r @ ("single" | "double") => opts.rounding = Some(r.to_string()),
+                other => bail!("run: --rounding is single or double, not `{other}`"),
+            },
+            "--cpu" => {
+                let cpu = value("--cpu")?;
+                if cpu.is_empty() || cpu.contains([' ', '\t']) {
+                    bail!("run: bad --cpu `{cpu}`");
+                }
+                opts.cpu = Some(cpu);
+            }
+            "--config" => {
+                let text = value("--config")?;
+                match text.split_once('-') {
+                    Some((b, m)) if BACKENDS.contains(&b) && METHODS.contains(&m) => {
+                        opts.configs.push((b.to_string(), m.to_string()))
+                    }
+                    _ => bail!(
+                        "run: --config is BACKEND-METHOD (neon|scalar)-(lut|fixed|f32), not `{text}`"
+                    ),
+                }
+            }
+            other => bail!("run: unknown option `{other}` (see `cargo xtask help`)"),
         }
     }
-    if opts.readme && opts.all {
+    if opts.readme && args.len() > 1 {
         bail!(
             "run: --readme only rewrites the README from profile.json; run the measurement first"
         );
+    }
+    if opts.all && !opts.configs.is_empty() {
+        bail!("run: --all and --config exclude each other");
     }
     Ok(opts)
 }
@@ -90,56 +150,101 @@ pub fn cli(args: &[String]) -> Result {
     if opts.readme {
         return update_readme();
     }
-    let configs: Vec<(&str, &str)> = DEFAULT_CONFIGS
-        .iter()
-        .chain(if opts.all { &MORE_CONFIGS[..] } else { &[] })
-        .copied()
-        .collect();
-    for file in [MODEL, INPUT] {
-        if !util::root().join(file).is_file() {
-            bail!("run: {file} not found (the layer model and its input are read from models/)");
+    let configs: Vec<(String, String)> = if !opts.configs.is_empty() {
+        opts.configs.clone()
+    } else {
+        DEFAULT_CONFIGS
+            .iter()
+            .chain(if opts.all { &MORE_CONFIGS[..] } else { &[] })
+            .map(|&(b, m)| (b.to_string(), m.to_string()))
+            .collect()
+    };
+    let (model, inputs) = match &opts.model {
+        Some(model) => (model.display().to_string(), opts.inputs.clone()),
+        None if opts.inputs.is_empty() => (
+            DEFAULT_MODEL.to_string(),
+            DEFAULT_INPUTS.iter().map(|s| s.to_string()).collect(),
+        ),
+        None => (DEFAULT_MODEL.to_string(), opts.inputs.clone()),
+    };
+    // Relative paths are the workspace root's (where qemu runs).
+    let at_root = |p: &str| util::root().join(p);
+    if !at_root(&model).is_file() {
+        bail!("run: model {model} not found");
+    }
+    for spec in &inputs {
+        let (_, file) = spec.split_once('=').unwrap_or(("", spec));
+        if !at_root(file).is_file() {
+            bail!("run: input file {file} not found");
         }
     }
     setup::ensure(false)?;
     let plugin = plugin::insn_plugin()?;
     let binary = util::build_aarch64_release(BIN)?;
-    main_job(&binary, &plugin, &configs)
+    let job = Job {
+        binary: &binary,
+        plugin: &plugin,
+        cpu: opts.cpu.as_deref().unwrap_or(DEFAULT_CPU),
+        model: &model,
+        inputs: &inputs,
+        rounding: opts.rounding.as_deref().unwrap_or("single"),
+    };
+    main_job(&job, &configs)
 }
 
 fn run_dir() -> PathBuf {
     util::target_dir().join("run")
 }
 
+/// What every configuration's run shares.
+struct Job<'a> {
+    binary: &'a Path,
+    plugin: &'a Path,
+    cpu: &'a str,
+    model: &'a str,
+    inputs: &'a [String],
+    rounding: &'a str,
+}
+
 // ---- Running. ----
 
+/// FNV-1a (64 bits) of the output files `dir/0.npy`, `dir/1.npy`, ...
+fn outputs_checksum(dir: &Path) -> Result<String> {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut count = 0;
+    while let Ok(bytes) = fs::read(dir.join(format!("{count}.npy"))) {
+        for b in bytes {
+            hash = (hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+        count += 1;
+    }
+    if count == 0 {
+        bail!("{BIN} wrote no outputs to {}", dir.display());
+    }
+    Ok(format!("{hash:#018x}"))
+}
+
 /// Runs one configuration under qemu with the plugin and reads both outputs.
-fn measure(
-    binary: &Path,
-    plugin: &Path,
-    runs: &Path,
-    backend: &str,
-    softmax: &str,
-) -> Result<Profile> {
+fn measure(job: &Job, runs: &Path, backend: &str, softmax: &str) -> Result<Profile> {
     let stem = format!("{backend}-{softmax}");
     let json_file = runs.join(format!("{stem}.json"));
     let count_file = runs.join(format!("{stem}.insn"));
+    let out_dir = runs.join(&stem);
     let _ = fs::remove_file(&json_file);
-    let stdout = util::capture(
-        plugin::qemu_command(plugin, &count_file, binary)?
-            .args([
-                "--model",
-                MODEL,
-                "--input",
-                INPUT,
-                "--softmax",
-                softmax,
-                "--backend",
-                backend,
-                "--json",
-            ])
-            .arg(&json_file)
-            .current_dir(util::root()),
-    )?;
+    let _ = fs::remove_dir_all(&out_dir);
+    let mut cmd = plugin::qemu_command_on(job.cpu, job.plugin, &count_file, job.binary)?;
+    cmd.args(["run", job.model, "--profile", "--reps", "1"])
+        .args(["--softmax", softmax, "--backend", backend])
+        .args(["--rounding", job.rounding]);
+    for spec in job.inputs {
+        cmd.arg("--input").arg(spec);
+    }
+    cmd.arg("--json")
+        .arg(&json_file)
+        .arg("--output-dir")
+        .arg(&out_dir)
+        .current_dir(util::root());
+    let stdout = util::capture(&mut cmd)?;
     write(&runs.join(format!("{stem}.out")), &stdout)?;
     let read = |p: &Path| fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()));
     let runner = RunnerReport::from_json(&serde_json::from_str(&read(&json_file)?)?)?;
@@ -150,26 +255,32 @@ fn measure(
             runner.softmax
         );
     }
-    Profile::new(runner, Regions::parse(&read(&count_file)?)?)
+    Profile::new(
+        runner,
+        Regions::parse(&read(&count_file)?)?,
+        outputs_checksum(&out_dir)?,
+    )
 }
 
-fn main_job(binary: &Path, plugin: &Path, configs: &[(&str, &str)]) -> Result {
+fn main_job(job: &Job, configs: &[(String, String)]) -> Result {
     let started = Instant::now();
     let dir = run_dir();
     let runs = dir.join("runs");
     fs::create_dir_all(&runs).map_err(|e| format!("{}: {e}", runs.display()))?;
     util::step(format!(
-        "running {} configurations of {BIN} under qemu with the instruction-count plugin, {JOBS} at a time",
+        "running {} under qemu -cpu {} in {} configuration(s) of {BIN} with the instruction-count plugin, {JOBS} at a time",
+        job.model,
+        job.cpu,
         configs.len()
     ));
 
-    let profiles = util::parallel(configs, JOBS, "run(s)", |_, &(backend, softmax)| {
+    let profiles = util::parallel(configs, JOBS, "run(s)", |_, (backend, softmax)| {
         let t0 = Instant::now();
-        let result = measure(binary, plugin, &runs, backend, softmax).map_err(|e| e.to_string());
+        let result = measure(job, &runs, backend, softmax).map_err(|e| e.to_string());
         match &result {
             Ok(p) => eprintln!(
-                "{backend} {softmax}: layer {} instructions, softmax {:.1}% ({:.0} s)",
-                thousands(p.layer()),
+                "{backend} {softmax}: model {} instructions, softmax {:.2}% ({:.0} s)",
+                thousands(p.model()),
                 p.share(p.softmax_insns()),
                 t0.elapsed().as_secs_f64()
             ),
@@ -184,7 +295,13 @@ fn main_job(binary: &Path, plugin: &Path, configs: &[(&str, &str)]) -> Result {
         .unwrap_or("qemu-aarch64")
         .trim()
         .to_string();
-    let report = Report { qemu, profiles };
+    let report = Report {
+        qemu,
+        cpu: job.cpu.to_string(),
+        model: job.model.to_string(),
+        inputs: job.inputs.to_vec(),
+        profiles,
+    };
     let json_path = dir.join("profile.json");
     let md_path = dir.join("profile.md");
     let md = report.markdown();
@@ -203,7 +320,7 @@ fn main_job(binary: &Path, plugin: &Path, configs: &[(&str, &str)]) -> Result {
     let mismatches = report.checksum_mismatches();
     if !mismatches.is_empty() {
         bail!(
-            "checksum mismatch (backends must be bit-exact):\n  {}",
+            "output mismatch (backends must be bit-exact):\n  {}",
             mismatches.join("\n  ")
         );
     }
@@ -250,8 +367,53 @@ mod tests {
         assert_eq!(parse(&[]).unwrap(), Options::default());
         assert!(parse(&strings(&["--all"])).unwrap().all);
         assert!(parse(&strings(&["--readme"])).unwrap().readme);
-        assert!(parse(&strings(&["--readme", "--all"])).is_err());
-        assert!(parse(&strings(&["--seq", "128"])).is_err());
+        let opts = parse(&strings(&[
+            "--model",
+            "m.tflite",
+            "--input",
+            "ids=a.npy",
+            "--input",
+            "0=b=c.npy",
+            "--rounding",
+            "double",
+            "--cpu",
+            "neoverse-n1",
+            "--config",
+            "scalar-fixed",
+        ]))
+        .unwrap();
+        assert_eq!(opts.model, Some(PathBuf::from("m.tflite")));
+        assert_eq!(opts.inputs, ["ids=a.npy", "0=b=c.npy"]);
+        assert_eq!(opts.rounding.as_deref(), Some("double"));
+        assert_eq!(opts.cpu.as_deref(), Some("neoverse-n1"));
+        assert_eq!(opts.configs, [("scalar".to_string(), "fixed".to_string())]);
+        for bad in [
+            &["--readme", "--all"][..],
+            &["--seq", "128"],
+            &["--input", "a.npy"],
+            &["--rounding", "triple"],
+            &["--config", "neon"],
+            &["--config", "gpu-lut"],
+            &["--all", "--config", "neon-lut"],
+            &["--model"],
+        ] {
+            assert!(parse(&strings(bad)).is_err(), "{bad:?} was accepted");
+        }
+    }
+
+    #[test]
+    fn checksums_name_the_outputs() {
+        let dir = util::target_dir().join("xtask-test-run-checksum");
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        assert!(outputs_checksum(&dir).is_err(), "no outputs");
+        fs::write(dir.join("0.npy"), b"a").unwrap();
+        let one = outputs_checksum(&dir).unwrap();
+        // FNV-1a of "a".
+        assert_eq!(one, "0xaf63dc4c8601ec8c");
+        fs::write(dir.join("1.npy"), b"b").unwrap();
+        assert_ne!(outputs_checksum(&dir).unwrap(), one);
+        fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

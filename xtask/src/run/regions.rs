@@ -7,16 +7,19 @@ use serde_json::{json, Value};
 
 use crate::util::{bail, Result};
 
+/// The largest region id a marker carries (12 bits; `tools/qemu-insn`).
+pub(crate) const MAX_REGION: u16 = 0xFFF;
+
 /// The plugin's `out=` file: the total, then `region ID COUNT` lines.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(super) struct Regions {
-    pub(super) total: u64,
-    /// Instructions per region id; empty if no marker ran.
-    pub(super) counts: BTreeMap<u8, u64>,
+pub(crate) struct Regions {
+    pub(crate) total: u64,
+    /// Instructions per region id (0..=4095); empty if no marker ran.
+    pub(crate) counts: BTreeMap<u16, u64>,
 }
 
 impl Regions {
-    pub(super) fn parse(text: &str) -> Result<Regions> {
+    pub(crate) fn parse(text: &str) -> Result<Regions> {
         let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
         let first = lines.next().ok_or("the plugin's output file is empty")?;
         let total = first
@@ -25,10 +28,10 @@ impl Regions {
         let mut counts = BTreeMap::new();
         for line in lines {
             let (id, count) = match line.split_whitespace().collect::<Vec<_>>()[..] {
-                ["region", id, count] => (id.parse::<u8>(), count.parse::<u64>()),
+                ["region", id, count] => (id.parse::<u16>(), count.parse::<u64>()),
                 _ => bail!("unexpected line in the plugin's output: {line:?}"),
             };
-            let (Ok(id), Ok(count)) = (id, count) else {
+            let (Ok(id @ 0..=MAX_REGION), Ok(count)) = (id, count) else {
                 bail!("bad region line in the plugin's output: {line:?}");
             };
             if counts.insert(id, count).is_some() {
@@ -42,11 +45,11 @@ impl Regions {
         Ok(Regions { total, counts })
     }
 
-    pub(super) fn get(&self, id: u8) -> u64 {
+    pub(crate) fn get(&self, id: u16) -> u64 {
         self.counts.get(&id).copied().unwrap_or(0)
     }
 
-    pub(super) fn to_json(&self) -> Value {
+    pub(crate) fn to_json(&self) -> Value {
         let regions: serde_json::Map<String, Value> = self
             .counts
             .iter()
@@ -55,7 +58,7 @@ impl Regions {
         json!({ "total": self.total, "regions": regions })
     }
 
-    pub(super) fn from_json(v: &Value) -> Result<Regions> {
+    pub(crate) fn from_json(v: &Value) -> Result<Regions> {
         let total = v
             .get("total")
             .and_then(Value::as_u64)
@@ -66,7 +69,7 @@ impl Regions {
             .and_then(Value::as_object)
             .ok_or("plugin counts without regions")?
         {
-            let id: u8 = id.parse().map_err(|_| format!("bad region id {id:?}"))?;
+            let id: u16 = id.parse().map_err(|_| format!("bad region id {id:?}"))?;
             let n = n.as_u64().ok_or("a region count is not a number")?;
             counts.insert(id, n);
         }
@@ -86,22 +89,28 @@ mod tests {
     #[test]
     fn parses_plugin_output() {
         let r = Regions::parse(PLUGIN_OUT).unwrap();
-        assert_eq!(r.total, 250_000);
+        assert_eq!(r.total, 500_000);
         assert_eq!(
             r.counts.into_iter().collect::<Vec<_>>(),
-            [(0, 50_000), (1, 150_000), (2, 30_000), (3, 20_000)]
+            [
+                (0, 100_000),
+                (1, 200_000),
+                (2, 100_000),
+                (3, 60_000),
+                (4, 40_000)
+            ]
         );
         // No marker ran: the total alone, as `cargo xtask bench` reads it.
         let plain = Regions::parse("1234\n").unwrap();
         assert_eq!((plain.total, plain.counts.len()), (1234, 0));
-        assert_eq!(Regions::parse("7\nregion 255 7\n").unwrap().get(255), 7);
+        assert_eq!(Regions::parse("7\nregion 4095 7\n").unwrap().get(4095), 7);
 
         for bad in [
             "",
             "x\n",
             "10\nregion 0 4\n",             // regions short of the total
             "10\nregion 0 5\nregion 0 5\n", // a region twice
-            "10\nregion 256 10\n",          // not an id
+            "10\nregion 4096 10\n",         // not an id
             "10\nregion 1\n",               // no count
             "10\nzone 1 10\n",
         ] {
@@ -151,7 +160,7 @@ _start:
     b.ne 1b
     movz xzr, #0xA000       // region 0: the marker and 3 more
     movz x3, #0xA005        // not a marker: writes x3
-    movz xzr, #0xA105       // not a marker: no 0xA0 tag
+    movz xzr, #0xB105       // not a marker: no 0xA tag
     mov x0, #10
 2:  movz xzr, #0xA002       // region 2: 10 x (marker, add, add)
     add x1, x1, #1
@@ -159,7 +168,7 @@ _start:
     movz xzr, #0xA003       // region 3: 10 x (marker, subs, b.ne)
     subs x0, x0, #1
     b.ne 2b
-    movz xzr, #0xA0FF       // region 255: marker, bl, mov, 5 x (subs, b.ne), ret
+    movz xzr, #0xAFFF       // region 4095: marker, bl, mov, 5 x (subs, b.ne), ret
     bl func
     movz xzr, #0xA004       // region 4 (never left): the marker and 3 more
     mov x0, #0
@@ -193,12 +202,12 @@ func:
         .unwrap();
         let regions = Regions::parse(&fs::read_to_string(&out).unwrap()).unwrap();
 
-        let expected: BTreeMap<u8, u64> = [
+        let expected: BTreeMap<u16, u64> = [
             (0, 1 + 4),
             (1, 2 + 100 * 2),
             (2, 10 * 3),
             (3, 10 * 3),
-            (255, 3 + 5 * 2 + 1),
+            (4095, 3 + 5 * 2 + 1),
             (4, 4),
         ]
         .into_iter()

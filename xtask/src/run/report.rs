@@ -1,5 +1,5 @@
 //! The whole report over every configuration: the summary table, the
-//! checksum agreement between backends, JSON and Markdown.
+//! output agreement between backends, JSON and Markdown.
 
 use std::collections::BTreeMap;
 
@@ -9,17 +9,23 @@ use super::profile::{ratio, Profile};
 use super::runner::BIN;
 use crate::util::{thousands, Result};
 
-// ---- The whole report. ----
+/// Op instances listed per configuration in the Markdown.
+const TOP_OPS: usize = 10;
 
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct Report {
     /// `qemu-aarch64 --version`, first line.
     pub(super) qemu: String,
+    /// The `-cpu` value.
+    pub(super) cpu: String,
+    /// The model's path as given, and the `--input` specs.
+    pub(super) model: String,
+    pub(super) inputs: Vec<String>,
     pub(super) profiles: Vec<Profile>,
 }
 
 impl Report {
-    /// Softmax methods whose runs disagree on the checksum, each with the
+    /// Softmax methods whose runs disagree on the outputs, each with the
     /// (configuration, checksum) pairs, as messages.
     pub(super) fn checksum_mismatches(&self) -> Vec<String> {
         let mut by_method: BTreeMap<&str, Vec<&Profile>> = BTreeMap::new();
@@ -28,14 +34,11 @@ impl Report {
         }
         by_method
             .into_iter()
-            .filter(|(_, ps)| {
-                ps.iter()
-                    .any(|p| p.runner.checksum != ps[0].runner.checksum)
-            })
+            .filter(|(_, ps)| ps.iter().any(|p| p.checksum != ps[0].checksum))
             .map(|(method, ps)| {
                 let each: Vec<String> = ps
                     .iter()
-                    .map(|p| format!("{} {}", p.runner.backend, p.runner.checksum))
+                    .map(|p| format!("{} {}", p.runner.backend, p.checksum))
                     .collect();
                 format!(
                     "softmax {method}: the backends' outputs differ (checksums {})",
@@ -48,9 +51,12 @@ impl Report {
     pub(super) fn to_json(&self) -> Value {
         json!({
             "generator": "cargo xtask run",
-            "what": "guest instructions per op of one MobileBert layer under qemu, \
-                     counted by marked regions (region 0: outside the ops)",
+            "what": "guest instructions per invoke of a .tflite model run by qneon under qemu, \
+                     per op type and per op, counted by marked regions (region 0: outside the ops)",
             "qemu": self.qemu,
+            "cpu": self.cpu,
+            "model": self.model,
+            "inputs": self.inputs,
             "configs": self.profiles.iter().map(Profile::to_json).collect::<Vec<_>>(),
             "checksum_mismatches": self.checksum_mismatches(),
         })
@@ -64,51 +70,51 @@ impl Report {
             .iter()
             .map(Profile::from_json)
             .collect::<Result<Vec<_>>>()?;
-        Ok(Report {
-            qemu: v
-                .get("qemu")
+        let text = |key: &str, default: &str| {
+            v.get(key)
                 .and_then(Value::as_str)
-                .unwrap_or("qemu-aarch64")
-                .to_string(),
+                .unwrap_or(default)
+                .to_string()
+        };
+        Ok(Report {
+            qemu: text("qemu", "qemu-aarch64"),
+            cpu: text("cpu", "max"),
+            model: text("model", "?"),
+            inputs: v
+                .get("inputs")
+                .and_then(Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|s| s.as_str().map(str::to_string))
+                        .collect()
+                })
+                .unwrap_or_default(),
             profiles,
         })
     }
 
     pub(super) fn summary(&self) -> String {
         let mut md = String::from(
-            "| configuration | layer instructions | x (2 x MACs / 16) | softmax instructions \
+            "| configuration | model instructions | x (2 x MACs / 16) | softmax instructions \
              | softmax share | target | met? |\n\
              | --- | ---: | ---: | ---: | ---: | ---: | --- |\n",
         );
         for p in &self.profiles {
-            let met = match (p.softmax_met(), p.bound_met()) {
-                (None, None) => "-".to_string(),
-                (s, b) => {
-                    let mut missed = Vec::new();
-                    if s == Some(false) {
-                        missed.push("softmax share");
-                    }
-                    if b == Some(false) {
-                        missed.push("layer bound");
-                    }
-                    if missed.is_empty() {
-                        "yes".into()
-                    } else {
-                        format!("**no** ({})", missed.join(", "))
-                    }
-                }
-            };
             md += &format!(
-                "| {} | {} | {:.2} | {} | {:.2}% | {} | {} |\n",
+                "| {} | {} | {} | {} | {:.2}% | {} | {} |\n",
                 p.name(),
-                thousands(p.layer()),
-                ratio(p.layer(), p.bound()),
+                thousands(p.model()),
+                ratio(p.model(), p.bound()),
                 thousands(p.softmax_insns()),
                 p.share(p.softmax_insns()),
                 p.target()
                     .map(|t| format!("<= {t}%"))
                     .unwrap_or_else(|| "-".into()),
-                met,
+                match p.softmax_met() {
+                    None => "-",
+                    Some(true) => "yes",
+                    Some(false) => "**no**",
+                },
             );
         }
         md
@@ -116,31 +122,34 @@ impl Report {
 
     /// The report as Markdown (profile.md, and the README section).
     pub(super) fn markdown(&self) -> String {
+        let inputs = if self.inputs.is_empty() {
+            "seeded inputs".to_string()
+        } else {
+            format!("inputs `{}`", self.inputs.join("`, `"))
+        };
         let mut md = format!(
-            "Guest instructions of one int8 MobileBert layer (`{BIN}`, release, aarch64, \
-             `qemu-aarch64 -cpu max`; {}), counted per op by the plugin in \
-             `tools/qemu-insn/`: the runner marks each op's code as a region and \
-             every executed instruction counts in the region it ran in, exactly, \
-             in one run per configuration (configuration = backend and softmax method). \
-             Instructions outside the ops (loading the model, set-up, I/O) are not in \
-             the layer total. Targets on NEON: softmax <= 3% of the layer with the Lut \
-             method, <= 20% with FixedPoint, and the layer within 2 x MACs / 16 \
-             instructions. Instruction counts are not cycles.\n\n",
-            self.qemu
+            "Guest instructions per invoke of `{}` ({inputs}) run by `{BIN} run` (release, \
+             aarch64, `qemu-aarch64 -cpu {}`; {}), counted per op by the plugin in \
+             `tools/qemu-insn/`: `{BIN}` marks each op's kernel as a region and every \
+             executed instruction counts in the region it ran in, exactly, in one run per \
+             configuration (backend and softmax method). Loading, set-up and I/O are \
+             outside the ops and not in the model total. Target: softmax <= 3% of the \
+             model with the LUT method on NEON. Instruction counts are not cycles.\n\n",
+            self.model, self.cpu, self.qemu
         );
         md += &self.summary();
         let mismatches = self.checksum_mismatches();
         if mismatches.is_empty() {
-            md += "\nRuns with the same softmax method print the same checksum on every backend.\n";
+            md += "\nRuns with the same softmax method give the same output bytes on every backend.\n";
         } else {
-            md += "\n**Checksum mismatch** (backends must be bit-exact):\n\n";
+            md += "\n**Output mismatch** (backends must be bit-exact):\n\n";
             for m in &mismatches {
                 md += &format!("- {m}\n");
             }
         }
         for p in &self.profiles {
             md += "\n";
-            md += &p.markdown();
+            md += &p.markdown(TOP_OPS);
         }
         md
     }
@@ -151,71 +160,53 @@ mod tests {
     use super::*;
     use crate::run::fixtures::profile;
 
+    fn report(profiles: Vec<Profile>) -> Report {
+        Report {
+            qemu: "qemu-aarch64 version 7.2".into(),
+            cpu: "max".into(),
+            model: "m.tflite".into(),
+            inputs: vec!["ids=a.npy".into()],
+            profiles,
+        }
+    }
+
     #[test]
     fn renders_markdown() {
-        let p = profile("neon", "fixed", "0x1234abcd");
-        let md = p.markdown();
+        let md = report(vec![
+            profile("neon", "lut", "0x9"),
+            profile("neon", "fixed", "0x1234abcd"),
+            profile("scalar", "fixed", "0x1234abcd"),
+        ])
+        .markdown();
         for line in [
-            "### neon fixed",
-            "| gemm | 2 | 1,600,000 MAC | 150,000 | 0.094 / MAC | 75.0% |",
-            "| softmax | 1 | 10,000 element | 30,000 | 3.00 / element | 15.0% |",
-            "| layernorm | 2 | 5,000 element | 20,000 | 4.00 / element | 10.0% |",
-            "| **layer** | | | **200,000** | | 100% |",
-        ] {
-            assert!(md.lines().any(|l| l == line), "no line {line:?} in\n{md}");
-        }
-        for text in [
-            "Layer: 200,000 instructions, 1.00 x the bound 2 x MACs / 16 = 200,000 (met)",
-            "Outside the ops (loading, set-up, I/O; not in the layer): 50,000.",
-            "Softmax: 30,000 instructions, 15.00% of the layer (target <= 20%: met).",
-            "cosine 0.998, max error 3 LSB, mean 0.41 LSB; checksum `0x1234abcd`",
-        ] {
-            assert!(md.contains(text), "no {text:?} in\n{md}");
-        }
-
-        let report = Report {
-            qemu: "qemu-aarch64 version 7.2".into(),
-            profiles: vec![
-                p,
-                profile("neon", "lut", "0x9"),
-                profile("scalar", "fixed", "0x1234abcd"),
-            ],
-        };
-        let md = report.markdown();
-        for line in [
-            "| neon fixed | 200,000 | 1.00 | 30,000 | 15.00% | <= 20% | yes |",
-            "| neon lut | 200,000 | 1.00 | 30,000 | 15.00% | <= 3% | **no** (softmax share) |",
+            "| neon lut | 200,000 | 1.00 | 30,000 | 15.00% | <= 3% | **no** |",
+            "| neon fixed | 200,000 | 1.00 | 30,000 | 15.00% | - | - |",
             "| scalar fixed | 200,000 | 1.00 | 30,000 | 15.00% | - | - |",
         ] {
             assert!(md.lines().any(|l| l == line), "no line {line:?} in\n{md}");
         }
-        assert!(md.contains("Runs with the same softmax method print the same checksum"));
+        assert!(md.contains("Runs with the same softmax method give the same output bytes"));
         assert!(md.contains("### scalar fixed"));
-        assert!(md.contains("(a NEON target; shown for contrast)"));
+        assert!(md.contains("(a NEON bound; shown for contrast)"));
+        assert!(md.contains("`m.tflite` (inputs `ids=a.npy`)"));
     }
 
     #[test]
-    fn flags_checksum_mismatch() {
-        let same = Report {
-            qemu: String::new(),
-            profiles: vec![
-                profile("neon", "lut", "0xaa"),
-                profile("neon", "fixed", "0xbb"),
-                profile("scalar", "fixed", "0xbb"),
-            ],
-        };
+    fn flags_output_mismatch() {
+        let same = report(vec![
+            profile("neon", "lut", "0xaa"),
+            profile("neon", "fixed", "0xbb"),
+            profile("scalar", "fixed", "0xbb"),
+        ]);
         assert!(
             same.checksum_mismatches().is_empty(),
             "methods may differ from each other"
         );
-        let differ = Report {
-            qemu: String::new(),
-            profiles: vec![
-                profile("neon", "lut", "0xaa"),
-                profile("neon", "fixed", "0xbb"),
-                profile("scalar", "fixed", "0xbc"),
-            ],
-        };
+        let differ = report(vec![
+            profile("neon", "lut", "0xaa"),
+            profile("neon", "fixed", "0xbb"),
+            profile("scalar", "fixed", "0xbc"),
+        ]);
         let m = differ.checksum_mismatches();
         assert_eq!(m.len(), 1);
         assert!(
@@ -223,7 +214,7 @@ mod tests {
                 && m[0].contains("neon 0xbb")
                 && m[0].contains("scalar 0xbc")
         );
-        assert!(differ.markdown().contains("**Checksum mismatch**"));
+        assert!(differ.markdown().contains("**Output mismatch**"));
         assert_eq!(
             differ.to_json()["checksum_mismatches"]
                 .as_array()
@@ -235,13 +226,10 @@ mod tests {
 
     #[test]
     fn profile_json_round_trips() {
-        let report = Report {
-            qemu: "qemu-aarch64 version 7.2".into(),
-            profiles: vec![
-                profile("neon", "lut", "0x1"),
-                profile("scalar", "fixed", "0x2"),
-            ],
-        };
+        let report = report(vec![
+            profile("neon", "lut", "0x1"),
+            profile("scalar", "fixed", "0x2"),
+        ]);
         let text = serde_json::to_string_pretty(&report.to_json()).unwrap();
         let back = Report::from_json(&serde_json::from_str(&text).unwrap()).unwrap();
         assert_eq!(back, report);

@@ -1,47 +1,51 @@
-//! What `qneon-mobilebert --json` writes: the configuration, every op
-//! with its region id and work, the checksum and the accuracy.
+//! What `qneon run --json` writes, as far as the profile needs it: the
+//! configuration, and every op (node) with its work and its instruction
+//! count region.
 
 use serde_json::Value;
 
+use super::regions::MAX_REGION;
 use crate::util::{bail, Result};
 
-/// The layer runner (package `qneon-cli`).
-pub const BIN: &str = "qneon-mobilebert";
+/// The model runner (package `qneon-cli`).
+pub const BIN: &str = "qneon";
 
-/// One op of the layer, as the runner reports it.
+/// One op (node) of the model, as `qneon run --json` lists it.
 #[derive(Debug, Clone, PartialEq)]
-pub(super) struct OpStats {
-    /// Its region id (1..=255).
-    pub(super) id: u8,
-    pub(super) op: String,
-    pub(super) calls: u64,
-    /// MACs for matrix products, elements for the rest (`unit`).
-    pub(super) work: u64,
-    pub(super) unit: String,
-    /// Wall-clock time of the op in the run (under qemu: not meaningful,
-    /// kept in the JSON only).
-    pub(super) seconds: f64,
+pub(crate) struct OpRun {
+    /// Execution order.
+    pub(crate) position: u64,
+    /// Operator index in the model's main subgraph.
+    pub(crate) index: u64,
+    /// TFLite's name of the op (`FULLY_CONNECTED`).
+    pub(crate) op: String,
+    /// Work per invoke: MACs for matrix products, output elements otherwise.
+    pub(crate) work: u64,
+    /// `MAC` or `element`.
+    pub(crate) unit: String,
+    /// Its instruction-count region (1..=4095).
+    pub(crate) region: u16,
 }
 
-/// The runner's `--json` output.
+/// `qneon run --json`.
 #[derive(Debug, Clone, PartialEq)]
-pub(super) struct RunnerReport {
-    pub(super) softmax: String,
-    pub(super) backend: String,
-    pub(super) dotprod: bool,
-    pub(super) seq_len: u64,
-    pub(super) macs: u64,
-    pub(super) ops: Vec<OpStats>,
-    pub(super) checksum: String,
-    pub(super) cosine: f64,
-    pub(super) max_abs_err_lsb: f64,
-    pub(super) mean_abs_err_lsb: f64,
+pub(crate) struct RunnerReport {
+    pub(crate) softmax: String,
+    pub(crate) backend: String,
+    pub(crate) rounding: String,
+    /// Invokes in the run: region counts are over all of them.
+    pub(crate) reps: u64,
+    /// MACs per invoke (FULLY_CONNECTED, BATCH_MATMUL).
+    pub(crate) macs: u64,
+    /// Every op has a region of its own (else ops of a type share one).
+    pub(crate) region_per_op: bool,
+    pub(crate) ops: Vec<OpRun>,
     /// The JSON as read, kept whole in profile.json.
-    pub(super) raw: Value,
+    pub(crate) raw: Value,
 }
 
 impl RunnerReport {
-    pub(super) fn from_json(v: &Value) -> Result<RunnerReport> {
+    pub(crate) fn from_json(v: &Value) -> Result<RunnerReport> {
         let str_field = |o: &Value, name: &str| {
             o.get(name)
                 .and_then(Value::as_str)
@@ -53,55 +57,64 @@ impl RunnerReport {
                 .and_then(Value::as_u64)
                 .ok_or_else(|| format!("{BIN} JSON: no count `{name}`"))
         };
-        let f64_field = |o: &Value, name: &str| {
-            o.get(name)
-                .and_then(Value::as_f64)
-                .ok_or_else(|| format!("{BIN} JSON: no number `{name}`"))
-        };
-        let mut ops = Vec::new();
+        let region_per_op = v
+            .get("region_per_op")
+            .and_then(Value::as_bool)
+            .ok_or_else(|| format!("{BIN} JSON: no boolean `region_per_op`"))?;
+        let mut ops: Vec<OpRun> = Vec::new();
         for o in v
             .get("ops")
             .and_then(Value::as_array)
             .ok_or_else(|| format!("{BIN} JSON: no `ops` array"))?
         {
-            let id = u64_field(o, "id")?;
             let op = str_field(o, "op")?;
-            let id = match u8::try_from(id) {
-                Ok(id) if id != 0 => id,
-                _ => bail!("{BIN} JSON: op `{op}` has id {id}; region ids are 1..=255"),
+            let region = u64_field(o, "region")?;
+            let region = match u16::try_from(region) {
+                Ok(r @ 1..=MAX_REGION) => r,
+                _ => {
+                    bail!("{BIN} JSON: op `{op}` has region {region}; regions are 1..={MAX_REGION}")
+                }
             };
-            if ops.iter().any(|p: &OpStats| p.id == id) {
-                bail!("{BIN} JSON: two ops have id {id}");
+            if region_per_op && ops.iter().any(|p| p.region == region) {
+                bail!("{BIN} JSON: two ops have region {region}, but every op should have its own");
             }
-            ops.push(OpStats {
-                id,
+            ops.push(OpRun {
+                position: u64_field(o, "position")?,
+                index: u64_field(o, "index")?,
                 op,
-                calls: u64_field(o, "calls")?,
                 work: u64_field(o, "work")?,
                 unit: str_field(o, "unit")?,
-                seconds: f64_field(o, "seconds")?,
+                region,
             });
+        }
+        if !region_per_op {
+            // Shared regions must be shared by one op type only.
+            for a in &ops {
+                if ops.iter().any(|b| b.region == a.region && b.op != a.op) {
+                    bail!(
+                        "{BIN} JSON: region {} holds {} and other op types",
+                        a.region,
+                        a.op
+                    );
+                }
+            }
+        }
+        let reps = u64_field(v, "reps")?;
+        if reps == 0 {
+            bail!("{BIN} JSON: reps 0");
         }
         Ok(RunnerReport {
             softmax: str_field(v, "softmax")?,
             backend: str_field(v, "backend")?,
-            dotprod: v
-                .get("dotprod")
-                .and_then(Value::as_bool)
-                .ok_or_else(|| format!("{BIN} JSON: no boolean `dotprod`"))?,
-            seq_len: u64_field(v, "seq_len")?,
+            rounding: str_field(v, "rounding")?,
+            reps,
             macs: u64_field(v, "macs")?,
+            region_per_op,
             ops,
-            checksum: str_field(v, "checksum")?,
-            cosine: f64_field(v, "cosine")?,
-            max_abs_err_lsb: f64_field(v, "max_abs_err_lsb")?,
-            mean_abs_err_lsb: f64_field(v, "mean_abs_err_lsb")?,
             raw: v.clone(),
         })
     }
 }
-
-// ---- One configuration's profile. ----
 
 #[cfg(test)]
 mod tests {
@@ -111,39 +124,55 @@ mod tests {
 
     #[test]
     fn parses_runner_json() {
-        let r = RunnerReport::from_json(&runner_json("neon", "lut", "0x1234abcd")).unwrap();
+        let r = RunnerReport::from_json(&runner_json("neon", "lut")).unwrap();
         assert_eq!((r.backend.as_str(), r.softmax.as_str()), ("neon", "lut"));
-        assert!(r.dotprod);
-        assert_eq!((r.seq_len, r.macs), (384, 1_600_000));
-        assert_eq!(r.checksum, "0x1234abcd");
         assert_eq!(
-            (r.cosine, r.max_abs_err_lsb, r.mean_abs_err_lsb),
-            (0.998, 3.0, 0.41)
+            (r.rounding.as_str(), r.reps, r.macs),
+            ("single", 2, 1_600_000)
         );
+        assert!(r.region_per_op);
         assert_eq!(
-            r.ops[1],
-            OpStats {
-                id: 2,
-                op: "softmax".into(),
-                calls: 1,
+            r.ops[2],
+            OpRun {
+                position: 2,
+                index: 5,
+                op: "SOFTMAX".into(),
                 work: 10_000,
                 unit: "element".into(),
-                seconds: 0.25
+                region: 3,
             }
         );
 
         let with_op = |op: Value| {
-            let mut v = runner_json("neon", "lut", "0x0");
+            let mut v = runner_json("neon", "lut");
             v["ops"].as_array_mut().unwrap().push(op);
             RunnerReport::from_json(&v)
         };
-        let op = |id: u64| json!({"id": id, "op": "x", "calls": 1, "work": 1, "unit": "element", "seconds": 0.0});
-        assert!(with_op(op(4)).is_ok());
-        assert!(with_op(op(0)).is_err(), "id 0 is outside the ops");
-        assert!(with_op(op(256)).is_err(), "ids fit the marker's 8 bits");
-        assert!(with_op(op(1)).is_err(), "ids are unique");
-        let mut v = runner_json("neon", "lut", "0x0");
-        v.as_object_mut().unwrap().remove("checksum");
+        let op = |region: u64| {
+            json!({"position": 9, "index": 9, "op": "ADD", "work": 1,
+                   "unit": "element", "region": region})
+        };
+        assert!(with_op(op(5)).is_ok());
+        assert!(with_op(op(0)).is_err(), "region 0 is outside the ops");
+        assert!(
+            with_op(op(4096)).is_err(),
+            "regions fit the marker's 12 bits"
+        );
+        assert!(with_op(op(1)).is_err(), "regions are one per op");
+        let mut shared = runner_json("neon", "lut");
+        shared["region_per_op"] = json!(false);
+        shared["ops"][1]["region"] = json!(1);
+        assert!(
+            RunnerReport::from_json(&shared).is_ok(),
+            "the two FULLY_CONNECTED share one"
+        );
+        shared["ops"][2]["region"] = json!(1);
+        assert!(
+            RunnerReport::from_json(&shared).is_err(),
+            "SOFTMAX may not share with FULLY_CONNECTED"
+        );
+        let mut v = runner_json("neon", "lut");
+        v.as_object_mut().unwrap().remove("macs");
         assert!(RunnerReport::from_json(&v).is_err());
     }
 }

@@ -13,12 +13,18 @@
 //! contain `=`; a file path after it may). Inputs not given get seeded
 //! values (see [`inputs::seeded_input`]).
 //!
+//! `qneon run` brackets every node's kernel with an instruction-count region
+//! marker (`marker.rs`; nothing on the host, one no-op instruction on
+//! aarch64), which `cargo xtask run` and `cargo xtask compare` count under
+//! qemu; `--json` names each op's region.
+//!
 //! Exit status: 0 on success, 2 on a usage error (clap's), 1 on a model or
 //! input error, with a message naming the problem on stderr.
 
 mod args;
 mod inputs;
 mod inspect;
+mod marker;
 mod run;
 
 use std::process::ExitCode;

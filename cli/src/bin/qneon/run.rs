@@ -11,19 +11,26 @@ use serde_json::{json, Value};
 
 use crate::args::{read_model, BackendArg, RunArgs};
 use crate::inputs::{numpy_name, set_inputs};
+use crate::marker;
 
-/// Times every node; `times[i]` accumulates node `i`'s (execution order).
+/// Times every node, `times[p]` accumulating the node at position `p`
+/// (execution order), and brackets its kernel with the instruction-count
+/// region markers of `regions[p]` (see `marker.rs`). The clock is read
+/// outside the marked region, so counts per node hold the kernel alone.
 struct Timer {
     started: Instant,
     times: Vec<Duration>,
+    regions: Vec<u16>,
     position: usize,
 }
 
 impl Profiler for Timer {
     fn begin(&mut self, _node: &NodeInfo) {
         self.started = Instant::now();
+        marker::region(self.regions[self.position]);
     }
     fn end(&mut self, _node: &NodeInfo) {
+        marker::region(marker::OUTSIDE);
         self.times[self.position] += self.started.elapsed();
         self.position += 1;
     }
@@ -68,9 +75,12 @@ pub(crate) fn run(args: RunArgs) -> Result<(), String> {
     }
     set_inputs(&mut interpreter, &args.inputs)?;
     let node_count = interpreter.nodes().count();
+    let op_names: Vec<&str> = interpreter.nodes().map(|n| n.op.as_str()).collect();
+    let (regions, region_per_node) = marker::assign(&op_names);
     let mut timer = Timer {
         started: Instant::now(),
         times: vec![Duration::ZERO; node_count],
+        regions,
         position: 0,
     };
     let mut invoke_times = Vec::with_capacity(args.reps as usize);
@@ -160,13 +170,21 @@ pub(crate) fn run(args: RunArgs) -> Result<(), String> {
         let ops: Vec<Value> = nodes
             .iter()
             .zip(&timer.times)
-            .map(|(n, t)| {
+            .zip(&timer.regions)
+            .enumerate()
+            .map(|(position, ((n, t), region))| {
                 json!({
-                    "index": n.index, "op": n.op, "work": n.work, "unit": n.unit,
+                    "position": position, "index": n.index, "op": n.op,
+                    "work": n.work, "unit": n.unit, "region": region,
                     "ns": (t.as_secs_f64() / reps * 1e9).round(),
                 })
             })
             .collect();
+        let macs: u64 = nodes
+            .iter()
+            .filter(|n| n.unit == "MAC")
+            .map(|n| n.work)
+            .sum();
         let report = json!({
             "model": args.model.display().to_string(),
             "rounding": options.rounding.name(),
@@ -175,6 +193,9 @@ pub(crate) fn run(args: RunArgs) -> Result<(), String> {
             "arena_bytes": plan.arena_bytes,
             "non_constant_tensor_bytes": plan.unshared_bytes(),
             "reps": args.reps,
+            "macs": macs,
+            // Whether every op has a region of its own (else one per op type).
+            "region_per_op": region_per_node,
             "invoke_ns": invoke_times.iter().map(|t| t.as_nanos() as u64).collect::<Vec<_>>(),
             "ops": ops,
             "outputs": interpreter.outputs().iter().enumerate()
