@@ -4,8 +4,8 @@ use crate::config::MobileBertConfig;
 use crate::error::{Error, Result};
 use crate::params::{FcParams, LayerParams, NormParams};
 use qneon::Backend;
-use qneon::QuantParams;
 use qneon::{merge_heads, split_heads, Add, FusedActivation, Gemm, Method, NoNorm, Softmax};
+use qneon::{QuantParams, Rounding};
 use std::vec;
 use std::vec::Vec;
 
@@ -99,6 +99,9 @@ fn fully_connected(p: &FcParams, input: QuantParams, activation: FusedActivation
         &p.weight_scales,
         p.output,
         activation,
+        // The synthetic layer keeps gemmlowp's double rounding, as it was
+        // validated.
+        Rounding::Double,
     )
     .map_err(Error::Kernel)
 }
@@ -246,6 +249,7 @@ impl Layer {
             &vec![key_scale; c.seq_len],
             params.scores,
             none,
+            Rounding::Double,
         )?;
         let softmax = Softmax::<i8>::new(params.scores, 1.0, PROBABILITIES, softmax_method)?;
         let zero_values = vec![0i8; c.head_dim * c.seq_len];
@@ -258,6 +262,7 @@ impl Layer {
             &vec![params.value.output.scale; c.head_dim],
             params.context,
             none,
+            Rounding::Double,
         )?;
         let attention_output = fully_connected(&params.attention_output, params.context, none)?;
         let attention_residual = Add::new(

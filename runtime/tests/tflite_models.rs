@@ -36,23 +36,9 @@ const PENDING_BOTH: &[&str] = &[
     "cast_int32_to_float",
 ];
 
-/// Cases that wait for the library's single rounding (FULLY_CONNECTED, ADD,
-/// int8 requantize) and so run against `tf219_ref` (double) only.
+/// Cases that wait for the library's single rounding (ADD) and so run
+/// against `tf219_ref` (double) only.
 const PENDING_SINGLE: &[&str] = &[
-    "fc_per_channel_bias",
-    "fc_per_channel_no_bias",
-    "fc_per_channel_relu",
-    "fc_per_channel_relu6",
-    "fc_per_tensor_bias",
-    "fc_per_tensor_no_bias",
-    "fc_per_tensor_relu",
-    "fc_per_tensor_relu6",
-    "fc_rank3_input",
-    "fc_tiny_scales",
-    "fc_wide_scales",
-    "fc_saturating",
-    "fc_per_channel_rounding",
-    "fc_per_tensor_rounding",
     "add_same_shape",
     "add_broadcast_rank4",
     "add_broadcast_outer",
@@ -61,7 +47,6 @@ const PENDING_SINGLE: &[&str] = &[
     "add_scalar_input",
     "add_tiny_positive",
     "add_saturating",
-    "requantize_int8",
 ];
 
 fn reference_rounding(reference: &str) -> Rounding {
