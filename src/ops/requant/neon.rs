@@ -179,7 +179,7 @@ mod tests {
             i32::MAX - 1,
             1_518_500_250,
         ];
-        for shift in -31..=30 {
+        for shift in -31i32..=30 {
             for &m in &mults {
                 for a in accs.chunks(4) {
                     let mut acc = [a[0]; 4];

@@ -29,9 +29,9 @@
 //! 32-bit saturating add and clamp (a value beyond the 16-bit range saturates
 //! the 8-bit result either way).
 
-pub(super) mod dot;
-pub(super) mod pack;
-pub(super) mod widening;
+pub(crate) mod dot;
+pub(crate) mod pack;
+pub(crate) mod widening;
 
 use super::pack::{KC, NR};
 use super::params::GemmView;
