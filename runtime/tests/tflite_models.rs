@@ -9,7 +9,7 @@ use qneon_runtime::Error;
 use tflite_common::*;
 
 /// Cases whose ops wait for library kernels in both rounding modes (MUL,
-/// SUB, BATCH_MATMUL): each must fail to load with `UnsupportedOp` today,
+/// SUB, CAST): each must fail to load with `UnsupportedOp` today,
 /// so that the day the library has them this list has to shrink.
 const PENDING_BOTH: &[&str] = &[
     "mul_same_shape",
@@ -27,11 +27,6 @@ const PENDING_BOTH: &[&str] = &[
     "sub_scalar_const",
     "sub_scalar_input",
     "sub_one_minus_x",
-    "batch_matmul",
-    "batch_matmul_adj_x",
-    "batch_matmul_adj_y",
-    "batch_matmul_adj_x_adj_y",
-    "batch_matmul_rank4",
     "cast_mask_path",
     "cast_int32_to_float",
 ];
