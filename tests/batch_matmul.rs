@@ -342,7 +342,10 @@ fn matmul_errors_on_bad_parameters_and_buffers() {
         assert!(g
             .run_with(backend, &x, &y, &mut out, &mut bytes, &mut words)
             .is_ok());
-        let cases: [(&[i8], &[i8], usize, usize, usize, &str); 5] = [
+        // (lhs, rhs, output length, scratch bytes, scratch words, the
+        // buffer the error must name).
+        type Shortened<'a> = (&'a [i8], &'a [i8], usize, usize, usize, &'a str);
+        let cases: [Shortened; 5] = [
             (&x[..9], &y, 6, bytes.len(), words.len(), "lhs"),
             (&x, &y[..14], 6, bytes.len(), words.len(), "rhs"),
             (&x, &y, 5, bytes.len(), words.len(), "output"),

@@ -109,7 +109,7 @@ fn fill_panel(panel: &mut [i8; 8 * PANEL_DEPTH], input: &[i8], k: usize, row: us
             vst1q_s8_x4(at.add(64), int8x16x4_t(x[4], x[5], x[6], x[7]));
         }
     }
-    if k % KC != 0 {
+    if !k.is_multiple_of(KC) {
         let mut buf = [[0i8; KC]; 8];
         tail_rows(input, k, row, mr, &mut buf);
         for (r, b) in buf.iter().enumerate() {

@@ -174,7 +174,7 @@ fn store_tile_with<
     col: usize,
     nr: usize,
 ) {
-    debug_assert!(R % 2 == 0);
+    debug_assert!(R.is_multiple_of(2));
     // Rows r and r + 1 of the tile as one vector of 16 int8 (8 channels each).
     let pair = |r: usize| -> int8x16_t {
         let half = |r: usize| -> int16x8_t {
