@@ -2,10 +2,11 @@
 //! instruction-counting emulator: count the runs with `reps` = R and 2R and
 //! divide the difference by `R * m * n * k`.
 //!
-//! `gemm_insns M N K REPS [dot|widening|scalar]` (defaults: 384 128 512 1 dot).
+//! `gemm_insns M N K REPS [dot|widening|scalar] [double|single]` (defaults:
+//! 384 128 512 1 dot double).
 
 use qneon::ops::GemmPath;
-use qneon::{Backend, FusedActivation, Gemm, QuantParams};
+use qneon::{Backend, FusedActivation, Gemm, QuantParams, Rounding};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -16,6 +17,10 @@ fn main() {
     };
     let (m, n, k, reps) = (num(0, 384), num(1, 128), num(2, 512), num(3, 1));
     let path = args.get(4).map(String::as_str).unwrap_or("dot");
+    let rounding = match args.get(5).map(String::as_str) {
+        Some("single") => Rounding::Single,
+        _ => Rounding::Double,
+    };
 
     // Deterministic pseudo-random data (the values do not change the count).
     let mut state = 0x1234_5678_u32;
@@ -40,6 +45,7 @@ fn main() {
         &scales,
         QuantParams::new(0.5, 4),
         FusedActivation::Relu,
+        rounding,
     )
     .expect("valid parameters");
     let mut y = vec![0i8; m * n];
@@ -53,5 +59,8 @@ fn main() {
         std::hint::black_box(&mut y);
     }
     let checksum: i64 = y.iter().map(|&v| v as i64).sum();
-    println!("m={m} n={n} k={k} reps={reps} path={path} checksum={checksum}");
+    println!(
+        "m={m} n={n} k={k} reps={reps} path={path} rounding={} checksum={checksum}",
+        rounding.name()
+    );
 }

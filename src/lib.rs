@@ -69,5 +69,5 @@ pub use ops::{
     merge_heads, split_heads, Add, FusedActivation, LogSoftmax, Logistic, Method, Softmax, Tanh,
 };
 #[cfg(feature = "alloc")]
-pub use ops::{Gemm, NoNorm};
+pub use ops::{Gemm, MatMul, NoNorm};
 pub use quant::{QuantParams, Rounding};

@@ -1,7 +1,8 @@
 //! The int8 GEMM ([`qneon::Gemm`]): the scalar reference against an independent
 //! `i64` oracle of TFLite's per-channel `FullyConnected`, and (on aarch64) both
 //! NEON paths, `sdot` and widening, against the scalar reference byte for byte
-//! on every shape with `m`, `n`, `k` in `1..=37` and some large ones.
+//! on every shape with `m`, `n`, `k` in `1..=37` and some large ones, in
+//! both roundings (single, LiteRT's; double, gemmlowp's).
 //!
 //! Outputs are pre-filled with a value the kernels are unlikely to produce in
 //! the whole buffer, and with different values for each backend, so a byte a
@@ -11,7 +12,7 @@ mod layer_oracle;
 
 use layer_oracle::{activation_range, mbqm, output, quantize_multiplier, Rng};
 use qneon::ops::GemmPath;
-use qneon::{Backend, Error, FusedActivation, Gemm, QuantParams};
+use qneon::{Backend, Error, FusedActivation, Gemm, QuantParams, Rounding};
 
 #[derive(Clone, Debug)]
 struct Case {
@@ -26,6 +27,24 @@ struct Case {
     output: QuantParams,
     /// 0 none, 1 relu, 2 relu6.
     act: u8,
+    rounding: Rounding,
+}
+
+/// TFLite's single-rounding build: `QuantizeMultiplier` with shifts above 30
+/// saturated to `(2^31 - 1, 30)`, and `MultiplyByQuantizedMultiplier` as the
+/// exact product `x * m / 2^(31 - shift)` rounded half up (floor of the value
+/// plus one half, in `i128`), saturated to `i32`.
+fn quantize_multiplier_single(real: f64) -> (i64, i64) {
+    match quantize_multiplier(real) {
+        (_, shift) if shift > 30 => (i32::MAX as i64, 30),
+        q => q,
+    }
+}
+
+fn mbqm_single(x: i64, m: i64, shift: i64) -> i64 {
+    let num = 2 * x as i128 * m as i128 + (1i128 << (31 - shift));
+    let rounded = num.div_euclid(1i128 << (32 - shift));
+    rounded.clamp(i32::MIN as i128, i32::MAX as i128) as i64
 }
 
 fn fused(act: u8) -> FusedActivation {
@@ -66,6 +85,11 @@ impl Case {
             weight_scales,
             output,
             act: rng.below(3) as u8,
+            rounding: if rng.below(2) == 0 {
+                Rounding::Single
+            } else {
+                Rounding::Double
+            },
         }
     }
 
@@ -79,20 +103,22 @@ impl Case {
             &self.weight_scales,
             self.output,
             fused(self.act),
+            self.rounding,
         )
         .unwrap_or_else(|e| panic!("Gemm::new failed: {e} for {}", self.describe()))
     }
 
     fn describe(&self) -> String {
         format!(
-            "m={} n={} k={} input={:?} output={:?} act={} bias={}",
+            "m={} n={} k={} input={:?} output={:?} act={} bias={} rounding={}",
             self.m,
             self.n,
             self.k,
             self.input,
             self.output,
             self.act,
-            self.bias.is_some()
+            self.bias.is_some(),
+            self.rounding.name()
         )
     }
 
@@ -110,12 +136,17 @@ impl Case {
                 assert_eq!(acc, acc as i32 as i64, "test accumulators must fit int32");
                 let real = self.input.scale as f64 * self.weight_scales[c] as f64
                     / self.output.scale as f64;
-                let (mult, shift) = quantize_multiplier(real);
-                out.push(output(
-                    mbqm(acc, mult, shift),
-                    self.output.zero_point,
-                    range,
-                ));
+                let requantized = match self.rounding {
+                    Rounding::Double => {
+                        let (mult, shift) = quantize_multiplier(real);
+                        mbqm(acc, mult, shift)
+                    }
+                    Rounding::Single => {
+                        let (mult, shift) = quantize_multiplier_single(real);
+                        mbqm_single(acc, mult, shift)
+                    }
+                };
+                out.push(output(requantized, self.output.zero_point, range));
             }
         }
         out
@@ -503,7 +534,17 @@ fn make(
     scales: &[f32],
     output: QuantParams,
 ) -> Result<Gemm, Error> {
-    Gemm::new(w, n, k, bias, input, scales, output, FusedActivation::None)
+    Gemm::new(
+        w,
+        n,
+        k,
+        bias,
+        input,
+        scales,
+        output,
+        FusedActivation::None,
+        Rounding::Double,
+    )
 }
 
 #[test]
@@ -621,6 +662,62 @@ fn gemm_errors_on_bad_quantization() {
         QuantParams::new(2f32.powi(-29), 0)
     )
     .is_ok());
+}
+
+#[test]
+fn gemm_single_rounding_saturates_effective_scales_of_2_pow_30_as_tflite() {
+    // TFLite's single-rounding build quantizes 2^30 as (2^31 - 1, 30):
+    // acc * (2^31 - 1) / 2 saturates for any |acc| >= 2.
+    let g = Gemm::new(
+        &[1],
+        1,
+        1,
+        None,
+        QuantParams::new(1.0, 0),
+        &[1.0],
+        QuantParams::new(2f32.powi(-30), 0),
+        FusedActivation::None,
+        Rounding::Single,
+    )
+    .unwrap();
+    for backend in Backend::available() {
+        let mut y = [0i8; 4];
+        g.run_with(backend, &[0, 1, -1, -3], &mut y, 4).unwrap();
+        assert_eq!(y, [0, 127, -128, -128], "{}", backend.name());
+    }
+}
+
+#[test]
+fn gemm_single_and_double_rounding_differ_on_negative_ties() {
+    // Effective scale 1/4: an accumulator of -6 is -1.5, which single
+    // rounding takes up to -1 and double rounding away from zero to -2;
+    // 6 is 1.5 and both take it to 2.
+    for (rounding, want) in [(Rounding::Single, [-1, 2]), (Rounding::Double, [-2, 2])] {
+        let g = Gemm::new(
+            &[1],
+            1,
+            1,
+            None,
+            QuantParams::new(1.0, 0),
+            &[1.0],
+            QuantParams::new(4.0, 0),
+            FusedActivation::None,
+            rounding,
+        )
+        .unwrap();
+        assert_eq!(g.rounding(), rounding);
+        for backend in Backend::available() {
+            let mut y = [0i8; 2];
+            g.run_with(backend, &[-6, 6], &mut y, 2).unwrap();
+            assert_eq!(y, want, "{} {}", rounding.name(), backend.name());
+        }
+        #[cfg(target_arch = "aarch64")]
+        for path in [GemmPath::Dot, GemmPath::Widening] {
+            let mut y = [0i8; 2];
+            g.run_neon_path(path, &[-6, 6], &mut y, 2).unwrap();
+            assert_eq!(y, want, "{} {path:?}", rounding.name());
+        }
+    }
 }
 
 #[test]

@@ -100,6 +100,8 @@ macro_rules! op_methods {
 
 mod activation;
 mod add;
+#[cfg(feature = "alloc")]
+mod batch_matmul;
 mod dequant_f32;
 #[cfg(feature = "alloc")]
 mod gemm;
@@ -115,6 +117,8 @@ pub use activation::params::{Activation, ActivationParams};
 pub use activation::{Logistic, Tanh};
 pub use add::params::AddParams;
 pub use add::Add;
+#[cfg(feature = "alloc")]
+pub use batch_matmul::MatMul;
 #[cfg(feature = "alloc")]
 pub use gemm::{Gemm, GemmPath};
 pub use heads::{merge_heads, split_heads};

@@ -31,9 +31,9 @@
 //! (`smull` + `sadalp`) on a 4 x 8 tile.
 
 #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
-mod neon;
-mod pack;
-mod params;
+pub(crate) mod neon;
+pub(crate) mod pack;
+pub(crate) mod params;
 mod scalar;
 
 #[cfg(not(all(target_arch = "aarch64", target_feature = "neon")))]
@@ -44,7 +44,7 @@ use super::requant::{ChannelMultipliers, FusedActivation};
 use crate::backend::{Backend, CpuFeatures};
 use crate::checks::{check_length, check_scale, check_zero_point};
 use crate::error::{Error, Result};
-use crate::quant::QuantParams;
+use crate::quant::{QuantParams, Rounding};
 use alloc::vec::Vec;
 
 const OP: &str = "gemm";
@@ -65,13 +65,15 @@ pub enum GemmPath {
 ///
 /// ```text
 /// acc = sum_k (x[m][k] - input_zero_point) * w[n][k] + bias[n]      int32, wrapping
-/// y   = MultiplyByQuantizedMultiplier(acc, multiplier[n], shift[n])  double rounding
+/// y   = MultiplyByQuantizedMultiplier(acc, multiplier[n], shift[n])  in `rounding`
 /// out = clamp(y + output_zero_point, act_min, act_max)               int8
 /// ```
 ///
 /// with `multiplier[n] * 2^(shift[n] - 31)` the quantized
 /// `input_scale * weight_scales[n] / output_scale` (in `f64`) and
-/// `[act_min, act_max]` the fused activation's range. The sum wraps modulo
+/// `[act_min, act_max]` the fused activation's range; `rounding` is how
+/// TFLite's build applies the multiplier (single: one rounding of the 64-bit
+/// product, LiteRT; double: gemmlowp's two roundings, TF 2.19). The sum wraps modulo
 /// 2^32 as the C++ `int32_t` sum does; it is exact whenever it fits (any `k`
 /// below 65,000). Every backend gives the same bytes: the scalar reference, and
 /// on aarch64 NEON with `sdot` (dotprod, detected at run time; an 8 x 8 tile of
@@ -101,13 +103,16 @@ impl Gemm {
     ///   or `None` for zeros;
     /// * `input`, `output`: per-tensor int8 quantization (any zero point in
     ///   `-128..=127`);
-    /// * `activation`: fused into the output clamp.
+    /// * `activation`: fused into the output clamp;
+    /// * `rounding`: how the multipliers are quantized and applied
+    ///   ([`Rounding`]).
     ///
     /// Errors: `n` or `k` zero ([`Error::ZeroDimension`]), `weights`, `bias` or
     /// `weight_scales` of the wrong length ([`Error::Length`]), a scale that is
     /// not finite and `> 0` ([`Error::Scale`]), a zero point out of range
-    /// ([`Error::ZeroPoint`]), an effective scale `input * weight / output` of
-    /// 2^30 or more ([`Error::Unsupported`]).
+    /// ([`Error::ZeroPoint`]), with double rounding an effective scale
+    /// `input * weight / output` of 2^30 or more ([`Error::Unsupported`];
+    /// single rounding saturates it, as TFLite's single-rounding build does).
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         weights: &[i8],
@@ -118,6 +123,7 @@ impl Gemm {
         weight_scales: &[f32],
         output: QuantParams,
         activation: FusedActivation,
+        rounding: Rounding,
     ) -> Result<Gemm> {
         if n == 0 {
             return Err(Error::ZeroDimension {
@@ -151,6 +157,7 @@ impl Gemm {
             weight_scales,
             output_scale,
             n_padded,
+            rounding,
         )?;
 
         let bias: Vec<i32> = match bias {
@@ -163,17 +170,7 @@ impl Gemm {
         } else {
             GemmPath::Widening
         };
-        let block_shifts = (0..blocks)
-            .map(|b| {
-                let channels = b * NR..(b + 1) * NR;
-                (
-                    multipliers.left_shift[channels.clone()]
-                        .iter()
-                        .any(|&s| s != 0),
-                    multipliers.neg_right_shift[channels].iter().all(|&s| s < 0),
-                )
-            })
-            .collect();
+        let block_shifts = block_shifts(&multipliers, blocks);
         let mut gemm = Gemm {
             params: GemmParams {
                 n,
@@ -304,6 +301,11 @@ impl Gemm {
         self.params.weights_above_min = above_min;
     }
 
+    /// How the multipliers are applied.
+    pub fn rounding(&self) -> Rounding {
+        self.params.multipliers.rounding
+    }
+
     /// Output channels (`n`).
     pub fn n(&self) -> usize {
         self.params.n
@@ -382,7 +384,7 @@ impl Gemm {
             GemmPath::Dot if CpuFeatures::detect().dotprod => {
                 // SAFETY: the CPU has dotprod (checked just above); the buffer
                 // lengths were checked by the caller.
-                unsafe { neon::dot::gemm_dot(&self.params, input, output, m) };
+                unsafe { neon::dot::gemm_dot(&self.params.view(), input, output, m) };
                 return Ok(());
             }
             GemmPath::Dot => {
@@ -391,11 +393,28 @@ impl Gemm {
                 })
             }
             GemmPath::Widening => {
-                neon::widening::gemm_widening(&self.params, input, output, m);
+                neon::widening::gemm_widening(&self.params.view(), input, output, m);
                 return Ok(());
             }
         }
         #[allow(unreachable_code)]
         Err(Error::BackendUnavailable { backend: "neon" })
     }
+}
+
+/// Per block of [`NR`] channels: (some channel shifts left, every channel
+/// shifts right by at least 1), which selects the NEON output stage of
+/// double rounding.
+pub(crate) fn block_shifts(multipliers: &ChannelMultipliers, blocks: usize) -> Vec<(bool, bool)> {
+    (0..blocks)
+        .map(|b| {
+            let channels = b * NR..(b + 1) * NR;
+            (
+                multipliers.left_shift[channels.clone()]
+                    .iter()
+                    .any(|&s| s != 0),
+                multipliers.neg_right_shift[channels].iter().all(|&s| s < 0),
+            )
+        })
+        .collect()
 }

@@ -26,7 +26,7 @@ pub(crate) fn pack_rows_groups(
     k: usize,
     k_padded: usize,
 ) {
-    debug_assert!(d0 % 4 == 0);
+    debug_assert!(d0.is_multiple_of(4));
     for c in c0..c1 {
         let row = &w[c * k + d0..(c + 1) * k];
         let dst = &mut packed[packed_index(k_padded, c, d0)..];

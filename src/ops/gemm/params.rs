@@ -1,5 +1,7 @@
 //! [`GemmParams`]: what `Gemm::new` prepares (the packed weights, biases,
-//! per-channel multipliers and output range) and every backend reads.
+//! per-channel multipliers and output range) and every backend reads, and
+//! [`GemmView`], the borrowed form the NEON kernels run on (also built by
+//! the batch matrix product over a right-hand side packed at run time).
 
 use super::pack::packed_index;
 use crate::ops::requant::ChannelMultipliers;
@@ -41,4 +43,46 @@ impl GemmParams {
     pub(crate) fn weight(&self, c: usize, d: usize) -> i8 {
         self.packed[packed_index(self.k_padded, c, d)]
     }
+
+    /// The borrowed form the NEON kernels take (no row offsets).
+    #[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
+    pub(crate) fn view(&self) -> GemmView<'_> {
+        GemmView {
+            n: self.n,
+            k: self.k,
+            k_padded: self.k_padded,
+            packed: &self.packed,
+            folded_bias: &self.folded_bias,
+            row_offsets: None,
+            multipliers: &self.multipliers,
+            block_shifts: &self.block_shifts,
+            weights_above_min: self.weights_above_min,
+            output_zero_point: self.output_zero_point,
+            act_min: self.act_min,
+            act_max: self.act_max,
+        }
+    }
+}
+
+/// What the NEON GEMM kernels read: packed weights (whole blocks of 8
+/// channels, depth `k_padded`), the int32 starting value of each channel's
+/// accumulator (`folded_bias`, padded to whole blocks), optionally one more
+/// int32 per input row added to all its channels (`row_offsets`, length
+/// `m`: the right-hand zero point's term of a product of two asymmetric
+/// operands), the multipliers and the output range.
+#[derive(Clone, Copy, Debug)]
+#[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
+pub(crate) struct GemmView<'a> {
+    pub(crate) n: usize,
+    pub(crate) k: usize,
+    pub(crate) k_padded: usize,
+    pub(crate) packed: &'a [i8],
+    pub(crate) folded_bias: &'a [i32],
+    pub(crate) row_offsets: Option<&'a [i32]>,
+    pub(crate) multipliers: &'a ChannelMultipliers,
+    pub(crate) block_shifts: &'a [(bool, bool)],
+    pub(crate) weights_above_min: bool,
+    pub(crate) output_zero_point: i32,
+    pub(crate) act_min: i32,
+    pub(crate) act_max: i32,
 }

@@ -4,7 +4,7 @@
 //! the NEON kernels use.
 
 use super::params::GemmParams;
-use crate::ops::requant::{output_stage, requantize_lanes};
+use crate::ops::requant::output_stage;
 
 /// `output = input * weights^T`, requantized; lengths were checked by the caller.
 pub(crate) fn gemm(g: &GemmParams, input: &[i8], output: &mut [i8], m: usize) {
@@ -16,7 +16,7 @@ pub(crate) fn gemm(g: &GemmParams, input: &[i8], output: &mut [i8], m: usize) {
                 let term = (xv as i32 - g.input_zero_point).wrapping_mul(g.weight(c, d) as i32);
                 acc = acc.wrapping_add(term);
             }
-            let r = requantize_lanes(acc, &g.multipliers.channel(c));
+            let r = g.multipliers.requantize(c, acc);
             *out = output_stage(r, g.output_zero_point, g.act_min, g.act_max) as i8;
         }
     }

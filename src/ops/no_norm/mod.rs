@@ -27,6 +27,7 @@ use crate::checks::{check_length, check_rows, check_scale, check_zero_point};
 use crate::error::{Error, Result};
 use crate::fixedpoint::libm_round;
 use crate::quant::QuantParams;
+use crate::quant::Rounding;
 
 /// Prepared int8 NoNorm (MobileBert's normalization), `y = x * gamma + beta`
 /// per channel of the last axis, quantized as a 1x1 depthwise convolution with
@@ -85,6 +86,9 @@ impl NoNorm {
             gamma_scales,
             output_scale,
             padded,
+            // NoNorm keeps gemmlowp's arithmetic (its kernels apply the
+            // double-rounding lanes); it is not a TFLite op of its own.
+            Rounding::Double,
         )?;
         let mut g = alloc::vec![0i32; padded];
         let mut b = alloc::vec![0i32; padded];

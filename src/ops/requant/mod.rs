@@ -28,7 +28,7 @@ pub(crate) mod neon;
 use crate::checks::check_scale;
 use crate::error::{Error, Result};
 use crate::fixedpoint::{libm_round, Lane};
-use crate::quant::{quantize_multiplier, QuantParams};
+use crate::quant::{QuantParams, QuantizedMultiplier, Rounding};
 
 /// An activation fused into an operator's output requantization, as TFLite
 /// fuses it: a clamp of the quantized output to the activation's range.
@@ -133,22 +133,35 @@ pub(crate) fn output_stage<L: Lane>(r: L, zero_point: i32, min: i32, max: i32) -
 
 /// Per-channel multipliers, each array padded to `padded_len` with unused
 /// entries (multiplier 0) so that vector kernels can load whole
-/// vectors past the last channel.
+/// vectors past the last channel, and the [`Rounding`] that applies them.
 #[cfg(feature = "alloc")]
 #[derive(Clone, Debug)]
 pub(crate) struct ChannelMultipliers {
+    pub rounding: Rounding,
+    /// Q0.31 mantissas.
     pub multiplier: alloc::vec::Vec<i32>,
+    /// `max(shift, 0)` (double rounding's left shift; 0 for single rounding
+    /// too, whose shift lives in `neg_total_shift`).
     pub left_shift: alloc::vec::Vec<i32>,
+    /// `min(shift, 0)` (double rounding's negated right shift).
     pub neg_right_shift: alloc::vec::Vec<i32>,
+    /// Single rounding: `-(31 - shift)` (in `-62..=-1`), the negated right
+    /// shift of the 64-bit product `acc * multiplier` (NEON `srshl` on
+    /// `int64x2_t`). Empty for double rounding.
+    #[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
+    pub neg_total_shift: alloc::vec::Vec<i64>,
 }
 
 #[cfg(feature = "alloc")]
 impl ChannelMultipliers {
     /// TFLite's per-channel `PopulateConvolutionQuantizationParams`: for each
     /// channel the real multiplier `input_scale * channel_scale / output_scale`
-    /// (in `f64`), quantized with [`quantize_multiplier`]. Errors for a channel
-    /// scale that is not finite and `> 0` (`what` names it), and for an
-    /// effective scale of 2^30 or more (the left shift would overflow).
+    /// (in `f64`), quantized with `rounding`'s
+    /// [`quantize_multiplier`](Rounding::quantize_multiplier) (single rounding
+    /// caps shifts at 30, as TFLite's single-rounding build does). Errors for
+    /// a channel scale that is not finite and `> 0` (`what` names it), and,
+    /// for double rounding, for an effective scale of 2^30 or more (the left
+    /// shift would overflow).
     pub fn new(
         op: &'static str,
         what: &'static str,
@@ -156,6 +169,7 @@ impl ChannelMultipliers {
         channel_scales: &[f32],
         output_scale: f64,
         padded_len: usize,
+        rounding: Rounding,
     ) -> Result<Self> {
         debug_assert!(padded_len >= channel_scales.len());
         let mut multiplier = alloc::vec![0; padded_len];
@@ -164,9 +178,13 @@ impl ChannelMultipliers {
         // partial block can take the same specialised NEON output stage as
         // the others.
         let mut neg_right_shift = alloc::vec![-1; padded_len];
+        let mut neg_total_shift = match rounding {
+            Rounding::Single => alloc::vec![-32; padded_len],
+            Rounding::Double => alloc::vec::Vec::new(),
+        };
         for (c, &s) in channel_scales.iter().enumerate() {
             let s = check_scale(what, s)?;
-            let q = quantize_multiplier(input_scale * s / output_scale)?;
+            let q = rounding.quantize_multiplier(input_scale * s / output_scale)?;
             if q.shift > 30 {
                 return Err(Error::Unsupported {
                     op,
@@ -180,12 +198,36 @@ impl ChannelMultipliers {
             multiplier[c] = q.multiplier;
             left_shift[c] = q.shift.max(0);
             neg_right_shift[c] = q.shift.min(0);
+            if let Some(total) = neg_total_shift.get_mut(c) {
+                *total = -(31 - q.shift as i64);
+            }
         }
         Ok(ChannelMultipliers {
+            rounding,
             multiplier,
             left_shift,
             neg_right_shift,
+            neg_total_shift,
         })
+    }
+
+    /// Channel `c`'s multiplier as TFLite stores it.
+    #[inline(always)]
+    pub fn quantized(&self, c: usize) -> QuantizedMultiplier {
+        QuantizedMultiplier {
+            multiplier: self.multiplier[c],
+            shift: self.left_shift[c] + self.neg_right_shift[c],
+        }
+    }
+
+    /// TFLite's `MultiplyByQuantizedMultiplier(acc, multiplier[c], shift[c])`
+    /// in this rounding: the scalar reference of the vector output stages.
+    #[inline(always)]
+    pub fn requantize(&self, c: usize, acc: i32) -> i32 {
+        match self.rounding {
+            Rounding::Double => requantize_lanes(acc, &self.channel(c)),
+            Rounding::Single => Rounding::Single.multiply(acc, self.quantized(c)),
+        }
     }
 
     /// Channel `c`'s multiplier as one `i32` lane.

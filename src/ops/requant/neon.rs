@@ -63,6 +63,32 @@ pub(crate) fn requantize<const LEFT: bool, const FAST: bool>(
     }
 }
 
+/// Single rounding (`Rounding::Single.multiply`) of 4 accumulators, each by
+/// its lane's multiplier: `smull`/`smull2` form the exact products
+/// `acc * multiplier` in 64 bits (`|acc * multiplier| < 2^62`), `srshl` by the
+/// negated total shift `-(31 - shift)` (in `-62..=-1`) adds `2^(30 - shift)`
+/// and shifts right arithmetically, which is the reference's
+/// `(acc * multiplier + 2^(30 - shift)) >> (31 - shift)` (the rounding add is
+/// done without overflow: the architecture defines it on the unbounded
+/// value, and the result fits 63 bits), and `sqxtn` saturates to `i32` as
+/// the reference's clamp does. `neg_total_shift[h]` holds lanes `2h, 2h + 1`.
+#[inline(always)]
+pub(crate) fn requantize_single(
+    acc: int32x4_t,
+    multiplier: int32x4_t,
+    neg_total_shift: &[int64x2_t; 2],
+) -> int32x4_t {
+    // SAFETY: neon is a compile-time target feature (cfg on this module).
+    unsafe {
+        let lo = vrshlq_s64(
+            vmull_s32(vget_low_s32(acc), vget_low_s32(multiplier)),
+            neg_total_shift[0],
+        );
+        let hi = vrshlq_s64(vmull_high_s32(acc, multiplier), neg_total_shift[1]);
+        vqmovn_high_s64(vqmovn_s64(lo), hi)
+    }
+}
+
 /// The output stage of 16 requantized values: add the output zero point and
 /// clamp, as `output_stage`, with the clamp to `[-128, 127]` done by the
 /// saturating narrows. Saturating `i32 -> i16` first and then adding the zero
@@ -88,5 +114,111 @@ pub(crate) fn narrow_store<const CLAMP: bool>(
             o = vminq_s8(vmaxq_s8(o, min), max);
         }
         vst1q_s8(po, o);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::quant::{QuantizedMultiplier, Rounding};
+
+    /// `requantize_single` on 4 lanes against `Rounding::Single.multiply`
+    /// lane by lane.
+    fn check(acc: [i32; 4], multiplier: [i32; 4], shift: [i32; 4]) {
+        // SAFETY: neon is a compile-time target feature (cfg on this module);
+        // every load and store is of a 4- or 2-element array.
+        let got = unsafe {
+            let neg: [i64; 4] = core::array::from_fn(|j| -(31 - shift[j] as i64));
+            let s = [vld1q_s64(neg.as_ptr()), vld1q_s64(neg.as_ptr().add(2))];
+            let r = requantize_single(vld1q_s32(acc.as_ptr()), vld1q_s32(multiplier.as_ptr()), &s);
+            let mut out = [0i32; 4];
+            vst1q_s32(out.as_mut_ptr(), r);
+            out
+        };
+        for j in 0..4 {
+            let q = QuantizedMultiplier {
+                multiplier: multiplier[j],
+                shift: shift[j],
+            };
+            assert_eq!(
+                got[j],
+                Rounding::Single.multiply(acc[j], q),
+                "acc {} m {} shift {}",
+                acc[j],
+                multiplier[j],
+                shift[j]
+            );
+        }
+    }
+
+    #[test]
+    fn single_rounding_lanes_equal_the_scalar_reference_on_every_shift_and_extreme() {
+        let accs = [
+            i32::MIN,
+            i32::MIN + 1,
+            i32::MAX,
+            i32::MAX - 1,
+            0,
+            1,
+            -1,
+            2,
+            -2,
+            3,
+            -3,
+            1 << 30,
+            -(1 << 30),
+            123_456_789,
+            -987_654_321,
+        ];
+        let mults = [
+            0,
+            1,
+            1 << 30,
+            (1 << 30) + 1,
+            i32::MAX,
+            i32::MAX - 1,
+            1_518_500_250,
+        ];
+        for shift in -31i32..=30 {
+            for &m in &mults {
+                for a in accs.chunks(4) {
+                    let mut acc = [a[0]; 4];
+                    acc[..a.len()].copy_from_slice(a);
+                    // Mixed shifts across lanes, as per-channel blocks have.
+                    let other = (shift + 17).rem_euclid(62) - 31;
+                    check(acc, [m, m, m, m], [shift, other, shift, other]);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn single_rounding_lanes_round_ties_upward() {
+        // multiplier 2^30 with shift -s is 2^(-1 - s): acc = odd * 2^s are ties.
+        for s in 0..=29 {
+            for odd in [-7, -5, -3, -1, 1, 3, 5, 7] {
+                let acc = odd << s;
+                check([acc, -acc, acc + 1, acc - 1], [1 << 30; 4], [-s; 4]);
+            }
+        }
+    }
+
+    #[test]
+    fn single_rounding_lanes_equal_the_reference_on_random_values() {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for _ in 0..200_000 {
+            let r = next();
+            let acc: [i32; 4] = core::array::from_fn(|j| (next() >> (j * 8)) as i32 >> (r % 31));
+            let multiplier: [i32; 4] =
+                core::array::from_fn(|_| ((next() as u32 >> 1) | (1 << 30)) as i32);
+            let shift: [i32; 4] = core::array::from_fn(|_| (next() % 62) as i32 - 31);
+            check(acc, multiplier, shift);
+        }
     }
 }

@@ -8,7 +8,7 @@ use qneon_tflite::{BuiltinOp, TensorType};
 use super::buffers::{view, view_mut};
 use super::op::{Op, PreparedOp};
 use crate::error::Result;
-use crate::interp::options::TfliteKernels;
+use crate::interp::options::{Rounding, TfliteKernels};
 
 /// The integer output types of QUANTIZE.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -50,10 +50,12 @@ pub(crate) enum Convert {
         scale: f32,
         zero_point: i32,
     },
-    /// QUANTIZE int8 -> int8 (double rounding): TFLite's `Requantize`.
+    /// QUANTIZE int8 -> int8: TFLite's `Requantize`,
+    /// `clamp(MultiplyByQuantizedMultiplier(x - input_zero_point) + output_zero_point)`
+    /// in `rounding`.
     RequantizeI8 {
-        multiplier: i32,
-        shift: i32,
+        multiplier: qneon::quant::QuantizedMultiplier,
+        rounding: Rounding,
         input_zero_point: i32,
         output_zero_point: i32,
     },
@@ -149,19 +151,15 @@ impl Convert {
             }
             Convert::RequantizeI8 {
                 multiplier,
-                shift,
+                rounding,
                 input_zero_point,
                 output_zero_point,
             } => {
                 let input: &[i8] = view(input_bytes)?;
                 let output: &mut [i8] = view_mut(output_bytes)?;
                 for (o, &x) in output.iter_mut().zip(input) {
-                    let scaled = qneon::quant::multiply_by_quantized_multiplier(
-                        x as i32 - input_zero_point,
-                        *multiplier,
-                        *shift,
-                    );
-                    *o = (scaled + output_zero_point).clamp(-128, 127) as i8;
+                    let scaled = rounding.multiply(x as i32 - input_zero_point, *multiplier);
+                    *o = scaled.saturating_add(*output_zero_point).clamp(-128, 127) as i8;
                 }
             }
         }
@@ -265,14 +263,24 @@ fn quantize(op: &Op<'_, '_>) -> Result<PreparedOp<Convert>> {
             output.element_count(),
         )),
         TensorType::Int8 if to == IntType::I8 => {
-            op.needs_double_rounding("requantize")?;
             let in_q = op.per_tensor(input, "input")?;
             let real = in_q.scale as f64 / out_q.scale as f64;
-            let m = qneon::quant::quantize_multiplier(real).map_err(|e| op.kernel_error(e))?;
+            let rounding = op.options.rounding;
+            let m = rounding
+                .quantize_multiplier(real)
+                .map_err(|e| op.kernel_error(e))?;
+            // Double rounding shifts `x - input_zero_point` (9 bits) left by
+            // the shift first; beyond 2^22 it would leave int32 (single
+            // rounding caps the shift at 30 and multiplies in 64 bits).
+            if rounding == Rounding::Double && m.shift > 22 {
+                return Err(op.unsupported(format!(
+                    "int8 requantize by {real:e} (input scale / output scale at or above 2^22)"
+                )));
+            }
             Ok(PreparedOp::elements(
                 Convert::RequantizeI8 {
-                    multiplier: m.multiplier,
-                    shift: m.shift,
+                    multiplier: m,
+                    rounding,
                     input_zero_point: in_q.zero_point,
                     output_zero_point: out_q.zero_point,
                 },

@@ -32,7 +32,10 @@ impl FullyConnected {
 
 /// TFLite's `Prepare` of FULLY_CONNECTED: int8 input, weights and output,
 /// int32 bias, constant weights quantized symmetric per tensor or per output
-/// channel, the bias scale TFLite requires; the library's GEMM built.
+/// channel, the bias scale TFLite requires; the library's GEMM built in the
+/// options' rounding (a per-tensor scale is one multiplier repeated for every
+/// channel: TFLite's per-tensor `GetQuantizedConvolutionMultipler` gives the
+/// same `input_scale * weight_scale / output_scale` in `f64`).
 pub(crate) fn prepare(op: &Op<'_, '_>) -> Result<PreparedOp<FullyConnected>> {
     op.input_count(2, 3)?;
     op.output_count(1)?;
@@ -113,7 +116,6 @@ pub(crate) fn prepare(op: &Op<'_, '_>) -> Result<PreparedOp<FullyConnected>> {
             Some(values.to_vec())
         }
     };
-    op.needs_double_rounding("GEMM")?;
     let w = weights
         .constant_values::<i8>()
         .map_err(|e| op.invalid(e.to_string()))?
@@ -127,6 +129,7 @@ pub(crate) fn prepare(op: &Op<'_, '_>) -> Result<PreparedOp<FullyConnected>> {
         &scales,
         out_q,
         activation,
+        op.options.rounding,
     )
     .map_err(|e| op.kernel_error(e))?;
     Ok(PreparedOp {

@@ -9,7 +9,7 @@
 //! | `activation.rs` | SOFTMAX, LOG_SOFTMAX, LOGISTIC, TANH |
 //! | `fully_connected.rs` | FULLY_CONNECTED |
 //! | `binary.rs` | ADD, SUB, MUL |
-//! | `batch_matmul.rs` | BATCH_MATMUL (checked, then refused) |
+//! | `batch_matmul.rs` | BATCH_MATMUL |
 //!
 //! The families share leaves only: `op.rs` (the operator being prepared,
 //! TFLite's common checks, the errors), `buffers.rs` (a node's bytes and
@@ -38,6 +38,7 @@ use qneon_tflite::{BuiltinOp, Model, Operator, Subgraph};
 use crate::error::Result;
 use crate::interp::options::Options;
 use activation::Activation;
+use batch_matmul::BatchMatMul;
 use binary::Binary;
 use convert::Convert;
 use fully_connected::FullyConnected;
@@ -78,6 +79,8 @@ pub(crate) enum Kernel {
     FullyConnected(FullyConnected),
     /// A binary int8 element-wise op.
     Binary(Binary),
+    /// BATCH_MATMUL through the library's product of run-time operands.
+    BatchMatMul(BatchMatMul),
 }
 
 impl Kernel {
@@ -100,6 +103,7 @@ impl Kernel {
             Kernel::Activation(activation) => activation.run(backend, ins[0], outs[0])?,
             Kernel::FullyConnected(fc) => fc.run(backend, ins[0], outs[0])?,
             Kernel::Binary(binary) => binary.run(backend, ins[0], ins[1], scratch, outs[0])?,
+            Kernel::BatchMatMul(matmul) => matmul.run(backend, ins[0], ins[1], scratch, outs[0])?,
         }
         Ok(())
     }
@@ -139,7 +143,7 @@ pub(crate) fn prepare(
         BuiltinOp::ADD | BuiltinOp::SUB | BuiltinOp::MUL => {
             Ok(binary::prepare(&op, builtin)?.map(Kernel::Binary))
         }
-        BuiltinOp::BATCH_MATMUL => match batch_matmul::prepare(&op)? {},
+        BuiltinOp::BATCH_MATMUL => Ok(batch_matmul::prepare(&op)?.map(Kernel::BatchMatMul)),
         _ => Err(op.unsupported("no kernel for this operator")),
     }
 }

@@ -2,9 +2,9 @@
 //! accumulators over a stack panel of interleaved rows, or over the rows in
 //! place for depths beyond the panel.
 
-use super::{row_pointers, store_tile, tail_rows, BlockParams};
+use super::{initial_acc, row_pointers, store_tile, tail_rows, BlockParams};
 use crate::ops::gemm::pack::{KC, NR};
-use crate::ops::gemm::params::GemmParams;
+use crate::ops::gemm::params::GemmView;
 use core::arch::aarch64::*;
 
 /// `sdot` by element: `acc[i] += dot(w[4i..4i + 4], x[4 LANE..4 LANE + 4])`.
@@ -109,7 +109,7 @@ fn fill_panel(panel: &mut [i8; 8 * PANEL_DEPTH], input: &[i8], k: usize, row: us
             vst1q_s8_x4(at.add(64), int8x16x4_t(x[4], x[5], x[6], x[7]));
         }
     }
-    if k % KC != 0 {
+    if !k.is_multiple_of(KC) {
         let mut buf = [[0i8; KC]; 8];
         tail_rows(input, k, row, mr, &mut buf);
         for (r, b) in buf.iter().enumerate() {
@@ -260,7 +260,7 @@ unsafe fn dot_panel(acc: &mut [[int32x4_t; 2]; 8], x: *const i8, w: *const i8, c
 /// `output.len() == m * g.n` (checked by `Gemm::run_with`).
 #[target_feature(enable = "dotprod")]
 #[inline(never)]
-pub(crate) unsafe fn gemm_dot(g: &GemmParams, input: &[i8], output: &mut [i8], m: usize) {
+pub(crate) unsafe fn gemm_dot(g: &GemmView<'_>, input: &[i8], output: &mut [i8], m: usize) {
     const MR: usize = 8;
     debug_assert!(input.len() == m * g.k && output.len() == m * g.n);
     if g.k_padded > PANEL_DEPTH {
@@ -279,7 +279,7 @@ pub(crate) unsafe fn gemm_dot(g: &GemmParams, input: &[i8], output: &mut [i8], m
             let p = BlockParams::load(g, block);
             let col = block * NR;
             let nr = NR.min(n - col);
-            let mut acc = [p.bias; MR];
+            let mut acc = initial_acc::<MR>(p.bias, g.row_offsets, row, mr);
             // SAFETY: the panel holds 8 * PANEL_DEPTH >= 128 chunks bytes
             // (k_padded = 16 chunks <= PANEL_DEPTH), the block 8 k_padded =
             // 128 chunks bytes.
@@ -296,7 +296,7 @@ pub(crate) unsafe fn gemm_dot(g: &GemmParams, input: &[i8], output: &mut [i8], m
 /// As [`gemm_dot`].
 #[target_feature(enable = "dotprod")]
 #[inline(never)]
-unsafe fn gemm_dot_rows(g: &GemmParams, input: &[i8], output: &mut [i8], m: usize) {
+unsafe fn gemm_dot_rows(g: &GemmView<'_>, input: &[i8], output: &mut [i8], m: usize) {
     const MR: usize = 8;
     let (n, k) = (g.n, g.k);
     let whole = k / KC;
@@ -315,7 +315,7 @@ unsafe fn gemm_dot_rows(g: &GemmParams, input: &[i8], output: &mut [i8], m: usiz
             if k % KC != 0 {
                 tail_rows(input, k, row, mr, &mut buf);
             }
-            let mut acc = [p.bias; MR];
+            let mut acc = initial_acc::<MR>(p.bias, g.row_offsets, row, mr);
             // SAFETY: each row pointer starts a k-byte input row, and
             // whole * 16 <= k; the block holds k_padded / 16 >= whole steps of
             // 128 bytes.

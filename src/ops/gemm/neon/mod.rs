@@ -29,14 +29,15 @@
 //! 32-bit saturating add and clamp (a value beyond the 16-bit range saturates
 //! the 8-bit result either way).
 
-pub(super) mod dot;
-pub(super) mod pack;
-pub(super) mod widening;
+pub(crate) mod dot;
+pub(crate) mod pack;
+pub(crate) mod widening;
 
 use super::pack::{KC, NR};
-use super::params::GemmParams;
-use crate::ops::requant::neon::requantize;
+use super::params::GemmView;
+use crate::ops::requant::neon::{requantize, requantize_single};
 use crate::ops::requant::ChannelMultiplier;
+use crate::quant::Rounding;
 use core::arch::aarch64::*;
 
 /// The 8 channels of one weight block: bias and multipliers as two vectors.
@@ -49,8 +50,12 @@ pub(super) struct BlockParams {
     /// The activation range is narrower than int8's (otherwise the
     /// saturating narrow to int8 is the clamp).
     clamp: bool,
+    /// Single rounding (`requantize_single` with `neg_total_shift`).
+    single: bool,
     bias: [int32x4_t; 2],
     mult: [ChannelMultiplier<int32x4_t>; 2],
+    /// Single rounding: each channel's `-(31 - shift)`, two per vector.
+    neg_total_shift: [int64x2_t; 4],
     zero_point: int16x8_t,
     min: int8x16_t,
     max: int8x16_t,
@@ -58,7 +63,7 @@ pub(super) struct BlockParams {
 
 impl BlockParams {
     #[inline(always)]
-    pub(super) fn load(g: &GemmParams, block: usize) -> BlockParams {
+    pub(super) fn load(g: &GemmView<'_>, block: usize) -> BlockParams {
         let c = block * NR;
         let m = &g.multipliers;
         // Every per-channel array is padded to whole blocks; one check for
@@ -89,12 +94,23 @@ impl BlockParams {
             )
         };
         let (any_left_shift, all_right_shift) = g.block_shifts[block];
+        let single = m.rounding == Rounding::Single;
+        let neg_total_shift: [int64x2_t; 4] = if single {
+            let t = &m.neg_total_shift[c..c + NR];
+            // SAFETY: t holds 8 values (sliced above); 2 h + 2 <= 8.
+            core::array::from_fn(|h| unsafe { vld1q_s64(t.as_ptr().add(2 * h)) })
+        } else {
+            // SAFETY: neon is a compile-time target feature (cfg on this module).
+            [unsafe { vdupq_n_s64(0) }; 4]
+        };
         BlockParams {
             any_left_shift,
             all_right_shift,
             clamp: g.act_min > i8::MIN as i32 || g.act_max < i8::MAX as i32,
-            bias: [v(&g.folded_bias, 0), v(&g.folded_bias, 1)],
+            single,
+            bias: [v(g.folded_bias, 0), v(g.folded_bias, 1)],
             mult: [mult(0), mult(1)],
+            neg_total_shift,
             zero_point,
             min,
             max,
@@ -118,7 +134,14 @@ pub(super) fn store_tile<const R: usize>(
 ) {
     macro_rules! with {
         ($left:literal, $fast:literal, $clamp:literal) => {
-            store_tile_with::<R, $left, $fast, $clamp>(acc, p, output, n, row, mr, col, nr)
+            store_tile_with::<R, $left, $fast, $clamp, false>(acc, p, output, n, row, mr, col, nr)
+        };
+    }
+    if p.single {
+        return if p.clamp {
+            store_tile_with::<R, false, false, true, true>(acc, p, output, n, row, mr, col, nr)
+        } else {
+            store_tile_with::<R, false, false, false, true>(acc, p, output, n, row, mr, col, nr)
         };
     }
     match (p.any_left_shift, p.all_right_shift, p.clamp) {
@@ -135,7 +158,13 @@ pub(super) fn store_tile<const R: usize>(
 
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-fn store_tile_with<const R: usize, const LEFT: bool, const FAST: bool, const CLAMP: bool>(
+fn store_tile_with<
+    const R: usize,
+    const LEFT: bool,
+    const FAST: bool,
+    const CLAMP: bool,
+    const SINGLE: bool,
+>(
     acc: &[[int32x4_t; 2]; R],
     p: &BlockParams,
     output: &mut [i8],
@@ -145,12 +174,22 @@ fn store_tile_with<const R: usize, const LEFT: bool, const FAST: bool, const CLA
     col: usize,
     nr: usize,
 ) {
-    debug_assert!(R % 2 == 0);
+    debug_assert!(R.is_multiple_of(2));
     // Rows r and r + 1 of the tile as one vector of 16 int8 (8 channels each).
     let pair = |r: usize| -> int8x16_t {
         let half = |r: usize| -> int16x8_t {
-            let lo = requantize::<LEFT, FAST>(acc[r][0], &p.mult[0]);
-            let hi = requantize::<LEFT, FAST>(acc[r][1], &p.mult[1]);
+            let (lo, hi) = if SINGLE {
+                let t = &p.neg_total_shift;
+                (
+                    requantize_single(acc[r][0], p.mult[0].multiplier, &[t[0], t[1]]),
+                    requantize_single(acc[r][1], p.mult[1].multiplier, &[t[2], t[3]]),
+                )
+            } else {
+                (
+                    requantize::<LEFT, FAST>(acc[r][0], &p.mult[0]),
+                    requantize::<LEFT, FAST>(acc[r][1], &p.mult[1]),
+                )
+            };
             // SAFETY: neon is a compile-time target feature (cfg on this module).
             unsafe { vqaddq_s16(vqmovn_high_s32(vqmovn_s32(lo), hi), p.zero_point) }
         };
@@ -190,6 +229,31 @@ fn store_tile_with<const R: usize, const LEFT: bool, const FAST: bool, const CLA
         for r in 0..mr {
             let at = (row + r) * n + col;
             output[at..at + nr].copy_from_slice(&buf[r * NR..r * NR + nr]);
+        }
+    }
+}
+
+/// The starting accumulators of an `R x 8` tile at rows `row..row + mr`:
+/// the block's folded bias, plus each row's offset when there are row
+/// offsets (rows past `mr` take the last row's, as their input does).
+#[inline(always)]
+pub(super) fn initial_acc<const R: usize>(
+    bias: [int32x4_t; 2],
+    row_offsets: Option<&[i32]>,
+    row: usize,
+    mr: usize,
+) -> [[int32x4_t; 2]; R] {
+    match row_offsets {
+        None => [bias; R],
+        Some(offsets) => {
+            let rows = &offsets[row..row + mr];
+            core::array::from_fn(|r| {
+                // SAFETY: neon is a compile-time target feature (cfg on this module).
+                unsafe {
+                    let o = vdupq_n_s32(rows[r.min(mr - 1)]);
+                    [vaddq_s32(bias[0], o), vaddq_s32(bias[1], o)]
+                }
+            })
         }
     }
 }

@@ -1,9 +1,9 @@
 //! The widening path of the NEON GEMM (plain NEON): `smull`/`smull2` to 16
 //! bits and `sadalp` into 32 bits on a 4 x 8 tile.
 
-use super::{row_pointers, store_tile, tail_rows, BlockParams};
+use super::{initial_acc, row_pointers, store_tile, tail_rows, BlockParams};
 use crate::ops::gemm::pack::{KC, NR};
-use crate::ops::gemm::params::GemmParams;
+use crate::ops::gemm::params::GemmView;
 use core::arch::aarch64::*;
 
 /// One depth group of 4 (lane `G` of each row vector) on the 4 x 8 widening
@@ -103,7 +103,7 @@ unsafe fn widening_chunks<const PAIRS: bool>(
 /// The widening multiply-accumulate path (plain NEON). `input.len() == m * g.k`
 /// and `output.len() == m * g.n` (checked by `Gemm::run_with`).
 #[inline(never)]
-pub(crate) fn gemm_widening(g: &GemmParams, input: &[i8], output: &mut [i8], m: usize) {
+pub(crate) fn gemm_widening(g: &GemmView<'_>, input: &[i8], output: &mut [i8], m: usize) {
     if g.weights_above_min {
         gemm_widening_with::<true>(g, input, output, m)
     } else {
@@ -113,7 +113,7 @@ pub(crate) fn gemm_widening(g: &GemmParams, input: &[i8], output: &mut [i8], m: 
 
 #[inline(always)]
 fn gemm_widening_with<const PAIRS: bool>(
-    g: &GemmParams,
+    g: &GemmView<'_>,
     input: &[i8],
     output: &mut [i8],
     m: usize,
@@ -147,12 +147,13 @@ fn gemm_widening_with<const PAIRS: bool>(
                     widening_chunks::<PAIRS>(&mut acc, &rows, 1, w.as_ptr().add(whole * 4 * 32))
                 };
             }
+            let start = initial_acc::<MR>(p.bias, g.row_offsets, row, mr);
             let sums: [[int32x4_t; 2]; MR] = core::array::from_fn(|r| {
                 // SAFETY: neon is a compile-time target feature (cfg on this module).
                 unsafe {
                     [
-                        vaddq_s32(vpaddq_s32(acc[r][0], acc[r][1]), p.bias[0]),
-                        vaddq_s32(vpaddq_s32(acc[r][2], acc[r][3]), p.bias[1]),
+                        vaddq_s32(vpaddq_s32(acc[r][0], acc[r][1]), start[r][0]),
+                        vaddq_s32(vpaddq_s32(acc[r][2], acc[r][3]), start[r][1]),
                     ]
                 }
             });
