@@ -4,8 +4,8 @@ use crate::config::MobileBertConfig;
 use crate::error::{Error, Result};
 use crate::params::{FcParams, LayerParams, NormParams};
 use qneon::Backend;
-use qneon::QuantParams;
 use qneon::{merge_heads, split_heads, Add, FusedActivation, Gemm, Method, NoNorm, Softmax};
+use qneon::{QuantParams, Rounding};
 use std::vec;
 use std::vec::Vec;
 
@@ -265,6 +265,7 @@ impl Layer {
             params.bottleneck_input_norm.output,
             params.attention_residual,
             none,
+            Rounding::Double,
         )?;
         let attention_norm = no_norm(&params.attention_norm, params.attention_residual)?;
         let mut ffn = Vec::with_capacity(c.ffn_count);
@@ -273,7 +274,7 @@ impl Layer {
             ffn.push(Ffn {
                 intermediate: fully_connected(&p.intermediate, x, FusedActivation::Relu)?,
                 output: fully_connected(&p.output, p.intermediate.output, none)?,
-                residual: Add::new(p.output.output, x, p.residual, none)?,
+                residual: Add::new(p.output.output, x, p.residual, none, Rounding::Double)?,
                 norm: no_norm(&p.norm, p.residual)?,
             });
             x = p.norm.output;
@@ -284,6 +285,7 @@ impl Layer {
             params.input,
             params.output_residual,
             none,
+            Rounding::Double,
         )?;
         let output_norm = no_norm(&params.output_norm, params.output_residual)?;
         Ok(Layer {

@@ -99,7 +99,7 @@ macro_rules! op_methods {
 }
 
 mod activation;
-mod add;
+mod binary;
 mod dequant_f32;
 #[cfg(feature = "alloc")]
 mod gemm;
@@ -113,8 +113,8 @@ pub(crate) mod softmax;
 
 pub use activation::params::{Activation, ActivationParams};
 pub use activation::{Logistic, Tanh};
-pub use add::params::AddParams;
-pub use add::Add;
+pub use binary::params::{AddParams, MulParams};
+pub use binary::{Add, Mul, Operand, Sub};
 #[cfg(feature = "alloc")]
 pub use gemm::{Gemm, GemmPath};
 pub use heads::{merge_heads, split_heads};
