@@ -236,3 +236,77 @@ pub(crate) fn select<'a, T>(
         })
         .collect()
 }
+
+/// The int8 element-wise binary ops (`add`, `sub`, `mul`), method
+/// `single` or `double` (the rounding), in three forms: same-shape (both
+/// operands the input), `_row` (the input plus a constant 128-element row
+/// repeated down it, as MobileBert's NoNorm gamma and beta: one kernel call
+/// per row, as the interpreter's broadcast walk makes them) and `_scalar`
+/// (the input and one repeated value).
+pub(crate) fn binary_cases<'a>() -> Result<Vec<Case<'a, i8>>, String> {
+    use qneon::{Add, FusedActivation, Mul, Operand, Rounding, Sub};
+    const ROW: usize = 128;
+    let a = input_quant::<i8>();
+    let b = QuantParams::new(0.05, 3);
+    let add_out = QuantParams::new(0.15, -2);
+    let mul_out = QuantParams::new(0.02, 1);
+    let none = FusedActivation::None;
+    let row: Vec<i8> = (0..ROW)
+        .map(|i| (i as i32 * 37 % 256 - 128) as i8)
+        .collect();
+    let mut cases = Vec::new();
+    for rounding in [Rounding::Single, Rounding::Double] {
+        let fail = |e: Error| format!("binary {}: {e}", rounding.name());
+        let add = Add::new(a, b, add_out, none, rounding).map_err(fail)?;
+        let sub = Sub::new(a, b, add_out, none, rounding).map_err(fail)?;
+        let mul = Mul::new(a, b, mul_out, none, rounding).map_err(fail)?;
+        let case = |op, kernel: Kernel<'a, i8>| Case {
+            op,
+            method: rounding.name(),
+            row_wise: false,
+            kernel,
+        };
+        let rows = |run: Box<dyn Fn(Backend, &[i8], &[i8], &mut [i8]) -> qneon::Result<()>>| {
+            let row = row.clone();
+            Box::new(move |backend, x: &[i8], y: &mut [i8], _| {
+                for (xs, ys) in x.chunks(ROW).zip(y.chunks_mut(ROW)) {
+                    run(backend, xs, &row[..xs.len()], ys)?;
+                }
+                Ok(())
+            }) as Kernel<'a, i8>
+        };
+        cases.push(case(
+            "add",
+            Box::new(move |bk, x, y, _| add.run_with(bk, x, x, y)),
+        ));
+        cases.push(case(
+            "add_row",
+            rows(Box::new(move |bk, x, r, y| add.run_with(bk, x, r, y))),
+        ));
+        cases.push(case(
+            "add_scalar",
+            Box::new(move |bk, x, y, _| {
+                add.run_operands(bk, Operand::Slice(x), Operand::Scalar(5), y)
+            }),
+        ));
+        cases.push(case(
+            "sub",
+            Box::new(move |bk, x, y, _| sub.run_with(bk, x, x, y)),
+        ));
+        cases.push(case(
+            "mul",
+            Box::new(move |bk, x, y, _| mul.run_with(bk, x, x, y)),
+        ));
+        cases.push(case(
+            "mul_row",
+            rows(Box::new(move |bk, x, r, y| mul.run_with(bk, x, r, y))),
+        ));
+        cases.push(case(
+            "mul_scalar",
+            Box::new(move |bk, x, y, _| {
+                mul.run_operands(bk, Operand::Slice(x), Operand::Scalar(5), y)
+            }),
+        ));
+    }
+    Ok(cases)
+}
