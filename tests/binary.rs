@@ -182,10 +182,12 @@ fn cases(kind: Kind, rounding: Rounding, random: usize) -> Vec<Case> {
     }
     while out.len() < fixed.len() + random {
         let big = rng.log_uniform(1e-3, 10.0);
-        let small = if rng.below(6) == 0 {
-            big
-        } else {
-            big * 2f32.powf(-(rng.unit() * 20.0) as f32)
+        // Equal scales (no divide on either side), within a factor 2 (a
+        // halving divide: half of the values are ties), or down to 2^-20.
+        let small = match rng.below(6) {
+            0 => big,
+            1 => big * (0.5 + 0.5 * rng.unit()) as f32,
+            _ => big * 2f32.powf(-(rng.unit() * 20.0) as f32),
         };
         let (sa, sb) = if rng.below(2) == 0 {
             (big, small)
@@ -316,6 +318,29 @@ fn broadcast_operands_equal_the_expanded_slices() {
                         op.run(backend, Operand::Scalar(v), Operand::Scalar(3), &mut got)
                             .unwrap();
                         assert!(got.iter().all(|&o| o == case.oracle(v, 3)));
+                    }
+                }
+                for &backend in &backends {
+                    // Rows of 1, 20 and 100 repeated down the output, on
+                    // either side, against the expanded rows.
+                    for row_len in [1, 20, 100] {
+                        let row = &x[7..7 + row_len];
+                        let expanded: Vec<i8> = row.iter().copied().cycle().take(n).collect();
+                        let mut want = vec![0i8; n];
+                        let mut got = vec![0x33; n];
+                        op.run_slices(Backend::Scalar, &x, &expanded, &mut want);
+                        op.run(backend, Operand::Slice(&x), Operand::Row(row), &mut got)
+                            .unwrap();
+                        assert_eq!(got, want, "b row {row_len} {backend:?} {case:?}");
+                        op.run_slices(Backend::Scalar, &expanded, &x, &mut want);
+                        op.run(backend, Operand::Row(row), Operand::Slice(&x), &mut got)
+                            .unwrap();
+                        assert_eq!(got, want, "a row {row_len} {backend:?} {case:?}");
+                        op.run(backend, Operand::Row(row), Operand::Scalar(-9), &mut got)
+                            .unwrap();
+                        for (k, &o) in got.iter().enumerate() {
+                            assert_eq!(o, case.oracle(row[k % row_len], -9));
+                        }
                     }
                 }
             }

@@ -19,31 +19,24 @@
 //! [`Rounding::multiply`], with multipliers quantized by
 //! [`Rounding::quantize_multiplier`].
 //!
-//! An operand is an [`Operand`]: a slice as long as the output, or one
-//! value repeated (a broadcast scalar, or a row-constant operand driven by
-//! the caller's outer loop); the kernels never expand it in memory.
+//! An operand is an [`Operand`]: a slice as long as the output, one value
+//! repeated (a broadcast scalar), or one row repeated down the output (a
+//! row-constant operand); the kernels never expand it in memory.
 
 #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
 mod neon;
+mod operand;
 pub(crate) mod params;
 mod scalar;
 
+use self::operand::for_each_row;
+pub use self::operand::Operand;
 use self::params::{AddFast, AddParams, MulParams, StageMode, ADD_LEFT_SHIFT};
 use super::requant::FusedActivation;
 use crate::backend::{unavailable, Backend};
 use crate::checks::{check_scale, check_zero_point};
 use crate::error::{Error, Result};
 use crate::quant::{QuantParams, Rounding};
-
-/// One operand of a binary op: a run as long as the output, or one value
-/// standing for every element (broadcast).
-#[derive(Clone, Copy, Debug)]
-pub enum Operand<'a> {
-    /// One element per output element.
-    Slice(&'a [i8]),
-    /// The same element for every output element.
-    Scalar(i8),
-}
 
 /// Checks the three quantizations (int8 zero points, finite positive scales).
 fn check_quantizations(a: QuantParams, b: QuantParams, output: QuantParams) -> Result<()> {
@@ -56,17 +49,35 @@ fn check_quantizations(a: QuantParams, b: QuantParams, output: QuantParams) -> R
     Ok(())
 }
 
-/// Checks that each slice operand is as long as the output.
+/// Checks that each slice operand is as long as the output and that each
+/// row operand is not empty and divides it (two rows: of one length).
 fn check_lengths(op: &'static str, a: Operand<'_>, b: Operand<'_>, output: usize) -> Result<()> {
     for operand in [a, b] {
-        if let Operand::Slice(s) = operand {
-            if s.len() != output {
+        match operand {
+            Operand::Slice(s) if s.len() != output => {
                 return Err(Error::LengthMismatch {
                     op,
                     input: s.len(),
                     output,
-                });
+                })
             }
+            Operand::Row(r) if r.is_empty() || !output.is_multiple_of(r.len()) => {
+                return Err(Error::RowLength {
+                    op,
+                    len: output,
+                    row: r.len(),
+                })
+            }
+            _ => {}
+        }
+    }
+    if let (Operand::Row(x), Operand::Row(y)) = (a, b) {
+        if x.len() != y.len() {
+            return Err(Error::LengthMismatch {
+                op,
+                input: y.len(),
+                output: x.len(),
+            });
         }
     }
     Ok(())
@@ -168,14 +179,18 @@ impl AddSub {
         }
         match backend {
             Backend::Scalar => {
-                scalar::map(|x, y| p.element(x, y), a, b, output);
+                for_each_row(a, b, output, |a, b, o| {
+                    scalar::map(|x, y| p.element(x, y), a, b, o)
+                });
                 Ok(())
             }
             #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
             Backend::Neon => {
                 match &self.fast {
                     Some(fast) => neon::add(p, fast, a, b, output),
-                    None => scalar::map(|x, y| p.element(x, y), a, b, output),
+                    None => for_each_row(a, b, output, |a, b, o| {
+                        scalar::map(|x, y| p.element(x, y), a, b, o)
+                    }),
                 }
                 Ok(())
             }
@@ -386,7 +401,9 @@ impl Mul {
         }
         match backend {
             Backend::Scalar => {
-                scalar::map(|x, y| p.element(x, y), a, b, output);
+                for_each_row(a, b, output, |a, b, o| {
+                    scalar::map(|x, y| p.element(x, y), a, b, o)
+                });
                 Ok(())
             }
             #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
@@ -397,5 +414,79 @@ impl Mul {
             #[allow(unreachable_patterns)]
             b => Err(unavailable(b)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Scale triples from a small seeded generator: `(scale_1, scale_2,
+    /// scale_out)` with inputs up to 2^8 apart.
+    fn scale_triples(n: usize, out_range: f64) -> impl Iterator<Item = (f32, f32, f32)> {
+        let mut s = 0x2545_f491_4f6c_dd1du64;
+        let mut unit = move || {
+            s = s
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (s >> 11) as f64 / (1u64 << 53) as f64
+        };
+        (0..n).map(move |_| {
+            let big = 0.01 * (1.0 + unit());
+            // A quarter of the smaller scales within a factor 2 of the
+            // larger: a halving divide, where half of the values are ties.
+            let small = if unit() < 0.25 {
+                big * (0.5 + 0.5 * unit())
+            } else {
+                big * 2f64.powf(-8.0 * unit())
+            };
+            let out = big * out_range.powf(2.0 * unit() - 1.0);
+            (big as f32, small as f32, out as f32)
+        })
+    }
+
+    /// The vector kernels' specialisations are all reachable from `new`:
+    /// each stage mode of the add's other side and output, and of the
+    /// multiply, occurs for some quantization in each rounding it belongs to.
+    #[test]
+    fn every_stage_mode_is_chosen_for_some_quantization() {
+        let none = FusedActivation::None;
+        let mut add_modes = [[false; 4]; 2];
+        let mut mul_modes = [false; 4];
+        let index = |m: StageMode| m as usize;
+        for (i, (big, small, out)) in scale_triples(400, 256.0).enumerate() {
+            // Zero points over the int8 range.
+            let zp = |k: usize| ((i * k) % 256) as i32 - 128;
+            for rounding in [Rounding::Single, Rounding::Double] {
+                let (a, b) = (
+                    QuantParams::new(big, zp(37)),
+                    QuantParams::new(small, zp(101)),
+                );
+                let o = QuantParams::new(out, zp(59));
+                let add = AddSub::new("add", a, b, o, none, rounding, false).unwrap();
+                let fast = AddFast::new(&add.params).expect("an exact side");
+                add_modes[0][index(fast.other_mode)] = true;
+                add_modes[1][index(fast.output_mode)] = true;
+                if rounding == Rounding::Single {
+                    assert!(![fast.other_mode, fast.output_mode]
+                        .iter()
+                        .any(|m| matches!(m, StageMode::Round | StageMode::RoundFix)));
+                }
+                let mo = QuantParams::new(big * small / out * 0.01, -1);
+                let mul = Mul::new(a, b, mo, none, rounding).unwrap();
+                mul_modes[index(params::mul_stage_mode(&mul.params))] = true;
+            }
+        }
+        // Equal scales: the other side has the exact half too.
+        let q = QuantParams::new(0.1, 0);
+        let equal = AddSub::new("add", q, q, q, none, Rounding::Double, false).unwrap();
+        add_modes[0][index(AddFast::new(&equal.params).unwrap().other_mode)] = true;
+        // An output scale just above TFLite's floor: output multiplier in
+        // [1/2, 1), no right shift.
+        let fine = QuantParams::new(3.0 * 0.1 / (1u32 << 20) as f32, 0);
+        let near_floor = AddSub::new("add", q, q, fine, none, Rounding::Single, false).unwrap();
+        add_modes[1][index(AddFast::new(&near_floor.params).unwrap().output_mode)] = true;
+        assert_eq!(add_modes, [[true; 4]; 2], "add modes seen");
+        assert_eq!(mul_modes, [true; 4], "mul modes seen");
     }
 }

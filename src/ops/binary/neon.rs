@@ -9,8 +9,8 @@
 //! ([`AddParams::element`], [`MulParams::element`]) bit for bit in either
 //! rounding mode.
 
+use super::operand::{for_each_row, Operand};
 use super::params::{AddFast, AddParams, MulParams, StageMode};
-use super::Operand;
 use crate::simd::tail::BLOCK;
 use core::arch::aarch64::*;
 
@@ -110,15 +110,16 @@ fn drive<const A_SPLAT: bool, const B_SPLAT: bool>(
     a: Operand<'_>,
     b: Operand<'_>,
     output: &mut [i8],
-    block: impl Fn(int8x16_t, int8x16_t) -> int8x16_t,
+    block: &impl Fn(int8x16_t, int8x16_t) -> int8x16_t,
 ) {
     let n = output.len();
+    // Rows were split into slices by `drive_operands`.
     let (a_slice, a_value) = match a {
-        Operand::Slice(s) => (s, 0),
+        Operand::Slice(s) | Operand::Row(s) => (s, 0),
         Operand::Scalar(v) => (&[][..], v),
     };
     let (b_slice, b_value) = match b {
-        Operand::Slice(s) => (s, 0),
+        Operand::Slice(s) | Operand::Row(s) => (s, 0),
         Operand::Scalar(v) => (&[][..], v),
     };
     debug_assert!(A_SPLAT || a_slice.len() == n);
@@ -190,8 +191,8 @@ fn drive<const A_SPLAT: bool, const B_SPLAT: bool>(
     }
 }
 
-/// Runs `drive` with the splat flags of the operands; two scalars are the
-/// caller's business (one value fills the output).
+/// Runs `drive` with the splat flags of the operands, row by row for a
+/// [`Operand::Row`].
 #[inline(always)]
 fn drive_operands(
     a: Operand<'_>,
@@ -199,12 +200,14 @@ fn drive_operands(
     output: &mut [i8],
     block: impl Fn(int8x16_t, int8x16_t) -> int8x16_t,
 ) {
-    match (a, b) {
-        (Operand::Slice(_), Operand::Slice(_)) => drive::<false, false>(a, b, output, block),
-        (Operand::Slice(_), Operand::Scalar(_)) => drive::<false, true>(a, b, output, block),
-        (Operand::Scalar(_), Operand::Slice(_)) => drive::<true, false>(a, b, output, block),
-        (Operand::Scalar(_), Operand::Scalar(_)) => drive::<true, true>(a, b, output, block),
-    }
+    // Rows: the constants stay in registers across them, each row one
+    // pass of the block loop.
+    for_each_row(a, b, output, |a, b, output| match (a, b) {
+        (Operand::Scalar(_), Operand::Scalar(_)) => drive::<true, true>(a, b, output, &block),
+        (Operand::Scalar(_), _) => drive::<true, false>(a, b, output, &block),
+        (_, Operand::Scalar(_)) => drive::<false, true>(a, b, output, &block),
+        _ => drive::<false, false>(a, b, output, &block),
+    })
 }
 
 /// [`AddFast`] and the output stage as vectors.

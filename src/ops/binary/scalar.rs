@@ -2,10 +2,11 @@
 //! output, an operand either a run as long as the output or one repeated
 //! value.
 
-use super::Operand;
+use super::operand::Operand;
 
 /// `output[i] = f(a[i], b[i])`, a [`Operand::Scalar`] standing for the same
-/// value at every `i`; slice lengths were checked by the caller.
+/// value at every `i`; slice lengths were checked by the caller, and rows
+/// were split into slices (`for_each_row`).
 #[inline(always)]
 pub(crate) fn map(f: impl Fn(i8, i8) -> i8, a: Operand<'_>, b: Operand<'_>, output: &mut [i8]) {
     match (a, b) {
@@ -25,5 +26,8 @@ pub(crate) fn map(f: impl Fn(i8, i8) -> i8, a: Operand<'_>, b: Operand<'_>, outp
             }
         }
         (Operand::Scalar(x), Operand::Scalar(y)) => output.fill(f(x, y)),
+        (Operand::Row(_), _) | (_, Operand::Row(_)) => {
+            debug_assert!(false, "rows are split by the caller");
+        }
     }
 }

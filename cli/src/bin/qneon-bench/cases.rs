@@ -240,9 +240,10 @@ pub(crate) fn select<'a, T>(
 /// The int8 element-wise binary ops (`add`, `sub`, `mul`), method
 /// `single` or `double` (the rounding), in three forms: same-shape (both
 /// operands the input), `_row` (the input plus a constant 128-element row
-/// repeated down it, as MobileBert's NoNorm gamma and beta: one kernel call
-/// per row, as the interpreter's broadcast walk makes them) and `_scalar`
-/// (the input and one repeated value).
+/// repeated down it, as MobileBert's NoNorm gamma and beta: one
+/// `Operand::Row`, as the interpreter's broadcast walk passes it; every
+/// shape's length is a multiple of 128) and `_scalar` (the input and one
+/// repeated value).
 pub(crate) fn binary_cases<'a>() -> Result<Vec<Case<'a, i8>>, String> {
     use qneon::{Add, FusedActivation, Mul, Operand, Rounding, Sub};
     const ROW: usize = 128;
@@ -266,23 +267,16 @@ pub(crate) fn binary_cases<'a>() -> Result<Vec<Case<'a, i8>>, String> {
             row_wise: false,
             kernel,
         };
-        let rows = |run: Box<dyn Fn(Backend, &[i8], &[i8], &mut [i8]) -> qneon::Result<()>>| {
-            let row = row.clone();
-            Box::new(move |backend, x: &[i8], y: &mut [i8], _| {
-                for (xs, ys) in x.chunks(ROW).zip(y.chunks_mut(ROW)) {
-                    run(backend, xs, &row[..xs.len()], ys)?;
-                }
-                Ok(())
-            }) as Kernel<'a, i8>
-        };
         cases.push(case(
             "add",
             Box::new(move |bk, x, y, _| add.run_with(bk, x, x, y)),
         ));
-        cases.push(case(
-            "add_row",
-            rows(Box::new(move |bk, x, r, y| add.run_with(bk, x, r, y))),
-        ));
+        cases.push(case("add_row", {
+            let row = row.clone();
+            Box::new(move |bk, x, y, _| {
+                add.run_operands(bk, Operand::Slice(x), Operand::Row(&row), y)
+            })
+        }));
         cases.push(case(
             "add_scalar",
             Box::new(move |bk, x, y, _| {
@@ -297,10 +291,12 @@ pub(crate) fn binary_cases<'a>() -> Result<Vec<Case<'a, i8>>, String> {
             "mul",
             Box::new(move |bk, x, y, _| mul.run_with(bk, x, x, y)),
         ));
-        cases.push(case(
-            "mul_row",
-            rows(Box::new(move |bk, x, r, y| mul.run_with(bk, x, r, y))),
-        ));
+        cases.push(case("mul_row", {
+            let row = row.clone();
+            Box::new(move |bk, x, y, _| {
+                mul.run_operands(bk, Operand::Slice(x), Operand::Row(&row), y)
+            })
+        }));
         cases.push(case(
             "mul_scalar",
             Box::new(move |bk, x, y, _| {

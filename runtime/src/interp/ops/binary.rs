@@ -72,12 +72,25 @@ const MUL_ROUNDING: qneon::Rounding = qneon::Rounding::Double;
 /// Most dimensions of a broadcast (TFLite's limit for these ops).
 const MAX_RANK: usize = 6;
 
+/// How an operand appears in each run of a [`BroadcastRuns`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Form {
+    /// It advances with the output.
+    Slice,
+    /// One element repeats.
+    Scalar,
+    /// A run of this many elements repeats down the output run (a
+    /// row-constant operand such as NoNorm's gamma).
+    Row(usize),
+}
+
 /// TFLite's broadcast of two operands to the output as runs: the output
-/// is `runs` contiguous runs of `inner` elements; along the outer
-/// dimensions (size-1 dimensions dropped, dimensions merged where both
-/// operands step over them contiguously) each operand advances by its
-/// element stride (0 where it is broadcast), and inside a run it either
-/// advances with the output (`*_runs`) or repeats one element.
+/// is contiguous runs of `inner` elements; along the outer dimensions
+/// (size-1 dimensions dropped, dimensions merged where both operands step
+/// over them contiguously) each operand advances by its element stride (0
+/// where it is broadcast), and inside a run it has a [`Form`]. A row
+/// repeated down a contiguous other operand becomes one run of many rows,
+/// so the kernel sets its constants up once for all of them.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct BroadcastRuns {
     /// Sizes of the outer dimensions, outermost first.
@@ -88,10 +101,10 @@ pub(crate) struct BroadcastRuns {
     b_strides: Vec<usize>,
     /// Elements per run.
     inner: usize,
-    /// Input 1 advances inside a run (else one element repeats).
-    a_runs: bool,
-    /// Input 2 advances inside a run.
-    b_runs: bool,
+    /// Input 1 inside a run.
+    a_form: Form,
+    /// Input 2 inside a run.
+    b_form: Form,
     /// Elements of input 1, input 2 and the output.
     counts: [usize; 3],
 }
@@ -141,18 +154,41 @@ impl BroadcastRuns {
         }
         // The innermost dimension is the run: an operand's stride there is
         // 1 (its own innermost dimension) or 0 (broadcast).
-        let (inner, a_runs, b_runs) = match dims.pop() {
-            Some((n, a_stride, b_stride)) => (n, a_stride == 1, b_stride == 1),
-            None => (1, true, true),
+        let form = |stride: usize| {
+            if stride == 1 {
+                Form::Slice
+            } else {
+                Form::Scalar
+            }
         };
+        let (mut inner, mut a_form, mut b_form) = match dims.pop() {
+            Some((n, a_stride, b_stride)) => (n, form(a_stride), form(b_stride)),
+            None => (1, Form::Slice, Form::Slice),
+        };
+        // A run that repeats along the next dimension while the other
+        // operand runs on contiguously: that dimension joins the run, the
+        // repeating operand as a row.
+        if let Some(&(n, a_stride, b_stride)) = dims.last() {
+            if a_form == Form::Slice && b_form == Form::Slice {
+                if a_stride == 0 && b_stride == inner {
+                    a_form = Form::Row(inner);
+                } else if b_stride == 0 && a_stride == inner {
+                    b_form = Form::Row(inner);
+                }
+                if a_form != Form::Slice || b_form != Form::Slice {
+                    dims.pop();
+                    inner *= n;
+                }
+            }
+        }
         let count = |s: &[usize]| s.iter().product::<usize>();
         Ok(BroadcastRuns {
             outer: dims.iter().map(|d| d.0).collect(),
             a_strides: dims.iter().map(|d| d.1).collect(),
             b_strides: dims.iter().map(|d| d.2).collect(),
             inner,
-            a_runs,
-            b_runs,
+            a_form,
+            b_form,
             counts: [count(a), count(b), count(output)],
         })
     }
@@ -181,15 +217,19 @@ impl BroadcastRuns {
             return Ok(());
         }
         let inner = self.inner;
-        let operand = |data: &'a [i8], at: usize, runs: bool| -> Result<Operand<'a>, E> {
-            let run = if runs { inner } else { 1 };
+        let operand = |data: &'a [i8], at: usize, form: Form| -> Result<Operand<'a>, E> {
+            let len = match form {
+                Form::Slice => inner,
+                Form::Scalar => 1,
+                Form::Row(row) => row,
+            };
             let slice = data
-                .get(at..at + run)
+                .get(at..at + len)
                 .ok_or_else(|| E::from(format!("broadcast reads past {} elements", data.len())))?;
-            Ok(if runs {
-                Operand::Slice(slice)
-            } else {
-                Operand::Scalar(slice[0])
+            Ok(match form {
+                Form::Slice => Operand::Slice(slice),
+                Form::Scalar => Operand::Scalar(slice[0]),
+                Form::Row(_) => Operand::Row(slice),
             })
         };
         let rank = self.outer.len();
@@ -197,8 +237,8 @@ impl BroadcastRuns {
         let (mut at_a, mut at_b) = (0usize, 0usize);
         for out in output.chunks_exact_mut(inner) {
             f(
-                operand(a, at_a, self.a_runs)?,
-                operand(b, at_b, self.b_runs)?,
+                operand(a, at_a, self.a_form)?,
+                operand(b, at_b, self.b_form)?,
                 out,
             )?;
             // Odometer over the outer dimensions.
@@ -350,6 +390,7 @@ mod tests {
                 let pick = |op: &Operand<'_>| match op {
                     Operand::Slice(s) => s[i] as usize,
                     Operand::Scalar(v) => *v as usize,
+                    Operand::Row(r) => r[i % r.len()] as usize,
                 };
                 seen.push((pick(&x), pick(&y)));
             }
@@ -373,6 +414,9 @@ mod tests {
             (&[1], &[1]),
             (&[2, 1, 3, 1, 2, 1], &[1, 2, 1, 2, 1, 3]),
             (&[1, 1, 1, 6], &[1, 2, 3, 6]),
+            (&[2, 3, 8], &[2, 1, 8]),
+            (&[8], &[3, 8]),
+            (&[3, 1], &[3, 4]),
         ];
         for &(a, b) in cases {
             let out = broadcast_shape(a, b).unwrap();
@@ -382,19 +426,28 @@ mod tests {
 
     #[test]
     fn broadcast_runs_merge_the_mobilebert_shapes_into_long_runs() {
-        // The attention mask: 1,536 runs of 384, the mask repeating.
+        // The attention mask: one run, the mask a row repeated 1,536 times.
         let runs = BroadcastRuns::new(&[1, 4, 384, 384], &[1, 1, 1, 384], &[1, 4, 384, 384]);
         let runs = runs.unwrap();
-        assert_eq!((runs.outer.as_slice(), runs.inner), (&[1536][..], 384));
-        assert_eq!((runs.a_strides[0], runs.b_strides[0]), (384, 0));
+        assert_eq!((runs.outer.len(), runs.inner), (0, 1536 * 384));
+        assert_eq!((runs.a_form, runs.b_form), (Form::Slice, Form::Row(384)));
+        // NoNorm's gamma: one run, gamma a row (either side).
+        let runs = BroadcastRuns::new(&[128], &[1, 384, 128], &[1, 384, 128]).unwrap();
+        assert_eq!((runs.outer.len(), runs.inner), (0, 384 * 128));
+        assert_eq!((runs.a_form, runs.b_form), (Form::Row(128), Form::Slice));
+        // Rows repeating inside an outer dimension: runs of rows.
+        let runs = BroadcastRuns::new(&[2, 3, 8], &[2, 1, 8], &[2, 3, 8]).unwrap();
+        assert_eq!((runs.outer.as_slice(), runs.inner), (&[2][..], 24));
+        assert_eq!((runs.a_strides[0], runs.b_strides[0]), (24, 8));
+        assert_eq!(runs.b_form, Form::Row(8));
         // A same-shape add is one run.
         let runs = BroadcastRuns::new(&[1, 384, 512], &[1, 384, 512], &[1, 384, 512]).unwrap();
         assert_eq!((runs.outer.len(), runs.inner), (0, 384 * 512));
         // A scalar repeats over one run.
         let runs = BroadcastRuns::new(&[1, 384, 128], &[], &[1, 384, 128]).unwrap();
         assert_eq!(
-            (runs.inner, runs.a_runs, runs.b_runs),
-            (384 * 128, true, false)
+            (runs.inner, runs.a_form, runs.b_form),
+            (384 * 128, Form::Slice, Form::Scalar)
         );
     }
 
