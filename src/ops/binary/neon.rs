@@ -130,20 +130,21 @@ fn drive<const A_SPLAT: bool, const B_SPLAT: bool>(
     // SAFETY: neon is a compile-time target feature.
     let (a_splat, b_splat) = unsafe { (vdupq_n_s8(a_value), vdupq_n_s8(b_value)) };
     let (pa, pb, po) = (a_slice.as_ptr(), b_slice.as_ptr(), output.as_mut_ptr());
-    // SAFETY (both loads): `i + 16 <= n`, the length of every slice operand
-    // (checked above); splatted operands read nothing.
-    let load_a = |i: usize| unsafe {
+    // Called with `i + 16 <= n` only.
+    let load_a = |i: usize| {
         if A_SPLAT {
             a_splat
         } else {
-            vld1q_s8(pa.add(i))
+            // SAFETY: `i + 16 <= n`, the slice's length (checked above).
+            unsafe { vld1q_s8(pa.add(i)) }
         }
     };
-    let load_b = |i: usize| unsafe {
+    let load_b = |i: usize| {
         if B_SPLAT {
             b_splat
         } else {
-            vld1q_s8(pb.add(i))
+            // SAFETY: `i + 16 <= n`, the slice's length (checked above).
+            unsafe { vld1q_s8(pb.add(i)) }
         }
     };
     let whole = n - n % BLOCK;
