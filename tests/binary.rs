@@ -100,8 +100,8 @@ impl Case {
     }
 
     /// TFLite's int8 kernel for one pair, in `i64`: `Prepare` of add.cc /
-    /// sub.cc / mul.cc, then `AddFunc` (SUB with input 2's multiplier
-    /// negated) or `MulElementwise`.
+    /// sub.cc / mul.cc, then `AddFunc`, `SubElementwise` (the rescaled
+    /// inputs subtracted) or `MulElementwise`.
     fn oracle(&self, x: i8, y: i8) -> i8 {
         let r = self.rounding;
         let (za, zb) = (self.a.zero_point as i64, self.b.zero_point as i64);
@@ -110,13 +110,17 @@ impl Case {
                 let twice_max = (2.0 * self.a.scale.max(self.b.scale)) as f64;
                 let (m1, s1) = quantize(self.a.scale as f64 / twice_max, r);
                 let (m2, s2) = quantize(self.b.scale as f64 / twice_max, r);
-                let m2 = if self.kind == Kind::Sub { -m2 } else { m2 };
                 let denominator = ((1u32 << 20) as f32 * self.out.scale) as f64;
                 let (mo, so) = quantize(twice_max / denominator, r);
                 assert!(s1 <= 0 && s2 <= 0 && so <= 0);
                 let xa = multiply((x as i64 - za) << 20, m1, s1, r);
                 let yb = multiply((y as i64 - zb) << 20, m2, s2, r);
-                multiply(xa + yb, mo, so, r)
+                let sum = if self.kind == Kind::Sub {
+                    xa - yb
+                } else {
+                    xa + yb
+                };
+                multiply(sum, mo, so, r)
             }
             Kind::Mul => {
                 let real = (self.a.scale * self.b.scale / self.out.scale) as f64;
@@ -151,6 +155,10 @@ fn cases(kind: Kind, rounding: Rounding, random: usize) -> Vec<Case> {
             (3.0, 2.0, 0.01),
             (1e-4, 1e-4, 1e-5),
             (0.003_921_569, 0.003_904_807, 0.003_890_504),
+            // Input 2's multiplier 1/2 - 2^-21: half of its values are
+            // ties; the output scale at TFLite's floor keeps the sums' last
+            // bit.
+            (1.0, 1.0 - 1.0 / 1_048_576.0, 4.0 / 1_048_576.0),
         ],
         Kind::Mul => &[
             (0.007_834_965, 0.023_477_824, 0.028_886_924),
@@ -274,6 +282,42 @@ fn rounding_modes_differ_where_a_tie_decides_the_byte() {
         .prepare()
         .run_slices(Backend::Scalar, &[93], &[-29], &mut out);
     assert_eq!(out[0], -49);
+}
+
+/// SUB subtracts input 2's rounded value (`SubElementwise`); adding it
+/// through a negated multiplier would round its ties the other way. The
+/// two differ on some pair of some case, and the kernels give the former.
+#[test]
+fn sub_subtracts_the_rounded_value_rather_than_negating_the_multiplier() {
+    let (a, b) = all_pairs();
+    let mut got = vec![0i8; a.len()];
+    let mut differing = 0;
+    for rounding in ROUNDINGS {
+        for case in cases(Kind::Sub, rounding, 12) {
+            let negated = |x: i8, y: i8| -> i8 {
+                let r = case.rounding;
+                let twice_max = (2.0 * case.a.scale.max(case.b.scale)) as f64;
+                let (m1, s1) = quantize(case.a.scale as f64 / twice_max, r);
+                let (m2, s2) = quantize(case.b.scale as f64 / twice_max, r);
+                let denominator = ((1u32 << 20) as f32 * case.out.scale) as f64;
+                let (mo, so) = quantize(twice_max / denominator, r);
+                let xa = multiply((x as i64 - case.a.zero_point as i64) << 20, m1, s1, r);
+                let yb = multiply((y as i64 - case.b.zero_point as i64) << 20, -m2, s2, r);
+                let range = activation_range(case.act, case.out.scale, case.out.zero_point);
+                output(multiply(xa + yb, mo, so, r), case.out.zero_point, range)
+            };
+            for backend in Backend::available() {
+                case.prepare().run_slices(backend, &a, &b, &mut got);
+                for (k, (&x, &y)) in a.iter().zip(&b).enumerate() {
+                    if negated(x, y) != case.oracle(x, y) {
+                        differing += 1;
+                        assert_eq!(got[k], case.oracle(x, y), "{backend:?} {x} {y} {case:?}");
+                    }
+                }
+            }
+        }
+    }
+    assert!(differing > 0, "no pair tells the two SUBs apart");
 }
 
 #[test]

@@ -6,10 +6,10 @@
 //! ```text
 //! ADD, SUB:
 //!   twice_max = 2 * max(scale_1, scale_2)                   (f32, exact)
-//!   m_1 = scale_1 / twice_max, m_2 = +-scale_2 / twice_max  (<= 1/2; SUB negates m_2)
+//!   m_1 = scale_1 / twice_max, m_2 = scale_2 / twice_max    (<= 1/2)
 //!   m_out = twice_max / (2^20 * scale_out)                  (must be < 1)
 //!   s_i = MBQM((x_i - zp_i) << 20, m_i)
-//!   out = clamp(MBQM(s_1 + s_2, m_out) + zp_out, act_min, act_max)
+//!   out = clamp(MBQM(s_1 +- s_2, m_out) + zp_out, act_min, act_max)
 //! MUL:
 //!   m = scale_1 * scale_2 / scale_out                       (f32 arithmetic)
 //!   out = clamp(MBQM((x_1 - zp_1) * (x_2 - zp_2), m) + zp_out, act_min, act_max)
@@ -98,8 +98,8 @@ struct AddSub {
 }
 
 impl AddSub {
-    /// TFLite's `Prepare` of int8 ADD (`negate_b`: SUB, whose input 2
-    /// multiplier is negated and which then runs the add kernel).
+    /// TFLite's `Prepare` of int8 ADD and SUB (`subtract`), which share
+    /// their multipliers.
     fn new(
         op: &'static str,
         a: QuantParams,
@@ -107,7 +107,7 @@ impl AddSub {
         output: QuantParams,
         activation: FusedActivation,
         rounding: Rounding,
-        negate_b: bool,
+        subtract: bool,
     ) -> Result<AddSub> {
         check_quantizations(a, b, output)?;
         // As TFLite: the maximum and its doubling in f32 (both exact), the
@@ -137,11 +137,7 @@ impl AddSub {
             input2_offset: -b.zero_point,
             input1_multiplier,
             input1_shift,
-            input2_multiplier: if negate_b {
-                -input2_multiplier
-            } else {
-                input2_multiplier
-            },
+            input2_multiplier,
             input2_shift,
             output_multiplier,
             output_shift,
@@ -149,6 +145,7 @@ impl AddSub {
             act_min,
             act_max,
             rounding,
+            subtract,
         };
         Ok(AddSub {
             params,
@@ -202,7 +199,7 @@ impl AddSub {
 
 /// The methods ADD and SUB share.
 macro_rules! add_sub_methods {
-    ($op:ident, $name:literal, $sign:literal, $negate:literal) => {
+    ($op:ident, $name:literal, $sign:literal, $subtract:literal) => {
         impl $op {
             #[doc = concat!("Validates and prepares `out = a ", $sign, " b` with the activation fused")]
             /// and every multiplier applied in `rounding`.
@@ -219,7 +216,7 @@ macro_rules! add_sub_methods {
                 activation: FusedActivation,
                 rounding: Rounding,
             ) -> Result<$op> {
-                AddSub::new($name, a, b, output, activation, rounding, $negate).map($op)
+                AddSub::new($name, a, b, output, activation, rounding, $subtract).map($op)
             }
 
             /// The prepared parameters.
@@ -272,9 +269,10 @@ macro_rules! add_sub_methods {
 #[derive(Clone, Copy, Debug)]
 pub struct Add(AddSub);
 
-/// Prepared int8 quantized subtract: TFLite's int8 `SUB`, which is its
-/// `ADD` with input 2's multiplier negated, bit for bit in the chosen
-/// [`Rounding`].
+/// Prepared int8 quantized subtract: TFLite's int8 `SUB` (ADD's
+/// multipliers, the rescaled inputs subtracted) bit for bit in the chosen
+/// [`Rounding`]. TFLite accepts an output multiplier of 1 or more for SUB
+/// (a very narrow output range); `new` refuses it as for ADD.
 #[derive(Clone, Copy, Debug)]
 pub struct Sub(AddSub);
 

@@ -204,7 +204,12 @@ fn drive_operands(
     // Rows: the constants stay in registers across them, each row one
     // pass of the block loop.
     for_each_row(a, b, output, |a, b, output| match (a, b) {
-        (Operand::Scalar(_), Operand::Scalar(_)) => drive::<true, true>(a, b, output, &block),
+        (Operand::Scalar(x), Operand::Scalar(y)) => {
+            // One value: the block on the two splats, its first lane.
+            // SAFETY: register arithmetic; neon is a compile-time feature.
+            let v = unsafe { vgetq_lane_s8::<0>(block(vdupq_n_s8(x), vdupq_n_s8(y))) };
+            output.fill(v);
+        }
         (Operand::Scalar(_), _) => drive::<true, false>(a, b, output, &block),
         (_, Operand::Scalar(_)) => drive::<false, true>(a, b, output, &block),
         _ => drive::<false, false>(a, b, output, &block),
@@ -230,7 +235,7 @@ struct AddConsts {
 /// 16 elements of the add in the form of [`AddFast`]: `e` the exact side,
 /// `o` the other one.
 #[inline(always)]
-fn add_block<const OTHER: u8, const OUT: u8, const CLAMP: bool>(
+fn add_block<const OTHER: u8, const OUT: u8, const NEG_OTHER: bool, const CLAMP: bool>(
     k: &AddConsts,
     e: int8x16_t,
     o: int8x16_t,
@@ -247,7 +252,16 @@ fn add_block<const OTHER: u8, const OUT: u8, const CLAMP: bool>(
             vshll_n_s16::<16>(vget_low_s16(d_hi)),
             vshll_high_n_s16::<16>(d_hi),
         ];
-        let other = |j: usize| apply::<OTHER>(x[j], k.other_multiplier, k.other_neg_shift);
+        let other = |j: usize| {
+            let o = apply::<OTHER>(x[j], k.other_multiplier, k.other_neg_shift);
+            // SUB's input 2: negated after its rounding, as the reference
+            // subtracts the rounded value.
+            if NEG_OTHER {
+                vnegq_s32(o)
+            } else {
+                o
+            }
+        };
         // The exact side: sum = other +- ((x - zp) * 32) * 2^14, the product
         // exact (|(x - zp) * 32| <= 8160 fits i16) and the sum the
         // reference's (both terms are below 2^27 in magnitude).
@@ -267,13 +281,15 @@ fn add_block<const OTHER: u8, const OUT: u8, const CLAMP: bool>(
 }
 
 #[inline(never)]
-fn add_run<const OTHER: u8, const OUT: u8, const CLAMP: bool>(
+fn add_run<const OTHER: u8, const OUT: u8, const NEG_OTHER: bool, const CLAMP: bool>(
     k: &AddConsts,
     e: Operand<'_>,
     o: Operand<'_>,
     output: &mut [i8],
 ) {
-    drive_operands(e, o, output, |e, o| add_block::<OTHER, OUT, CLAMP>(k, e, o));
+    drive_operands(e, o, output, |e, o| {
+        add_block::<OTHER, OUT, NEG_OTHER, CLAMP>(k, e, o)
+    });
 }
 
 /// Quantized add or subtract in the form of `fast`; slice operands as long
@@ -312,10 +328,11 @@ pub(crate) fn add(
     let (e, o) = if fast.swap { (b, a) } else { (a, b) };
     let clamp = p.act_min > i8::MIN as i32 || p.act_max < i8::MAX as i32;
     with_mode!(fast.other_mode, OTHER => with_mode!(fast.output_mode, OUT => {
-        if clamp {
-            add_run::<OTHER, OUT, true>(&k, e, o, output)
-        } else {
-            add_run::<OTHER, OUT, false>(&k, e, o, output)
+        match (fast.other_negated, clamp) {
+            (false, false) => add_run::<OTHER, OUT, false, false>(&k, e, o, output),
+            (false, true) => add_run::<OTHER, OUT, false, true>(&k, e, o, output),
+            (true, false) => add_run::<OTHER, OUT, true, false>(&k, e, o, output),
+            (true, true) => add_run::<OTHER, OUT, true, true>(&k, e, o, output),
         }
     }))
 }

@@ -13,8 +13,10 @@ use crate::quant::{QuantizedMultiplier, Rounding};
 pub const ADD_LEFT_SHIFT: u32 = 20;
 
 /// Everything the add and subtract kernels need, computed once by
-/// [`Add::new`](crate::Add::new) or [`Sub::new`](crate::Sub::new). SUB is
-/// TFLite's ADD with input 2's multiplier negated.
+/// [`Add::new`](crate::Add::new) or [`Sub::new`](crate::Sub::new): SUB has
+/// ADD's multipliers and subtracts the rescaled inputs (TFLite's
+/// `SubElementwise`; not a negated multiplier, which would round ties the
+/// other way).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AddParams {
     /// `-zero_point` of input 1.
@@ -25,8 +27,7 @@ pub struct AddParams {
     pub input1_multiplier: i32,
     /// Its exponent (`<= 0`, a right shift).
     pub input1_shift: i32,
-    /// Q0.31 mantissa of `scale_2 / (2 max(scale_1, scale_2))`, negated
-    /// for SUB.
+    /// Q0.31 mantissa of `scale_2 / (2 max(scale_1, scale_2))`.
     pub input2_multiplier: i32,
     /// Its exponent (`<= 0`).
     pub input2_shift: i32,
@@ -42,6 +43,8 @@ pub struct AddParams {
     pub act_max: i32,
     /// How every multiplier is applied.
     pub rounding: Rounding,
+    /// SUB: the output stage takes input 1's rescaled value minus input 2's.
+    pub subtract: bool,
 }
 
 /// The `(mantissa, shift)` pair as the quantization leaf takes it.
@@ -60,7 +63,7 @@ impl AddParams {
             .multiply(shifted, qm(self.input1_multiplier, self.input1_shift))
     }
 
-    /// Input 2's value after its rescale (negative multiplier for SUB).
+    /// Input 2's value after its rescale.
     #[inline(always)]
     pub(crate) fn scaled2(&self, y: i8) -> i32 {
         let shifted = (y as i32 + self.input2_offset) << ADD_LEFT_SHIFT;
@@ -78,10 +81,12 @@ impl AddParams {
     }
 
     /// The scalar reference: TFLite's int8 `AddFunc` (`reference_integer_ops`)
-    /// in this rounding mode, for one pair of inputs.
+    /// or `SubElementwise` (`reference_ops`) in this rounding mode, for one
+    /// pair of inputs.
     #[inline(always)]
     pub fn element(&self, x: i8, y: i8) -> i8 {
-        self.output(self.scaled1(x) + self.scaled2(y))
+        let (a, b) = (self.scaled1(x), self.scaled2(y));
+        self.output(if self.subtract { a - b } else { a + b })
     }
 }
 
@@ -192,8 +197,10 @@ fn half_up(x: i32, r: u32) -> i32 {
 /// * The input with the larger scale (the "exact" side) has the real
 ///   multiplier `scale / (2 scale) = 1/2` exactly, quantized as mantissa
 ///   2^30 and shift 0, and in both roundings `(d 2^20 2^30 + 2^30) >> 31 =
-///   d 2^19`: that side needs no multiply, only `(x - zp) << 19`, negated
-///   for SUB's input 2.
+///   d 2^19`: that side needs no multiply, only `(x - zp) << 19`.
+/// * SUB negates input 2's rescaled value: the exact side's factor is
+///   `-2^14` instead of `2^14`, the other side's value is negated after its
+///   rounding.
 /// * In double rounding a rounding divide by `2^r` rounds ties away from
 ///   zero and a vector rounding shift (`srshl`) rounds them up. The two
 ///   differ only on negative values whose low `r` bits are exactly one
@@ -212,11 +219,14 @@ pub(crate) struct AddFast {
     pub swap: bool,
     /// The exact side's value is `-(x - zp) << 19` (SUB, exact side input 2).
     pub exact_negated: bool,
+    /// The other side's value is negated after its rounding (SUB, other
+    /// side input 2).
+    pub other_negated: bool,
     /// Zero point of the exact side.
     pub exact_zero_point: i32,
     /// Zero point of the other side.
     pub other_zero_point: i32,
-    /// The other side's Q0.31 mantissa (negative for SUB's input 2).
+    /// The other side's Q0.31 mantissa.
     pub other_multiplier: i32,
     /// The other side's exponent (`<= 0`).
     pub other_shift: i32,
@@ -236,28 +246,29 @@ impl AddFast {
     /// so that the kernels never rely on it unchecked).
     pub(crate) fn new(p: &AddParams) -> Option<AddFast> {
         const HALF: i32 = 1 << 30;
-        let (swap, exact_negated, ze, zo, m, shift) =
-            if p.input1_multiplier == HALF && p.input1_shift == 0 {
-                (
-                    false,
-                    false,
-                    -p.input1_offset,
-                    -p.input2_offset,
-                    p.input2_multiplier,
-                    p.input2_shift,
-                )
-            } else if p.input2_multiplier.unsigned_abs() == HALF as u32 && p.input2_shift == 0 {
-                (
-                    true,
-                    p.input2_multiplier < 0,
-                    -p.input2_offset,
-                    -p.input1_offset,
-                    p.input1_multiplier,
-                    p.input1_shift,
-                )
-            } else {
-                return None;
-            };
+        let (swap, ze, zo, m, shift) = if p.input1_multiplier == HALF && p.input1_shift == 0 {
+            (
+                false,
+                -p.input1_offset,
+                -p.input2_offset,
+                p.input2_multiplier,
+                p.input2_shift,
+            )
+        } else if p.input2_multiplier == HALF && p.input2_shift == 0 {
+            (
+                true,
+                -p.input2_offset,
+                -p.input1_offset,
+                p.input1_multiplier,
+                p.input1_shift,
+            )
+        } else {
+            return None;
+        };
+        // Input 2's value is subtracted: the exact side's when it is input
+        // 2, else the other side's.
+        let (exact_negated, other_negated) = (p.subtract && swap, p.subtract && !swap);
+        let other_sign = if other_negated { -1 } else { 1 };
         if shift > 0 || p.output_shift > 0 {
             return None;
         }
@@ -271,8 +282,9 @@ impl AddFast {
             let e = (x as i32 - ze) << 19;
             exact[i] = if exact_negated { -e } else { e };
             let shifted = (x as i32 - zo) << ADD_LEFT_SHIFT;
-            other[i] = p.rounding.multiply(shifted, qm(m, shift));
-            other_half_up[i] = half_up(shifted.saturating_rounding_doubling_high_mul(m), r_other);
+            other[i] = other_sign * p.rounding.multiply(shifted, qm(m, shift));
+            other_half_up[i] =
+                other_sign * half_up(shifted.saturating_rounding_doubling_high_mul(m), r_other);
         }
         let (other_mode, output_mode) = match p.rounding {
             Rounding::Single => (
@@ -328,6 +340,7 @@ impl AddFast {
         Some(AddFast {
             swap,
             exact_negated,
+            other_negated,
             exact_zero_point: ze,
             other_zero_point: zo,
             other_multiplier: m,
