@@ -2,8 +2,9 @@
 //! long as the output, one repeated value, or a repeated row), and the
 //! split of the output into rows that every backend shares.
 
-/// One operand of a binary op: a run as long as the output, or one value
-/// standing for every element (broadcast).
+/// One operand of a binary op along its output: a run as long as the
+/// output, one value standing for every element, or one row repeated
+/// (TFLite's broadcasting without copying the broadcast operand).
 #[derive(Clone, Copy, Debug)]
 pub enum Operand<'a> {
     /// One element per output element.
