@@ -203,17 +203,23 @@ fn drive_operands(
 ) {
     // Rows: the constants stay in registers across them, each row one
     // pass of the block loop.
-    for_each_row(a, b, output, |a, b, output| match (a, b) {
-        (Operand::Scalar(x), Operand::Scalar(y)) => {
-            // One value: the block on the two splats, its first lane.
-            // SAFETY: register arithmetic; neon is a compile-time feature.
-            let v = unsafe { vgetq_lane_s8::<0>(block(vdupq_n_s8(x), vdupq_n_s8(y))) };
-            output.fill(v);
-        }
-        (Operand::Scalar(_), _) => drive::<true, false>(a, b, output, &block),
-        (_, Operand::Scalar(_)) => drive::<false, true>(a, b, output, &block),
-        _ => drive::<false, false>(a, b, output, &block),
-    })
+    for_each_row(
+        a,
+        b,
+        output,
+        #[inline(always)]
+        |a, b, output| match (a, b) {
+            (Operand::Scalar(x), Operand::Scalar(y)) => {
+                // One value: the block on the two splats, its first lane.
+                // SAFETY: register arithmetic; neon is a compile-time feature.
+                let v = unsafe { vgetq_lane_s8::<0>(block(vdupq_n_s8(x), vdupq_n_s8(y))) };
+                output.fill(v);
+            }
+            (Operand::Scalar(_), _) => drive::<true, false>(a, b, output, &block),
+            (_, Operand::Scalar(_)) => drive::<false, true>(a, b, output, &block),
+            _ => drive::<false, false>(a, b, output, &block),
+        },
+    )
 }
 
 /// [`AddFast`] and the output stage as vectors.
