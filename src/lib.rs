@@ -66,7 +66,8 @@ pub use error::{Error, Result};
 #[doc(hidden)]
 pub use ops::GemmPath;
 pub use ops::{
-    merge_heads, split_heads, Add, FusedActivation, LogSoftmax, Logistic, Method, Softmax, Tanh,
+    merge_heads, split_heads, Add, FusedActivation, LogSoftmax, Logistic, Method, Mul, Operand,
+    Softmax, Sub, Tanh,
 };
 #[cfg(feature = "alloc")]
 pub use ops::{Gemm, MatMul, NoNorm};

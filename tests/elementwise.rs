@@ -7,7 +7,9 @@
 mod layer_oracle;
 
 use layer_oracle::{activation_range, mbqm, output, quantize_multiplier, Rng};
-use qneon::{merge_heads, split_heads, Add, Backend, Error, FusedActivation, NoNorm, QuantParams};
+use qneon::{
+    merge_heads, split_heads, Add, Backend, Error, FusedActivation, NoNorm, QuantParams, Rounding,
+};
 
 fn fused(act: u8) -> FusedActivation {
     match act {
@@ -18,7 +20,18 @@ fn fused(act: u8) -> FusedActivation {
 }
 
 // ---------------------------------------------------------------------------
-// Add.
+// Add (double rounding; `tests/binary.rs` covers ADD, SUB and MUL in both
+// roundings).
+
+/// The add in double rounding, the arithmetic these tests' oracle follows.
+fn add_double(
+    a: QuantParams,
+    b: QuantParams,
+    out: QuantParams,
+    act: FusedActivation,
+) -> qneon::Result<Add> {
+    Add::new(a, b, out, act, Rounding::Double)
+}
 
 #[derive(Clone, Copy, Debug)]
 struct AddCase {
@@ -30,7 +43,7 @@ struct AddCase {
 
 impl AddCase {
     fn op(&self) -> Add {
-        Add::new(self.a, self.b, self.out, fused(self.act))
+        add_double(self.a, self.b, self.out, fused(self.act))
             .unwrap_or_else(|e| panic!("Add::new failed: {e} for {self:?}"))
     }
 
@@ -138,21 +151,21 @@ fn add_errors() {
     for bad in [0.0, -0.5, f32::NAN, f32::INFINITY] {
         let b = QuantParams::new(bad, 0);
         assert!(matches!(
-            Add::new(b, q, q, none),
+            add_double(b, q, q, none),
             Err(Error::Scale {
-                what: "input a scale",
+                what: "input 1 scale",
                 ..
             })
         ));
         assert!(matches!(
-            Add::new(q, b, q, none),
+            add_double(q, b, q, none),
             Err(Error::Scale {
-                what: "input b scale",
+                what: "input 2 scale",
                 ..
             })
         ));
         assert!(matches!(
-            Add::new(q, q, b, none),
+            add_double(q, q, b, none),
             Err(Error::Scale {
                 what: "output scale",
                 ..
@@ -162,32 +175,32 @@ fn add_errors() {
     for zp in [-129, 128] {
         let b = QuantParams::new(0.1, zp);
         assert!(matches!(
-            Add::new(b, q, q, none),
+            add_double(b, q, q, none),
             Err(Error::ZeroPoint { .. })
         ));
         assert!(matches!(
-            Add::new(q, b, q, none),
+            add_double(q, b, q, none),
             Err(Error::ZeroPoint { .. })
         ));
         assert!(matches!(
-            Add::new(q, q, b, none),
+            add_double(q, q, b, none),
             Err(Error::ZeroPoint { .. })
         ));
     }
     // TFLite needs 2 max(scale) / (2^20 scale_out) < 1.
     let tiny = QuantParams::new(0.2 / (1u32 << 20) as f32, 0);
     assert!(matches!(
-        Add::new(q, q, tiny, none),
+        add_double(q, q, tiny, none),
         Err(Error::Unsupported { op: "add", .. })
     ));
-    let op = Add::new(q, q, q, none).unwrap();
+    let op = add_double(q, q, q, none).unwrap();
     let mut out = [0i8; 4];
     assert!(matches!(
         op.run(&[0; 4], &[0; 3], &mut out),
         Err(Error::LengthMismatch {
             op: "add",
-            input: 4,
-            output: 3
+            input: 3,
+            output: 4
         })
     ));
     assert!(matches!(
@@ -716,7 +729,7 @@ fn tie_deciding_cases(which: TiesUp, want: usize) -> Vec<AddCase> {
             out: QuantParams::new(so, rng.range(-128, 127) as i32),
             act: 0,
         };
-        if Add::new(case.a, case.b, case.out, FusedActivation::None).is_ok()
+        if add_double(case.a, case.b, case.out, FusedActivation::None).is_ok()
             && case.tie_decides_a_byte(which)
         {
             found.push(case);

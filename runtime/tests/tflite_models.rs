@@ -8,41 +8,14 @@ use qneon_runtime::interp::{Interpreter, Options, Rounding};
 use qneon_runtime::Error;
 use tflite_common::*;
 
-/// Cases whose ops wait for library kernels in both rounding modes (MUL,
-/// SUB, CAST): each must fail to load with `UnsupportedOp` today,
-/// so that the day the library has them this list has to shrink.
-const PENDING_BOTH: &[&str] = &[
-    "mul_same_shape",
-    "mul_broadcast_rank4",
-    "mul_broadcast_outer",
-    "mul_broadcast_row_const",
-    "mul_scalar_const",
-    "mul_scalar_input",
-    "mul_negative_ranges",
-    "mul_tiny",
-    "sub_same_shape",
-    "sub_broadcast_rank4",
-    "sub_broadcast_outer",
-    "sub_broadcast_row_const",
-    "sub_scalar_const",
-    "sub_scalar_input",
-    "sub_one_minus_x",
-    "cast_mask_path",
-    "cast_int32_to_float",
-];
+/// Cases whose ops wait for library kernels in both rounding modes: each
+/// must fail to load with `UnsupportedOp`, so that the day the library has
+/// them this list has to shrink. (Empty since MUL, SUB and BATCH_MATMUL.)
+const PENDING_BOTH: &[&str] = &[];
 
-/// Cases that wait for the library's single rounding (ADD) and so run
-/// against `tf219_ref` (double) only.
-const PENDING_SINGLE: &[&str] = &[
-    "add_same_shape",
-    "add_broadcast_rank4",
-    "add_broadcast_outer",
-    "add_broadcast_row_const",
-    "add_scalar_const",
-    "add_scalar_input",
-    "add_tiny_positive",
-    "add_saturating",
-];
+/// Cases that wait for the library's single rounding and so run against
+/// `tf219_ref` (double) only. (Empty: every requantizing op has both.)
+const PENDING_SINGLE: &[&str] = &[];
 
 fn reference_rounding(reference: &str) -> Rounding {
     match reference {
@@ -172,7 +145,7 @@ fn single_op_models_with_tables_equal_litert_aarch64_builtin_kernels() {
 }
 
 #[test]
-fn every_op_of_mobilebert_prepares_except_the_listed_pending_ones() {
+fn every_op_of_mobilebert_prepares() {
     let mut arena_ratios = Vec::new();
     for (model, ops) in [
         ("mobilebert_squad_1l.tflite", 66),
@@ -186,13 +159,8 @@ fn every_op_of_mobilebert_prepares_except_the_listed_pending_ones() {
         .unwrap();
         assert_eq!(analysis.reports.len(), ops);
         for report in &analysis.reports {
-            match &report.status {
-                Ok(()) => {}
-                Err(Error::UnsupportedOp { op, .. }) => assert!(
-                    ["MUL", "SUB"].contains(&op.as_str()),
-                    "{model}: {op} is not expected to be pending"
-                ),
-                Err(e) => panic!("{model}: {e}"),
+            if let Err(e) = &report.status {
+                panic!("{model}: operator {} cannot run: {e}", report.index);
             }
         }
         let plan = &analysis.plan;
@@ -243,25 +211,6 @@ fn every_op_of_mobilebert_prepares_except_the_listed_pending_ones() {
         arena * 4 <= unshared,
         "{model}: arena {arena} over 1/4 of {unshared}"
     );
-}
-
-#[test]
-fn mobilebert_end_to_end_waits_for_library_kernels() {
-    // Until MUL and SUB are in the library, loading names the
-    // first missing op; this test then becomes the bit-exact comparison
-    // with `mobilebert_squad/1l/*.tf219_ref.*`.
-    let bytes = read_model("mobilebert_squad_1l.tflite");
-    let error = Interpreter::new(
-        bytes.as_bytes(),
-        options(Rounding::Double, Method::FixedPoint),
-    )
-    .unwrap_err();
-    match error {
-        Error::UnsupportedOp { op, .. } => {
-            assert!(["MUL", "SUB"].contains(&op.as_str()))
-        }
-        other => panic!("{other}"),
-    }
 }
 
 fn small_model() -> Vec<u8> {

@@ -99,9 +99,9 @@ macro_rules! op_methods {
 }
 
 mod activation;
-mod add;
 #[cfg(feature = "alloc")]
 mod batch_matmul;
+mod binary;
 mod dequant_f32;
 #[cfg(feature = "alloc")]
 mod gemm;
@@ -115,10 +115,10 @@ pub(crate) mod softmax;
 
 pub use activation::params::{Activation, ActivationParams};
 pub use activation::{Logistic, Tanh};
-pub use add::params::AddParams;
-pub use add::Add;
 #[cfg(feature = "alloc")]
 pub use batch_matmul::MatMul;
+pub use binary::params::{AddParams, MulParams};
+pub use binary::{Add, Mul, Operand, Sub};
 #[cfg(feature = "alloc")]
 pub use gemm::{Gemm, GemmPath};
 pub use heads::{merge_heads, split_heads};

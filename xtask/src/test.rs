@@ -107,8 +107,8 @@ pub fn cli(args: &[String]) -> Result {
         ]),
     ));
     // `qneon run` on .tflite models, once per softmax method: a Dense /
-    // Dense / softmax model (double rounding: the single-rounding GEMM is
-    // still to come) and a single-op softmax.
+    // Dense / softmax model and a single-op softmax, each method; then the
+    // converter's 1-layer MobileBert.
     for method in ["fixed", "lut", "f32"] {
         for (model, rounding) in SMOKE_MODELS {
             parts.push(build_part(
@@ -117,7 +117,7 @@ pub fn cli(args: &[String]) -> Result {
             ));
         }
     }
-    if MOBILEBERT_SMOKE {
+    {
         parts.push(build_part(
             "qneon run smoke",
             qneon_run(&[
@@ -183,14 +183,9 @@ enum Features {
 /// bare-metal aarch64 (which has no `std`, so no default build).
 /// Models of the `qneon run` smoke runs, with the rounding each runs with.
 const SMOKE_MODELS: [(&str, &str); 2] = [
-    ("tools/litert-aarch64/tiny_dense_softmax.tflite", "double"),
+    ("tools/litert-aarch64/tiny_dense_softmax.tflite", "single"),
     ("models/ops/softmax_int8/model.tflite", "single"),
 ];
-
-/// Whether the smoke runs include the 1-layer MobileBert (66 ops, a few
-/// seconds on the host in release): only once every one of its operators
-/// runs (MUL, SUB, BATCH_MATMUL and the single-rounding GEMM).
-const MOBILEBERT_SMOKE: bool = false;
 
 /// `cargo run --release -p qneon-cli --bin qneon -- run ARGS...`.
 fn qneon_run(args: &[&str]) -> Command {

@@ -236,3 +236,73 @@ pub(crate) fn select<'a, T>(
         })
         .collect()
 }
+
+/// The int8 element-wise binary ops (`add`, `sub`, `mul`), method
+/// `single` or `double` (the rounding), in three forms: same-shape (both
+/// operands the input), `_row` (the input plus a constant 128-element row
+/// repeated down it, as MobileBert's NoNorm gamma and beta: one
+/// `Operand::Row`, as the interpreter's broadcast walk passes it; every
+/// shape's length is a multiple of 128) and `_scalar` (the input and one
+/// repeated value).
+pub(crate) fn binary_cases<'a>() -> Result<Vec<Case<'a, i8>>, String> {
+    use qneon::{Add, FusedActivation, Mul, Operand, Rounding, Sub};
+    const ROW: usize = 128;
+    let a = input_quant::<i8>();
+    let b = QuantParams::new(0.05, 3);
+    let add_out = QuantParams::new(0.15, -2);
+    let mul_out = QuantParams::new(0.02, 1);
+    let none = FusedActivation::None;
+    let row: Vec<i8> = (0..ROW)
+        .map(|i| (i as i32 * 37 % 256 - 128) as i8)
+        .collect();
+    let mut cases = Vec::new();
+    for rounding in [Rounding::Single, Rounding::Double] {
+        let fail = |e: Error| format!("binary {}: {e}", rounding.name());
+        let add = Add::new(a, b, add_out, none, rounding).map_err(fail)?;
+        let sub = Sub::new(a, b, add_out, none, rounding).map_err(fail)?;
+        let mul = Mul::new(a, b, mul_out, none, rounding).map_err(fail)?;
+        let case = |op, kernel: Kernel<'a, i8>| Case {
+            op,
+            method: rounding.name(),
+            row_wise: false,
+            kernel,
+        };
+        cases.push(case(
+            "add",
+            Box::new(move |bk, x, y, _| add.run_with(bk, x, x, y)),
+        ));
+        cases.push(case("add_row", {
+            let row = row.clone();
+            Box::new(move |bk, x, y, _| {
+                add.run_operands(bk, Operand::Slice(x), Operand::Row(&row), y)
+            })
+        }));
+        cases.push(case(
+            "add_scalar",
+            Box::new(move |bk, x, y, _| {
+                add.run_operands(bk, Operand::Slice(x), Operand::Scalar(5), y)
+            }),
+        ));
+        cases.push(case(
+            "sub",
+            Box::new(move |bk, x, y, _| sub.run_with(bk, x, x, y)),
+        ));
+        cases.push(case(
+            "mul",
+            Box::new(move |bk, x, y, _| mul.run_with(bk, x, x, y)),
+        ));
+        cases.push(case("mul_row", {
+            let row = row.clone();
+            Box::new(move |bk, x, y, _| {
+                mul.run_operands(bk, Operand::Slice(x), Operand::Row(&row), y)
+            })
+        }));
+        cases.push(case(
+            "mul_scalar",
+            Box::new(move |bk, x, y, _| {
+                mul.run_operands(bk, Operand::Slice(x), Operand::Scalar(5), y)
+            }),
+        ));
+    }
+    Ok(cases)
+}

@@ -29,7 +29,8 @@ use std::process::ExitCode;
 
 use crate::args::{parse_args, shape_dims, Args, Shape};
 use crate::cases::{
-    f32_cases, input_quant, logits, q31_cases, quant_cases, select, Case, Rng, Q31_INTEGER_BITS,
+    binary_cases, f32_cases, input_quant, logits, q31_cases, quant_cases, select, Case, Rng,
+    Q31_INTEGER_BITS,
 };
 use crate::measure::{run_cases, Progress, Row};
 
@@ -46,7 +47,9 @@ fn list(args: &Args) -> Result<(), String> {
             println!("{} {dtype} {} {kind}", c.op, c.method);
         }
     }
-    print(args, "int8", quant_cases::<i8>()?);
+    let mut i8_cases = quant_cases::<i8>()?;
+    i8_cases.extend(binary_cases()?);
+    print(args, "int8", i8_cases);
     print(args, "uint8", quant_cases::<u8>()?);
     print(args, "int16", quant_cases::<i16>()?);
     print(args, "q31", q31_cases());
@@ -55,7 +58,9 @@ fn list(args: &Args) -> Result<(), String> {
 }
 
 fn run(args: &Args, shape: &Shape) -> Result<Vec<Row>, String> {
-    let i8_cases = select(args, shape, "int8", quant_cases::<i8>()?);
+    let mut i8_cases = quant_cases::<i8>()?;
+    i8_cases.extend(binary_cases()?);
+    let i8_cases = select(args, shape, "int8", i8_cases);
     let u8_cases = select(args, shape, "uint8", quant_cases::<u8>()?);
     let i16_cases = select(args, shape, "int16", quant_cases::<i16>()?);
     let q31_cases = select(args, shape, "q31", q31_cases());

@@ -1,79 +1,297 @@
-//! Binary int8 element-wise ops (ADD today; SUB and MUL once the library
-//! has them): TFLite's broadcasting, then the library's kernel on operands
-//! of equal length.
+//! Binary int8 element-wise ops (ADD, SUB, MUL): TFLite's broadcasting as
+//! a walk over the output's outer dimensions, the library's kernel on each
+//! innermost run, where an operand is either a run as long as the output's
+//! or one repeated value. No operand is expanded in memory.
 
-use qneon::Backend;
+use qneon::{Backend, Operand};
 use qneon_tflite::options::FusedActivation as TfActivation;
-use qneon_tflite::{BuiltinOp, Options as OpOptions, Tensor, TensorType};
+use qneon_tflite::{BuiltinOp, Options as OpOptions, TensorType};
 
 use super::buffers::{view, view_mut};
 use super::op::{Op, PreparedOp};
-use super::strided_copy::{broadcast, broadcast_shape, StridedCopy};
+use super::strided_copy::broadcast_shape;
 use crate::error::Result;
 
-/// A binary int8 element-wise kernel of the library on same-length
-/// operands: the slot for ADD today and SUB and MUL once the library has
-/// them. Broadcasting is the node's business (it expands an operand into
-/// scratch first), so a kernel only sees equal lengths.
+/// A binary int8 element-wise kernel of the library on one innermost run:
+/// each operand a slice as long as `output` or one repeated value.
 pub(crate) trait ElementwiseInt8: std::fmt::Debug {
-    fn run(&self, backend: Backend, a: &[i8], b: &[i8], output: &mut [i8]) -> qneon::Result<()>;
+    fn run(
+        &self,
+        backend: Backend,
+        a: Operand<'_>,
+        b: Operand<'_>,
+        output: &mut [i8],
+    ) -> qneon::Result<()>;
 }
 
 impl ElementwiseInt8 for qneon::Add {
-    fn run(&self, backend: Backend, a: &[i8], b: &[i8], output: &mut [i8]) -> qneon::Result<()> {
-        self.run_with(backend, a, b, output)
+    fn run(
+        &self,
+        backend: Backend,
+        a: Operand<'_>,
+        b: Operand<'_>,
+        output: &mut [i8],
+    ) -> qneon::Result<()> {
+        self.run_operands(backend, a, b, output)
     }
 }
 
-/// A prepared binary op; an operand that needs broadcasting is expanded
-/// into scratch first (`a` at scratch 0, `b` after it).
+impl ElementwiseInt8 for qneon::Sub {
+    fn run(
+        &self,
+        backend: Backend,
+        a: Operand<'_>,
+        b: Operand<'_>,
+        output: &mut [i8],
+    ) -> qneon::Result<()> {
+        self.run_operands(backend, a, b, output)
+    }
+}
+
+impl ElementwiseInt8 for qneon::Mul {
+    fn run(
+        &self,
+        backend: Backend,
+        a: Operand<'_>,
+        b: Operand<'_>,
+        output: &mut [i8],
+    ) -> qneon::Result<()> {
+        self.run_operands(backend, a, b, output)
+    }
+}
+
+/// The rounding of int8 MUL in both of the interpreter's modes: LiteRT
+/// 2.3's reference MUL (what `Rounding::Single` is to reproduce) gives the
+/// double-rounding bytes. Measured on the single-op cases in `models/ops`:
+/// on `mul_same_shape`, `mul_broadcast_rank4`, `mul_broadcast_row_const`,
+/// `mul_scalar_input` and `mul_tiny`, 8 outputs land on a tie where the
+/// two modes differ, and LiteRT's bytes equal double rounding's on all 8
+/// (as TF 2.19's do).
+const MUL_ROUNDING: qneon::Rounding = qneon::Rounding::Double;
+
+/// Most dimensions of a broadcast (TFLite's limit for these ops).
+const MAX_RANK: usize = 6;
+
+/// How an operand appears in each run of a [`BroadcastRuns`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Form {
+    /// It advances with the output.
+    Slice,
+    /// One element repeats.
+    Scalar,
+    /// A run of this many elements repeats down the output run (a
+    /// row-constant operand such as NoNorm's gamma).
+    Row(usize),
+}
+
+/// TFLite's broadcast of two operands to the output as runs: the output
+/// is contiguous runs of `inner` elements; along the outer dimensions
+/// (size-1 dimensions dropped, dimensions merged where both operands step
+/// over them contiguously) each operand advances by its element stride (0
+/// where it is broadcast), and inside a run it has a [`Form`]. A row
+/// repeated down a contiguous other operand becomes one run of many rows,
+/// so the kernel sets its constants up once for all of them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct BroadcastRuns {
+    /// Sizes of the outer dimensions, outermost first.
+    outer: Vec<usize>,
+    /// Input 1's element stride along each outer dimension.
+    a_strides: Vec<usize>,
+    /// Input 2's element stride along each outer dimension.
+    b_strides: Vec<usize>,
+    /// Elements per run.
+    inner: usize,
+    /// Input 1 inside a run.
+    a_form: Form,
+    /// Input 2 inside a run.
+    b_form: Form,
+    /// Elements of input 1, input 2 and the output.
+    counts: [usize; 3],
+}
+
+impl BroadcastRuns {
+    /// Plans the broadcast of `a` and `b` to `output` (the shape
+    /// [`broadcast_shape`] gives, at most [`MAX_RANK`] dimensions).
+    pub(crate) fn new(a: &[usize], b: &[usize], output: &[usize]) -> Result<Self, String> {
+        let rank = output.len();
+        if rank > MAX_RANK || a.len() > rank || b.len() > rank {
+            return Err(format!(
+                "shapes {a:?} and {b:?} to {output:?}: at most {MAX_RANK} dimensions"
+            ));
+        }
+        // Element strides over the output's dimensions, 0 where broadcast.
+        let strides = |shape: &[usize]| -> Result<Vec<usize>, String> {
+            let pad = rank - shape.len();
+            let mut strides = vec![0; rank];
+            let mut step = 1usize;
+            for d in (0..rank).rev() {
+                let size = if d < pad { 1 } else { shape[d - pad] };
+                if size == output[d] {
+                    strides[d] = if size == 1 { 0 } else { step };
+                } else if size != 1 {
+                    return Err(format!("shape {shape:?} does not broadcast to {output:?}"));
+                }
+                step *= size;
+            }
+            Ok(strides)
+        };
+        let (sa, sb) = (strides(a)?, strides(b)?);
+        // Dimensions of size 1 dropped; a dimension merged into the one
+        // outside it when both operands step over it contiguously.
+        let mut dims: Vec<(usize, usize, usize)> = Vec::new();
+        for d in 0..rank {
+            let n = output[d];
+            if n == 1 {
+                continue;
+            }
+            if let Some(last) = dims.last_mut() {
+                if last.1 == sa[d] * n && last.2 == sb[d] * n {
+                    *last = (last.0 * n, sa[d], sb[d]);
+                    continue;
+                }
+            }
+            dims.push((n, sa[d], sb[d]));
+        }
+        // The innermost dimension is the run: an operand's stride there is
+        // 1 (its own innermost dimension) or 0 (broadcast).
+        let form = |stride: usize| {
+            if stride == 1 {
+                Form::Slice
+            } else {
+                Form::Scalar
+            }
+        };
+        let (mut inner, mut a_form, mut b_form) = match dims.pop() {
+            Some((n, a_stride, b_stride)) => (n, form(a_stride), form(b_stride)),
+            None => (1, Form::Slice, Form::Slice),
+        };
+        // A run that repeats along the next dimension while the other
+        // operand runs on contiguously: that dimension joins the run, the
+        // repeating operand as a row.
+        if let Some(&(n, a_stride, b_stride)) = dims.last() {
+            if a_form == Form::Slice && b_form == Form::Slice {
+                if a_stride == 0 && b_stride == inner {
+                    a_form = Form::Row(inner);
+                } else if b_stride == 0 && a_stride == inner {
+                    b_form = Form::Row(inner);
+                }
+                if a_form != Form::Slice || b_form != Form::Slice {
+                    dims.pop();
+                    inner *= n;
+                }
+            }
+        }
+        let count = |s: &[usize]| s.iter().product::<usize>();
+        Ok(BroadcastRuns {
+            outer: dims.iter().map(|d| d.0).collect(),
+            a_strides: dims.iter().map(|d| d.1).collect(),
+            b_strides: dims.iter().map(|d| d.2).collect(),
+            inner,
+            a_form,
+            b_form,
+            counts: [count(a), count(b), count(output)],
+        })
+    }
+
+    /// Calls `f(a_run, b_run, output_run)` for every run, in output order.
+    pub(crate) fn for_each<'a, 'o, E>(
+        &self,
+        a: &'a [i8],
+        b: &'a [i8],
+        output: &'o mut [i8],
+        mut f: impl FnMut(Operand<'a>, Operand<'a>, &'o mut [i8]) -> Result<(), E>,
+    ) -> Result<(), E>
+    where
+        E: From<String>,
+    {
+        let [na, nb, no] = self.counts;
+        if a.len() != na || b.len() != nb || output.len() != no {
+            return Err(E::from(format!(
+                "buffers of {}, {} and {} elements for {na}, {nb} and {no}",
+                a.len(),
+                b.len(),
+                output.len()
+            )));
+        }
+        if no == 0 {
+            return Ok(());
+        }
+        let inner = self.inner;
+        let operand = |data: &'a [i8], at: usize, form: Form| -> Result<Operand<'a>, E> {
+            let len = match form {
+                Form::Slice => inner,
+                Form::Scalar => 1,
+                Form::Row(row) => row,
+            };
+            let slice = data
+                .get(at..at + len)
+                .ok_or_else(|| E::from(format!("broadcast reads past {} elements", data.len())))?;
+            Ok(match form {
+                Form::Slice => Operand::Slice(slice),
+                Form::Scalar => Operand::Scalar(slice[0]),
+                Form::Row(_) => Operand::Row(slice),
+            })
+        };
+        let rank = self.outer.len();
+        let mut index = [0usize; MAX_RANK];
+        let (mut at_a, mut at_b) = (0usize, 0usize);
+        for out in output.chunks_exact_mut(inner) {
+            f(
+                operand(a, at_a, self.a_form)?,
+                operand(b, at_b, self.b_form)?,
+                out,
+            )?;
+            // Odometer over the outer dimensions.
+            for d in (0..rank).rev() {
+                index[d] += 1;
+                at_a += self.a_strides[d];
+                at_b += self.b_strides[d];
+                if index[d] < self.outer[d] {
+                    break;
+                }
+                at_a -= self.a_strides[d] * self.outer[d];
+                at_b -= self.b_strides[d] * self.outer[d];
+                index[d] = 0;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A prepared binary op: the library's kernel and the broadcast walk.
 #[derive(Debug)]
 pub(crate) struct Binary {
     kernel: Box<dyn ElementwiseInt8>,
-    expand_a: Option<StridedCopy>,
-    expand_b: Option<StridedCopy>,
-    count: usize,
+    runs: BroadcastRuns,
 }
 
 impl Binary {
-    /// `output = a op b`, an operand broadcast through `scratch` first.
+    /// `output = a op b`. Needs no scratch (the walk broadcasts in place).
     pub(crate) fn run(
         &self,
         backend: Backend,
         input_a: &[u8],
         input_b: &[u8],
-        scratch: &mut [u8],
+        _scratch: &mut [u8],
         output: &mut [u8],
     ) -> Result<(), String> {
-        let (scratch_a, scratch_b) = scratch.split_at_mut(if self.expand_a.is_some() {
-            self.count
-        } else {
-            0
-        });
-        let a: &[u8] = match &self.expand_a {
-            Some(copy) => {
-                copy.run(input_a, scratch_a);
-                scratch_a
-            }
-            None => input_a,
-        };
-        let b: &[u8] = match &self.expand_b {
-            Some(copy) => {
-                let scratch_b = &mut scratch_b[..self.count];
-                copy.run(input_b, scratch_b);
-                scratch_b
-            }
-            None => input_b,
-        };
-        self.kernel
-            .run(backend, view(a)?, view(b)?, view_mut(output)?)
-            .map_err(|e| e.to_string())
+        self.runs.for_each(
+            view(input_a)?,
+            view(input_b)?,
+            view_mut(output)?,
+            |a, b, out| {
+                self.kernel
+                    .run(backend, a, b, out)
+                    .map_err(|e| e.to_string())
+            },
+        )
     }
 }
 
 /// TFLite's `Prepare` of ADD, SUB and MUL: int8 operands that broadcast to
-/// the output shape (rank at most 6), per-tensor quantization; the library's
-/// kernel built, an operand's broadcast planned.
+/// the output shape (rank at most 6), per-tensor quantization; the
+/// library's kernel built in the interpreter's rounding, the broadcast
+/// planned.
 pub(crate) fn prepare(op: &Op<'_, '_>, builtin: BuiltinOp) -> Result<PreparedOp<Binary>> {
     op.input_count(2, 2)?;
     op.output_count(1)?;
@@ -85,8 +303,11 @@ pub(crate) fn prepare(op: &Op<'_, '_>, builtin: BuiltinOp) -> Result<PreparedOp<
         return Err(op.unsupported_types());
     }
     let shape = broadcast_shape(a.shape(), b.shape()).map_err(|e| op.invalid(e))?;
-    if shape.len() > 6 {
-        return Err(op.unsupported(format!("rank {} broadcast (at most 6)", shape.len())));
+    if shape.len() > MAX_RANK {
+        return Err(op.unsupported(format!(
+            "rank {} broadcast (at most {MAX_RANK})",
+            shape.len()
+        )));
     }
     op.expect_shape(output, &shape)?;
     let fused = match op.operator.options() {
@@ -100,39 +321,143 @@ pub(crate) fn prepare(op: &Op<'_, '_>, builtin: BuiltinOp) -> Result<PreparedOp<
         op.per_tensor(b, "input 2")?,
         op.per_tensor(output, "output")?,
     );
-    let kernel: Box<dyn ElementwiseInt8> = match builtin {
+    let rounding = op.options.rounding;
+    let built: qneon::Result<Box<dyn ElementwiseInt8>> = match builtin {
         BuiltinOp::ADD => {
-            op.needs_double_rounding("ADD")?;
-            Box::new(qneon::Add::new(qa, qb, qo, activation).map_err(|e| op.kernel_error(e))?)
+            qneon::Add::new(qa, qb, qo, activation, rounding).map(|k| Box::new(k) as _)
         }
-        _ => {
-            return Err(op.unsupported(format!(
-                "int8 {} needs the library's {} kernel (pending in qneon)",
-                op.name, op.name
-            )))
+        BuiltinOp::SUB => {
+            qneon::Sub::new(qa, qb, qo, activation, rounding).map(|k| Box::new(k) as _)
         }
+        BuiltinOp::MUL => {
+            qneon::Mul::new(qa, qb, qo, activation, MUL_ROUNDING).map(|k| Box::new(k) as _)
+        }
+        _ => return Err(op.unsupported("not an element-wise binary op")),
     };
-    let count = output.element_count();
-    let expand = |t: &Tensor<'_>| -> Result<Option<StridedCopy>> {
-        if t.shape() == shape.as_slice() {
-            return Ok(None);
-        }
-        broadcast(t.shape(), &shape, 1)
-            .map(Some)
-            .map_err(|e| op.copy_error(e))
-    };
-    let (expand_a, expand_b) = (expand(a)?, expand(b)?);
-    let scratch_bytes = count * (expand_a.is_some() as usize + expand_b.is_some() as usize);
+    let kernel = built.map_err(|e| op.kernel_error(e))?;
+    let runs = BroadcastRuns::new(a.shape(), b.shape(), &shape).map_err(|e| op.invalid(e))?;
     Ok(PreparedOp {
-        kernel: Binary {
-            kernel,
-            expand_a,
-            expand_b,
-            count,
-        },
-        work: count as u64,
+        kernel: Binary { kernel, runs },
+        work: output.element_count() as u64,
         unit: "element",
-        scratch_bytes,
+        scratch_bytes: 0,
         alias: false,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The broadcast by the plain rule: output element at `idx` reads
+    /// operand element at `idx` with broadcast dimensions pinned to 0.
+    fn naive(a: &[usize], b: &[usize], out: &[usize]) -> Vec<(usize, usize)> {
+        let rank = out.len();
+        let index_of = |shape: &[usize], idx: &[usize]| -> usize {
+            let pad = rank - shape.len();
+            let mut at = 0;
+            for (d, &n) in shape.iter().enumerate() {
+                let i = if n == 1 { 0 } else { idx[d + pad] };
+                at = at * n + i;
+            }
+            at
+        };
+        let count: usize = out.iter().product();
+        (0..count)
+            .map(|mut flat| {
+                let mut idx = vec![0; rank];
+                for d in (0..rank).rev() {
+                    idx[d] = flat % out[d];
+                    flat /= out[d];
+                }
+                (index_of(a, &idx), index_of(b, &idx))
+            })
+            .collect()
+    }
+
+    /// The element indices the walk visits for every output element.
+    fn walked(a: &[usize], b: &[usize], out: &[usize]) -> Vec<(usize, usize)> {
+        let runs = BroadcastRuns::new(a, b, out).unwrap();
+        let count = |s: &[usize]| s.iter().product::<usize>();
+        // Operands holding their own index (mod 128 does not matter: the
+        // shapes here stay below 128 elements).
+        let da: Vec<i8> = (0..count(a)).map(|i| i as i8).collect();
+        let db: Vec<i8> = (0..count(b)).map(|i| i as i8).collect();
+        let mut output = vec![0i8; count(out)];
+        let mut seen = Vec::new();
+        runs.for_each::<String>(&da, &db, &mut output, |x, y, o| {
+            for i in 0..o.len() {
+                let pick = |op: &Operand<'_>| match op {
+                    Operand::Slice(s) => s[i] as usize,
+                    Operand::Scalar(v) => *v as usize,
+                    Operand::Row(r) => r[i % r.len()] as usize,
+                };
+                seen.push((pick(&x), pick(&y)));
+            }
+            Ok(())
+        })
+        .unwrap();
+        seen
+    }
+
+    #[test]
+    fn broadcast_runs_visit_the_elements_tflite_broadcasting_pairs() {
+        let cases: &[(&[usize], &[usize])] = &[
+            (&[2, 3, 8], &[2, 3, 8]),
+            (&[2, 1, 3, 4], &[1, 5, 1, 4]),
+            (&[4, 1], &[1, 8]),
+            (&[3, 8], &[8]),
+            (&[2, 8], &[]),
+            (&[], &[2, 3, 4]),
+            (&[1, 16], &[]),
+            (&[1, 2, 1, 3], &[1, 1, 1, 1]),
+            (&[1], &[1]),
+            (&[2, 1, 3, 1, 2, 1], &[1, 2, 1, 2, 1, 3]),
+            (&[1, 1, 1, 6], &[1, 2, 3, 6]),
+            (&[2, 3, 8], &[2, 1, 8]),
+            (&[8], &[3, 8]),
+            (&[3, 1], &[3, 4]),
+        ];
+        for &(a, b) in cases {
+            let out = broadcast_shape(a, b).unwrap();
+            assert_eq!(walked(a, b, &out), naive(a, b, &out), "{a:?} {b:?}");
+        }
+    }
+
+    #[test]
+    fn broadcast_runs_merge_the_mobilebert_shapes_into_long_runs() {
+        // The attention mask: one run, the mask a row repeated 1,536 times.
+        let runs = BroadcastRuns::new(&[1, 4, 384, 384], &[1, 1, 1, 384], &[1, 4, 384, 384]);
+        let runs = runs.unwrap();
+        assert_eq!((runs.outer.len(), runs.inner), (0, 1536 * 384));
+        assert_eq!((runs.a_form, runs.b_form), (Form::Slice, Form::Row(384)));
+        // NoNorm's gamma: one run, gamma a row (either side).
+        let runs = BroadcastRuns::new(&[128], &[1, 384, 128], &[1, 384, 128]).unwrap();
+        assert_eq!((runs.outer.len(), runs.inner), (0, 384 * 128));
+        assert_eq!((runs.a_form, runs.b_form), (Form::Row(128), Form::Slice));
+        // Rows repeating inside an outer dimension: runs of rows.
+        let runs = BroadcastRuns::new(&[2, 3, 8], &[2, 1, 8], &[2, 3, 8]).unwrap();
+        assert_eq!((runs.outer.as_slice(), runs.inner), (&[2][..], 24));
+        assert_eq!((runs.a_strides[0], runs.b_strides[0]), (24, 8));
+        assert_eq!(runs.b_form, Form::Row(8));
+        // A same-shape add is one run.
+        let runs = BroadcastRuns::new(&[1, 384, 512], &[1, 384, 512], &[1, 384, 512]).unwrap();
+        assert_eq!((runs.outer.len(), runs.inner), (0, 384 * 512));
+        // A scalar repeats over one run.
+        let runs = BroadcastRuns::new(&[1, 384, 128], &[], &[1, 384, 128]).unwrap();
+        assert_eq!(
+            (runs.inner, runs.a_form, runs.b_form),
+            (384 * 128, Form::Slice, Form::Scalar)
+        );
+    }
+
+    #[test]
+    fn broadcast_runs_refuse_mismatched_buffers_and_shapes() {
+        assert!(BroadcastRuns::new(&[3], &[4], &[4]).is_err());
+        assert!(BroadcastRuns::new(&[1; 7], &[1], &[1; 7]).is_err());
+        let runs = BroadcastRuns::new(&[2, 3], &[3], &[2, 3]).unwrap();
+        let mut out = [0i8; 6];
+        let short = runs.for_each::<String>(&[0; 5], &[0; 3], &mut out, |_, _, _| Ok(()));
+        assert!(short.is_err());
+    }
 }

@@ -9,7 +9,7 @@ use qneon_tflite::{Operator, Subgraph, Tensor, TensorType};
 
 use super::buffers::element_size;
 use crate::error::{Error, Result};
-use crate::interp::options::{Options, Rounding};
+use crate::interp::options::Options;
 
 /// A prepared operator: its kernel (of one op family, or the node's
 /// [`Kernel`](super::Kernel)) and what the plan and the profiler need.
@@ -240,17 +240,6 @@ impl<'a> Op<'_, 'a> {
             TfActivation::Relu6 => Ok(qneon::FusedActivation::Relu6),
             other => Err(self.unsupported(format!("fused activation {other}"))),
         }
-    }
-
-    /// Refuses single rounding until the library has it.
-    pub fn needs_double_rounding(&self, kernel: &str) -> Result<()> {
-        if self.options.rounding == Rounding::Single {
-            return Err(self.unsupported(format!(
-                "single rounding (--rounding single) needs the library's single-rounding \
-                 {kernel}, not there yet; --rounding double runs it"
-            )));
-        }
-        Ok(())
     }
 
     /// `axis` (negative counts from the end) as an index into `rank` axes.

@@ -2,8 +2,8 @@
 //! byte ranges checked against the tensors' declared sizes there, so the
 //! copy itself indexes in bounds. Bytes move in elements of the tensor's
 //! size, so one implementation serves every dtype. Also the broadcast of an
-//! operand to an output shape (the binary ops expand operands with it) and
-//! the row-major strides every plan starts from.
+//! operand to an output shape as a copy, TFLite's broadcast output shape
+//! and the row-major strides every plan starts from.
 
 /// A copy from a strided source to a strided destination over `shape`
 /// (element `idx` goes from `src_start + sum idx[d] * src_strides[d]` to
@@ -175,7 +175,10 @@ pub fn signed(strides: &[usize]) -> Vec<isize> {
 }
 
 /// The broadcast of an operand of shape `shape` to `output_shape` (TFLite's
-/// rule: shapes aligned at the last dimension, each dimension equal or 1).
+/// rule: shapes aligned at the last dimension, each dimension equal or 1)
+/// as a copy. The binary ops broadcast without copying (`binary.rs`); this
+/// stays for an op that needs the operand materialized.
+#[allow(dead_code)]
 pub fn broadcast(
     shape: &[usize],
     output_shape: &[usize],

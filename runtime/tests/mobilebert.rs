@@ -1,0 +1,95 @@
+//! The converter's own int8 MobileBert (1 layer, `models/mobilebert_squad_1l.tflite`)
+//! end to end, bit for bit against TFLite's runtimes on the three committed
+//! input sets, on every backend of the machine (scalar on the host; scalar
+//! and NEON under qemu):
+//!
+//! * single rounding, fixed-point softmax == LiteRT 2.3's reference kernels (`litert_ref`);
+//! * double rounding, fixed-point softmax == TensorFlow 2.19's bundled TFLite (`tf219_ref`);
+//! * single rounding, table softmax, TFLite's optimized DEQUANTIZE == LiteRT's
+//!   own aarch64 build with its builtin kernels (`litert_aarch64_builtin/`).
+
+mod tflite_common;
+
+use qneon::Method;
+use qneon_runtime::interp::{Interpreter, Options, Rounding};
+use serde_json::{json, Value};
+use tflite_common::*;
+
+const CASES: [&str; 3] = ["case0_full", "case1_padded", "case2_short"];
+
+/// One input set as `run_case` takes it: inputs by signature name, and per
+/// output the reference file of `reference`.
+fn run_of(manifest: &Value, aarch64: &Value, case: &str, reference: &str) -> Value {
+    let outputs = if reference == "litert_aarch64_builtin" {
+        let files = &aarch64["models"]["1l"]["outputs"][case];
+        json!({
+            "start_logits": { reference: files["start_logits"] },
+            "end_logits": { reference: files["end_logits"] },
+        })
+    } else {
+        let files = &manifest["models"]["1l"]["outputs"][case][reference];
+        json!({
+            "start_logits": { reference: files["start_logits"] },
+            "end_logits": { reference: files["end_logits"] },
+        })
+    };
+    json!({ "inputs": manifest["inputs"][case], "outputs": outputs })
+}
+
+fn check(reference: &str, options: Options) {
+    let manifest = manifest("mobilebert_squad/manifest.json");
+    let aarch64 = manifest_aarch64();
+    let bytes = read_model(manifest["models"]["1l"]["model"].as_str().unwrap());
+    for backend in qneon::Backend::available() {
+        let options = Options { backend, ..options };
+        let mut interpreter = Interpreter::new(bytes.as_bytes(), options)
+            .unwrap_or_else(|e| panic!("1-layer MobileBert ({reference}): {e}"));
+        for case in CASES {
+            let run = run_of(&manifest, &aarch64, case, reference);
+            let signature = &manifest["models"]["1l"]["tensors"];
+            for (output, ours, refs) in run_case(&mut interpreter, signature, &run) {
+                let expected = npy(refs[reference].as_str().unwrap());
+                let differ = ours
+                    .iter()
+                    .zip(&expected.data)
+                    .filter(|(a, b)| a != b)
+                    .count();
+                assert_eq!(
+                    ours.len(),
+                    expected.data.len(),
+                    "{case} {output}: output size"
+                );
+                assert!(
+                    differ == 0,
+                    "{case} {output} ({}) vs {reference}: {differ} of {} bytes differ",
+                    backend.name(),
+                    ours.len()
+                );
+            }
+        }
+    }
+}
+
+fn manifest_aarch64() -> Value {
+    manifest("litert_aarch64_builtin/manifest.json")
+}
+
+#[test]
+fn single_rounding_fixed_point_equals_litert_reference_kernels() {
+    check("litert_ref", options(Rounding::Single, Method::FixedPoint));
+}
+
+#[test]
+fn double_rounding_fixed_point_equals_tensorflow_2_19_bundled_tflite() {
+    check("tf219_ref", options(Rounding::Double, Method::FixedPoint));
+}
+
+#[test]
+fn single_rounding_table_softmax_equals_litert_aarch64_builtin_kernels() {
+    let options = options(Rounding::Single, Method::Lut);
+    assert_eq!(
+        options.kernels,
+        qneon_runtime::interp::TfliteKernels::Optimized
+    );
+    check("litert_aarch64_builtin", options);
+}
