@@ -114,15 +114,14 @@ fn exit_status_is_2_for_usage_and_1_for_model_or_input_errors() {
             "but input 0",
         ),
         (
-            // MobileBert's BATCH_MATMUL waits for the library: a load error
-            // naming it (double rounding: every other op prepares).
+            // LOG_SOFTMAX has no table method: a load error naming the op.
             vec![
                 "run".into(),
-                path(&models().join("mobilebert_squad_1l.tflite")).into(),
-                "--rounding".into(),
-                "double".into(),
+                path(&models().join("ops/log_softmax_int8/model.tflite")).into(),
+                "--softmax".into(),
+                "lut".into(),
             ],
-            "(BATCH_MATMUL) is not supported",
+            "(LOG_SOFTMAX) is not supported",
         ),
     ];
     for (args, message) in cases {
