@@ -12,8 +12,10 @@
 //! runs kernels.
 //!
 //! Requantizing arithmetic is the library's ([`qneon::Gemm`],
-//! [`qneon::Add`], the activations); what is not in the library yet (single
-//! rounding, MUL, SUB, BATCH_MATMUL) is refused at load with the reason.
+//! [`qneon::MatMul`], [`qneon::Add`], [`qneon::Sub`], [`qneon::Mul`], the
+//! activations), in the rounding [`Options::rounding`] chooses; where LiteRT
+//! was measured to round otherwise (BATCH_MATMUL and MUL round twice in its
+//! single-rounding build) the op says so and follows LiteRT.
 //!
 //! Where things are: [`Options`] in `options.rs`; the reported types in
 //! `info.rs`; loading and planning (`prepare_model`, `plan_model`) in
