@@ -260,7 +260,9 @@ fn plan_model<'a>(
             producer[t].unwrap_or(0)
         };
         let mut last = last_read[t].unwrap_or(first).max(first);
-        if is_output[t] {
+        // Outputs are read after the invoke; inputs keep what the caller set
+        // for every later invoke (as in TFLite), so neither is ever reused.
+        if is_output[t] || is_input[t] {
             last = steps;
         }
         let buffer = match buffer_of_root[r] {
