@@ -24,41 +24,24 @@ pub(crate) trait ElementwiseInt8: std::fmt::Debug {
     ) -> qneon::Result<()>;
 }
 
-impl ElementwiseInt8 for qneon::Add {
-    fn run(
-        &self,
-        backend: Backend,
-        a: Operand<'_>,
-        b: Operand<'_>,
-        output: &mut [i8],
-    ) -> qneon::Result<()> {
-        self.run_operands(backend, a, b, output)
-    }
+/// The library's three binary ops share `run_operands`; one impl each.
+macro_rules! elementwise_int8 {
+    ($($op:ty),*) => {$(
+        impl ElementwiseInt8 for $op {
+            fn run(
+                &self,
+                backend: Backend,
+                a: Operand<'_>,
+                b: Operand<'_>,
+                output: &mut [i8],
+            ) -> qneon::Result<()> {
+                self.run_operands(backend, a, b, output)
+            }
+        }
+    )*};
 }
 
-impl ElementwiseInt8 for qneon::Sub {
-    fn run(
-        &self,
-        backend: Backend,
-        a: Operand<'_>,
-        b: Operand<'_>,
-        output: &mut [i8],
-    ) -> qneon::Result<()> {
-        self.run_operands(backend, a, b, output)
-    }
-}
-
-impl ElementwiseInt8 for qneon::Mul {
-    fn run(
-        &self,
-        backend: Backend,
-        a: Operand<'_>,
-        b: Operand<'_>,
-        output: &mut [i8],
-    ) -> qneon::Result<()> {
-        self.run_operands(backend, a, b, output)
-    }
-}
+elementwise_int8!(qneon::Add, qneon::Sub, qneon::Mul);
 
 /// The rounding of int8 MUL in both of the interpreter's modes: LiteRT
 /// 2.3's reference MUL (what `Rounding::Single` is to reproduce) gives the
