@@ -1225,7 +1225,7 @@ fn fuzz_one<T: QuantElem>(kind: Kind, f: &Fuzz) {
     if r.is_ok() {
         assert_eq!(x.len(), y.len());
         if kind.rowwise() {
-            assert!(f.row_len > 0 && x.len() % f.row_len == 0);
+            assert!(f.row_len > 0 && x.len().is_multiple_of(f.row_len));
         }
     }
 }

@@ -33,8 +33,6 @@ fn ulp_err(got: f32, exact: f64) -> f64 {
     (got as f64 - exact).abs() / ulp_of(exact)
 }
 
-/// Deterministic generator (xorshift64*).
-
 fn backends() -> Vec<Backend> {
     Backend::available().collect()
 }

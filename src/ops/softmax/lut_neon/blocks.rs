@@ -89,7 +89,7 @@ pub(super) fn row_max<const SIGNED: bool>(row: &[u8]) -> u8 {
     };
     if row.len() >= STEP {
         for_each_whole_block(row, &mut fold);
-        if row.len() % STEP != 0 {
+        if !row.len().is_multiple_of(STEP) {
             // SAFETY: row.len() >= STEP, so the last STEP bytes are in bounds.
             fold(unsafe { vld1q_u8_x4(row.as_ptr().add(row.len() - STEP)) });
         }
@@ -189,7 +189,7 @@ pub(super) fn row_max_min<const SIGNED: bool>(row: &[u8]) -> (u8, u8) {
         // SAFETY: src points at one of the row's whole 64-byte blocks.
         fold(unsafe { load_post(&mut src) });
     }
-    if row.len() % STEP != 0 {
+    if !row.len().is_multiple_of(STEP) {
         // SAFETY: row.len() >= STEP, so the last STEP bytes are in bounds.
         fold(unsafe { vld1q_u8_x4(row.as_ptr().add(row.len() - STEP)) });
     }

@@ -106,7 +106,7 @@ pub(super) fn write_outputs(row_in: &[u8], row_out: &mut [u8], mut f: impl FnMut
         }
         blocks -= 1;
     }
-    if n % STEP != 0 {
+    if !n.is_multiple_of(STEP) {
         // SAFETY: n >= STEP, so the last STEP bytes of both rows are in bounds.
         unsafe {
             let y = f(vld1q_u8_x4(row_in.as_ptr().add(n - STEP)));
@@ -141,7 +141,7 @@ pub(super) fn write_outputs_post(
             );
         }
     }
-    if n % STEP != 0 {
+    if !n.is_multiple_of(STEP) {
         // SAFETY: n >= STEP, so the last STEP bytes of both rows are in bounds.
         unsafe {
             let y = f(vld1q_u8_x4(row_in.as_ptr().add(n - STEP)));

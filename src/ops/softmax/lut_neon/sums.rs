@@ -447,7 +447,7 @@ pub(super) fn row_sum(tables: &impl SumTables, row: &[u8], max: u8, masks: &Mask
         left -= chunk;
     }
     let mut extra = 0;
-    if row.len() % STEP != 0 {
+    if !row.len().is_multiple_of(STEP) {
         // SAFETY: row.len() >= STEP, so the last STEP bytes are in bounds.
         let last = unsafe { vld1q_u8_x4(start.add(row.len() - STEP)) };
         extra = tables.add_last(&mut partial, maxv, last, masks);
