@@ -71,4 +71,4 @@ pub use ops::{
 };
 #[cfg(feature = "alloc")]
 pub use ops::{Gemm, MatMul, NoNorm};
-pub use quant::{QuantParams, Rounding};
+pub use quant::{QuantParams, Requantization, Rounding};

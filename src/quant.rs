@@ -100,6 +100,58 @@ impl Rounding {
     }
 }
 
+/// How a fully connected layer turns its int32 accumulator into output
+/// units. TFLite's kernels differ here: every build's optimized kernels and
+/// TensorFlow 2.19's reference kernels apply the quantized multiplier (in
+/// the build's [`Rounding`]), while LiteRT's reference `FULLY_CONNECTED`
+/// (since April 2025) multiplies by the unquantized real multiplier in `f64`.
+/// The two differ on values within about 2^-31 of a rounding tie.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Requantization {
+    /// [`Rounding::multiply`] by the [`QuantizedMultiplier`] of the real
+    /// multiplier.
+    Multiplier(Rounding),
+    /// `round(f64(acc) * real)` with `real = f64(input_scale) *
+    /// f64(weight_scale) / f64(output_scale)` (each operation rounded in
+    /// `f64`, in that order), `round` to nearest with ties away from zero, the
+    /// result saturated to `i32` (where the C++ cast would be undefined).
+    /// LiteRT's reference `FULLY_CONNECTED`.
+    RealF64,
+}
+
+impl Default for Requantization {
+    /// `Multiplier(Rounding::Single)`.
+    fn default() -> Self {
+        Requantization::Multiplier(Rounding::Single)
+    }
+}
+
+impl From<Rounding> for Requantization {
+    fn from(rounding: Rounding) -> Self {
+        Requantization::Multiplier(rounding)
+    }
+}
+
+impl Requantization {
+    /// `"single"`, `"double"` or `"real-f64"`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Requantization::Multiplier(r) => r.name(),
+            Requantization::RealF64 => "real-f64",
+        }
+    }
+}
+
+/// [`Requantization::RealF64`] of one accumulator: `round(f64(acc) * real)`,
+/// ties away from zero, saturated to `i32`. `real` must be finite (the
+/// product then is too: `|acc| < 2^31`).
+#[inline(always)]
+pub fn requantize_real_f64(acc: i32, real: f64) -> i32 {
+    let y = libm_round(acc as f64 * real);
+    // `as` saturates (and the product is never NaN for a finite `real`).
+    y as i32
+}
+
 /// The single-rounding `MultiplyByQuantizedMultiplier`:
 /// `(x * multiplier + 2^(30 - shift)) >> (31 - shift)` in `i64`, saturated to
 /// `i32`. `shift` must be in `-31..=30` (what [`Rounding::quantize_multiplier`]

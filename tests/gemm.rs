@@ -2,7 +2,8 @@
 //! `i64` oracle of TFLite's per-channel `FullyConnected`, and (on aarch64) both
 //! NEON paths, `sdot` and widening, against the scalar reference byte for byte
 //! on every shape with `m`, `n`, `k` in `1..=37` and some large ones, in
-//! both roundings (single, LiteRT's; double, gemmlowp's).
+//! every requantization (single rounding, LiteRT's optimized kernels;
+//! double, gemmlowp's; the real multiplier in `f64`, LiteRT's reference).
 //!
 //! Outputs are pre-filled with a value the kernels are unlikely to produce in
 //! the whole buffer, and with different values for each backend, so a byte a
@@ -12,7 +13,7 @@ mod layer_oracle;
 
 use layer_oracle::{activation_range, mbqm, output, quantize_multiplier, Rng};
 use qneon::ops::GemmPath;
-use qneon::{Backend, Error, FusedActivation, Gemm, QuantParams, Rounding};
+use qneon::{Backend, Error, FusedActivation, Gemm, QuantParams, Requantization, Rounding};
 
 #[derive(Clone, Debug)]
 struct Case {
@@ -27,7 +28,7 @@ struct Case {
     output: QuantParams,
     /// 0 none, 1 relu, 2 relu6.
     act: u8,
-    rounding: Rounding,
+    requantization: Requantization,
 }
 
 /// TFLite's single-rounding build: `QuantizeMultiplier` with shifts above 30
@@ -85,10 +86,10 @@ impl Case {
             weight_scales,
             output,
             act: rng.below(3) as u8,
-            rounding: if rng.below(2) == 0 {
-                Rounding::Single
-            } else {
-                Rounding::Double
+            requantization: match rng.below(3) {
+                0 => Rounding::Single.into(),
+                1 => Rounding::Double.into(),
+                _ => Requantization::RealF64,
             },
         }
     }
@@ -103,14 +104,14 @@ impl Case {
             &self.weight_scales,
             self.output,
             fused(self.act),
-            self.rounding,
+            self.requantization,
         )
         .unwrap_or_else(|e| panic!("Gemm::new failed: {e} for {}", self.describe()))
     }
 
     fn describe(&self) -> String {
         format!(
-            "m={} n={} k={} input={:?} output={:?} act={} bias={} rounding={}",
+            "m={} n={} k={} input={:?} output={:?} act={} bias={} requantization={}",
             self.m,
             self.n,
             self.k,
@@ -118,7 +119,7 @@ impl Case {
             self.output,
             self.act,
             self.bias.is_some(),
-            self.rounding.name()
+            self.requantization.name()
         )
     }
 
@@ -136,15 +137,18 @@ impl Case {
                 assert_eq!(acc, acc as i32 as i64, "test accumulators must fit int32");
                 let real = self.input.scale as f64 * self.weight_scales[c] as f64
                     / self.output.scale as f64;
-                let requantized = match self.rounding {
-                    Rounding::Double => {
+                let requantized = match self.requantization {
+                    Requantization::Multiplier(Rounding::Double) => {
                         let (mult, shift) = quantize_multiplier(real);
                         mbqm(acc, mult, shift)
                     }
-                    Rounding::Single => {
+                    Requantization::Multiplier(Rounding::Single) => {
                         let (mult, shift) = quantize_multiplier_single(real);
                         mbqm_single(acc, mult, shift)
                     }
+                    // std's `round` is half away from zero, as C's; the
+                    // saturating cast stands for the C++'s undefined one.
+                    Requantization::RealF64 => (acc as f64 * real).round() as i32 as i64,
                 };
                 out.push(output(requantized, self.output.zero_point, range));
             }
@@ -692,7 +696,12 @@ fn gemm_single_and_double_rounding_differ_on_negative_ties() {
     // Effective scale 1/4: an accumulator of -6 is -1.5, which single
     // rounding takes up to -1 and double rounding away from zero to -2;
     // 6 is 1.5 and both take it to 2.
-    for (rounding, want) in [(Rounding::Single, [-1, 2]), (Rounding::Double, [-2, 2])] {
+    // The real multiplier in f64 rounds -1.5 away from zero, like double.
+    for (rounding, want) in [
+        (Rounding::Single.into(), [-1, 2]),
+        (Rounding::Double.into(), [-2, 2]),
+        (Requantization::RealF64, [-2, 2]),
+    ] {
         let g = Gemm::new(
             &[1],
             1,
@@ -705,7 +714,7 @@ fn gemm_single_and_double_rounding_differ_on_negative_ties() {
             rounding,
         )
         .unwrap();
-        assert_eq!(g.rounding(), rounding);
+        assert_eq!(g.requantization(), rounding);
         for backend in Backend::available() {
             let mut y = [0i8; 2];
             g.run_with(backend, &[-6, 6], &mut y, 2).unwrap();
@@ -716,6 +725,52 @@ fn gemm_single_and_double_rounding_differ_on_negative_ties() {
             let mut y = [0i8; 2];
             g.run_neon_path(path, &[-6, 6], &mut y, 2).unwrap();
             assert_eq!(y, want, "{} {path:?}", rounding.name());
+        }
+    }
+}
+
+/// Where the quantized multiplier and the real one fall on either side of a
+/// rounding tie: scales 0.08245026 (f32 bits 0x3da8_dbaf), 0.0008271467
+/// and 5.63793 give the real multiplier 1.2096365801612636e-5, whose
+/// product with the accumulator 2,438,749 is 29.5000000023, while the
+/// 31-bit quantized multiplier's is 29.4999999998. LiteRT's reference kernel
+/// (`RealF64`) gives 30, its optimized kernels (single rounding) 29; the
+/// same kind of near-tie made qneon's single rounding differ from LiteRT's
+/// reference on one MobileBert output (see the runtime's FULLY_CONNECTED).
+#[test]
+fn gemm_real_f64_and_single_rounding_differ_near_ties() {
+    let input = QuantParams::new(f32::from_bits(0x3da8_dbaf), 0);
+    let output = QuantParams::new(5.637_93, 0);
+    let scales = [0.000_827_146_7f32];
+    let accs = [2_438_749, -2_438_749, 7_316_247, -7_316_247];
+    for (requantization, want) in [
+        (Requantization::RealF64, [30, -30, 89, -89]),
+        (Rounding::Single.into(), [29, -29, 88, -88]),
+    ] {
+        for (&acc, &want) in accs.iter().zip(&want) {
+            let g = Gemm::new(
+                &[1],
+                1,
+                1,
+                Some(&[acc]),
+                input,
+                &scales,
+                output,
+                FusedActivation::None,
+                requantization,
+            )
+            .unwrap();
+            for backend in Backend::available() {
+                let mut y = [0i8; 1];
+                g.run_with(backend, &[0], &mut y, 1).unwrap();
+                assert_eq!(
+                    y[0],
+                    want,
+                    "{} acc {acc} {}",
+                    requantization.name(),
+                    backend.name()
+                );
+            }
         }
     }
 }

@@ -6,20 +6,24 @@ use qneon::{Backend, Method};
 
 pub use qneon::quant::Rounding;
 
-/// Which of TFLite's two kernel sets the float-facing conversions reproduce
-/// where their arithmetic differs. The integer ops give the same bytes in
-/// both (for SOFTMAX the difference is the method: `Method::Lut` is the
-/// optimized kernel's table path).
+/// Which of TFLite's two kernel sets to reproduce where their arithmetic
+/// differs: DEQUANTIZE's float arithmetic and, in single rounding,
+/// FULLY_CONNECTED's requantization. The other integer ops give the same
+/// bytes in both (for SOFTMAX the difference is the method: `Method::Lut` is
+/// the optimized kernel's table path).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum TfliteKernels {
     /// The reference kernels (`BUILTIN_REF`): DEQUANTIZE rounds the `f64`
-    /// product `scale * (q - zero_point)` once to `f32`.
+    /// product `scale * (q - zero_point)` once to `f32`; LiteRT's
+    /// FULLY_CONNECTED (single rounding) scales its accumulator by the
+    /// unquantized `f64` multiplier ([`qneon::Requantization::RealF64`]).
     #[default]
     Reference,
     /// The optimized builtin kernels of TFLite's aarch64 build: int8 and
     /// uint8 DEQUANTIZE in blocks of 8 elements computes
     /// `fma(f32(q), f32(scale), f32(-zero_point * scale))` (NEON `fmla`), the
-    /// last `len % 8` elements as the reference kernel does.
+    /// last `len % 8` elements as the reference kernel does; FULLY_CONNECTED
+    /// applies the quantized multiplier in the options' rounding.
     Optimized,
 }
 
@@ -45,7 +49,9 @@ impl TfliteKernels {
 /// What the caller chooses at load.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Options {
-    /// Rounding of every requantizing op.
+    /// Rounding of the requantizing ops (FULLY_CONNECTED under
+    /// [`TfliteKernels::Reference`] with single rounding: LiteRT's `f64`
+    /// real multiplier; BATCH_MATMUL and MUL: double, as LiteRT measured).
     pub rounding: Rounding,
     /// The method of SOFTMAX, LOG_SOFTMAX, LOGISTIC and TANH.
     pub softmax_method: Method,

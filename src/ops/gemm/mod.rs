@@ -7,7 +7,8 @@
 //!
 //! ```text
 //! acc   = sum_k (x[m][k] - input_zero_point) * w[n][k] + bias[n]      int32, wrapping
-//! y     = MultiplyByQuantizedMultiplier(acc, multiplier[n], shift[n])  double rounding
+//! y     = MultiplyByQuantizedMultiplier(acc, multiplier[n], shift[n])  in a Rounding
+//!    or = round(f64(acc) * real[n])                                  LiteRT's reference
 //! out   = clamp(y + output_zero_point, act_min, act_max)               int8
 //! ```
 //!
@@ -44,7 +45,7 @@ use super::requant::{ChannelMultipliers, FusedActivation};
 use crate::backend::{Backend, CpuFeatures};
 use crate::checks::{check_length, check_scale, check_zero_point};
 use crate::error::{Error, Result};
-use crate::quant::{QuantParams, Rounding};
+use crate::quant::{QuantParams, Requantization, Rounding};
 use alloc::vec::Vec;
 
 const OP: &str = "gemm";
@@ -65,15 +66,19 @@ pub enum GemmPath {
 ///
 /// ```text
 /// acc = sum_k (x[m][k] - input_zero_point) * w[n][k] + bias[n]      int32, wrapping
-/// y   = MultiplyByQuantizedMultiplier(acc, multiplier[n], shift[n])  in `rounding`
+/// y   = MultiplyByQuantizedMultiplier(acc, multiplier[n], shift[n])  Multiplier(rounding)
+///  or = round(f64(acc) * real[n])                                    RealF64
 /// out = clamp(y + output_zero_point, act_min, act_max)               int8
 /// ```
 ///
-/// with `multiplier[n] * 2^(shift[n] - 31)` the quantized
-/// `input_scale * weight_scales[n] / output_scale` (in `f64`) and
-/// `[act_min, act_max]` the fused activation's range; `rounding` is how
-/// TFLite's build applies the multiplier (single: one rounding of the 64-bit
-/// product, LiteRT; double: gemmlowp's two roundings, TF 2.19). The sum wraps modulo
+/// with `real[n]` = `input_scale * weight_scales[n] / output_scale` (in
+/// `f64`), `multiplier[n] * 2^(shift[n] - 31)` its quantized form and
+/// `[act_min, act_max]` the fused activation's range. The
+/// [`Requantization`] is which TFLite kernel's arithmetic to reproduce: the
+/// quantized multiplier in the build's rounding (single: one rounding of the
+/// 64-bit product, LiteRT's optimized kernels; double: gemmlowp's two
+/// roundings, TF 2.19), or LiteRT's reference kernel's `f64` product
+/// (rounded half away from zero). The sum wraps modulo
 /// 2^32 as the C++ `int32_t` sum does; it is exact whenever it fits (any `k`
 /// below 65,000). Every backend gives the same bytes: the scalar reference, and
 /// on aarch64 NEON with `sdot` (dotprod, detected at run time; an 8 x 8 tile of
@@ -104,8 +109,9 @@ impl Gemm {
     /// * `input`, `output`: per-tensor int8 quantization (any zero point in
     ///   `-128..=127`);
     /// * `activation`: fused into the output clamp;
-    /// * `rounding`: how the multipliers are quantized and applied
-    ///   ([`Rounding`]).
+    /// * `requantization`: how the accumulators are scaled to the output: a
+    ///   [`Rounding`] of the quantized multipliers (a `Rounding` converts),
+    ///   or [`Requantization::RealF64`], LiteRT's reference kernel.
     ///
     /// Errors: `n` or `k` zero ([`Error::ZeroDimension`]), `weights`, `bias` or
     /// `weight_scales` of the wrong length ([`Error::Length`]), a scale that is
@@ -123,7 +129,7 @@ impl Gemm {
         weight_scales: &[f32],
         output: QuantParams,
         activation: FusedActivation,
-        rounding: Rounding,
+        requantization: impl Into<Requantization>,
     ) -> Result<Gemm> {
         if n == 0 {
             return Err(Error::ZeroDimension {
@@ -157,7 +163,7 @@ impl Gemm {
             weight_scales,
             output_scale,
             n_padded,
-            rounding,
+            requantization,
         )?;
 
         let bias: Vec<i32> = match bias {
@@ -301,7 +307,13 @@ impl Gemm {
         self.params.weights_above_min = above_min;
     }
 
-    /// How the multipliers are applied.
+    /// How the accumulators are requantized.
+    pub fn requantization(&self) -> Requantization {
+        self.params.multipliers.requantization
+    }
+
+    /// The rounding of the quantized multipliers ([`Rounding::Single`] under
+    /// [`Requantization::RealF64`], which does not use them).
     pub fn rounding(&self) -> Rounding {
         self.params.multipliers.rounding
     }

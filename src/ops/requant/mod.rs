@@ -28,7 +28,9 @@ pub(crate) mod neon;
 use crate::checks::check_scale;
 use crate::error::{Error, Result};
 use crate::fixedpoint::{libm_round, Lane};
-use crate::quant::{QuantParams, QuantizedMultiplier, Rounding};
+use crate::quant::{
+    requantize_real_f64, QuantParams, QuantizedMultiplier, Requantization, Rounding,
+};
 
 /// An activation fused into an operator's output requantization, as TFLite
 /// fuses it: a clamp of the quantized output to the activation's range.
@@ -133,11 +135,21 @@ pub(crate) fn output_stage<L: Lane>(r: L, zero_point: i32, min: i32, max: i32) -
 
 /// Per-channel multipliers, each array padded to `padded_len` with unused
 /// entries (multiplier 0) so that vector kernels can load whole
-/// vectors past the last channel, and the [`Rounding`] that applies them.
+/// vectors past the last channel, and the [`Requantization`] that applies
+/// them.
 #[cfg(feature = "alloc")]
 #[derive(Clone, Debug)]
 pub(crate) struct ChannelMultipliers {
+    pub requantization: Requantization,
+    /// The rounding the quantized arrays below were made for
+    /// ([`Rounding::Single`] under [`Requantization::RealF64`], whose
+    /// kernels read `real` instead).
     pub rounding: Rounding,
+    /// [`Requantization::RealF64`]: each channel's
+    /// `f64(input_scale) * f64(channel_scale) / f64(output_scale)` (0 for
+    /// padding). Empty otherwise.
+    #[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
+    pub real: alloc::vec::Vec<f64>,
     /// Q0.31 mantissas.
     pub multiplier: alloc::vec::Vec<i32>,
     /// `max(shift, 0)` (double rounding's left shift; 0 for single rounding
@@ -158,10 +170,11 @@ impl ChannelMultipliers {
     /// channel the real multiplier `input_scale * channel_scale / output_scale`
     /// (in `f64`), quantized with `rounding`'s
     /// [`quantize_multiplier`](Rounding::quantize_multiplier) (single rounding
-    /// caps shifts at 30, as TFLite's single-rounding build does). Errors for
-    /// a channel scale that is not finite and `> 0` (`what` names it), and,
-    /// for double rounding, for an effective scale of 2^30 or more (the left
-    /// shift would overflow).
+    /// caps shifts at 30, as TFLite's single-rounding build does), or kept
+    /// as is for [`Requantization::RealF64`]. Errors for a channel scale
+    /// that is not finite and `> 0` (`what` names it), and, for double
+    /// rounding, for an effective scale of 2^30 or more (the left shift
+    /// would overflow).
     pub fn new(
         op: &'static str,
         what: &'static str,
@@ -169,9 +182,18 @@ impl ChannelMultipliers {
         channel_scales: &[f32],
         output_scale: f64,
         padded_len: usize,
-        rounding: Rounding,
+        requantization: impl Into<Requantization>,
     ) -> Result<Self> {
         debug_assert!(padded_len >= channel_scales.len());
+        let requantization = requantization.into();
+        let rounding = match requantization {
+            Requantization::Multiplier(r) => r,
+            Requantization::RealF64 => Rounding::Single,
+        };
+        let mut real = match requantization {
+            Requantization::RealF64 => alloc::vec![0.0; padded_len],
+            Requantization::Multiplier(_) => alloc::vec::Vec::new(),
+        };
         let mut multiplier = alloc::vec![0; padded_len];
         let mut left_shift = alloc::vec![0; padded_len];
         // Padded channels (never stored) shift right by 1, so that a last,
@@ -184,7 +206,11 @@ impl ChannelMultipliers {
         };
         for (c, &s) in channel_scales.iter().enumerate() {
             let s = check_scale(what, s)?;
-            let q = rounding.quantize_multiplier(input_scale * s / output_scale)?;
+            let effective = input_scale * s / output_scale;
+            if let Some(r) = real.get_mut(c) {
+                *r = effective;
+            }
+            let q = rounding.quantize_multiplier(effective)?;
             if q.shift > 30 {
                 return Err(Error::Unsupported {
                     op,
@@ -203,7 +229,9 @@ impl ChannelMultipliers {
             }
         }
         Ok(ChannelMultipliers {
+            requantization,
             rounding,
+            real,
             multiplier,
             left_shift,
             neg_right_shift,
@@ -221,12 +249,16 @@ impl ChannelMultipliers {
     }
 
     /// TFLite's `MultiplyByQuantizedMultiplier(acc, multiplier[c], shift[c])`
-    /// in this rounding: the scalar reference of the vector output stages.
+    /// in this rounding, or LiteRT's `f64` requantization: the scalar
+    /// reference of the vector output stages.
     #[inline(always)]
     pub fn requantize(&self, c: usize, acc: i32) -> i32 {
-        match self.rounding {
-            Rounding::Double => requantize_lanes(acc, &self.channel(c)),
-            Rounding::Single => Rounding::Single.multiply(acc, self.quantized(c)),
+        match self.requantization {
+            Requantization::RealF64 => requantize_real_f64(acc, self.real[c]),
+            Requantization::Multiplier(Rounding::Double) => requantize_lanes(acc, &self.channel(c)),
+            Requantization::Multiplier(Rounding::Single) => {
+                Rounding::Single.multiply(acc, self.quantized(c))
+            }
         }
     }
 

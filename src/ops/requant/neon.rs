@@ -89,6 +89,25 @@ pub(crate) fn requantize_single(
     }
 }
 
+/// [`Requantization::RealF64`](crate::quant::Requantization::RealF64) of 4
+/// accumulators, each by its lane's real multiplier (`real[h]` holds lanes
+/// `2h, 2h + 1`): widened to `i64` and converted to `f64` (exact), one `f64`
+/// multiply per lane (`fmul`, rounded to nearest as the scalar product is),
+/// `fcvtas` (round to nearest, ties away from zero, to `i64`, saturating) and
+/// `sqxtn` to `i32`: [`requantize_real_f64`](crate::quant::requantize_real_f64)
+/// lane by lane.
+#[inline(always)]
+pub(crate) fn requantize_real_f64(acc: int32x4_t, real: &[float64x2_t; 2]) -> int32x4_t {
+    // SAFETY: neon is a compile-time target feature (cfg on this module).
+    unsafe {
+        let lo = vcvtq_f64_s64(vmovl_s32(vget_low_s32(acc)));
+        let hi = vcvtq_f64_s64(vmovl_high_s32(acc));
+        let lo = vcvtaq_s64_f64(vmulq_f64(lo, real[0]));
+        let hi = vcvtaq_s64_f64(vmulq_f64(hi, real[1]));
+        vqmovn_high_s64(vqmovn_s64(lo), hi)
+    }
+}
+
 /// The output stage of 16 requantized values: add the output zero point and
 /// clamp, as `output_stage`, with the clamp to `[-128, 127]` done by the
 /// saturating narrows. Saturating `i32 -> i16` first and then adding the zero
@@ -189,6 +208,58 @@ mod tests {
                     check(acc, [m, m, m, m], [shift, other, shift, other]);
                 }
             }
+        }
+    }
+
+    /// `requantize_real_f64` on 4 lanes against the scalar reference.
+    fn check_real(acc: [i32; 4], real: [f64; 4]) {
+        // SAFETY: neon is a compile-time target feature (cfg on this module);
+        // every load and store is of a 4- or 2-element array.
+        let got = unsafe {
+            let r = [vld1q_f64(real.as_ptr()), vld1q_f64(real.as_ptr().add(2))];
+            let v = requantize_real_f64(vld1q_s32(acc.as_ptr()), &r);
+            let mut out = [0i32; 4];
+            vst1q_s32(out.as_mut_ptr(), v);
+            out
+        };
+        for j in 0..4 {
+            assert_eq!(
+                got[j],
+                crate::quant::requantize_real_f64(acc[j], real[j]),
+                "acc {} real {:e}",
+                acc[j],
+                real[j]
+            );
+        }
+    }
+
+    #[test]
+    fn real_f64_lanes_equal_the_scalar_reference() {
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        // Ties (odd * 2^(s-1) * 2^-s), saturation (real up to 1e12) and random values.
+        for s in 0u32..=20 {
+            let r = 1.0 / (1u64 << s) as f64;
+            for odd in [-7, -3, -1, 1, 3, 7] {
+                let acc = odd << s.saturating_sub(1);
+                check_real([acc, -acc, acc + 1, acc - 1], [r; 4]);
+            }
+        }
+        check_real([i32::MIN, i32::MAX, -1, 1], [1e12, 1e12, 1e12, 1e12]);
+        check_real([i32::MIN, i32::MAX, 0, 7], [1.0, 1.0, 1e-300, 3.5]);
+        for _ in 0..200_000 {
+            let sh = next() % 31;
+            let acc: [i32; 4] = core::array::from_fn(|_| next() as i32 >> sh);
+            let real: [f64; 4] = core::array::from_fn(|_| {
+                let e = (next() % 48) as i32 - 40;
+                (1.0 + (next() >> 11) as f64 / (1u64 << 53) as f64) * 2f64.powi(e)
+            });
+            check_real(acc, real);
         }
     }
 

@@ -1,13 +1,14 @@
 //! FULLY_CONNECTED: int8 rows through the library's GEMM, weights packed
 //! once at load.
 
-use qneon::Backend;
+use qneon::{Backend, Requantization};
 use qneon_tflite::options::WeightsFormat;
 use qneon_tflite::{Options as OpOptions, TensorType};
 
 use super::buffers::{view, view_mut};
 use super::op::{Op, PreparedOp};
 use crate::error::Result;
+use crate::interp::options::{Options, Rounding, TfliteKernels};
 
 /// A prepared FULLY_CONNECTED: `m` rows through the library's GEMM.
 #[derive(Debug)]
@@ -30,12 +31,28 @@ impl FullyConnected {
     }
 }
 
+/// The requantization of FULLY_CONNECTED in the interpreter's modes. LiteRT's
+/// reference kernel (since April 2025) scales the accumulator by the
+/// unquantized `f64` multiplier and rounds half away from zero
+/// ([`Requantization::RealF64`]). Measured: on the 24-layer model's
+/// `case2_short` input, element [160, 501] of operator 815 (accumulator *
+/// quantized multiplier = 35.49999999: 35 in single rounding, LiteRT 36),
+/// and the designed input of `models/gen/probe_fc_rounding.py`. Its optimized
+/// kernels apply the quantized multiplier in single rounding, TF 2.19's
+/// reference kernels in double rounding.
+fn requantization(options: &Options) -> Requantization {
+    match (options.rounding, options.kernels) {
+        (Rounding::Single, TfliteKernels::Reference) => Requantization::RealF64,
+        (rounding, _) => Requantization::Multiplier(rounding),
+    }
+}
+
 /// TFLite's `Prepare` of FULLY_CONNECTED: int8 input, weights and output,
 /// int32 bias, constant weights quantized symmetric per tensor or per output
-/// channel, the bias scale TFLite requires; the library's GEMM built in the
-/// options' rounding (a per-tensor scale is one multiplier repeated for every
-/// channel: TFLite's per-tensor `GetQuantizedConvolutionMultipler` gives the
-/// same `input_scale * weight_scale / output_scale` in `f64`).
+/// channel, the bias scale TFLite requires; the library's GEMM built with
+/// [`requantization`] (a per-tensor scale is one multiplier repeated for
+/// every channel: TFLite's per-tensor `GetQuantizedConvolutionMultipler`
+/// gives the same `input_scale * weight_scale / output_scale` in `f64`).
 pub(crate) fn prepare(op: &Op<'_, '_>) -> Result<PreparedOp<FullyConnected>> {
     op.input_count(2, 3)?;
     op.output_count(1)?;
@@ -129,7 +146,7 @@ pub(crate) fn prepare(op: &Op<'_, '_>) -> Result<PreparedOp<FullyConnected>> {
         &scales,
         out_q,
         activation,
-        op.options.rounding,
+        requantization(op.options),
     )
     .map_err(|e| op.kernel_error(e))?;
     Ok(PreparedOp {

@@ -35,10 +35,17 @@ pub(crate) mod widening;
 
 use super::pack::{KC, NR};
 use super::params::GemmView;
-use crate::ops::requant::neon::{requantize, requantize_single};
+use crate::ops::requant::neon::{requantize, requantize_real_f64, requantize_single};
 use crate::ops::requant::ChannelMultiplier;
-use crate::quant::Rounding;
+use crate::quant::{Requantization, Rounding};
 use core::arch::aarch64::*;
+
+/// [`BlockParams::stage`]: gemmlowp's double rounding.
+const STAGE_DOUBLE: u8 = 0;
+/// [`BlockParams::stage`]: single rounding of the 64-bit product.
+const STAGE_SINGLE: u8 = 1;
+/// [`BlockParams::stage`]: the real multiplier in `f64`.
+const STAGE_REAL_F64: u8 = 2;
 
 /// The 8 channels of one weight block: bias and multipliers as two vectors.
 #[derive(Clone, Copy)]
@@ -50,12 +57,16 @@ pub(super) struct BlockParams {
     /// The activation range is narrower than int8's (otherwise the
     /// saturating narrow to int8 is the clamp).
     clamp: bool,
-    /// Single rounding (`requantize_single` with `neg_total_shift`).
-    single: bool,
+    /// Which output stage: [`STAGE_DOUBLE`], [`STAGE_SINGLE`]
+    /// (`requantize_single` with `neg_total_shift`) or [`STAGE_REAL_F64`]
+    /// (`requantize_real_f64` with `real`).
+    stage: u8,
     bias: [int32x4_t; 2],
     mult: [ChannelMultiplier<int32x4_t>; 2],
     /// Single rounding: each channel's `-(31 - shift)`, two per vector.
     neg_total_shift: [int64x2_t; 4],
+    /// Real `f64` multipliers: each channel's, two per vector.
+    real: [float64x2_t; 4],
     zero_point: int16x8_t,
     min: int8x16_t,
     max: int8x16_t,
@@ -94,8 +105,20 @@ impl BlockParams {
             )
         };
         let (any_left_shift, all_right_shift) = g.block_shifts[block];
-        let single = m.rounding == Rounding::Single;
-        let neg_total_shift: [int64x2_t; 4] = if single {
+        let stage = match m.requantization {
+            Requantization::Multiplier(Rounding::Double) => STAGE_DOUBLE,
+            Requantization::Multiplier(Rounding::Single) => STAGE_SINGLE,
+            Requantization::RealF64 => STAGE_REAL_F64,
+        };
+        let real: [float64x2_t; 4] = if stage == STAGE_REAL_F64 {
+            let t = &m.real[c..c + NR];
+            // SAFETY: t holds 8 values (sliced above); 2 h + 2 <= 8.
+            core::array::from_fn(|h| unsafe { vld1q_f64(t.as_ptr().add(2 * h)) })
+        } else {
+            // SAFETY: neon is a compile-time target feature (cfg on this module).
+            [unsafe { vdupq_n_f64(0.0) }; 4]
+        };
+        let neg_total_shift: [int64x2_t; 4] = if stage == STAGE_SINGLE {
             let t = &m.neg_total_shift[c..c + NR];
             // SAFETY: t holds 8 values (sliced above); 2 h + 2 <= 8.
             core::array::from_fn(|h| unsafe { vld1q_s64(t.as_ptr().add(2 * h)) })
@@ -107,10 +130,11 @@ impl BlockParams {
             any_left_shift,
             all_right_shift,
             clamp: g.act_min > i8::MIN as i32 || g.act_max < i8::MAX as i32,
-            single,
+            stage,
             bias: [v(g.folded_bias, 0), v(g.folded_bias, 1)],
             mult: [mult(0), mult(1)],
             neg_total_shift,
+            real,
             zero_point,
             min,
             max,
@@ -134,15 +158,26 @@ pub(super) fn store_tile<const R: usize>(
 ) {
     macro_rules! with {
         ($left:literal, $fast:literal, $clamp:literal) => {
-            store_tile_with::<R, $left, $fast, $clamp, false>(acc, p, output, n, row, mr, col, nr)
+            store_tile_with::<R, $left, $fast, $clamp, STAGE_DOUBLE>(
+                acc, p, output, n, row, mr, col, nr,
+            )
+        };
+        (stage $stage:ident) => {
+            return if p.clamp {
+                store_tile_with::<R, false, false, true, $stage>(
+                    acc, p, output, n, row, mr, col, nr,
+                )
+            } else {
+                store_tile_with::<R, false, false, false, $stage>(
+                    acc, p, output, n, row, mr, col, nr,
+                )
+            }
         };
     }
-    if p.single {
-        return if p.clamp {
-            store_tile_with::<R, false, false, true, true>(acc, p, output, n, row, mr, col, nr)
-        } else {
-            store_tile_with::<R, false, false, false, true>(acc, p, output, n, row, mr, col, nr)
-        };
+    match p.stage {
+        STAGE_SINGLE => with!(stage STAGE_SINGLE),
+        STAGE_REAL_F64 => with!(stage STAGE_REAL_F64),
+        _ => {}
     }
     match (p.any_left_shift, p.all_right_shift, p.clamp) {
         (false, true, false) => with!(false, true, false),
@@ -163,7 +198,7 @@ fn store_tile_with<
     const LEFT: bool,
     const FAST: bool,
     const CLAMP: bool,
-    const SINGLE: bool,
+    const STAGE: u8,
 >(
     acc: &[[int32x4_t; 2]; R],
     p: &BlockParams,
@@ -178,11 +213,17 @@ fn store_tile_with<
     // Rows r and r + 1 of the tile as one vector of 16 int8 (8 channels each).
     let pair = |r: usize| -> int8x16_t {
         let half = |r: usize| -> int16x8_t {
-            let (lo, hi) = if SINGLE {
+            let (lo, hi) = if STAGE == STAGE_SINGLE {
                 let t = &p.neg_total_shift;
                 (
                     requantize_single(acc[r][0], p.mult[0].multiplier, &[t[0], t[1]]),
                     requantize_single(acc[r][1], p.mult[1].multiplier, &[t[2], t[3]]),
+                )
+            } else if STAGE == STAGE_REAL_F64 {
+                let t = &p.real;
+                (
+                    requantize_real_f64(acc[r][0], &[t[0], t[1]]),
+                    requantize_real_f64(acc[r][1], &[t[2], t[3]]),
                 )
             } else {
                 (
