@@ -63,10 +63,11 @@ pub(super) struct BlockParams {
     stage: u8,
     bias: [int32x4_t; 2],
     mult: [ChannelMultiplier<int32x4_t>; 2],
-    /// Single rounding: each channel's `-(31 - shift)`, two per vector.
-    neg_total_shift: [int64x2_t; 4],
-    /// Real `f64` multipliers: each channel's, two per vector.
-    real: [float64x2_t; 4],
+    /// Each channel's 64-bit parameter of the stage, two per vector: single
+    /// rounding, `-(31 - shift)`; real multipliers, the `f64` multiplier
+    /// (its bits); double rounding, unused (zeros). One field for both, so
+    /// that the stages that do not use it cost no extra register set-up.
+    wide: [int64x2_t; 4],
     zero_point: int16x8_t,
     min: int8x16_t,
     max: int8x16_t,
@@ -110,21 +111,21 @@ impl BlockParams {
             Requantization::Multiplier(Rounding::Single) => STAGE_SINGLE,
             Requantization::RealF64 => STAGE_REAL_F64,
         };
-        let real: [float64x2_t; 4] = if stage == STAGE_REAL_F64 {
-            let t = &m.real[c..c + NR];
-            // SAFETY: t holds 8 values (sliced above); 2 h + 2 <= 8.
-            core::array::from_fn(|h| unsafe { vld1q_f64(t.as_ptr().add(2 * h)) })
-        } else {
+        let wide: [int64x2_t; 4] = match stage {
+            STAGE_SINGLE => {
+                let t = &m.neg_total_shift[c..c + NR];
+                // SAFETY: t holds 8 values (sliced above); 2 h + 2 <= 8.
+                core::array::from_fn(|h| unsafe { vld1q_s64(t.as_ptr().add(2 * h)) })
+            }
+            STAGE_REAL_F64 => {
+                let t = &m.real[c..c + NR];
+                // SAFETY: t holds 8 values (sliced above); 2 h + 2 <= 8.
+                core::array::from_fn(|h| unsafe {
+                    vreinterpretq_s64_f64(vld1q_f64(t.as_ptr().add(2 * h)))
+                })
+            }
             // SAFETY: neon is a compile-time target feature (cfg on this module).
-            [unsafe { vdupq_n_f64(0.0) }; 4]
-        };
-        let neg_total_shift: [int64x2_t; 4] = if stage == STAGE_SINGLE {
-            let t = &m.neg_total_shift[c..c + NR];
-            // SAFETY: t holds 8 values (sliced above); 2 h + 2 <= 8.
-            core::array::from_fn(|h| unsafe { vld1q_s64(t.as_ptr().add(2 * h)) })
-        } else {
-            // SAFETY: neon is a compile-time target feature (cfg on this module).
-            [unsafe { vdupq_n_s64(0) }; 4]
+            _ => [unsafe { vdupq_n_s64(0) }; 4],
         };
         BlockParams {
             any_left_shift,
@@ -133,8 +134,7 @@ impl BlockParams {
             stage,
             bias: [v(g.folded_bias, 0), v(g.folded_bias, 1)],
             mult: [mult(0), mult(1)],
-            neg_total_shift,
-            real,
+            wide,
             zero_point,
             min,
             max,
@@ -213,17 +213,20 @@ fn store_tile_with<
     // Rows r and r + 1 of the tile as one vector of 16 int8 (8 channels each).
     let pair = |r: usize| -> int8x16_t {
         let half = |r: usize| -> int16x8_t {
+            let t = &p.wide;
             let (lo, hi) = if STAGE == STAGE_SINGLE {
-                let t = &p.neg_total_shift;
                 (
                     requantize_single(acc[r][0], p.mult[0].multiplier, &[t[0], t[1]]),
                     requantize_single(acc[r][1], p.mult[1].multiplier, &[t[2], t[3]]),
                 )
             } else if STAGE == STAGE_REAL_F64 {
-                let t = &p.real;
+                // SAFETY: neon is a compile-time target feature (cfg on this
+                // module); the lanes hold f64 bits (`load`).
+                let real: [float64x2_t; 4] =
+                    core::array::from_fn(|h| unsafe { vreinterpretq_f64_s64(t[h]) });
                 (
-                    requantize_real_f64(acc[r][0], &[t[0], t[1]]),
-                    requantize_real_f64(acc[r][1], &[t[2], t[3]]),
+                    requantize_real_f64(acc[r][0], &[real[0], real[1]]),
+                    requantize_real_f64(acc[r][1], &[real[2], real[3]]),
                 )
             } else {
                 (
