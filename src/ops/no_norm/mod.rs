@@ -116,8 +116,8 @@ impl NoNorm {
     /// `|gamma| / 127` and quantized value `+-127` (a zero gamma: scale 1, value
     /// 0), each beta `round(beta / (input.scale * gamma_scale))` (half away from
     /// zero, saturated to `i32`). Errors as `new`, and [`Error::Length`] if the
-    /// betas are not as many as the gammas, [`Error::Scale`] for a gamma or beta
-    /// that is not finite (reported as its scale).
+    /// betas are not as many as the gammas, [`Error::OutOfDomain`] for a gamma
+    /// or beta that is not finite (any finite value is valid, negative or zero).
     pub fn from_f32(
         gamma: &[f32],
         beta: &[f32],
@@ -131,17 +131,16 @@ impl NoNorm {
         let mut scales = alloc::vec::Vec::with_capacity(gamma.len());
         let mut beta_q = alloc::vec::Vec::with_capacity(gamma.len());
         for (&g, &b) in gamma.iter().zip(beta) {
-            if !g.is_finite() {
-                return Err(Error::Scale {
-                    what: "gamma",
-                    value: g as f64,
-                });
-            }
-            if !b.is_finite() {
-                return Err(Error::Scale {
-                    what: "beta",
-                    value: b as f64,
-                });
+            // Any finite gamma and beta is valid (negative and zero too).
+            for (what, value) in [("gamma", g), ("beta", b)] {
+                if !value.is_finite() {
+                    return Err(Error::OutOfDomain {
+                        op: "no_norm",
+                        what,
+                        value: value as f64,
+                        requirement: "finite",
+                    });
+                }
             }
             let s = g.abs() / 127.0;
             // A gamma so small that its scale underflows is zero in int8.
