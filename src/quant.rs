@@ -89,12 +89,18 @@ impl Rounding {
     ///
     /// Single rounding keeps the exact 64-bit result and saturates it to
     /// `i32` (TFLite's cast would wrap; the two agree whenever the result
-    /// fits, which TFLite asserts). Double rounding's left shift wraps like
-    /// the C++; callers keep `|x| * 2^shift < 2^31` there.
+    /// fits, which TFLite asserts). Double rounding saturates its left shift
+    /// (TFLite's overflows there, undefined in the C++; the two agree
+    /// whenever `|x| * 2^shift < 2^31`).
     #[inline(always)]
     pub fn multiply(self, x: i32, q: QuantizedMultiplier) -> i32 {
         match self {
             Rounding::Single => multiply_by_quantized_multiplier_single(x, q.multiplier, q.shift),
+            Rounding::Double if q.shift > 0 => {
+                let shifted = (x as i64) << q.shift.min(32);
+                let saturated = shifted.clamp(i32::MIN as i64, i32::MAX as i64) as i32;
+                multiply_by_quantized_multiplier(saturated, q.multiplier, 0)
+            }
             Rounding::Double => multiply_by_quantized_multiplier(x, q.multiplier, q.shift),
         }
     }
