@@ -979,3 +979,53 @@ fn gemm_and_matmul_over_extreme_parameters() {
     );
     assert!(accepted > 50 && rejected > 50, "{accepted} / {rejected}");
 }
+
+/// The probe's cases, one by one.
+#[test]
+fn the_probes_cases() {
+    // int16 softmax, Method::Lut, input scale 1e30 and beta 1e30: the f32
+    // product is infinite; every nonzero difference reads exp(-10).
+    let op = Softmax::<i16>::new(
+        QuantParams::new(1e30, 0),
+        1e30,
+        QuantParams::new(1.0 / 32768.0, 0),
+        Method::Lut,
+    )
+    .unwrap();
+    let mut y = [0i16; 4];
+    op.run(&[-5, 7, 6, -32768], &mut y, 4).unwrap();
+    // exp(-10) in Q0.15 is about 1.5 steps; the maximum takes the rest.
+    assert!(
+        y[1] >= 32760 && y.iter().enumerate().all(|(i, &v)| i == 1 || v <= 2),
+        "{y:?}"
+    );
+
+    // Add at f32::MAX: one huge input scale needs an output multiplier >= 1
+    // (refused, naming the scales); all three at f32::MAX is exact.
+    let max = QuantParams::new(f32::MAX, 0);
+    let one = QuantParams::new(1.0, 0);
+    let e = Add::new(max, one, one, FusedActivation::None, Rounding::Single).unwrap_err();
+    assert!(matches!(e, Error::Unsupported { op: "add", .. }), "{e:?}");
+    assert_names("add f32::MAX", &e, &["input scales", "output scale"]);
+    for rounding in [Rounding::Single, Rounding::Double] {
+        let add = Add::new(max, max, max, FusedActivation::None, rounding).unwrap();
+        let mut z = [0i8; 4];
+        add.run(&[1, -3, 100, 0], &[2, 5, 100, -128], &mut z)
+            .unwrap();
+        assert_eq!(z, [3, 2, 127, -128]);
+    }
+
+    // NoNorm::from_f32: a NaN gamma is "must be finite", not "> 0";
+    // negative and zero gammas are valid.
+    let none = FusedActivation::None;
+    let e = NoNorm::from_f32(&[f32::NAN], &[0.0], one, one, none).unwrap_err();
+    let msg = e.to_string();
+    assert!(
+        msg.contains("gamma must be finite") && !msg.contains("> 0"),
+        "{msg}"
+    );
+    let op = NoNorm::from_f32(&[-2.0, 0.0], &[1.0, -3.0], one, one, none).unwrap();
+    let mut z = [0i8; 2];
+    op.run(&[5, 5], &mut z).unwrap();
+    assert_eq!(z, [-9, -3]);
+}
