@@ -94,7 +94,7 @@ fn mul_multiplier(a: f32, b: f32, output: f32) -> f64 {
     let tflite = (a * b / output) as f64;
     let exact = a as f64 * b as f64 / output as f64;
     // Two f32 roundings of normal values: relative error below 2^-23.
-    if (tflite - exact).abs() <= exact * 2f64.powi(-22) {
+    if (tflite - exact).abs() <= exact * crate::quant::pow2(-22) {
         tflite
     } else {
         exact
