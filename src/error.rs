@@ -108,6 +108,18 @@ pub enum Error {
         /// Which dimension.
         what: &'static str,
     },
+    /// A parameter outside the domain the function or operation supports
+    /// (for those that the variants above do not describe).
+    OutOfDomain {
+        /// The function or operation.
+        op: &'static str,
+        /// The parameter, by name.
+        what: &'static str,
+        /// The value given.
+        value: f64,
+        /// What the parameter must be (`"finite"`, `"at most 31"`, ...).
+        requirement: &'static str,
+    },
 }
 
 /// `core::result::Result` with this crate's [`Error`].
@@ -165,6 +177,12 @@ impl fmt::Display for Error {
                 got,
             } => write!(f, "{op}: {what} has {got} elements, expected {expected}"),
             Error::ZeroDimension { op, what } => write!(f, "{op}: {what} must be at least 1"),
+            Error::OutOfDomain {
+                op,
+                what,
+                value,
+                requirement,
+            } => write!(f, "{op}: {what} must be {requirement}, got {value}"),
         }
     }
 }

@@ -89,12 +89,18 @@ impl Rounding {
     ///
     /// Single rounding keeps the exact 64-bit result and saturates it to
     /// `i32` (TFLite's cast would wrap; the two agree whenever the result
-    /// fits, which TFLite asserts). Double rounding's left shift wraps like
-    /// the C++; callers keep `|x| * 2^shift < 2^31` there.
+    /// fits, which TFLite asserts). Double rounding saturates its left shift
+    /// (TFLite's overflows there, undefined in the C++; the two agree
+    /// whenever `|x| * 2^shift < 2^31`).
     #[inline(always)]
     pub fn multiply(self, x: i32, q: QuantizedMultiplier) -> i32 {
         match self {
             Rounding::Single => multiply_by_quantized_multiplier_single(x, q.multiplier, q.shift),
+            Rounding::Double if q.shift > 0 => {
+                let shifted = (x as i64) << q.shift.min(32);
+                let saturated = shifted.clamp(i32::MIN as i64, i32::MAX as i64) as i32;
+                multiply_by_quantized_multiplier(saturated, q.multiplier, 0)
+            }
             Rounding::Double => multiply_by_quantized_multiplier(x, q.multiplier, q.shift),
         }
     }
@@ -276,20 +282,41 @@ pub fn multiply_by_quantized_multiplier_greater_than_one<L: Lane>(
 /// quantization steps) whose rescaled value still fits `input_integer_bits`,
 /// `floor((2^I - 1) * 2^(total_signed_bits - I) / 2^input_left_shift)`,
 /// saturated to `i32::MAX` (the C++ cast would overflow for tiny scales).
+///
+/// `total_signed_bits` is the fixed-point format's bits without the sign
+/// (31 for `int32`, 15 for `int16`) and must be at most 31, `input_integer_bits`
+/// at most `total_signed_bits` ([`Error::OutOfDomain`], [`Error::IntegerBits`]).
+/// Any `input_left_shift` is accepted.
 pub fn calculate_input_radius(
     input_integer_bits: u32,
     input_left_shift: i32,
     total_signed_bits: u32,
-) -> i32 {
+) -> Result<i32> {
+    const OP: &str = "calculate_input_radius";
+    if total_signed_bits > 31 {
+        return Err(Error::OutOfDomain {
+            op: OP,
+            what: "total_signed_bits",
+            value: total_signed_bits as f64,
+            requirement: "at most 31",
+        });
+    }
+    if input_integer_bits > total_signed_bits {
+        return Err(Error::IntegerBits {
+            op: OP,
+            value: input_integer_bits,
+            max: total_signed_bits,
+        });
+    }
     let max_input_rescaled = ((1u64 << input_integer_bits) - 1) as f64
         * (1u64 << (total_signed_bits - input_integer_bits)) as f64
         / pow2(input_left_shift);
     let floored = floor(max_input_rescaled);
-    if floored >= i32::MAX as f64 {
+    Ok(if floored >= i32::MAX as f64 {
         i32::MAX
     } else {
         floored as i32
-    }
+    })
 }
 
 /// `2^e` as `f64`, exact for the exponents used here.
@@ -307,19 +334,36 @@ fn floor(x: f64) -> f64 {
 /// (`PreprocessSoftmaxScaling`): `beta * input_scale * 2^(31 - input_integer_bits)`
 /// capped at `2^31 - 1`, quantized. The product `diff * multiplier` then is the
 /// scaled difference `beta * scale * diff` in Q(input_integer_bits).
+///
+/// Errors: `beta` not finite and `> 0` ([`Error::Beta`]), `input_scale` not
+/// finite and `> 0` ([`Error::Scale`]), `input_integer_bits` above 31
+/// ([`Error::IntegerBits`]). A product that overflows `f64` is capped like
+/// any other above `2^31 - 1`.
 pub fn preprocess_softmax_scaling(
     beta: f64,
     input_scale: f64,
     input_integer_bits: u32,
 ) -> Result<QuantizedMultiplier> {
+    if !(beta.is_finite() && beta > 0.0) {
+        return Err(Error::Beta { value: beta });
+    }
+    if !(input_scale.is_finite() && input_scale > 0.0) {
+        return Err(Error::Scale {
+            what: "input scale",
+            value: input_scale,
+        });
+    }
+    if input_integer_bits > 31 {
+        return Err(Error::IntegerBits {
+            op: "preprocess_softmax_scaling",
+            value: input_integer_bits,
+            max: 31,
+        });
+    }
     let max_real_multiplier = ((1u64 << 31) - 1) as f64;
     let real = beta * input_scale * (1u64 << (31 - input_integer_bits)) as f64;
-    let real = if real < max_real_multiplier {
-        real
-    } else {
-        max_real_multiplier
-    };
-    quantize_multiplier(real)
+    // `min` also caps an infinite product (both factors finite, so never NaN).
+    quantize_multiplier(real.min(max_real_multiplier))
 }
 
 #[cfg(test)]

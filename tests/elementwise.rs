@@ -432,7 +432,7 @@ fn no_norm_errors() {
     ));
     assert!(matches!(
         NoNorm::from_f32(&[1.0, f32::NAN], &[0.0, 0.0], q, q, none),
-        Err(Error::Scale { what: "gamma", .. })
+        Err(Error::OutOfDomain { what: "gamma", .. })
     ));
     assert!(matches!(
         NoNorm::from_f32(&[1.0], &[0.0, 0.0], q, q, none),

@@ -495,9 +495,10 @@ mod neon {
     }
 
     #[test]
-    fn gemm_i8_neon_left_shifted_accumulators_wrap_like_scalar() {
-        // Effective scales far above 1: the left shift wraps some
-        // accumulators; every backend must wrap them the same way.
+    fn gemm_i8_neon_left_shifted_accumulators_saturate_like_scalar() {
+        // Effective scales far above 1: the left shift saturates some
+        // accumulators (TFLite's overflows); every backend must saturate
+        // them the same way.
         require_dotprod();
         let mut rng = Rng::new(12);
         let mut c = Case::random(&mut rng, 11, 19, 23);

@@ -21,10 +21,12 @@ pub enum Method {
     /// TFLite's x86 build. int16 softmax, logistic and tanh: TFLite's int16
     /// kernels (513-entry interpolated `exp` and `1/(1+x)` tables for softmax;
     /// the interpolated sigmoid table, or gemmlowp's 16-bit fixed point at
-    /// input scales 2^-12 and, for tanh, 2^-11), including their overflows at
-    /// input scales above ~16/3 (softmax: `scale * beta` above ~5), where the
-    /// outputs are garbage, and their zero-input-zero-point requirement
-    /// (int16 only).
+    /// input scales 2^-12 and, for tanh, 2^-11) and their zero-input-zero-point
+    /// requirement. Where those kernels are wrong qneon computes the function
+    /// instead (and differs from TFLite's bytes): input scales above ~16/3
+    /// (softmax: `scale * beta` above ~5), where TFLite's int32 rescaling
+    /// overflows, and logistic/tanh scales below ~3.8e-14 or above ~175,000,
+    /// where TFLite reads the input as if its scale were 2^-12.
     Lut,
     /// A 256-entry table filled by running the [`Method::FixedPoint`] kernel
     /// over every input: bit-exact with it (and so with TFLite Micro) at table

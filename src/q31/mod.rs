@@ -111,6 +111,15 @@ pub fn softmax_with<X: RawQ31, Y: RawQ31>(
 ) -> Result<()> {
     check_format::<X, Y>("q31 softmax", integer_bits)?;
     check_rows("q31 softmax", input.len(), output.len(), row_len)?;
+    // No rows whatever `row_len` says: no kernel runs, so none sizes its
+    // scratch from a `row_len` the data does not back.
+    if input.is_empty() {
+        return if backend.is_available() {
+            Ok(())
+        } else {
+            Err(unavailable(backend))
+        };
+    }
     softmax_raw(
         backend,
         bytemuck::cast_slice(input),

@@ -12,8 +12,11 @@ use core::arch::aarch64::*;
 /// Q31 softmax: input Q(I).(31-I), output Q0.31, per `row_len`-long row.
 #[inline(never)]
 pub(crate) fn q31_softmax<const I: u32>(input: &[i32], output: &mut [i32], row_len: usize) {
+    // A row is never longer than the buffer: size the scratch from the data
+    // (the caller's checks make row_len <= input.len() for non-empty input).
+    debug_assert!(input.is_empty() || row_len <= input.len());
     with_exp_cache(
-        row_len,
+        row_len.min(input.len()),
         #[inline(always)]
         |cache| {
             for (row_in, row_out) in input

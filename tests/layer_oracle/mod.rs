@@ -102,12 +102,13 @@ pub fn rounding_divide_by_pot(x: i64, e: i64) -> i64 {
     }
 }
 
-/// TFLite's `MultiplyByQuantizedMultiplier(x, m, shift)` on an `i32` value;
-/// the left shift wraps to 32 bits as the C++ does on every target.
+/// TFLite's `MultiplyByQuantizedMultiplier(x, m, shift)` on an `i32` value,
+/// with the left shift saturated to 32 bits where the C++ overflows (there
+/// TFLite's result is garbage; qneon's saturates, as the exact value does).
 pub fn mbqm(x: i64, m: i64, shift: i64) -> i64 {
     let left = shift.max(0);
     let right = (-shift).max(0);
-    let shifted = ((x as i32 as i64) << left) as i32 as i64;
+    let shifted = ((x as i32 as i64) << left).clamp(i32::MIN as i64, i32::MAX as i64);
     rounding_divide_by_pot(srdhm(shifted, m), right)
 }
 

@@ -1,5 +1,6 @@
 //! int16 logistic and tanh, `Method::Lut`: the kernels TFLite's interpreter
-//! runs with its default (optimized) op resolver, bit for bit.
+//! runs with its default (optimized) op resolver, bit for bit wherever they
+//! compute the function (see below for the scales where they do not).
 //!
 //! **Logistic and tanh.** What TFLite runs depends on the input scale
 //! (`Prepare` decides once):
@@ -15,10 +16,20 @@
 //!   right shift. tanh reads the table at twice the argument
 //!   (`tanh(x) = 2 sigmoid(2x) - 1`).
 //!
-//! For input scales above about 16/3 TFLite's input rescaling overflows
-//! `int32`; its outputs there are garbage, and so are qneon's, deliberately
-//! the same bytes (wrapping arithmetic, x86-64 conversion semantics). Use
-//! `Method::FixedPoint` for meaningful results at such scales.
+//! Where TFLite's kernel is wrong, qneon computes what the table method
+//! means instead (and so differs from TFLite's bytes there):
+//!
+//! * Input scales above about 16/3: TFLite's `q * multiplier` overflows
+//!   `int32` and its outputs are garbage. qneon forms the product in 64 bits
+//!   (the same value wherever TFLite's fits) and saturates it, so large
+//!   inputs read the table's saturated end.
+//! * Scales whose multiplier is 0 (below about 3.8e-14) or does not fit
+//!   `int32` (above about 175,000): TFLite falls back to the gemmlowp kernel,
+//!   which reads the raw input as Q3.12, i.e. computes as if the scale were
+//!   2^-12 (logistic(-32768 * 1e-30) came out 11 instead of 16384). qneon
+//!   stays on the table: a zero multiplier reads every input as 0 (the exact
+//!   answer rounds to 0.5 and 0 there), a huge one saturates every nonzero
+//!   input.
 //!
 //! Preparing needs `std` (`f32::ln` for `CheckedLog2`); without it
 //! `Method::Lut` for int16 is `Error::Unsupported`. The kernel is scalar on
@@ -67,12 +78,20 @@ pub(crate) enum Activation16 {
     /// linear interpolation.
     SigmoidTable {
         /// Rescales the input to the table's units (`x / 2^9` indexes the
-        /// logistic table, `x / 2^8` the tanh one); positive.
+        /// logistic table, `x / 2^8` the tanh one); `0..2^16` (0 for input
+        /// scales below about 3.8e-14: every input reads the table at 0).
         multiplier: i32,
         /// The right shift after multiplying, `0..=31`.
         shift: u32,
         /// `2^(shift - 1)`, or 0 for shift 0.
         round: i32,
+    },
+    /// [`SIGMOID_TABLE_U16`] for multipliers of `2^16` or more (input scales
+    /// above about 16/3, shift 0): `x = q * multiplier` formed in 64 bits and
+    /// saturated to `i32` (TFLite's product wraps).
+    WideTable {
+        /// Rescales the input to the table's units; `>= 2^16`.
+        multiplier: i32,
     },
     /// gemmlowp's 16-bit fixed point on the raw input read as Q3.12,
     /// first doubled (saturating) when `double_input` (tanh only).
@@ -90,18 +109,6 @@ fn checked_log2(x: f32) -> (i32, bool) {
     let rounded = x_log2.round();
     let frac = x_log2 - rounded;
     (rounded as i32, frac.abs() < 1e-3)
-}
-
-/// `static_cast<int32_t>(double)` as x86-64 computes it (`cvttsd2si`):
-/// truncation, and `i32::MIN` for values out of range (the C++ is undefined
-/// there; this is what TFLite's x86-64 build does).
-#[cfg(feature = "std")]
-fn x86_cvtt_i32(x: f64) -> i32 {
-    if x.is_nan() || x >= 2_147_483_648.0 || x <= -2_147_483_649.0 {
-        i32::MIN
-    } else {
-        x as i32
-    }
 }
 
 impl Activation16 {
@@ -130,20 +137,21 @@ impl Activation16 {
             shift += 1;
             multiplier *= 2.0;
         }
-        let multiplier = x86_cvtt_i32(multiplier);
-        if multiplier > 0 {
-            Activation16::SigmoidTable {
-                multiplier,
-                shift,
-                round: if shift > 0 { 1 << (shift - 1) } else { 0 },
-            }
-        } else {
-            // A multiplier of 0 (scales below ~4e-14) or one that does not fit
-            // (scales above ~175,000): TFLite then runs the gemmlowp kernel,
-            // whose tanh doubles its input for any non-zero shift.
-            Activation16::Gemmlowp {
-                double_input: shift != 0,
-            }
+        if multiplier >= 65536.0 {
+            // Then shift == 0, and `q * multiplier` may leave int32 (TFLite's
+            // wraps): the product is formed in 64 bits and saturated. A
+            // multiplier beyond int32 saturates every nonzero input either way.
+            return Activation16::WideTable {
+                multiplier: multiplier.min(i32::MAX as f64) as i32,
+            };
+        }
+        // Truncation, as TFLite; 0 for scales below about 3.8e-14, where
+        // every input then reads the table at 0 (TFLite reads the raw input
+        // as Q3.12 there instead).
+        Activation16::SigmoidTable {
+            multiplier: multiplier as i32,
+            shift,
+            round: if shift > 0 { 1 << (shift - 1) } else { 0 },
         }
     }
 
@@ -159,11 +167,18 @@ impl Activation16 {
                 },
                 _,
             ) => {
-                let x = (q as i32).wrapping_mul(multiplier).wrapping_add(round) >> shift;
-                match activation {
-                    Activation::Logistic => logistic_table(x),
-                    Activation::Tanh => tanh_table(x),
-                }
+                // |q * multiplier + round| < 2^31: a shifted multiplier is
+                // below 2^15 (round <= 2^30), an unshifted one below 2^16
+                // (round 0). TFLite's wrapping product equals this here.
+                let x = ((q as i32) * multiplier + round) >> shift;
+                table_activation(activation, x)
+            }
+            (Activation16::WideTable { multiplier }, _) => {
+                let wide = q as i64 * multiplier as i64;
+                table_activation(
+                    activation,
+                    wide.clamp(i32::MIN as i64, i32::MAX as i64) as i32,
+                )
             }
             (Activation16::Gemmlowp { .. }, Activation::Logistic) => gemmlowp16::logistic_q3_12(q),
             (Activation16::Gemmlowp { double_input }, Activation::Tanh) => {
@@ -192,6 +207,15 @@ impl Activation16 {
         for (x, y) in input.iter().zip(output.iter_mut()) {
             *y = self.apply(activation, *x);
         }
+    }
+}
+
+/// Logistic or tanh from the rescaled input `x`.
+#[inline(always)]
+fn table_activation(activation: Activation, x: i32) -> i16 {
+    match activation {
+        Activation::Logistic => logistic_table(x),
+        Activation::Tanh => tanh_table(x),
     }
 }
 

@@ -95,7 +95,7 @@ impl ActivationParams {
         // steps fit the shift without overflow (|x| * 2^30 < 2^31). Elsewhere
         // the radius covers |v| >= (2^I - 1)/2, which saturates logistic and
         // tanh in 8 bits (I = 4) and in 16 bits (I = 5).
-        let radius = calculate_input_radius(input_integer_bits, input_shift, 31);
+        let radius = calculate_input_radius(input_integer_bits, input_shift, 31)?;
         let step_one_needed = activation == Activation::Logistic || T::KIND == ElemKind::I16;
         let needed = match input_shift {
             30 if step_one_needed => 2,

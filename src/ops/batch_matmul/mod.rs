@@ -121,6 +121,8 @@ impl MatMul {
         let multipliers = ChannelMultipliers::new(
             OP,
             "rhs scale",
+            "with double rounding the effective output scale, lhs scale * rhs scale / output \
+             scale, must be below 2^30",
             lhs_scale,
             &alloc::vec![rhs_scale as f32; n],
             output_scale,

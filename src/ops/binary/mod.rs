@@ -83,6 +83,24 @@ fn check_lengths(op: &'static str, a: Operand<'_>, b: Operand<'_>, output: usize
     Ok(())
 }
 
+/// MUL's real multiplier `scale_a * scale_b / scale_out`: as TFLite, the
+/// product and quotient of the `f32` scales in `f32`, widened to `f64`,
+/// wherever that is within two `f32` roundings of the exact value. Where the
+/// `f32` arithmetic overflows (an infinite or NaN multiplier, which TFLite
+/// turns into garbage) or underflows into subnormals or zero (losing the
+/// value), the exact quotient in `f64` (finite and nonzero for any valid
+/// scales).
+fn mul_multiplier(a: f32, b: f32, output: f32) -> f64 {
+    let tflite = (a * b / output) as f64;
+    let exact = a as f64 * b as f64 / output as f64;
+    // Two f32 roundings of normal values: relative error below 2^-23.
+    if (tflite - exact).abs() <= exact * crate::quant::pow2(-22) {
+        tflite
+    } else {
+        exact
+    }
+}
+
 /// The shared prepared state of ADD and SUB.
 #[derive(Clone, Copy, Debug)]
 struct AddSub {
@@ -110,9 +128,10 @@ impl AddSub {
         subtract: bool,
     ) -> Result<AddSub> {
         check_quantizations(a, b, output)?;
-        // As TFLite: the maximum and its doubling in f32 (both exact), the
-        // quotients in f64.
-        let twice_max = (2.0 * a.scale.max(b.scale)) as f64;
+        // As TFLite: the maximum and its doubling (exact in f32, so taken in
+        // f64, which also holds it when the f32 doubling would overflow:
+        // scales above f32::MAX / 2), the quotients in f64.
+        let twice_max = 2.0 * a.scale.max(b.scale) as f64;
         // `QuantizeMultiplierSmallerThanOneExp`: TFLite aborts unless the
         // real multiplier is below 1 and quantizes with a shift <= 0.
         let smaller_than_one = |real: f64| -> Result<(i32, i32)> {
@@ -129,7 +148,9 @@ impl AddSub {
         };
         let (input1_multiplier, input1_shift) = smaller_than_one(a.scale as f64 / twice_max)?;
         let (input2_multiplier, input2_shift) = smaller_than_one(b.scale as f64 / twice_max)?;
-        let out_denominator = ((1u32 << ADD_LEFT_SHIFT) as f32 * output.scale) as f64;
+        // TFLite's f32 product by 2^20 is exact unless it overflows f32
+        // (output scales above 2^108); in f64 it is always exact.
+        let out_denominator = (1u32 << ADD_LEFT_SHIFT) as f64 * output.scale as f64;
         let (output_multiplier, output_shift) = smaller_than_one(twice_max / out_denominator)?;
         let (act_min, act_max) = activation.range_i8(output);
         let params = AddParams {
@@ -298,11 +319,12 @@ impl Mul {
     /// the multiplier applied in `rounding`.
     ///
     /// Errors: a scale not finite and `> 0` ([`Error::Scale`]), a zero
-    /// point outside `-128..=127` ([`Error::ZeroPoint`]), a multiplier
-    /// `scale_a scale_b / scale_out` that is not finite in `f32`
-    /// ([`Error::Multiplier`]), and one so large (at least about 2^14 for
-    /// the widest zero points) that a product of inputs overflows TFLite's
-    /// `int32` arithmetic ([`Error::Unsupported`]).
+    /// point outside `-128..=127` ([`Error::ZeroPoint`]), and a multiplier
+    /// `scale_a scale_b / scale_out` so large (at least about 2^14 for the
+    /// widest zero points) that a product of inputs overflows TFLite's
+    /// `int32` arithmetic ([`Error::Unsupported`]). The multiplier is
+    /// TFLite's `f32` product and quotient wherever those are accurate, and
+    /// the `f64` value where they overflow or underflow `f32`.
     pub fn new(
         a: QuantParams,
         b: QuantParams,
@@ -311,10 +333,7 @@ impl Mul {
         rounding: Rounding,
     ) -> Result<Mul> {
         check_quantizations(a, b, output)?;
-        // As TFLite: the product and quotient of the f32 scales in f32,
-        // widened to f64 for the quantization.
-        let real = (a.scale * b.scale / output.scale) as f64;
-        let q = rounding.quantize_multiplier(real)?;
+        let q = rounding.quantize_multiplier(mul_multiplier(a.scale, b.scale, output.scale))?;
         // The widest offset input of each side, and so the widest product.
         let widest = |zp: i32| (127 - zp).max(zp + 128) as i64;
         let max_product = widest(a.zero_point) * widest(b.zero_point);
@@ -331,8 +350,8 @@ impl Mul {
             return Err(Error::Unsupported {
                 op: "mul",
                 dtype: "int8",
-                reason: "scale_a * scale_b / scale_out is so large that a product of inputs \
-                         overflows TFLite's int32 arithmetic",
+                reason: "input 1 scale * input 2 scale / output scale is so large that a \
+                         product of inputs overflows TFLite's int32 arithmetic",
             });
         }
         let (act_min, act_max) = activation.range_i8(output);

@@ -159,6 +159,8 @@ impl Gemm {
         let multipliers = ChannelMultipliers::new(
             OP,
             "weight scale",
+            "with double rounding the effective output scale, input scale * weight scale / \
+             output scale, must be below 2^30",
             input_scale,
             weight_scales,
             output_scale,

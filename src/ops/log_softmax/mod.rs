@@ -76,6 +76,16 @@ impl<T: QuantElem> LogSoftmax<T> {
         output: &mut [T],
         row_len: usize,
     ) -> Result<()> {
+        // An empty buffer has no rows whatever `row_len` says (`check_rows`
+        // accepts any `row_len >= 1` there): no kernel runs, so none sizes
+        // scratch or tables from a `row_len` the data does not back.
+        if input.is_empty() {
+            return if backend.is_available() {
+                Ok(())
+            } else {
+                Err(unavailable(backend))
+            };
+        }
         match (&self.kernel, backend) {
             (LogSoftmaxKernel::FixedPoint, Backend::Scalar) => {
                 scalar::log_softmax(&self.params, input, output, row_len)

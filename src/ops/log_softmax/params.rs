@@ -76,7 +76,7 @@ impl LogSoftmaxParams {
         } else {
             (m.multiplier, m.shift)
         };
-        let radius = calculate_input_radius(SCALED_DIFF_INTEGER_BITS, input_shift, 31);
+        let radius = calculate_input_radius(SCALED_DIFF_INTEGER_BITS, input_shift, 31)?;
         // TFLite: 2^(31 - shift) / multiplier, the factor from Q5.26 back to input steps.
         // A reverse factor of 1 or more (shift > 0, input scales below about
         // 2^-26, where TFLite aborts) maps `log_sum - 32` below i32::MIN input

@@ -29,6 +29,25 @@ use crate::fixedpoint::libm_round;
 use crate::quant::QuantParams;
 use crate::quant::Rounding;
 
+/// The largest quantized beta: `|x - zp_x| <= 255` and `|gamma| <= 128`, so
+/// the accumulator `(x - zp_x) * gamma + beta` stays within `int32`.
+const BETA_LIMIT: f64 = (i32::MAX - 255 * 128) as f64;
+
+/// Checks a quantized beta (in accumulator units) against [`BETA_LIMIT`].
+fn check_beta(beta_q: f64) -> Result<()> {
+    if beta_q.abs() <= BETA_LIMIT {
+        Ok(())
+    } else {
+        Err(Error::OutOfDomain {
+            op: "no_norm",
+            what: "beta",
+            value: beta_q,
+            requirement: "within +-(2^31 - 1 - 255 * 128) steps of input scale * gamma scale \
+                          (the int32 accumulator)",
+        })
+    }
+}
+
 /// Prepared int8 NoNorm (MobileBert's normalization), `y = x * gamma + beta`
 /// per channel of the last axis, quantized as a 1x1 depthwise convolution with
 /// per-channel weights (TFLite's `DepthwiseConvPerChannel`, one rounding):
@@ -55,7 +74,10 @@ impl NoNorm {
     /// Errors: no channels ([`Error::ZeroDimension`]), `beta` or `gamma_scales`
     /// not `gamma.len()` long ([`Error::Length`]), scales not finite and `> 0`
     /// ([`Error::Scale`]), zero points out of range ([`Error::ZeroPoint`]), an
-    /// effective scale of 2^30 or more ([`Error::Unsupported`]).
+    /// effective scale of 2^30 or more ([`Error::Unsupported`]), a beta
+    /// beyond `±(2^31 - 1 - 255 * 128)`, where the accumulator
+    /// `(x - zp_x) * gamma + beta` could overflow `int32`
+    /// ([`Error::OutOfDomain`]).
     pub fn new(
         gamma: &[i8],
         gamma_scales: &[f32],
@@ -82,6 +104,8 @@ impl NoNorm {
         let multipliers = ChannelMultipliers::new(
             OP,
             "gamma scale",
+            "the effective output scale, input scale * gamma scale / output scale, must be \
+             below 2^30",
             input_scale,
             gamma_scales,
             output_scale,
@@ -90,6 +114,9 @@ impl NoNorm {
             // double-rounding lanes); it is not a TFLite op of its own.
             Rounding::Double,
         )?;
+        for &b in beta {
+            check_beta(b as f64)?;
+        }
         let mut g = alloc::vec![0i32; padded];
         let mut b = alloc::vec![0i32; padded];
         for c in 0..channels {
@@ -115,9 +142,11 @@ impl NoNorm {
     /// [`new`](Self::new) from real gammas and betas: each gamma its own scale
     /// `|gamma| / 127` and quantized value `+-127` (a zero gamma: scale 1, value
     /// 0), each beta `round(beta / (input.scale * gamma_scale))` (half away from
-    /// zero, saturated to `i32`). Errors as `new`, and [`Error::Length`] if the
-    /// betas are not as many as the gammas, [`Error::Scale`] for a gamma or beta
-    /// that is not finite (reported as its scale).
+    /// zero). Errors as `new` (including [`Error::OutOfDomain`] for a beta
+    /// whose quantized value exceeds the accumulator's range, about 2^31
+    /// steps of `input.scale * |gamma| / 127`), and [`Error::Length`] if the
+    /// betas are not as many as the gammas, [`Error::OutOfDomain`] for a gamma
+    /// or beta that is not finite (any finite value is valid, negative or zero).
     pub fn from_f32(
         gamma: &[f32],
         beta: &[f32],
@@ -131,17 +160,16 @@ impl NoNorm {
         let mut scales = alloc::vec::Vec::with_capacity(gamma.len());
         let mut beta_q = alloc::vec::Vec::with_capacity(gamma.len());
         for (&g, &b) in gamma.iter().zip(beta) {
-            if !g.is_finite() {
-                return Err(Error::Scale {
-                    what: "gamma",
-                    value: g as f64,
-                });
-            }
-            if !b.is_finite() {
-                return Err(Error::Scale {
-                    what: "beta",
-                    value: b as f64,
-                });
+            // Any finite gamma and beta is valid (negative and zero too).
+            for (what, value) in [("gamma", g), ("beta", b)] {
+                if !value.is_finite() {
+                    return Err(Error::OutOfDomain {
+                        op: "no_norm",
+                        what,
+                        value: value as f64,
+                        requirement: "finite",
+                    });
+                }
             }
             let s = g.abs() / 127.0;
             // A gamma so small that its scale underflows is zero in int8.
@@ -151,7 +179,10 @@ impl NoNorm {
                 (if g > 0.0 { 127 } else { -127 }, s)
             };
             let real = b as f64 / (input_scale * s as f64);
-            let r = libm_round(real).clamp(i32::MIN as f64, i32::MAX as f64);
+            // A beta beyond int32 in these units is refused (saturating it
+            // would silently change the result).
+            let r = libm_round(real);
+            check_beta(r)?;
             gamma_q.push(q);
             scales.push(s);
             beta_q.push(r as i32);

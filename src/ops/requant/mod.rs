@@ -71,8 +71,9 @@ impl FusedActivation {
 /// requantization. Implemented for `i32` (one channel, the reference) and NEON
 /// `int32x4_t` (four channels, in [`neon`]), bit-exact with each other.
 pub(crate) trait ChannelLane: Lane {
-    /// [`Lane::shl`] by `n` (each lane in `0..=31`) lane by lane: bits shifted
-    /// out are lost (NEON `sshl`).
+    /// `self * 2^n` (each `n` in `0..=31`) lane by lane, saturated to `i32`
+    /// (NEON `sqshl`). TFLite's shift overflows there (undefined in the C++,
+    /// wrapping in practice, so garbage); wherever it does not, the two agree.
     fn shl_lanes(self, n: Self) -> Self;
     /// [`Lane::rounding_divide_by_pot`] lane by lane; `neg_exponent` holds the
     /// *negated* exponents (each in `-31..=0`), the form NEON's shifts take.
@@ -85,7 +86,7 @@ impl ChannelLane for i32 {
     #[inline(always)]
     fn shl_lanes(self, n: i32) -> i32 {
         debug_assert!((0..=31).contains(&n));
-        Lane::shl(self, n as u32)
+        ((self as i64) << n).clamp(i32::MIN as i64, i32::MAX as i64) as i32
     }
     #[inline(always)]
     fn rounding_divide_by_pot_lanes(self, neg_exponent: i32) -> i32 {
@@ -111,7 +112,9 @@ pub(crate) struct ChannelMultiplier<L> {
 
 /// TFLite's `MultiplyByQuantizedMultiplier` of an int32 accumulator, with each
 /// lane's own multiplier: `rounding_divide_by_pot(srdhm(acc << left, m), right)`.
-/// The left shift wraps like the C++ (callers keep `|acc| << left` in range).
+/// The left shift saturates where TFLite's overflows (an effective scale
+/// above 1 on a large accumulator): the output then saturates too, as the
+/// exact result does.
 #[inline(always)]
 pub(crate) fn requantize_lanes<L: ChannelLane>(acc: L, m: &ChannelMultiplier<L>) -> L {
     acc.shl_lanes(m.left_shift)
@@ -174,10 +177,13 @@ impl ChannelMultipliers {
     /// as is for [`Requantization::RealF64`]. Errors for a channel scale
     /// that is not finite and `> 0` (`what` names it), and, for double
     /// rounding, for an effective scale of 2^30 or more (the left shift
-    /// would overflow).
+    /// would overflow; `too_large` is that error's reason, naming the
+    /// operator's scales).
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         op: &'static str,
         what: &'static str,
+        too_large: &'static str,
         input_scale: f64,
         channel_scales: &[f32],
         output_scale: f64,
@@ -215,8 +221,7 @@ impl ChannelMultipliers {
                 return Err(Error::Unsupported {
                     op,
                     dtype: "int8",
-                    reason: "the effective output scale (input scale * weight scale / output \
-                             scale) must be below 2^30",
+                    reason: too_large,
                 });
             }
             // quantize_multiplier gives shifts >= -31 (smaller multipliers are 0).

@@ -12,7 +12,7 @@ impl ChannelLane for int32x4_t {
     #[inline(always)]
     fn shl_lanes(self, n: Self) -> Self {
         // SAFETY: neon is a compile-time target feature (cfg on this module).
-        unsafe { vshlq_s32(self, n) }
+        unsafe { vqshlq_s32(self, n) }
     }
     #[inline(always)]
     fn rounding_divide_by_pot_lanes(self, neg_exponent: Self) -> Self {

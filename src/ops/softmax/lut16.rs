@@ -1,5 +1,6 @@
 //! int16 softmax, `Method::Lut`: TFLite's `SoftmaxInt16` (identical in the
-//! reference and the optimized resolver), bit for bit.
+//! reference and the optimized resolver), bit for bit wherever it computes
+//! softmax (see below for where it does not).
 //!
 //! `new()` fills two [`Table513`]s the way TFLite's `LUTPopulate` does in
 //! `f64`: `exp(x)` for `x` in `[-10, 0]` and `1 / (1 + x)` for `x` in
@@ -24,10 +25,16 @@
 //! below 65,539 elements and keeps longer rows meaningful.
 //!
 //!
-//! For `scale * beta` above about 5.0001 TFLite's input rescaling overflows
-//! `int32`; its outputs there are garbage, and so are qneon's, deliberately
-//! the same bytes (wrapping arithmetic, x86-64 conversion semantics). Use
-//! `Method::FixedPoint` for meaningful results at such scales.
+//! Where TFLite's kernel is wrong, qneon computes what the table method
+//! means instead (and differs from TFLite's bytes there):
+//!
+//! * `scale * beta` above about 5.0001: TFLite's left shift of the input
+//!   difference overflows `int32` and its outputs are garbage. qneon
+//!   saturates the shift, so those differences read the table's end,
+//!   `exp(-10)` (the method's floor for every difference beyond -10).
+//! * `scale * beta` beyond `f32` (TFLite: an infinite multiplier): capped at a
+//!   multiplier that already saturates every nonzero difference, which is
+//!   what any larger one does.
 //!
 //! The table filling needs `std` (`f64::exp`); without it `Method::Lut` for
 //! int16 is `Error::Unsupported`. The kernel is scalar on every backend.
@@ -124,7 +131,7 @@ pub(crate) struct SoftmaxLut16 {
 
 impl SoftmaxLut16 {
     /// TFLite's int16 `SoftmaxPrepare`. `input_scale` and `beta` are validated
-    /// (finite, `> 0`); errors only if `scale * beta` overflows `f32`.
+    /// (finite, `> 0`); their product may overflow `f32` (see the module docs).
     #[cfg(feature = "std")]
     pub(crate) fn new(input_scale: f32, beta: f32) -> Result<Self> {
         let range = (i16::MAX as i32 - i16::MIN as i32) as f64;
@@ -135,8 +142,11 @@ impl SoftmaxLut16 {
                 1.0 / (1.0 + x)
             });
         // `input->params.scale * params->beta` is a float product in the C++.
+        // From 2^16 on every nonzero difference lands below the table's -10
+        // (-65535 after rescaling), so larger multipliers (and an infinite
+        // product) are capped there.
         let real = (input_scale * beta) as f64 / (10.0 / 65535.0);
-        let m = quantize_multiplier(real)?;
+        let m = quantize_multiplier(real.min(65536.0))?;
         Ok(SoftmaxLut16 {
             exp_lut,
             one_over_one_plus_x_lut,
@@ -145,13 +155,15 @@ impl SoftmaxLut16 {
         })
     }
 
-    /// TFLite's `MultiplyByQuantizedMultiplier` as its x86-64 build computes
-    /// it: the left shift wraps (and, like `shl`, uses the shift count mod 32).
+    /// TFLite's `MultiplyByQuantizedMultiplier` with the left shift
+    /// saturated (TFLite's wraps where it overflows, from `scale * beta`
+    /// above about 5; `input_shift` is at most 17).
     #[inline(always)]
     fn rescale_diff(&self, diff: i32) -> i32 {
         use crate::fixedpoint::Lane;
         if self.input_shift > 0 {
-            diff.wrapping_shl(self.input_shift as u32)
+            let shifted = (diff as i64) << self.input_shift;
+            (shifted.clamp(i32::MIN as i64, i32::MAX as i64) as i32)
                 .saturating_rounding_doubling_high_mul(self.input_multiplier)
         } else {
             diff.saturating_rounding_doubling_high_mul(self.input_multiplier)

@@ -137,8 +137,11 @@ fn softmax_rows_inner<T: NeonElem + QuantElem>(
     output: &mut [T],
     row_len: usize,
 ) {
+    // A row is never longer than the buffer: size the scratch from the data
+    // (the caller's checks make row_len <= input.len() for non-empty input).
+    debug_assert!(input.is_empty() || row_len <= input.len());
     with_exp_cache(
-        row_len,
+        row_len.min(input.len()),
         #[inline(always)]
         |cache| {
             for (row_in, row_out) in input

@@ -62,7 +62,7 @@ impl SoftmaxParams {
         } else {
             (m.multiplier, m.shift)
         };
-        let radius = calculate_input_radius(SCALED_DIFF_INTEGER_BITS, input_shift, 31);
+        let radius = calculate_input_radius(SCALED_DIFF_INTEGER_BITS, input_shift, 31)?;
         Ok(SoftmaxParams {
             input_multiplier,
             input_shift,
