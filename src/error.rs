@@ -120,6 +120,16 @@ pub enum Error {
         /// What the parameter must be (`"finite"`, `"at most 31"`, ...).
         requirement: &'static str,
     },
+    /// Preparing needs more memory than the allocator gives (dimensions
+    /// larger than any data they could describe).
+    Allocation {
+        /// The operation.
+        op: &'static str,
+        /// What was being allocated.
+        what: &'static str,
+        /// The bytes asked for (saturated at `usize::MAX`).
+        bytes: usize,
+    },
 }
 
 /// `core::result::Result` with this crate's [`Error`].
@@ -183,6 +193,9 @@ impl fmt::Display for Error {
                 value,
                 requirement,
             } => write!(f, "{op}: {what} must be {requirement}, got {value}"),
+            Error::Allocation { op, what, bytes } => {
+                write!(f, "{op}: cannot allocate {bytes} bytes for {what}")
+            }
         }
     }
 }

@@ -368,3 +368,18 @@ fn matmul_errors_on_bad_parameters_and_buffers() {
         }
     }
 }
+
+/// `n` sizes per-column arrays before any data backs it: a width no memory
+/// could hold is an error, not an aborted process (the allocator's refusal
+/// is reported; sizes that overflow are refused before allocating).
+#[test]
+fn matmul_new_refuses_widths_beyond_memory_with_an_error() {
+    let q = QuantParams::new(0.05, 0);
+    for n in [1usize << 40, 1 << 50, usize::MAX / 64, usize::MAX - 7] {
+        match MatMul::new(1, n, 1, false, false, q, q, q, Rounding::Single) {
+            Err(Error::Allocation { bytes, .. }) => assert!(bytes >= n, "n {n}: {bytes} bytes"),
+            Err(Error::Unsupported { .. }) => {}
+            other => panic!("n {n}: {other:?}"),
+        }
+    }
+}

@@ -36,7 +36,7 @@ mod scalar;
 use super::gemm::block_shifts;
 use super::gemm::pack::{KC, NR};
 use super::gemm::GemmPath;
-use super::requant::ChannelMultipliers;
+use super::requant::{try_filled, ChannelMultipliers};
 use crate::backend::{Backend, CpuFeatures};
 use crate::checks::{check_length, check_scale, check_zero_point};
 use crate::error::{Error, Result};
@@ -76,7 +76,9 @@ impl MatMul {
     /// products overflow ([`Error::Unsupported`]), a scale that is not finite and
     /// `> 0` ([`Error::Scale`]), a zero point outside int8
     /// ([`Error::ZeroPoint`]), with double rounding an effective scale of 2^30
-    /// or more ([`Error::Unsupported`]).
+    /// or more ([`Error::Unsupported`]), and an `n` whose per-column
+    /// multipliers (about 20 bytes each) the allocator refuses
+    /// ([`Error::Allocation`]; nothing aborts).
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         m: usize,
@@ -124,12 +126,12 @@ impl MatMul {
             "with double rounding the effective output scale, lhs scale * rhs scale / output \
              scale, must be below 2^30",
             lhs_scale,
-            &alloc::vec![rhs_scale as f32; n],
+            &try_filled(OP, "channel scales", rhs_scale as f32, n)?,
             output_scale,
             n_padded,
             rounding,
         )?;
-        let block_shifts = block_shifts(&multipliers, n_padded / NR);
+        let block_shifts = block_shifts(OP, &multipliers, n_padded / NR)?;
         let path = if CpuFeatures::detect().dotprod {
             GemmPath::Dot
         } else {

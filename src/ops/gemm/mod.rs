@@ -41,7 +41,7 @@ mod scalar;
 use self::pack::{block_sums, pack_columns_bytes, pack_rows_groups};
 use self::pack::{KC, NR};
 use self::params::GemmParams;
-use super::requant::{ChannelMultipliers, FusedActivation};
+use super::requant::{try_filled, ChannelMultipliers, FusedActivation};
 use crate::backend::{Backend, CpuFeatures};
 use crate::checks::{check_length, check_scale, check_zero_point};
 use crate::error::{Error, Result};
@@ -178,7 +178,7 @@ impl Gemm {
         } else {
             GemmPath::Widening
         };
-        let block_shifts = block_shifts(&multipliers, blocks);
+        let block_shifts = block_shifts(OP, &multipliers, blocks)?;
         let mut gemm = Gemm {
             params: GemmParams {
                 n,
@@ -419,16 +419,20 @@ impl Gemm {
 /// Per block of [`NR`] channels: (some channel shifts left, every channel
 /// shifts right by at least 1), which selects the NEON output stage of
 /// double rounding.
-pub(crate) fn block_shifts(multipliers: &ChannelMultipliers, blocks: usize) -> Vec<(bool, bool)> {
-    (0..blocks)
-        .map(|b| {
-            let channels = b * NR..(b + 1) * NR;
-            (
-                multipliers.left_shift[channels.clone()]
-                    .iter()
-                    .any(|&s| s != 0),
-                multipliers.neg_right_shift[channels].iter().all(|&s| s < 0),
-            )
-        })
-        .collect()
+pub(crate) fn block_shifts(
+    op: &'static str,
+    multipliers: &ChannelMultipliers,
+    blocks: usize,
+) -> Result<Vec<(bool, bool)>> {
+    let mut shifts = try_filled(op, "block shifts", (false, false), blocks)?;
+    for (b, s) in shifts.iter_mut().enumerate() {
+        let channels = b * NR..(b + 1) * NR;
+        *s = (
+            multipliers.left_shift[channels.clone()]
+                .iter()
+                .any(|&s| s != 0),
+            multipliers.neg_right_shift[channels].iter().all(|&s| s < 0),
+        );
+    }
+    Ok(shifts)
 }

@@ -136,6 +136,28 @@ pub(crate) fn output_stage<L: Lane>(r: L, zero_point: i32, min: i32, max: i32) -
         .lane_min(L::splat(max))
 }
 
+/// `len` copies of `value`, or [`Error::Allocation`] when the allocator
+/// refuses (instead of aborting): the per-channel arrays are sized by a
+/// dimension the caller gives before any data backs it (a [`MatMul`]'s `n`).
+///
+/// [`MatMul`]: crate::MatMul
+#[cfg(feature = "alloc")]
+pub(crate) fn try_filled<T: Clone>(
+    op: &'static str,
+    what: &'static str,
+    value: T,
+    len: usize,
+) -> Result<alloc::vec::Vec<T>> {
+    let mut v = alloc::vec::Vec::new();
+    v.try_reserve_exact(len).map_err(|_| Error::Allocation {
+        op,
+        what,
+        bytes: len.saturating_mul(core::mem::size_of::<T>()),
+    })?;
+    v.resize(len, value);
+    Ok(v)
+}
+
 /// Per-channel multipliers, each array padded to `padded_len` with unused
 /// entries (multiplier 0) so that vector kernels can load whole
 /// vectors past the last channel, and the [`Requantization`] that applies
@@ -197,17 +219,17 @@ impl ChannelMultipliers {
             Requantization::RealF64 => Rounding::Single,
         };
         let mut real = match requantization {
-            Requantization::RealF64 => alloc::vec![0.0; padded_len],
+            Requantization::RealF64 => try_filled(op, "multipliers", 0.0, padded_len)?,
             Requantization::Multiplier(_) => alloc::vec::Vec::new(),
         };
-        let mut multiplier = alloc::vec![0; padded_len];
-        let mut left_shift = alloc::vec![0; padded_len];
+        let mut multiplier = try_filled(op, "multipliers", 0, padded_len)?;
+        let mut left_shift = try_filled(op, "multipliers", 0, padded_len)?;
         // Padded channels (never stored) shift right by 1, so that a last,
         // partial block can take the same specialised NEON output stage as
         // the others.
-        let mut neg_right_shift = alloc::vec![-1; padded_len];
+        let mut neg_right_shift = try_filled(op, "multipliers", -1, padded_len)?;
         let mut neg_total_shift = match rounding {
-            Rounding::Single => alloc::vec![-32; padded_len],
+            Rounding::Single => try_filled(op, "multipliers", -32, padded_len)?,
             Rounding::Double => alloc::vec::Vec::new(),
         };
         for (c, &s) in channel_scales.iter().enumerate() {
