@@ -3,9 +3,13 @@
 //! Every operator follows one convention: `new()` validates all parameters and
 //! computes everything the kernels need (multipliers, shifts, radii, cut-offs,
 //! tables) into a small params struct; `run()` checks only buffer lengths and
-//! row divisibility, then loops. `run()` never allocates and, except in
-//! [`Method::DequantF32`] (which computes in `f32` by design), never touches
-//! floating point. Operators are out of place: `input` and `output` are
+//! row divisibility, then loops. `run()` allocates nothing except, with the
+//! `alloc` feature, the NEON fixed-point softmax's exp cache for rows longer
+//! than its stack buffer (at most 4 bytes per input element, sized by the
+//! data, never by `row_len` alone), and, except in
+//! [`Method::DequantF32`] (which computes in `f32` by design) and
+//! [`Requantization::RealF64`](crate::Requantization::RealF64) (LiteRT's
+//! `f64` output stage), never touches floating point. Operators are out of place: `input` and `output` are
 //! distinct slices.
 //!
 //! # Layout of a family
