@@ -40,6 +40,25 @@
 //!   (computed from `expm1`, without cancellation).
 //! * NEON vs scalar: 0 ulp (identical bits), asserted for every op.
 //!
+//! # NaN and infinities
+//!
+//! * Every NaN input gives NaN, in every function and on every backend,
+//!   whatever its sign, payload or quietness (quiet or signalling); the
+//!   output NaN's payload is unspecified. (The scaling by `2^n` adds
+//!   `n << 23` to the exponent bits; `n` is converted to that integer by a
+//!   float-to-fixed-point conversion that maps NaN to 0, so a NaN keeps its
+//!   all-ones exponent instead of wrapping into a number.)
+//! * [`softmax`] (both variants) and [`log_softmax`]: a NaN anywhere in a
+//!   row makes **every element of that row** NaN, also when the row holds
+//!   `+inf` or `-inf`; other rows are not affected.
+//! * Finite inputs never give NaN (softmax and log-softmax rows of finite
+//!   values included). Infinities: `exp(-inf) = 0`, `exp(+inf) = +inf`,
+//!   `sigmoid(±inf) = 1, 0`, `tanh(±inf) = ±1`; softmax rows with `±inf` as
+//!   documented at [`softmax`] and [`log_softmax`].
+//!
+//! Asserted by `tests/f32_nan.rs` (1.5 million NaN patterns, every 11th
+//! payload of both signs plus the class extremes, through every kernel).
+//!
 //! # Cost (NEON, qemu instruction counts, rows of 384)
 //!
 //! Softmax (two-pass) 6.9 instructions per element, online softmax 12.2,
@@ -108,14 +127,17 @@ pub(crate) trait Lane: Copy {
     fn select(mask: Self::Mask, a: Self, b: Self) -> Self;
     /// `mask ? +0 : self`.
     fn zero_where(self, mask: Self::Mask) -> Self;
-    /// `p * 2^n` where `t` holds `n` as `bits(t) = bits(ROUND_MAGIC) + n`
-    /// (the integer addition of `n << 23` to the exponent field). Valid while
-    /// the result is a normal number.
-    fn scale_by_magic(p: Self, t: Self) -> Self;
-    /// `p * 2^n` as [`scale_by_magic`](Self::scale_by_magic), but with the
+    /// `p * 2^n` for an integer-valued `n`, by the integer addition of
+    /// `n << 23` to `p`'s bits (the exponent field). Valid while the result
+    /// is a normal number. `n << 23` is formed by a float-to-fixed-point
+    /// conversion (`n * 2^23` to `i32`, toward zero, saturating; NEON:
+    /// `fcvtzs #23`), which turns a NaN `n` into 0: a NaN `p` then keeps its
+    /// exponent field and stays NaN, whatever its payload.
+    fn scale_by_pow2(p: Self, n: Self) -> Self;
+    /// `p * 2^n` as [`scale_by_pow2`](Self::scale_by_pow2), but with the
     /// exponent addition saturating at 0: results whose exponent field would
     /// go negative become `+0`. (NEON: `usqadd`.)
-    fn scale_by_magic_sat(p: Self, t: Self) -> Self;
+    fn scale_by_pow2_sat(p: Self, n: Self) -> Self;
     /// The sum of the lanes, in the order `(l0 + l2) + (l1 + l3)`.
     fn reduce_add(self) -> f32;
     /// The largest lane (NaN if any lane is NaN).
@@ -155,9 +177,9 @@ const C5: f32 = 0.00836874544620514; // 0x3c09_1d10
 #[allow(clippy::excessive_precision)]
 const C6: f32 = 0.001381453825160861; // 0x3ab5_11e6
 
-/// Range reduction: returns `(t, r)` with `x = n ln2 + r`, `|r| <= ln2/2`
-/// (up to rounding) and `n` held in `t` (see [`Lane::scale_by_magic`]).
-/// Cody-Waite with two constants.
+/// Range reduction: returns `(n, r)` with `x = n ln2 + r`, `n` an integer
+/// (NaN for NaN `x`), `|r| <= ln2/2` (up to rounding). Cody-Waite with two
+/// constants.
 #[inline(always)]
 fn exp_reduce<L: Lane>(x: L) -> (L, L) {
     let magic = L::splat(ROUND_MAGIC);
@@ -165,7 +187,7 @@ fn exp_reduce<L: Lane>(x: L) -> (L, L) {
     let n = t.sub(magic);
     let r = n.fma(L::splat(-LN2_HI), x);
     let r = n.fma(L::splat(-LN2_LO), r);
-    (t, r)
+    (n, r)
 }
 
 /// `e^r - 1` for the reduced argument, without cancellation.
@@ -184,9 +206,9 @@ fn expm1_poly<L: Lane>(r: L) -> L {
 /// `-inf`), NaN for NaN.
 #[inline(always)]
 pub(crate) fn exp_lanes<L: Lane>(x: L) -> L {
-    let (t, r) = exp_reduce(x);
+    let (n, r) = exp_reduce(x);
     let p = expm1_poly(r).add(L::splat(1.0));
-    L::scale_by_magic(p, t).zero_where(x.lt(L::splat(EXP_LO)))
+    L::scale_by_pow2(p, n).zero_where(x.lt(L::splat(EXP_LO)))
 }
 
 /// Below this the kernels' `exp` clamps its argument: `e^-104` scales to 0.
@@ -201,9 +223,9 @@ const EXP_CLAMP: f32 = -104.0;
 #[inline(always)]
 pub(crate) fn exp_kernel<L: Lane>(x: L) -> L {
     let x = x.max(L::splat(EXP_CLAMP));
-    let (t, r) = exp_reduce(x);
+    let (n, r) = exp_reduce(x);
     let p = expm1_poly(r).add(L::splat(1.0));
-    L::scale_by_magic_sat(p, t)
+    L::scale_by_pow2_sat(p, n)
 }
 
 /// `e^-a` for `a >= 0` (or NaN), the same algorithm as [`exp_kernel`] on
@@ -222,16 +244,17 @@ fn exp_neg_kernel<L: Lane>(a: L) -> L {
     let lo = s.fma(L::splat(-C3), L::splat(C2));
     let q = lo.add_mul(s2, hi);
     let p = L::splat(1.0).sub(s).add_mul(s2, q);
-    L::scale_by_magic_sat(p, t)
+    L::scale_by_pow2_sat(p, n)
 }
 
 /// `e^x - 1` for `-88 <= x <= 0` (callers clamp), accurate for tiny `x`.
 #[inline(always)]
 fn expm1_lanes<L: Lane>(x: L) -> L {
-    let (t, r) = exp_reduce(x);
+    let (n, r) = exp_reduce(x);
     let pm1 = expm1_poly(r);
-    // 2^n for n in [-127, 0] (n = -127 gives +0, which is fine here).
-    let s = L::scale_by_magic(L::splat(1.0), t);
+    // 2^n for n in [-127, 0] (n = -127 gives +0, which is fine here; a NaN
+    // `n` gives 1, and `pm1` is NaN then).
+    let s = L::scale_by_pow2(L::splat(1.0), n);
     s.fma(pm1, s.sub(L::splat(1.0)))
 }
 
@@ -338,9 +361,9 @@ pub fn exp(x: f32) -> f32 {
             return f32::INFINITY;
         }
         // n may be 128: scale by 2^(n-1) in the exponent, then by 2.
-        let (t, r) = exp_reduce(x);
+        let (n, r) = exp_reduce(x);
         let p = expm1_poly(r).add(1.0);
-        return <f32 as Lane>::scale_by_magic(p, t - 1.0) * 2.0;
+        return <f32 as Lane>::scale_by_pow2(p, n - 1.0) * 2.0;
     }
     exp_lanes(x)
 }

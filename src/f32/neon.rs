@@ -85,19 +85,21 @@ impl Lane for float32x4_t {
         unsafe { vreinterpretq_f32_u32(vbicq_u32(vreinterpretq_u32_f32(self), mask)) }
     }
     #[inline(always)]
-    fn scale_by_magic(p: Self, t: Self) -> Self {
-        // SAFETY: NEON is baseline on aarch64; integer ops on the lanes' bits.
+    fn scale_by_pow2(p: Self, n: Self) -> Self {
+        // SAFETY: NEON is baseline on aarch64; `fcvtzs #23` gives n << 23
+        // (NaN -> 0), then an integer add on the lanes' bits.
         unsafe {
-            let n = vshlq_n_u32::<23>(vreinterpretq_u32_f32(t));
-            vreinterpretq_f32_u32(vaddq_u32(vreinterpretq_u32_f32(p), n))
+            let step = vreinterpretq_u32_s32(vcvtq_n_s32_f32::<23>(n));
+            vreinterpretq_f32_u32(vaddq_u32(vreinterpretq_u32_f32(p), step))
         }
     }
     #[inline(always)]
-    fn scale_by_magic_sat(p: Self, t: Self) -> Self {
-        // SAFETY: NEON is baseline on aarch64; integer ops on the lanes' bits.
+    fn scale_by_pow2_sat(p: Self, n: Self) -> Self {
+        // SAFETY: NEON is baseline on aarch64; `fcvtzs #23` gives n << 23
+        // (NaN -> 0), then a saturating unsigned += signed on the bits.
         unsafe {
-            let n = vreinterpretq_s32_u32(vshlq_n_u32::<23>(vreinterpretq_u32_f32(t)));
-            vreinterpretq_f32_u32(vsqaddq_u32(vreinterpretq_u32_f32(p), n))
+            let step = vcvtq_n_s32_f32::<23>(n);
+            vreinterpretq_f32_u32(vsqaddq_u32(vreinterpretq_u32_f32(p), step))
         }
     }
     #[inline(always)]

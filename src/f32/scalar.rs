@@ -3,7 +3,7 @@
 //! Sixteen scalar accumulators per block reproduce the NEON backend's four
 //! vectors of four lanes, so reductions round in the same order.
 
-use super::{Lane, ROUND_MAGIC};
+use super::Lane;
 
 impl Lane for f32 {
     const WIDTH: usize = 1;
@@ -98,16 +98,13 @@ impl Lane for f32 {
         }
     }
     #[inline(always)]
-    fn scale_by_magic(p: Self, t: Self) -> Self {
-        // bits(t) = bits(ROUND_MAGIC) + n; the magic's own bits vanish in the
-        // shift (its low 9 bits are 0), leaving n << 23 (mod 2^32).
-        debug_assert_eq!(ROUND_MAGIC.to_bits() << 23, 0);
-        f32::from_bits(p.to_bits().wrapping_add(t.to_bits() << 23))
+    fn scale_by_pow2(p: Self, n: Self) -> Self {
+        f32::from_bits(p.to_bits().wrapping_add(exponent_step(n) as u32))
     }
     #[inline(always)]
-    fn scale_by_magic_sat(p: Self, t: Self) -> Self {
-        let n = (t.to_bits() << 23) as i32 as i64;
-        f32::from_bits((p.to_bits() as i64 + n).clamp(0, u32::MAX as i64) as u32)
+    fn scale_by_pow2_sat(p: Self, n: Self) -> Self {
+        let sum = p.to_bits() as i64 + exponent_step(n) as i64;
+        f32::from_bits(sum.clamp(0, u32::MAX as i64) as u32)
     }
     #[inline(always)]
     fn reduce_add(self) -> f32 {
@@ -117,6 +114,14 @@ impl Lane for f32 {
     fn reduce_max(self) -> f32 {
         self
     }
+}
+
+/// `n << 23` for an integer-valued `n`, as aarch64's `fcvtzs #23` forms it:
+/// `n * 2^23` converted to `i32` toward zero, saturating, NaN to 0 (Rust's
+/// float-to-integer `as` has exactly these rules).
+#[inline(always)]
+fn exponent_step(n: f32) -> i32 {
+    (n * 8_388_608.0) as i32
 }
 
 /// Kernels with the NEON backend's names and block layout (16 lanes).
