@@ -78,6 +78,17 @@ impl Lane for f32 {
         f32::from_bits((self.to_bits() & 0x7fff_ffff) | (sign.to_bits() & 0x8000_0000))
     }
     #[inline(always)]
+    fn round(self) -> Self {
+        // Adding and removing 2^23 rounds |v| < 2^23 (ties to even); larger
+        // values are integers already (or inf/NaN).
+        let a = Lane::abs(self);
+        if a < 8_388_608.0 {
+            Lane::copysign((a + 8_388_608.0) - 8_388_608.0, self)
+        } else {
+            self
+        }
+    }
+    #[inline(always)]
     fn lt(self, o: Self) -> bool {
         self < o
     }
@@ -114,6 +125,28 @@ impl Lane for f32 {
     fn reduce_max(self) -> f32 {
         self
     }
+
+    type Wide = f64;
+    #[inline(always)]
+    fn wide_zero() -> f64 {
+        0.0
+    }
+    #[inline(always)]
+    fn widen(self) -> f64 {
+        self as f64
+    }
+    #[inline(always)]
+    fn wide_add(a: f64, b: f64) -> f64 {
+        a + b
+    }
+    #[inline(always)]
+    fn wide_mul(a: f64, b: f64) -> f64 {
+        a * b
+    }
+    #[inline(always)]
+    fn wide_reduce_add(a: f64) -> f64 {
+        a
+    }
 }
 
 /// `n << 23` for an integer-valued `n`, as aarch64's `fcvtzs #23` forms it:
@@ -130,7 +163,7 @@ pub(super) fn softmax_two_pass(x: &[f32], y: &mut [f32], row_len: usize) {
         x,
         y,
         row_len,
-        super::row_kernels::softmax_two_pass_row::<f32, 16>,
+        super::row_kernels::softmax_two_pass_row::<f32, 16, 4>,
     )
 }
 
@@ -148,7 +181,7 @@ pub(super) fn log_softmax(x: &[f32], y: &mut [f32], row_len: usize) {
         x,
         y,
         row_len,
-        super::row_kernels::log_softmax_row::<f32, 16>,
+        super::row_kernels::log_softmax_row::<f32, 16, 4>,
     )
 }
 
