@@ -10,8 +10,10 @@ use qneon::{Backend, Error};
 
 /// Stated bounds (ulp of the correctly rounded result).
 const EXP_ULP: f64 = 1.0;
-/// Beyond the `|x - max|` ulp that rounding `x - max` to f32 costs.
+/// From the exact softmax of the `f32`-rounded differences `x - max`:
+/// two-pass, online.
 const SOFTMAX_ULP: f64 = 3.0;
+const SOFTMAX_ONLINE_ULP: f64 = 3.5;
 const SIGMOID_ULP: f64 = 3.0;
 const TANH_ULP: f64 = 3.0;
 
@@ -160,26 +162,32 @@ fn exp_special_values() {
     assert!(qf::exp(-87.33) >= f32::MIN_POSITIVE);
 }
 
+/// The exact softmax of the differences `x - max` as the kernels round them
+/// to `f32` (what the documented bound is stated against; the rounding of
+/// the differences is the input's, see `tests/f32_softmax_bound.rs`).
 fn softmax_ref(x: &[f32]) -> Vec<f64> {
-    let m = x.iter().fold(f64::NEG_INFINITY, |a, &b| a.max(b as f64));
-    let e: Vec<f64> = x.iter().map(|&v| (v as f64 - m).exp()).collect();
+    let m = x.iter().fold(f32::NEG_INFINITY, |a, &b| a.max(b));
+    let e: Vec<f64> = x.iter().map(|&v| ((v - m) as f64).exp()).collect();
     let s: f64 = e.iter().sum();
     e.iter().map(|v| v / s).collect()
 }
 
+/// `what` names the variant (`Online` gets its own bound).
 fn check_softmax_row(x: &[f32], y: &[f32], what: &str) -> f64 {
+    let bound = if what.contains("Online") {
+        SOFTMAX_ONLINE_ULP
+    } else {
+        SOFTMAX_ULP
+    };
     let r = softmax_ref(x);
-    let m = x.iter().fold(f32::NEG_INFINITY, |a, &b| a.max(b));
     let mut worst = 0.0f64;
     for (i, (&g, &w)) in y.iter().zip(&r).enumerate() {
         if w >= f32::MIN_POSITIVE as f64 {
-            // Rounding `x - max` to f32 costs up to |x - max| ulp more (the
-            // condition number of exp); the kernel adds at most SOFTMAX_ULP.
-            let e = ulp_err(g, w) - (x[i] as f64 - m as f64).abs();
+            let e = ulp_err(g, w);
             worst = worst.max(e);
             assert!(
-                e <= SOFTMAX_ULP,
-                "{what}: y[{i}] = {g:e}, exact {w:e}: {e:.2} ulp beyond |x - max|"
+                e <= bound,
+                "{what}: y[{i}] = {g:e}, exact {w:e}: {e:.2} ulp"
             );
         } else {
             assert!(

@@ -70,6 +70,11 @@ impl Lane for float32x4_t {
         unsafe { vbslq_f32(vdupq_n_u32(0x8000_0000), sign, self) }
     }
     #[inline(always)]
+    fn round(self) -> Self {
+        // SAFETY: NEON is baseline on aarch64.
+        unsafe { vrndnq_f32(self) }
+    }
+    #[inline(always)]
     fn lt(self, o: Self) -> uint32x4_t {
         // SAFETY: NEON is baseline on aarch64.
         unsafe { vcltq_f32(self, o) }
@@ -85,19 +90,21 @@ impl Lane for float32x4_t {
         unsafe { vreinterpretq_f32_u32(vbicq_u32(vreinterpretq_u32_f32(self), mask)) }
     }
     #[inline(always)]
-    fn scale_by_magic(p: Self, t: Self) -> Self {
-        // SAFETY: NEON is baseline on aarch64; integer ops on the lanes' bits.
+    fn scale_by_pow2(p: Self, n: Self) -> Self {
+        // SAFETY: NEON is baseline on aarch64; `fcvtzs #23` gives n << 23
+        // (NaN -> 0), then an integer add on the lanes' bits.
         unsafe {
-            let n = vshlq_n_u32::<23>(vreinterpretq_u32_f32(t));
-            vreinterpretq_f32_u32(vaddq_u32(vreinterpretq_u32_f32(p), n))
+            let step = vreinterpretq_u32_s32(vcvtq_n_s32_f32::<23>(n));
+            vreinterpretq_f32_u32(vaddq_u32(vreinterpretq_u32_f32(p), step))
         }
     }
     #[inline(always)]
-    fn scale_by_magic_sat(p: Self, t: Self) -> Self {
-        // SAFETY: NEON is baseline on aarch64; integer ops on the lanes' bits.
+    fn scale_by_pow2_sat(p: Self, n: Self) -> Self {
+        // SAFETY: NEON is baseline on aarch64; `fcvtzs #23` gives n << 23
+        // (NaN -> 0), then a saturating unsigned += signed on the bits.
         unsafe {
-            let n = vreinterpretq_s32_u32(vshlq_n_u32::<23>(vreinterpretq_u32_f32(t)));
-            vreinterpretq_f32_u32(vsqaddq_u32(vreinterpretq_u32_f32(p), n))
+            let step = vcvtq_n_s32_f32::<23>(n);
+            vreinterpretq_f32_u32(vsqaddq_u32(vreinterpretq_u32_f32(p), step))
         }
     }
     #[inline(always)]
@@ -113,6 +120,34 @@ impl Lane for float32x4_t {
         // SAFETY: NEON is baseline on aarch64. `fmaxv` propagates NaN.
         unsafe { vmaxvq_f32(self) }
     }
+
+    /// Lanes 0, 1 and lanes 2, 3.
+    type Wide = [float64x2_t; 2];
+    #[inline(always)]
+    fn wide_zero() -> Self::Wide {
+        // SAFETY: NEON is baseline on aarch64.
+        unsafe { [vdupq_n_f64(0.0); 2] }
+    }
+    #[inline(always)]
+    fn widen(self) -> Self::Wide {
+        // SAFETY: NEON is baseline on aarch64 (`fcvtl`, `fcvtl2`).
+        unsafe { [vcvt_f64_f32(vget_low_f32(self)), vcvt_high_f64_f32(self)] }
+    }
+    #[inline(always)]
+    fn wide_add(a: Self::Wide, b: Self::Wide) -> Self::Wide {
+        // SAFETY: NEON is baseline on aarch64.
+        unsafe { [vaddq_f64(a[0], b[0]), vaddq_f64(a[1], b[1])] }
+    }
+    #[inline(always)]
+    fn wide_mul(a: Self::Wide, b: Self::Wide) -> Self::Wide {
+        // SAFETY: NEON is baseline on aarch64.
+        unsafe { [vmulq_f64(a[0], b[0]), vmulq_f64(a[1], b[1])] }
+    }
+    #[inline(always)]
+    fn wide_reduce_add(a: Self::Wide) -> f64 {
+        // SAFETY: NEON is baseline on aarch64. (l0 + l2, l1 + l3), then their sum.
+        unsafe { vpaddd_f64(vaddq_f64(a[0], a[1])) }
+    }
 }
 
 /// Named, not inlined into the dispatch, so they are easy to find in the asm.
@@ -122,7 +157,7 @@ pub(super) fn softmax_two_pass(x: &[f32], y: &mut [f32], row_len: usize) {
         x,
         y,
         row_len,
-        super::row_kernels::softmax_two_pass_row::<float32x4_t, 4>,
+        super::row_kernels::softmax_two_pass_row::<float32x4_t, 4, 1>,
     )
 }
 
@@ -142,7 +177,7 @@ pub(super) fn log_softmax(x: &[f32], y: &mut [f32], row_len: usize) {
         x,
         y,
         row_len,
-        super::row_kernels::log_softmax_row::<float32x4_t, 4>,
+        super::row_kernels::log_softmax_row::<float32x4_t, 4, 1>,
     )
 }
 

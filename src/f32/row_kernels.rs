@@ -2,7 +2,7 @@
 //! block walking through the crate's one tail helper, maxima, sums, and the
 //! softmax, log-softmax and sigmoid-backward rows both backends instantiate.
 
-use super::{exp_kernel, ln_f32, sigmoid_backward_lanes, Lane};
+use super::{exp_kernel, exp_wide, ln_f32, ln_to_f32, sigmoid_backward_lanes, Lane};
 use crate::simd::tail::{self, map_blocks_raw};
 
 /// Elements per block in every backend.
@@ -43,7 +43,7 @@ unsafe fn map_blocks(
 
 /// Pairwise tree over `N` (a power of two) lanes: element `k` with `k + N/2`.
 #[inline(always)]
-pub(crate) fn tree<L: Lane, const N: usize>(mut v: [L; N], op: impl Fn(L, L) -> L) -> L {
+pub(crate) fn tree<T: Copy, const N: usize>(mut v: [T; N], op: impl Fn(T, T) -> T) -> T {
     let mut n = N;
     while n > 1 {
         n /= 2;
@@ -142,15 +142,33 @@ fn scale_in_place<L: Lane, const N: usize>(y: &mut [f32], s: f32) {
     unsafe { map::<L, N>(p, p, y.len(), |v| v.mul(sv)) }
 }
 
-/// Two-pass softmax of one row: max; `e^(x - max)` stored and summed; scale.
+/// `1 / sum` in `f32`: the `f64` division is correctly rounded, and rounding
+/// it again to `f32` is within half an ulp plus `2^-29` ulp.
 #[inline(always)]
-pub(crate) fn softmax_two_pass_row<L: Lane, const N: usize>(x: &[f32], y: &mut [f32]) {
+fn reciprocal(sum: f64) -> f32 {
+    (1.0 / sum) as f32
+}
+
+/// Two-pass softmax of one row: max; `e^(x - max)` stored and summed; scale.
+///
+/// The sum is kept in `M` wide (`f64`) accumulators, `N = 4M` lanes per
+/// block, four `f64` lanes in all: the element at block position `p` is
+/// added to lane `p % 4` in both backends (scalar: `M = 4` accumulators of
+/// one lane, `N = 16`; NEON: `M = 1` pair of `float64x2_t`, lane `l` of each
+/// of the `N = 4` vectors into lane `l`). In `f64` four accumulators are
+/// plenty for accuracy, and they leave the NEON loop's registers to `exp`.
+#[inline(always)]
+pub(crate) fn softmax_two_pass_row<L: Lane, const N: usize, const M: usize>(
+    x: &[f32],
+    y: &mut [f32],
+) {
+    debug_assert_eq!(N, 4 * M);
     let mx = row_max::<L, N>(x);
     if mx == f32::INFINITY {
         return one_hot(x, y);
     }
     let mv = L::splat(mx);
-    let mut s = [L::splat(0.0); N];
+    let mut s = [L::wide_zero(); M];
     // SAFETY: x and y have the same length (checked by the caller) and are
     // distinct borrows.
     unsafe {
@@ -160,23 +178,23 @@ pub(crate) fn softmax_two_pass_row<L: Lane, const N: usize>(x: &[f32], y: &mut [
             x.len(),
             f32::NEG_INFINITY,
             |src, dst| {
-                for (k, sk) in s.iter_mut().enumerate() {
+                for k in 0..N {
                     let o = k * L::WIDTH;
                     // SAFETY: the blocks have N * WIDTH elements.
                     let e = exp_kernel(L::load(src.add(o)).sub(mv));
                     e.store(dst.add(o));
-                    *sk = sk.add(e);
+                    s[k % M] = L::wide_add(s[k % M], e.widen());
                 }
             },
         )
     }
-    let sum = tree(s, L::add).reduce_add();
-    scale_in_place::<L, N>(y, 1.0 / sum);
+    let sum = L::wide_reduce_add(tree(s, L::wide_add));
+    scale_in_place::<L, N>(y, reciprocal(sum));
 }
 
 /// Online softmax of one row: one pass keeping a running maximum and a sum
 /// rescaled whenever the maximum grows, per lane (`M` state vectors, `N = 4M`
-/// lanes per block), then one pass `y = e^(x - max) / sum`.
+/// lanes per block; the sums in `f64`), then one pass `y = e^(x - max) / sum`.
 #[inline(always)]
 pub(crate) fn softmax_online_row<L: Lane, const N: usize, const M: usize>(
     x: &[f32],
@@ -185,7 +203,7 @@ pub(crate) fn softmax_online_row<L: Lane, const N: usize, const M: usize>(
     debug_assert_eq!(N, 4 * M);
     // Starting at -MAX (not -inf) keeps `m_old - m_new` free of `-inf - -inf`.
     let mut m = [L::splat(-f32::MAX); M];
-    let mut s = [L::splat(0.0); M];
+    let mut s = [L::wide_zero(); M];
     // SAFETY: `x` is readable for its length.
     unsafe {
         read_blocks(x, f32::NEG_INFINITY, |p| {
@@ -205,8 +223,12 @@ pub(crate) fn softmax_online_row<L: Lane, const N: usize, const M: usize>(
                     exp_kernel(v[2].sub(mn)),
                     exp_kernel(v[3].sub(mn)),
                 ];
-                let es = e[0].add(e[2]).add(e[1].add(e[3]));
-                s[j] = s[j].fma(exp_kernel(m[j].sub(mn)), es);
+                let es = L::wide_add(
+                    L::wide_add(e[0].widen(), e[2].widen()),
+                    L::wide_add(e[1].widen(), e[3].widen()),
+                );
+                let rescale = exp_wide(m[j].sub(mn));
+                s[j] = L::wide_add(L::wide_mul(s[j], rescale), es);
                 m[j] = mn;
             }
         })
@@ -218,9 +240,9 @@ pub(crate) fn softmax_online_row<L: Lane, const N: usize, const M: usize>(
     let gv = L::splat(g);
     let mut w = s;
     for j in 0..M {
-        w[j] = s[j].mul(exp_kernel(m[j].sub(gv)));
+        w[j] = L::wide_mul(s[j], exp_wide(m[j].sub(gv)));
     }
-    let inv = L::splat(1.0 / tree(w, L::add).reduce_add());
+    let inv = L::splat(reciprocal(L::wide_reduce_add(tree(w, L::wide_add))));
     // SAFETY: x and y have the same length and are distinct borrows.
     unsafe {
         map::<L, N>(x.as_ptr(), y.as_mut_ptr(), x.len(), |v| {
@@ -229,9 +251,11 @@ pub(crate) fn softmax_online_row<L: Lane, const N: usize, const M: usize>(
     }
 }
 
-/// Log-softmax of one row: max; sum of `e^(x - max)`; `(x - max) - ln(sum)`.
+/// Log-softmax of one row: max; sum of `e^(x - max)` (in `f64`, `M` wide
+/// accumulators as in [`softmax_two_pass_row`]); `(x - max) - ln(sum)`.
 #[inline(always)]
-pub(crate) fn log_softmax_row<L: Lane, const N: usize>(x: &[f32], y: &mut [f32]) {
+pub(crate) fn log_softmax_row<L: Lane, const N: usize, const M: usize>(x: &[f32], y: &mut [f32]) {
+    debug_assert_eq!(N, 4 * M);
     let mx = row_max::<L, N>(x);
     if mx == f32::INFINITY {
         one_hot(x, y);
@@ -241,17 +265,18 @@ pub(crate) fn log_softmax_row<L: Lane, const N: usize>(x: &[f32], y: &mut [f32])
         return;
     }
     let mv = L::splat(mx);
-    let mut s = [L::splat(0.0); N];
+    let mut s = [L::wide_zero(); M];
     // SAFETY: `x` is readable for its length.
     unsafe {
         read_blocks(x, f32::NEG_INFINITY, |p| {
-            for (k, sk) in s.iter_mut().enumerate() {
+            for k in 0..N {
                 // SAFETY: the block has N * WIDTH elements.
-                *sk = sk.add(exp_kernel(L::load(p.add(k * L::WIDTH)).sub(mv)));
+                let e = exp_kernel(L::load(p.add(k * L::WIDTH)).sub(mv));
+                s[k % M] = L::wide_add(s[k % M], e.widen());
             }
         })
     }
-    let lse = L::splat(ln_f32(tree(s, L::add).reduce_add()));
+    let lse = L::splat(ln_to_f32(L::wide_reduce_add(tree(s, L::wide_add))));
     // SAFETY: x and y have the same length and are distinct borrows.
     unsafe { map::<L, N>(x.as_ptr(), y.as_mut_ptr(), x.len(), |v| v.sub(mv).sub(lse)) }
 }

@@ -3,7 +3,7 @@
 //! Sixteen scalar accumulators per block reproduce the NEON backend's four
 //! vectors of four lanes, so reductions round in the same order.
 
-use super::{Lane, ROUND_MAGIC};
+use super::Lane;
 
 impl Lane for f32 {
     const WIDTH: usize = 1;
@@ -78,6 +78,17 @@ impl Lane for f32 {
         f32::from_bits((self.to_bits() & 0x7fff_ffff) | (sign.to_bits() & 0x8000_0000))
     }
     #[inline(always)]
+    fn round(self) -> Self {
+        // Adding and removing 2^23 rounds |v| < 2^23 (ties to even); larger
+        // values are integers already (or inf/NaN).
+        let a = Lane::abs(self);
+        if a < 8_388_608.0 {
+            Lane::copysign((a + 8_388_608.0) - 8_388_608.0, self)
+        } else {
+            self
+        }
+    }
+    #[inline(always)]
     fn lt(self, o: Self) -> bool {
         self < o
     }
@@ -98,16 +109,13 @@ impl Lane for f32 {
         }
     }
     #[inline(always)]
-    fn scale_by_magic(p: Self, t: Self) -> Self {
-        // bits(t) = bits(ROUND_MAGIC) + n; the magic's own bits vanish in the
-        // shift (its low 9 bits are 0), leaving n << 23 (mod 2^32).
-        debug_assert_eq!(ROUND_MAGIC.to_bits() << 23, 0);
-        f32::from_bits(p.to_bits().wrapping_add(t.to_bits() << 23))
+    fn scale_by_pow2(p: Self, n: Self) -> Self {
+        f32::from_bits(p.to_bits().wrapping_add(exponent_step(n) as u32))
     }
     #[inline(always)]
-    fn scale_by_magic_sat(p: Self, t: Self) -> Self {
-        let n = (t.to_bits() << 23) as i32 as i64;
-        f32::from_bits((p.to_bits() as i64 + n).clamp(0, u32::MAX as i64) as u32)
+    fn scale_by_pow2_sat(p: Self, n: Self) -> Self {
+        let sum = p.to_bits() as i64 + exponent_step(n) as i64;
+        f32::from_bits(sum.clamp(0, u32::MAX as i64) as u32)
     }
     #[inline(always)]
     fn reduce_add(self) -> f32 {
@@ -117,6 +125,36 @@ impl Lane for f32 {
     fn reduce_max(self) -> f32 {
         self
     }
+
+    type Wide = f64;
+    #[inline(always)]
+    fn wide_zero() -> f64 {
+        0.0
+    }
+    #[inline(always)]
+    fn widen(self) -> f64 {
+        self as f64
+    }
+    #[inline(always)]
+    fn wide_add(a: f64, b: f64) -> f64 {
+        a + b
+    }
+    #[inline(always)]
+    fn wide_mul(a: f64, b: f64) -> f64 {
+        a * b
+    }
+    #[inline(always)]
+    fn wide_reduce_add(a: f64) -> f64 {
+        a
+    }
+}
+
+/// `n << 23` for an integer-valued `n`, as aarch64's `fcvtzs #23` forms it:
+/// `n * 2^23` converted to `i32` toward zero, saturating, NaN to 0 (Rust's
+/// float-to-integer `as` has exactly these rules).
+#[inline(always)]
+fn exponent_step(n: f32) -> i32 {
+    (n * 8_388_608.0) as i32
 }
 
 /// Kernels with the NEON backend's names and block layout (16 lanes).
@@ -125,7 +163,7 @@ pub(super) fn softmax_two_pass(x: &[f32], y: &mut [f32], row_len: usize) {
         x,
         y,
         row_len,
-        super::row_kernels::softmax_two_pass_row::<f32, 16>,
+        super::row_kernels::softmax_two_pass_row::<f32, 16, 4>,
     )
 }
 
@@ -143,7 +181,7 @@ pub(super) fn log_softmax(x: &[f32], y: &mut [f32], row_len: usize) {
         x,
         y,
         row_len,
-        super::row_kernels::log_softmax_row::<f32, 16>,
+        super::row_kernels::log_softmax_row::<f32, 16, 4>,
     )
 }
 
