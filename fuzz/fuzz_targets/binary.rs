@@ -144,7 +144,7 @@ impl Values {
         match self {
             Values::Slice(s) => s.len() == n,
             Values::Scalar(_) => true,
-            Values::Row(r) => !r.is_empty() && n % r.len() == 0,
+            Values::Row(r) => !r.is_empty() && n.is_multiple_of(r.len()),
         }
     }
 

@@ -190,7 +190,7 @@ impl RowShape {
                     input: data,
                     row_len: r,
                     output_len: len,
-                    valid: r > 0 && len % r == 0,
+                    valid: r > 0 && len.is_multiple_of(r),
                 }
             }
             Some(ShapeDefect::OutputDelta(d)) => {
