@@ -206,6 +206,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "sweeps: over two minutes under Miri; gemmlowp16_constants runs"
+    )]
     fn gemmlowp16_primitives_match_wide_math() {
         for a in (i16::MIN..=i16::MAX).step_by(7) {
             for b in [

@@ -8,7 +8,9 @@ mod bench;
 mod compare;
 mod counts;
 mod expect;
+mod fuzz;
 mod mca;
+mod miri;
 mod msrv;
 mod pattern;
 mod plot;
@@ -83,6 +85,19 @@ commands:
           --out DIR [--cpu CPU]
                         LiteRT builtin-kernel outputs for the given inputs
                         (missing ones seeded random) into DIR
+  fuzz [--seconds N] [TARGET...] [-- LIBFUZZER-OPTION...]
+                        the cargo-fuzz targets of fuzz/ (nightly, installed
+                        with cargo-fuzz if missing), built with
+                        AddressSanitizer and run N seconds each (default
+                        60), one at a time, from the seeds in fuzz/seeds/
+                        and the working corpus in fuzz/corpus/; prints
+                        executions and coverage per target, fails if any
+                        crashed (inputs in fuzz/artifacts/, logs in
+                        target/fuzz/)
+  miri [-- FILTER...]   the library's unit tests and the tests that reach
+                        every unsafe block on this host under Miri
+                        (nightly, the miri component added if missing),
+                        slow tests skipped; FILTERs go to every run
   msrv                  build the library and check the workspace with the
                         toolchain of `rust-version` (installed by rustup if
                         missing), in target/msrv
@@ -103,6 +118,8 @@ fn main() -> ExitCode {
         "asm" => asm::cli(rest),
         "compare" => compare::cli(rest),
         "msrv" => msrv::cli(rest),
+        "fuzz" => fuzz::cli(rest),
+        "miri" => miri::cli(rest),
         "help" | "-h" | "--help" => {
             print!("{USAGE}");
             Ok(())

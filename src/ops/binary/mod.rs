@@ -466,6 +466,7 @@ mod tests {
     /// each stage mode of the add's other side and output, and of the
     /// multiply, occurs for some quantization in each rounding it belongs to.
     #[test]
+    #[cfg_attr(miri, ignore = "searches quantizations: too slow under Miri")]
     fn every_stage_mode_is_chosen_for_some_quantization() {
         let none = FusedActivation::None;
         let mut add_modes = [[false; 4]; 2];

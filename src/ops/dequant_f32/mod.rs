@@ -231,6 +231,10 @@ mod tests {
     /// The exp the kernels use, over `[-87.3, 0]`: every 257th `f32` (about
     /// 4.4 million values, all exponents and mantissa bit patterns): at most 1 ulp.
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "4.4 million exps: too slow under Miri; tests/unsafe_paths.rs runs the kernels"
+    )]
     fn exp_kernel_ulp_bound() {
         let (lo, hi) = ((-0.0f32).to_bits(), (-87.3f32).to_bits());
         let mut worst = (0.0f64, 0.0f32);

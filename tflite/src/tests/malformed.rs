@@ -580,6 +580,10 @@ fn shared_tables_cannot_amplify_the_walk() {
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "a thousand shared subgraphs: too slow under Miri; shared_tables_cannot_amplify_the_walk runs"
+)]
 fn the_default_step_limit_refuses_a_subgraph_shared_a_thousand_times() {
     // Subgraph 0 carries a 2000-entry input vector; 999 empty subgraphs
     // follow. Pointing every entry of Model.subgraphs at subgraph 0 keeps

@@ -54,6 +54,10 @@ fn every_truncation_is_refused_or_drops_only_padding() {
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "every bit of a model: too slow under Miri; every_truncation_is_refused_or_drops_only_padding runs"
+)]
 fn every_single_bit_flip_is_refused_or_keeps_the_invariants() {
     let bytes = encode(&two_op_model());
     let (mut refused, mut parsed) = (0, 0);
@@ -82,6 +86,7 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(2000))]
 
     #[test]
+    #[cfg_attr(miri, ignore = "2000 proptest cases: too slow under Miri")]
     fn random_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..2048)) {
         if let Ok(model) = Model::parse(&bytes) {
             assert_invariants(&model);
@@ -89,6 +94,7 @@ proptest! {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "2000 proptest cases: too slow under Miri")]
     fn random_bytes_after_a_valid_header_never_panic(
         root in 0u32..4096,
         tail in proptest::collection::vec(any::<u8>(), 0..2048),
@@ -102,6 +108,7 @@ proptest! {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "proptest cases: too slow under Miri")]
     fn random_edits_of_a_valid_model_never_panic(
         edits in proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..16),
     ) {
