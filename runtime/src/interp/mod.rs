@@ -24,6 +24,7 @@
 //! and its driving loop.
 
 mod build;
+mod carve;
 mod info;
 mod ops;
 mod options;
@@ -33,6 +34,7 @@ use std::ops::Range;
 
 use crate::error::{Error, Result};
 use build::{parse, prepare_model, Location, Node};
+use carve::{NodeIo, Place};
 use ops::Io;
 use plan::{ArenaPlan, ARENA_ALIGNMENT};
 
@@ -64,6 +66,8 @@ pub struct Interpreter<'a> {
     tensors: Vec<TensorInfo>,
     locations: Vec<Location<'a>>,
     nodes: Vec<Node>,
+    /// Each node's input and output memory, worked out at load.
+    node_io: Vec<NodeIo>,
     inputs: Vec<usize>,
     outputs: Vec<usize>,
     plan: ArenaPlan,
@@ -102,6 +106,7 @@ impl<'a> Interpreter<'a> {
                 });
             }
         }
+        let node_io = node_io(&prepared.nodes, &prepared.locations, &prepared.tensors, &plan)?;
         let arena = vec![0u128; (plan.arena_bytes + ARENA_ALIGNMENT).div_ceil(16)];
         let address = arena.as_ptr() as usize;
         let arena_start = address.next_multiple_of(ARENA_ALIGNMENT) - address;
@@ -110,6 +115,7 @@ impl<'a> Interpreter<'a> {
             tensors: prepared.tensors,
             locations: prepared.locations,
             nodes: prepared.nodes,
+            node_io,
             inputs: prepared.inputs,
             outputs: prepared.outputs,
             plan,
@@ -287,58 +293,19 @@ impl<'a> Interpreter<'a> {
         let start = self.arena_start;
         let len = self.plan.arena_bytes;
         let arena = &mut bytemuck::cast_slice_mut::<u128, u8>(&mut self.arena)[start..start + len];
-        for node in &self.nodes {
+        let locations = &self.locations;
+        let constant = |t: usize| match &locations[t] {
+            Location::Constant(c) => c.bytes(),
+            _ => &[],
+        };
+        for (node, io) in self.nodes.iter().zip(&self.node_io) {
             if node.info.aliased {
                 profiler.begin(&node.info);
                 profiler.end(&node.info);
                 continue;
             }
-            let fail = |problem: String| Error::InvalidOp {
-                op: node.info.op.clone(),
-                index: node.info.index,
-                problem,
-            };
-            // Byte ranges of the node's arena reads and writes.
-            let range_of = |t: usize| -> Option<Range<usize>> {
-                match self.locations.get(t)? {
-                    Location::Arena(buffer) => {
-                        let r = self.plan.range(*buffer);
-                        Some(r.start..r.start + self.tensors[t].bytes)
-                    }
-                    _ => None,
-                }
-            };
-            let mut writes: Vec<Range<usize>> = node
-                .info
-                .outputs
-                .iter()
-                .map(|&t| range_of(t).unwrap_or(0..0))
-                .collect();
-            if let Some(buffer) = node.scratch {
-                writes.push(self.plan.range(buffer));
-            }
-            let reads: Vec<Option<Range<usize>>> = node
-                .info
-                .inputs
-                .iter()
-                .map(|t| t.and_then(range_of))
-                .collect();
-            let (arena_reads, mut outs) = carve(arena, &reads, &writes).map_err(fail)?;
-            let ins: Vec<&[u8]> = node
-                .info
-                .inputs
-                .iter()
-                .zip(arena_reads)
-                .map(|(t, read)| match (t, read) {
-                    (_, Some(bytes)) => bytes,
-                    (Some(t), None) => match &self.locations[*t] {
-                        Location::Constant(c) => c.bytes(),
-                        _ => &[],
-                    },
-                    (None, None) => &[],
-                })
-                .collect();
-            let scratch: &mut [u8] = if node.scratch.is_some() {
+            let (ins, mut outs) = io.carve(&mut *arena, constant);
+            let scratch: &mut [u8] = if io.has_scratch {
                 outs.pop().unwrap_or_default()
             } else {
                 &mut []
@@ -346,67 +313,55 @@ impl<'a> Interpreter<'a> {
             profiler.begin(&node.info);
             node.kernel
                 .run(backend, Io { ins, outs, scratch })
-                .map_err(fail)?;
+                .map_err(|problem| Error::InvalidOp {
+                    op: node.info.op.clone(),
+                    index: node.info.index,
+                    problem,
+                })?;
             profiler.end(&node.info);
         }
         Ok(())
     }
 }
 
-/// Splits the arena into the node's write ranges (mutable, disjoint) and
-/// the read-only bytes between them, from which the reads are sliced. A
-/// read that overlaps a write, or overlapping writes, would mean a broken
-/// plan: an error, never aliasing.
-#[allow(clippy::type_complexity)]
-fn carve<'b>(
-    arena: &'b mut [u8],
-    reads: &[Option<Range<usize>>],
-    writes: &[Range<usize>],
-) -> std::result::Result<(Vec<Option<&'b [u8]>>, Vec<&'b mut [u8]>), String> {
-    let mut order: Vec<usize> = (0..writes.len()).collect();
-    order.sort_by_key(|&w| writes[w].start);
-    let mut gaps: Vec<(usize, &'b [u8])> = Vec::with_capacity(writes.len() + 1);
-    let mut slots: Vec<Option<&'b mut [u8]>> = (0..writes.len()).map(|_| None).collect();
-    let mut rest: &'b mut [u8] = arena;
-    let mut position = 0usize;
-    for &w in &order {
-        let range = &writes[w];
-        if range.is_empty() {
-            slots[w] = Some(&mut []);
-            continue;
+/// Every node's [`NodeIo`]: its tensors' arena ranges from the plan, a
+/// broken plan (an input overlapping an output of the same node) an error
+/// naming the operator.
+fn node_io(
+    nodes: &[Node],
+    locations: &[Location<'_>],
+    tensors: &[TensorInfo],
+    plan: &ArenaPlan,
+) -> Result<Vec<NodeIo>> {
+    let place = |t: usize| match locations.get(t) {
+        Some(Location::Arena(buffer)) => {
+            let r = plan.range(*buffer);
+            Place::Arena(r.start..r.start + tensors[t].bytes)
         }
-        if range.start < position || range.end > position + rest.len() {
-            return Err(format!(
-                "planned outputs overlap or leave the arena at {range:?}"
-            ));
-        }
-        let (gap, tail) = std::mem::take(&mut rest).split_at_mut(range.start - position);
-        let (slot, tail) = tail.split_at_mut(range.len());
-        gaps.push((position, gap));
-        slots[w] = Some(slot);
-        position = range.end;
-        rest = tail;
-    }
-    gaps.push((position, rest));
-    let mut read_slices = Vec::with_capacity(reads.len());
-    for read in reads {
-        read_slices.push(match read {
-            None => None,
-            Some(range) => {
-                let slice = gaps.iter().find_map(|&(start, gap)| {
-                    (range.start >= start && range.end <= start + gap.len())
-                        .then(|| &gap[range.start - start..range.end - start])
-                });
-                Some(slice.ok_or_else(|| {
-                    format!("a planned input at {range:?} overlaps an output of the same operator")
-                })?)
+        Some(Location::Constant(_)) => Place::Constant,
+        _ => Place::Absent,
+    };
+    nodes
+        .iter()
+        .map(|node| {
+            if node.info.aliased {
+                return Ok(NodeIo::default());
             }
-        });
-    }
-    Ok((
-        read_slices,
-        slots.into_iter().map(|s| s.unwrap_or_default()).collect(),
-    ))
+            let scratch = node.scratch.map(|buffer| plan.range(buffer));
+            NodeIo::new(
+                &node.info.inputs,
+                &node.info.outputs,
+                scratch,
+                plan.arena_bytes,
+                place,
+            )
+            .map_err(|problem| Error::InvalidOp {
+                op: node.info.op.clone(),
+                index: node.info.index,
+                problem,
+            })
+        })
+        .collect()
 }
 
 /// What [`Interpreter::analyze`] found.
@@ -427,29 +382,4 @@ pub struct Analysis {
     pub plan: ArenaPlan,
     /// The buffer of each tensor in the plan (`None`: constant or unused).
     pub buffers: Vec<Option<usize>>,
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    #[allow(clippy::single_range_in_vec_init)]
-    fn carve_gives_disjoint_writes_and_refuses_overlaps() {
-        let mut arena: Vec<u8> = (0..100).collect();
-        let (reads, mut writes) = carve(
-            &mut arena,
-            &[Some(0..10), Some(60..70), None],
-            &[20..30, 40..50],
-        )
-        .unwrap();
-        assert_eq!(reads[0].unwrap()[0], 0);
-        assert_eq!(reads[1].unwrap()[0], 60);
-        assert!(reads[2].is_none());
-        writes[1][0] = 7;
-        assert_eq!(writes[0][0], 20);
-        assert!(carve(&mut arena, &[Some(25..35)], &[20..30]).is_err());
-        assert!(carve(&mut arena, &[], &[20..30, 25..35]).is_err());
-        assert!(carve(&mut arena, &[], &[90..110]).is_err());
-    }
 }

@@ -7,8 +7,8 @@ use qneon_tflite::TensorType;
 /// The buffers of one node: inputs in operator order (an omitted optional
 /// input is empty), outputs, and the node's scratch.
 pub(crate) struct Io<'b> {
-    pub ins: Vec<&'b [u8]>,
-    pub outs: Vec<&'b mut [u8]>,
+    pub ins: crate::interp::carve::Ins<'b>,
+    pub outs: crate::interp::carve::Outs<'b>,
     pub scratch: &'b mut [u8],
 }
 

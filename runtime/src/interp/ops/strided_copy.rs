@@ -112,7 +112,8 @@ impl StridedCopy {
         let inner = self.shape[rank - 1];
         let (inner_s, inner_d) = (self.src_strides[rank - 1], self.dst_strides[rank - 1]);
         let contiguous = inner_s == elem as isize && inner_d == elem;
-        let mut index = vec![0usize; rank - 1];
+        // The odometer lives on the stack for every rank TFLite uses.
+        let mut index: smallvec::SmallVec<[usize; 8]> = smallvec::smallvec![0; rank - 1];
         let (mut src_at, mut dst_at) = (self.src_start, self.dst_start);
         loop {
             if contiguous {

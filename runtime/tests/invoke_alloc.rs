@@ -1,0 +1,147 @@
+//! `invoke` only runs kernels: after load, running a model allocates
+//! nothing. A counting allocator (counting only on the test's own thread,
+//! only around `invoke`) checks it on the 1-layer MobileBert and every
+//! single-op model that loads, for every backend, softmax method and
+//! rounding.
+
+mod tflite_common;
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+
+use qneon::Method;
+use qneon_runtime::interp::{Interpreter, NodeInfo, Options, Profiler, Rounding};
+use tflite_common::*;
+
+struct Counting;
+
+thread_local! {
+    static COUNTING: Cell<bool> = const { Cell::new(false) };
+    static ALLOCATIONS: Cell<usize> = const { Cell::new(0) };
+}
+
+fn note_allocation() {
+    // `try_with`: the thread's locals may be gone while it exits.
+    let _ = COUNTING.try_with(|counting| {
+        if counting.get() {
+            let _ = ALLOCATIONS.try_with(|n| n.set(n.get() + 1));
+        }
+    });
+}
+
+// SAFETY: every call is forwarded to the system allocator unchanged; the
+// counters are plain thread-locals with const initializers (no allocation).
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        note_allocation();
+        // SAFETY: the caller's contract is passed on as it is.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        note_allocation();
+        // SAFETY: as above.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        note_allocation();
+        // SAFETY: as above.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: as above.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+/// Records which operators allocated, and how often.
+#[derive(Default)]
+struct Allocating {
+    at_begin: usize,
+    ops: Vec<String>,
+}
+
+impl Profiler for Allocating {
+    fn begin(&mut self, _node: &NodeInfo) {
+        self.at_begin = ALLOCATIONS.with(|n| n.get());
+    }
+    fn end(&mut self, node: &NodeInfo) {
+        let n = ALLOCATIONS.with(|n| n.get()) - self.at_begin;
+        if n > 0 {
+            // The record's own allocations are not the operator's.
+            COUNTING.with(|c| c.set(false));
+            self.ops.push(format!("operator {} ({}): {n}", node.index, node.op));
+            COUNTING.with(|c| c.set(true));
+        }
+    }
+}
+
+/// Allocations made by one `invoke` (after a first one, so that nothing
+/// lazily set up on first use counts), and the operators that made them.
+fn allocations_of_invoke(interpreter: &mut Interpreter<'_>) -> (usize, Vec<String>) {
+    interpreter.invoke().expect("first invoke");
+    let mut profiler = Allocating::default();
+    ALLOCATIONS.with(|n| n.set(0));
+    COUNTING.with(|c| c.set(true));
+    let result = interpreter.invoke_with(&mut profiler);
+    COUNTING.with(|c| c.set(false));
+    result.expect("second invoke");
+    (ALLOCATIONS.with(|n| n.get()), profiler.ops)
+}
+
+fn configurations() -> Vec<Options> {
+    let mut all = Vec::new();
+    for backend in qneon::Backend::available() {
+        for method in [Method::FixedPoint, Method::Lut, Method::DequantF32] {
+            for rounding in [Rounding::Single, Rounding::Double] {
+                all.push(Options {
+                    backend,
+                    ..options(rounding, method)
+                });
+            }
+        }
+    }
+    all
+}
+
+#[test]
+fn the_counter_counts() {
+    COUNTING.with(|c| c.set(true));
+    let v = std::hint::black_box(vec![1u8; 3]);
+    COUNTING.with(|c| c.set(false));
+    drop(v);
+    assert!(ALLOCATIONS.with(|n| n.get()) >= 1);
+}
+
+#[test]
+fn mobilebert_invoke_allocates_nothing() {
+    let manifest = manifest("mobilebert_squad/manifest.json");
+    let bytes = read_model(manifest["models"]["1l"]["model"].as_str().unwrap());
+    for options in configurations() {
+        let mut interpreter = Interpreter::new(bytes.as_bytes(), options).expect("load");
+        let (n, ops) = allocations_of_invoke(&mut interpreter);
+        assert_eq!(n, 0, "MobileBert 1 layer, {options:?}: {n} allocations in invoke: {ops:?}");
+    }
+}
+
+#[test]
+fn single_op_invokes_allocate_nothing() {
+    let manifest = manifest("ops/manifest.json");
+    let mut checked = 0;
+    for case in manifest["cases"].as_array().unwrap() {
+        let bytes = read_model(case["model"].as_str().unwrap());
+        for options in configurations() {
+            // Cases qneon refuses for a method (LOG_SOFTMAX by table) are
+            // the tflite_models tests' business.
+            let Ok(mut interpreter) = Interpreter::new(bytes.as_bytes(), options) else {
+                continue;
+            };
+            let (n, ops) = allocations_of_invoke(&mut interpreter);
+            assert_eq!(n, 0, "{}, {options:?}: {n} allocations in invoke: {ops:?}", case["name"]);
+            checked += 1;
+        }
+    }
+    assert!(checked >= 80, "only {checked} model/configuration pairs loaded");
+}
