@@ -72,7 +72,8 @@ impl Profiler for Allocating {
         if n > 0 {
             // The record's own allocations are not the operator's.
             COUNTING.with(|c| c.set(false));
-            self.ops.push(format!("operator {} ({}): {n}", node.index, node.op));
+            self.ops
+                .push(format!("operator {} ({}): {n}", node.index, node.op));
             COUNTING.with(|c| c.set(true));
         }
     }
@@ -122,7 +123,10 @@ fn mobilebert_invoke_allocates_nothing() {
     for options in configurations() {
         let mut interpreter = Interpreter::new(bytes.as_bytes(), options).expect("load");
         let (n, ops) = allocations_of_invoke(&mut interpreter);
-        assert_eq!(n, 0, "MobileBert 1 layer, {options:?}: {n} allocations in invoke: {ops:?}");
+        assert_eq!(
+            n, 0,
+            "MobileBert 1 layer, {options:?}: {n} allocations in invoke: {ops:?}"
+        );
     }
 }
 
@@ -139,9 +143,16 @@ fn single_op_invokes_allocate_nothing() {
                 continue;
             };
             let (n, ops) = allocations_of_invoke(&mut interpreter);
-            assert_eq!(n, 0, "{}, {options:?}: {n} allocations in invoke: {ops:?}", case["name"]);
+            assert_eq!(
+                n, 0,
+                "{}, {options:?}: {n} allocations in invoke: {ops:?}",
+                case["name"]
+            );
             checked += 1;
         }
     }
-    assert!(checked >= 80, "only {checked} model/configuration pairs loaded");
+    assert!(
+        checked >= 80,
+        "only {checked} model/configuration pairs loaded"
+    );
 }

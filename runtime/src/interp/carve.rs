@@ -100,9 +100,14 @@ impl NodeIo {
                 Some(Place::Arena(range)) => gaps
                     .iter()
                     .position(|g| range.start >= g.start && range.end <= g.end)
-                    .map(|gap| Input::Arena { gap, range: range.clone() })
+                    .map(|gap| Input::Arena {
+                        gap,
+                        range: range.clone(),
+                    })
                     .ok_or_else(|| {
-                        format!("a planned input at {range:?} overlaps an output of the same operator")
+                        format!(
+                            "a planned input at {range:?} overlaps an output of the same operator"
+                        )
                     }),
             })
             .collect::<Result<Vec<_>, String>>()?;
@@ -123,8 +128,9 @@ impl NodeIo {
         constant: impl Fn(usize) -> &'c [u8],
     ) -> (Ins<'b>, Outs<'b>) {
         let mut gaps: SmallVec<[(usize, &'b [u8]); INLINE + 1]> = SmallVec::new();
-        let mut slots: SmallVec<[&'b mut [u8]; INLINE]> =
-            (0..self.writes.len()).map(|_| <&mut [u8]>::default()).collect();
+        let mut slots: SmallVec<[&'b mut [u8]; INLINE]> = (0..self.writes.len())
+            .map(|_| <&mut [u8]>::default())
+            .collect();
         let mut rest: &'b mut [u8] = arena;
         let mut position = 0;
         for &w in &self.order {
@@ -175,8 +181,14 @@ mod tests {
 
     #[test]
     fn carve_gives_disjoint_writes_and_the_reads() {
-        let io = NodeIo::new(&[Some(1), Some(0), Some(2), None], &[4, 3], None, 100, place)
-            .unwrap();
+        let io = NodeIo::new(
+            &[Some(1), Some(0), Some(2), None],
+            &[4, 3],
+            None,
+            100,
+            place,
+        )
+        .unwrap();
         let mut arena: Vec<u8> = (0..100).collect();
         let constant = [7u8; 3];
         let (ins, mut outs) = io.carve(&mut arena, |_| &constant[..]);

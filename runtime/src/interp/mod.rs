@@ -106,7 +106,12 @@ impl<'a> Interpreter<'a> {
                 });
             }
         }
-        let node_io = node_io(&prepared.nodes, &prepared.locations, &prepared.tensors, &plan)?;
+        let node_io = node_io(
+            &prepared.nodes,
+            &prepared.locations,
+            &prepared.tensors,
+            &plan,
+        )?;
         let arena = vec![0u128; (plan.arena_bytes + ARENA_ALIGNMENT).div_ceil(16)];
         let address = arena.as_ptr() as usize;
         let arena_start = address.next_multiple_of(ARENA_ALIGNMENT) - address;
