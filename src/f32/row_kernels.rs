@@ -119,7 +119,7 @@ fn one_hot(x: &[f32], y: &mut [f32]) {
 
 /// Row maximum with `N` accumulators (`-inf` for an empty row).
 #[inline(always)]
-fn row_max<L: Lane, const N: usize>(x: &[f32]) -> f32 {
+pub(crate) fn row_max<L: Lane, const N: usize>(x: &[f32]) -> f32 {
     let mut m = [L::splat(f32::NEG_INFINITY); N];
     // SAFETY: `x` is readable for its length.
     unsafe {
