@@ -523,8 +523,9 @@ fn rows(input: &[f32], output: &mut [f32], row_len: usize, mut f: impl FnMut(&[f
 /// [`SoftmaxVariant`] (two-pass).
 ///
 /// Stable for any input (the row maximum is subtracted first): `-inf`
-/// contributes 0; a row with `+inf` gives `1/k` at each of its `k`
-/// infinities and 0 elsewhere (one-hot for a single `+inf`); a row of only
+/// contributes 0; a row with one `+inf` gives 1 there and 0 elsewhere (the
+/// limit); two or more `+inf` make the whole row **NaN** (the limit depends
+/// on how they grow: ONNX's reference, PyTorch and numpy give NaN); a row of only
 /// `-inf` gives **NaN** in every element (there is no maximum to subtract:
 /// `-inf - -inf`), by convention; any NaN in a row makes the whole row NaN.
 pub fn softmax(input: &[f32], output: &mut [f32], row_len: usize) -> Result<()> {
@@ -569,8 +570,8 @@ pub fn softmax_variant(
 /// Log-softmax along rows of `row_len`: `x - max - ln(sum e^(x - max))`.
 ///
 /// Finite for finite rows whose spread fits in `f32` (`max - min` finite);
-/// `-inf` inputs give `-inf`; a row with `+inf` gives `ln(1/k)` at its `k`
-/// infinities and `-inf` elsewhere; an all-`-inf` row gives NaN; NaN
+/// `-inf` inputs give `-inf`; a row with one `+inf` gives 0 there and
+/// `-inf` elsewhere; two or more `+inf` or an all-`-inf` row give NaN; NaN
 /// propagates to the whole row.
 pub fn log_softmax(input: &[f32], output: &mut [f32], row_len: usize) -> Result<()> {
     log_softmax_with(Backend::best(), input, output, row_len)

@@ -530,6 +530,40 @@ impl<'w> CrossEntropy<'w> {
     }
 }
 
+/// `ln p_target` at every position (log-softmax followed by a gather, without
+/// the log-softmax tensor): `logits` `[N, C, inner]` with `C = classes`,
+/// `targets` `[N, inner]` (each a class), `out` `[N, inner]`. Within a few
+/// ulp of the exact value, as the loss (it is the negated unweighted loss).
+pub fn target_log_probs(
+    logits: &[f32],
+    classes: usize,
+    targets: &[i64],
+    inner: usize,
+    out: &mut [f32],
+) -> Result<()> {
+    target_log_probs_with(Backend::best(), logits, classes, targets, inner, out)
+}
+
+/// [`target_log_probs`] on a chosen backend.
+pub fn target_log_probs_with(
+    backend: Backend,
+    logits: &[f32],
+    classes: usize,
+    targets: &[i64],
+    inner: usize,
+    out: &mut [f32],
+) -> Result<()> {
+    CrossEntropy::new(classes)?
+        .reduction(Reduction::None)
+        .ignore_index(None)
+        .backend(backend)?
+        .forward(logits, targets, inner, out, None)?;
+    for v in out.iter_mut() {
+        *v = -*v;
+    }
+    Ok(())
+}
+
 /// The coefficients of one position's gradient: `grad_c = a_target (p_c -
 /// [c = y]) + a_smooth p_c + b w_c`.
 #[derive(Clone, Copy, Debug)]
