@@ -28,8 +28,8 @@ struct Options<'a> {
 }
 
 /// Per-position losses and the weight of each (0 if ignored).
-fn oracle_positions(
-    logits: &[f32],
+fn oracle_positions<V: Copy + Into<f64>>(
+    logits: &[V],
     targets: &[i64],
     classes: usize,
     inner: usize,
@@ -47,7 +47,7 @@ fn oracle_positions(
             }
             let (n, j) = (i / inner, i % inner);
             let x: Vec<f64> = (0..classes)
-                .map(|c| logits[(n * classes + c) * inner + j] as f64)
+                .map(|c| logits[(n * classes + c) * inner + j].into())
                 .collect();
             let nlp = neg_log_probs(&x);
             let y = t as usize;
@@ -706,4 +706,97 @@ fn bad_inputs_are_errors() {
         .unwrap()
         .forward(&logits, &many, 1, &mut out, None)
         .is_err());
+}
+
+// ---------------------------------------------------------------------------
+// Quantized logits.
+// ---------------------------------------------------------------------------
+
+fn quantized_case<T: qneon::QuantElem + Copy>(to_t: impl Fn(i32) -> T, seed: u64) {
+    let mut rng = Rng(seed);
+    let classes = 300;
+    let weights: Vec<f32> = (0..classes).map(|c| (c % 4) as f32 * 0.5).collect();
+    for scale in [0.003f32, 0.05, 0.1, 0.5, 3.0] {
+        for inner in [1usize, 3] {
+            let n = 5;
+            let zp = if T::MIN < 0 { -3 } else { 120 };
+            let mut q: Vec<i32> = (0..n * classes * inner)
+                .map(|_| T::MIN + rng.below((T::MAX - T::MIN + 1) as usize) as i32)
+                .collect();
+            let targets: Vec<i64> = (0..n * inner)
+                .map(|i| {
+                    if i == 2 {
+                        -100
+                    } else {
+                        rng.below(classes) as i64
+                    }
+                })
+                .collect();
+            // One confident position: the target at the maximum, the rest at the minimum.
+            if let Some(&t) = targets.first() {
+                for c in 0..classes {
+                    q[c * inner] = if c == t as usize { T::MAX } else { T::MIN };
+                }
+            }
+            let logits: Vec<T> = q.iter().map(|&v| to_t(v)).collect();
+            let real: Vec<f64> = q.iter().map(|&v| (v - zp) as f64 * scale as f64).collect();
+            for (w, eps) in [(None, 0.0f32), (Some(&weights[..]), 0.2)] {
+                let o = Options {
+                    weights: w,
+                    ignore: Some(-100),
+                    eps: eps as f64,
+                };
+                let exact = oracle_positions(&real, &targets, classes, inner, &o);
+                let mut ce = CrossEntropy::new(classes)
+                    .unwrap()
+                    .reduction(Reduction::None)
+                    .label_smoothing(eps)
+                    .unwrap();
+                if let Some(w) = w {
+                    ce = ce.weights(w).unwrap();
+                }
+                let qce = ce
+                    .quantized::<T>(qneon::QuantParams::new(scale, zp))
+                    .unwrap();
+                let mut out = vec![0f32; targets.len()];
+                qce.forward(&logits, &targets, inner, &mut out).unwrap();
+                for (k, (&ours, &(e, _))) in out.iter().zip(&exact).enumerate() {
+                    assert!(
+                        ulps(ours, e) <= LOSS_ULPS,
+                        "{} scale {scale} inner {inner} eps {eps} [{k}]: {ours} vs {e}",
+                        T::NAME
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn quantized_logits_match_the_oracle_of_their_real_values() {
+    quantized_case::<i8>(|v| v as i8, 41);
+    quantized_case::<u8>(|v| v as u8, 42);
+}
+
+#[test]
+fn quantized_bad_parameters() {
+    let ce = CrossEntropy::new(4).unwrap();
+    assert!(matches!(
+        ce.quantized::<i16>(qneon::QuantParams::new(0.1, 0)),
+        Err(Error::Unsupported { .. })
+    ));
+    assert!(matches!(
+        ce.quantized::<i8>(qneon::QuantParams::new(0.0, 0)),
+        Err(Error::Scale { .. })
+    ));
+    assert!(matches!(
+        ce.quantized::<u8>(qneon::QuantParams::new(0.1, 300)),
+        Err(Error::ZeroPoint { .. })
+    ));
+    let qce = ce.quantized::<i8>(qneon::QuantParams::new(0.1, 0)).unwrap();
+    let mut out = [0f32];
+    assert!(matches!(
+        qce.forward(&[0i8; 4], &[4], 1, &mut out),
+        Err(Error::Target { .. })
+    ));
 }

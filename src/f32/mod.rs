@@ -398,6 +398,40 @@ pub(crate) fn ln_1p_f64(r: f64) -> f64 {
     2.0 * atanh_series(r / (2.0 + r), 35.0)
 }
 
+/// `e^x` in `f64` for `x <= 0` (NaN for NaN), without `std`: `x = k ln 2 +
+/// r` with `|r| <= ln 2 / 2` (`ln 2` in two parts, so `k ln 2` is exact
+/// for the `k` that occur), a Taylor series of 20 terms for `e^r` (`(ln 2 /
+/// 2)^21 / 21! < 2^-90`), then `2^k` by the exponent; 0 below `-745`.
+/// Within a few `f64` ulp: for tables built once (the quantized losses').
+pub(crate) fn exp_neg_f64(x: f64) -> f64 {
+    if x.is_nan() {
+        return f64::NAN;
+    }
+    if x < -745.0 {
+        return 0.0;
+    }
+    const LN2_HI: f64 = 0.693_147_180_369_123_8; // 32 significant bits
+    const LN2_LO: f64 = 1.908_214_929_270_587_7e-10;
+    let k = (x / core::f64::consts::LN_2 - 0.5) as i64 as f64; // round half down, x <= 0
+    let k = if x - k * core::f64::consts::LN_2 > core::f64::consts::LN_2 / 2.0 {
+        k + 1.0
+    } else {
+        k
+    };
+    let r = (x - k * LN2_HI) - k * LN2_LO;
+    let mut sum = 1.0f64;
+    let mut term = 1.0f64;
+    for n in 1..=20 {
+        term *= r / n as f64;
+        sum += term;
+    }
+    // 2^k in two steps, so that results down to the subnormals are formed.
+    let k = k as i64;
+    let half = k / 2;
+    let pow2 = |e: i64| f64::from_bits(((e + 1023) as u64) << 52);
+    sum * pow2(half) * pow2(k - half)
+}
+
 /// `atanh(t) = t (1 + t^2/3 + t^4/5 + ...)`, the series evaluated by
 /// Horner's rule from the term `t^(last - 1) / last` down.
 fn atanh_series(t: f64, last: f64) -> f64 {

@@ -54,12 +54,14 @@
 //! The backends agree bit for bit.
 
 mod columns;
+mod quantized;
 mod rows;
 mod stats;
 
 use crate::backend::{unavailable, Backend};
 use crate::error::{Error, Result};
 use crate::f32::{exp_kernel, Lane};
+pub use quantized::QuantizedCrossEntropy;
 use rows::GradRow;
 use stats::{column_stats, row_stats, Stats, Want};
 
