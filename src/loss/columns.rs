@@ -81,7 +81,7 @@ pub(crate) fn column_sums<L: Lane>(
 }
 
 /// Writes the gradient of columns `j .. j + L::WIDTH` of `slab` into the
-/// same positions of `grad`: `p a + b` per column's [`GradRow`] (`rows[l]`
+/// same positions of `grad`: `e^(x - max) scale + b` per column's [`GradRow`] (`rows[l]`
 /// for column `j + l`), `b` times `w_c` with class weights.
 #[inline(always)]
 pub(crate) fn column_grads<L: Lane>(
@@ -100,12 +100,7 @@ pub(crate) fn column_grads<L: Lane>(
         // SAFETY: WIDTH <= GROUP readable lanes.
         unsafe { L::load(v.as_ptr()) }
     };
-    let (m, inv, a, b) = (
-        lanes(|r| r.max),
-        lanes(|r| r.inv_sum),
-        lanes(|r| r.a),
-        lanes(|r| r.b),
-    );
+    let (m, scale, b) = (lanes(|r| r.max), lanes(|r| r.scale), lanes(|r| r.b));
     let (xp, gp) = (slab[j..].as_ptr(), grad[j..].as_mut_ptr());
     for c in 0..classes {
         let bc = match weights {
@@ -115,10 +110,7 @@ pub(crate) fn column_grads<L: Lane>(
         // SAFETY: `c * inner + j + WIDTH <= classes * inner`, both buffers' length.
         unsafe {
             let x = L::load(xp.add(c * inner));
-            exp_kernel(x.sub(m))
-                .mul(inv)
-                .fma(a, bc)
-                .store(gp.add(c * inner));
+            exp_kernel(x.sub(m)).fma(scale, bc).store(gp.add(c * inner));
         }
     }
 }

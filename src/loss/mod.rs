@@ -579,18 +579,17 @@ struct Coefficients {
 
 impl Coefficients {
     /// `1 / sum = e^-ln_sum` with `ln_sum`'s rounding to `f32` put back.
-    fn inv_sum(&self) -> f32 {
+    fn inv_sum(&self) -> f64 {
         let hi = -(self.ln_sum as f32);
         let lo = -self.ln_sum - hi as f64;
         let e = exp_kernel(hi);
-        (e as f64 * (1.0 + lo)) as f32
+        e as f64 * (1.0 + lo)
     }
 
     fn row(&self) -> GradRow {
         GradRow {
             max: self.max,
-            inv_sum: self.inv_sum(),
-            a: self.a_target + self.a_smooth,
+            scale: ((self.a_target as f64 + self.a_smooth as f64) * self.inv_sum()) as f32,
             b: self.b,
         }
     }
@@ -601,7 +600,7 @@ impl Coefficients {
             x,
             self.max,
             self.ln_sum,
-            self.inv_sum(),
+            self.inv_sum() as f32,
             self.a_target,
             self.a_smooth,
             (self.b as f64 * weight) as f32,

@@ -43,9 +43,25 @@ fn exp_term<L: Lane>(x: L, max: L) -> (L, L) {
     (exp_kernel(d), d)
 }
 
-/// The row's `sum e^(x - max)` and, if `GAPS`, `sum (max - x)`, both in
-/// `f64`. `x - max` is rounded to `f32` before the `exp` (as in the `f32`
-/// softmax); the gaps are summed exactly as rounded.
+/// Adds the `N = 4M` lane groups of one block into the `M` wide
+/// accumulators: group `m + iM` (`i` in 0..4) into accumulator `m`, summed
+/// first in `f32` as `(g_m + g_{m+M}) + (g_{m+2M} + g_{m+3M})` and widened
+/// once (four terms of at most 1 lose at most two `f32` roundings, and the
+/// `f64` accumulation then keeps the row's error from growing with its
+/// length). The same order on both backends: element `p` of a block is in
+/// accumulator `p % 4` with elements `p + 4`, `p + 8`, `p + 12`.
+#[inline(always)]
+fn add_block<L: Lane, const N: usize, const M: usize>(acc: &mut [L::Wide; M], g: &[L; N]) {
+    debug_assert_eq!(N, 4 * M);
+    for m in 0..M {
+        let partial = g[m].add(g[m + M]).add(g[m + 2 * M].add(g[m + 3 * M]));
+        acc[m] = L::wide_add(acc[m], partial.widen());
+    }
+}
+
+/// The row's `sum e^(x - max)` and, if `GAPS`, `sum (max - x)`, both
+/// accumulated in `f64` from `f32` partial sums of four (see [`add_block`]).
+/// `x - max` is rounded to `f32` before the `exp` (as in the `f32` softmax).
 #[inline(always)]
 pub(crate) fn sums<L: Lane, const N: usize, const M: usize, const GAPS: bool>(
     x: &[f32],
@@ -54,15 +70,24 @@ pub(crate) fn sums<L: Lane, const N: usize, const M: usize, const GAPS: bool>(
     let mv = L::splat(max);
     let mut s = [L::wide_zero(); M];
     let mut g = [L::wide_zero(); M];
+    let mut e = [L::splat(0.0); N];
+    let mut d = [L::splat(0.0); N];
     // SAFETY: `x` is readable for its length.
     let whole = unsafe {
-        whole_blocks::<L, N>(x.as_ptr(), x.len(), |_, k, v| {
-            let (e, d) = exp_term(v, mv);
-            s[k % M] = L::wide_add(s[k % M], e.widen());
-            if GAPS {
-                g[k % M] = L::wide_add(g[k % M], d.widen());
-            }
-        })
+        whole_blocks::<L, N>(
+            x.as_ptr(),
+            x.len(),
+            #[inline(always)]
+            |_, k, v| {
+                (e[k], d[k]) = exp_term(v, mv);
+                if k == N - 1 {
+                    add_block::<L, N, M>(&mut s, &e);
+                    if GAPS {
+                        add_block::<L, N, M>(&mut g, &d);
+                    }
+                }
+            },
+        )
     };
     let mut sum = L::wide_reduce_add(tree(s, L::wide_add));
     let mut gaps = -L::wide_reduce_add(tree(g, L::wide_add));
@@ -89,12 +114,17 @@ pub(crate) fn weighted_gaps<L: Lane, const N: usize, const M: usize>(
     let mut g = [L::wide_zero(); M];
     // SAFETY: `x` is readable for its length, `w` has the same length.
     let whole = unsafe {
-        whole_blocks::<L, N>(x.as_ptr(), x.len(), |i, k, v| {
-            // SAFETY: the same offset into `w`, which is as long as `x`.
-            let wv = L::load(wp.add(i + k * L::WIDTH));
-            let d = v.sub(mv);
-            g[k % M] = L::wide_add(g[k % M], L::wide_mul(d.widen(), wv.widen()));
-        })
+        whole_blocks::<L, N>(
+            x.as_ptr(),
+            x.len(),
+            #[inline(always)]
+            |i, k, v| {
+                // SAFETY: the same offset into `w`, which is as long as `x`.
+                let wv = L::load(wp.add(i + k * L::WIDTH));
+                let d = v.sub(mv);
+                g[k % M] = L::wide_add(g[k % M], L::wide_mul(d.widen(), wv.widen()));
+            },
+        )
     };
     let mut gaps = -L::wide_reduce_add(tree(g, L::wide_add));
     for (&v, &wc) in x[whole..].iter().zip(&w[whole..]) {
@@ -126,9 +156,14 @@ pub(crate) fn rest_below_max<L: Lane, const N: usize, const M: usize>(x: &[f32],
     let mut s = [L::wide_zero(); M];
     // SAFETY: `x` is readable for its length.
     let whole = unsafe {
-        whole_blocks::<L, N>(x.as_ptr(), x.len(), |_, k, v| {
-            s[k % M] = L::wide_add(s[k % M], precise_term(v, mv, nm).widen());
-        })
+        whole_blocks::<L, N>(
+            x.as_ptr(),
+            x.len(),
+            #[inline(always)]
+            |_, k, v| {
+                s[k % M] = L::wide_add(s[k % M], precise_term(v, mv, nm).widen());
+            },
+        )
     };
     let mut rest = L::wide_reduce_add(tree(s, L::wide_add));
     for &v in &x[whole..] {
@@ -146,20 +181,20 @@ pub(crate) fn rest_below_max_strided(x: &[f32], stride: usize, classes: usize, m
 }
 
 /// What the gradient of one row is made of: `grad_c = p_c a + b_c`, with
-/// `p_c = e^(x_c - max) inv_sum` and `b_c = b` (or `b w_c` with class
-/// weights).
+/// `p_c = e^(x_c - max) / sum` and `b_c = b` (or `b w_c` with class
+/// weights), computed as `e^(x_c - max) scale + b_c` with `scale = a / sum`
+/// rounded once (one multiply per element fewer than forming `p_c`).
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct GradRow {
     pub max: f32,
-    pub inv_sum: f32,
-    pub a: f32,
+    pub scale: f32,
     pub b: f32,
 }
 
-/// `p a + b` (or `p a + b w`) for one lane group.
+/// `e^(x - max) scale + b` for one lane group.
 #[inline(always)]
-fn grad_term<L: Lane>(x: L, max: L, inv: L, a: L, b: L) -> L {
-    exp_kernel(x.sub(max)).mul(inv).fma(a, b)
+fn grad_term<L: Lane>(x: L, max: L, scale: L, b: L) -> L {
+    exp_kernel(x.sub(max)).fma(scale, b)
 }
 
 /// Writes `grad_c = p_c a + b_c` over a contiguous row (`weights`: `b_c = b
@@ -172,33 +207,36 @@ pub(crate) fn grad_row<L: Lane, const N: usize>(
     grad: &mut [f32],
 ) {
     debug_assert_eq!(x.len(), grad.len());
-    let (mv, inv, a, b) = (
-        L::splat(row.max),
-        L::splat(row.inv_sum),
-        L::splat(row.a),
-        L::splat(row.b),
-    );
+    let (mv, scale, b) = (L::splat(row.max), L::splat(row.scale), L::splat(row.b));
     let gp = grad.as_mut_ptr();
     // SAFETY: `x` and `grad` have the same length and are distinct borrows;
     // `weights`, when given, has that length too (checked by the caller).
     let whole = unsafe {
         match weights {
-            None => whole_blocks::<L, N>(x.as_ptr(), x.len(), |i, k, v| {
-                grad_term(v, mv, inv, a, b).store(gp.add(i + k * L::WIDTH))
-            }),
+            None => whole_blocks::<L, N>(
+                x.as_ptr(),
+                x.len(),
+                #[inline(always)]
+                |i, k, v| grad_term(v, mv, scale, b).store(gp.add(i + k * L::WIDTH)),
+            ),
             Some(w) => {
                 let wp = w.as_ptr();
-                whole_blocks::<L, N>(x.as_ptr(), x.len(), |i, k, v| {
-                    let o = i + k * L::WIDTH;
-                    let bw = L::load(wp.add(o)).mul(b);
-                    grad_term(v, mv, inv, a, bw).store(gp.add(o))
-                })
+                whole_blocks::<L, N>(
+                    x.as_ptr(),
+                    x.len(),
+                    #[inline(always)]
+                    |i, k, v| {
+                        let o = i + k * L::WIDTH;
+                        let bw = L::load(wp.add(o)).mul(b);
+                        grad_term(v, mv, scale, bw).store(gp.add(o))
+                    },
+                )
             }
         }
     };
     for c in whole..x.len() {
         let bc = weights.map_or(row.b, |w| w[c] * row.b);
-        grad[c] = grad_term(x[c], row.max, row.inv_sum, row.a, bc);
+        grad[c] = grad_term(x[c], row.max, row.scale, bc);
     }
 }
 
