@@ -120,6 +120,18 @@ pub enum Error {
         /// What the parameter must be (`"finite"`, `"at most 31"`, ...).
         requirement: &'static str,
     },
+    /// A class target that is neither a class index (`0..classes`) nor the
+    /// ignore index.
+    Target {
+        /// The operation.
+        op: &'static str,
+        /// The target's position (its index in the targets).
+        position: usize,
+        /// The value given.
+        value: i64,
+        /// The number of classes.
+        classes: usize,
+    },
     /// Preparing needs more memory than the allocator gives (dimensions
     /// larger than any data they could describe).
     Allocation {
@@ -193,6 +205,15 @@ impl fmt::Display for Error {
                 value,
                 requirement,
             } => write!(f, "{op}: {what} must be {requirement}, got {value}"),
+            Error::Target {
+                op,
+                position,
+                value,
+                classes,
+            } => write!(
+                f,
+                "{op}: target {position} is {value}, not a class in 0..{classes} nor the ignore index"
+            ),
             Error::Allocation { op, what, bytes } => {
                 write!(f, "{op}: cannot allocate {bytes} bytes for {what}")
             }

@@ -54,6 +54,7 @@ mod elem;
 mod error;
 pub mod f32;
 pub mod fixedpoint;
+pub mod loss;
 pub mod ops;
 pub mod q31;
 pub mod quant;

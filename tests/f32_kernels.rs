@@ -309,6 +309,15 @@ fn softmax_special_rows() {
                 );
             }
         }
+        // Two or more +inf: NaN (the limit is undefined; ONNX, PyTorch, numpy).
+        if n > 1 {
+            let mut x: Vec<f32> = (0..n).map(|i| i as f32).collect();
+            x[0] = f32::INFINITY;
+            x[n - 1] = f32::INFINITY;
+            for (what, y) in all_softmaxes(&x) {
+                assert!(y.iter().all(|v| v.is_nan()), "{what} n={n}: {y:?}");
+            }
+        }
         // All -inf: NaN (the documented convention).
         let x = vec![f32::NEG_INFINITY; n];
         for (what, y) in all_softmaxes(&x) {
@@ -367,6 +376,10 @@ fn log_softmax_accuracy_and_specials() {
         let x = [f32::NEG_INFINITY; 3];
         qf::log_softmax_with(b, &x, &mut y, 3).unwrap();
         assert!(y.iter().all(|v| v.is_nan()));
+        // Two +inf: NaN, as softmax.
+        let x = [f32::INFINITY, 1.0, f32::INFINITY];
+        qf::log_softmax_with(b, &x, &mut y, 3).unwrap();
+        assert!(y.iter().all(|v| v.is_nan()), "{y:?}");
     }
 }
 

@@ -9,11 +9,11 @@
 //! * `sigmoid`: within 3 ulp (absolute `2^-126` below `f32::MIN_POSITIVE`),
 //!   in `[0, 1]`, NaN for NaN;
 //! * `tanh`: within 3 ulp everywhere, the sign of zero kept, NaN for NaN;
-//! * `softmax`: a NaN makes the row NaN, `+inf` gives `1/k` at its `k`
-//!   infinities and 0 elsewhere, an all-`-inf` row is NaN; otherwise each
+//! * `softmax`: a NaN or two `+inf` make the row NaN, one `+inf` gives 1
+//!   there and 0 elsewhere, an all-`-inf` row is NaN; otherwise each
 //!   output within `3 + |x - max|` ulp (absolute `2^-126` below
 //!   `f32::MIN_POSITIVE`);
-//! * `log_softmax`: the same special rows (`ln(1/k)` and `-inf`), `-inf`
+//! * `log_softmax`: the same special rows (0 and `-inf`), `-inf`
 //!   for `-inf` inputs, otherwise within `ulp(y) + 2^-22 (1 + ln sum)`
 //!   and `<= 0`;
 //! * `sigmoid_backward`: 0 at saturated outputs for finite `dy`, finite for
@@ -193,6 +193,13 @@ fn special_row(x: &[f32], y: &[f32], log: bool, what: &str) -> bool {
         return true;
     }
     let k = x.iter().filter(|&&v| v == f32::INFINITY).count();
+    if k > 1 {
+        assert!(
+            y.iter().all(|v| v.is_nan()),
+            "{what}: a row with {k} infinities gives {y:?}"
+        );
+        return true;
+    }
     if k > 0 {
         for (&v, &o) in x.iter().zip(y) {
             if v == f32::INFINITY {

@@ -104,7 +104,7 @@ mod neon;
 
 use crate::error::{Error, Result};
 use crate::Backend;
-pub(crate) use row_kernels::{tree, BLOCK};
+pub(crate) use row_kernels::{row_max, tree, BLOCK};
 
 // ---------------------------------------------------------------------------
 // The lane abstraction.
@@ -187,6 +187,11 @@ pub(crate) trait Lane: Copy {
     fn wide_mul(a: Self::Wide, b: Self::Wide) -> Self::Wide;
     /// The `f64` sum of the lanes, in the order `(l0 + l2) + (l1 + l3)`.
     fn wide_reduce_add(a: Self::Wide) -> f64;
+    /// Stores the `WIDTH` `f64` lanes.
+    ///
+    /// # Safety
+    /// `p` must be valid for writing `WIDTH` `f64`s.
+    unsafe fn wide_store(a: Self::Wide, p: *mut f64);
 }
 
 // ---------------------------------------------------------------------------
@@ -307,7 +312,7 @@ fn exp_neg_kernel<L: Lane>(a: L) -> L {
 
 /// `e^x - 1` for `-88 <= x <= 0` (callers clamp), accurate for tiny `x`.
 #[inline(always)]
-fn expm1_lanes<L: Lane>(x: L) -> L {
+pub(crate) fn expm1_lanes<L: Lane>(x: L) -> L {
     let (n, r) = exp_reduce(x);
     let pm1 = expm1_poly(r);
     // 2^n for n in [-127, 0] (n = -127 gives +0, which is fine here; a NaN
@@ -354,14 +359,21 @@ pub(crate) fn ln_f32(x: f32) -> f32 {
 /// Natural logarithm of an `f64` (a row sum; normal, zero, infinite or
 /// NaN), computed as [`ln_f32`] and rounded once to `f32`.
 pub(crate) fn ln_to_f32(x: f64) -> f32 {
+    ln_f64(x) as f32
+}
+
+/// Natural logarithm in `f64` of a normal, zero, infinite or NaN `x`
+/// (`ln m + e ln 2` with `ln m = 2 atanh((m-1)/(m+1))`, `m` in
+/// `[sqrt(1/2), sqrt(2))`): within a few `f64` ulp, no `std`.
+pub(crate) fn ln_f64(x: f64) -> f64 {
     if x.is_nan() || x < 0.0 {
-        return f32::NAN;
+        return f64::NAN;
     }
     if x == 0.0 {
-        return f32::NEG_INFINITY;
+        return f64::NEG_INFINITY;
     }
     if x == f64::INFINITY {
-        return f32::INFINITY;
+        return f64::INFINITY;
     }
     let mut v = x;
     let bits = v.to_bits();
@@ -371,16 +383,66 @@ pub(crate) fn ln_to_f32(x: f64) -> f32 {
         v *= 0.5;
         e += 1;
     }
-    let t = (v - 1.0) / (v + 1.0);
+    // |t| <= 0.1716: 11 terms reach 1e-17.
+    2.0 * atanh_series((v - 1.0) / (v + 1.0), 21.0) + e as f64 * core::f64::consts::LN_2
+}
+
+/// `ln(1 + r)` in `f64` for `r >= 0`, without forming `1 + r` (whose
+/// rounding would lose a small `r`): `2 atanh(r / (2 + r))`. Within a few
+/// `f64` ulp for `r <= 1` (`|t| <= 1/3`); larger `r` go through [`ln_f64`].
+pub(crate) fn ln_1p_f64(r: f64) -> f64 {
+    if r.is_nan() || r > 1.0 {
+        return ln_f64(1.0 + r);
+    }
+    // |t| <= 1/3: 18 terms reach (1/9)^18 < 2^-57.
+    2.0 * atanh_series(r / (2.0 + r), 35.0)
+}
+
+/// `e^x` in `f64` for `x <= 0` (NaN for NaN), without `std`: `x = k ln 2 +
+/// r` with `|r| <= ln 2 / 2` (`ln 2` in two parts, so `k ln 2` is exact
+/// for the `k` that occur), a Taylor series of 20 terms for `e^r` (`(ln 2 /
+/// 2)^21 / 21! < 2^-90`), then `2^k` by the exponent; 0 below `-745`.
+/// Within a few `f64` ulp: for tables built once (the quantized losses').
+pub(crate) fn exp_neg_f64(x: f64) -> f64 {
+    if x.is_nan() {
+        return f64::NAN;
+    }
+    if x < -745.0 {
+        return 0.0;
+    }
+    const LN2_HI: f64 = 0.693_147_180_369_123_8; // 32 significant bits
+    const LN2_LO: f64 = 1.908_214_929_270_587_7e-10;
+    let k = (x / core::f64::consts::LN_2 - 0.5) as i64 as f64; // round half down, x <= 0
+    let k = if x - k * core::f64::consts::LN_2 > core::f64::consts::LN_2 / 2.0 {
+        k + 1.0
+    } else {
+        k
+    };
+    let r = (x - k * LN2_HI) - k * LN2_LO;
+    let mut sum = 1.0f64;
+    let mut term = 1.0f64;
+    for n in 1..=20 {
+        term *= r / n as f64;
+        sum += term;
+    }
+    // 2^k in two steps, so that results down to the subnormals are formed.
+    let k = k as i64;
+    let half = k / 2;
+    let pow2 = |e: i64| f64::from_bits(((e + 1023) as u64) << 52);
+    sum * pow2(half) * pow2(k - half)
+}
+
+/// `atanh(t) = t (1 + t^2/3 + t^4/5 + ...)`, the series evaluated by
+/// Horner's rule from the term `t^(last - 1) / last` down.
+fn atanh_series(t: f64, last: f64) -> f64 {
     let t2 = t * t;
-    // atanh(t) = t (1 + t^2/3 + t^4/5 + ...), |t| <= 0.1716: 11 terms reach 1e-17.
     let mut sum = 0.0f64;
-    let mut k = 21.0f64;
+    let mut k = last;
     while k >= 1.0 {
         sum = sum * t2 + 1.0 / k;
         k -= 2.0;
     }
-    (2.0 * t * sum + e as f64 * core::f64::consts::LN_2) as f32
+    t * sum
 }
 
 /// Fused multiply-add `a * b + c` with one rounding, without `std`.
@@ -495,8 +557,9 @@ fn rows(input: &[f32], output: &mut [f32], row_len: usize, mut f: impl FnMut(&[f
 /// [`SoftmaxVariant`] (two-pass).
 ///
 /// Stable for any input (the row maximum is subtracted first): `-inf`
-/// contributes 0; a row with `+inf` gives `1/k` at each of its `k`
-/// infinities and 0 elsewhere (one-hot for a single `+inf`); a row of only
+/// contributes 0; a row with one `+inf` gives 1 there and 0 elsewhere (the
+/// limit); two or more `+inf` make the whole row **NaN** (the limit depends
+/// on how they grow: ONNX's reference, PyTorch and numpy give NaN); a row of only
 /// `-inf` gives **NaN** in every element (there is no maximum to subtract:
 /// `-inf - -inf`), by convention; any NaN in a row makes the whole row NaN.
 pub fn softmax(input: &[f32], output: &mut [f32], row_len: usize) -> Result<()> {
@@ -541,8 +604,8 @@ pub fn softmax_variant(
 /// Log-softmax along rows of `row_len`: `x - max - ln(sum e^(x - max))`.
 ///
 /// Finite for finite rows whose spread fits in `f32` (`max - min` finite);
-/// `-inf` inputs give `-inf`; a row with `+inf` gives `ln(1/k)` at its `k`
-/// infinities and `-inf` elsewhere; an all-`-inf` row gives NaN; NaN
+/// `-inf` inputs give `-inf`; a row with one `+inf` gives 0 there and
+/// `-inf` elsewhere; two or more `+inf` or an all-`-inf` row give NaN; NaN
 /// propagates to the whole row.
 pub fn log_softmax(input: &[f32], output: &mut [f32], row_len: usize) -> Result<()> {
     log_softmax_with(Backend::best(), input, output, row_len)

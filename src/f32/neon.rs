@@ -148,6 +148,14 @@ impl Lane for float32x4_t {
         // SAFETY: NEON is baseline on aarch64. (l0 + l2, l1 + l3), then their sum.
         unsafe { vpaddd_f64(vaddq_f64(a[0], a[1])) }
     }
+    #[inline(always)]
+    unsafe fn wide_store(a: Self::Wide, p: *mut f64) {
+        // SAFETY: the caller guarantees 4 writable `f64`s at `p`.
+        unsafe {
+            vst1q_f64(p, a[0]);
+            vst1q_f64(p.add(2), a[1]);
+        }
+    }
 }
 
 /// Named, not inlined into the dispatch, so they are easy to find in the asm.

@@ -108,18 +108,23 @@ pub(crate) fn sigmoid_backward_row<L: Lane, const N: usize>(y: &[f32], dy: &[f32
 }
 
 /// Sets `y` to the limit of softmax for a row whose maximum is `+inf`:
-/// `1/k` at each of the `k` infinities, 0 elsewhere.
+/// one-hot at a single infinity; NaN everywhere for two or more (the limit
+/// depends on how they grow: the convention of ONNX's reference, PyTorch and
+/// numpy, where `inf - inf` makes the row NaN).
 fn one_hot(x: &[f32], y: &mut [f32]) {
     let k = x.iter().filter(|&&v| v == f32::INFINITY).count();
-    let w = 1.0 / k as f32;
     for (o, &v) in y.iter_mut().zip(x) {
-        *o = if v == f32::INFINITY { w } else { 0.0 };
+        *o = match (k, v == f32::INFINITY) {
+            (1, true) => 1.0,
+            (1, false) => 0.0,
+            _ => f32::NAN,
+        };
     }
 }
 
 /// Row maximum with `N` accumulators (`-inf` for an empty row).
 #[inline(always)]
-fn row_max<L: Lane, const N: usize>(x: &[f32]) -> f32 {
+pub(crate) fn row_max<L: Lane, const N: usize>(x: &[f32]) -> f32 {
     let mut m = [L::splat(f32::NEG_INFINITY); N];
     // SAFETY: `x` is readable for its length.
     unsafe {

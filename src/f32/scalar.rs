@@ -147,6 +147,11 @@ impl Lane for f32 {
     fn wide_reduce_add(a: f64) -> f64 {
         a
     }
+    #[inline(always)]
+    unsafe fn wide_store(a: f64, p: *mut f64) {
+        // SAFETY: the caller guarantees one writable `f64` at `p`.
+        unsafe { p.write(a) }
+    }
 }
 
 /// `n << 23` for an integer-valued `n`, as aarch64's `fcvtzs #23` forms it:

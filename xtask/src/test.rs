@@ -6,7 +6,7 @@
 //! (default, `no_std`, `alloc`) for the host and the `no_std` ones for
 //! bare-metal aarch64, each build one part; the asm checks; the benches
 //! compile (host and aarch64); `qneon-bench` and `qneon run` (on small
-//! `.tflite` models) run on the host. Output streams as it comes;
+//! `.tflite` models) and the self-checking examples run on the host. Output streams as it comes;
 //! libtest's `test result:` lines are summed, and the last line printed is
 //! `N passed, M failed`. A part that fails without reporting any failing
 //! test (say, a compile error) counts as one failure.
@@ -134,6 +134,14 @@ pub fn cli(args: &[String]) -> Result {
         ));
     }
 
+    // The library's example programs check themselves (exit status).
+    for example in EXAMPLES {
+        parts.push(build_part(
+            "example run",
+            util::cargo(["run", "--release", "-p", "qneon", "--example", example]),
+        ));
+    }
+
     let mut total = Counts::default();
     let mut all_ok = true;
     println!();
@@ -181,6 +189,10 @@ enum Features {
 /// `(target, features)` of every library build: each combination for the
 /// host (target `None`), and, unless `host_only`, the `no_std` ones for
 /// bare-metal aarch64 (which has no `std`, so no default build).
+/// The library's examples that run as tests (each exits non-zero when its
+/// own check fails).
+const EXAMPLES: [&str; 1] = ["lm_head_loss"];
+
 /// Models of the `qneon run` smoke runs, with the rounding each runs with.
 const SMOKE_MODELS: [(&str, &str); 2] = [
     ("tools/litert-aarch64/tiny_dense_softmax.tflite", "single"),

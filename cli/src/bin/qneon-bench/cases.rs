@@ -216,7 +216,50 @@ pub(crate) fn f32_cases<'a>() -> Vec<Case<'a, f32>> {
             Box::new(|b, x, y, _| qf::sigmoid_with(b, x, y)),
         ),
         case("tanh", false, Box::new(|b, x, y, _| qf::tanh_with(b, x, y))),
+        case("cross_entropy", true, cross_entropy_kernel(false)),
+        case("cross_entropy_bwd", true, cross_entropy_kernel(true)),
     ]
+}
+
+/// `qneon::loss::CrossEntropy` on rows of `row_len` classes, reduction sum,
+/// each row's target a fixed function of its index: the forward pass (the
+/// loss into `y[0]`) or the backward pass (the gradient into `y`, from the
+/// forward's saved values, computed once per input outside the count's
+/// repetitions' difference). Targets and saved values are kept between
+/// calls, so a repetition allocates nothing.
+fn cross_entropy_kernel<'a>(backward: bool) -> Kernel<'a, f32> {
+    use qneon::loss::{CrossEntropy, LogSumExp, Reduction};
+    use std::cell::RefCell;
+    struct State {
+        key: (usize, usize, usize),
+        targets: Vec<i64>,
+        saved: Vec<LogSumExp>,
+    }
+    let state = RefCell::new(State {
+        key: (0, 0, 0),
+        targets: Vec::new(),
+        saved: Vec::new(),
+    });
+    Box::new(move |b, x, y, row_len| {
+        let ce = CrossEntropy::new(row_len)?
+            .reduction(Reduction::Sum)
+            .backend(b)?;
+        let rows = x.len() / row_len;
+        let mut st = state.borrow_mut();
+        let key = (x.as_ptr() as usize, x.len(), row_len);
+        if st.key != key {
+            st.targets = (0..rows).map(|r| ((r * 7919) % row_len) as i64).collect();
+            st.saved = vec![LogSumExp::default(); rows];
+            let State { targets, saved, .. } = &mut *st;
+            ce.forward(x, targets, 1, &mut y[..1], Some(saved))?;
+            st.key = key;
+        }
+        if backward {
+            ce.backward(x, &st.targets, 1, &st.saved, &[1.0], y)
+        } else {
+            ce.forward(x, &st.targets, 1, &mut y[..1], None)
+        }
+    })
 }
 
 /// The cases `--filter` and the shape select.
