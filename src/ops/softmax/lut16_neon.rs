@@ -105,8 +105,8 @@ fn softmax_lut_i16(
 fn row_max(row: &[i16]) -> i16 {
     let mut blocks = row.chunks_exact(32);
     // SAFETY: NEON is enabled for this module (the cfg on `mod lut16_neon`);
-    // each load reads 32 elements of a 32-element chunk.
-    let vector = unsafe {
+    // each load reads 32 (8) elements of a 32 (8)-element chunk.
+    let (vector, rest) = unsafe {
         let mut m = [vdupq_n_s16(i16::MIN); 4];
         for b in &mut blocks {
             let x = vld1q_s16_x4(b.as_ptr());
@@ -115,12 +115,18 @@ fn row_max(row: &[i16]) -> i16 {
             m[2] = vmaxq_s16(m[2], x.2);
             m[3] = vmaxq_s16(m[3], x.3);
         }
-        vmaxvq_s16(vmaxq_s16(vmaxq_s16(m[0], m[1]), vmaxq_s16(m[2], m[3])))
+        let mut eights = blocks.remainder().chunks_exact(8);
+        for b in &mut eights {
+            m[0] = vmaxq_s16(m[0], vld1q_s16(b.as_ptr()));
+        }
+        let m = vmaxq_s16(vmaxq_s16(m[0], m[1]), vmaxq_s16(m[2], m[3]));
+        (vmaxvq_s16(m), eights.remainder())
     };
-    blocks.remainder().iter().copied().fold(vector, i16::max)
+    rest.iter().copied().fold(vector, i16::max)
 }
 
-/// `out[i] = exp(row[i] - max)` from the table, 32 elements per iteration.
+/// `out[i] = exp(row[i] - max)` from the table, 32 elements per iteration,
+/// then 8.
 #[inline(always)]
 fn gather_exps(table: &[i16; 65536], max: i16, row: &[i16], out: &mut [i16]) {
     // Entry `q - max + 65535` for `q` in `[-32768, max]` lies in `[0, 65535]`;
@@ -140,10 +146,17 @@ fn gather_exps(table: &[i16; 65536], max: i16, row: &[i16], out: &mut [i16]) {
             y[k] = exp(x[k]);
         }
     }
-    for (x, y) in blocks_in
+    let mut eights_in = blocks_in.remainder().chunks_exact(8);
+    let mut eights_out = blocks_out.into_remainder().chunks_exact_mut(8);
+    for (x, y) in (&mut eights_in).zip(&mut eights_out) {
+        for k in 0..8 {
+            y[k] = exp(x[k]);
+        }
+    }
+    for (x, y) in eights_in
         .remainder()
         .iter()
-        .zip(blocks_out.into_remainder())
+        .zip(eights_out.into_remainder())
     {
         *y = exp(*x);
     }
@@ -162,7 +175,7 @@ fn row_sum(exps: &[i16]) -> u64 {
         // SAFETY: NEON is enabled for this module; each load reads 32
         // elements of a 32-element chunk. The exps are non-negative, so
         // their `u16` bits are their values.
-        let vector = unsafe {
+        let (vector, rest) = unsafe {
             let mut acc = [vdupq_n_u32(0); 4];
             for b in &mut blocks {
                 let x = vld1q_u16_x4(b.as_ptr() as *const u16);
@@ -171,9 +184,18 @@ fn row_sum(exps: &[i16]) -> u64 {
                 acc[2] = vpadalq_u16(acc[2], x.2);
                 acc[3] = vpadalq_u16(acc[3], x.3);
             }
-            vaddlvq_u32(acc[0]) + vaddlvq_u32(acc[1]) + vaddlvq_u32(acc[2]) + vaddlvq_u32(acc[3])
+            // At most 3 more blocks of 8: each lane gains at most 3 * 2 * 32767.
+            let mut eights = blocks.remainder().chunks_exact(8);
+            for b in &mut eights {
+                acc[1] = vpadalq_u16(acc[1], vld1q_u16(b.as_ptr() as *const u16));
+            }
+            let wide = vaddlvq_u32(acc[0])
+                + vaddlvq_u32(acc[1])
+                + vaddlvq_u32(acc[2])
+                + vaddlvq_u32(acc[3]);
+            (wide, eights.remainder())
         };
-        total += vector + blocks.remainder().iter().map(|&e| e as u64).sum::<u64>();
+        total += vector + rest.iter().map(|&e| e as u64).sum::<u64>();
     }
     total
 }
@@ -204,7 +226,7 @@ fn scale_row(out: &mut [i16], reciprocal: i16, k: u32) {
     }
 }
 
-/// `f` on the row 32 elements at a time, in place; `tail` on the rest.
+/// `f` on the row 32, then 8 elements at a time, in place; `tail` on the rest.
 #[inline(always)]
 fn map_row(out: &mut [i16], f: impl Fn(int16x8_t) -> int16x8_t, tail: impl Fn(i16) -> i16) {
     let mut blocks = out.chunks_exact_mut(32);
@@ -216,7 +238,13 @@ fn map_row(out: &mut [i16], f: impl Fn(int16x8_t) -> int16x8_t, tail: impl Fn(i1
             vst1q_s16_x4(b.as_mut_ptr(), int16x8x4_t(f(x.0), f(x.1), f(x.2), f(x.3)));
         }
     }
-    for e in blocks.into_remainder() {
+    let mut eights = blocks.into_remainder().chunks_exact_mut(8);
+    for b in &mut eights {
+        // SAFETY: NEON is enabled for this module; the load and the store
+        // each cover the 8 elements of this chunk.
+        unsafe { vst1q_s16(b.as_mut_ptr(), f(vld1q_s16(b.as_ptr()))) }
+    }
+    for e in eights.into_remainder() {
         *e = tail(*e);
     }
 }
@@ -250,7 +278,8 @@ mod tests {
         // Every exp against reciprocals across (0, 32767] and every shift.
         for reciprocal in [1i16, 2, 3, 127, 16384, 16385, 21845, 32766, 32767] {
             for k in 0..=20u32 {
-                let mut out: Vec<i16> = (0..=i16::MAX).collect();
+                // 1024 blocks of 32, one of 8 and 6 in the scalar tail.
+                let mut out: Vec<i16> = (0..=i16::MAX).chain(32754..=i16::MAX).collect();
                 let rs = 15 + k;
                 let expect: Vec<i16> = out
                     .iter()
