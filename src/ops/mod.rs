@@ -20,7 +20,8 @@
 //!   params.rs  the params struct of Method::FixedPoint and its lane math
 //!   scalar.rs  Method::FixedPoint, Backend::Scalar (the reference loops)
 //!   neon.rs    Method::FixedPoint, Backend::Neon
-//!   lut.rs, lut_neon/, lut16.rs   Method::Lut (8-bit scalar, 8-bit NEON, int16)
+//!   lut.rs, lut_neon/, lut16.rs, lut16_neon.rs   Method::Lut (8-bit scalar,
+//!              8-bit NEON, int16 scalar, int16 NEON)
 //!   f32.rs     Method::DequantF32 (both backends)
 //! ```
 //!

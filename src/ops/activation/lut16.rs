@@ -32,8 +32,10 @@
 //!   input.
 //!
 //! Preparing needs `std` (`f32::ln` for `CheckedLog2`); without it
-//! `Method::Lut` for int16 is `Error::Unsupported`. The kernel is scalar on
-//! every backend.
+//! `Method::Lut` for int16 is `Error::Unsupported`. This file is the scalar
+//! backend and the oracle; the NEON backend gathers from a table of this
+//! kernel's output for all 65,536 inputs, filled by `new()` (128 KiB per op,
+//! see `lut16_neon.rs`).
 
 // Without `std` nothing prepares this kernel (`new()` returns Unsupported).
 #![cfg_attr(not(feature = "std"), allow(dead_code))]
@@ -193,7 +195,8 @@ impl Activation16 {
     }
 
     /// Element-wise over a slice (lengths checked by the caller; only the
-    /// common length is written). Every backend runs this scalar loop.
+    /// common length is written): the scalar backend, and the filling of
+    /// the NEON backend's output table.
     pub(crate) fn run(&self, activation: Activation, input: &[i16], output: &mut [i16]) {
         // Monomorphize the per-element branch out of the loop.
         match activation {

@@ -27,6 +27,8 @@
 
 mod f32;
 mod lut16;
+#[cfg(all(target_arch = "aarch64", target_feature = "neon", feature = "std"))]
+mod lut16_neon;
 #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
 mod neon;
 pub(crate) mod params;
@@ -49,20 +51,32 @@ use crate::error::{Error, Result};
 use crate::quant::QuantParams;
 use core::marker::PhantomData;
 
+/// The NEON backend's int16 [`Method::Lut`] table: every output, built by
+/// `new()` from the scalar kernel (128 KiB on the heap; see `lut16_neon.rs`).
+#[cfg(all(target_arch = "aarch64", target_feature = "neon", feature = "std"))]
+type Lut16Table = lut16_neon::OutputTable16;
+/// No NEON backend (or no `std`, where int16 `Method::Lut` is unsupported):
+/// no table.
+#[cfg(not(all(target_arch = "aarch64", target_feature = "neon", feature = "std")))]
+type Lut16Table = ();
+
 /// What `Logistic::new` / `Tanh::new` prepared for their method, beyond
 /// [`ActivationParams`].
-// The tables live inline (prepared once, no allocation, `Copy`); the size
-// difference to the table-less variants is intended.
+// The 8-bit tables live inline (prepared once, no allocation); the size
+// difference to the table-less variants is intended. The int16 output table
+// is on the heap (128 KiB), so the ops are `Clone` but not `Copy`.
 #[allow(clippy::large_enum_variant)]
 #[cfg_attr(not(feature = "std"), allow(dead_code))]
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 enum ActivationKernel {
     /// [`Method::FixedPoint`]: everything is in the params.
     FixedPoint,
     /// 8-bit [`Method::Lut`] or [`Method::LutFixedPoint`]: one byte lookup.
     Table256(Table256),
-    /// int16 [`Method::Lut`]: TFLite's int16 kernel for the input scale.
-    Lut16(Activation16),
+    /// int16 [`Method::Lut`]: TFLite's int16 kernel for the input scale
+    /// (the scalar backend runs it) and every output (the NEON backend
+    /// gathers them).
+    Lut16(Activation16, Lut16Table),
     /// [`Method::DequantF32`]: the `f32` scales.
     DequantF32(ActivationF32),
 }
@@ -111,15 +125,17 @@ impl ActivationKernel {
                 let (i, o) = bytes_of(input, output)?;
                 table256_neon::lookup_u8(table, i, o)
             }
-            // The int16 kernels are scalar on every backend (the per-element
-            // gathers dominate).
-            (ActivationKernel::Lut16(kernel), Backend::Scalar) => {
-                lut16_elements(kernel, params.activation, input, output)?
+            (ActivationKernel::Lut16(kernel, _), Backend::Scalar) => {
+                match view(input, output).i16() {
+                    Some((i, o)) => kernel.run(params.activation, i, o),
+                    None => return Err(not_int16()),
+                }
             }
-            #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
-            (ActivationKernel::Lut16(kernel), Backend::Neon) => {
-                lut16_elements(kernel, params.activation, input, output)?
-            }
+            #[cfg(all(target_arch = "aarch64", target_feature = "neon", feature = "std"))]
+            (ActivationKernel::Lut16(_, table), Backend::Neon) => match view(input, output).i16() {
+                Some((i, o)) => lut16_neon::gather_i16(table.entries(), i, o),
+                None => return Err(not_int16()),
+            },
             (ActivationKernel::DequantF32(k), Backend::Scalar) => {
                 f32::activation_scalar(k, input, output)
             }
@@ -167,23 +183,6 @@ fn bytes_of<'a, T: QuantElem>(
     })
 }
 
-/// int16 [`Method::Lut`] on int16 data (`new()` prepares it for no other type;
-/// the check keeps `run()` panic-free regardless).
-fn lut16_elements<T: QuantElem>(
-    kernel: &Activation16,
-    activation: Activation,
-    input: &[T],
-    output: &mut [T],
-) -> Result<()> {
-    match view(input, output).i16() {
-        Some((input, output)) => {
-            kernel.run(activation, input, output);
-            Ok(())
-        }
-        None => Err(not_int16()),
-    }
-}
-
 /// int16 [`Method::Lut`]: TFLite's `Prepare` checks (input zero point 0) and
 /// its choice of kernel; needs `std`.
 #[allow(unused_variables)]
@@ -195,10 +194,12 @@ fn lut16_kernel(
     #[cfg(feature = "std")]
     {
         check_input_zero_point_is_zero(input.zero_point)?;
-        Ok(ActivationKernel::Lut16(Activation16::prepare(
-            activation,
-            input.scale,
-        )))
+        let kernel = Activation16::prepare(activation, input.scale);
+        #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+        let table = lut16_neon::OutputTable16::new(&kernel, activation);
+        #[cfg(not(all(target_arch = "aarch64", target_feature = "neon")))]
+        let table = ();
+        Ok(ActivationKernel::Lut16(kernel, table))
     }
     #[cfg(not(feature = "std"))]
     {
@@ -214,7 +215,7 @@ fn lut16_kernel(
 macro_rules! activation_op {
     ($name:ident, $activation:expr, $opname:literal, $doc:literal) => {
         #[doc = $doc]
-        #[derive(Clone, Copy, Debug)]
+        #[derive(Clone, Debug)]
         pub struct $name<T: QuantElem> {
             params: ActivationParams,
             kernel: ActivationKernel,
@@ -255,7 +256,8 @@ activation_op!(
      int16 1/32768 and 0. [`Method::FixedPoint`] is bit-exact with TFLite Micro's int8 kernel \
      (and correct where TFLite Micro saturates too early, input scales >= 4). [`Method::Lut`] \
      is bit-exact with the TFLite interpreter's int8, uint8 and int16 kernels (int16: input \
-     zero point 0, as TFLite requires)."
+     zero point 0, as TFLite requires; on aarch64 `new()` also tabulates all 65,536 outputs, \
+     128 KiB on the heap shared by clones, which the NEON backend gathers)."
 );
 activation_op!(
     Tanh,
@@ -265,5 +267,6 @@ activation_op!(
      Output quantization (TFLite's): int8 scale 1/128 zero point 0; uint8 1/128 and 128; \
      int16 1/32768 and 0. [`Method::FixedPoint`] is bit-exact with TFLite Micro's int8 kernel. \
      [`Method::Lut`] is bit-exact with the TFLite interpreter's int8, uint8 and int16 kernels \
-     (int16: input zero point 0, as TFLite requires)."
+     (int16: input zero point 0, as TFLite requires; on aarch64 `new()` also tabulates all \
+     65,536 outputs, 128 KiB on the heap shared by clones, which the NEON backend gathers)."
 );

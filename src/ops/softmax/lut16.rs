@@ -37,7 +37,10 @@
 //!   what any larger one does.
 //!
 //! The table filling needs `std` (`f64::exp`); without it `Method::Lut` for
-//! int16 is `Error::Unsupported`. The kernel is scalar on every backend.
+//! int16 is `Error::Unsupported`. This file is the scalar backend (and the
+//! oracle); the NEON backend gathers the exps from a 65,536-entry table of
+//! this file's `exp` (128 KiB per op, see `lut16_neon.rs`) and vectorizes the
+//! max, the sum and the output multiply.
 
 // Without `std` nothing prepares this kernel (`new()` returns Unsupported).
 #![cfg_attr(not(feature = "std"), allow(dead_code))]
@@ -116,8 +119,9 @@ impl Table513 {
 }
 
 /// Everything int16 `Method::Lut` softmax needs: TFLite's two tables and the
-/// input rescaling, prepared once.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// input rescaling, prepared once; for the NEON backend also every exp
+/// (see `lut16_neon.rs`).
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct SoftmaxLut16 {
     /// `exp(x)` for `x` in `[-10, 0]` (input `-32768..=32767`), output `2^15 = 1.0`.
     exp_lut: Table513,
@@ -127,6 +131,9 @@ pub(crate) struct SoftmaxLut16 {
     input_multiplier: i32,
     /// Its power-of-two exponent (a left shift when positive).
     input_shift: i32,
+    /// `exp(q - max)` for every difference, the NEON kernel's gather table.
+    #[cfg(all(target_arch = "aarch64", target_feature = "neon", feature = "std"))]
+    pub(crate) exp_by_diff: super::lut16_neon::ExpByDiff,
 }
 
 impl SoftmaxLut16 {
@@ -147,12 +154,20 @@ impl SoftmaxLut16 {
         // product) are capped there.
         let real = (input_scale * beta) as f64 / (10.0 / 65535.0);
         let m = quantize_multiplier(real.min(65536.0))?;
-        Ok(SoftmaxLut16 {
+        #[allow(unused_mut)]
+        let mut lut = SoftmaxLut16 {
             exp_lut,
             one_over_one_plus_x_lut,
             input_multiplier: m.multiplier,
             input_shift: m.shift,
-        })
+            #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+            exp_by_diff: super::lut16_neon::ExpByDiff::empty(),
+        };
+        #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+        {
+            lut.exp_by_diff = super::lut16_neon::ExpByDiff::new(&lut);
+        }
+        Ok(lut)
     }
 
     /// TFLite's `MultiplyByQuantizedMultiplier` with the left shift
@@ -173,7 +188,7 @@ impl SoftmaxLut16 {
 
     /// `exp(q - max)` in Q0.15 (TFLite's `SoftMaxCalculateExp`).
     #[inline(always)]
-    fn exp(&self, q: i16, max: i16) -> i16 {
+    pub(crate) fn exp(&self, q: i16, max: i16) -> i16 {
         let scaled = self.rescale_diff(q as i32 - max as i32);
         // Re-centre [-65535, 0] on the table's [-32768, 32767].
         let symmetric = scaled.wrapping_add(32767).clamp(-32768, 32767);
@@ -199,6 +214,18 @@ impl SoftmaxLut16 {
             *e = self.exp(*x, max);
             sum += *e as i64;
         }
+        let (reciprocal, right_shift) = self.reciprocal(sum);
+        for e in out.iter_mut() {
+            *e = scale_exp(*e, reciprocal, right_shift);
+        }
+    }
+
+    /// The row's `1 / sum` as `(reciprocal, right_shift)`: the output is
+    /// `e * reciprocal / 2^right_shift` ([`scale_exp`]). `reciprocal` is
+    /// the `1 / (1 + x)` table's Q0.15 value (`>= 0`), `right_shift` is
+    /// `31 - clz32(sum)`-ish: 14 for sums below `2^15`, at least 15 above.
+    #[inline]
+    pub(crate) fn reciprocal(&self, sum: i64) -> (i64, u32) {
         // The maximum contributes about 1.0, so sum >= 2^14.
         debug_assert!(sum > 0);
         // TFLite: headroom_plus_one = clz32(sum) >= 1 for sums below 2^31;
@@ -214,12 +241,17 @@ impl SoftmaxLut16 {
         let symmetric = (shifted_sum - ((1 << 15) + (1 << 16))).clamp(-32768, 32767);
         let reciprocal = self.one_over_one_plus_x_lut.lookup(symmetric as i16) as i64;
         let right_shift = (31 - headroom_plus_one) as u32;
-        let round = 1i64 << (right_shift - 1);
-        for e in out.iter_mut() {
-            let result = (*e as i64 * reciprocal + round) >> right_shift;
-            *e = result.clamp(0, 32767) as i16;
-        }
+        (reciprocal, right_shift)
     }
+}
+
+/// One output, Q0.15: `e * reciprocal / 2^right_shift` rounded half up and
+/// clamped to `[0, 32767]` (`e` Q0.15, from [`SoftmaxLut16::reciprocal`]).
+#[inline(always)]
+pub(crate) fn scale_exp(e: i16, reciprocal: i64, right_shift: u32) -> i16 {
+    let round = 1i64 << (right_shift - 1);
+    let result = (e as i64 * reciprocal + round) >> right_shift;
+    result.clamp(0, 32767) as i16
 }
 
 #[cfg(test)]

@@ -36,6 +36,8 @@ mod f32;
 #[cfg_attr(not(all(target_arch = "aarch64", feature = "std")), allow(dead_code))]
 mod lut;
 mod lut16;
+#[cfg(all(target_arch = "aarch64", target_feature = "neon", feature = "std"))]
+mod lut16_neon;
 #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
 mod lut_neon;
 #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
@@ -64,8 +66,9 @@ use core::marker::PhantomData;
 /// reference kernel and TFLite Micro for int8 and uint8, including rows where
 /// they abort (see the module docs). [`Method::Lut`] (int16, with `std`) is
 /// TFLite's int16 kernel bit for bit (it requires input zero point 0, as TFLite
-/// does); it runs the same scalar code on every backend.
-#[derive(Clone, Copy, Debug)]
+/// does); its NEON backend gathers the exps from a 128 KiB table of them
+/// (so the op is `Clone`, not `Copy`).
+#[derive(Clone, Debug)]
 pub struct Softmax<T: QuantElem> {
     params: SoftmaxParams,
     kernel: SoftmaxKernel,
@@ -131,15 +134,14 @@ impl<T: QuantElem> Softmax<T> {
                 Some((i, o)) => lut_neon::softmax(lut, T::MIN == -128, i, o, row_len),
                 None => return Err(lut::not_8bit::<T>()),
             },
-            // The int16 tables are scalar on every backend (the per-element
-            // gathers dominate).
             (SoftmaxKernel::Lut16(kernel), Backend::Scalar) => {
                 lut16_rows(kernel, input, output, row_len)?
             }
-            #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
-            (SoftmaxKernel::Lut16(kernel), Backend::Neon) => {
-                lut16_rows(kernel, input, output, row_len)?
-            }
+            #[cfg(all(target_arch = "aarch64", target_feature = "neon", feature = "std"))]
+            (SoftmaxKernel::Lut16(kernel), Backend::Neon) => match view(input, output).i16() {
+                Some((i, o)) => lut16_neon::softmax(kernel, i, o, row_len),
+                None => return Err(crate::checks::not_int16()),
+            },
             (SoftmaxKernel::DequantF32(k), Backend::Scalar) => {
                 f32::softmax_scalar(k, input, output, row_len)
             }
@@ -176,7 +178,7 @@ fn lut16_rows<T: QuantElem>(
 // difference to the table-less variants is intended.
 #[allow(clippy::large_enum_variant)]
 #[cfg_attr(not(feature = "std"), allow(dead_code))]
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 enum SoftmaxKernel {
     /// [`Method::FixedPoint`]: everything is in the params.
     FixedPoint,

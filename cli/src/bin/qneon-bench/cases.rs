@@ -160,7 +160,46 @@ pub(crate) fn quant_cases<'a, T: QuantElem>() -> Result<Vec<Case<'a, T>>, String
                 .map(|op| Box::new(move |b, x: &[T], y: &mut [T], _| op.run_with(b, x, y)) as _),
         )?;
     }
+    if T::NAME == "int16" {
+        pot_scale_cases(&mut cases, softmax_out)?;
+    }
     Ok(cases)
+}
+
+/// int16 logistic and tanh `Method::Lut` at input scale 2^-12, method
+/// `lut-2^-12`: TFLite computes them in gemmlowp's 16-bit fixed point there
+/// instead of interpolating its table (tanh also at 2^-11, the int16 rows'
+/// default scale).
+fn pot_scale_cases<'a, T: QuantElem>(
+    cases: &mut Vec<Case<'a, T>>,
+    out: QuantParams,
+) -> Result<(), String> {
+    let q_in = QuantParams::new(2f32.powi(-12), 0);
+    let made: [(&'static str, qneon::Result<Kernel<'a, T>>); 2] = [
+        (
+            "logistic",
+            Logistic::<T>::new(q_in, out, Method::Lut)
+                .map(|op| Box::new(move |b, x: &[T], y: &mut [T], _| op.run_with(b, x, y)) as _),
+        ),
+        (
+            "tanh",
+            Tanh::<T>::new(q_in, out, Method::Lut)
+                .map(|op| Box::new(move |b, x: &[T], y: &mut [T], _| op.run_with(b, x, y)) as _),
+        ),
+    ];
+    for (op, kernel) in made {
+        match kernel {
+            Ok(kernel) => cases.push(Case {
+                op,
+                method: "lut-2^-12",
+                row_wise: false,
+                kernel,
+            }),
+            Err(Error::Unsupported { .. }) => {}
+            Err(e) => return Err(format!("{op} {} lut-2^-12: {e}", T::NAME)),
+        }
+    }
+    Ok(())
 }
 
 /// Raw Q31 kernels: input Q5.26.
