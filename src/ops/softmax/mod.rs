@@ -30,6 +30,7 @@
 //! bit for bit (see `lut16.rs`), and is less accurate (its exps are Q0.15 and
 //! floored at `exp(-10)`).
 
+mod exact;
 mod f32;
 // The split tables are read by the NEON kernel only, and the constructor
 // needs `std` (`f32::exp`).
@@ -43,6 +44,7 @@ mod neon;
 pub(crate) mod params;
 mod scalar;
 
+use self::exact::SoftmaxExact;
 use self::f32::SoftmaxF32;
 use self::lut::SoftmaxLut;
 use self::lut16::SoftmaxLut16;
@@ -79,6 +81,9 @@ impl<T: QuantElem> Softmax<T> {
     pub fn new(input: QuantParams, beta: f32, output: QuantParams, method: Method) -> Result<Self> {
         let params = SoftmaxParams::new::<T>(input, beta, output)?;
         let kernel = match method {
+            Method::FixedPoint if T::MAX - T::MIN == 255 => {
+                SoftmaxKernel::FixedExact(SoftmaxExact::new(&params))
+            }
             Method::FixedPoint => SoftmaxKernel::FixedPoint,
             #[cfg(feature = "std")]
             Method::Lut if T::MAX - T::MIN == 255 => {
@@ -120,9 +125,21 @@ impl<T: QuantElem> Softmax<T> {
                 scalar::softmax(&self.params, input, output, row_len)
             }
             #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
-            (SoftmaxKernel::FixedPoint, Backend::Neon) => {
-                neon::softmax(&self.params, input, output, row_len)
+            (SoftmaxKernel::FixedPoint, Backend::Neon) => match view(input, output).i16() {
+                Some((i, o)) => neon::softmax_i16(&self.params, i, o, row_len),
+                None => return Err(crate::checks::not_int16()),
+            },
+            (SoftmaxKernel::FixedExact(_), Backend::Scalar) => {
+                scalar::softmax(&self.params, input, output, row_len)
             }
+            #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+            (SoftmaxKernel::FixedExact(table), Backend::Neon) => match view(input, output).bytes() {
+                Some((i, o)) if T::MIN == -128 => {
+                    lut_neon::softmax_exact_i8(&self.params, table, i, o, row_len)
+                }
+                Some((i, o)) => lut_neon::softmax_exact_u8(&self.params, table, i, o, row_len),
+                None => return Err(lut::not_8bit::<T>()),
+            },
             (SoftmaxKernel::Lut(lut), Backend::Scalar) => {
                 lut::softmax_scalar(lut, input, output, row_len)
             }
@@ -178,8 +195,12 @@ fn lut16_rows<T: QuantElem>(
 #[cfg_attr(not(feature = "std"), allow(dead_code))]
 #[derive(Clone, Copy, Debug)]
 enum SoftmaxKernel {
-    /// [`Method::FixedPoint`]: everything is in the params.
+    /// int16 [`Method::FixedPoint`]: everything is in the params.
     FixedPoint,
+    /// 8-bit [`Method::FixedPoint`]: the reference's exps, sum terms (and,
+    /// per row, outputs) by `d = max - x` (see `exact.rs`); the scalar
+    /// backend runs the reference loop on the params.
+    FixedExact(SoftmaxExact),
     /// 8-bit [`Method::Lut`]: TFLite's aarch64 exp table (see `lut.rs`).
     Lut(SoftmaxLut),
     /// int16 [`Method::Lut`]: TFLite's two 513-entry tables and input rescaling.
