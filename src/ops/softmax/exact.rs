@@ -50,6 +50,15 @@ pub(crate) struct SoftmaxExact {
     pub(crate) plane_chunks: [usize; PLANES],
     /// Largest `e[d]` of each 64-entry chunk.
     pub(crate) chunk_max: [i32; 4],
+    /// Byte `j` of `e[d]` for `d < 64` in `exp_bytes[j].0[d]` (the short-row
+    /// kernel gathers `e` itself rather than building output tables).
+    pub(crate) exp_bytes: [Bytes64; 4],
+    /// Every output with `d >= 64` is the zero point, whatever the row:
+    /// `e[d] < 2^22` there (see `output_chunks`; the exponent is at least
+    /// 23 for 8-bit output).
+    pub(crate) outputs_fit: bool,
+    /// `s[0]`, the sum term of the row maximum.
+    pub(crate) term0: u32,
 }
 
 impl SoftmaxExact {
@@ -77,11 +86,21 @@ impl SoftmaxExact {
             }
             chunk_max[d / 64] = chunk_max[d / 64].max(*e);
         }
+        let mut exp_bytes = [Bytes64([0; 64]); 4];
+        for (d, &e) in exp[..64].iter().enumerate() {
+            for (j, plane) in exp_bytes.iter_mut().enumerate() {
+                plane.0[d] = (e >> (8 * j)) as u8;
+            }
+        }
+        let term0 = p.sum_term(crate::fixedpoint::Q0_31::from_raw(exp[0])) as u32;
         SoftmaxExact {
             exp,
             planes,
             plane_chunks,
             chunk_max,
+            exp_bytes,
+            outputs_fit: chunk_max[1..].iter().all(|&e| e < 1 << 22),
+            term0,
         }
     }
 
@@ -148,9 +167,14 @@ mod tests {
                     }
                 }
             }
+            for d in 0..64 {
+                let e = (0..4).fold(0u32, |e, j| e | (t.exp_bytes[j].0[d] as u32) << (8 * j));
+                assert_eq!(e as i32, t.exp[d]);
+            }
+            assert_eq!(t.term0 as i64, t.term(0));
             for sum in [1i64 << 19, 3 << 19, 1 << 28, 1 << 35, (1 << 34) - 7] {
                 let (r, n) = p.reciprocal::<i32>(sum);
-                let chunks = t.output_chunks(n, 4);
+                let chunks = if t.outputs_fit { 1 } else { t.output_chunks(n, 4) };
                 for d in chunks * 64..256 {
                     let q = p.output(crate::fixedpoint::Q0_31::from_raw(t.exp[d]), r, n);
                     assert_eq!(q, p.output_zero_point, "scale {scale} sum {sum} d {d}");

@@ -19,21 +19,24 @@
 //!    (plus a `tbx` per further chunk) for every 16 elements.
 
 use super::blocks::{for_each_whole_block, opaque, row_max, row_max_min, window_max, Block, Masks, STEP};
+use super::fixed_short::{short_rows, WINDOW};
 use super::output::{look, write_any};
 use crate::ops::softmax::exact::{SoftmaxExact, PLANES};
 use crate::ops::softmax::params::SoftmaxParams;
 use core::arch::aarch64::*;
 
-/// Whole blocks between reductions of the u16 plane sums: each of the two
-/// registers of a plane gains at most 2 * 255 per lane and block, and
-/// their lane sum must stay below 2^16 (32 * 2 * 1020 < 65536).
+/// Blocks (of any chunk pass) between reductions of the u16 plane sums:
+/// each of the two registers of a plane gains at most 2 * 510 per lane and
+/// block, and their lane sum must stay below 2^16 (32 * 2 * 1020 < 65536).
 const FLUSH_BLOCKS: usize = 32;
 
-/// u16 lane sums of the planes in `MASK` (bit `j`: plane `j`), two
-/// registers per plane, and their exact totals.
+/// u16 lane sums of the three planes, two registers per plane, and their
+/// exact totals.
 struct PlaneSums {
     acc: [[uint16x8_t; 2]; PLANES],
     total: [u64; PLANES],
+    /// Blocks added (in any pass) since the last flush.
+    blocks: usize,
 }
 
 impl PlaneSums {
@@ -44,14 +47,25 @@ impl PlaneSums {
         PlaneSums {
             acc: [[z; 2]; PLANES],
             total: [0; PLANES],
+            blocks: 0,
         }
     }
 
-    /// Moves the lane sums of the planes in `MASK` into the totals.
+    /// Counts a block added, and flushes before the lanes can overflow.
     #[inline(always)]
-    fn flush<const MASK: u8>(&mut self) {
+    fn count(&mut self) {
+        self.blocks += 1;
+        if self.blocks == FLUSH_BLOCKS {
+            self.flush();
+        }
+    }
+
+    /// Moves the lane sums into the totals.
+    #[inline(always)]
+    fn flush(&mut self) {
+        self.blocks = 0;
         for j in 0..PLANES {
-            if MASK & (1 << j) != 0 {
+            {
                 // SAFETY: register arithmetic. Each lane of the two registers
                 // holds at most FLUSH_BLOCKS * 1020, so their sum fits u16.
                 unsafe {
@@ -126,19 +140,14 @@ fn chunk_pass<const MASK: u8>(
     });
     // SAFETY: register arithmetic.
     let dk = unsafe { vdupq_n_u8(max.wrapping_sub(64 * k as u8)) };
-    let mut n = 0;
     for_each_whole_block(whole, |b| {
         add_block::<MASK>(&tables, dk, b, None, sums);
-        n += 1;
-        if n == FLUSH_BLOCKS {
-            sums.flush::<MASK>();
-            n = 0;
-        }
+        sums.count();
     });
     if let Some((b, skip)) = last() {
         add_block::<MASK>(&tables, dk, b, Some(skip), sums);
+        sums.count();
     }
-    sums.flush::<MASK>();
 }
 
 /// The row's sum of exps (Q12.19 raw): the terms of every `d` of the row,
@@ -166,6 +175,7 @@ fn row_sum(
         }
         pass!(1 2 3 4 5 6 7);
     }
+    sums.flush();
     sums.sum()
 }
 
@@ -253,6 +263,18 @@ fn softmax_rows<const SIGNED: bool>(
     let skip = || unsafe { vld1q_u8_x4(opaque(masks.skip.as_ptr())) };
     let rows = input.len().min(output.len()) / row_len;
     let mut row = 0;
+    if row_len <= WINDOW && t.outputs_fit {
+        // Rows whose 16-byte window lies in both slices, in groups of four.
+        let n = input.len().min(output.len());
+        let windows = if n >= WINDOW {
+            ((n - WINDOW) / row_len + 1).min(rows)
+        } else {
+            0
+        };
+        let groups = windows / 4;
+        short_rows::<SIGNED>(t, input, output, row_len, groups);
+        row = groups * 4;
+    }
     if row_len < STEP {
         // Short rows as 64-byte windows of the slices (as in the Lut
         // kernel): lanes past the row masked off in the maximum and sum,

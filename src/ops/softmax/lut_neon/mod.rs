@@ -45,6 +45,7 @@
 
 mod blocks;
 mod fixed;
+mod fixed_short;
 mod output;
 mod rows64;
 mod sums;
