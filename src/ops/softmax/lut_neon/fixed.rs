@@ -19,7 +19,7 @@
 //!    (plus a `tbx` per further chunk) for every 16 elements.
 
 use super::blocks::{for_each_whole_block, opaque, row_max, row_max_min, window_max, Block, Masks, STEP};
-use super::fixed_short::{short_rows, WINDOW};
+use super::fixed_short::{short_rows, window_rows, WINDOW};
 use super::output::{look, write_any};
 use crate::ops::softmax::exact::{SoftmaxExact, PLANES};
 use crate::ops::softmax::params::SoftmaxParams;
@@ -181,18 +181,17 @@ fn row_sum(
 
 /// `C` chunks of the row's output bytes by `d`: `output(e[d])` above the
 /// type's minimum (the zero point), saturated to a byte as the store
-/// saturates it. `exponent` is clamped to 32, which gives 0 as the
-/// reference does beyond 31 (`urshl` adds the rounding bit at full
-/// precision, and `sqrdmulh` results are below 2^31).
+/// saturates it. `neg_exponent` is minus the row's exponent, clamped to
+/// -32, which gives 0 as the reference does beyond 31 (`urshl` adds the
+/// rounding bit at full precision, and `sqrdmulh` results are below 2^31).
 #[inline(always)]
-fn output_table<const C: usize>(
+pub(super) fn output_table<const C: usize>(
     t: &SoftmaxExact,
     scale: int32x4_t,
-    exponent: u32,
+    neg_exponent: int32x4_t,
 ) -> [uint8x16x4_t; C] {
     let exp = opaque(t.exp.as_ptr());
-    // SAFETY: register arithmetic.
-    let shift = unsafe { vdupq_n_s32(-(exponent.min(32) as i32)) };
+    let shift = neg_exponent;
     // SAFETY: k < 16 C <= 64, so the four entries at 4 k are in the table;
     // the rest is register arithmetic. e >= 0 and scale > 0, so the product
     // is non-negative and the unsigned rounding shift is the reference's
@@ -232,10 +231,11 @@ fn finish_row<const SIGNED: bool>(
     let (scale, exponent) = p.reciprocal::<int32x4_t>(sum as i64);
     let chunks = t.output_chunks(exponent, range_chunks);
     // SAFETY: register arithmetic.
-    let maxv = unsafe { vdupq_n_u8(max) };
+    let (maxv, neg_exponent) =
+        unsafe { (vdupq_n_u8(max), vdupq_n_s32(-(exponent.min(32) as i32))) };
     macro_rules! write {
         ($c:literal) => {{
-            let table = output_table::<$c>(t, scale, exponent);
+            let table = output_table::<$c>(t, scale, neg_exponent);
             write_any(row_in, row_out, max, |b| look::<SIGNED, $c>(&table, maxv, b))
         }};
     }
@@ -273,6 +273,21 @@ fn softmax_rows<const SIGNED: bool>(
         };
         let groups = windows / 4;
         short_rows::<SIGNED>(t, input, output, row_len, groups);
+        row = groups * 4;
+    } else if row_len <= STEP && t.outputs_fit {
+        // The same with 64-byte windows.
+        let n = input.len().min(output.len());
+        let windows = if n >= STEP {
+            ((n - STEP) / row_len + 1).min(rows)
+        } else {
+            0
+        };
+        let groups = windows / 4;
+        if row_len == STEP {
+            window_rows::<SIGNED, true>(t, input, output, row_len, groups);
+        } else {
+            window_rows::<SIGNED, false>(t, input, output, row_len, groups);
+        }
         row = groups * 4;
     }
     if row_len < STEP {
@@ -312,9 +327,9 @@ fn softmax_rows<const SIGNED: bool>(
         }
         return;
     }
-    for (row_in, row_out) in input
+    for (row_in, row_out) in input[row * row_len..]
         .chunks_exact(row_len)
-        .zip(output.chunks_exact_mut(row_len))
+        .zip(output[row * row_len..].chunks_exact_mut(row_len))
     {
         let (max, min) = row_max_min::<SIGNED>(row_in);
         // max >= min in the row's order, so the byte difference is the

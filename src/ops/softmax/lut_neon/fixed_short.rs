@@ -20,7 +20,8 @@
 //! outputs, rewritten when those rows are done (the caller runs the rows
 //! whose window would pass the end of the slices another way).
 
-use super::blocks::opaque;
+use super::blocks::{opaque, STEP};
+use super::fixed::output_table;
 use crate::fixedpoint::{one_over_one_plus_x_for_x_in_0_1, Q0_31};
 use crate::ops::softmax::exact::{SoftmaxExact, PLANES};
 use crate::ops::softmax::params::ACCUMULATION_INTEGER_BITS;
@@ -42,9 +43,16 @@ fn load_exp_bytes(t: &SoftmaxExact) -> [uint8x16x4_t; 4] {
 /// The lane sums of four rows' 16 bytes, as u32 lanes (row `i` in lane `i`).
 #[inline(always)]
 fn row_sums(b: [uint8x16_t; GROUP]) -> uint32x4_t {
-    // SAFETY: register arithmetic. u16 lanes hold at most 16 * 255.
+    // SAFETY: register arithmetic.
+    row_sums16(b.map(|x| unsafe { vpaddlq_u8(x) }))
+}
+
+/// The lane sums of four rows' u16 lanes (each at most 2^16 / 8), as u32
+/// lanes.
+#[inline(always)]
+fn row_sums16(w: [uint16x8_t; GROUP]) -> uint32x4_t {
+    // SAFETY: register arithmetic; the pairwise sums of eight lanes fit u16.
     unsafe {
-        let w = b.map(|x| vpaddlq_u8(x));
         let ab = vpaddq_u16(w[0], w[1]);
         let cd = vpaddq_u16(w[2], w[3]);
         vpaddlq_u16(vpaddq_u16(ab, cd))
@@ -204,19 +212,154 @@ pub(super) fn short_rows<const SIGNED: bool>(
         let (scale, neg_exponent) = reciprocals(sum);
         let exp = load_exp_bytes(t);
         for (i, d) in d.into_iter().enumerate() {
-            // SAFETY: register arithmetic.
-            let (s, n) = unsafe {
-                match i {
-                    0 => (vdupq_laneq_s32::<0>(scale), vdupq_laneq_s32::<0>(neg_exponent)),
-                    1 => (vdupq_laneq_s32::<1>(scale), vdupq_laneq_s32::<1>(neg_exponent)),
-                    2 => (vdupq_laneq_s32::<2>(scale), vdupq_laneq_s32::<2>(neg_exponent)),
-                    _ => (vdupq_laneq_s32::<3>(scale), vdupq_laneq_s32::<3>(neg_exponent)),
-                }
-            };
+            let (s, n) = lane(scale, neg_exponent, i);
             let y = outputs::<SIGNED>(&exp, d, s, n);
             // SAFETY: the window lies within output (checked above); rows are
             // written in order, so bytes past this row are rewritten later.
             unsafe { vst1q_u8(dst.add(base + i * row_len), y) };
+        }
+    }
+}
+
+/// Softmax of the first `groups * 4` rows of `row_len <= 64` bytes (all
+/// 64 when `FULL`), each read and written as a 64-byte window; the caller
+/// checked that every window lies in both slices, and that
+/// `t.outputs_fit`. Per row: maximum, `d` (masked lanes to 0), each
+/// plane's bytes by `tbl`/`tbx` over its chunks, summed in u16 lanes; per
+/// group: the four sums in one vector and their reciprocals; per row again:
+/// its output table (one chunk: the outputs past `d = 63` are the zero
+/// point) and the lookup.
+#[inline(always)]
+pub(super) fn window_rows<const SIGNED: bool, const FULL: bool>(
+    t: &SoftmaxExact,
+    input: &[u8],
+    output: &mut [u8],
+    row_len: usize,
+    groups: usize,
+) {
+    debug_assert!(row_len <= STEP && t.outputs_fit && (row_len == STEP) == FULL);
+    let last = (groups * GROUP).saturating_sub(1) * row_len + STEP;
+    assert!(groups == 0 || (last <= input.len() && last <= output.len()));
+    let keep_bytes: [u8; STEP] = core::array::from_fn(|i| if i < row_len { 0xff } else { 0 });
+    // SAFETY: register arithmetic.
+    let (fill, extra) = unsafe {
+        (
+            vdupq_n_u8(if SIGNED { 0x80 } else { 0 }),
+            vdupq_n_u32((STEP - row_len) as u32 * t.term0),
+        )
+    };
+    let src = input.as_ptr();
+    let dst = output.as_mut_ptr();
+    for g in 0..groups {
+        let base = g * GROUP * row_len;
+        let mut maxes = [0u8; GROUP];
+        // SAFETY: register arithmetic.
+        let mut acc = [[unsafe { vdupq_n_u16(0) }; GROUP]; PLANES];
+        for i in 0..GROUP {
+            // SAFETY: window `base + i * row_len` of 64 bytes lies within
+            // input (checked above); the mask is 64 bytes; the rest is
+            // register arithmetic.
+            let d = unsafe {
+                let b = vld1q_u8_x4(src.add(base + i * row_len));
+                let mut x = [b.0, b.1, b.2, b.3];
+                let keep = if FULL {
+                    None
+                } else {
+                    let k = vld1q_u8_x4(opaque(keep_bytes.as_ptr()));
+                    Some([k.0, k.1, k.2, k.3])
+                };
+                if let Some(k) = keep {
+                    for r in 0..4 {
+                        x[r] = vbslq_u8(k[r], x[r], fill);
+                    }
+                }
+                let max = if SIGNED {
+                    let s = |v| vreinterpretq_s8_u8(v);
+                    vmaxvq_s8(vmaxq_s8(vmaxq_s8(s(x[0]), s(x[1])), vmaxq_s8(s(x[2]), s(x[3]))))
+                        as u8
+                } else {
+                    vmaxvq_u8(vmaxq_u8(vmaxq_u8(x[0], x[1]), vmaxq_u8(x[2], x[3])))
+                };
+                maxes[i] = max;
+                let maxv = vdupq_n_u8(max);
+                let mut d = x.map(|x| vsubq_u8(maxv, x));
+                if let Some(k) = keep {
+                    for r in 0..4 {
+                        d[r] = vandq_u8(d[r], k[r]);
+                    }
+                }
+                d
+            };
+            for j in 0..PLANES {
+                let chunks = t.plane_chunks[j];
+                if chunks == 0 {
+                    continue;
+                }
+                // SAFETY: each chunk is 64 bytes; register arithmetic.
+                unsafe {
+                    let c = vld1q_u8_x4(opaque(t.planes[j][0].0.as_ptr()));
+                    let mut bytes = d.map(|d| vqtbl4q_u8(c, d));
+                    for k in 1..4 {
+                        if k < chunks {
+                            let c = vld1q_u8_x4(opaque(t.planes[j][k].0.as_ptr()));
+                            let off = vdupq_n_u8(64 * k as u8);
+                            for r in 0..4 {
+                                bytes[r] = vqtbx4q_u8(bytes[r], c, vsubq_u8(d[r], off));
+                            }
+                        }
+                    }
+                    // At most 8 * 255 per u16 lane.
+                    let mut a = vpaddlq_u8(bytes[0]);
+                    for b in &bytes[1..] {
+                        a = vpadalq_u8(a, *b);
+                    }
+                    acc[j][i] = a;
+                }
+            }
+        }
+        // SAFETY: register arithmetic.
+        let mut sum = unsafe { vdupq_n_u32(0) };
+        for (j, a) in acc.into_iter().enumerate() {
+            // SAFETY: register arithmetic; sums stay below 2^26.
+            sum = unsafe { vaddq_u32(sum, vshlq_u32(row_sums16(a), vdupq_n_s32(8 * j as i32))) };
+        }
+        // SAFETY: register arithmetic; the masked lanes' terms come off.
+        let sum = unsafe { vsubq_u32(sum, extra) };
+        let (scale, neg_exponent) = reciprocals(sum);
+        for (i, &max) in maxes.iter().enumerate() {
+            let (s, n) = lane(scale, neg_exponent, i);
+            let [table] = output_table::<1>(t, s, n);
+            let at = base + i * row_len;
+            // SAFETY: the window lies within input and output (checked
+            // above); rows are written in order, so bytes past this row are
+            // rewritten later. The rest is register arithmetic.
+            unsafe {
+                let b = vld1q_u8_x4(src.add(at));
+                let maxv = vdupq_n_u8(max);
+                let y = [b.0, b.1, b.2, b.3].map(|x| {
+                    let q = vqtbl4q_u8(table, vsubq_u8(maxv, x));
+                    if SIGNED {
+                        veorq_u8(q, vdupq_n_u8(0x80))
+                    } else {
+                        q
+                    }
+                });
+                vst1q_u8_x4(dst.add(at), uint8x16x4_t(y[0], y[1], y[2], y[3]));
+            }
+        }
+    }
+}
+
+/// Lane `i` of the scales and negated exponents, splat.
+#[inline(always)]
+fn lane(scale: int32x4_t, neg_exponent: int32x4_t, i: usize) -> (int32x4_t, int32x4_t) {
+    // SAFETY: register arithmetic.
+    unsafe {
+        match i {
+            0 => (vdupq_laneq_s32::<0>(scale), vdupq_laneq_s32::<0>(neg_exponent)),
+            1 => (vdupq_laneq_s32::<1>(scale), vdupq_laneq_s32::<1>(neg_exponent)),
+            2 => (vdupq_laneq_s32::<2>(scale), vdupq_laneq_s32::<2>(neg_exponent)),
+            _ => (vdupq_laneq_s32::<3>(scale), vdupq_laneq_s32::<3>(neg_exponent)),
         }
     }
 }
