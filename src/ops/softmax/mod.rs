@@ -24,6 +24,17 @@
 //! * TFLite aborts when `beta * scale * 2^26 <= 1`; qneon then uses a right-shift
 //!   multiplier. `beta <= 0` is an [`Error`](crate::Error).
 //!
+//! On NEON, 8-bit `Method::FixedPoint` runs no per-element fixed-point math:
+//! every per-element value above depends only on `d = max - x` (256 values),
+//! so `new()` computes `e(d)` and its Q12.19 sum term for every `d` with the
+//! reference's own code (`exact.rs`), and the kernel (`lut_neon/fixed.rs`,
+//! `lut_neon/fixed_short.rs`) sums the terms by table lookups over their
+//! byte planes (an exact integer sum, as the reference's `i64` one), takes
+//! the reference's reciprocal of that same sum, and maps each row through
+//! its outputs by `d`. It computes the reference's values, not
+//! approximations of them, so it is bit-exact by construction (and tested
+//! on every `d`).
+//!
 //! int16 `Method::FixedPoint` uses the same fixed-point algorithm with output
 //! scale 1/32768 and an exact Q0.31 sum of exps. TFLite itself uses two
 //! interpolated lookup tables for int16; `Method::Lut` reproduces that kernel

@@ -191,14 +191,22 @@ pub(super) fn output_table<const C: usize>(
     neg_exponent: int32x4_t,
 ) -> [uint8x16x4_t; C] {
     let exp = opaque(t.exp.as_ptr());
-    let shift = neg_exponent;
-    // SAFETY: k < 16 C <= 64, so the four entries at 4 k are in the table;
-    // the rest is register arithmetic. e >= 0 and scale > 0, so the product
-    // is non-negative and the unsigned rounding shift is the reference's
+    // SAFETY: k < 16 C <= 64, so the four entries at 4 k are in the table.
+    output_table_from(|k| unsafe { vld1q_s32(exp.add(4 * k)) }, scale, neg_exponent)
+}
+
+/// `output_table` with the entries `e[4 k..4 k + 4]` given by `exp(k)`.
+#[inline(always)]
+pub(super) fn output_table_from<const C: usize>(
+    exp: impl Fn(usize) -> int32x4_t,
+    scale: int32x4_t,
+    neg_exponent: int32x4_t,
+) -> [uint8x16x4_t; C] {
+    // SAFETY: register arithmetic. e >= 0 and scale > 0, so the product is
+    // non-negative and the unsigned rounding shift is the reference's
     // rounding_divide_by_pot; the result is at most 2^8, so it fits u16.
     let four = |k: usize| unsafe {
-        let e = vld1q_s32(exp.add(4 * k));
-        vrshlq_u32(vreinterpretq_u32_s32(vqrdmulhq_s32(e, scale)), shift)
+        vrshlq_u32(vreinterpretq_u32_s32(vqrdmulhq_s32(exp(k), scale)), neg_exponent)
     };
     // SAFETY: register arithmetic.
     let sixteen = |k: usize| unsafe {
@@ -272,7 +280,11 @@ fn softmax_rows<const SIGNED: bool>(
             0
         };
         let groups = windows / 4;
-        short_rows::<SIGNED>(t, input, output, row_len, groups);
+        if row_len == WINDOW {
+            short_rows::<SIGNED, true>(t, input, output, row_len, groups);
+        } else {
+            short_rows::<SIGNED, false>(t, input, output, row_len, groups);
+        }
         row = groups * 4;
     } else if row_len <= STEP && t.outputs_fit {
         // The same with 64-byte windows.

@@ -1,27 +1,30 @@
-//! Rows of at most 16 bytes of the exact 8-bit `Method::FixedPoint` NEON
+//! Rows of at most 64 bytes of the exact 8-bit `Method::FixedPoint` NEON
 //! kernel, four rows at a time, where every output with `d >= 64` is the
 //! zero point (`SoftmaxExact::outputs_fit`).
 //!
-//! A row is one 16-byte window of the input (lanes past the row are masked
-//! to `d = 0`, whose term is taken off the sum again), and the per-row work
-//! of the long-row kernel would dominate it: its output table alone costs
-//! about four instructions per element. Instead:
+//! A row is one 16-byte (rows of up to 16) or 64-byte window of the input
+//! (lanes past the row are masked to `d = 0`, whose term is taken off the
+//! sum again), and the per-row work of the long-row kernel would dominate
+//! it. Instead:
 //! * sum: the term bytes of each plane by `tbl` (plus `tbx` per further
 //!   chunk), the four rows' sums gathered into the lanes of one vector by
 //!   pairwise adds;
 //! * reciprocal: the reference's `get_reciprocal` on those four lanes at
-//!   once (row sums of at most 16 terms are below 2^24, so the normalizing
+//!   once (row sums of at most 64 terms are below 2^26, so the normalizing
 //!   shift is a per-lane `clz`);
-//! * output: `e[d]` gathered from its four byte planes (`d < 64`; beyond,
-//!   `tbl` reads 0 and so does the output), then the reference's output
-//!   arithmetic on four lanes per 32-bit register.
+//! * output, rows of up to 16: `e[d]` gathered from its four byte planes
+//!   (`d < 64`; beyond, `tbl` reads 0 and so does the output), then the
+//!   reference's output arithmetic on four lanes per 32-bit register (the
+//!   64-entry output table would cost four instructions per element);
+//!   longer rows: the one-chunk output table, from `e[0..64]` loaded once
+//!   per group.
 //!
 //! Windows are stored whole: their bytes past the row are the next rows'
 //! outputs, rewritten when those rows are done (the caller runs the rows
 //! whose window would pass the end of the slices another way).
 
 use super::blocks::{opaque, STEP};
-use super::fixed::output_table;
+use super::fixed::output_table_from;
 use crate::fixedpoint::{one_over_one_plus_x_for_x_in_0_1, Q0_31};
 use crate::ops::softmax::exact::{SoftmaxExact, PLANES};
 use crate::ops::softmax::params::ACCUMULATION_INTEGER_BITS;
@@ -127,18 +130,19 @@ fn outputs<const SIGNED: bool>(
     }
 }
 
-/// Softmax of the first `groups * 4` rows of `row_len <= 16` bytes, each
+/// Softmax of the first `groups * 4` rows of `row_len <= 16` bytes (all 16
+/// when `FULL`), each
 /// read and written as a 16-byte window; the caller checked that every
 /// window lies in both slices, and that `t.outputs_fit`.
 #[inline(always)]
-pub(super) fn short_rows<const SIGNED: bool>(
+pub(super) fn short_rows<const SIGNED: bool, const FULL: bool>(
     t: &SoftmaxExact,
     input: &[u8],
     output: &mut [u8],
     row_len: usize,
     groups: usize,
 ) {
-    debug_assert!(row_len <= WINDOW && t.outputs_fit);
+    debug_assert!(row_len <= WINDOW && t.outputs_fit && (row_len == WINDOW) == FULL);
     let last = (groups * GROUP).saturating_sub(1) * row_len + WINDOW;
     assert!(groups == 0 || (last <= input.len() && last <= output.len()));
     // Lanes past the row: 0 in `keep` (d = 0, one term0 each, taken off).
@@ -161,16 +165,21 @@ pub(super) fn short_rows<const SIGNED: bool>(
             let x: [uint8x16_t; GROUP] =
                 core::array::from_fn(|i| vld1q_u8(src.add(base + i * row_len)));
             let maxes: [u8; GROUP] = x.map(|x| {
-                let m = vbslq_u8(keep, x, fill);
+                let m = if FULL { x } else { vbslq_u8(keep, x, fill) };
                 if SIGNED {
                     vmaxvq_s8(vreinterpretq_s8_u8(m)) as u8
                 } else {
                     vmaxvq_u8(m)
                 }
             });
-            let d: [uint8x16_t; GROUP] =
-                core::array::from_fn(|i| vandq_u8(vsubq_u8(vdupq_n_u8(maxes[i]), x[i]), keep));
-            d
+            core::array::from_fn(|i| {
+                let d = vsubq_u8(vdupq_n_u8(maxes[i]), x[i]);
+                if FULL {
+                    d
+                } else {
+                    vandq_u8(d, keep)
+                }
+            })
         };
         // d - 64 k for the chunks past the first.
         // SAFETY: register arithmetic.
@@ -187,12 +196,15 @@ pub(super) fn short_rows<const SIGNED: bool>(
             if chunks == 0 {
                 continue;
             }
-            // Each plane's bytes by tbx from zero over its nonzero chunks
-            // (tbx of an index outside 0..64 keeps the lane), each chunk
-            // loaded once for the four rows.
-            // SAFETY: register arithmetic.
-            let mut bytes = [unsafe { vdupq_n_u8(0) }; GROUP];
-            for k in 0..4 {
+            // Each plane's bytes by tbl, then tbx over its further nonzero
+            // chunks (tbx of an index outside 0..64 keeps the lane), each
+            // chunk loaded once for the four rows.
+            // SAFETY: the chunk is 64 bytes; register arithmetic.
+            let mut bytes = unsafe {
+                let c = vld1q_u8_x4(opaque(t.planes[j][0].0.as_ptr()));
+                dk.map(|dk| vqtbl4q_u8(c, dk[0]))
+            };
+            for k in 1..4 {
                 if k < chunks {
                     // SAFETY: the chunk is 64 bytes; register arithmetic.
                     unsafe {
@@ -290,6 +302,10 @@ pub(super) fn window_rows<const SIGNED: bool, const FULL: bool>(
                 }
                 d
             };
+            // d - 64 k for chunk k (its entries at 0..64, the others above).
+            // SAFETY: register arithmetic.
+            let dk: [[uint8x16_t; 4]; 4] =
+                core::array::from_fn(|k| d.map(|d| unsafe { vsubq_u8(d, vdupq_n_u8(64 * k as u8)) }));
             for j in 0..PLANES {
                 let chunks = t.plane_chunks[j];
                 if chunks == 0 {
@@ -302,9 +318,8 @@ pub(super) fn window_rows<const SIGNED: bool, const FULL: bool>(
                     for k in 1..4 {
                         if k < chunks {
                             let c = vld1q_u8_x4(opaque(t.planes[j][k].0.as_ptr()));
-                            let off = vdupq_n_u8(64 * k as u8);
                             for r in 0..4 {
-                                bytes[r] = vqtbx4q_u8(bytes[r], c, vsubq_u8(d[r], off));
+                                bytes[r] = vqtbx4q_u8(bytes[r], c, dk[k][r]);
                             }
                         }
                     }
@@ -326,9 +341,13 @@ pub(super) fn window_rows<const SIGNED: bool, const FULL: bool>(
         // SAFETY: register arithmetic; the masked lanes' terms come off.
         let sum = unsafe { vsubq_u32(sum, extra) };
         let (scale, neg_exponent) = reciprocals(sum);
+        // e[0..64], loaded once for the four rows' tables.
+        let e = opaque(t.exp.as_ptr());
+        // SAFETY: the 16 loads of four read e[0..64] of the 256 entries.
+        let e: [int32x4_t; 16] = core::array::from_fn(|k| unsafe { vld1q_s32(e.add(4 * k)) });
         for (i, &max) in maxes.iter().enumerate() {
             let (s, n) = lane(scale, neg_exponent, i);
-            let [table] = output_table::<1>(t, s, n);
+            let [table] = output_table_from::<1>(|k| e[k], s, n);
             let at = base + i * row_len;
             // SAFETY: the window lies within input and output (checked
             // above); rows are written in order, so bytes past this row are
