@@ -15,8 +15,8 @@ use qneon::{Backend, Method, QuantElem, QuantParams, Softmax};
 /// that cuts the table after a few entries, with `diff_min` landing inside
 /// the 256 entries (and near the 64-entry chunk edges) in between.
 const SCALES: &[f32] = &[
-    1e-7, 3e-5, 0.001, 0.01, 0.03, 0.0625, 0.1, 0.1216, 0.125, 0.13, 0.2, 0.25, 0.4844, 0.5,
-    1.0, 3.0, 8.0, 31.0, 100.0, 1e4,
+    1e-7, 3e-5, 0.001, 0.01, 0.03, 0.0625, 0.1, 0.1216, 0.125, 0.13, 0.2, 0.25, 0.4844, 0.5, 1.0,
+    3.0, 8.0, 31.0, 100.0, 1e4,
 ];
 const BETAS: &[f32] = &[1.0, 0.37, 2.5];
 
@@ -27,7 +27,13 @@ fn op<T: QuantElem>(scale: f32, beta: f32, zero_point: i32) -> Softmax<T> {
     } else {
         QuantParams::new(1.0 / 256.0, 0)
     };
-    Softmax::<T>::new(QuantParams::new(scale, zero_point), beta, out, Method::FixedPoint).unwrap()
+    Softmax::<T>::new(
+        QuantParams::new(scale, zero_point),
+        beta,
+        out,
+        Method::FixedPoint,
+    )
+    .unwrap()
 }
 
 /// Runs `input` on every backend and asserts each equals the scalar oracle;
@@ -39,7 +45,8 @@ fn check<T: QuantElem + core::fmt::Debug>(
     what: &str,
 ) -> usize {
     let mut want = vec![T::from_i32(0); input.len()];
-    op.run_with(Backend::Scalar, input, &mut want, row_len).unwrap();
+    op.run_with(Backend::Scalar, input, &mut want, row_len)
+        .unwrap();
     let mut compared = 0;
     for b in Backend::available().filter(|&b| b != Backend::Scalar) {
         let mut got = vec![T::from_i32(1); input.len()];
@@ -120,9 +127,7 @@ fn lengths<T: QuantElem + core::fmt::Debug>() {
                 for offset in 0..4 {
                     let rows = 1 + rng.below(9) as usize;
                     let v: Vec<i32> = (0..offset + rows * row_len)
-                        .map(|_| {
-                            ((rng.normal() * sigma).round() as i32 + zp).clamp(T::MIN, T::MAX)
-                        })
+                        .map(|_| ((rng.normal() * sigma).round() as i32 + zp).clamp(T::MIN, T::MAX))
                         .collect();
                     let x = elems::<T>(v);
                     let what = format!("{} len {row_len} sigma {sigma} offset {offset}", T::NAME);
@@ -159,7 +164,9 @@ fn long_rows<T: QuantElem + core::fmt::Debug>() {
                 .collect();
             check(&op, &elems::<T>(v), row_len, &format!("random {row_len}"));
         }
-        for row_len in [511usize, 512, 513, 4095, 4096, 4097, 8191, 8192, 8193, 32768] {
+        for row_len in [
+            511usize, 512, 513, 4095, 4096, 4097, 8191, 8192, 8193, 32768,
+        ] {
             for value in [lo, hi, 3.clamp(lo, hi)] {
                 let x = elems::<T>(core::iter::repeat_n(value, row_len));
                 check(&op, &x, row_len, &format!("constant {value} x {row_len}"));

@@ -174,7 +174,11 @@ mod tests {
             assert_eq!(t.term0 as i64, t.term(0));
             for sum in [1i64 << 19, 3 << 19, 1 << 28, 1 << 35, (1 << 34) - 7] {
                 let (r, n) = p.reciprocal::<i32>(sum);
-                let chunks = if t.outputs_fit { 1 } else { t.output_chunks(n, 4) };
+                let chunks = if t.outputs_fit {
+                    1
+                } else {
+                    t.output_chunks(n, 4)
+                };
                 for d in chunks * 64..256 {
                     let q = p.output(crate::fixedpoint::Q0_31::from_raw(t.exp[d]), r, n);
                     assert_eq!(q, p.output_zero_point, "scale {scale} sum {sum} d {d}");

@@ -41,6 +41,11 @@
 //! bit for bit (see `lut16.rs`), and is less accurate (its exps are Q0.15 and
 //! floored at `exp(-10)`).
 
+// The tables are read by the NEON kernel only (other targets build none).
+#[cfg_attr(
+    not(all(target_arch = "aarch64", target_feature = "neon")),
+    allow(dead_code)
+)]
 mod exact;
 mod f32;
 // The split tables are read by the NEON kernel only, and the constructor
@@ -92,7 +97,10 @@ impl<T: QuantElem> Softmax<T> {
     pub fn new(input: QuantParams, beta: f32, output: QuantParams, method: Method) -> Result<Self> {
         let params = SoftmaxParams::new::<T>(input, beta, output)?;
         let kernel = match method {
-            Method::FixedPoint if T::MAX - T::MIN == 255 => {
+            Method::FixedPoint
+                if T::MAX - T::MIN == 255
+                    && cfg!(all(target_arch = "aarch64", target_feature = "neon")) =>
+            {
                 SoftmaxKernel::FixedExact(SoftmaxExact::new(&params))
             }
             Method::FixedPoint => SoftmaxKernel::FixedPoint,
@@ -144,13 +152,15 @@ impl<T: QuantElem> Softmax<T> {
                 scalar::softmax(&self.params, input, output, row_len)
             }
             #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
-            (SoftmaxKernel::FixedExact(table), Backend::Neon) => match view(input, output).bytes() {
-                Some((i, o)) if T::MIN == -128 => {
-                    lut_neon::softmax_exact_i8(&self.params, table, i, o, row_len)
+            (SoftmaxKernel::FixedExact(table), Backend::Neon) => {
+                match view(input, output).bytes() {
+                    Some((i, o)) if T::MIN == -128 => {
+                        lut_neon::softmax_exact_i8(&self.params, table, i, o, row_len)
+                    }
+                    Some((i, o)) => lut_neon::softmax_exact_u8(&self.params, table, i, o, row_len),
+                    None => return Err(lut::not_8bit::<T>()),
                 }
-                Some((i, o)) => lut_neon::softmax_exact_u8(&self.params, table, i, o, row_len),
-                None => return Err(lut::not_8bit::<T>()),
-            },
+            }
             (SoftmaxKernel::Lut(lut), Backend::Scalar) => {
                 lut::softmax_scalar(lut, input, output, row_len)
             }
@@ -210,7 +220,11 @@ enum SoftmaxKernel {
     FixedPoint,
     /// 8-bit [`Method::FixedPoint`]: the reference's exps, sum terms (and,
     /// per row, outputs) by `d = max - x` (see `exact.rs`); the scalar
-    /// backend runs the reference loop on the params.
+    /// backend runs the reference loop on the params. NEON targets only.
+    #[cfg_attr(
+        not(all(target_arch = "aarch64", target_feature = "neon")),
+        allow(dead_code)
+    )]
     FixedExact(SoftmaxExact),
     /// 8-bit [`Method::Lut`]: TFLite's aarch64 exp table (see `lut.rs`).
     Lut(SoftmaxLut),

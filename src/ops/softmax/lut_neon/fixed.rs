@@ -18,7 +18,9 @@
 //!    nonzero output (`sqrdmulh`, `urshl`, saturating narrows), then a `tbl`
 //!    (plus a `tbx` per further chunk) for every 16 elements.
 
-use super::blocks::{for_each_whole_block, opaque, row_max, row_max_min, window_max, Block, Masks, STEP};
+use super::blocks::{
+    for_each_whole_block, opaque, row_max, row_max_min, window_max, Block, Masks, STEP,
+};
 use super::fixed_short::{short_rows, window_rows, WINDOW};
 use super::output::{look, write_any};
 use crate::ops::softmax::exact::{SoftmaxExact, PLANES};
@@ -87,6 +89,9 @@ impl PlaneSums {
 /// Adds chunk `k`'s term bytes of a block to the plane sums: `dk` is the
 /// row maximum minus `64 k` (so `dk - x` is `d - 64 k`), `skip` ORs 0x80
 /// into the lanes not to count (an index of 128 or more reads 0).
+// Index loops over fixed-size arrays of registers and planes: the
+// indices pick planes, chunks and lanes at compile time once unrolled.
+#[allow(clippy::needless_range_loop)]
 #[inline(always)]
 fn add_block<const MASK: u8>(
     tables: &[uint8x16x4_t; PLANES],
@@ -192,7 +197,11 @@ pub(super) fn output_table<const C: usize>(
 ) -> [uint8x16x4_t; C] {
     let exp = opaque(t.exp.as_ptr());
     // SAFETY: k < 16 C <= 64, so the four entries at 4 k are in the table.
-    output_table_from(|k| unsafe { vld1q_s32(exp.add(4 * k)) }, scale, neg_exponent)
+    output_table_from(
+        |k| unsafe { vld1q_s32(exp.add(4 * k)) },
+        scale,
+        neg_exponent,
+    )
 }
 
 /// `output_table` with the entries `e[4 k..4 k + 4]` given by `exp(k)`.
@@ -206,11 +215,17 @@ pub(super) fn output_table_from<const C: usize>(
     // non-negative and the unsigned rounding shift is the reference's
     // rounding_divide_by_pot; the result is at most 2^8, so it fits u16.
     let four = |k: usize| unsafe {
-        vrshlq_u32(vreinterpretq_u32_s32(vqrdmulhq_s32(exp(k), scale)), neg_exponent)
+        vrshlq_u32(
+            vreinterpretq_u32_s32(vqrdmulhq_s32(exp(k), scale)),
+            neg_exponent,
+        )
     };
     // SAFETY: register arithmetic.
     let sixteen = |k: usize| unsafe {
-        let lo = vuzp1q_u16(vreinterpretq_u16_u32(four(k)), vreinterpretq_u16_u32(four(k + 1)));
+        let lo = vuzp1q_u16(
+            vreinterpretq_u16_u32(four(k)),
+            vreinterpretq_u16_u32(four(k + 1)),
+        );
         let hi = vuzp1q_u16(
             vreinterpretq_u16_u32(four(k + 2)),
             vreinterpretq_u16_u32(four(k + 3)),
@@ -244,7 +259,9 @@ fn finish_row<const SIGNED: bool>(
     macro_rules! write {
         ($c:literal) => {{
             let table = output_table::<$c>(t, scale, neg_exponent);
-            write_any(row_in, row_out, max, |b| look::<SIGNED, $c>(&table, maxv, b))
+            write_any(row_in, row_out, max, |b| {
+                look::<SIGNED, $c>(&table, maxv, b)
+            })
         }};
     }
     match chunks {
@@ -353,7 +370,10 @@ fn softmax_rows<const SIGNED: bool>(
             (!n.is_multiple_of(STEP)).then(|| {
                 // SAFETY: n >= STEP, so the last STEP bytes are in bounds;
                 // their first lanes, counted in the block before, are masked.
-                (unsafe { vld1q_u8_x4(row_in.as_ptr().add(n - STEP)) }, skip())
+                (
+                    unsafe { vld1q_u8_x4(row_in.as_ptr().add(n - STEP)) },
+                    skip(),
+                )
             })
         };
         let sum = row_sum(t, whole, last, max, range_chunks);

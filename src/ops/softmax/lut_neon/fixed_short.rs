@@ -134,6 +134,9 @@ fn outputs<const SIGNED: bool>(
 /// when `FULL`), each
 /// read and written as a 16-byte window; the caller checked that every
 /// window lies in both slices, and that `t.outputs_fit`.
+// Index loops over fixed-size arrays of registers and planes: the
+// indices pick planes, chunks and lanes at compile time once unrolled.
+#[allow(clippy::needless_range_loop)]
 #[inline(always)]
 pub(super) fn short_rows<const SIGNED: bool, const FULL: bool>(
     t: &SoftmaxExact,
@@ -241,6 +244,9 @@ pub(super) fn short_rows<const SIGNED: bool, const FULL: bool>(
 /// group: the four sums in one vector and their reciprocals; per row again:
 /// its output table (one chunk: the outputs past `d = 63` are the zero
 /// point) and the lookup.
+// Index loops over fixed-size arrays of registers and planes: the
+// indices pick planes, chunks and lanes at compile time once unrolled.
+#[allow(clippy::needless_range_loop)]
 #[inline(always)]
 pub(super) fn window_rows<const SIGNED: bool, const FULL: bool>(
     t: &SoftmaxExact,
@@ -287,8 +293,10 @@ pub(super) fn window_rows<const SIGNED: bool, const FULL: bool>(
                 }
                 let max = if SIGNED {
                     let s = |v| vreinterpretq_s8_u8(v);
-                    vmaxvq_s8(vmaxq_s8(vmaxq_s8(s(x[0]), s(x[1])), vmaxq_s8(s(x[2]), s(x[3]))))
-                        as u8
+                    vmaxvq_s8(vmaxq_s8(
+                        vmaxq_s8(s(x[0]), s(x[1])),
+                        vmaxq_s8(s(x[2]), s(x[3])),
+                    )) as u8
                 } else {
                     vmaxvq_u8(vmaxq_u8(vmaxq_u8(x[0], x[1]), vmaxq_u8(x[2], x[3])))
                 };
@@ -304,8 +312,9 @@ pub(super) fn window_rows<const SIGNED: bool, const FULL: bool>(
             };
             // d - 64 k for chunk k (its entries at 0..64, the others above).
             // SAFETY: register arithmetic.
-            let dk: [[uint8x16_t; 4]; 4] =
-                core::array::from_fn(|k| d.map(|d| unsafe { vsubq_u8(d, vdupq_n_u8(64 * k as u8)) }));
+            let dk: [[uint8x16_t; 4]; 4] = core::array::from_fn(|k| {
+                d.map(|d| unsafe { vsubq_u8(d, vdupq_n_u8(64 * k as u8)) })
+            });
             for j in 0..PLANES {
                 let chunks = t.plane_chunks[j];
                 if chunks == 0 {
@@ -375,10 +384,22 @@ fn lane(scale: int32x4_t, neg_exponent: int32x4_t, i: usize) -> (int32x4_t, int3
     // SAFETY: register arithmetic.
     unsafe {
         match i {
-            0 => (vdupq_laneq_s32::<0>(scale), vdupq_laneq_s32::<0>(neg_exponent)),
-            1 => (vdupq_laneq_s32::<1>(scale), vdupq_laneq_s32::<1>(neg_exponent)),
-            2 => (vdupq_laneq_s32::<2>(scale), vdupq_laneq_s32::<2>(neg_exponent)),
-            _ => (vdupq_laneq_s32::<3>(scale), vdupq_laneq_s32::<3>(neg_exponent)),
+            0 => (
+                vdupq_laneq_s32::<0>(scale),
+                vdupq_laneq_s32::<0>(neg_exponent),
+            ),
+            1 => (
+                vdupq_laneq_s32::<1>(scale),
+                vdupq_laneq_s32::<1>(neg_exponent),
+            ),
+            2 => (
+                vdupq_laneq_s32::<2>(scale),
+                vdupq_laneq_s32::<2>(neg_exponent),
+            ),
+            _ => (
+                vdupq_laneq_s32::<3>(scale),
+                vdupq_laneq_s32::<3>(neg_exponent),
+            ),
         }
     }
 }
