@@ -331,26 +331,6 @@ impl SumOfExps {
         }
     }
 
-    /// Adds a block of Q0.31 exps (each `>= 0`), each rescaled to
-    /// Q`SHIFT`.(31 - `SHIFT`) with the rounding shift fused into the
-    /// accumulate (`srsra`): the same value as `rounding_divide_by_pot(e,
-    /// SHIFT)` for non-negative `e` (softmax: `SHIFT` 12, Q12.19).
-    #[inline(always)]
-    pub(crate) fn add_q0_31<const SHIFT: i32>(&mut self, v: Block) {
-        // SAFETY: neon is a compile-time target feature on aarch64.
-        unsafe {
-            let mut acc = vreinterpretq_s32_u32(self.lanes);
-            for e in v {
-                acc = vrsraq_n_s32::<SHIFT>(acc, e);
-            }
-            self.lanes = vreinterpretq_u32_s32(acc);
-        }
-        self.blocks += 1;
-        if self.blocks == Self::FLUSH_EVERY {
-            self.flush();
-        }
-    }
-
     /// Adds a block of Q0.31 exps exactly (into the 64-bit lanes).
     #[inline(always)]
     pub(crate) fn add_exact(&mut self, v: Block) {

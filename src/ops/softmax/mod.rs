@@ -24,12 +24,29 @@
 //! * TFLite aborts when `beta * scale * 2^26 <= 1`; qneon then uses a right-shift
 //!   multiplier. `beta <= 0` is an [`Error`](crate::Error).
 //!
+//! On NEON, 8-bit `Method::FixedPoint` runs no per-element fixed-point math:
+//! every per-element value above depends only on `d = max - x` (256 values),
+//! so `new()` computes `e(d)` and its Q12.19 sum term for every `d` with the
+//! reference's own code (`exact.rs`), and the kernel (`lut_neon/fixed.rs`,
+//! `lut_neon/fixed_short.rs`) sums the terms by table lookups over their
+//! byte planes (an exact integer sum, as the reference's `i64` one), takes
+//! the reference's reciprocal of that same sum, and maps each row through
+//! its outputs by `d`. It computes the reference's values, not
+//! approximations of them, so it is bit-exact by construction (and tested
+//! on every `d`).
+//!
 //! int16 `Method::FixedPoint` uses the same fixed-point algorithm with output
 //! scale 1/32768 and an exact Q0.31 sum of exps. TFLite itself uses two
 //! interpolated lookup tables for int16; `Method::Lut` reproduces that kernel
 //! bit for bit (see `lut16.rs`), and is less accurate (its exps are Q0.15 and
 //! floored at `exp(-10)`).
 
+// The tables are read by the NEON kernel only (other targets build none).
+#[cfg_attr(
+    not(all(target_arch = "aarch64", target_feature = "neon")),
+    allow(dead_code)
+)]
+mod exact;
 mod f32;
 // The split tables are read by the NEON kernel only, and the constructor
 // needs `std` (`f32::exp`).
@@ -45,6 +62,7 @@ mod neon;
 pub(crate) mod params;
 mod scalar;
 
+use self::exact::SoftmaxExact;
 use self::f32::SoftmaxF32;
 use self::lut::SoftmaxLut;
 use self::lut16::SoftmaxLut16;
@@ -82,6 +100,12 @@ impl<T: QuantElem> Softmax<T> {
     pub fn new(input: QuantParams, beta: f32, output: QuantParams, method: Method) -> Result<Self> {
         let params = SoftmaxParams::new::<T>(input, beta, output)?;
         let kernel = match method {
+            Method::FixedPoint
+                if T::MAX - T::MIN == 255
+                    && cfg!(all(target_arch = "aarch64", target_feature = "neon")) =>
+            {
+                SoftmaxKernel::FixedExact(SoftmaxExact::new(&params))
+            }
             Method::FixedPoint => SoftmaxKernel::FixedPoint,
             #[cfg(feature = "std")]
             Method::Lut if T::MAX - T::MIN == 255 => {
@@ -123,8 +147,22 @@ impl<T: QuantElem> Softmax<T> {
                 scalar::softmax(&self.params, input, output, row_len)
             }
             #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
-            (SoftmaxKernel::FixedPoint, Backend::Neon) => {
-                neon::softmax(&self.params, input, output, row_len)
+            (SoftmaxKernel::FixedPoint, Backend::Neon) => match view(input, output).i16() {
+                Some((i, o)) => neon::softmax_i16(&self.params, i, o, row_len),
+                None => return Err(crate::checks::not_int16()),
+            },
+            (SoftmaxKernel::FixedExact(_), Backend::Scalar) => {
+                scalar::softmax(&self.params, input, output, row_len)
+            }
+            #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+            (SoftmaxKernel::FixedExact(table), Backend::Neon) => {
+                match view(input, output).bytes() {
+                    Some((i, o)) if T::MIN == -128 => {
+                        lut_neon::softmax_exact_i8(&self.params, table, i, o, row_len)
+                    }
+                    Some((i, o)) => lut_neon::softmax_exact_u8(&self.params, table, i, o, row_len),
+                    None => return Err(lut::not_8bit::<T>()),
+                }
             }
             (SoftmaxKernel::Lut(lut), Backend::Scalar) => {
                 lut::softmax_scalar(lut, input, output, row_len)
@@ -180,8 +218,16 @@ fn lut16_rows<T: QuantElem>(
 #[cfg_attr(not(feature = "std"), allow(dead_code))]
 #[derive(Clone, Debug)]
 enum SoftmaxKernel {
-    /// [`Method::FixedPoint`]: everything is in the params.
+    /// int16 [`Method::FixedPoint`]: everything is in the params.
     FixedPoint,
+    /// 8-bit [`Method::FixedPoint`]: the reference's exps, sum terms (and,
+    /// per row, outputs) by `d = max - x` (see `exact.rs`); the scalar
+    /// backend runs the reference loop on the params. NEON targets only.
+    #[cfg_attr(
+        not(all(target_arch = "aarch64", target_feature = "neon")),
+        allow(dead_code)
+    )]
+    FixedExact(SoftmaxExact),
     /// 8-bit [`Method::Lut`]: TFLite's aarch64 exp table (see `lut.rs`).
     Lut(SoftmaxLut),
     /// int16 [`Method::Lut`]: TFLite's two 513-entry tables and input rescaling.

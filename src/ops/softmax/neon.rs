@@ -1,11 +1,12 @@
-//! Softmax, [`Method::FixedPoint`](crate::Method::FixedPoint), NEON: the lane
-//! math of [`super::params`] on `int32x4_t`, 16 elements per block, each
-//! row's exps cached between the sum and the output pass. Kernels
-//! (`softmax_i8`, ...) are `#[inline(never)]` under stable names for the asm
-//! checks.
+//! Softmax, [`Method::FixedPoint`](crate::Method::FixedPoint), NEON, int16:
+//! the lane math of [`super::params`] on `int32x4_t`, 16 elements per block,
+//! each row's exps cached between the sum and the output pass. The kernel
+//! (`softmax_i16`) is `#[inline(never)]` under a stable name for the asm
+//! checks. (8-bit rows take the exact tables of `lut_neon/fixed.rs`: there
+//! every per-element value depends on one of 256 differences.)
 
-use super::params::{SoftmaxParams, ACCUMULATION_INTEGER_BITS};
-use crate::elem::{view, QuantElem, Slices};
+use super::params::SoftmaxParams;
+use crate::elem::QuantElem;
 use crate::fixedpoint::{FixedPoint, Lane};
 use crate::simd::keep_first;
 use crate::simd::neon::{
@@ -59,19 +60,15 @@ fn softmax_row<T: NeonElem + QuantElem>(
             if valid < BLOCK {
                 e = keep_first(e, valid);
             }
-            if size_of::<T>() == 2 {
-                // int16: the exact Q0.31 sum (accumulation_integer_bits == 0).
-                sum.add_exact(e);
-            } else {
-                sum.add_q0_31::<{ ACCUMULATION_INTEGER_BITS as i32 }>(e);
-            }
+            // int16: the exact Q0.31 sum (accumulation_integer_bits == 0).
+            sum.add_exact(e);
             if let Some(c) = cache_ptr {
                 // SAFETY: the cache holds n rounded up to whole blocks of i32.
                 unsafe { store_block_i32(c.add(start), e) };
             }
         },
     );
-    debug_assert_eq!(p.accumulation_integer_bits == 0, size_of::<T>() == 2);
+    debug_assert_eq!(p.accumulation_integer_bits, 0);
     let (scale, exponent) = p.reciprocal::<int32x4_t>(sum.total());
     // Two copies of the output loop: in each the compiler knows which side of
     // 31 the exponent is on, and drops the other case from the loop body.
@@ -154,32 +151,8 @@ fn softmax_rows_inner<T: NeonElem + QuantElem>(
     )
 }
 
-macro_rules! softmax_kernels {
-    ($($name:ident: $t:ty;)*) => {$(
-        #[doc = concat!("Softmax rows of `", stringify!($t), "`.")]
-        #[inline(never)]
-        pub(crate) fn $name(p: &SoftmaxParams, input: &[$t], output: &mut [$t], row_len: usize) {
-            softmax_rows::<$t>(p, input, output, row_len)
-        }
-    )*};
-}
-
-softmax_kernels! {
-    softmax_i8: i8;
-    softmax_u8: u8;
-    softmax_i16: i16;
-}
-
-/// Softmax of every `row_len`-long row; lengths were checked by the caller.
-pub(crate) fn softmax<T: QuantElem>(
-    p: &SoftmaxParams,
-    input: &[T],
-    output: &mut [T],
-    row_len: usize,
-) {
-    match view(input, output) {
-        Slices::I8(i, o) => softmax_i8(p, i, o, row_len),
-        Slices::U8(i, o) => softmax_u8(p, i, o, row_len),
-        Slices::I16(i, o) => softmax_i16(p, i, o, row_len),
-    }
+/// Softmax rows of `i16`; lengths were checked by the caller.
+#[inline(never)]
+pub(crate) fn softmax_i16(p: &SoftmaxParams, input: &[i16], output: &mut [i16], row_len: usize) {
+    softmax_rows::<i16>(p, input, output, row_len)
 }

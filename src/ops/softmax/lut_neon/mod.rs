@@ -44,11 +44,14 @@
 //! row shapes are chosen here.
 
 mod blocks;
+mod fixed;
+mod fixed_short;
 mod output;
 mod rows64;
 mod sums;
 
 use self::blocks::{row_max, row_max_min, window_max, Masks, STEP};
+pub(crate) use self::fixed::{softmax_exact_i8, softmax_exact_u8};
 use self::output::{
     look, output_table, rows_by_chunks, write_outputs_post, write_row, write_row_direct,
 };
