@@ -42,9 +42,9 @@ pub struct LogSoftmaxParams {
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct LogSoftmaxRow {
     /// `ln(sum of exps)`, Q5.26.
-    log_sum: i32,
+    pub(crate) log_sum: i32,
     /// Differences `<=` this give the type minimum.
-    adjusted_diff_min: i32,
+    pub(crate) adjusted_diff_min: i32,
 }
 
 impl LogSoftmaxParams {
@@ -104,7 +104,7 @@ impl LogSoftmaxParams {
 
     /// The difference `d` (input steps) rescaled to Q5.26.
     #[inline(always)]
-    fn scaled_diff<L: Lane>(&self, diff: L) -> L {
+    pub(crate) fn scaled_diff<L: Lane>(&self, diff: L) -> L {
         multiply_by_quantized_multiplier(diff, self.input_multiplier, self.input_shift)
     }
 
