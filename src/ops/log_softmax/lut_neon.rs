@@ -27,7 +27,7 @@
 //!    per further chunk) for every 16 outputs.
 
 use super::lut::LogSoftmaxLut;
-use super::neon::{load, row_max_min, write_row, Block, KEEP_FROM, KEEP_TO, STEP};
+use super::neon::{load, opaque, row_max_min, write_row, Block, KEEP_FROM, KEEP_TO, STEP};
 use super::table::{Chunk, CHUNK};
 use crate::elem::{view, QuantElem, Slices};
 use crate::simd::tail::read_tail;
@@ -102,7 +102,8 @@ fn add_block<const N: usize>(
     // SAFETY: register arithmetic and loads of whole 64-byte chunks of the
     // planes (ch < N <= 4).
     unsafe {
-        let table = |k: usize, ch: usize| vld1q_u8_x4(p.planes[k][ch].0.as_ptr());
+        let planes = opaque(p.planes.as_ptr());
+        let table = |k: usize, ch: usize| vld1q_u8_x4((*planes.add(k))[ch].0.as_ptr());
         let d0 = b.map(|x| vsubq_u8(maxv, x));
         let mut v = [[vdupq_n_u8(0); 4]; 4];
         for (k, plane) in v.iter_mut().enumerate() {

@@ -21,6 +21,8 @@
 //! integer-bit count; below 4096 nothing changes.
 
 mod f32;
+#[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+mod log_neon;
 #[cfg_attr(not(feature = "std"), allow(dead_code))]
 mod lut;
 #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]

@@ -56,10 +56,12 @@ pub(crate) struct LogSoftmaxTables {
     pub(crate) low: [u32; 256],
     /// `s[d]`, Q5.26 (non-increasing in `d`, checked in `new`).
     pub(crate) scaled: [i32; 256],
-    /// `s` is non-increasing in `d`, so the checks of `plan` at the ends of
-    /// a row's range cover it (always so: the rescaling is monotonic; if it
-    /// were not, every row would take the entry-by-entry path).
-    pub(crate) monotonic: bool,
+    /// `s` is non-increasing on `0..monotonic`, so the checks of `plan` at
+    /// the ends of a row's range cover it there. (The rescaling's left shift
+    /// wraps, as TFLite's does, once `d * scale` passes 32; such `d` lie
+    /// beyond `diff_min` and are cut off. Rows reaching past `monotonic`
+    /// take the entry-by-entry path.)
+    pub(crate) monotonic: usize,
 }
 
 /// How a row's output table is built (see [`LogSoftmaxTables::plan`]).
@@ -106,7 +108,7 @@ impl LogSoftmaxTables {
                 .rposition(|c| c.0.iter().any(|&b| b != 0))
                 .map_or(0, |k| k + 1)
         });
-        let monotonic = scaled.windows(2).all(|w| w[0] >= w[1]);
+        let monotonic = 1 + scaled.windows(2).take_while(|w| w[0] >= w[1]).count();
         LogSoftmaxTables {
             planes,
             plane_chunks,
@@ -140,7 +142,7 @@ impl LogSoftmaxTables {
         // (rounding below zero) and not below i32::MIN (no wrap).
         let top = self.scaled[0] as i64 - log_sum;
         let bottom = self.scaled[last] as i64 - log_sum;
-        let split = if self.monotonic && top < 0 && bottom >= i32::MIN as i64 {
+        let split = if last < self.monotonic && top < 0 && bottom >= i32::MIN as i64 {
             let a = log_sum - (1 << (OUTPUT_SHIFT - 1)) + 1;
             let a_high = a >> OUTPUT_SHIFT;
             let a_low = (a & ((1 << OUTPUT_SHIFT) - 1)) as u32;
@@ -192,7 +194,6 @@ mod tests {
         ] {
             let p = LogSoftmaxParams::new::<T>(QuantParams::new(scale, 0), out).unwrap();
             let t = LogSoftmaxTables::new(&p);
-            assert!(t.monotonic, "scale {scale}");
             for d in 0..256 {
                 assert_eq!(
                     t.term(d),
