@@ -27,7 +27,7 @@
 //!    per further chunk) for every 16 outputs.
 
 use super::lut::LogSoftmaxLut;
-use super::neon::{load, opaque, row_max_min, write_row, Block, KEEP_FROM, KEEP_TO, STEP};
+use super::neon::{load, lookup4, row_max_min, write_row, Block, KEEP_FROM, KEEP_TO, STEP};
 use super::table::{Chunk, CHUNK};
 use crate::elem::{view, QuantElem, Slices};
 use crate::simd::tail::read_tail;
@@ -102,24 +102,17 @@ fn add_block<const N: usize>(
     // SAFETY: register arithmetic and loads of whole 64-byte chunks of the
     // planes (ch < N <= 4).
     unsafe {
-        let planes = opaque(p.planes.as_ptr());
-        let table = |k: usize, ch: usize| vld1q_u8_x4((*planes.add(k))[ch].0.as_ptr());
-        let d0 = b.map(|x| vsubq_u8(maxv, x));
+        let planes = p.planes.as_ptr();
+        let table = |k: usize, ch: usize| (*planes.add(k))[ch].0.as_ptr();
+        let mut d = b.map(|x| vsubq_u8(maxv, x));
         let mut v = [[vdupq_n_u8(0); 4]; 4];
         for (k, plane) in v.iter_mut().enumerate() {
-            let tab = table(k, 0);
-            for j in 0..4 {
-                plane[j] = vqtbl4q_u8(tab, d0[j]);
-            }
+            lookup4::<true>(table(k, 0), &d, plane);
         }
-        let mut d = d0;
         for ch in 1..N {
             d = d.map(|x| vsubq_u8(x, vdupq_n_u8(CHUNK as u8)));
             for (k, plane) in v.iter_mut().enumerate() {
-                let tab = table(k, ch);
-                for j in 0..4 {
-                    plane[j] = vqtbx4q_u8(plane[j], tab, d[j]);
-                }
+                lookup4::<false>(table(k, ch), &d, plane);
             }
         }
         if let Some(m) = keep {

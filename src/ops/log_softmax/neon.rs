@@ -64,19 +64,58 @@ pub(super) static KEEP_TO: [u8; 2 * STEP] = {
     a
 };
 
-/// `ptr`, hidden from the optimizer, so that table loads through it stay in
-/// the loop body where they are written: LLVM would otherwise hoist the
-/// loop-invariant loads of every table chunk out of the loops into more
-/// registers than there are, and spill them.
+/// Looks up one 64-byte table chunk for 16 x 4 indices: `tbl` (`FIRST`,
+/// out-of-range indices read 0) or `tbx` (out-of-range indices keep `out`).
+/// In asm, with the chunk loaded into v28..v31 where it is used: with
+/// intrinsics LLVM hoists the loads of every chunk of every plane out of
+/// the loop into more registers than there are, and spills.
+///
+/// # Safety
+/// `table` must be valid for reading 64 bytes.
 #[inline(always)]
-pub(super) fn opaque<T>(ptr: *const T) -> *const T {
-    let mut addr = ptr as usize;
-    // SAFETY: an empty asm that claims to rewrite one general register; it
-    // touches no memory, stack or flags.
-    unsafe {
-        core::arch::asm!("/* {0} */", inout(reg) addr, options(nomem, nostack, preserves_flags));
+pub(super) unsafe fn lookup4<const FIRST: bool>(
+    table: *const u8,
+    d: &[uint8x16_t; 4],
+    out: &mut [uint8x16_t; 4],
+) {
+    if FIRST {
+        // SAFETY: the caller guarantees 64 readable bytes at `table`; the
+        // asm writes only its outputs and v28..v31 (clobbered). The results
+        // are `out`, not `lateout`: each is written while later indices are
+        // still read.
+        unsafe {
+            core::arch::asm!(
+                "ld1 {{v28.16b-v31.16b}}, [{t}]",
+                "tbl {o0:v}.16b, {{v28.16b-v31.16b}}, {d0:v}.16b",
+                "tbl {o1:v}.16b, {{v28.16b-v31.16b}}, {d1:v}.16b",
+                "tbl {o2:v}.16b, {{v28.16b-v31.16b}}, {d2:v}.16b",
+                "tbl {o3:v}.16b, {{v28.16b-v31.16b}}, {d3:v}.16b",
+                t = in(reg) table,
+                d0 = in(vreg) d[0], d1 = in(vreg) d[1], d2 = in(vreg) d[2], d3 = in(vreg) d[3],
+                o0 = out(vreg) out[0], o1 = out(vreg) out[1],
+                o2 = out(vreg) out[2], o3 = out(vreg) out[3],
+                out("v28") _, out("v29") _, out("v30") _, out("v31") _,
+                options(readonly, nostack, preserves_flags),
+            );
+        }
+    } else {
+        // SAFETY: as above; `out` is read and written.
+        unsafe {
+            core::arch::asm!(
+                "ld1 {{v28.16b-v31.16b}}, [{t}]",
+                "tbx {o0:v}.16b, {{v28.16b-v31.16b}}, {d0:v}.16b",
+                "tbx {o1:v}.16b, {{v28.16b-v31.16b}}, {d1:v}.16b",
+                "tbx {o2:v}.16b, {{v28.16b-v31.16b}}, {d2:v}.16b",
+                "tbx {o3:v}.16b, {{v28.16b-v31.16b}}, {d3:v}.16b",
+                t = in(reg) table,
+                d0 = in(vreg) d[0], d1 = in(vreg) d[1], d2 = in(vreg) d[2], d3 = in(vreg) d[3],
+                o0 = inout(vreg) out[0], o1 = inout(vreg) out[1],
+                o2 = inout(vreg) out[2], o3 = inout(vreg) out[3],
+                out("v28") _, out("v29") _, out("v30") _, out("v31") _,
+                options(readonly, nostack, preserves_flags),
+            );
+        }
     }
-    addr as *const T
 }
 
 /// Loads 64 bytes.
@@ -176,17 +215,14 @@ impl Sums {
         // SAFETY: register arithmetic, and loads of whole 64-byte chunks of
         // the planes (ch < N <= 4).
         unsafe {
-            let planes = opaque(t.planes.as_ptr());
-            let table = |k: usize, ch: usize| vld1q_u8_x4((*planes.add(k))[ch].0.as_ptr());
+            let planes = t.planes.as_ptr();
+            let table = |k: usize, ch: usize| (*planes.add(k))[ch].0.as_ptr();
             let mut d = b.map(|x| vsubq_u8(maxv, x));
             let zero = vdupq_n_u8(0);
             let mut v = [[zero; 4]; 3];
             for k in 0..3 {
                 if chunks[k] > 0 {
-                    let tab = table(k, 0);
-                    for j in 0..4 {
-                        v[k][j] = vqtbl4q_u8(tab, d[j]);
-                    }
+                    lookup4::<true>(table(k, 0), &d, &mut v[k]);
                 }
             }
             for ch in 1..N {
@@ -194,10 +230,7 @@ impl Sums {
                 d = d.map(|x| vsubq_u8(x, sixty_four));
                 for k in 0..3 {
                     if ch < chunks[k] {
-                        let tab = table(k, ch);
-                        for j in 0..4 {
-                            v[k][j] = vqtbx4q_u8(v[k][j], tab, d[j]);
-                        }
+                        lookup4::<false>(table(k, ch), &d, &mut v[k]);
                     }
                 }
             }
