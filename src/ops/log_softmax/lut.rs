@@ -31,7 +31,13 @@ pub(crate) const PADDED: usize = 16 + 256;
 
 /// Everything `Method::Lut` log-softmax needs, computed once by `new()`.
 #[derive(Clone, Copy, Debug)]
-#[cfg_attr(not(feature = "std"), allow(dead_code))]
+#[cfg_attr(
+    any(
+        not(feature = "std"),
+        not(all(target_arch = "aarch64", target_feature = "neon"))
+    ),
+    allow(dead_code)
+)]
 pub(crate) struct LogSoftmaxLut {
     /// `t[d] = expf(-in_scale * d)`.
     pub(crate) exp: [f32; 256],
@@ -128,7 +134,7 @@ fn round_ties_even(x: f32) -> f32 {
 /// and `i32::MIN` for NaN and values out of range.
 #[inline(always)]
 pub(crate) fn x86_to_i32(x: f32) -> i32 {
-    if x >= -2147483648.0 && x < 2147483648.0 {
+    if (-2147483648.0..2147483648.0).contains(&x) {
         x as i32
     } else {
         i32::MIN

@@ -133,6 +133,10 @@ impl<T: QuantElem> LogSoftmax<T> {
 enum LogSoftmaxKernel {
     /// [`Method::FixedPoint`]: the params, and the NEON kernel's tables
     /// (the scalar reference runs on the params alone).
+    #[cfg_attr(
+        not(all(target_arch = "aarch64", target_feature = "neon")),
+        allow(dead_code)
+    )]
     FixedPoint(LogSoftmaxTables),
     /// 8-bit [`Method::Lut`]: TFLite's optimized kernel's `f32` exp table
     /// (see `lut.rs`).
