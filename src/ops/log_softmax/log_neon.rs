@@ -43,12 +43,12 @@ pub(crate) fn log_x_for_x_greater_than_or_equal_to_1_x4(
 ) -> int32x4_t {
     let splat = <int32x4_t as Lane>::splat;
     let srdhm = |a: int32x4_t, b: int32x4_t| a.saturating_rounding_doubling_high_mul(b);
-    // SAFETY (every block below): register arithmetic; NEON is a
-    // compile-time target feature. Shift counts are 0..=31 (headrooms of
-    // values >= 2^19 are at most 12).
+    // SAFETY: register arithmetic; NEON is a compile-time target feature.
     let clz = |x: int32x4_t| unsafe { vclzq_s32(x) };
     // x * 2^n per lane, saturating (n >= 0): the scalar
     // `saturating_rounding_multiply_by_pot` for non-negative exponents.
+    // Shift counts are 0..=31 (headrooms of values >= 2^19 are at most 12).
+    // SAFETY: register arithmetic; NEON is a compile-time target feature.
     let shl = |x: int32x4_t, n: int32x4_t| unsafe { vqshlq_s32(x, n) };
     let accum_frac_bits = 31 - ACCUM_INTEGER_BITS as i32;
     let shifted_quarter = ONE_QUARTER.rounding_divide_by_pot(ACCUM_INTEGER_BITS);

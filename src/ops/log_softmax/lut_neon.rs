@@ -122,8 +122,9 @@ fn add_block<const N: usize>(
                 }
             }
         }
-        for j in 0..4 {
-            add_in_order(sum, 1.0, [v[0][j], v[1][j], v[2][j], v[3][j]]);
+        let [p0, p1, p2, p3] = v;
+        for (((a, b), c), e) in p0.into_iter().zip(p1).zip(p2).zip(p3) {
+            add_in_order(sum, 1.0, [a, b, c, e]);
         }
     }
 }

@@ -234,13 +234,13 @@ impl Sums {
                     }
                 }
             }
-            for k in 0..3 {
-                for j in 0..4 {
+            for (acc, plane) in self.acc16.iter_mut().zip(v) {
+                for (j, x) in plane.into_iter().enumerate() {
                     let x = match keep {
-                        Some(m) => vandq_u8(v[k][j], m[j]),
-                        None => v[k][j],
+                        Some(m) => vandq_u8(x, m[j]),
+                        None => x,
                     };
-                    self.acc16[k] = vpadalq_u8(self.acc16[k], x);
+                    *acc = vpadalq_u8(*acc, x);
                 }
             }
         }
