@@ -80,9 +80,9 @@ fn single_op_models_equal_tflite_reference_kernels_bit_for_bit() {
     assert!(compared > 0);
 }
 
-/// Cases the table method cannot run yet: LOG_SOFTMAX has no `Method::Lut`
-/// in the library (its table kernel is a later issue); each must fail to load.
-const PENDING_LUT: &[&str] = &["log_softmax_int8", "log_softmax_int8_wide"];
+/// Cases the table method cannot run yet; each must fail to load. (Empty:
+/// LOG_SOFTMAX runs TFLite's optimized kernel through `Method::Lut`.)
+const PENDING_LUT: &[&str] = &[];
 
 /// `--softmax lut` (single rounding, the optimized kernels' DEQUANTIZE)
 /// against LiteRT's own aarch64 build with its builtin kernels, every case

@@ -342,20 +342,6 @@ impl SumOfExps {
         }
     }
 
-    /// Adds a block of Q12.19 values (each in `[0, 2^19]`).
-    #[inline(always)]
-    pub(crate) fn add(&mut self, v: Block) {
-        // SAFETY: neon is a compile-time target feature on aarch64.
-        unsafe {
-            let s = vaddq_s32(vaddq_s32(v[0], v[1]), vaddq_s32(v[2], v[3]));
-            self.lanes = vaddq_u32(self.lanes, vreinterpretq_u32_s32(s));
-        }
-        self.blocks += 1;
-        if self.blocks == Self::FLUSH_EVERY {
-            self.flush();
-        }
-    }
-
     #[inline(always)]
     fn flush(&mut self) {
         // SAFETY: neon is a compile-time target feature on aarch64.

@@ -22,12 +22,21 @@
 
 mod f32;
 #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+mod log_neon;
+#[cfg_attr(not(feature = "std"), allow(dead_code))]
+mod lut;
+#[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+mod lut_neon;
+#[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
 mod neon;
 pub(crate) mod params;
 mod scalar;
+mod table;
 
 use self::f32::LogSoftmaxF32;
+use self::lut::LogSoftmaxLut;
 use self::params::LogSoftmaxParams;
+use self::table::LogSoftmaxTables;
 use super::method::{unsupported_method, Method};
 use crate::backend::{unavailable, Backend};
 use crate::checks::check_rows;
@@ -55,7 +64,8 @@ impl<T: QuantElem> LogSoftmax<T> {
     pub fn new(input: QuantParams, output: QuantParams, method: Method) -> Result<Self> {
         let params = LogSoftmaxParams::new::<T>(input, output)?;
         let kernel = match method {
-            Method::FixedPoint => LogSoftmaxKernel::FixedPoint,
+            Method::FixedPoint => LogSoftmaxKernel::FixedPoint(LogSoftmaxTables::new(&params)),
+            Method::Lut => lut_kernel::<T>(input, output)?,
             Method::DequantF32 => LogSoftmaxKernel::DequantF32(LogSoftmaxF32::new(input, output)),
             _ => return Err(unsupported_method::<T>("log_softmax", method)),
         };
@@ -87,12 +97,19 @@ impl<T: QuantElem> LogSoftmax<T> {
             };
         }
         match (&self.kernel, backend) {
-            (LogSoftmaxKernel::FixedPoint, Backend::Scalar) => {
+            (LogSoftmaxKernel::FixedPoint(_), Backend::Scalar) => {
                 scalar::log_softmax(&self.params, input, output, row_len)
             }
             #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
-            (LogSoftmaxKernel::FixedPoint, Backend::Neon) => {
-                neon::log_softmax(&self.params, input, output, row_len)
+            (LogSoftmaxKernel::FixedPoint(tables), Backend::Neon) => {
+                neon::log_softmax(&self.params, tables, input, output, row_len)
+            }
+            (LogSoftmaxKernel::Lut(lut), Backend::Scalar) => {
+                lut::log_softmax_scalar(lut, input, output, row_len)
+            }
+            #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+            (LogSoftmaxKernel::Lut(lut), Backend::Neon) => {
+                lut_neon::log_softmax(lut, input, output, row_len)
             }
             (LogSoftmaxKernel::DequantF32(k), Backend::Scalar) => {
                 f32::log_softmax_scalar(k, input, output, row_len)
@@ -109,12 +126,45 @@ impl<T: QuantElem> LogSoftmax<T> {
 }
 
 /// What `LogSoftmax::new` prepared for its method, beyond [`LogSoftmaxParams`].
+// The tables live inline (prepared once, no allocation, `Copy`); the size
+// difference to the table-less variants is intended.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Copy, Debug)]
 enum LogSoftmaxKernel {
-    /// [`Method::FixedPoint`]: everything is in the params.
-    FixedPoint,
+    /// [`Method::FixedPoint`]: the params, and the NEON kernel's tables
+    /// (the scalar reference runs on the params alone).
+    #[cfg_attr(
+        not(all(target_arch = "aarch64", target_feature = "neon")),
+        allow(dead_code)
+    )]
+    FixedPoint(LogSoftmaxTables),
+    /// 8-bit [`Method::Lut`]: TFLite's optimized kernel's `f32` exp table
+    /// (see `lut.rs`).
+    Lut(LogSoftmaxLut),
     /// [`Method::DequantF32`]: the `f32` multipliers.
     DequantF32(LogSoftmaxF32),
+}
+
+/// 8-bit [`Method::Lut`]: TFLite's optimized kernel; needs `std` (`expf`
+/// and `logf`). `input` and `output` are already validated.
+#[allow(unused_variables)]
+fn lut_kernel<T: QuantElem>(input: QuantParams, output: QuantParams) -> Result<LogSoftmaxKernel> {
+    #[cfg(feature = "std")]
+    {
+        Ok(LogSoftmaxKernel::Lut(LogSoftmaxLut::new::<T>(
+            input.scale,
+            output,
+        )))
+    }
+    #[cfg(not(feature = "std"))]
+    {
+        Err(crate::error::Error::Unsupported {
+            op: "log_softmax",
+            dtype: T::NAME,
+            reason: "Method::Lut log-softmax needs the `std` feature (f32::exp and f32::ln, \
+                     as TFLite's expf and logf); use Method::FixedPoint",
+        })
+    }
 }
 
 op_methods!(rows LogSoftmax, LogSoftmaxParams, "log_softmax", "Log-softmax");

@@ -1,110 +1,572 @@
-//! Log-softmax, [`Method::FixedPoint`](crate::Method::FixedPoint), NEON: the
-//! lane math of [`super::params`] on `int32x4_t`, 16 elements per block.
-//! Kernels (`log_softmax_i8`, `log_softmax_u8`) are `#[inline(never)]` under
-//! stable names for the asm checks.
+//! Log-softmax, [`Method::FixedPoint`](crate::Method::FixedPoint), NEON:
+//! table-driven, bit-exact with the scalar reference (see `table.rs` for
+//! the tables and why they are exact).
+//!
+//! Per row, 64 bytes per iteration:
+//! 1. maximum and minimum (`smax`/`smin` or `umax`/`umin`): every `d = max - x`
+//!    lies in `0..=reach`, `reach = max - min`, so only the `reach / 64 + 1`
+//!    table chunks it touches are looked up and built.
+//! 2. sum: `d` by one byte subtraction (the same for int8 and uint8: the
+//!    distance fits a byte), each byte plane of the term by a `tbl` and a
+//!    `tbx` per further chunk (lowering `d` by 64 per chunk moves that
+//!    chunk's indices to `0..64` and the others out of range, where `tbx`
+//!    keeps what it has), summed by `uadalp` into u16 lanes, widened into
+//!    u64 lanes every 32 blocks (before a u16 lane can overflow): exact for
+//!    any row length. Sum = plane 0 + plane 1 * 2^8 + plane 2 * 2^16, the
+//!    scalar reference's `i64` sum.
+//! 3. the row's log-sum, four rows at once on NEON lanes (`log_neon`), and
+//!    its cut-off by the scalar code (`row_constants_from_log`).
+//! 4. the row's output table for `d` in `0..=reach` (16 entries by two
+//!    loads, four `cmhi`, two `uzp1`, four `add` and a saturating narrowing,
+//!    see `table.rs`), then a `tbl` (plus a `tbx` per further chunk) for
+//!    every 16 outputs.
+//!
+//! Rows of at least 64 bytes end with an overlapping block (the sum masks
+//! the lanes already counted; the output pass rewrites them with the same
+//! values); shorter rows go through 64-byte stack buffers.
 
-use super::params::LogSoftmaxParams;
+use super::log_neon::log_x_for_x_greater_than_or_equal_to_1_x4;
+use super::params::{LogSoftmaxParams, LogSoftmaxRow};
+use super::table::{Chunk, LogSoftmaxTables, CHUNK};
 use crate::elem::{view, QuantElem, Slices};
-use crate::fixedpoint::Lane;
-use crate::simd::keep_first;
-use crate::simd::neon::{map4, unswitch_on_shift, NeonElem, SumOfExps};
-use crate::simd::tail::{map_blocks, read_blocks, BLOCK};
+use crate::simd::tail::{map_tail, read_tail};
 use core::arch::aarch64::*;
 
-#[inline(always)]
-fn log_softmax_rows<T: NeonElem + QuantElem>(
-    p: &LogSoftmaxParams,
-    input: &[T],
-    output: &mut [T],
-    row_len: usize,
-) {
-    unswitch_on_shift!(p, |p| log_softmax_rows_inner::<T>(
-        p, input, output, row_len
-    ))
-}
+/// Bytes per iteration.
+pub(super) const STEP: usize = 64;
+/// Blocks between widenings of the u16 plane sums: each block adds four
+/// `uadalp` of at most `2 * 255` per lane, and `32 * 4 * 510 < 65536`.
+const FLUSH_EVERY: usize = 32;
 
+/// Four registers of bytes.
+pub(super) type Block = [uint8x16_t; 4];
+
+/// 64 zero bytes then 64 `0xff`: the 64 bytes at `64 - m` keep all lanes
+/// from `m` on (a long row's last block, whose first `m` lanes were summed).
+pub(super) static KEEP_FROM: [u8; 2 * STEP] = {
+    let mut a = [0u8; 2 * STEP];
+    let mut i = STEP;
+    while i < 2 * STEP {
+        a[i] = 0xff;
+        i += 1;
+    }
+    a
+};
+/// 64 `0xff` then 64 zero bytes: the 64 bytes at `64 - n` keep the first
+/// `n` lanes (a short row in a padded block).
+pub(super) static KEEP_TO: [u8; 2 * STEP] = {
+    let mut a = [0u8; 2 * STEP];
+    let mut i = 0;
+    while i < STEP {
+        a[i] = 0xff;
+        i += 1;
+    }
+    a
+};
+
+/// Looks up one 64-byte table chunk for 16 x 4 indices: `tbl` (`FIRST`,
+/// out-of-range indices read 0) or `tbx` (out-of-range indices keep `out`).
+/// In asm, with the chunk loaded into v28..v31 where it is used: with
+/// intrinsics LLVM hoists the loads of every chunk of every plane out of
+/// the loop into more registers than there are, and spills.
+///
+/// # Safety
+/// `table` must be valid for reading 64 bytes.
 #[inline(always)]
-fn log_softmax_rows_inner<T: NeonElem + QuantElem>(
-    p: &LogSoftmaxParams,
-    input: &[T],
-    output: &mut [T],
-    row_len: usize,
+pub(super) unsafe fn lookup4<const FIRST: bool>(
+    table: *const u8,
+    d: &[uint8x16_t; 4],
+    out: &mut [uint8x16_t; 4],
 ) {
-    let pad = T::from_i32(T::MIN);
-    for (row_in, row_out) in input
-        .chunks_exact(row_len)
-        .zip(output.chunks_exact_mut(row_len))
-    {
-        let max = int32x4_t::splat(T::slice_max(row_in));
-        let mut sum = SumOfExps::new();
-        read_blocks::<BLOCK, _>(
-            row_in,
-            pad,
-            #[inline(always)]
-            |ptr, _, valid| {
-                // SAFETY: read_blocks hands out pointers to 16 readable elements.
-                let x = unsafe { T::load_block(ptr) };
-                let mut e = map4(
-                    x,
-                    #[inline(always)]
-                    |v| p.exp_term(v.sub(max)),
-                );
-                if valid < BLOCK {
-                    e = keep_first(e, valid);
-                }
-                sum.add(e);
-            },
-        );
-        let row = p.row_constants(sum.total());
-        map_blocks::<BLOCK, _>(
-            row_in,
-            row_out,
-            pad,
-            #[inline(always)]
-            |src, dst| {
-                // SAFETY: map_blocks hands out pointers to 16 valid elements.
-                unsafe {
-                    let x = T::load_block(src);
-                    T::store_block(
-                        dst,
-                        map4(
-                            x,
-                            #[inline(always)]
-                            |v| p.output(v.sub(max), &row),
-                        ),
-                    );
-                }
-            },
-        );
+    if FIRST {
+        // SAFETY: the caller guarantees 64 readable bytes at `table`; the
+        // asm writes only its outputs and v28..v31 (clobbered). The results
+        // are `out`, not `lateout`: each is written while later indices are
+        // still read.
+        unsafe {
+            core::arch::asm!(
+                "ld1 {{v28.16b-v31.16b}}, [{t}]",
+                "tbl {o0:v}.16b, {{v28.16b-v31.16b}}, {d0:v}.16b",
+                "tbl {o1:v}.16b, {{v28.16b-v31.16b}}, {d1:v}.16b",
+                "tbl {o2:v}.16b, {{v28.16b-v31.16b}}, {d2:v}.16b",
+                "tbl {o3:v}.16b, {{v28.16b-v31.16b}}, {d3:v}.16b",
+                t = in(reg) table,
+                d0 = in(vreg) d[0], d1 = in(vreg) d[1], d2 = in(vreg) d[2], d3 = in(vreg) d[3],
+                o0 = out(vreg) out[0], o1 = out(vreg) out[1],
+                o2 = out(vreg) out[2], o3 = out(vreg) out[3],
+                out("v28") _, out("v29") _, out("v30") _, out("v31") _,
+                options(readonly, nostack, preserves_flags),
+            );
+        }
+    } else {
+        // SAFETY: as above; `out` is read and written.
+        unsafe {
+            core::arch::asm!(
+                "ld1 {{v28.16b-v31.16b}}, [{t}]",
+                "tbx {o0:v}.16b, {{v28.16b-v31.16b}}, {d0:v}.16b",
+                "tbx {o1:v}.16b, {{v28.16b-v31.16b}}, {d1:v}.16b",
+                "tbx {o2:v}.16b, {{v28.16b-v31.16b}}, {d2:v}.16b",
+                "tbx {o3:v}.16b, {{v28.16b-v31.16b}}, {d3:v}.16b",
+                t = in(reg) table,
+                d0 = in(vreg) d[0], d1 = in(vreg) d[1], d2 = in(vreg) d[2], d3 = in(vreg) d[3],
+                o0 = inout(vreg) out[0], o1 = inout(vreg) out[1],
+                o2 = inout(vreg) out[2], o3 = inout(vreg) out[3],
+                out("v28") _, out("v29") _, out("v30") _, out("v31") _,
+                options(readonly, nostack, preserves_flags),
+            );
+        }
     }
 }
 
-macro_rules! log_softmax_kernels {
-    ($($name:ident: $t:ty;)*) => {$(
-        #[doc = concat!("Log-softmax rows of `", stringify!($t), "`.")]
-        #[inline(never)]
-        pub(crate) fn $name(p: &LogSoftmaxParams, input: &[$t], output: &mut [$t], row_len: usize) {
-            log_softmax_rows::<$t>(p, input, output, row_len)
+/// Loads 64 bytes.
+///
+/// # Safety
+/// `ptr` must be valid for reading 64 bytes.
+#[inline(always)]
+pub(super) unsafe fn load(ptr: *const u8) -> Block {
+    // SAFETY: as the caller guarantees.
+    let b = unsafe { vld1q_u8_x4(ptr) };
+    [b.0, b.1, b.2, b.3]
+}
+
+/// Maximum and minimum bytes of a non-empty row in the type's order
+/// (signed for int8), as raw bytes. Rows of at least 64 bytes end with an
+/// overlapping block; shorter ones are padded with their first byte.
+#[inline(always)]
+pub(super) fn row_max_min<const SIGNED: bool>(row: &[u8]) -> (u8, u8) {
+    // SAFETY: register arithmetic; NEON is a compile-time target feature.
+    let (mut hi, mut lo) = unsafe { (vdupq_n_u8(row[0]), vdupq_n_u8(row[0])) };
+    // SAFETY: as above.
+    let mut fold = |b: Block| unsafe {
+        if SIGNED {
+            let s = |v| vreinterpretq_s8_u8(v);
+            let u = |v| vreinterpretq_u8_s8(v);
+            let m = vmaxq_s8(vmaxq_s8(s(b[0]), s(b[1])), vmaxq_s8(s(b[2]), s(b[3])));
+            let n = vminq_s8(vminq_s8(s(b[0]), s(b[1])), vminq_s8(s(b[2]), s(b[3])));
+            hi = u(vmaxq_s8(s(hi), m));
+            lo = u(vminq_s8(s(lo), n));
+        } else {
+            hi = vmaxq_u8(hi, vmaxq_u8(vmaxq_u8(b[0], b[1]), vmaxq_u8(b[2], b[3])));
+            lo = vminq_u8(lo, vminq_u8(vminq_u8(b[0], b[1]), vminq_u8(b[2], b[3])));
         }
-    )*};
+    };
+    if row.len() >= STEP {
+        let mut src = row.as_ptr();
+        for _ in 0..row.len() / STEP {
+            // SAFETY: src points at one of the row's whole 64-byte blocks.
+            unsafe {
+                fold(load(src));
+                src = src.add(STEP);
+            }
+        }
+        if !row.len().is_multiple_of(STEP) {
+            // SAFETY: row.len() >= STEP, so the last STEP bytes are in bounds.
+            fold(unsafe { load(row.as_ptr().add(row.len() - STEP)) });
+        }
+    } else {
+        read_tail::<STEP, u8, ()>(row, row[0], |buf| {
+            // SAFETY: read_tail hands out STEP readable bytes.
+            fold(unsafe { load(buf) })
+        });
+    }
+    // SAFETY: register arithmetic.
+    unsafe {
+        if SIGNED {
+            (
+                vmaxvq_s8(vreinterpretq_s8_u8(hi)) as u8,
+                vminvq_s8(vreinterpretq_s8_u8(lo)) as u8,
+            )
+        } else {
+            (vmaxvq_u8(hi), vminvq_u8(lo))
+        }
+    }
 }
 
-log_softmax_kernels! {
-    log_softmax_i8: i8;
-    log_softmax_u8: u8;
+/// The sums of the three byte planes: u16 lanes, widened into u64 lanes.
+struct Sums {
+    acc16: [uint16x8_t; 3],
+    acc64: [uint64x2_t; 3],
 }
 
-/// Log-softmax of every `row_len`-long row; lengths were checked by the caller.
+impl Sums {
+    #[inline(always)]
+    fn new() -> Self {
+        // SAFETY: register arithmetic.
+        unsafe {
+            Sums {
+                acc16: [vdupq_n_u16(0); 3],
+                acc64: [vdupq_n_u64(0); 3],
+            }
+        }
+    }
+
+    /// Adds the terms of a 64-byte block of inputs through the first `N`
+    /// chunks (`chunks[k] <= N` of plane `k`); `keep` (0 or 0xff per lane)
+    /// masks off lanes that must not count.
+    #[inline(always)]
+    fn add<const N: usize>(
+        &mut self,
+        t: &LogSoftmaxTables,
+        chunks: &[usize; 3],
+        maxv: uint8x16_t,
+        b: Block,
+        keep: Option<&Block>,
+    ) {
+        // SAFETY: register arithmetic, and loads of whole 64-byte chunks of
+        // the planes (ch < N <= 4).
+        unsafe {
+            let planes = t.planes.as_ptr();
+            let table = |k: usize, ch: usize| (*planes.add(k))[ch].0.as_ptr();
+            let mut d = b.map(|x| vsubq_u8(maxv, x));
+            let zero = vdupq_n_u8(0);
+            let mut v = [[zero; 4]; 3];
+            for k in 0..3 {
+                if chunks[k] > 0 {
+                    lookup4::<true>(table(k, 0), &d, &mut v[k]);
+                }
+            }
+            for ch in 1..N {
+                let sixty_four = vdupq_n_u8(CHUNK as u8);
+                d = d.map(|x| vsubq_u8(x, sixty_four));
+                for k in 0..3 {
+                    if ch < chunks[k] {
+                        lookup4::<false>(table(k, ch), &d, &mut v[k]);
+                    }
+                }
+            }
+            for (acc, plane) in self.acc16.iter_mut().zip(v) {
+                for (j, x) in plane.into_iter().enumerate() {
+                    let x = match keep {
+                        Some(m) => vandq_u8(x, m[j]),
+                        None => x,
+                    };
+                    *acc = vpadalq_u8(*acc, x);
+                }
+            }
+        }
+    }
+
+    /// Moves the u16 sums into the u64 totals.
+    #[inline(always)]
+    fn flush(&mut self) {
+        // SAFETY: register arithmetic.
+        unsafe {
+            for k in 0..3 {
+                self.acc64[k] = vpadalq_u32(self.acc64[k], vpaddlq_u16(self.acc16[k]));
+                self.acc16[k] = vdupq_n_u16(0);
+            }
+        }
+    }
+
+    /// The exact sum of the terms (call after `flush`).
+    #[inline(always)]
+    fn total(&self) -> u64 {
+        // SAFETY: register arithmetic.
+        unsafe { (0..3).map(|k| vaddvq_u64(self.acc64[k]) << (8 * k)).sum() }
+    }
+}
+
+/// Sum of the terms `t[max - x]` over a row, exact, through `N` chunks.
+#[inline(always)]
+fn row_sum<const N: usize>(t: &LogSoftmaxTables, chunks: &[usize; 3], row: &[u8], max: u8) -> u64 {
+    let mut sums = Sums::new();
+    // SAFETY: register arithmetic.
+    let maxv = unsafe { vdupq_n_u8(max) };
+    if row.len() < STEP {
+        let n = row.len();
+        // SAFETY: KEEP_TO holds 128 bytes; 64 - n + 64 <= 128.
+        let keep = unsafe { load(KEEP_TO.as_ptr().add(STEP - n)) };
+        read_tail::<STEP, u8, ()>(row, max, |buf| {
+            // SAFETY: read_tail hands out STEP readable bytes.
+            let b = unsafe { load(buf) };
+            sums.add::<N>(t, chunks, maxv, b, Some(&keep));
+        });
+    } else {
+        let mut src = row.as_ptr();
+        let mut left = row.len() / STEP;
+        while left > 0 {
+            let now = left.min(FLUSH_EVERY);
+            for _ in 0..now {
+                // SAFETY: src points at one of the row's whole 64-byte blocks.
+                unsafe {
+                    let b = load(src);
+                    src = src.add(STEP);
+                    sums.add::<N>(t, chunks, maxv, b, None);
+                }
+            }
+            sums.flush();
+            left -= now;
+        }
+        let rest = row.len() % STEP;
+        if rest != 0 {
+            // SAFETY: row.len() >= STEP, so the last STEP bytes are in
+            // bounds; KEEP_FROM holds 128 bytes and 64 - m + 64 <= 128 for
+            // the m = 64 - rest lanes counted already.
+            unsafe {
+                let b = load(row.as_ptr().add(row.len() - STEP));
+                let keep = load(KEEP_FROM.as_ptr().add(rest));
+                sums.add::<N>(t, chunks, maxv, b, Some(&keep));
+            }
+        }
+    }
+    sums.flush();
+    sums.total()
+}
+
+/// Fills `out[0..16 groups]` with the row's outputs by the split formula:
+/// `H[d] + bias - [Lo[d] < Al]`, saturated to the type.
+#[inline(always)]
+fn build_split<const SIGNED: bool>(
+    t: &LogSoftmaxTables,
+    groups: usize,
+    bias: i16,
+    a_low: u32,
+    out: &mut [Chunk; 4],
+) {
+    debug_assert!(groups <= 16);
+    let dst = out.as_mut_ptr().cast::<u8>();
+    // SAFETY: register arithmetic; the loads read entries 16 g .. 16 g + 16
+    // of the 256-entry tables and the stores write 16 bytes at 16 g of the
+    // 256-byte `out`, for g < groups <= 16.
+    unsafe {
+        let al = vdupq_n_u32(a_low);
+        let bv = vdupq_n_s16(bias);
+        for g in 0..groups.min(16) {
+            let lo = vld1q_u32_x4(t.low.as_ptr().add(16 * g));
+            let h = vld1q_s16_x2(t.high.as_ptr().add(16 * g));
+            let m = |x| vreinterpretq_u16_u32(vcgtq_u32(al, x));
+            let ma = vreinterpretq_s16_u16(vuzp1q_u16(m(lo.0), m(lo.1)));
+            let mb = vreinterpretq_s16_u16(vuzp1q_u16(m(lo.2), m(lo.3)));
+            let a = vaddq_s16(vaddq_s16(h.0, bv), ma);
+            let b = vaddq_s16(vaddq_s16(h.1, bv), mb);
+            let q = if SIGNED {
+                vreinterpretq_u8_s8(vqmovn_high_s16(vqmovn_s16(a), b))
+            } else {
+                vqmovun_high_s16(vqmovun_s16(a), b)
+            };
+            vst1q_u8(dst.add(16 * g), q);
+        }
+    }
+}
+
+/// The row's output bytes for `d` in `0..=reach` into `out`.
+#[inline(always)]
+fn build_table<T: QuantElem, const SIGNED: bool>(
+    p: &LogSoftmaxParams,
+    t: &LogSoftmaxTables,
+    row: &LogSoftmaxRow,
+    reach: usize,
+    out: &mut [Chunk; 4],
+) {
+    let row = *row;
+    let plan = t.plan(p, &row, reach);
+    match plan.split {
+        Some((bias, a_low)) => {
+            build_split::<SIGNED>(t, reach / 16 + 1, bias, a_low, out);
+            if plan.kept <= reach {
+                for d in plan.kept..=reach.min(255) {
+                    out[d / CHUNK].0[d % CHUNK] = T::MIN as u8;
+                }
+            }
+        }
+        None => {
+            // Log-sums at or below 0 or wrapping differences: entry by
+            // entry with the reference's lane math (rare, exact).
+            for d in 0..=reach.min(255) {
+                out[d / CHUNK].0[d % CHUNK] = T::saturate(p.output_for(d, &row)).to_i32() as u8;
+            }
+        }
+    }
+}
+
+/// Writes a row's outputs `table[max - x]` through `C` chunks.
+#[inline(always)]
+pub(super) fn write_row<const C: usize>(
+    table: &[Chunk; 4],
+    row_in: &[u8],
+    row_out: &mut [u8],
+    max: u8,
+) {
+    // SAFETY: register arithmetic and loads of whole 64-byte chunks (C <= 4).
+    let (tabs, maxv) = unsafe {
+        (
+            core::array::from_fn::<_, C, _>(|c| vld1q_u8_x4(table[c].0.as_ptr())),
+            vdupq_n_u8(max),
+        )
+    };
+    let map = |b: Block| -> Block {
+        // SAFETY: register arithmetic.
+        b.map(|x| unsafe {
+            let mut d = vsubq_u8(maxv, x);
+            let mut q = vqtbl4q_u8(tabs[0], d);
+            for tab in &tabs[1..] {
+                d = vsubq_u8(d, vdupq_n_u8(CHUNK as u8));
+                q = vqtbx4q_u8(q, *tab, d);
+            }
+            q
+        })
+    };
+    let store = |dst: *mut u8, y: Block| {
+        // SAFETY: callers pass 64 writable bytes.
+        unsafe { vst1q_u8_x4(dst, uint8x16x4_t(y[0], y[1], y[2], y[3])) }
+    };
+    let n = row_in.len().min(row_out.len());
+    if n >= STEP {
+        let (mut src, mut dst) = (row_in.as_ptr(), row_out.as_mut_ptr());
+        for _ in 0..n / STEP {
+            // SAFETY: src and dst point at the same whole 64-byte block of
+            // their rows.
+            unsafe {
+                store(dst, map(load(src)));
+                src = src.add(STEP);
+                dst = dst.add(STEP);
+            }
+        }
+        if !n.is_multiple_of(STEP) {
+            // SAFETY: n >= STEP, so the last STEP bytes of both are in bounds.
+            unsafe {
+                let y = map(load(row_in.as_ptr().add(n - STEP)));
+                store(row_out.as_mut_ptr().add(n - STEP), y);
+            }
+        }
+    } else {
+        // Padded with the maximum: d = 0, a valid entry.
+        map_tail::<STEP, u8>(row_in, row_out, max, |src, dst| {
+            // SAFETY: map_tail hands out STEP readable and writable bytes.
+            store(dst, map(unsafe { load(src) }))
+        });
+    }
+}
+
+/// A row's maximum (raw byte), reach (`max - min`) and exact sum of terms.
+#[inline(always)]
+fn row_stats<const SIGNED: bool>(t: &LogSoftmaxTables, row_in: &[u8]) -> (u8, usize, u64) {
+    let (max, min) = row_max_min::<SIGNED>(row_in);
+    // max >= min in the type's order, so the byte difference is the
+    // distance (0..=255) for int8 too.
+    let reach = max.wrapping_sub(min) as usize;
+    let n = reach / CHUNK + 1;
+    let chunks = t.plane_chunks.map(|c| c.min(n));
+    let sum = match n {
+        1 => row_sum::<1>(t, &chunks, row_in, max),
+        2 => row_sum::<2>(t, &chunks, row_in, max),
+        3 => row_sum::<3>(t, &chunks, row_in, max),
+        _ => row_sum::<4>(t, &chunks, row_in, max),
+    };
+    (max, reach, sum)
+}
+
+/// The output table and the outputs of a row whose constants are known.
+#[inline(always)]
+fn finish_row<T: QuantElem, const SIGNED: bool>(
+    p: &LogSoftmaxParams,
+    t: &LogSoftmaxTables,
+    row: &LogSoftmaxRow,
+    (max, reach): (u8, usize),
+    row_in: &[u8],
+    row_out: &mut [u8],
+    table: &mut [Chunk; 4],
+) {
+    build_table::<T, SIGNED>(p, t, row, reach, table);
+    match reach / CHUNK + 1 {
+        1 => write_row::<1>(table, row_in, row_out, max),
+        2 => write_row::<2>(table, row_in, row_out, max),
+        3 => write_row::<3>(table, row_in, row_out, max),
+        _ => write_row::<4>(table, row_in, row_out, max),
+    }
+}
+
+/// Every `row_len`-long row of 8-bit data (`T` int8 or uint8, `SIGNED` for
+/// int8); lengths were checked by the caller. Rows go in groups of four:
+/// their maxima and sums first, then the four logarithms at once on NEON
+/// lanes (`log_neon`; the scalar one costs about 300 instructions per row),
+/// then each row's table and outputs. The last `rows % 4` rows take the
+/// scalar logarithm.
+#[inline(always)]
+fn rows<T: QuantElem, const SIGNED: bool>(
+    p: &LogSoftmaxParams,
+    t: &LogSoftmaxTables,
+    input: &[u8],
+    output: &mut [u8],
+    row_len: usize,
+) {
+    let mut table = [Chunk([0; CHUNK]); 4];
+    let mut ins = input.chunks_exact(row_len);
+    let mut outs = output.chunks_exact_mut(row_len);
+    let groups = ins.len().min(outs.len()) / 4;
+    for _ in 0..groups {
+        let rows_in: [&[u8]; 4] = core::array::from_fn(|_| ins.next().unwrap_or(&[]));
+        let stats = rows_in.map(|r| row_stats::<SIGNED>(t, r));
+        let inputs = stats.map(|(_, _, sum)| LogSoftmaxParams::log_input(sum as i64));
+        // SAFETY: loads of local arrays of four.
+        let (raw, bits) = unsafe {
+            (
+                vld1q_s32(inputs.map(|(r, _)| r).as_ptr()),
+                vld1q_s32(inputs.map(|(_, b)| b).as_ptr()),
+            )
+        };
+        let mut logs = [0i32; 4];
+        // SAFETY: a store into a local array of four.
+        unsafe {
+            vst1q_s32(
+                logs.as_mut_ptr(),
+                log_x_for_x_greater_than_or_equal_to_1_x4(raw, bits),
+            )
+        };
+        for i in 0..4 {
+            let Some(row_out) = outs.next() else { return };
+            let row = p.row_constants_from_log(logs[i]);
+            let (max, reach, _) = stats[i];
+            finish_row::<T, SIGNED>(p, t, &row, (max, reach), rows_in[i], row_out, &mut table);
+        }
+    }
+    for (row_in, row_out) in ins.zip(outs) {
+        let (max, reach, sum) = row_stats::<SIGNED>(t, row_in);
+        let row = p.row_constants(sum as i64);
+        finish_row::<T, SIGNED>(p, t, &row, (max, reach), row_in, row_out, &mut table);
+    }
+}
+
+/// Log-softmax rows of int8 (named for the asm checks and profiles).
+#[inline(never)]
+pub(crate) fn log_softmax_i8(
+    p: &LogSoftmaxParams,
+    t: &LogSoftmaxTables,
+    input: &[u8],
+    output: &mut [u8],
+    row_len: usize,
+) {
+    rows::<i8, true>(p, t, input, output, row_len)
+}
+
+/// Log-softmax rows of uint8.
+#[inline(never)]
+pub(crate) fn log_softmax_u8(
+    p: &LogSoftmaxParams,
+    t: &LogSoftmaxTables,
+    input: &[u8],
+    output: &mut [u8],
+    row_len: usize,
+) {
+    rows::<u8, false>(p, t, input, output, row_len)
+}
+
+/// Log-softmax of every `row_len`-long row; lengths were checked by the
+/// caller. int16 never reaches here (`new()` rejects it); the scalar
+/// reference would handle it.
 pub(crate) fn log_softmax<T: QuantElem>(
     p: &LogSoftmaxParams,
+    t: &LogSoftmaxTables,
     input: &[T],
     output: &mut [T],
     row_len: usize,
 ) {
     match view(input, output) {
-        Slices::I8(i, o) => log_softmax_i8(p, i, o, row_len),
-        Slices::U8(i, o) => log_softmax_u8(p, i, o, row_len),
-        // Never constructed (`LogSoftmax::new` rejects int16); the generic loop is still correct.
-        Slices::I16(i, o) => log_softmax_rows::<i16>(p, i, o, row_len),
+        Slices::I8(i, o) => {
+            let (i, o) = (bytemuck::cast_slice(i), bytemuck::cast_slice_mut(o));
+            log_softmax_i8(p, t, i, o, row_len)
+        }
+        Slices::U8(i, o) => log_softmax_u8(p, t, i, o, row_len),
+        Slices::I16(i, o) => super::scalar::log_softmax(p, i, o, row_len),
     }
 }

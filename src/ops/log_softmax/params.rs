@@ -42,9 +42,9 @@ pub struct LogSoftmaxParams {
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct LogSoftmaxRow {
     /// `ln(sum of exps)`, Q5.26.
-    log_sum: i32,
+    pub(crate) log_sum: i32,
     /// Differences `<=` this give the type minimum.
-    adjusted_diff_min: i32,
+    pub(crate) adjusted_diff_min: i32,
 }
 
 impl LogSoftmaxParams {
@@ -104,7 +104,7 @@ impl LogSoftmaxParams {
 
     /// The difference `d` (input steps) rescaled to Q5.26.
     #[inline(always)]
-    fn scaled_diff<L: Lane>(&self, diff: L) -> L {
+    pub(crate) fn scaled_diff<L: Lane>(&self, diff: L) -> L {
         multiply_by_quantized_multiplier(diff, self.input_multiplier, self.input_shift)
     }
 
@@ -127,12 +127,23 @@ impl LogSoftmaxParams {
 
     /// The row's log-sum and cut-off from its sum of exps (raw Q12.19, >= 2^19).
     pub(crate) fn row_constants(&self, sum_of_exps: i64) -> LogSoftmaxRow {
-        // Beyond i32 (4096 in real terms), drop low bits and count them as
-        // integer bits instead; the logarithm is then still exact to Q5.26.
+        let (raw, integer_bits) = Self::log_input(sum_of_exps);
+        self.row_constants_from_log(log_x_for_x_greater_than_or_equal_to_1(raw, integer_bits))
+    }
+
+    /// The logarithm's input for a sum of exps: beyond i32 (4096 in real
+    /// terms), low bits dropped and counted as integer bits instead; the
+    /// logarithm is then still exact to Q5.26. `(raw, integer bits)`.
+    #[inline(always)]
+    pub(crate) fn log_input(sum_of_exps: i64) -> (i32, i32) {
         let excess = (64 - sum_of_exps.leading_zeros() as i32 - 31).max(0);
         let raw = (sum_of_exps >> excess) as i32;
-        let log_sum =
-            log_x_for_x_greater_than_or_equal_to_1(raw, ACCUMULATION_INTEGER_BITS as i32 + excess);
+        (raw, ACCUMULATION_INTEGER_BITS as i32 + excess)
+    }
+
+    /// The row's constants once its log-sum (Q5.26) is known.
+    #[inline(always)]
+    pub(crate) fn row_constants_from_log(&self, log_sum: i32) -> LogSoftmaxRow {
         let cut = if self.reverse_multiplier == 0 {
             i32::MIN
         } else {

@@ -1,0 +1,292 @@
+//! Log-softmax, `Method::Lut` (TFLite's optimized `f32`-table kernel, see
+//! `lut.rs`), NEON, bit-exact with the scalar reference.
+//!
+//! Per row, 64 bytes per iteration:
+//! 1. maximum and minimum (as for `Method::FixedPoint`): every `d = max - x`
+//!    lies in `0..=reach`, so only the 64-entry chunks of `t` that `reach`
+//!    touches (and that hold a nonzero `t`) are looked up.
+//! 2. sum: the four bytes of `t[d]` by a `tbl` (plus a `tbx` per further
+//!    chunk) each, interleaved back into `f32` lanes by `zip1`/`zip2`, then
+//!    added to the running sum **in element order**, one `fmla s, s1, v.s[i]`
+//!    per element with `s1 = 1.0`: the product by 1 is exact and the fused
+//!    operation rounds once, so each step is the reference's `f32` addition
+//!    (lanes masked off add `+0.0`, which changes no positive sum). In asm:
+//!    LLVM would turn the multiply-add by one back into a lane move and an
+//!    `fadd`.
+//! 3. `pre = (in_scale * max + logf(sum)) / out_scale` by the scalar code.
+//! 4. the row's output table for `d` in `0..=reach`: `step * x` from a
+//!    prepared table (16 inputs per four-register load, ascending `x`),
+//!    `fsub`, `fcvtns` (round to nearest, ties to even: `rint`), saturating
+//!    narrowing, `+ zero_point` in 16-bit lanes, narrowing to bytes, and a
+//!    byte reversal (`rev64` + `ext`) into `d` order. Exact when every
+//!    `step * x - pre` of the row lies within `+-2^23` (checked at both ends:
+//!    both operations are monotonic), where TFLite's `rint(.) + zero_point`
+//!    in `f32` and its truncation are exact integer arithmetic; other rows
+//!    (absurd scales, NaN) take the scalar formula entry by entry.
+//!    Then the output pass of `Method::FixedPoint`: a `tbl` (plus a `tbx`
+//!    per further chunk) for every 16 outputs.
+
+use super::lut::LogSoftmaxLut;
+use super::neon::{load, lookup4, row_max_min, write_row, Block, KEEP_FROM, KEEP_TO, STEP};
+use super::table::{Chunk, CHUNK};
+use crate::elem::{view, QuantElem, Slices};
+use crate::simd::tail::read_tail;
+use core::arch::aarch64::*;
+
+/// Bound on `|step * x - pre|` for the vector output table (see the module
+/// docs): `rint` of it plus a zero point below 256 stays an exact `f32`
+/// integer.
+const EXACT_BOUND: f32 = 8_388_608.0;
+
+/// Adds 16 terms, the four byte planes of their `f32` bits, to `sum` in
+/// lane order.
+#[inline(always)]
+fn add_in_order(sum: &mut f32, one: f32, planes: [uint8x16_t; 4]) {
+    // SAFETY: register arithmetic; NEON is a compile-time target feature.
+    let f = unsafe {
+        let [b0, b1, b2, b3] = planes;
+        // Little-endian: byte 0 is the least significant.
+        let lo_a = vreinterpretq_u16_u8(vzip1q_u8(b0, b1));
+        let lo_b = vreinterpretq_u16_u8(vzip2q_u8(b0, b1));
+        let hi_a = vreinterpretq_u16_u8(vzip1q_u8(b2, b3));
+        let hi_b = vreinterpretq_u16_u8(vzip2q_u8(b2, b3));
+        [
+            vzip1q_u16(lo_a, hi_a),
+            vzip2q_u16(lo_a, hi_a),
+            vzip1q_u16(lo_b, hi_b),
+            vzip2q_u16(lo_b, hi_b),
+        ]
+    };
+    // SAFETY: register arithmetic on the operands only (no memory, stack or
+    // flags); `s` is read and written.
+    unsafe {
+        core::arch::asm!(
+            "fmla {s:s}, {one:s}, {f0:v}.s[0]",
+            "fmla {s:s}, {one:s}, {f0:v}.s[1]",
+            "fmla {s:s}, {one:s}, {f0:v}.s[2]",
+            "fmla {s:s}, {one:s}, {f0:v}.s[3]",
+            "fmla {s:s}, {one:s}, {f1:v}.s[0]",
+            "fmla {s:s}, {one:s}, {f1:v}.s[1]",
+            "fmla {s:s}, {one:s}, {f1:v}.s[2]",
+            "fmla {s:s}, {one:s}, {f1:v}.s[3]",
+            "fmla {s:s}, {one:s}, {f2:v}.s[0]",
+            "fmla {s:s}, {one:s}, {f2:v}.s[1]",
+            "fmla {s:s}, {one:s}, {f2:v}.s[2]",
+            "fmla {s:s}, {one:s}, {f2:v}.s[3]",
+            "fmla {s:s}, {one:s}, {f3:v}.s[0]",
+            "fmla {s:s}, {one:s}, {f3:v}.s[1]",
+            "fmla {s:s}, {one:s}, {f3:v}.s[2]",
+            "fmla {s:s}, {one:s}, {f3:v}.s[3]",
+            s = inout(vreg) *sum,
+            one = in(vreg) one,
+            f0 = in(vreg) f[0],
+            f1 = in(vreg) f[1],
+            f2 = in(vreg) f[2],
+            f3 = in(vreg) f[3],
+            options(pure, nomem, nostack, preserves_flags),
+        );
+    }
+}
+
+/// Adds a 64-byte block of inputs to `sum` in order through the first `N`
+/// chunks of the planes; `keep` (0 or 0xff per lane) zeroes the terms of
+/// lanes that must not count.
+#[inline(always)]
+fn add_block<const N: usize>(
+    p: &LogSoftmaxLut,
+    sum: &mut f32,
+    maxv: uint8x16_t,
+    b: Block,
+    keep: Option<&Block>,
+) {
+    // SAFETY: register arithmetic and loads of whole 64-byte chunks of the
+    // planes (ch < N <= 4).
+    unsafe {
+        let planes = p.planes.as_ptr();
+        let table = |k: usize, ch: usize| (*planes.add(k))[ch].0.as_ptr();
+        let mut d = b.map(|x| vsubq_u8(maxv, x));
+        let mut v = [[vdupq_n_u8(0); 4]; 4];
+        for (k, plane) in v.iter_mut().enumerate() {
+            lookup4::<true>(table(k, 0), &d, plane);
+        }
+        for ch in 1..N {
+            d = d.map(|x| vsubq_u8(x, vdupq_n_u8(CHUNK as u8)));
+            for (k, plane) in v.iter_mut().enumerate() {
+                lookup4::<false>(table(k, ch), &d, plane);
+            }
+        }
+        if let Some(m) = keep {
+            for plane in v.iter_mut() {
+                for j in 0..4 {
+                    plane[j] = vandq_u8(plane[j], m[j]);
+                }
+            }
+        }
+        let [p0, p1, p2, p3] = v;
+        for (((a, b), c), e) in p0.into_iter().zip(p1).zip(p2).zip(p3) {
+            add_in_order(sum, 1.0, [a, b, c, e]);
+        }
+    }
+}
+
+/// The reference's sequential `f32` sum of `t[max - x]` over a row.
+#[inline(always)]
+fn row_sum<const N: usize>(p: &LogSoftmaxLut, row: &[u8], max: u8) -> f32 {
+    let mut sum = 0.0f32;
+    // SAFETY: register arithmetic.
+    let maxv = unsafe { vdupq_n_u8(max) };
+    if row.len() < STEP {
+        let n = row.len();
+        // SAFETY: KEEP_TO holds 128 bytes; 64 - n + 64 <= 128.
+        let keep = unsafe { load(KEEP_TO.as_ptr().add(STEP - n)) };
+        read_tail::<STEP, u8, ()>(row, max, |buf| {
+            // SAFETY: read_tail hands out STEP readable bytes.
+            let b = unsafe { load(buf) };
+            add_block::<N>(p, &mut sum, maxv, b, Some(&keep));
+        });
+        return sum;
+    }
+    let mut src = row.as_ptr();
+    for _ in 0..row.len() / STEP {
+        // SAFETY: src points at one of the row's whole 64-byte blocks.
+        unsafe {
+            let b = load(src);
+            src = src.add(STEP);
+            add_block::<N>(p, &mut sum, maxv, b, None);
+        }
+    }
+    let rest = row.len() % STEP;
+    if rest != 0 {
+        // SAFETY: row.len() >= STEP, so the last STEP bytes are in bounds;
+        // KEEP_FROM holds 128 bytes and rest + 64 <= 128. The first
+        // 64 - rest lanes were added already and are zeroed.
+        unsafe {
+            let b = load(row.as_ptr().add(row.len() - STEP));
+            let keep = load(KEEP_FROM.as_ptr().add(rest));
+            add_block::<N>(p, &mut sum, maxv, b, Some(&keep));
+        }
+    }
+    sum
+}
+
+/// The row's output bytes for `d` in `0..=reach` into `out`; `top` is the
+/// maximum's index in `scaled_x` (`max - T::MIN`).
+#[inline(always)]
+fn build_table<T: QuantElem, const SIGNED: bool>(
+    p: &LogSoftmaxLut,
+    top: usize,
+    reach: usize,
+    pre: f32,
+    out: &mut [Chunk; 4],
+) {
+    debug_assert!(top < 256 && reach <= top);
+    let sx = |i: usize| p.scaled_x[16 + i];
+    let (low, high) = (sx(top - reach) - pre, sx(top) - pre);
+    if !(low >= -EXACT_BOUND && high <= EXACT_BOUND) {
+        // Far outside the outputs (or NaN): the reference formula.
+        for d in 0..=reach {
+            out[d / CHUNK].0[d % CHUNK] = T::saturate(p.output(sx(top - d), pre)).to_i32() as u8;
+        }
+        return;
+    }
+    let dst = out.as_mut_ptr().cast::<u8>();
+    // SAFETY: register arithmetic; group g reads scaled_x[16 + top - 16 g -
+    // 15 ..= 16 + top - 16 g], inside the table for 16 g <= top + 15 (the
+    // first 16 entries are padding), and writes 16 bytes at 16 g of the
+    // 256-byte `out`, for g <= reach / 16 <= 15.
+    unsafe {
+        let prev = vdupq_n_f32(pre);
+        let zp = vdupq_n_s16(p.output_zero_point as i16);
+        for g in 0..=reach / 16 {
+            // Ascending x = max - 16 g - 15 ..= max - 16 g.
+            let x = vld1q_f32_x4(p.scaled_x.as_ptr().add(16 + top - 16 * g - 15));
+            let r = |v: float32x4_t| vcvtnq_s32_f32(vsubq_f32(v, prev));
+            let a = vqmovn_high_s32(vqmovn_s32(r(x.0)), r(x.1));
+            let b = vqmovn_high_s32(vqmovn_s32(r(x.2)), r(x.3));
+            let (a, b) = (vqaddq_s16(a, zp), vqaddq_s16(b, zp));
+            let q = if SIGNED {
+                vreinterpretq_u8_s8(vqmovn_high_s16(vqmovn_s16(a), b))
+            } else {
+                vqmovun_high_s16(vqmovun_s16(a), b)
+            };
+            // Into d order: d = 16 g + 15 - lane.
+            let rev = vrev64q_u8(q);
+            vst1q_u8(dst.add(16 * g), vextq_u8::<8>(rev, rev));
+        }
+    }
+}
+
+/// Every `row_len`-long row of 8-bit data.
+#[inline(always)]
+fn rows<T: QuantElem, const SIGNED: bool>(
+    p: &LogSoftmaxLut,
+    input: &[u8],
+    output: &mut [u8],
+    row_len: usize,
+) {
+    let mut table = [Chunk([0; CHUNK]); 4];
+    for (row_in, row_out) in input
+        .chunks_exact(row_len)
+        .zip(output.chunks_exact_mut(row_len))
+    {
+        let (max, min) = row_max_min::<SIGNED>(row_in);
+        let reach = max.wrapping_sub(min) as usize;
+        let sum = match (reach / CHUNK + 1).min(p.exp_chunks) {
+            1 => row_sum::<1>(p, row_in, max),
+            2 => row_sum::<2>(p, row_in, max),
+            3 => row_sum::<3>(p, row_in, max),
+            _ => row_sum::<4>(p, row_in, max),
+        };
+        let max_value = if SIGNED { max as i8 as i32 } else { max as i32 };
+        let pre = p.precomputed(max_value, sum);
+        let top = (max_value - T::MIN) as usize;
+        build_table::<T, SIGNED>(p, top, reach, pre, &mut table);
+        match reach / CHUNK + 1 {
+            1 => write_row::<1>(&table, row_in, row_out, max),
+            2 => write_row::<2>(&table, row_in, row_out, max),
+            3 => write_row::<3>(&table, row_in, row_out, max),
+            _ => write_row::<4>(&table, row_in, row_out, max),
+        }
+    }
+}
+
+/// `Method::Lut` log-softmax rows of int8 (named for the asm checks).
+#[inline(never)]
+pub(crate) fn log_softmax_lut_i8(
+    p: &LogSoftmaxLut,
+    input: &[u8],
+    output: &mut [u8],
+    row_len: usize,
+) {
+    rows::<i8, true>(p, input, output, row_len)
+}
+
+/// `Method::Lut` log-softmax rows of uint8.
+#[inline(never)]
+pub(crate) fn log_softmax_lut_u8(
+    p: &LogSoftmaxLut,
+    input: &[u8],
+    output: &mut [u8],
+    row_len: usize,
+) {
+    rows::<u8, false>(p, input, output, row_len)
+}
+
+/// Log-softmax of every `row_len`-long row; lengths were checked by the
+/// caller. int16 never reaches here (`new()` rejects it for log-softmax);
+/// the scalar reference would handle it.
+pub(crate) fn log_softmax<T: QuantElem>(
+    p: &LogSoftmaxLut,
+    input: &[T],
+    output: &mut [T],
+    row_len: usize,
+) {
+    match view(input, output) {
+        Slices::I8(i, o) => {
+            let (i, o) = (bytemuck::cast_slice(i), bytemuck::cast_slice_mut(o));
+            log_softmax_lut_i8(p, i, o, row_len)
+        }
+        Slices::U8(i, o) => log_softmax_lut_u8(p, i, o, row_len),
+        Slices::I16(i, o) => super::lut::log_softmax_scalar(p, i, o, row_len),
+    }
+}
