@@ -130,6 +130,14 @@ pub enum Error {
         /// The bytes asked for (saturated at `usize::MAX`).
         bytes: usize,
     },
+    /// A name that [`FromStr`](core::str::FromStr) does not know (of a
+    /// [`Method`](crate::Method) or [`Backend`](crate::Backend)).
+    UnknownName {
+        /// What was being parsed (`"method"`, `"backend"`).
+        what: &'static str,
+        /// The names accepted.
+        accepted: &'static str,
+    },
 }
 
 /// `core::result::Result` with this crate's [`Error`].
@@ -195,6 +203,9 @@ impl fmt::Display for Error {
             } => write!(f, "{op}: {what} must be {requirement}, got {value}"),
             Error::Allocation { op, what, bytes } => {
                 write!(f, "{op}: cannot allocate {bytes} bytes for {what}")
+            }
+            Error::UnknownName { what, accepted } => {
+                write!(f, "unknown {what} name; use one of {accepted} (any case)")
             }
         }
     }
