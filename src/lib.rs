@@ -39,6 +39,7 @@
 //! The crate is `no_std`; the default `std` feature adds `std::error::Error`.
 
 #![no_std]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(missing_docs, unsafe_op_in_unsafe_fn)]
 #![warn(clippy::undocumented_unsafe_blocks)]
 

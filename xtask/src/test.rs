@@ -4,7 +4,8 @@
 //! qneon-runtime` for aarch64 under qemu (the runner in
 //! `.cargo/config.toml`); the library built in every feature combination
 //! (default, `no_std`, `alloc`) for the host and the `no_std` ones for
-//! bare-metal aarch64, each build one part; the asm checks; the benches
+//! bare-metal aarch64, each build one part; the C API (header current, C
+//! example on the host and under qemu); the asm checks; the benches
 //! compile (host and aarch64); `qneon-bench` and `qneon run` (on small
 //! `.tflite` models) run on the host. Output streams as it comes;
 //! libtest's `test result:` lines are summed, and the last line printed is
@@ -16,7 +17,7 @@ use std::process::Command;
 
 use crate::counts::{sum_results, Counts};
 use crate::util::{self, bail, Reported, Result, BARE_METAL_TARGET, CLI_PACKAGE, TARGET};
-use crate::{asm, setup};
+use crate::{asm, capi, setup};
 
 struct Part {
     name: String,
@@ -77,6 +78,9 @@ pub fn cli(args: &[String]) -> Result {
             feature_build(target, features),
         ));
     }
+    // The C API: header current, the C example's bytes on the host (and
+    // under qemu) equal the library's.
+    parts.push(capi_part(host_only));
     if !host_only {
         parts.push(asm_part());
         parts.push(build_part(
@@ -304,6 +308,14 @@ fn asm_part() -> Part {
             eprintln!("asm: error: {err}");
             failed_part("asm checks", "could not run (see above)".into())
         }
+    }
+}
+
+fn capi_part(host_only: bool) -> Part {
+    Part {
+        name: "C API".into(),
+        counts: capi::check(host_only),
+        problem: None,
     }
 }
 
