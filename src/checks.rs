@@ -50,9 +50,7 @@ pub(crate) enum FixedOutputOp {
 /// Softmax and logistic map `[0, 1)` onto the type (scale 1/256, or 1/32768
 /// for int16), tanh maps `[-1, 1)` (1/128, or 1/32768), log-softmax `[-16, 0]`
 /// (16/256, the zero point at the top of the range).
-pub(crate) const fn required_output<T: QuantElem>(
-    op: FixedOutputOp,
-) -> Option<(QuantParams, f64)> {
+pub(crate) const fn required_output<T: QuantElem>(op: FixedOutputOp) -> Option<(QuantParams, f64)> {
     use crate::elem::ElemKind::{I16, I8, U8};
     let (scale, zero_point, tolerance) = match (op, T::KIND) {
         // TF_LITE_ENSURE_NEAR(scale, expected, 0.001 * expected).

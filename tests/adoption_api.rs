@@ -48,7 +48,8 @@ fn check_output_quantization<T: QuantElem>() {
     };
     let q = Softmax::<T>::output_quantization();
     Softmax::<T>::new(input::<T>(), 1.0, q, Method::FixedPoint).unwrap();
-    let e = Softmax::<T>::new(input::<T>(), 1.0, off_by_one::<T>(q), Method::FixedPoint).unwrap_err();
+    let e =
+        Softmax::<T>::new(input::<T>(), 1.0, off_by_one::<T>(q), Method::FixedPoint).unwrap_err();
     check("softmax", q, e);
 
     let q = Logistic::<T>::output_quantization();
@@ -77,7 +78,13 @@ fn check_output_quantization<T: QuantElem>() {
             )
             .unwrap_err();
             assert_eq!(e, from_new);
-            assert!(matches!(e, Error::Unsupported { op: "log_softmax", .. }));
+            assert!(matches!(
+                e,
+                Error::Unsupported {
+                    op: "log_softmax",
+                    ..
+                }
+            ));
         }
     }
 }
@@ -102,8 +109,14 @@ fn output_quantization_values_are_tflites() {
     assert_eq!(Tanh::<i8>::output_quantization(), q(1.0 / 128.0, 0));
     assert_eq!(Tanh::<u8>::output_quantization(), q(1.0 / 128.0, 128));
     assert_eq!(Tanh::<i16>::output_quantization(), q(1.0 / 32768.0, 0));
-    assert_eq!(LogSoftmax::<i8>::output_quantization(), Ok(q(16.0 / 256.0, 127)));
-    assert_eq!(LogSoftmax::<u8>::output_quantization(), Ok(q(16.0 / 256.0, 255)));
+    assert_eq!(
+        LogSoftmax::<i8>::output_quantization(),
+        Ok(q(16.0 / 256.0, 127))
+    );
+    assert_eq!(
+        LogSoftmax::<u8>::output_quantization(),
+        Ok(q(16.0 / 256.0, 255))
+    );
     assert!(LogSoftmax::<i16>::output_quantization().is_err());
     // Usable in constants.
     const Q: QuantParams = Softmax::<i8>::output_quantization();
@@ -131,9 +144,20 @@ fn method_names_round_trip_and_accept_natural_spellings() {
     ] {
         assert_eq!(s.parse::<Method>(), Ok(m), "{s}");
     }
-    for bad in ["", "fix", "lutfixed-", "f64", "fixed point", "lut-", "dequant"] {
+    for bad in [
+        "",
+        "fix",
+        "lutfixed-",
+        "f64",
+        "fixed point",
+        "lut-",
+        "dequant",
+    ] {
         let err = bad.parse::<Method>().unwrap_err();
-        assert!(matches!(err, Error::UnknownName { what: "method", .. }), "{bad}");
+        assert!(
+            matches!(err, Error::UnknownName { what: "method", .. }),
+            "{bad}"
+        );
         let msg = err.to_string();
         assert!(msg.starts_with("unknown method name"), "{msg}");
         for m in METHODS {
@@ -152,9 +176,22 @@ fn backend_names_round_trip() {
     }
     for bad in ["", "sse", "neon ", "all"] {
         let err = bad.parse::<Backend>().unwrap_err();
-        assert!(matches!(err, Error::UnknownName { what: "backend", .. }), "{bad}");
+        assert!(
+            matches!(
+                err,
+                Error::UnknownName {
+                    what: "backend",
+                    ..
+                }
+            ),
+            "{bad}"
+        );
         let msg = err.to_string();
-        assert!(msg.starts_with("unknown backend name") && msg.contains("scalar") && msg.contains("neon"));
+        assert!(
+            msg.starts_with("unknown backend name")
+                && msg.contains("scalar")
+                && msg.contains("neon")
+        );
     }
 }
 
@@ -162,7 +199,9 @@ fn backend_names_round_trip() {
 fn try_new<T: QuantElem>(op: &str, method: Method) -> Result<(), Error> {
     let i = input::<T>();
     match op {
-        "softmax" => Softmax::<T>::new(i, 1.0, Softmax::<T>::output_quantization(), method).map(drop),
+        "softmax" => {
+            Softmax::<T>::new(i, 1.0, Softmax::<T>::output_quantization(), method).map(drop)
+        }
         "log_softmax" => {
             let o = LogSoftmax::<T>::output_quantization()?;
             LogSoftmax::<T>::new(i, o, method).map(drop)
@@ -189,7 +228,10 @@ fn check_causes<T: QuantElem>() {
             continue;
         }
         let r = reason(try_new::<T>(op, Method::LutFixedPoint).unwrap_err());
-        assert!(r.starts_with("Method::LutFixedPoint is a per-element table"), "{op}: {r}");
+        assert!(
+            r.starts_with("Method::LutFixedPoint is a per-element table"),
+            "{op}: {r}"
+        );
         assert!(!r.contains("int16") && !r.contains("65,536"), "{op}: {r}");
         assert!(r.contains("use Method::FixedPoint"), "{r}");
     }
@@ -197,13 +239,19 @@ fn check_causes<T: QuantElem>() {
     if T::NAME == "int16" {
         for op in ["logistic", "tanh"] {
             let r = reason(try_new::<T>(op, Method::LutFixedPoint).unwrap_err());
-            assert!(r.starts_with("Method::LutFixedPoint is not provided for int16"), "{r}");
+            assert!(
+                r.starts_with("Method::LutFixedPoint is not provided for int16"),
+                "{r}"
+            );
         }
     }
     // Lut on log-softmax: not implemented, in any build.
     if T::NAME != "int16" {
         let r = reason(try_new::<T>("log_softmax", Method::Lut).unwrap_err());
-        assert!(r.starts_with("Method::Lut is not implemented for log-softmax"), "{r}");
+        assert!(
+            r.starts_with("Method::Lut is not implemented for log-softmax"),
+            "{r}"
+        );
     }
     // Lut on softmax, logistic and tanh: available with `std`; without it,
     // the missing feature is the first thing the error says.
@@ -214,13 +262,19 @@ fn check_causes<T: QuantElem>() {
         } else {
             let err = r.unwrap_err();
             let r = reason(err);
-            assert!(r.starts_with("Method::Lut") && r.contains("needs the `std` feature"), "{r}");
+            assert!(
+                r.starts_with("Method::Lut") && r.contains("needs the `std` feature"),
+                "{r}"
+            );
             let cause = r.find("`std`").unwrap();
             let instead = r.find("use Method::").unwrap();
             assert!(cause < instead, "{r}");
             // The message names the op and the type, then the cause.
             let msg = err.to_string();
-            assert!(msg.starts_with(&format!("{op} {}: unsupported: Method::Lut", T::NAME)), "{msg}");
+            assert!(
+                msg.starts_with(&format!("{op} {}: unsupported: Method::Lut", T::NAME)),
+                "{msg}"
+            );
         }
     }
 }
@@ -239,7 +293,10 @@ fn cpu_features_without_std_are_the_compiled_ones() {
         compiled.dotprod,
         cfg!(all(target_arch = "aarch64", target_feature = "dotprod"))
     );
-    assert_eq!(compiled.i8mm, cfg!(all(target_arch = "aarch64", target_feature = "i8mm")));
+    assert_eq!(
+        compiled.i8mm,
+        cfg!(all(target_arch = "aarch64", target_feature = "i8mm"))
+    );
     let detected = CpuFeatures::detect();
     if !cfg!(feature = "std") || !cfg!(target_arch = "aarch64") {
         assert_eq!(detected, compiled);

@@ -38,7 +38,13 @@ fn dequantize_oracle(q: QuantParams, v: i32) -> f32 {
 /// (subnormal, tiny, huge, not powers of two) and zero points at both ends.
 fn params<T: QuantElem>() -> Vec<QuantParams> {
     let mid = (T::MIN + T::MAX + 1) / 2;
-    let zps = [T::MIN, mid, T::MAX, 0.clamp(T::MIN, T::MAX), (mid + 3).min(T::MAX)];
+    let zps = [
+        T::MIN,
+        mid,
+        T::MAX,
+        0.clamp(T::MIN, T::MAX),
+        (mid + 3).min(T::MAX),
+    ];
     let scales = [
         1.0,
         0.1,
@@ -134,7 +140,17 @@ fn quantize_i16_matches_the_oracle_on_ties_and_special_values() {
 #[test]
 fn quantize_rounds_ties_away_from_zero_and_nan_to_the_zero_point() {
     let q = QuantParams::new(1.0, 0);
-    let xs = [0.5f32, -0.5, 1.5, -1.5, 2.5, -2.5, 0.49999997, -0.49999997, f32::NAN];
+    let xs = [
+        0.5f32,
+        -0.5,
+        1.5,
+        -1.5,
+        2.5,
+        -2.5,
+        0.49999997,
+        -0.49999997,
+        f32::NAN,
+    ];
     let mut out = [0i8; 9];
     for backend in Backend::available() {
         q.quantize_with(backend, &xs, &mut out).unwrap();
@@ -143,7 +159,8 @@ fn quantize_rounds_ties_away_from_zero_and_nan_to_the_zero_point() {
     // The zero point is added after rounding, and NaN gives it.
     let q = QuantParams::new(0.5, 10);
     let mut out = [0u8; 4];
-    q.quantize(&[0.25, -0.25, f32::NAN, -1e30], &mut out).unwrap();
+    q.quantize(&[0.25, -0.25, f32::NAN, -1e30], &mut out)
+        .unwrap();
     assert_eq!(out, [11, 9, 10, 0]);
 }
 
@@ -240,8 +257,12 @@ fn check_lengths<T: QuantElem + PartialEq>(sentinel: T) {
         for len in 0..=70 {
             for offset_in in 0..16 {
                 let mut want_q = vec![T::default(); len];
-                q.quantize_with(Backend::Scalar, &source[offset_in..offset_in + len], &mut want_q)
-                    .unwrap();
+                q.quantize_with(
+                    Backend::Scalar,
+                    &source[offset_in..offset_in + len],
+                    &mut want_q,
+                )
+                .unwrap();
                 let mut want_f = vec![0f32; len];
                 q.dequantize_with(
                     Backend::Scalar,
@@ -369,13 +390,23 @@ fn errors_name_the_cause_and_leave_the_output_untouched() {
     let q = QuantParams::new(1.0, 128);
     assert!(matches!(
         q.quantize(&[1.0], &mut [0i8]),
-        Err(Error::ZeroPoint { value: 128, min: -128, max: 127, .. })
+        Err(Error::ZeroPoint {
+            value: 128,
+            min: -128,
+            max: 127,
+            ..
+        })
     ));
     assert!(q.quantize(&[1.0], &mut [0u8]).is_ok());
     let q = QuantParams::new(1.0, -1);
     assert!(matches!(
         q.dequantize(&[1u8], &mut [0.0]),
-        Err(Error::ZeroPoint { value: -1, min: 0, max: 255, .. })
+        Err(Error::ZeroPoint {
+            value: -1,
+            min: 0,
+            max: 255,
+            ..
+        })
     ));
     let q = QuantParams::new(1.0, 40000);
     assert!(matches!(

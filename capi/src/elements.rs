@@ -22,7 +22,11 @@ pub unsafe extern "C" fn qneon_logistic_i8_create(
 ) -> QneonStatus {
     let make = || {
         let method = entry::method(method)?;
-        Ok(QneonLogisticI8(Logistic::new(input.into(), output.into(), method)?))
+        Ok(QneonLogisticI8(Logistic::new(
+            input.into(),
+            output.into(),
+            method,
+        )?))
     };
     // SAFETY: forwarded from the caller.
     unsafe { create(out, make) }
@@ -85,7 +89,11 @@ pub unsafe extern "C" fn qneon_logistic_u8_create(
 ) -> QneonStatus {
     let make = || {
         let method = entry::method(method)?;
-        Ok(QneonLogisticU8(Logistic::new(input.into(), output.into(), method)?))
+        Ok(QneonLogisticU8(Logistic::new(
+            input.into(),
+            output.into(),
+            method,
+        )?))
     };
     // SAFETY: forwarded from the caller.
     unsafe { create(out, make) }
@@ -148,7 +156,11 @@ pub unsafe extern "C" fn qneon_logistic_i16_create(
 ) -> QneonStatus {
     let make = || {
         let method = entry::method(method)?;
-        Ok(QneonLogisticI16(Logistic::new(input.into(), output.into(), method)?))
+        Ok(QneonLogisticI16(Logistic::new(
+            input.into(),
+            output.into(),
+            method,
+        )?))
     };
     // SAFETY: forwarded from the caller.
     unsafe { create(out, make) }
@@ -337,7 +349,11 @@ pub unsafe extern "C" fn qneon_tanh_i16_create(
 ) -> QneonStatus {
     let make = || {
         let method = entry::method(method)?;
-        Ok(QneonTanhI16(Tanh::new(input.into(), output.into(), method)?))
+        Ok(QneonTanhI16(Tanh::new(
+            input.into(),
+            output.into(),
+            method,
+        )?))
     };
     // SAFETY: forwarded from the caller.
     unsafe { create(out, make) }

@@ -206,7 +206,10 @@ fn checked<T>(what: &str, p: *const T, len: usize) -> Result<*const T, Failure> 
             ),
         ));
     }
-    if len.checked_mul(std::mem::size_of::<T>()).is_none_or(|b| b > isize::MAX as usize) {
+    if len
+        .checked_mul(std::mem::size_of::<T>())
+        .is_none_or(|b| b > isize::MAX as usize)
+    {
         return Err(Failure::new(
             QneonStatus::Length,
             format!("len {len} is too large for {what} (its byte size overflows)"),
@@ -300,4 +303,19 @@ pub(crate) unsafe fn handle<'a, H>(handle: *const H) -> Result<&'a H, Failure> {
             "the handle is null; create it first (and check the create status)",
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panic_becomes_an_internal_status_and_message() {
+        let s = guard(|| panic!("a deliberate panic"));
+        assert_eq!(s, QneonStatus::Internal);
+        // SAFETY: the function returns a valid NUL-terminated string.
+        let msg = unsafe { std::ffi::CStr::from_ptr(qneon_last_error_message()) };
+        assert!(msg.to_str().unwrap().starts_with("internal error"));
+        assert_eq!(guard(|| Ok(())), QneonStatus::Ok);
+    }
 }

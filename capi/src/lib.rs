@@ -36,7 +36,9 @@ mod entry;
 mod raw;
 mod rows;
 
-pub use entry::{qneon_last_error_message, QneonBackend, QneonMethod, QneonQuantParams, QneonStatus};
 pub use elements::*;
+pub use entry::{
+    qneon_last_error_message, QneonBackend, QneonMethod, QneonQuantParams, QneonStatus,
+};
 pub use raw::*;
 pub use rows::*;

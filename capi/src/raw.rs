@@ -23,7 +23,13 @@ pub unsafe extern "C" fn qneon_q31_softmax(
         // SAFETY: forwarded from the caller.
         let (input, output) = unsafe { buffers(input, output, len)? };
         let backend = entry::backend(backend)?;
-        Ok(q31::softmax_with(backend, input, integer_bits, output, row_len)?)
+        Ok(q31::softmax_with(
+            backend,
+            input,
+            integer_bits,
+            output,
+            row_len,
+        )?)
     })
 }
 

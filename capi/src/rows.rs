@@ -25,7 +25,12 @@ pub unsafe extern "C" fn qneon_softmax_i8_create(
 ) -> QneonStatus {
     let make = || {
         let method = entry::method(method)?;
-        Ok(QneonSoftmaxI8(Softmax::new(input.into(), beta, output.into(), method)?))
+        Ok(QneonSoftmaxI8(Softmax::new(
+            input.into(),
+            beta,
+            output.into(),
+            method,
+        )?))
     };
     // SAFETY: forwarded from the caller.
     unsafe { create(out, make) }
@@ -90,7 +95,12 @@ pub unsafe extern "C" fn qneon_softmax_u8_create(
 ) -> QneonStatus {
     let make = || {
         let method = entry::method(method)?;
-        Ok(QneonSoftmaxU8(Softmax::new(input.into(), beta, output.into(), method)?))
+        Ok(QneonSoftmaxU8(Softmax::new(
+            input.into(),
+            beta,
+            output.into(),
+            method,
+        )?))
     };
     // SAFETY: forwarded from the caller.
     unsafe { create(out, make) }
@@ -155,7 +165,12 @@ pub unsafe extern "C" fn qneon_softmax_i16_create(
 ) -> QneonStatus {
     let make = || {
         let method = entry::method(method)?;
-        Ok(QneonSoftmaxI16(Softmax::new(input.into(), beta, output.into(), method)?))
+        Ok(QneonSoftmaxI16(Softmax::new(
+            input.into(),
+            beta,
+            output.into(),
+            method,
+        )?))
     };
     // SAFETY: forwarded from the caller.
     unsafe { create(out, make) }
@@ -219,7 +234,11 @@ pub unsafe extern "C" fn qneon_log_softmax_i8_create(
 ) -> QneonStatus {
     let make = || {
         let method = entry::method(method)?;
-        Ok(QneonLogSoftmaxI8(LogSoftmax::new(input.into(), output.into(), method)?))
+        Ok(QneonLogSoftmaxI8(LogSoftmax::new(
+            input.into(),
+            output.into(),
+            method,
+        )?))
     };
     // SAFETY: forwarded from the caller.
     unsafe { create(out, make) }
@@ -289,7 +308,11 @@ pub unsafe extern "C" fn qneon_log_softmax_u8_create(
 ) -> QneonStatus {
     let make = || {
         let method = entry::method(method)?;
-        Ok(QneonLogSoftmaxU8(LogSoftmax::new(input.into(), output.into(), method)?))
+        Ok(QneonLogSoftmaxU8(LogSoftmax::new(
+            input.into(),
+            output.into(),
+            method,
+        )?))
     };
     // SAFETY: forwarded from the caller.
     unsafe { create(out, make) }

@@ -103,7 +103,11 @@ impl FromStr for Method {
 fn same_name(alias: &str, s: &str) -> bool {
     alias.len() == s.len()
         && alias.bytes().zip(s.bytes()).all(|(a, b)| {
-            let b = if b == b'_' { b'-' } else { b.to_ascii_lowercase() };
+            let b = if b == b'_' {
+                b'-'
+            } else {
+                b.to_ascii_lowercase()
+            };
             a == b
         })
 }

@@ -106,7 +106,14 @@ fn example(aarch64: bool) -> Result {
         // The static library only: the target's `crt-static` (see
         // .cargo/config.toml) rules out the cdylib, which rustc would drop
         // with a warning.
-        build = util::cargo(["rustc", "-p", "qneon-capi", "--lib", "--crate-type", "staticlib"]);
+        build = util::cargo([
+            "rustc",
+            "-p",
+            "qneon-capi",
+            "--lib",
+            "--crate-type",
+            "staticlib",
+        ]);
         build.args(["--target", TARGET]);
     }
     util::run(&mut build)?;
@@ -115,11 +122,17 @@ fn example(aarch64: bool) -> Result {
     } else {
         util::target_dir().join("debug")
     };
-    let exe = util::target_dir()
-        .join("capi")
-        .join(if aarch64 { "softmax-aarch64" } else { "softmax-host" });
+    let exe = util::target_dir().join("capi").join(if aarch64 {
+        "softmax-aarch64"
+    } else {
+        "softmax-host"
+    });
     std::fs::create_dir_all(exe.parent().unwrap())?;
-    let mut cc = Command::new(if aarch64 { "aarch64-linux-gnu-gcc" } else { "cc" });
+    let mut cc = Command::new(if aarch64 {
+        "aarch64-linux-gnu-gcc"
+    } else {
+        "cc"
+    });
     if aarch64 {
         // Static, like the crate's other aarch64 binaries: runs under qemu
         // without an aarch64 sysroot.
@@ -171,12 +184,7 @@ fn compare(stdout: &str, exe: &Path) -> Result {
         ("f32", Method::DequantF32),
     ] {
         let got = bytes(line(name)?)?;
-        let op = Softmax::<i8>::new(
-            input_q,
-            beta,
-            Softmax::<i8>::output_quantization(),
-            method,
-        )?;
+        let op = Softmax::<i8>::new(input_q, beta, Softmax::<i8>::output_quantization(), method)?;
         let mut want = vec![0i8; input.len()];
         op.run(&input, &mut want, row)?;
         if got != want {
@@ -190,7 +198,10 @@ fn compare(stdout: &str, exe: &Path) -> Result {
         }
         compared += 1;
     }
-    println!("capi: {} matches the library on {compared} methods", exe.display());
+    println!(
+        "capi: {} matches the library on {compared} methods",
+        exe.display()
+    );
     Ok(())
 }
 
