@@ -33,7 +33,8 @@ commands:
   test [--host] [-- FILTER...]
                         host tests, aarch64 tests under qemu, the library
                         built in every feature combination (host, and
-                        bare-metal aarch64 without std), asm checks, benches
+                        bare-metal aarch64 without std), the no_std API
+                        tests, the C API (cargo xtask capi), asm checks, benches
                         build, binaries' smoke runs; ends with `N passed,
                         M failed`. --host runs the host parts only; FILTERs
                         go to both `cargo test` runs
