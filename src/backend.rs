@@ -7,6 +7,9 @@
 //!
 //! A leaf: it imports only [`crate::error`].
 
+use core::fmt;
+use core::str::FromStr;
+
 use crate::error::Error;
 
 /// The instruction set a kernel runs on. It never changes a result byte.
@@ -52,11 +55,33 @@ impl Backend {
         }
     }
 
-    /// Parses [`name`](Self::name) (case-insensitive).
+    /// Parses [`name`](Self::name) (case-insensitive), as
+    /// [`FromStr`](core::str::FromStr) does.
     pub fn from_name(name: &str) -> Option<Backend> {
         [Backend::Scalar, Backend::Neon]
             .into_iter()
             .find(|b| b.name().eq_ignore_ascii_case(name))
+    }
+}
+
+impl fmt::Display for Backend {
+    /// [`Backend::name`].
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Backend {
+    type Err = Error;
+
+    /// `"scalar"` or `"neon"`, in any case ([`Error::UnknownName`] otherwise);
+    /// the inverse of [`Display`](fmt::Display). Whether the backend is
+    /// available here is [`Backend::is_available`].
+    fn from_str(s: &str) -> Result<Backend, Error> {
+        Backend::from_name(s).ok_or(Error::UnknownName {
+            what: "backend",
+            accepted: "scalar, neon",
+        })
     }
 }
 

@@ -33,6 +33,43 @@ pub(crate) fn check_zero_point<T: QuantElem>(what: &'static str, zero_point: i32
     }
 }
 
+/// The ops whose output quantization TFLite's `Prepare` fixes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum FixedOutputOp {
+    Softmax,
+    LogSoftmax,
+    Logistic,
+    Tanh,
+}
+
+/// TFLite's required output quantization of `op` on `T`, and how closely
+/// its `Prepare` compares the scale (relative; 0 is `==`): the one table
+/// behind each op's `output_quantization()` and `new()` checks. `None` where
+/// TFLite does not define the op for the type (log-softmax on int16).
+///
+/// Softmax and logistic map `[0, 1)` onto the type (scale 1/256, or 1/32768
+/// for int16), tanh maps `[-1, 1)` (1/128, or 1/32768), log-softmax `[-16, 0]`
+/// (16/256, the zero point at the top of the range).
+pub(crate) const fn required_output<T: QuantElem>(op: FixedOutputOp) -> Option<(QuantParams, f64)> {
+    use crate::elem::ElemKind::{I16, I8, U8};
+    let (scale, zero_point, tolerance) = match (op, T::KIND) {
+        // TF_LITE_ENSURE_NEAR(scale, expected, 0.001 * expected).
+        (FixedOutputOp::Softmax, I8) => (1.0 / 256.0, -128, 0.001),
+        (FixedOutputOp::Softmax, U8) => (1.0 / 256.0, 0, 0.001),
+        (FixedOutputOp::Softmax, I16) => (1.0 / 32768.0, 0, 0.001),
+        (FixedOutputOp::LogSoftmax, I8) => (16.0 / 256.0, 127, 0.0),
+        (FixedOutputOp::LogSoftmax, U8) => (16.0 / 256.0, 255, 0.0),
+        (FixedOutputOp::LogSoftmax, I16) => return None,
+        (FixedOutputOp::Logistic, I8) => (1.0 / 256.0, -128, 0.0),
+        (FixedOutputOp::Logistic, U8) => (1.0 / 256.0, 0, 0.0),
+        (FixedOutputOp::Logistic, I16) => (1.0 / 32768.0, 0, 0.0),
+        (FixedOutputOp::Tanh, I8) => (1.0 / 128.0, 0, 0.0),
+        (FixedOutputOp::Tanh, U8) => (1.0 / 128.0, 128, 0.0),
+        (FixedOutputOp::Tanh, I16) => (1.0 / 32768.0, 0, 0.0),
+    };
+    Some((QuantParams::new(scale, zero_point), tolerance))
+}
+
 /// Validates input and output quantization, and that the output matches the
 /// fixed quantization TFLite's `Prepare` demands for this op: the zero point
 /// exactly and the scale within `relative_tolerance` (TFLite's softmax uses

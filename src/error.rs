@@ -142,6 +142,14 @@ pub enum Error {
         /// The bytes asked for (saturated at `usize::MAX`).
         bytes: usize,
     },
+    /// A name that [`FromStr`](core::str::FromStr) does not know (of a
+    /// [`Method`](crate::Method) or [`Backend`](crate::Backend)).
+    UnknownName {
+        /// What was being parsed (`"method"`, `"backend"`).
+        what: &'static str,
+        /// The names accepted.
+        accepted: &'static str,
+    },
 }
 
 /// `core::result::Result` with this crate's [`Error`].
@@ -217,9 +225,13 @@ impl fmt::Display for Error {
             Error::Allocation { op, what, bytes } => {
                 write!(f, "{op}: cannot allocate {bytes} bytes for {what}")
             }
+            Error::UnknownName { what, accepted } => {
+                write!(f, "unknown {what} name; use one of {accepted} (any case)")
+            }
         }
     }
 }
 
 #[cfg(feature = "std")]
+#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 impl std::error::Error for Error {}

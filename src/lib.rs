@@ -34,11 +34,12 @@
 //!   loops), one folder per op family with every method and backend in it;
 //!   the op types are re-exported here.
 //! * [`q31`]: raw Q31 softmax, logistic and tanh.
-//! * [`f32`]: float softmax, log-softmax, sigmoid, tanh and exp.
+//! * [`f32`](mod@f32): float softmax, log-softmax, sigmoid, tanh and exp.
 //!
 //! The crate is `no_std`; the default `std` feature adds `std::error::Error`.
 
 #![no_std]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(missing_docs, unsafe_op_in_unsafe_fn)]
 #![warn(clippy::undocumented_unsafe_blocks)]
 

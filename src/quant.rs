@@ -17,6 +17,12 @@ use crate::fixedpoint::{libm_round, Lane};
 ///
 /// `scale` is `f32` because that is what a `.tflite` file stores; TFLite widens
 /// it to `f64` before computing multipliers, and so does qneon.
+///
+/// [`quantize`](QuantParams::quantize) and [`dequantize`](QuantParams::dequantize)
+/// convert `f32` slices to a [`QuantElem`](crate::QuantElem) type and back, as
+/// TFLite's `QUANTIZE` and `DEQUANTIZE`; each op's required output
+/// quantization is its `output_quantization()` (e.g.
+/// [`Softmax::output_quantization`](crate::Softmax::output_quantization)).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct QuantParams {
     /// Real value of one quantization step; finite and `> 0`.

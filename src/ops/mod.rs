@@ -115,6 +115,7 @@ mod log_softmax;
 mod method;
 #[cfg(feature = "alloc")]
 mod no_norm;
+mod quantize;
 mod requant;
 pub(crate) mod softmax;
 
@@ -135,3 +136,64 @@ pub use no_norm::NoNorm;
 pub use requant::FusedActivation;
 pub use softmax::params::SoftmaxParams;
 pub use softmax::Softmax;
+
+// Each op's required output quantization, from the one table in `checks`
+// that `new()` checks against.
+mod output_quantization {
+    use super::{LogSoftmax, Logistic, Softmax, Tanh};
+    use crate::checks::{required_output, FixedOutputOp};
+    use crate::elem::QuantElem;
+    use crate::error::{Error, Result};
+    use crate::quant::QuantParams;
+
+    /// The table's entry for an op TFLite defines on every type.
+    const fn every_type<T: QuantElem>(op: FixedOutputOp) -> QuantParams {
+        match required_output::<T>(op) {
+            Some((q, _)) => q,
+            // Only log-softmax on int16 has no entry.
+            None => QuantParams::new(f32::NAN, 0),
+        }
+    }
+
+    impl<T: QuantElem> Softmax<T> {
+        /// The output quantization `new()` requires (TFLite's): int8 scale
+        /// 1/256 and zero point -128, uint8 1/256 and 0, int16 1/32768 and 0.
+        /// (`new()` accepts scales within 0.1% of it, as TFLite does.)
+        pub const fn output_quantization() -> QuantParams {
+            every_type::<T>(FixedOutputOp::Softmax)
+        }
+    }
+
+    impl<T: QuantElem> Logistic<T> {
+        /// The output quantization `new()` requires (TFLite's): int8 scale
+        /// 1/256 and zero point -128, uint8 1/256 and 0, int16 1/32768 and 0.
+        pub const fn output_quantization() -> QuantParams {
+            every_type::<T>(FixedOutputOp::Logistic)
+        }
+    }
+
+    impl<T: QuantElem> Tanh<T> {
+        /// The output quantization `new()` requires (TFLite's): int8 scale
+        /// 1/128 and zero point 0, uint8 1/128 and 128, int16 1/32768 and 0.
+        pub const fn output_quantization() -> QuantParams {
+            every_type::<T>(FixedOutputOp::Tanh)
+        }
+    }
+
+    impl<T: QuantElem> LogSoftmax<T> {
+        /// The output quantization `new()` requires (TFLite's): int8 scale
+        /// 16/256 and zero point 127, uint8 16/256 and 255. Int16 is
+        /// [`Error::Unsupported`], as in `new()` (TFLite defines log-softmax
+        /// for 8-bit types only).
+        pub const fn output_quantization() -> Result<QuantParams> {
+            match required_output::<T>(FixedOutputOp::LogSoftmax) {
+                Some((q, _)) => Ok(q),
+                None => Err(Error::Unsupported {
+                    op: "log_softmax",
+                    dtype: T::NAME,
+                    reason: "log-softmax is defined for int8 and uint8 (as in TFLite)",
+                }),
+            }
+        }
+    }
+}

@@ -226,3 +226,37 @@ pub(crate) fn read_blocks<const W: usize, T: Copy>(
     // SAFETY: the slice is readable for its length.
     unsafe { read_blocks_raw::<W, T>(row.as_ptr(), row.len(), pad, f) }
 }
+
+/// [`map_blocks`] between slices of different element types (`f32` to a
+/// quantized type and back): whole `W`-element blocks in place, then the
+/// partial block through stack buffers padded with `pad_in` / `pad_out`.
+/// `input.len() == output.len()` is checked by the caller; only the common
+/// length is touched.
+#[inline(always)]
+pub(crate) fn map_blocks_across<const W: usize, A: Copy, B: Copy>(
+    input: &[A],
+    output: &mut [B],
+    pad_in: A,
+    pad_out: B,
+    mut f: impl FnMut(*const A, *mut B),
+) {
+    debug_assert_eq!(input.len(), output.len());
+    let n = input.len().min(output.len());
+    let whole = n - n % W;
+    let mut i = 0;
+    while i < whole {
+        // SAFETY: i + W <= whole <= n, the length of both slices, so the
+        // offsets and the W elements after them are in bounds.
+        let (s, d) = unsafe { (input.as_ptr().add(i), output.as_mut_ptr().add(i)) };
+        f(s, d);
+        i += W;
+    }
+    if whole < n {
+        let rest = n - whole;
+        let mut src_buf = [pad_in; W];
+        let mut dst_buf = [pad_out; W];
+        src_buf[..rest].copy_from_slice(&input[whole..n]);
+        f(src_buf.as_ptr(), dst_buf.as_mut_ptr());
+        output[whole..n].copy_from_slice(&dst_buf[..rest]);
+    }
+}

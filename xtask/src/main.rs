@@ -5,6 +5,7 @@
 
 mod asm;
 mod bench;
+mod capi;
 mod compare;
 mod counts;
 mod expect;
@@ -32,7 +33,8 @@ commands:
   test [--host] [-- FILTER...]
                         host tests, aarch64 tests under qemu, the library
                         built in every feature combination (host, and
-                        bare-metal aarch64 without std), asm checks, benches
+                        bare-metal aarch64 without std), the no_std API
+                        tests, the C API (cargo xtask capi), asm checks, benches
                         build, binaries' smoke runs; ends with `N passed,
                         M failed`. --host runs the host parts only; FILTERs
                         go to both `cargo test` runs
@@ -101,6 +103,11 @@ commands:
   msrv                  build the library and check the workspace with the
                         toolchain of `rust-version` (installed by rustup if
                         missing), in target/msrv
+  capi [--host]         the C API: the committed capi/include/qneon.h is
+                        current, and capi/examples/softmax.c built against
+                        the static library (host cc; aarch64 gcc under qemu
+                        unless --host) prints the library's bytes
+  capi-header           regenerate capi/include/qneon.h (cbindgen)
   help                  show this message
 ";
 
@@ -116,6 +123,8 @@ fn main() -> ExitCode {
         "bench" => bench::cli(rest),
         "run" => run::cli(rest),
         "asm" => asm::cli(rest),
+        "capi" => capi::cli(rest),
+        "capi-header" => capi::header_cli(rest),
         "compare" => compare::cli(rest),
         "msrv" => msrv::cli(rest),
         "fuzz" => fuzz::cli(rest),

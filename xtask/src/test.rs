@@ -1,12 +1,14 @@
 //! `cargo xtask test`: every test suite, with one combined count at the end.
 //!
 //! Parts, in order: host `cargo test --workspace`; `cargo test -p qneon -p
-//! qneon-runtime` for aarch64 under qemu (the runner in
+//! qneon-runtime -p qneon-capi` for aarch64 under qemu (the runner in
 //! `.cargo/config.toml`); the library built in every feature combination
 //! (default, `no_std`, `alloc`) for the host and the `no_std` ones for
-//! bare-metal aarch64, each build one part; the asm checks; the benches
-//! compile (host and aarch64); `qneon-bench` and `qneon run` (on small
-//! `.tflite` models) and the self-checking examples run on the host. Output streams as it comes;
+//! bare-metal aarch64, each build one part; the library's API tests
+//! without `std`; the C API (header current, C example on the host and
+//! under qemu); the asm checks; the benches compile (host and aarch64);
+//! `qneon-bench`, `qneon run` (on small `.tflite` models) and the
+//! self-checking examples run on the host. Output streams as it comes;
 //! libtest's `test result:` lines are summed, and the last line printed is
 //! `N passed, M failed`. A part that fails without reporting any failing
 //! test (say, a compile error) counts as one failure.
@@ -16,7 +18,7 @@ use std::process::Command;
 
 use crate::counts::{sum_results, Counts};
 use crate::util::{self, bail, Reported, Result, BARE_METAL_TARGET, CLI_PACKAGE, TARGET};
-use crate::{asm, setup};
+use crate::{asm, capi, setup};
 
 struct Part {
     name: String,
@@ -60,6 +62,9 @@ pub fn cli(args: &[String]) -> Result {
             "qneon",
             "-p",
             "qneon-runtime",
+            // The C API's Rust tests (its extern functions on NEON).
+            "-p",
+            "qneon-capi",
             "--target",
             TARGET,
             "--no-fail-fast",
@@ -77,6 +82,24 @@ pub fn cli(args: &[String]) -> Result {
             feature_build(target, features),
         ));
     }
+    // The library's API without `std`: `Method::Lut` fails at `new()` with
+    // the missing feature as the cause, `CpuFeatures::detect()` reports the
+    // compiled features (one test file, host only: fast).
+    parts.push(cargo_part(
+        "no_std API tests",
+        util::cargo([
+            "test",
+            "-p",
+            "qneon",
+            "--no-default-features",
+            "--test",
+            "adoption_api",
+        ]),
+        filters,
+    ));
+    // The C API: header current, the C example's bytes on the host (and
+    // under qemu) equal the library's.
+    parts.push(capi_part(host_only));
     if !host_only {
         parts.push(asm_part());
         parts.push(build_part(
@@ -316,6 +339,14 @@ fn asm_part() -> Part {
             eprintln!("asm: error: {err}");
             failed_part("asm checks", "could not run (see above)".into())
         }
+    }
+}
+
+fn capi_part(host_only: bool) -> Part {
+    Part {
+        name: "C API".into(),
+        counts: capi::check(host_only),
+        problem: None,
     }
 }
 

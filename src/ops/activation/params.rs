@@ -3,9 +3,9 @@
 //! [`activation_lanes`], the per-element math every backend runs on it
 //! (written once over [`Lane`]).
 
-use crate::checks::check_quantization;
+use crate::checks::{check_quantization, required_output, FixedOutputOp};
 use crate::elem::{ElemKind, QuantElem};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::fixedpoint::{self, FixedPoint, Lane};
 use crate::quant::{calculate_input_radius, frexp, multiply_by_quantized_multiplier, QuantParams};
 
@@ -55,19 +55,30 @@ impl ActivationParams {
             Activation::Tanh => "tanh",
         };
         // TFLite's output quantization: [0, 1) or [-1, 1) over the type's range.
-        let (expected_scale, expected_zero_point, output_fraction_bits) =
-            match (activation, T::KIND) {
-                (Activation::Logistic, ElemKind::I8) => (1.0 / 256.0, -128, 8),
-                (Activation::Logistic, ElemKind::U8) => (1.0 / 256.0, 0, 8),
-                (Activation::Logistic, ElemKind::I16) => (1.0 / 32768.0, 0, 15),
-                (Activation::Tanh, ElemKind::I8) => (1.0 / 128.0, 0, 7),
-                (Activation::Tanh, ElemKind::U8) => (1.0 / 128.0, 128, 7),
-                (Activation::Tanh, ElemKind::I16) => (1.0 / 32768.0, 0, 15),
-            };
+        let fixed_op = match activation {
+            Activation::Logistic => FixedOutputOp::Logistic,
+            Activation::Tanh => FixedOutputOp::Tanh,
+        };
+        let Some((required, tolerance)) = required_output::<T>(fixed_op) else {
+            return Err(Error::Unsupported {
+                op,
+                dtype: T::NAME,
+                reason: "no output quantization is defined for this type",
+            });
+        };
+        // The scale is 2^-bits (1/256, 1/128 or 1/32768): bits from its exponent field.
+        let output_fraction_bits = (127 - (required.scale.to_bits() >> 23) as i32) as u32;
+        debug_assert_eq!(required.scale, 1.0 / (1u32 << output_fraction_bits) as f32);
         // TFLite compares the logistic output scale exactly (tanh it does not check;
         // its kernel assumes these values).
-        let input_scale =
-            check_quantization::<T>(op, input, output, expected_scale, expected_zero_point, 0.0)?;
+        let input_scale = check_quantization::<T>(
+            op,
+            input,
+            output,
+            required.scale as f64,
+            required.zero_point,
+            tolerance,
+        )?;
 
         let input_integer_bits = if T::KIND == ElemKind::I16 { 5 } else { 4 };
         // TFLite Micro's Prepare: frexp of the real multiplier, mantissa rounded

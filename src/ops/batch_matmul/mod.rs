@@ -48,6 +48,7 @@ const OP: &str = "batch_matmul";
 /// A prepared int8 matrix product of two run-time operands (see the module
 /// documentation for the arithmetic and the scratch it needs).
 #[derive(Clone, Debug)]
+#[cfg_attr(docsrs, doc(cfg(feature = "alloc")))]
 pub struct MatMul {
     m: usize,
     n: usize,

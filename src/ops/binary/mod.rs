@@ -286,7 +286,7 @@ macro_rules! add_sub_methods {
 }
 
 /// Prepared int8 quantized add: TFLite's int8 `ADD` bit for bit in the
-/// chosen [`Rounding`] (see the [module docs](self) for the arithmetic).
+/// chosen [`Rounding`] (the arithmetic is described in `src/ops/binary/mod.rs`).
 #[derive(Clone, Copy, Debug)]
 pub struct Add(AddSub);
 

@@ -93,6 +93,7 @@ pub enum GemmPath {
 /// bias (`bias[n] - input_zero_point * sum_k w[n][k]`, equal modulo 2^32), so
 /// the NEON inner loops multiply raw int8 values.
 #[derive(Clone, Debug)]
+#[cfg_attr(docsrs, doc(cfg(feature = "alloc")))]
 pub struct Gemm {
     params: GemmParams,
     backend: Backend,

@@ -59,6 +59,7 @@ fn check_beta(beta_q: f64) -> Result<()> {
 /// out = clamp(MBQM(acc, scale_x * gamma_scale[c] / scale_out) + zp_out, act_min, act_max)
 /// ```
 #[derive(Clone, Debug)]
+#[cfg_attr(docsrs, doc(cfg(feature = "alloc")))]
 pub struct NoNorm {
     params: NoNormParams,
     backend: Backend,

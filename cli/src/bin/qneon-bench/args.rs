@@ -52,12 +52,12 @@ pub(crate) const SHAPES: [&str; 5] = ["mobilebert", "rows64", "short", "vocab", 
 pub(crate) struct Backends(pub(crate) Option<Backend>);
 
 pub(crate) fn parse_backends(name: &str) -> Result<Backends, String> {
-    if name == "all" {
+    if name.eq_ignore_ascii_case("all") {
         return Ok(Backends(None));
     }
-    Backend::from_name(name)
+    name.parse::<Backend>()
         .map(|b| Backends(Some(b)))
-        .ok_or_else(|| format!("unknown backend `{name}` (scalar, neon, all)"))
+        .map_err(|e| format!("`{name}`: {e}, or all"))
 }
 
 pub(crate) fn positive_f32(text: &str) -> Result<f32, String> {

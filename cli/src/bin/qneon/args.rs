@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
+use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use qneon::{Backend, Method};
 use qneon_runtime::interp::{Options, Rounding, TfliteKernels};
@@ -31,8 +32,9 @@ pub(crate) enum Command {
 pub(crate) struct LoadArgs {
     /// SOFTMAX / LOG_SOFTMAX / LOGISTIC / TANH method: fixed (TFLite's
     /// reference kernels), lut (TFLite's aarch64 builtin kernels), f32.
-    #[arg(long, value_enum, default_value_t = SoftmaxArg::Fixed)]
-    pub(crate) softmax: SoftmaxArg,
+    #[arg(long, default_value = "fixed", ignore_case = true,
+          value_parser = method_parser())]
+    pub(crate) softmax: Method,
     /// Requantization rounding: single (LiteRT 2.3) or double (TF 2.19's
     /// bundled TFLite, TFLite Micro).
     #[arg(long, value_enum, default_value_t = RoundingArg::Single)]
@@ -60,8 +62,8 @@ pub(crate) struct RunArgs {
     #[command(flatten)]
     pub(crate) load: LoadArgs,
     /// neon or scalar (default: the best on this CPU).
-    #[arg(long, value_enum)]
-    pub(crate) backend: Option<BackendArg>,
+    #[arg(long, ignore_case = true, value_parser = backend_parser())]
+    pub(crate) backend: Option<Backend>,
     /// Print the time per op type.
     #[arg(long)]
     pub(crate) profile: bool,
@@ -83,13 +85,6 @@ pub(crate) struct InspectArgs {
 }
 
 #[derive(Clone, Copy, ValueEnum)]
-pub(crate) enum SoftmaxArg {
-    Lut,
-    Fixed,
-    F32,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
 pub(crate) enum KernelsArg {
     Reference,
     Optimized,
@@ -101,19 +96,20 @@ pub(crate) enum RoundingArg {
     Double,
 }
 
-#[derive(Clone, Copy, ValueEnum)]
-pub(crate) enum BackendArg {
-    Neon,
-    Scalar,
+/// `--softmax`: the names `Method` parses, limited to the methods every
+/// one of the four ops has (listed in `--help`).
+fn method_parser() -> impl clap::builder::TypedValueParser<Value = Method> {
+    PossibleValuesParser::new(["lut", "fixed", "f32"]).try_map(|s| s.parse::<Method>())
+}
+
+/// `--backend`: `Backend`'s names.
+fn backend_parser() -> impl clap::builder::TypedValueParser<Value = Backend> {
+    PossibleValuesParser::new(["neon", "scalar"]).try_map(|s| s.parse::<Backend>())
 }
 
 impl LoadArgs {
     pub(crate) fn options(&self, backend: Backend) -> Options {
-        let softmax_method = match self.softmax {
-            SoftmaxArg::Lut => Method::Lut,
-            SoftmaxArg::Fixed => Method::FixedPoint,
-            SoftmaxArg::F32 => Method::DequantF32,
-        };
+        let softmax_method = self.softmax;
         Options {
             rounding: match self.rounding {
                 RoundingArg::Single => Rounding::Single,

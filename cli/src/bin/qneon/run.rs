@@ -9,7 +9,7 @@ use qneon_runtime::interp::{Interpreter, NodeInfo, Profiler, TensorInfo};
 use qneon_runtime::npy::NpyArray;
 use serde_json::{json, Value};
 
-use crate::args::{read_model, BackendArg, RunArgs};
+use crate::args::{read_model, RunArgs};
 use crate::inputs::{numpy_name, set_inputs};
 use crate::marker;
 
@@ -53,11 +53,7 @@ fn output_json(index: usize, info: &TensorInfo) -> Value {
 
 /// Runs `qneon run`; the error is the message for stderr.
 pub(crate) fn run(args: RunArgs) -> Result<(), String> {
-    let backend = match args.backend {
-        None => Backend::best(),
-        Some(BackendArg::Scalar) => Backend::Scalar,
-        Some(BackendArg::Neon) => Backend::Neon,
-    };
+    let backend = args.backend.unwrap_or_else(Backend::best);
     if !backend.is_available() {
         return Err(format!(
             "backend {} is not available on this CPU",
