@@ -471,17 +471,14 @@ impl<'w> CrossEntropy<'w> {
                 what: "inner (positions per sample)",
             });
         }
-        if targets.len() % inner != 0 {
+        if !targets.len().is_multiple_of(inner) {
             return Err(Error::RowLength {
                 op: OP,
                 len: targets.len(),
                 row: inner,
             });
         }
-        let expected = targets
-            .len()
-            .checked_mul(self.classes)
-            .unwrap_or(usize::MAX);
+        let expected = targets.len().saturating_mul(self.classes);
         self.check_len("logits", expected, logits)?;
         let expected_out = match self.reduction {
             Reduction::None => targets.len(),
