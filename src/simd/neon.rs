@@ -307,26 +307,19 @@ impl NeonElem for i32 {
 /// heap buffer (with `alloc`) or recompute the exps in the output pass.
 pub(crate) const STACK_CACHE: usize = 1024;
 
-/// Exact sums of non-negative exps (softmax and log-softmax rows): `u32`
-/// lanes, flushed into `u64` before they can overflow.
+/// Exact sums of non-negative Q0.31 exps (the int16 softmax's rows) in
+/// `u64` lanes.
 pub(crate) struct SumOfExps {
-    lanes: uint32x4_t,
     wide: uint64x2_t,
-    blocks: u32,
 }
 
 impl SumOfExps {
-    /// Blocks a `u32` lane can take: each adds at most 4 * 2^19.
-    const FLUSH_EVERY: u32 = 1 << 10;
-
     #[inline(always)]
     pub(crate) fn new() -> Self {
         // SAFETY: neon is a compile-time target feature on aarch64.
         unsafe {
             SumOfExps {
-                lanes: vdupq_n_u32(0),
                 wide: vdupq_n_u64(0),
-                blocks: 0,
             }
         }
     }
@@ -343,18 +336,7 @@ impl SumOfExps {
     }
 
     #[inline(always)]
-    fn flush(&mut self) {
-        // SAFETY: neon is a compile-time target feature on aarch64.
-        unsafe {
-            self.wide = vpadalq_u32(self.wide, self.lanes);
-            self.lanes = vdupq_n_u32(0);
-        }
-        self.blocks = 0;
-    }
-
-    #[inline(always)]
-    pub(crate) fn total(mut self) -> i64 {
-        self.flush();
+    pub(crate) fn total(self) -> i64 {
         // SAFETY: neon is a compile-time target feature on aarch64.
         unsafe { vaddvq_u64(self.wide) as i64 }
     }

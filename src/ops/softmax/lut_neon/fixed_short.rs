@@ -311,9 +311,11 @@ pub(super) fn window_rows<const SIGNED: bool, const FULL: bool>(
                 d
             };
             // d - 64 k for chunk k (its entries at 0..64, the others above).
-            // SAFETY: register arithmetic.
             let dk: [[uint8x16_t; 4]; 4] = core::array::from_fn(|k| {
-                d.map(|d| unsafe { vsubq_u8(d, vdupq_n_u8(64 * k as u8)) })
+                d.map(|d| {
+                    // SAFETY: register arithmetic (NEON is baseline on aarch64).
+                    unsafe { vsubq_u8(d, vdupq_n_u8(64 * k as u8)) }
+                })
             });
             for j in 0..PLANES {
                 let chunks = t.plane_chunks[j];
