@@ -172,19 +172,36 @@ fn reference(
             .quantize_multiplier(real)
             .expect("a valid multiplier")
     };
-    // ADD and SUB: f32 maximum and doubling, f64 quotients, the output's
-    // denominator in f32; MUL: the scales' product and quotient in f32
-    // (TFLite's arithmetic).
+    // ADD and SUB: the doubled maximum and the output's denominator
+    // `2^20 scale_out` in f64, the quotients in f64. TFLite forms both
+    // products in f32, where they are exact unless they overflow (a scale
+    // above f32::MAX / 2, an output scale above 2^108): there TFLite's
+    // multiplier degenerates (an infinite denominator gives an output
+    // multiplier of 0, every output the zero point) and qneon documents
+    // that it takes the exact f64 value instead. MUL: the scales' product
+    // and quotient in f32 (TFLite's arithmetic).
     let multipliers = match kind {
         Kind::Add | Kind::Sub => {
-            let twice_max = (2.0 * qa.scale.max(qb.scale)) as f64;
+            let twice_max = 2.0 * qa.scale.max(qb.scale) as f64;
             [
                 quantized(qa.scale as f64 / twice_max),
                 quantized(qb.scale as f64 / twice_max),
-                quantized(twice_max / ((1u32 << 20) as f32 * qo.scale) as f64),
+                quantized(twice_max / ((1u32 << 20) as f64 * qo.scale as f64)),
             ]
         }
-        Kind::Mul => [quantized((qa.scale * qb.scale / qo.scale) as f64); 3],
+        Kind::Mul => {
+            // Where TFLite's f32 product and quotient overflow or lose the
+            // value in subnormals (more than two f32 roundings away from
+            // the exact quotient), qneon documents the exact f64 value.
+            let tflite = (qa.scale * qb.scale / qo.scale) as f64;
+            let exact = qa.scale as f64 * qb.scale as f64 / qo.scale as f64;
+            let real = if (tflite - exact).abs() <= exact * 2f64.powi(-22) {
+                tflite
+            } else {
+                exact
+            };
+            [quantized(real); 3]
+        }
     };
     move |x, y| {
         let (x, y) = (x as i32 - qa.zero_point, y as i32 - qb.zero_point);
