@@ -145,12 +145,33 @@ enum LogSoftmaxKernel {
     DequantF32(LogSoftmaxF32),
 }
 
+/// The largest `input scale * 255 / output scale` [`Method::Lut`] takes:
+/// its `f32` outputs `step * x - pre` then stay below `2^21` in magnitude,
+/// where `f32` resolves far below the half-unit its rounding needs.
+#[cfg(feature = "std")]
+const LUT_MAX_SPAN: f64 = (1u64 << 20) as f64;
+
 /// 8-bit [`Method::Lut`]: TFLite's optimized kernel; needs `std` (`expf`
 /// and `logf`). `input` and `output` are already validated.
 #[allow(unused_variables)]
 fn lut_kernel<T: QuantElem>(input: QuantParams, output: QuantParams) -> Result<LogSoftmaxKernel> {
     #[cfg(feature = "std")]
     {
+        // TFLite's float arithmetic holds while `input_scale * x /
+        // output_scale` stays far inside f32's exact integers: beyond, its
+        // `step * x - (input_scale * max + ln sum) / output_scale` cancels
+        // to garbage (at f32::MAX it is NaN and the byte -128 where 127 is
+        // right). qneon refuses those scales rather than give TFLite's
+        // wrong bytes.
+        let span = input.scale as f64 * (T::MAX - T::MIN) as f64 / output.scale as f64;
+        if !(span <= LUT_MAX_SPAN) {
+            return Err(crate::error::Error::OutOfDomain {
+                op: "log_softmax",
+                what: "input scale",
+                value: input.scale as f64,
+                requirement: "such that input scale * 255 / output scale <= 2^20 for                               Method::Lut (TFLite's f32 arithmetic loses the result beyond);                               use Method::FixedPoint or Method::DequantF32",
+            });
+        }
         Ok(LogSoftmaxKernel::Lut(LogSoftmaxLut::new::<T>(
             input.scale,
             output,
