@@ -22,6 +22,8 @@
 //! does the rest by tables: the terms by byte planes of `t`, the outputs by
 //! a per-row table over the row's reachable inputs.
 
+// `CHUNK` is used by `new`, which needs `std`.
+#[cfg_attr(not(feature = "std"), allow(unused_imports))]
 use super::table::{Chunk, CHUNK};
 use crate::elem::QuantElem;
 

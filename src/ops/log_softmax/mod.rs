@@ -139,7 +139,8 @@ enum LogSoftmaxKernel {
     )]
     FixedPoint(LogSoftmaxTables),
     /// 8-bit [`Method::Lut`]: TFLite's optimized kernel's `f32` exp table
-    /// (see `lut.rs`).
+    /// (see `lut.rs`); only prepared with `std`.
+    #[cfg_attr(not(feature = "std"), allow(dead_code))]
     Lut(LogSoftmaxLut),
     /// [`Method::DequantF32`]: the `f32` multipliers.
     DequantF32(LogSoftmaxF32),
@@ -164,7 +165,7 @@ fn lut_kernel<T: QuantElem>(input: QuantParams, output: QuantParams) -> Result<L
         // right). qneon refuses those scales rather than give TFLite's
         // wrong bytes.
         let span = input.scale as f64 * (T::MAX - T::MIN) as f64 / output.scale as f64;
-        if !(span <= LUT_MAX_SPAN) {
+        if span.is_nan() || span > LUT_MAX_SPAN {
             return Err(crate::error::Error::OutOfDomain {
                 op: "log_softmax",
                 what: "input scale",
