@@ -800,3 +800,140 @@ fn quantized_bad_parameters() {
         Err(Error::Target { .. })
     ));
 }
+
+/// Found by the `loss` fuzz target: an upstream gradient times a class
+/// weight beyond `f32::MAX` made the lanes multiply `inf` by a probability
+/// difference of 0 (NaN where the gradient is 0). Such positions take an
+/// `f64` path: the gradient is finite where the oracle's is, on every
+/// backend and layout.
+#[test]
+fn gradient_with_coefficients_beyond_f32_stays_exact() {
+    for backend in backends() {
+        for (classes, logits) in [
+            (1usize, vec![0.0f32, 0.0]),
+            (3, vec![9.0, 0.0, -3.0, 1.0, 1.0, 40.0]),
+        ] {
+            let n = logits.len() / classes;
+            let weights = vec![f32::MAX; classes];
+            let targets: Vec<i64> = (0..n as i64).map(|i| i % classes as i64).collect();
+            for eps in [0.0f32, 0.25] {
+                let ce = CrossEntropy::new(classes)
+                    .unwrap()
+                    .reduction(Reduction::None)
+                    .weights(&weights)
+                    .unwrap()
+                    .label_smoothing(eps)
+                    .unwrap()
+                    .backend(backend)
+                    .unwrap();
+                let mut out = vec![0.0; n];
+                let mut saved = vec![LogSumExp::default(); n];
+                ce.forward(&logits, &targets, 1, &mut out, Some(&mut saved))
+                    .unwrap();
+                let upstream = vec![1.25f32; n];
+                let mut grad = vec![0.0; logits.len()];
+                ce.backward(&logits, &targets, 1, &saved, &upstream, &mut grad)
+                    .unwrap();
+                for i in 0..n {
+                    let x: Vec<f64> = logits[i * classes..(i + 1) * classes]
+                        .iter()
+                        .map(|&v| v as f64)
+                        .collect();
+                    let w = |_| f32::MAX as f64;
+                    let exact = oracle_grad(&x, targets[i] as usize, &w, eps as f64, 1.25);
+                    for c in 0..classes {
+                        let ours = grad[i * classes + c];
+                        let e = exact[c];
+                        if e.abs() > f32::MAX as f64 {
+                            assert!(ours.is_infinite() && ours.signum() as f64 == e.signum());
+                        } else {
+                            assert!(
+                                (ours as f64 - e).abs() <= 2.0 * ulp(e) + 1e-30,
+                                "{backend:?} C {classes} eps {eps} row {i} class {c}: {ours:e} vs {e:e}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Found by the `loss` fuzz target: a row so confident that its other
+/// terms are below `f32`'s normal range (`e^-88`) lost them (the `f32`
+/// `exp` flushes there): loss 7e-40 for an exact 1.2e-38. Such rows sum
+/// their rest again in `f64`; rows and columns alike.
+#[test]
+fn terms_below_f32_normals_still_count_in_confident_rows() {
+    for backend in backends() {
+        for (logits, target) in [
+            (vec![1.0e-45f32, 88.0, 0.0], 1usize),
+            (vec![-100.0, 0.0, -95.0, -90.0], 1),
+            (vec![0.0, 120.0, 5.0, 7.5, 119.0 - 30.0], 1),
+        ] {
+            let classes = logits.len();
+            let x: Vec<f64> = logits.iter().map(|&v| v as f64).collect();
+            let exact = neg_log_probs(&x)[target];
+            // The row, and the same values as the column of an [1, C, 2]
+            // layout beside a dummy column.
+            let mut columns = vec![0.0f32; classes * 2];
+            for c in 0..classes {
+                columns[c * 2 + 1] = logits[c];
+            }
+            let ce = CrossEntropy::new(classes)
+                .unwrap()
+                .reduction(Reduction::None)
+                .backend(backend)
+                .unwrap();
+            let mut out = [0.0f32];
+            ce.forward(&logits, &[target as i64], 1, &mut out, None)
+                .unwrap();
+            let mut out2 = [0.0f32; 2];
+            ce.forward(&columns, &[0, target as i64], 2, &mut out2, None)
+                .unwrap();
+            for ours in [out[0], out2[1]] {
+                assert!(
+                    ulps(ours, exact) <= LOSS_ULPS,
+                    "{backend:?} {logits:?}: {ours:e} vs {exact:e}"
+                );
+            }
+        }
+    }
+}
+
+/// Found by the `loss` fuzz target: with label smoothing and a target that
+/// is not the maximum (here of weight 0), the loss holds `w_max ln sum`
+/// alone, and `ln(1 + 1e-35)` formed as `ln(sum)` is 0. Smoothing rows with
+/// a small sum take the `ln(1 + rest)` pass whatever their target.
+#[test]
+fn smoothing_keeps_a_tiny_ln_sum_of_a_non_target_maximum() {
+    for backend in backends() {
+        let logits = [1252.5625f32, 1171.9375];
+        let weights = [256.0f32, 0.0];
+        let eps = 1.0f32 / 128.0;
+        let ce = CrossEntropy::new(2)
+            .unwrap()
+            .reduction(Reduction::None)
+            .weights(&weights)
+            .unwrap()
+            .label_smoothing(eps)
+            .unwrap()
+            .backend(backend)
+            .unwrap();
+        let mut out = [0.0f32];
+        ce.forward(&logits, &[1], 1, &mut out, None).unwrap();
+        let x: Vec<f64> = logits.iter().map(|&v| v as f64).collect();
+        let o = Options {
+            weights: Some(&weights),
+            ignore: None,
+            eps: eps as f64,
+        };
+        let exact = oracle_positions(&x, &[1], 2, 1, &o)[0].0;
+        assert!(exact > 1e-36, "{exact:e}");
+        assert!(
+            ulps(out[0], exact) <= LOSS_ULPS,
+            "{backend:?}: {:e} vs {exact:e}",
+            out[0]
+        );
+    }
+}

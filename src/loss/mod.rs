@@ -29,7 +29,11 @@
 //! below 2 (a loss below `ln 2`) takes one more pass: the sum less the
 //! maximal term, each term with `x - max` kept exact, and `ln(1 + rest)`
 //! without forming `1 + rest`; so a confident row's loss of `1e-8` keeps its
-//! digits (a plain `ln(sum)` gives 0 or `1.2e-7` there).
+//! digits (a plain `ln(sum)` gives 0 or `1.2e-7` there). With label
+//! smoothing every such row (target maximal or not) takes it, as the
+//! smoothing term holds `ln sum` by itself; where the rest is below about
+//! `C 2^-96` (terms the `f32` `exp` flushes could matter) it is summed
+//! again with `f64` exponentials.
 //!
 //! The gradient, from the saved `(max, ln sum)` ([`LogSumExp`]): one `exp`
 //! per element, `grad_c = g [(1 - ε) w_y (p_c - [c = y]) + (ε / C)(W p_c -
@@ -60,7 +64,7 @@ mod stats;
 
 use crate::backend::{unavailable, Backend};
 use crate::error::{Error, Result};
-use crate::f32::{exp_kernel, Lane};
+use crate::f32::{exp_kernel, exp_neg_f64, Lane};
 pub use quantized::QuantizedCrossEntropy;
 use rows::GradRow;
 use stats::{column_stats, row_stats, Stats, Want};
@@ -394,9 +398,9 @@ impl<'w> CrossEntropy<'w> {
             Some((
                 target,
                 Coefficients {
-                    a_target: (g * self.weight(target) * (1.0 - eps)) as f32,
-                    a_smooth: (g * eps * self.weight_total / classes as f64) as f32,
-                    b: (-g * eps / classes as f64) as f32,
+                    a_target: g * self.weight(target) * (1.0 - eps),
+                    a_smooth: g * eps * self.weight_total / classes as f64,
+                    b: -g * eps / classes as f64,
                     max: s.max,
                     ln_sum: s.ln_sum,
                 },
@@ -413,6 +417,14 @@ impl<'w> CrossEntropy<'w> {
                     Some((target, k)) => {
                         if k.max == f32::INFINITY {
                             k.one_hot_row(
+                                |c| slab[c],
+                                classes,
+                                target,
+                                self.weights,
+                                |c, v| grad[c] = v,
+                            );
+                        } else if k.outside_f32_normals() {
+                            k.exact_row(
                                 |c| slab[c],
                                 classes,
                                 target,
@@ -448,6 +460,11 @@ impl<'w> CrossEntropy<'w> {
                         None => (0..classes).for_each(|c| grad[c * inner + column] = 0.0),
                         Some((target, k)) if k.max == f32::INFINITY => {
                             k.one_hot_row(logit, classes, target, self.weights, |c, v| {
+                                grad[c * inner + column] = v
+                            })
+                        }
+                        Some((target, k)) if k.outside_f32_normals() => {
+                            k.exact_row(logit, classes, target, self.weights, |c, v| {
                                 grad[c * inner + column] = v
                             })
                         }
@@ -568,9 +585,9 @@ pub fn target_log_probs_with(
 /// [c = y]) + a_smooth p_c + b w_c`.
 #[derive(Clone, Copy, Debug)]
 struct Coefficients {
-    a_target: f32,
-    a_smooth: f32,
-    b: f32,
+    a_target: f64,
+    a_smooth: f64,
+    b: f64,
     max: f32,
     ln_sum: f64,
 }
@@ -587,8 +604,53 @@ impl Coefficients {
     fn row(&self) -> GradRow {
         GradRow {
             max: self.max,
-            scale: ((self.a_target as f64 + self.a_smooth as f64) * self.inv_sum()) as f32,
-            b: self.b,
+            scale: ((self.a_target + self.a_smooth) * self.inv_sum()) as f32,
+            b: self.b as f32,
+        }
+    }
+
+    /// Whether a coefficient is outside `f32`'s normal range (an upstream
+    /// gradient times a class weight beyond `f32::MAX`, or a smoothing
+    /// coefficient below `f32::MIN_POSITIVE` that huge class weights
+    /// multiply): the lanes would give `inf * 0 = NaN`, or the product of a
+    /// subnormal's few bits, where the gradient is finite and exact. Such a
+    /// position takes [`exact_row`](Self::exact_row).
+    fn outside_f32_normals(&self) -> bool {
+        let normal =
+            |v: f64| v == 0.0 || (v.abs() >= f32::MIN_POSITIVE as f64 && (v as f32).is_finite());
+        // `a_target + a_smooth` bounds both and is the row's `scale` before
+        // the factor `1 / sum <= 1`; `b w_c` is at most `a_smooth`.
+        !(normal(self.a_target.abs() + self.a_smooth.abs()) && normal(self.b))
+    }
+
+    /// One position's gradient in `f64`, rounded once to `f32` (`inf` only
+    /// where the gradient itself is beyond `f32`).
+    fn exact_row(
+        &self,
+        logit: impl Fn(usize) -> f32,
+        classes: usize,
+        target: usize,
+        weights: Option<&[f32]>,
+        mut set: impl FnMut(usize, f32),
+    ) {
+        for c in 0..classes {
+            // z = ln p_c <= 0.
+            let z = (logit(c) as f64 - self.max as f64) - self.ln_sum;
+            let p = exp_neg_f64(z);
+            // p - 1 without cancellation near p = 1 (|z| < 2^-14: the
+            // series' next term is below 2^-56 relative).
+            let p_minus_one = if z > -(2f64.powi(-14)) {
+                z * (1.0 + z * (0.5 + z / 6.0))
+            } else {
+                p - 1.0
+            };
+            let w = weights.map_or(1.0, |w| w[c] as f64);
+            let target_term = if c == target {
+                self.a_target * p_minus_one
+            } else {
+                self.a_target * p
+            };
+            set(c, (target_term + self.a_smooth * p + self.b * w) as f32);
         }
     }
 
@@ -599,9 +661,9 @@ impl Coefficients {
             self.max,
             self.ln_sum,
             self.inv_sum() as f32,
-            self.a_target,
-            self.a_smooth,
-            (self.b as f64 * weight) as f32,
+            self.a_target as f32,
+            self.a_smooth as f32,
+            (self.b * weight) as f32,
         )
     }
 
@@ -623,9 +685,7 @@ impl Coefficients {
                 let p = if logit(c) == f32::INFINITY { 1.0 } else { 0.0 };
                 let at_target = if c == target { 1.0 } else { 0.0 };
                 let w = weights.map_or(1.0, |w| w[c] as f64);
-                (self.a_target as f64 * (p - at_target)
-                    + self.a_smooth as f64 * p
-                    + self.b as f64 * w) as f32
+                (self.a_target * (p - at_target) + self.a_smooth * p + self.b * w) as f32
             };
             set(c, v);
         }

@@ -5,14 +5,32 @@
 
 use super::columns::{column_sums, ColumnSums, GROUP};
 use super::rows::{rest_below_max, rest_below_max_strided, sums, weighted_gaps};
-use crate::f32::{ln_1p_f64, ln_f64, row_max, Lane};
+use crate::f32::{exp_neg_f64, ln_1p_f64, ln_f64, row_max, Lane};
 
 /// Below this row sum the target may be the only maximal element with a
 /// small loss `ln(1 + rest)`: the rest is then summed again without the
 /// maximal term and with `x - max` kept to `f64` precision (a second pass
 /// over those rows only). Above it, the loss is at least `ln 2` and the
-/// first pass's sum is accurate to a few `f32` ulp of it.
+/// first pass's sum is accurate to a few `f32` ulp of it. Label smoothing
+/// takes the second pass below it whatever the target: its term weighs the
+/// maximal class's `-ln p = ln sum` alone.
 const CONFIDENT_SUM: f64 = 2.0;
+
+/// `rest` as given, unless it is so small that the terms the `f32` `exp`
+/// flushed to 0 (each below `2^-126`, at most `classes` of them) could
+/// weigh more than `2^-30` of it: then the sum again with `f64`
+/// exponentials of the `f64` differences. Only the rows whose loss is below
+/// about `classes * 2^-96` take it.
+fn unflushed(rest: f64, logit: impl Fn(usize) -> f32, classes: usize, max: f32) -> f64 {
+    if rest > classes as f64 * 2f64.powi(-96) {
+        return rest;
+    }
+    (0..classes)
+        .map(|c| logit(c))
+        .filter(|&x| x < max)
+        .map(|x| exp_neg_f64(x as f64 - max as f64))
+        .sum()
+}
 
 /// One position's statistics.
 #[derive(Clone, Copy, Debug)]
@@ -108,8 +126,9 @@ pub(crate) fn row_stats<L: Lane, const N: usize, const M: usize>(
     if let (true, Some(w)) = (want.gaps, want.weights) {
         gaps = weighted_gaps::<L, N, M>(x, w, max);
     }
-    let ln_sum = if x[target] == max && sum < CONFIDENT_SUM {
-        ln_1p_f64(rest_below_max::<L, N, M>(x, max))
+    let ln_sum = if (x[target] == max || want.gaps) && sum < CONFIDENT_SUM {
+        let rest = rest_below_max::<L, N, M>(x, max);
+        ln_1p_f64(unflushed(rest, |c| x[c], x.len(), max))
     } else {
         ln_f64(sum)
     };
@@ -155,13 +174,10 @@ pub(crate) fn column_stats<L: Lane>(
             let stats = if sums.max == f32::INFINITY {
                 infinite_row(logit, classes, target, want)
             } else {
-                let ln_sum = if logit(target) == sums.max && sums.sum < CONFIDENT_SUM {
-                    ln_1p_f64(rest_below_max_strided(
-                        column_slice,
-                        inner,
-                        classes,
-                        sums.max,
-                    ))
+                let ln_sum = if (logit(target) == sums.max || want.gaps) && sums.sum < CONFIDENT_SUM
+                {
+                    let rest = rest_below_max_strided(column_slice, inner, classes, sums.max);
+                    ln_1p_f64(unflushed(rest, logit, classes, sums.max))
                 } else {
                     ln_f64(sums.sum)
                 };
