@@ -74,3 +74,9 @@ pub use ops::{
 #[cfg(feature = "alloc")]
 pub use ops::{Gemm, MatMul, NoNorm};
 pub use quant::{QuantParams, Requantization, Rounding};
+
+/// The README's Rust examples, compiled and run by `cargo test --doc` (they
+/// use `Method::Lut`, hence `std`).
+#[cfg(all(doctest, feature = "std"))]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
