@@ -22,9 +22,15 @@
 //! [`Method::FixedPoint`] is the integer-only gemmlowp arithmetic of TFLite's
 //! reference kernels and TFLite Micro, bit for bit (rounding as TFLite's default
 //! build: a rounding doubling high multiply, ties toward +inf, then a rounding
-//! power-of-two divide, ties away from zero). [`Method::DequantF32`] computes in
+//! power-of-two divide, ties away from zero). [`Method::Lut`] is the table
+//! kernels of TFLite's interpreter, bit for bit (8-bit: within 1 LSB of exact
+//! math; int16: TFLite's own error, up to hundreds of LSB for softmax).
+//! [`Method::LutFixedPoint`] gives `FixedPoint`'s bytes through a 256-entry
+//! table (8-bit logistic and tanh). [`Method::DequantF32`] computes in
 //! `f32` and requantizes (within 1 LSB of exact math). A [`Backend`] is the instruction
 //! set ([`Backend::Scalar`], [`Backend::Neon`]); it never changes a byte.
+//! The README's "Which method" table gives each method's bytes, speed,
+//! accuracy and needs.
 //!
 //! ## Layout
 //!
@@ -36,7 +42,14 @@
 //! * [`q31`]: raw Q31 softmax, logistic and tanh.
 //! * [`f32`](mod@f32): float softmax, log-softmax, sigmoid, tanh and exp.
 //!
-//! The crate is `no_std`; the default `std` feature adds `std::error::Error`.
+//! ## Features
+//!
+//! The crate is `no_std`. `std` (default, implies `alloc`): [`Method::Lut`]
+//! (its tables are filled with `f32` math), run-time detection in
+//! [`CpuFeatures::detect`], `std::error::Error` for [`Error`]. `alloc`: the
+//! layer ops `Gemm`, `MatMul` and `NoNorm`, and heap scratch for long NEON
+//! softmax rows. Without either, every activation op with the other methods,
+//! the Q31, `f32` and loss kernels and `Add`/`Sub`/`Mul` need no allocator.
 
 #![no_std]
 #![cfg_attr(docsrs, feature(doc_cfg))]
@@ -74,3 +87,9 @@ pub use ops::{
 #[cfg(feature = "alloc")]
 pub use ops::{Gemm, MatMul, NoNorm};
 pub use quant::{QuantParams, Requantization, Rounding};
+
+/// The README's Rust examples, compiled and run by `cargo test --doc` (they
+/// use `Method::Lut`, hence `std`).
+#[cfg(all(doctest, feature = "std"))]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

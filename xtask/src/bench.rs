@@ -6,9 +6,9 @@
 //! instruction-count plugin (`tools/qemu-insn/`) at R and 2R repetitions,
 //! two qemu processes at a time, and write `target/bench/insns.json`,
 //! `target/bench/insns.md` and `target/bench/insns.svg`. `--mca` adds the
-//! llvm-mca loop estimates (see `mca.rs`); `--readme` rewrites the README's
-//! performance section and `docs/insns.svg` from `insns.json` without
-//! measuring. `--run [-- ARGS]` just runs `qneon-bench ARGS` under qemu
+//! llvm-mca loop estimates (see `mca.rs`); `--docs` rewrites the
+//! performance section of `docs/PERFORMANCE.md` and `docs/insns.svg` from
+//! `insns.json` without measuring. `--run [-- ARGS]` just runs `qneon-bench ARGS` under qemu
 //! (`--insn` also prints the guest instruction count).
 
 use std::fs;
@@ -33,8 +33,9 @@ struct Options {
     run: bool,
     /// With `run`: count guest instructions.
     insn: bool,
-    /// Rewrite the README section from insns.json (no measuring).
-    readme: bool,
+    /// Rewrite the section of docs/PERFORMANCE.md and the chart from
+    /// insns.json (no measuring).
+    docs: bool,
     /// Add llvm-mca estimates to the main job.
     mca: bool,
     /// qemu processes at a time.
@@ -49,7 +50,7 @@ impl Default for Options {
         Options {
             run: false,
             insn: false,
-            readme: false,
+            docs: false,
             mca: false,
             jobs: 2,
             bench_args: Vec::new(),
@@ -57,8 +58,9 @@ impl Default for Options {
     }
 }
 
-const OPTIONS_HELP: &str = "accepted: --mca, --jobs N, --filter TEXT, --readme, \
---run [--insn] [-- ARGS for qneon-bench]; --table is the main job's old name";
+const OPTIONS_HELP: &str = "accepted: --mca, --jobs N, --filter TEXT, --docs, \
+--run [--insn] [-- ARGS for qneon-bench]; --table is the main job's old name, \
+--readme the old name of --docs";
 
 fn parse(args: &[String]) -> Result<Options> {
     let mut opts = Options::default();
@@ -70,7 +72,8 @@ fn parse(args: &[String]) -> Result<Options> {
                 opts.run = true;
                 opts.insn = true;
             }
-            "--readme" => opts.readme = true,
+            // `--readme`: its name from when the tables were in the README.
+            "--docs" | "--readme" => opts.docs = true,
             "--mca" => opts.mca = true,
             // The main job's name before it became the default.
             "--table" => {}
@@ -92,9 +95,10 @@ fn parse(args: &[String]) -> Result<Options> {
             other => bail!("bench: unknown option `{other}` ({OPTIONS_HELP})"),
         }
     }
-    if opts.readme && (opts.run || opts.mca) {
+    if opts.docs && (opts.run || opts.mca) {
         bail!(
-            "bench: --readme only rewrites the README from insns.json; run the measurement first"
+            "bench: --docs only rewrites {} from insns.json; run the measurement first",
+            util::PERFORMANCE_DOC
         );
     }
     Ok(opts)
@@ -102,8 +106,8 @@ fn parse(args: &[String]) -> Result<Options> {
 
 pub fn cli(args: &[String]) -> Result {
     let opts = parse(args)?;
-    if opts.readme {
-        return update_readme();
+    if opts.docs {
+        return update_docs();
     }
     setup::ensure(opts.mca)?;
     let binary = util::build_aarch64_release(BIN)?;
@@ -264,11 +268,12 @@ fn main_job(binary: &Path, opts: &Options) -> Result {
     write(&svg_path, &report.svg()?)?;
     println!("{md}");
     println!(
-        "wrote {}, {} and {} in {:.0} s (`cargo xtask bench --readme` puts them in README.md)",
+        "wrote {}, {} and {} in {:.0} s (`cargo xtask bench --docs` puts them in {})",
         json_path.display(),
         md_path.display(),
         svg_path.display(),
-        started.elapsed().as_secs_f64()
+        started.elapsed().as_secs_f64(),
+        util::PERFORMANCE_DOC
     );
     Ok(())
 }
@@ -344,8 +349,9 @@ fn measure(binary: &Path, plugin: &Path, runs: &Path, i: usize, task: &Task) -> 
     })
 }
 
-/// `--readme`: the README section and `docs/insns.svg` from insns.json.
-fn update_readme() -> Result {
+/// `--docs`: the section of docs/PERFORMANCE.md and `docs/insns.svg` from
+/// insns.json.
+fn update_docs() -> Result {
     let json_path = bench_dir().join("insns.json");
     let text = fs::read_to_string(&json_path).map_err(|e| {
         format!(
@@ -354,19 +360,20 @@ fn update_readme() -> Result {
         )
     })?;
     let report = Report::from_json(&serde_json::from_str(&text)?)?;
-    let svg_path = util::root().join(report::README_SVG);
+    let svg_path = util::root().join(report::CHART_SVG);
     if let Some(dir) = svg_path.parent() {
         fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     }
     write(&svg_path, &report.svg()?)?;
-    let readme_path = util::root().join("README.md");
-    let readme =
-        fs::read_to_string(&readme_path).map_err(|e| format!("{}: {e}", readme_path.display()))?;
-    let updated = report::replace_section(&readme, &report.readme_section())?;
-    write(&readme_path, &updated)?;
+    let doc_path = util::rewrite_section(
+        util::PERFORMANCE_DOC,
+        report::SECTION_BEGIN,
+        report::SECTION_END,
+        &report.doc_section(),
+    )?;
     println!(
         "rewrote the bench section of {} and {} from {}",
-        readme_path.display(),
+        doc_path.display(),
         svg_path.display(),
         json_path.display()
     );
@@ -399,8 +406,10 @@ mod tests {
         assert!(main.mca && !main.run);
         assert_eq!(main.jobs, 3);
         assert_eq!(main.bench_args, strings(&["--filter", "softmax int8"]));
-        assert!(parse(&strings(&["--readme"])).unwrap().readme);
-        assert!(parse(&strings(&["--readme", "--mca"])).is_err());
+        assert!(parse(&strings(&["--docs"])).unwrap().docs);
+        assert!(parse(&strings(&["--readme"])).unwrap().docs);
+        assert!(parse(&strings(&["--docs", "--mca"])).is_err());
+        assert!(parse(&strings(&["--readme", "--run"])).is_err());
         assert!(parse(&strings(&["--jobs", "0"])).is_err());
         assert!(parse(&strings(&["--rows"])).is_err());
     }

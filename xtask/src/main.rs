@@ -44,8 +44,9 @@ commands:
                         R and 2R repetitions): writes target/bench/insns.json,
                         insns.md and insns.svg; --mca adds llvm-mca cycles per
                         element of the NEON inner loops
-  bench --readme        rewrite README.md's performance section and
-                        docs/insns.svg from target/bench/insns.json
+  bench --docs          rewrite the performance section of
+                        docs/PERFORMANCE.md and docs/insns.svg from
+                        target/bench/insns.json (--readme: the old name)
   bench --run [--insn] [-- ARG...]
                         run qneon-bench ARGs under qemu (--insn: count guest
                         instructions)
@@ -63,8 +64,9 @@ commands:
                         MobileBert on its first SQuAD input set; default
                         configurations neon-lut, neon-fixed, scalar-lut;
                         --all adds neon-f32, scalar-fixed, scalar-f32
-  run --readme          rewrite README.md between <!-- run:begin --> and
-                        <!-- run:end --> from target/run/profile.json
+  run --docs            rewrite docs/PERFORMANCE.md between
+                        <!-- run:begin --> and <!-- run:end --> from
+                        target/run/profile.json (--readme: the old name)
   asm                   check the disassembly of kernels against
                         asm_tests/expect.toml
   compare [--model FILE]... [--cpu CPU] [--reps R] [--jobs N]

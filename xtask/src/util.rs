@@ -250,20 +250,23 @@ pub fn parallel<T: Sync, R: Send>(
     Ok(done)
 }
 
+/// The committed document the generated performance sections live in
+/// (`cargo xtask bench --docs`, `cargo xtask run --docs`), relative to the
+/// workspace root; the README keeps a summary and the chart.
+pub const PERFORMANCE_DOC: &str = "docs/PERFORMANCE.md";
+
 /// `text` with what lies between the markers `begin` and `end` replaced by
 /// `section`; an error if a marker is missing, out of order or repeated.
 pub fn replace_between(text: &str, begin: &str, end: &str, section: &str) -> Result<String> {
     let Some(b) = text.find(begin) else {
-        bail!(
-            "README.md has no `{begin}` marker (add `{begin}` and `{end}` where the section goes)"
-        );
+        bail!("no `{begin}` marker (add `{begin}` and `{end}` where the section goes)");
     };
     let after_begin = b + begin.len();
     let Some(e) = text[after_begin..].find(end).map(|e| e + after_begin) else {
-        bail!("README.md has `{begin}` but no `{end}` after it");
+        bail!("`{begin}` but no `{end}` after it");
     };
     if text[e..].contains(begin) {
-        bail!("README.md has more than one `{begin}` marker");
+        bail!("more than one `{begin}` marker");
     }
     Ok(format!(
         "{}\n{}\n{}",
@@ -271,6 +274,17 @@ pub fn replace_between(text: &str, begin: &str, end: &str, section: &str) -> Res
         section.trim_end(),
         &text[e..]
     ))
+}
+
+/// Rewrites the section between `begin` and `end` of the committed file
+/// `relative` (to the workspace root) with `section`; returns its path.
+pub fn rewrite_section(relative: &str, begin: &str, end: &str, section: &str) -> Result<PathBuf> {
+    let path = root().join(relative);
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let updated = replace_between(&text, begin, end, section)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    std::fs::write(&path, updated).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(path)
 }
 
 /// `x` rounded to `digits` decimals.

@@ -2,8 +2,8 @@
 //! [`Method::FixedPoint`](crate::Method::FixedPoint), and the per-lane math
 //! every backend runs on it (written once over [`Lane`]).
 
-use crate::checks::check_quantization;
-use crate::elem::{ElemKind, QuantElem};
+use crate::checks::{check_quantization, required_output, FixedOutputOp};
+use crate::elem::QuantElem;
 use crate::error::{Error, Result};
 use crate::fixedpoint::{
     exp_on_negative_values, log_x_for_x_greater_than_or_equal_to_1, FixedPoint, Lane,
@@ -50,25 +50,23 @@ pub(crate) struct LogSoftmaxRow {
 impl LogSoftmaxParams {
     /// Validates and prepares log-softmax for element type `T` (int8 or uint8).
     pub fn new<T: QuantElem>(input: QuantParams, output: QuantParams) -> Result<Self> {
-        let expected_zero_point = match T::KIND {
-            ElemKind::I8 => 127,
-            ElemKind::U8 => 255,
-            ElemKind::I16 => {
-                return Err(Error::Unsupported {
-                    op: "log_softmax",
-                    dtype: T::NAME,
-                    reason: "log-softmax is defined for int8 and uint8 (as in TFLite)",
-                })
-            }
+        // TFLite's output quantization (scale 16/256 compared exactly, zero
+        // point at the top of the type), from the one table every op's
+        // `output_quantization()` reads; none for int16.
+        let Some((required, tolerance)) = required_output::<T>(FixedOutputOp::LogSoftmax) else {
+            return Err(Error::Unsupported {
+                op: "log_softmax",
+                dtype: T::NAME,
+                reason: "log-softmax is defined for int8 and uint8 (as in TFLite)",
+            });
         };
-        // TFLite compares the output scale with 16/256 exactly.
         let input_scale = check_quantization::<T>(
             "log_softmax",
             input,
             output,
-            16.0 / 256.0,
-            expected_zero_point,
-            0.0,
+            required.scale as f64,
+            required.zero_point,
+            tolerance,
         )?;
         let m = preprocess_softmax_scaling(1.0, input_scale, SCALED_DIFF_INTEGER_BITS)?;
         let (input_multiplier, input_shift) = if m.shift < -31 {

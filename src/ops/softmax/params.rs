@@ -3,7 +3,7 @@
 //! every backend runs on it (written once over [`Lane`]). Log-softmax shares
 //! its two format constants.
 
-use crate::checks::check_quantization;
+use crate::checks::{check_quantization, required_output, FixedOutputOp};
 use crate::elem::{ElemKind, QuantElem};
 use crate::error::{Error, Result};
 use crate::fixedpoint::{exp_on_negative_values, get_reciprocal_splat, FixedPoint, Lane, Q0_31};
@@ -40,18 +40,27 @@ pub struct SoftmaxParams {
 impl SoftmaxParams {
     /// Validates and prepares softmax for element type `T`.
     pub fn new<T: QuantElem>(input: QuantParams, beta: f32, output: QuantParams) -> Result<Self> {
-        let (expected_scale, expected_zero_point, output_bits) = match T::KIND {
-            ElemKind::I8 => (1.0 / 256.0, -128, 8),
-            ElemKind::U8 => (1.0 / 256.0, 0, 8),
-            ElemKind::I16 => (1.0 / 32768.0, 0, 15),
+        let output_bits = match T::KIND {
+            ElemKind::I8 | ElemKind::U8 => 8,
+            ElemKind::I16 => 15,
         };
+        // TFLite's output quantization (scale 2^-output_bits, within 0.1%),
+        // from the one table every op's `output_quantization()` reads.
+        let Some((required, tolerance)) = required_output::<T>(FixedOutputOp::Softmax) else {
+            return Err(Error::Unsupported {
+                op: "softmax",
+                dtype: T::NAME,
+                reason: "no output quantization is defined for this type",
+            });
+        };
+        debug_assert_eq!(required.scale, 1.0 / (1u32 << output_bits) as f32);
         let input_scale = check_quantization::<T>(
             "softmax",
             input,
             output,
-            expected_scale,
-            expected_zero_point,
-            0.001,
+            required.scale as f64,
+            required.zero_point,
+            tolerance,
         )?;
         if !(beta.is_finite() && beta > 0.0) {
             return Err(Error::Beta { value: beta as f64 });

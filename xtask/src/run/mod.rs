@@ -26,8 +26,8 @@
 //! method must give the same output bytes (backends are bit-exact); a
 //! mismatch fails the command after the report is written. Output:
 //! `target/run/profile.json` (per op type and per op instance) and
-//! `target/run/profile.md`; `--readme` rewrites README.md between the run
-//! markers from `profile.json` without measuring.
+//! `target/run/profile.md`; `--docs` rewrites `docs/PERFORMANCE.md` between
+//! the run markers from `profile.json` without measuring.
 
 #[cfg(test)]
 mod fixtures;
@@ -61,8 +61,9 @@ const DEFAULT_INPUTS: [&str; 3] = [
 /// The `-cpu` of the runs by default.
 const DEFAULT_CPU: &str = "max";
 
-pub const README_BEGIN: &str = "<!-- run:begin -->";
-pub const README_END: &str = "<!-- run:end -->";
+/// The markers of the generated section in [`util::PERFORMANCE_DOC`].
+pub const SECTION_BEGIN: &str = "<!-- run:begin -->";
+pub const SECTION_END: &str = "<!-- run:end -->";
 
 /// The configurations run by default, as (backend, softmax method): the
 /// main one (NEON, LUT: LiteRT's aarch64 kernels, the 3% target), the
@@ -81,7 +82,7 @@ const JOBS: usize = 2;
 #[derive(Debug, Default, PartialEq, Eq)]
 struct Options {
     all: bool,
-    readme: bool,
+    docs: bool,
     model: Option<PathBuf>,
     inputs: Vec<String>,
     rounding: Option<String>,
@@ -100,7 +101,8 @@ fn parse(args: &[String]) -> Result<Options> {
         };
         match arg.as_str() {
             "--all" => opts.all = true,
-            "--readme" => opts.readme = true,
+            // `--readme`: its name from when the report was in the README.
+            "--docs" | "--readme" => opts.docs = true,
             "--model" => opts.model = Some(value("--model")?.into()),
             "--input" => {
                 let spec = value("--input")?;
@@ -134,9 +136,10 @@ fn parse(args: &[String]) -> Result<Options> {
             other => bail!("run: unknown option `{other}` (see `cargo xtask help`)"),
         }
     }
-    if opts.readme && args.len() > 1 {
+    if opts.docs && args.len() > 1 {
         bail!(
-            "run: --readme only rewrites the README from profile.json; run the measurement first"
+            "run: --docs only rewrites {} from profile.json; run the measurement first",
+            util::PERFORMANCE_DOC
         );
     }
     if opts.all && !opts.configs.is_empty() {
@@ -147,8 +150,8 @@ fn parse(args: &[String]) -> Result<Options> {
 
 pub fn cli(args: &[String]) -> Result {
     let opts = parse(args)?;
-    if opts.readme {
-        return update_readme();
+    if opts.docs {
+        return update_docs();
     }
     let configs: Vec<(String, String)> = if !opts.configs.is_empty() {
         opts.configs.clone()
@@ -312,10 +315,11 @@ fn main_job(job: &Job, configs: &[(String, String)]) -> Result {
     write(&md_path, &md)?;
     println!("{md}");
     println!(
-        "wrote {} and {} in {:.0} s (`cargo xtask run --readme` puts them in README.md)",
+        "wrote {} and {} in {:.0} s (`cargo xtask run --docs` puts them in {})",
         json_path.display(),
         md_path.display(),
-        started.elapsed().as_secs_f64()
+        started.elapsed().as_secs_f64(),
+        util::PERFORMANCE_DOC
     );
     let mismatches = report.checksum_mismatches();
     if !mismatches.is_empty() {
@@ -327,27 +331,30 @@ fn main_job(job: &Job, configs: &[(String, String)]) -> Result {
     Ok(())
 }
 
-/// `--readme`: the README section from profile.json.
-fn update_readme() -> Result {
+/// `--docs`: the run section of docs/PERFORMANCE.md from profile.json.
+fn update_docs() -> Result {
     let json_path = run_dir().join("profile.json");
     let text = fs::read_to_string(&json_path)
         .map_err(|e| format!("{}: {e} (run `cargo xtask run` first)", json_path.display()))?;
     let report = Report::from_json(&serde_json::from_str(&text)?)?;
-    let readme_path = util::root().join("README.md");
-    let readme =
-        fs::read_to_string(&readme_path).map_err(|e| format!("{}: {e}", readme_path.display()))?;
-    write(&readme_path, &replace_section(&readme, &report.markdown())?)?;
+    let doc_path = util::rewrite_section(
+        util::PERFORMANCE_DOC,
+        SECTION_BEGIN,
+        SECTION_END,
+        &report.markdown(),
+    )?;
     println!(
         "rewrote the run section of {} from {}",
-        readme_path.display(),
+        doc_path.display(),
         json_path.display()
     );
     Ok(())
 }
 
-/// `readme` with the text between the run markers replaced by `section`.
-fn replace_section(readme: &str, section: &str) -> Result<String> {
-    util::replace_between(readme, README_BEGIN, README_END, section)
+/// `doc` with the text between the run markers replaced by `section`.
+#[cfg(test)]
+fn replace_section(doc: &str, section: &str) -> Result<String> {
+    util::replace_between(doc, SECTION_BEGIN, SECTION_END, section)
 }
 
 fn write(path: &Path, text: &str) -> Result {
@@ -366,7 +373,8 @@ mod tests {
     fn parses_options() {
         assert_eq!(parse(&[]).unwrap(), Options::default());
         assert!(parse(&strings(&["--all"])).unwrap().all);
-        assert!(parse(&strings(&["--readme"])).unwrap().readme);
+        assert!(parse(&strings(&["--docs"])).unwrap().docs);
+        assert!(parse(&strings(&["--readme"])).unwrap().docs);
         let opts = parse(&strings(&[
             "--model",
             "m.tflite",
@@ -388,7 +396,8 @@ mod tests {
         assert_eq!(opts.cpu.as_deref(), Some("neoverse-n1"));
         assert_eq!(opts.configs, [("scalar".to_string(), "fixed".to_string())]);
         for bad in [
-            &["--readme", "--all"][..],
+            &["--docs", "--all"][..],
+            &["--readme", "--all"],
             &["--seq", "128"],
             &["--input", "a.npy"],
             &["--rounding", "triple"],
@@ -417,24 +426,30 @@ mod tests {
     }
 
     #[test]
-    fn rewrites_readme_section() {
-        let readme = "# t\n\nintro\n<!-- run:begin -->\nold\ntable\n<!-- run:end -->\nafter\n";
+    fn rewrites_doc_section() {
+        let doc = "# t\n\nintro\n<!-- run:begin -->\nold\ntable\n<!-- run:end -->\nafter\n";
         assert_eq!(
-            replace_section(readme, "new\n\n").unwrap(),
+            replace_section(doc, "new\n\n").unwrap(),
             "# t\n\nintro\n<!-- run:begin -->\nnew\n<!-- run:end -->\nafter\n"
         );
         // Idempotent.
-        let once = replace_section(readme, "new").unwrap();
+        let once = replace_section(doc, "new").unwrap();
         assert_eq!(replace_section(&once, "new").unwrap(), once);
         // The bench markers are someone else's.
         let bench = "<!-- bench:begin -->\nx\n<!-- bench:end -->\n";
         assert_eq!(
-            replace_section(&format!("{bench}{readme}"), "new").unwrap(),
+            replace_section(&format!("{bench}{doc}"), "new").unwrap(),
             format!("{bench}# t\n\nintro\n<!-- run:begin -->\nnew\n<!-- run:end -->\nafter\n")
         );
         assert!(replace_section("no markers\n", "x").is_err());
         assert!(replace_section("<!-- run:begin -->\nx\n", "x").is_err());
         assert!(replace_section("<!-- run:end -->\n<!-- run:begin -->\n", "x").is_err());
-        assert!(replace_section(&format!("{readme}{readme}"), "x").is_err());
+        assert!(replace_section(&format!("{doc}{doc}"), "x").is_err());
+    }
+
+    #[test]
+    fn the_committed_doc_has_the_section() {
+        let doc = fs::read_to_string(util::root().join(util::PERFORMANCE_DOC)).unwrap();
+        assert!(replace_section(&doc, "x").is_ok());
     }
 }

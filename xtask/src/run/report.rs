@@ -120,7 +120,7 @@ impl Report {
         md
     }
 
-    /// The report as Markdown (profile.md, and the README section).
+    /// The report as Markdown (profile.md, and the section of docs/PERFORMANCE.md).
     pub(super) fn markdown(&self) -> String {
         let inputs = if self.inputs.is_empty() {
             "seeded inputs".to_string()

@@ -57,6 +57,9 @@ pub(crate) struct RunArgs {
     #[arg(long = "input", value_name = "K=FILE")]
     pub(crate) inputs: Vec<String>,
     /// Write DIR/<i>.npy per output and DIR/outputs.json.
+    // The comment is clap's --help text, which shows it verbatim; rustdoc
+    // would read `<i>` as an HTML tag.
+    #[allow(rustdoc::invalid_html_tags)]
     #[arg(long, value_name = "DIR")]
     pub(crate) output_dir: Option<PathBuf>,
     #[command(flatten)]

@@ -11,7 +11,7 @@
 //! (`serving_default_input_ids:0`) or that name's signature part
 //! (`input_ids`); the text is split at its FIRST `=` (tensor names never
 //! contain `=`; a file path after it may). Inputs not given get seeded
-//! values (see [`inputs::seeded_input`]).
+//! values (see `inputs::seeded_input`).
 //!
 //! `qneon run` brackets every node's kernel with an instruction-count region
 //! marker (`marker.rs`; nothing on the host, one no-op instruction on
