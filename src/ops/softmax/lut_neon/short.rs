@@ -178,25 +178,20 @@ pub(super) fn short_rows<const SIGNED: bool>(
                 }
             })
         };
-        // d - 64 k for the chunks past the first (tbx of an index outside
-        // 0..64 keeps the lane).
-        // SAFETY: register arithmetic.
-        let dk: [[uint8x16_t; 4]; GROUP] = d.map(|d| unsafe {
-            let c = vdupq_n_u8(64);
-            let d1 = vsubq_u8(d, c);
-            let d2 = vsubq_u8(d1, c);
-            [d, d1, d2, vsubq_u8(d2, c)]
-        });
         let plane = |table: &[Bytes64; 4], chunks: usize| {
             // SAFETY: each chunk is 64 bytes; register arithmetic.
             unsafe {
                 let c = vld1q_u8_x4(opaque(table[0].0.as_ptr()));
-                let mut bytes = dk.map(|dk| vqtbl4q_u8(c, dk[0]));
+                let mut bytes = d.map(|d| vqtbl4q_u8(c, d));
                 for k in 1..4 {
                     if k < chunks {
+                        // d - 64 k indexes chunk k (tbx of an index outside
+                        // 0..64 keeps the lane); formed only where a row
+                        // needs the chunk.
                         let c = vld1q_u8_x4(opaque(table[k].0.as_ptr()));
+                        let offset = vdupq_n_u8(64 * k as u8);
                         for i in 0..GROUP {
-                            bytes[i] = vqtbx4q_u8(bytes[i], c, dk[i][k]);
+                            bytes[i] = vqtbx4q_u8(bytes[i], c, vsubq_u8(d[i], offset));
                         }
                     }
                 }
