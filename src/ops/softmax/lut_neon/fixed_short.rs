@@ -184,14 +184,6 @@ pub(super) fn short_rows<const SIGNED: bool, const FULL: bool>(
                 }
             })
         };
-        // d - 64 k for the chunks past the first.
-        // SAFETY: register arithmetic.
-        let dk: [[uint8x16_t; 4]; GROUP] = d.map(|d| unsafe {
-            let c = vdupq_n_u8(64);
-            let d1 = vsubq_u8(d, c);
-            let d2 = vsubq_u8(d1, c);
-            [d, d1, d2, vsubq_u8(d2, c)]
-        });
         // SAFETY: register arithmetic.
         let mut sum = unsafe { vdupq_n_u32(0) };
         for j in 0..PLANES {
@@ -205,15 +197,17 @@ pub(super) fn short_rows<const SIGNED: bool, const FULL: bool>(
             // SAFETY: the chunk is 64 bytes; register arithmetic.
             let mut bytes = unsafe {
                 let c = vld1q_u8_x4(opaque(t.planes[j][0].0.as_ptr()));
-                dk.map(|dk| vqtbl4q_u8(c, dk[0]))
+                d.map(|d| vqtbl4q_u8(c, d))
             };
             for k in 1..4 {
                 if k < chunks {
                     // SAFETY: the chunk is 64 bytes; register arithmetic.
+                    // d - 64 k indexes chunk k, formed only where a row needs it.
                     unsafe {
                         let c = vld1q_u8_x4(opaque(t.planes[j][k].0.as_ptr()));
+                        let offset = vdupq_n_u8(64 * k as u8);
                         for i in 0..GROUP {
-                            bytes[i] = vqtbx4q_u8(bytes[i], c, dk[i][k]);
+                            bytes[i] = vqtbx4q_u8(bytes[i], c, vsubq_u8(d[i], offset));
                         }
                     }
                 }
@@ -310,13 +304,6 @@ pub(super) fn window_rows<const SIGNED: bool, const FULL: bool>(
                 }
                 d
             };
-            // d - 64 k for chunk k (its entries at 0..64, the others above).
-            let dk: [[uint8x16_t; 4]; 4] = core::array::from_fn(|k| {
-                d.map(|d| {
-                    // SAFETY: register arithmetic (NEON is baseline on aarch64).
-                    unsafe { vsubq_u8(d, vdupq_n_u8(64 * k as u8)) }
-                })
-            });
             for j in 0..PLANES {
                 let chunks = t.plane_chunks[j];
                 if chunks == 0 {
@@ -328,9 +315,12 @@ pub(super) fn window_rows<const SIGNED: bool, const FULL: bool>(
                     let mut bytes = d.map(|d| vqtbl4q_u8(c, d));
                     for k in 1..4 {
                         if k < chunks {
+                            // d - 64 k indexes chunk k, formed only where
+                            // the row needs it.
                             let c = vld1q_u8_x4(opaque(t.planes[j][k].0.as_ptr()));
+                            let offset = vdupq_n_u8(64 * k as u8);
                             for r in 0..4 {
-                                bytes[r] = vqtbx4q_u8(bytes[r], c, dk[k][r]);
+                                bytes[r] = vqtbx4q_u8(bytes[r], c, vsubq_u8(d[r], offset));
                             }
                         }
                     }

@@ -38,16 +38,20 @@
 //! go through 64-byte stack buffers. Nothing outside the slices is touched.
 
 //!
+//! Rows of at most 16 bytes take `short` instead: four rows per group, the
+//! reciprocals on four lanes, the outputs by arithmetic rather than tables.
+//!
 //! Files: `blocks` (64-byte block walking, lane masks, row maximum),
 //! `sums` (the exp tables and the sum pass), `output` (the per-row output
-//! tables and the output pass), `rows64` (rows of exactly 64 bytes); the
-//! row shapes are chosen here.
+//! tables and the output pass), `rows64` (rows of exactly 64 bytes),
+//! `short` (rows of at most 16 bytes); the row shapes are chosen here.
 
 mod blocks;
 mod fixed;
 mod fixed_short;
 mod output;
 mod rows64;
+mod short;
 mod sums;
 
 use self::blocks::{row_max, row_max_min, window_max, Masks, STEP};
@@ -197,7 +201,17 @@ fn softmax_any<const SIGNED: bool>(
     output: &mut [u8],
     row_len: usize,
 ) {
-    if p.split && p.outputs_fit && row_len == STEP {
+    if row_len <= short::WINDOW {
+        // Four rows per group through one reciprocal vector; the last rows,
+        // whose 16-byte window would pass the end, through the windows below.
+        let n = input.len().min(output.len());
+        let groups = short::groups(n, row_len);
+        short::short_rows::<SIGNED>(p, input, output, row_len, groups);
+        let done = groups * 4 * row_len;
+        if done < n {
+            other_rows::<SIGNED>(p, &input[done..n], &mut output[done..n], row_len);
+        }
+    } else if p.split && p.outputs_fit && row_len == STEP {
         rows64::<SIGNED>(p, input, output)
     } else if p.split && p.outputs_fit && row_len >= STEP {
         softmax_rows::<SIGNED, true, _>(p, || load_tables(p), input, output, row_len)
