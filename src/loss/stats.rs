@@ -26,7 +26,7 @@ fn unflushed(rest: f64, logit: impl Fn(usize) -> f32, classes: usize, max: f32) 
         return rest;
     }
     (0..classes)
-        .map(|c| logit(c))
+        .map(logit)
         .filter(|&x| x < max)
         .map(|x| exp_neg_f64(x as f64 - max as f64))
         .sum()
