@@ -227,6 +227,12 @@ typedef struct QneonMul QneonMul;
 // A prepared int8 NoNorm (qneon's `NoNorm`).
 typedef struct QneonNoNorm QneonNoNorm;
 
+// A prepared cross-entropy of int8 logits.
+typedef struct QneonQuantizedCrossEntropyI8 QneonQuantizedCrossEntropyI8;
+
+// A prepared cross-entropy of uint8 logits.
+typedef struct QneonQuantizedCrossEntropyU8 QneonQuantizedCrossEntropyU8;
+
 // A prepared softmax on int16 data (qneon's `Softmax<i16>`).
 typedef struct QneonSoftmaxI16 QneonSoftmaxI16;
 
@@ -783,6 +789,71 @@ enum QneonStatus qneon_target_log_probs(const float *logits,
                                         float *out,
                                         size_t out_len,
                                         uint32_t backend);
+
+// Validates `options`, the int8 logits' quantization `input` (its zero
+// point does not change the loss) and `backend` (a `QneonBackend`, used by
+// every forward), builds the table of `e^(-d scale)`, and writes a new
+// handle to `*out`; free it with `qneon_quantized_cross_entropy_i8_destroy`.
+//
+// # Safety
+// `options.weights` must be null or readable for `options.classes`
+// elements during the call; `out` null or valid for writing one pointer.
+enum QneonStatus qneon_quantized_cross_entropy_i8_create(struct QneonCrossEntropyOptions options,
+                                                         struct QneonQuantParams input_q,
+                                                         uint32_t backend,
+                                                         struct QneonQuantizedCrossEntropyI8 **out);
+
+// The loss of int8 `logits` (`[N, C, inner]`) against `targets`
+// (`[N, inner]`) into `out`, as `qneon_cross_entropy_forward` with the
+// dequantized logits (within a few float ulp of the exact loss).
+//
+// # Safety
+// `op` must be null or a live handle; each buffer null or valid for its
+// length (writable for `out`, readable for the others), during the call.
+enum QneonStatus qneon_quantized_cross_entropy_i8_forward(const struct QneonQuantizedCrossEntropyI8 *op,
+                                                          const int8_t *logits,
+                                                          size_t logits_len,
+                                                          const int64_t *targets,
+                                                          size_t targets_len,
+                                                          size_t inner,
+                                                          float *out,
+                                                          size_t out_len);
+
+// Frees a handle made by `qneon_quantized_cross_entropy_i8_create` (null
+// is ignored).
+//
+// # Safety
+// `op` must be null or a live handle, not used after this call.
+void qneon_quantized_cross_entropy_i8_destroy(struct QneonQuantizedCrossEntropyI8 *op);
+
+// As `qneon_quantized_cross_entropy_i8_create`, for uint8 logits.
+//
+// # Safety
+// As `qneon_quantized_cross_entropy_i8_create`.
+enum QneonStatus qneon_quantized_cross_entropy_u8_create(struct QneonCrossEntropyOptions options,
+                                                         struct QneonQuantParams input_q,
+                                                         uint32_t backend,
+                                                         struct QneonQuantizedCrossEntropyU8 **out);
+
+// As `qneon_quantized_cross_entropy_i8_forward`, for uint8 logits.
+//
+// # Safety
+// As `qneon_quantized_cross_entropy_i8_forward`.
+enum QneonStatus qneon_quantized_cross_entropy_u8_forward(const struct QneonQuantizedCrossEntropyU8 *op,
+                                                          const uint8_t *logits,
+                                                          size_t logits_len,
+                                                          const int64_t *targets,
+                                                          size_t targets_len,
+                                                          size_t inner,
+                                                          float *out,
+                                                          size_t out_len);
+
+// Frees a handle made by `qneon_quantized_cross_entropy_u8_create` (null
+// is ignored).
+//
+// # Safety
+// `op` must be null or a live handle, not used after this call.
+void qneon_quantized_cross_entropy_u8_destroy(struct QneonQuantizedCrossEntropyU8 *op);
 
 // Prepares `output (m x n) = input (m x k) * weights^T`, requantized
 // (TFLite's per-channel int8 `FULLY_CONNECTED`): `weights` `n x k` int8

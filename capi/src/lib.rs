@@ -51,6 +51,7 @@ mod elements;
 mod entry;
 mod f32;
 mod loss;
+mod loss_quantized;
 mod matrix;
 mod no_norm;
 mod raw;
@@ -66,6 +67,7 @@ pub use entry::{
 };
 pub use f32::*;
 pub use loss::*;
+pub use loss_quantized::*;
 pub use matrix::*;
 pub use no_norm::*;
 pub use raw::*;

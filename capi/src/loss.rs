@@ -58,11 +58,11 @@ const _: () = assert!(
 /// A prepared softmax cross-entropy (qneon's `loss::CrossEntropy`, its
 /// class weights owned).
 pub struct QneonCrossEntropy {
-    classes: usize,
-    reduction: Reduction,
-    weights: Option<Box<[f32]>>,
-    ignore_index: Option<i64>,
-    label_smoothing: f32,
+    pub(crate) classes: usize,
+    pub(crate) reduction: Reduction,
+    pub(crate) weights: Option<Box<[f32]>>,
+    pub(crate) ignore_index: Option<i64>,
+    pub(crate) label_smoothing: f32,
 }
 
 impl QneonCrossEntropy {
@@ -78,6 +78,34 @@ impl QneonCrossEntropy {
             .label_smoothing(self.label_smoothing)?
             .backend(backend)?)
     }
+}
+
+/// The handle of `options`, validated (every option, on the best backend).
+///
+/// # Safety
+/// `options.weights` must be null or readable for `options.classes`
+/// elements during the call.
+pub(crate) unsafe fn from_options(
+    options: QneonCrossEntropyOptions,
+) -> Result<QneonCrossEntropy, Failure> {
+    let reduction = choices::reduction(options.reduction)?;
+    let weights = if options.weights.is_null() {
+        None
+    } else {
+        let w = input("weights", options.weights, options.classes)?;
+        // SAFETY: checked; readable for `classes` elements (the caller).
+        Some(Box::from(unsafe { w.slice() }))
+    };
+    let op = QneonCrossEntropy {
+        classes: options.classes,
+        reduction,
+        weights,
+        ignore_index: options.has_ignore_index.then_some(options.ignore_index),
+        label_smoothing: options.label_smoothing,
+    };
+    // Validates every option (the best backend is always available).
+    op.get(Backend::best())?;
+    Ok(op)
 }
 
 /// PyTorch's defaults for `classes` classes: mean reduction, no class
@@ -105,26 +133,8 @@ pub unsafe extern "C" fn qneon_cross_entropy_create(
     options: QneonCrossEntropyOptions,
     out: *mut *mut QneonCrossEntropy,
 ) -> QneonStatus {
-    let make = || {
-        let reduction = choices::reduction(options.reduction)?;
-        let weights = if options.weights.is_null() {
-            None
-        } else {
-            let w = input("weights", options.weights, options.classes)?;
-            // SAFETY: checked; readable for `classes` elements (the caller).
-            Some(Box::from(unsafe { w.slice() }))
-        };
-        let op = QneonCrossEntropy {
-            classes: options.classes,
-            reduction,
-            weights,
-            ignore_index: options.has_ignore_index.then_some(options.ignore_index),
-            label_smoothing: options.label_smoothing,
-        };
-        // Validates every option (the best backend is always available).
-        op.get(Backend::best())?;
-        Ok(op)
-    };
+    // SAFETY: forwarded from the caller.
+    let make = || unsafe { from_options(options) };
     // SAFETY: forwarded from the caller.
     unsafe { create(out, make) }
 }

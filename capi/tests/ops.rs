@@ -910,3 +910,150 @@ fn cross_entropy_gives_the_librarys_bits() {
         assert_eq!(bits(&got), bits(&want));
     }
 }
+
+#[test]
+fn quantized_cross_entropy_gives_the_librarys_bits() {
+    let (n, c, inner) = (4usize, 9usize, 2usize);
+    let weights: Vec<f32> = (0..c).map(|i| 0.25 + 0.5 * i as f32).collect();
+    let targets: Vec<i64> = vec![3, -100, 0, 8, 2, 5, 1, 4];
+    let x8 = bytes(n * c * inner, 16);
+    let xu: Vec<u8> = x8.iter().map(|&v| v as u8).collect();
+    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    for reduction in [QneonReduction::None, QneonReduction::Mean] {
+        let red = [Reduction::None, Reduction::Sum, Reduction::Mean][reduction as usize];
+        let out_len = if red == Reduction::None {
+            targets.len()
+        } else {
+            1
+        };
+        let mut o = qneon_cross_entropy_default_options(c);
+        o.reduction = reduction as u32;
+        o.weights = weights.as_ptr();
+        o.label_smoothing = 0.05;
+        let iq = qp(0.07, 3);
+        for (cb, b) in BACKENDS {
+            let rust = CrossEntropy::new(c)
+                .unwrap()
+                .reduction(red)
+                .weights(&weights)
+                .unwrap()
+                .label_smoothing(0.05)
+                .unwrap()
+                .backend(b);
+            let (mut h8, mut hu) = (ptr::null_mut(), ptr::null_mut());
+            // SAFETY: weights of `c` elements, valid slots.
+            let (s8, su) = unsafe {
+                (
+                    qneon_quantized_cross_entropy_i8_create(o, iq, cb as u32, &mut h8),
+                    qneon_quantized_cross_entropy_u8_create(o, iq, cb as u32, &mut hu),
+                )
+            };
+            let rust = match rust {
+                Ok(r) => r,
+                Err(e) => {
+                    assert_eq!(
+                        (s8, su),
+                        (
+                            QneonStatus::BackendUnavailable,
+                            QneonStatus::BackendUnavailable
+                        )
+                    );
+                    assert_eq!(last_error(), e.to_string());
+                    assert!(h8.is_null() && hu.is_null());
+                    continue;
+                }
+            };
+            assert_eq!(
+                (s8, su),
+                (QneonStatus::Ok, QneonStatus::Ok),
+                "{}",
+                last_error()
+            );
+            let (mut got, mut want) = (vec![0f32; out_len], vec![0f32; out_len]);
+            // SAFETY: live handles, buffers of their lengths.
+            let s = unsafe {
+                qneon_quantized_cross_entropy_i8_forward(
+                    h8,
+                    x8.as_ptr(),
+                    x8.len(),
+                    targets.as_ptr(),
+                    targets.len(),
+                    inner,
+                    got.as_mut_ptr(),
+                    out_len,
+                )
+            };
+            assert_eq!(s, QneonStatus::Ok, "{}", last_error());
+            rust.quantized::<i8>(q(iq))
+                .unwrap()
+                .forward(&x8, &targets, inner, &mut want)
+                .unwrap();
+            assert_eq!(bits(&got), bits(&want));
+            // SAFETY: as above.
+            let s = unsafe {
+                qneon_quantized_cross_entropy_u8_forward(
+                    hu,
+                    xu.as_ptr(),
+                    xu.len(),
+                    targets.as_ptr(),
+                    targets.len(),
+                    inner,
+                    got.as_mut_ptr(),
+                    out_len,
+                )
+            };
+            assert_eq!(s, QneonStatus::Ok, "{}", last_error());
+            rust.quantized::<u8>(q(iq))
+                .unwrap()
+                .forward(&xu, &targets, inner, &mut want)
+                .unwrap();
+            assert_eq!(bits(&got), bits(&want));
+            // A short logits buffer: the library's length error.
+            // SAFETY: as above, shorter.
+            let s = unsafe {
+                qneon_quantized_cross_entropy_i8_forward(
+                    h8,
+                    x8.as_ptr(),
+                    x8.len() - 1,
+                    targets.as_ptr(),
+                    targets.len(),
+                    inner,
+                    got.as_mut_ptr(),
+                    out_len,
+                )
+            };
+            let e = rust
+                .quantized::<i8>(q(iq))
+                .unwrap()
+                .forward(&x8[1..], &targets, inner, &mut want)
+                .unwrap_err();
+            assert_eq!(s, QneonStatus::Length);
+            assert_eq!(last_error(), e.to_string());
+            // SAFETY: the last uses.
+            unsafe {
+                qneon_quantized_cross_entropy_i8_destroy(h8);
+                qneon_quantized_cross_entropy_u8_destroy(hu);
+            }
+        }
+        // A zero point outside uint8, an out-of-range backend, a null slot.
+        let mut h = ptr::null_mut();
+        // SAFETY: weights of `c` elements; valid or null slots.
+        unsafe {
+            assert_eq!(
+                qneon_quantized_cross_entropy_u8_create(o, qp(0.1, -1), 0, &mut h),
+                QneonStatus::InvalidArgument
+            );
+            assert!(last_error().contains("zero point"), "{}", last_error());
+            assert_eq!(
+                qneon_quantized_cross_entropy_u8_create(o, iq, 3, &mut h),
+                QneonStatus::InvalidArgument
+            );
+            assert!(h.is_null());
+            assert_eq!(
+                qneon_quantized_cross_entropy_i8_create(o, iq, 0, ptr::null_mut()),
+                QneonStatus::NullPointer
+            );
+            qneon_quantized_cross_entropy_i8_destroy(ptr::null_mut());
+        }
+    }
+}
