@@ -375,6 +375,22 @@ static int cross_entropy(void) {
                             qneon_target_log_probs(logits, CN * CC, CC, classes, CN, 1, loss, CN,
                                                    QNEON_BACKEND_BEST));
         print_f32("ce.target_log_probs", loss, CN);
+        /* The same loss on int8 logits: quantized by the example. */
+        const QneonQuantParams lq = {0.0625f, -2};
+        int8_t qlogits[CN * CC];
+        for (int i = 0; i < CN * CC; i++) {
+            qlogits[i] = byte_at(i, 16);
+        }
+        print_q("ce.q_input", lq);
+        print_i8("ce.q_logits", qlogits, CN * CC);
+        QneonQuantizedCrossEntropyI8 *q = NULL;
+        bad = bad || failed("ce quantized create",
+                            qneon_quantized_cross_entropy_i8_create(o, lq, QNEON_BACKEND_BEST, &q));
+        bad = bad || failed("ce quantized",
+                            qneon_quantized_cross_entropy_i8_forward(q, qlogits, CN * CC, targets, CN,
+                                                                     1, loss, 1));
+        print_f32("ce.quantized", loss, 1);
+        qneon_quantized_cross_entropy_i8_destroy(q);
         /* A target that is no class: an invalid-argument status. */
         const int64_t wrong[CN] = {3, 7, 0, 6};
         if (qneon_cross_entropy_forward(none, logits, CN * CC, wrong, CN, 1, loss, CN, NULL, 0,

@@ -265,5 +265,9 @@ pub fn compare(stdout: &str) -> Result<usize> {
     f32_line("ce.nll", &loss)?;
     target_log_probs_with(b, &logits, c, &classes, 1, &mut per)?;
     f32_line("ce.target_log_probs", &per)?;
+    let (lq, qlogits) = (l.quant("ce.q_input")?, l.i8s("ce.q_logits")?);
+    mean.quantized::<i8>(lq)?
+        .forward(&qlogits, &targets, 1, &mut loss)?;
+    f32_line("ce.quantized", &loss)?;
     Ok(n + saved_lines)
 }
