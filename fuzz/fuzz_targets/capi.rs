@@ -104,6 +104,7 @@ enum Case {
     MatMul(capi_matrix::MatMulCase),
     F32(capi_float::F32Case),
     Loss(capi_float::LossCase),
+    QuantizedLoss(capi_float::QuantizedLossCase),
     Activation(capi_quant::OpCase),
     Raw(capi_quant::RawCase),
 }
@@ -123,6 +124,7 @@ fuzz_target!(|input: Input| {
         Case::MatMul(c) => capi_matrix::matmul(c, &d),
         Case::F32(c) => capi_float::f32_kernels(c, &d),
         Case::Loss(c) => capi_float::loss(c, &d),
+        Case::QuantizedLoss(c) => capi_float::quantized_loss(c, &d),
         Case::Activation(c) => capi_quant::activation(c, &d),
         Case::Raw(c) => capi_quant::raw(c, &d),
     }

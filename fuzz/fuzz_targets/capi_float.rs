@@ -9,7 +9,7 @@ use qneon::loss::{target_log_probs_with, CrossEntropy, LogSumExp, Reduction};
 use qneon_capi::*;
 use qneon_fuzz::c_api::{agree, backend, bits, first, in_range, overlap, Buf, Place};
 
-use crate::{created, out_over, slot, Data, Dim, Len, Spec};
+use crate::{created, out_over, qp, slot, Data, Dim, Len, Spec};
 
 #[derive(Arbitrary, Debug)]
 pub struct F32Case {
@@ -405,4 +405,169 @@ pub fn loss(c: &LossCase, d: &Data) {
     }
     // SAFETY: the last use of a live handle.
     unsafe { qneon_cross_entropy_destroy(h) };
+}
+
+#[derive(Arbitrary, Debug)]
+pub struct QuantizedLossCase {
+    unsigned: bool,
+    classes: u8,
+    reduction: u8,
+    weights: bool,
+    smoothing: bool,
+    input: qneon_fuzz::Quant,
+    backend: u8,
+    null_slot: bool,
+    shapes: Vec<Shape>,
+}
+
+/// Cross-entropy of int8 / uint8 logits through its handle.
+pub fn quantized_loss(c: &QuantizedLossCase, d: &Data) {
+    if c.unsigned {
+        quantized::<u8>(c, d)
+    } else {
+        quantized::<i8>(c, d)
+    }
+}
+
+/// The C functions of one element type.
+trait Logit: qneon::QuantElem {
+    type H;
+    unsafe fn create(
+        o: QneonCrossEntropyOptions,
+        q: QneonQuantParams,
+        b: u32,
+        h: *mut *mut Self::H,
+    ) -> QneonStatus;
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn forward(
+        h: *const Self::H,
+        x: *const Self,
+        xl: usize,
+        t: *const i64,
+        tl: usize,
+        inner: usize,
+        o: *mut f32,
+        ol: usize,
+    ) -> QneonStatus;
+    unsafe fn destroy(h: *mut Self::H);
+}
+
+impl Logit for i8 {
+    type H = QneonQuantizedCrossEntropyI8;
+    unsafe fn create(
+        o: QneonCrossEntropyOptions,
+        q: QneonQuantParams,
+        b: u32,
+        h: *mut *mut Self::H,
+    ) -> QneonStatus {
+        unsafe { qneon_quantized_cross_entropy_i8_create(o, q, b, h) }
+    }
+    unsafe fn forward(
+        h: *const Self::H,
+        x: *const i8,
+        xl: usize,
+        t: *const i64,
+        tl: usize,
+        inner: usize,
+        o: *mut f32,
+        ol: usize,
+    ) -> QneonStatus {
+        unsafe { qneon_quantized_cross_entropy_i8_forward(h, x, xl, t, tl, inner, o, ol) }
+    }
+    unsafe fn destroy(h: *mut Self::H) {
+        unsafe { qneon_quantized_cross_entropy_i8_destroy(h) }
+    }
+}
+
+impl Logit for u8 {
+    type H = QneonQuantizedCrossEntropyU8;
+    unsafe fn create(
+        o: QneonCrossEntropyOptions,
+        q: QneonQuantParams,
+        b: u32,
+        h: *mut *mut Self::H,
+    ) -> QneonStatus {
+        unsafe { qneon_quantized_cross_entropy_u8_create(o, q, b, h) }
+    }
+    unsafe fn forward(
+        h: *const Self::H,
+        x: *const u8,
+        xl: usize,
+        t: *const i64,
+        tl: usize,
+        inner: usize,
+        o: *mut f32,
+        ol: usize,
+    ) -> QneonStatus {
+        unsafe { qneon_quantized_cross_entropy_u8_forward(h, x, xl, t, tl, inner, o, ol) }
+    }
+    unsafe fn destroy(h: *mut Self::H) {
+        unsafe { qneon_quantized_cross_entropy_u8_destroy(h) }
+    }
+}
+
+fn quantized<T: Logit + PartialEq>(c: &QuantizedLossCase, d: &Data) {
+    let classes = c.classes as usize % 10;
+    let red = c.reduction as u32 % 3;
+    let weights: Vec<f32> = (0..classes).map(|i| d.f32(i, 7).abs()).collect();
+    let smoothing = if c.smoothing { 0.25 } else { 0.0 };
+    let mut o = qneon_cross_entropy_default_options(classes);
+    o.reduction = red;
+    o.label_smoothing = smoothing;
+    if c.weights && classes > 0 {
+        o.weights = weights.as_ptr();
+    }
+    let iq = c.input.get::<T>();
+    let bk = c.backend as u32 % 4;
+    let mut h = ptr::null_mut();
+    let s = slot(c.null_slot, &mut h);
+    // SAFETY: weights of `classes` elements, a valid or null slot.
+    let status = unsafe { T::create(o, qp(iq), bk, s) };
+    let pre = first([c.null_slot.then_some(QneonStatus::NullPointer)]);
+    let reduction = [Reduction::None, Reduction::Sum, Reduction::Mean][red as usize];
+    // The options first (as create validates them), then the backend value.
+    let options = || -> qneon::Result<CrossEntropy<'_>> {
+        let mut ce = CrossEntropy::new(classes)?.reduction(reduction);
+        if c.weights && classes > 0 {
+            ce = ce.weights(&weights)?;
+        }
+        ce.ignore_index(Some(-100)).label_smoothing(smoothing)
+    };
+    let pre = pre.or_else(|| {
+        (options().is_ok() && backend(bk).is_none()).then_some(QneonStatus::InvalidArgument)
+    });
+    let new = || options()?.backend(backend(bk).unwrap())?.quantized::<T>(iq);
+    let Some((h, op)) = created("quantized cross_entropy create", status, h, pre, new) else {
+        return;
+    };
+    for shape in c.shapes.iter().take(3) {
+        let inner = shape.inner as usize % 4;
+        let positions = (shape.samples as usize % 6) * inner;
+        let x = shape.logits.buf("logits", positions * classes, false, |i| {
+            T::from_i32(T::MIN + d.byte(i, 8) as i32 % (T::MAX - T::MIN + 1))
+        });
+        let t = shape.targets.buf("targets", positions, false, |i| {
+            d.byte(i, 9) as i64 % (classes as i64 + 2) - 1
+        });
+        let exact = if red == 0 { positions } else { 1 };
+        let out: Buf<f32> = shape.out.buf("out", exact, true, |_| 0.0);
+        // SAFETY: a live handle; buffers valid for their lengths or refused.
+        let status = unsafe { T::forward(h, x.ptr, x.len, t.ptr, t.len, inner, out.ptr, out.len) };
+        let pre = first([
+            x.check(),
+            t.check(),
+            out.check(),
+            overlap(&[x.span(), t.span(), out.span()]),
+        ]);
+        let want = agree("quantized cross_entropy forward", status, pre, || {
+            let mut y = vec![0f32; out.len];
+            op.forward(&x.values(), &t.values(), inner, &mut y)?;
+            Ok(y)
+        });
+        if let Some(want) = want {
+            assert_eq!(bits(&out.values()), bits(&want), "quantized loss output");
+        }
+    }
+    // SAFETY: the last use of a live handle.
+    unsafe { T::destroy(h) };
 }
