@@ -9,10 +9,18 @@ use qneon::{Error, QuantParams};
 #[test]
 fn cross_entropy_classes_times_inner_overflowing_is_an_error() {
     let classes = 1usize << (usize::BITS - 1);
-    let ce = CrossEntropy::new(classes).unwrap().reduction(Reduction::Sum);
+    let ce = CrossEntropy::new(classes)
+        .unwrap()
+        .reduction(Reduction::Sum);
     let unsupported = |r: qneon::Result<()>| {
         assert!(
-            matches!(r, Err(Error::Unsupported { op: "cross_entropy", .. })),
+            matches!(
+                r,
+                Err(Error::Unsupported {
+                    op: "cross_entropy",
+                    ..
+                })
+            ),
             "{r:?}"
         );
     };
