@@ -100,6 +100,11 @@ impl Failure {
             message: message.into(),
         }
     }
+
+    #[cfg(test)]
+    pub(crate) fn message(&self) -> &str {
+        &self.message
+    }
 }
 
 impl From<Error> for Failure {
@@ -218,6 +223,120 @@ fn checked<T>(what: &str, p: *const T, len: usize) -> Result<*const T, Failure> 
     Ok(p)
 }
 
+/// Where a checked C buffer lies, for the overlap check.
+#[derive(Clone, Copy)]
+pub(crate) struct Span {
+    what: &'static str,
+    start: usize,
+    end: usize,
+    write: bool,
+}
+
+/// A C buffer the call reads, checked by [`checked`].
+pub(crate) struct In<T> {
+    p: *const T,
+    len: usize,
+    pub(crate) span: Span,
+}
+
+/// A C buffer the call writes, checked by [`checked`].
+pub(crate) struct Out<T> {
+    p: *mut T,
+    len: usize,
+    pub(crate) span: Span,
+}
+
+/// Checks a buffer the call reads (see [`checked`]).
+pub(crate) fn input<T>(what: &'static str, p: *const T, len: usize) -> Result<In<T>, Failure> {
+    let p = checked(what, p, len)?;
+    Ok(In {
+        p,
+        len,
+        span: span(what, p, len, false),
+    })
+}
+
+/// Checks a buffer the call writes (see [`checked`]).
+pub(crate) fn output<T>(what: &'static str, p: *mut T, len: usize) -> Result<Out<T>, Failure> {
+    let p = checked(what, p as *const T, len)? as *mut T;
+    Ok(Out {
+        p,
+        len,
+        span: span(what, p, len, true),
+    })
+}
+
+/// An optional buffer the call writes: null with a length of 0 is "none".
+pub(crate) fn optional_output<T>(
+    what: &'static str,
+    p: *mut T,
+    len: usize,
+) -> Result<Option<Out<T>>, Failure> {
+    if p.is_null() && len == 0 {
+        return Ok(None);
+    }
+    output(what, p, len).map(Some)
+}
+
+fn span<T>(what: &'static str, p: *const T, len: usize, write: bool) -> Span {
+    // `checked` bounded the byte size by isize::MAX; an empty buffer spans
+    // nothing (its pointer may be dangling).
+    let start = p as usize;
+    Span {
+        what,
+        start,
+        end: start.saturating_add(len * std::mem::size_of::<T>()),
+        write,
+    }
+}
+
+/// Checks that no buffer a call writes overlaps another of its buffers
+/// (qneon's operators are out of place; Rust forbids the aliasing).
+pub(crate) fn disjoint(spans: &[Span]) -> Result<(), Failure> {
+    for (i, a) in spans.iter().enumerate() {
+        for b in &spans[i + 1..] {
+            let empty = a.start >= a.end || b.start >= b.end;
+            if (a.write || b.write) && !empty && a.start < b.end && b.start < a.end {
+                return Err(Failure::new(
+                    QneonStatus::InvalidArgument,
+                    format!(
+                        "{} and {} overlap; the operators are out of place: use separate buffers",
+                        a.what, b.what
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+impl<T> In<T> {
+    /// The buffer as a slice.
+    ///
+    /// # Safety
+    /// The C caller's pointer must be valid for reading `len` elements for
+    /// `'a`, and no buffer written meanwhile may overlap it ([`disjoint`]).
+    pub(crate) unsafe fn slice<'a>(self) -> &'a [T] {
+        // SAFETY: non-null, aligned, within isize::MAX bytes (checked;
+        // dangling only for len 0); readable and unaliased by writes (the
+        // caller).
+        unsafe { std::slice::from_raw_parts(self.p, self.len) }
+    }
+}
+
+impl<T> Out<T> {
+    /// The buffer as a mutable slice.
+    ///
+    /// # Safety
+    /// The C caller's pointer must be valid for writing `len` elements for
+    /// `'a`, and no other buffer of the call may overlap it ([`disjoint`]).
+    pub(crate) unsafe fn slice<'a>(self) -> &'a mut [T] {
+        // SAFETY: non-null, aligned, within isize::MAX bytes (checked;
+        // dangling only for len 0); writable and not aliased (the caller).
+        unsafe { std::slice::from_raw_parts_mut(self.p, self.len) }
+    }
+}
+
 /// The input and output buffers of a call as slices, checked by [`checked`]
 /// and for overlap (qneon's operators are out of place).
 ///
@@ -230,28 +349,11 @@ pub(crate) unsafe fn buffers<'a, A, B>(
     output: *mut B,
     len: usize,
 ) -> Result<(&'a [A], &'a mut [B]), Failure> {
-    let i = checked("input", input, len)?;
-    let o = checked("output", output as *const B, len)? as *mut B;
-    if len > 0 {
-        let (i0, i1) = (i as usize, i as usize + len * std::mem::size_of::<A>());
-        let (o0, o1) = (o as usize, o as usize + len * std::mem::size_of::<B>());
-        if i0 < o1 && o0 < i1 {
-            return Err(Failure::new(
-                QneonStatus::InvalidArgument,
-                "input and output overlap; the operators are out of place: use separate buffers",
-            ));
-        }
-    }
-    // SAFETY: both pointers are non-null, aligned and cover `len` elements
-    // within isize::MAX bytes (checked above; dangling only for len 0); the
-    // caller guarantees they are readable/writable and otherwise unaliased;
-    // they do not overlap (checked above).
-    unsafe {
-        Ok((
-            std::slice::from_raw_parts(i, len),
-            std::slice::from_raw_parts_mut(o, len),
-        ))
-    }
+    let i = self::input("input", input, len)?;
+    let o = self::output("output", output, len)?;
+    disjoint(&[i.span, o.span])?;
+    // SAFETY: checked and disjoint; valid for `len` elements (the caller).
+    unsafe { Ok((i.slice(), o.slice())) }
 }
 
 /// Boxes a prepared op into `*out`.
@@ -301,6 +403,33 @@ pub(crate) unsafe fn handle<'a, H>(handle: *const H) -> Result<&'a H, Failure> {
         Failure::new(
             QneonStatus::NullPointer,
             "the handle is null; create it first (and check the create status)",
+        )
+    })
+}
+
+/// The handle behind `handle`, to modify.
+///
+/// # Safety
+/// `handle` must be null or a live handle of `H` that nothing else uses
+/// during the call.
+pub(crate) unsafe fn handle_mut<'a, H>(handle: *mut H) -> Result<&'a mut H, Failure> {
+    // SAFETY: null is checked by `as_mut`; otherwise the caller guarantees a
+    // live handle used by this call only.
+    unsafe { handle.as_mut() }.ok_or_else(|| {
+        Failure::new(
+            QneonStatus::NullPointer,
+            "the handle is null; create it first (and check the create status)",
+        )
+    })
+}
+
+/// A value of 0 or more elements: `a * b`, or a [`QneonStatus::Length`]
+/// failure naming `what` when the product overflows.
+pub(crate) fn product(what: &str, a: usize, b: usize) -> Result<usize, Failure> {
+    a.checked_mul(b).ok_or_else(|| {
+        Failure::new(
+            QneonStatus::Length,
+            format!("{what}: {a} * {b} elements overflow size_t"),
         )
     })
 }

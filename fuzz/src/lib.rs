@@ -9,6 +9,8 @@
 use arbitrary::Arbitrary;
 use qneon::{Backend, Method, QuantElem, QuantParams, Rounding};
 
+pub mod c_api;
+
 /// A scale as the fuzzer picks it: mostly a positive normal value at any
 /// magnitude, sometimes any `f32` bit pattern (zero, negative, subnormal,
 /// infinite, NaN), which `new()` must refuse with an error.

@@ -489,6 +489,15 @@ impl<'w> CrossEntropy<'w> {
                 what: "inner (positions per sample)",
             });
         }
+        // One sample's logits, `C * inner`, must be a size: the passes walk
+        // the logits in steps of it (an empty batch too).
+        if self.classes.checked_mul(inner).is_none() {
+            return Err(Error::Unsupported {
+                op: OP,
+                dtype: "f32",
+                reason: "classes * inner (the logits of one sample) overflows usize",
+            });
+        }
         if !targets.len().is_multiple_of(inner) {
             return Err(Error::RowLength {
                 op: OP,

@@ -12,11 +12,14 @@
 //! * `capi/examples/softmax.c`, compiled with `cc` against the host static
 //!   library, prints the bytes the Rust library computes for the same input
 //!   (every method it prints);
-//! * the same program compiled with `aarch64-linux-gnu-gcc` against the
+//! * `capi/examples/ops.c` (add, sub, mul, NoNorm, GEMM, matmul, the float
+//!   kernels, cross-entropy) likewise, every output line to the bit (see
+//!   `capi_ops.rs`);
+//! * both programs compiled with `aarch64-linux-gnu-gcc` against the
 //!   aarch64 static library, run under `qemu-aarch64 -cpu max` (skipped with
 //!   `--host`).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use qneon::{Method, QuantParams, Softmax};
@@ -26,6 +29,7 @@ use crate::util::{self, bail, Result, TARGET};
 
 const HEADER: &str = "capi/include/qneon.h";
 const EXAMPLE: &str = "capi/examples/softmax.c";
+const OPS_EXAMPLE: &str = "capi/examples/ops.c";
 
 /// `cargo xtask capi-header`.
 pub fn header_cli(args: &[String]) -> Result {
@@ -70,9 +74,32 @@ pub fn check(host_only: bool) -> Counts {
         }
     };
     record("header is current", header_is_current());
-    record("C example, host", example(false));
-    if !host_only {
-        record("C example, aarch64 (qemu)", example(true));
+    for aarch64 in [false, true] {
+        if aarch64 && host_only {
+            continue;
+        }
+        let on = if aarch64 { "aarch64 (qemu)" } else { "host" };
+        // Built once for both programs; a failure fails both.
+        let built = build_library(aarch64).map_err(|e| e.to_string());
+        let softmax = built
+            .clone()
+            .map_err(Into::into)
+            .and_then(|()| example(aarch64, EXAMPLE, "softmax"))
+            .and_then(|(stdout, exe)| compare(&stdout, &exe));
+        record(&format!("C example softmax.c, {on}"), softmax);
+        let ops = built
+            .map_err(Into::into)
+            .and_then(|()| example(aarch64, OPS_EXAMPLE, "ops"))
+            .and_then(|(stdout, exe)| {
+                let lines = crate::capi_ops::compare(&stdout)
+                    .map_err(|e| format!("{}: {e}", exe.display()))?;
+                println!(
+                    "capi: {} matches the library on {lines} outputs",
+                    exe.display()
+                );
+                Ok(())
+            });
+        record(&format!("C example ops.c, {on}"), ops);
     }
     counts
 }
@@ -98,9 +125,8 @@ fn header_is_current() -> Result {
     Ok(())
 }
 
-/// Builds the static library and the example for the host or aarch64, runs
-/// it, and compares its output with the Rust library's.
-fn example(aarch64: bool) -> Result {
+/// Builds the static library for the host or aarch64.
+fn build_library(aarch64: bool) -> Result {
     let mut build = util::cargo(["build", "-p", "qneon-capi", "--lib"]);
     if aarch64 {
         // The static library only: the target's `crt-static` (see
@@ -116,17 +142,22 @@ fn example(aarch64: bool) -> Result {
         ]);
         build.args(["--target", TARGET]);
     }
-    util::run(&mut build)?;
+    util::run(&mut build)
+}
+
+/// Compiles the example `source` for the host or aarch64 against the static
+/// library [`build_library`] made, runs it, and returns its standard output
+/// and the program's path.
+fn example(aarch64: bool, source: &str, name: &str) -> Result<(String, PathBuf)> {
     let lib_dir = if aarch64 {
         util::target_dir().join(TARGET).join("debug")
     } else {
         util::target_dir().join("debug")
     };
-    let exe = util::target_dir().join("capi").join(if aarch64 {
-        "softmax-aarch64"
-    } else {
-        "softmax-host"
-    });
+    let exe = util::target_dir().join("capi").join(format!(
+        "{name}-{}",
+        if aarch64 { "aarch64" } else { "host" }
+    ));
     std::fs::create_dir_all(exe.parent().unwrap())?;
     let mut cc = Command::new(if aarch64 {
         "aarch64-linux-gnu-gcc"
@@ -141,7 +172,7 @@ fn example(aarch64: bool) -> Result {
     cc.args(["-std=c99", "-Wall", "-Wextra", "-Werror", "-O1"])
         .arg("-I")
         .arg(util::root().join("capi/include"))
-        .arg(util::root().join(EXAMPLE))
+        .arg(util::root().join(source))
         .arg(lib_dir.join("libqneon_capi.a"))
         .args(["-lpthread", "-ldl", "-lm", "-o"])
         .arg(&exe);
@@ -154,7 +185,7 @@ fn example(aarch64: bool) -> Result {
         Command::new(&exe)
     };
     let stdout = util::capture(&mut run)?;
-    compare(&stdout, &exe)
+    Ok((stdout, exe))
 }
 
 /// Parses the example's lines and checks each method's bytes.
