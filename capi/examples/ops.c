@@ -404,6 +404,33 @@ static int cross_entropy(void) {
     return bad;
 }
 
+#define HSEQ 3
+#define HHEADS 2
+#define HDIM 4
+#define HLEN (HSEQ * HHEADS * HDIM)
+
+/* The attention-head transposes, there and back; a shape that overflows
+   size_t is a length error. */
+static int heads(void) {
+    int8_t x[HLEN], split[HLEN], merged[HLEN];
+    for (int i = 0; i < HLEN; i++) {
+        x[i] = byte_at(i, 9);
+    }
+    printf("heads.shape: %d %d %d\n", HSEQ, HHEADS, HDIM);
+    print_i8("heads.x", x, HLEN);
+    int bad = failed("split_heads", qneon_split_heads_i8(x, split, HSEQ, HHEADS, HDIM));
+    bad = bad || failed("merge_heads", qneon_merge_heads_i8(split, merged, HSEQ, HHEADS, HDIM));
+    if (!bad) {
+        print_i8("heads.split", split, HLEN);
+        print_i8("heads.merge", merged, HLEN);
+    }
+    if (qneon_split_heads_i8(x, split, SIZE_MAX, 2, 2) != QNEON_STATUS_LENGTH) {
+        fprintf(stderr, "expected a length status for seq * heads * head_dim past size_t\n");
+        bad = 1;
+    }
+    return bad;
+}
+
 int main(void) {
     int bad = binary();
     bad = no_norm() || bad;
@@ -411,5 +438,6 @@ int main(void) {
     bad = matmul() || bad;
     bad = f32_kernels() || bad;
     bad = cross_entropy() || bad;
+    bad = heads() || bad;
     return bad;
 }

@@ -692,6 +692,102 @@ enum QneonStatus qneon_f32_logistic_backward(const float *y,
                                              size_t len,
                                              uint32_t backend);
 
+// `[seq, heads * head_dim]` (row-major) to `[heads, seq, head_dim]`, int8 elements: `input` and `output` each hold `seq * heads *
+// head_dim` elements (`heads` and `head_dim` at least 1).
+//
+// # Safety
+// `input` must be null or readable and `output` null or writable for
+// `seq * heads * head_dim` elements, during the call.
+enum QneonStatus qneon_split_heads_i8(const int8_t *input,
+                                      int8_t *output,
+                                      size_t seq,
+                                      size_t heads,
+                                      size_t head_dim);
+
+// `[heads, seq, head_dim]` back to `[seq, heads * head_dim]`, int8 elements: `input` and `output` each hold `seq * heads *
+// head_dim` elements (`heads` and `head_dim` at least 1).
+//
+// # Safety
+// `input` must be null or readable and `output` null or writable for
+// `seq * heads * head_dim` elements, during the call.
+enum QneonStatus qneon_merge_heads_i8(const int8_t *input,
+                                      int8_t *output,
+                                      size_t seq,
+                                      size_t heads,
+                                      size_t head_dim);
+
+// `[seq, heads * head_dim]` (row-major) to `[heads, seq, head_dim]`, uint8 elements: `input` and `output` each hold `seq * heads *
+// head_dim` elements (`heads` and `head_dim` at least 1).
+//
+// # Safety
+// `input` must be null or readable and `output` null or writable for
+// `seq * heads * head_dim` elements, during the call.
+enum QneonStatus qneon_split_heads_u8(const uint8_t *input,
+                                      uint8_t *output,
+                                      size_t seq,
+                                      size_t heads,
+                                      size_t head_dim);
+
+// `[heads, seq, head_dim]` back to `[seq, heads * head_dim]`, uint8 elements: `input` and `output` each hold `seq * heads *
+// head_dim` elements (`heads` and `head_dim` at least 1).
+//
+// # Safety
+// `input` must be null or readable and `output` null or writable for
+// `seq * heads * head_dim` elements, during the call.
+enum QneonStatus qneon_merge_heads_u8(const uint8_t *input,
+                                      uint8_t *output,
+                                      size_t seq,
+                                      size_t heads,
+                                      size_t head_dim);
+
+// `[seq, heads * head_dim]` (row-major) to `[heads, seq, head_dim]`, int16 elements: `input` and `output` each hold `seq * heads *
+// head_dim` elements (`heads` and `head_dim` at least 1).
+//
+// # Safety
+// `input` must be null or readable and `output` null or writable for
+// `seq * heads * head_dim` elements, during the call.
+enum QneonStatus qneon_split_heads_i16(const int16_t *input,
+                                       int16_t *output,
+                                       size_t seq,
+                                       size_t heads,
+                                       size_t head_dim);
+
+// `[heads, seq, head_dim]` back to `[seq, heads * head_dim]`, int16 elements: `input` and `output` each hold `seq * heads *
+// head_dim` elements (`heads` and `head_dim` at least 1).
+//
+// # Safety
+// `input` must be null or readable and `output` null or writable for
+// `seq * heads * head_dim` elements, during the call.
+enum QneonStatus qneon_merge_heads_i16(const int16_t *input,
+                                       int16_t *output,
+                                       size_t seq,
+                                       size_t heads,
+                                       size_t head_dim);
+
+// `[seq, heads * head_dim]` (row-major) to `[heads, seq, head_dim]`, float elements: `input` and `output` each hold `seq * heads *
+// head_dim` elements (`heads` and `head_dim` at least 1).
+//
+// # Safety
+// `input` must be null or readable and `output` null or writable for
+// `seq * heads * head_dim` elements, during the call.
+enum QneonStatus qneon_split_heads_f32(const float *input,
+                                       float *output,
+                                       size_t seq,
+                                       size_t heads,
+                                       size_t head_dim);
+
+// `[heads, seq, head_dim]` back to `[seq, heads * head_dim]`, float elements: `input` and `output` each hold `seq * heads *
+// head_dim` elements (`heads` and `head_dim` at least 1).
+//
+// # Safety
+// `input` must be null or readable and `output` null or writable for
+// `seq * heads * head_dim` elements, during the call.
+enum QneonStatus qneon_merge_heads_f32(const float *input,
+                                       float *output,
+                                       size_t seq,
+                                       size_t heads,
+                                       size_t head_dim);
+
 // PyTorch's defaults for `classes` classes: mean reduction, no class
 // weights, ignore index -100, no label smoothing.
 struct QneonCrossEntropyOptions qneon_cross_entropy_default_options(size_t classes);

@@ -50,6 +50,7 @@ mod choices;
 mod elements;
 mod entry;
 mod f32;
+mod heads;
 mod loss;
 mod loss_quantized;
 mod matrix;

@@ -116,6 +116,23 @@ pub fn compare(stdout: &str) -> Result<usize> {
     mul.run_operands(b, Operand::Scalar(scalar[0]), Operand::Slice(&y), &mut out)?;
     i8_line("mul.scalar", &out)?;
 
+    // The head transposes, there and back.
+    let shape: Vec<usize> = l
+        .words("heads.shape")?
+        .iter()
+        .map(|w| w.parse())
+        .collect::<std::result::Result<_, _>>()?;
+    let [seq, heads, head_dim] = shape[..] else {
+        bail!("heads.shape: expected seq heads head_dim");
+    };
+    let x = l.i8s("heads.x")?;
+    let mut split = vec![0i8; x.len()];
+    qneon::split_heads(&x, &mut split, seq, heads, head_dim)?;
+    i8_line("heads.split", &split)?;
+    let mut merged = vec![0i8; x.len()];
+    qneon::merge_heads(&split, &mut merged, seq, heads, head_dim)?;
+    i8_line("heads.merge", &merged)?;
+
     // NoNorm, from quantized and from real parameters.
     let (qi, qo) = (l.quant("no_norm.input")?, l.quant("no_norm.output")?);
     let x = l.i8s("no_norm.x")?;

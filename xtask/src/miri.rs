@@ -15,7 +15,9 @@
 //!   constant data);
 //! * the runtime's unit tests, and one converter-written model read from
 //!   disk, loaded and invoked (`runtime/tests/tflite_models.rs`: the reader
-//!   on a real file, zero-copy constant views and the arena, the kernels).
+//!   on a real file, zero-copy constant views and the arena, the kernels);
+//! * the C API crate's tests (`-p qneon-capi`): the raw-pointer checks,
+//!   slice views and handles of every entry point.
 //!
 //! Tests too slow under Miri (exhaustive sweeps, proptest searches, whole
 //! MobileBert models) carry `#[cfg_attr(miri, ignore)]`; each family keeps
@@ -82,6 +84,15 @@ const PARTS: &[Part] = &[
         exact: &["inputs_of_the_wrong_size_are_errors"],
         skip: &[],
         reads_files: true,
+    },
+    Part {
+        name: "qneon-capi",
+        // The C entry points' pointer checks and slice views, their unit
+        // tests and the integration tests that call them as C would.
+        args: &["-p", "qneon-capi"],
+        exact: &[],
+        skip: &[],
+        reads_files: false,
     },
 ];
 
