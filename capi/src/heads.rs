@@ -9,6 +9,9 @@ fn elements(seq: usize, heads: usize, head_dim: usize) -> Result<usize, Failure>
     product("seq * heads * head_dim", product("seq * heads", seq, heads)?, head_dim)
 }
 
+/// `split_heads` or `merge_heads` for one element type.
+type Transpose<T> = fn(&[T], &mut [T], usize, usize, usize) -> qneon::Result<()>;
+
 /// Runs `op` on the `seq * heads * head_dim` elements at `input` and
 /// `output`.
 ///
@@ -16,7 +19,7 @@ fn elements(seq: usize, heads: usize, head_dim: usize) -> Result<usize, Failure>
 /// As the entry points: `input` null or readable, `output` null or
 /// writable, for that many elements.
 unsafe fn transpose<T: Copy>(
-    op: fn(&[T], &mut [T], usize, usize, usize) -> qneon::Result<()>,
+    op: Transpose<T>,
     input: *const T,
     output: *mut T,
     seq: usize,
