@@ -67,6 +67,7 @@ pub use entry::{
     qneon_last_error_message, QneonBackend, QneonMethod, QneonQuantParams, QneonStatus,
 };
 pub use f32::*;
+pub use heads::*;
 pub use loss::*;
 pub use loss_quantized::*;
 pub use matrix::*;

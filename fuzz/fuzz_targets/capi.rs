@@ -107,6 +107,7 @@ enum Case {
     QuantizedLoss(capi_float::QuantizedLossCase),
     Activation(capi_quant::OpCase),
     Raw(capi_quant::RawCase),
+    Heads(HeadsCase),
 }
 
 #[derive(Arbitrary, Debug)]
@@ -127,6 +128,7 @@ fuzz_target!(|input: Input| {
         Case::QuantizedLoss(c) => capi_float::quantized_loss(c, &d),
         Case::Activation(c) => capi_quant::activation(c, &d),
         Case::Raw(c) => capi_quant::raw(c, &d),
+        Case::Heads(c) => heads(c, &d),
     }
 });
 
@@ -462,4 +464,136 @@ fn no_norm(c: &NoNormCase, d: &Data) {
     }
     // SAFETY: the last use of a live handle.
     unsafe { qneon_no_norm_destroy(h) };
+}
+
+/// `split_heads` / `merge_heads` on int8 and float buffers.
+#[derive(Arbitrary, Debug)]
+struct HeadsCase {
+    merge: bool,
+    float: bool,
+    seq: Dim,
+    heads: Dim,
+    head_dim: Dim,
+    input: Place,
+    out: Place,
+    alias: bool,
+}
+
+fn heads(c: &HeadsCase, d: &Data) {
+    let (seq, heads, head_dim) = (c.seq.get(9), c.heads.get(5), c.head_dim.get(9));
+    if c.float {
+        heads_of::<f32>(c, seq, heads, head_dim, |i| d.f32(i, 8));
+    } else {
+        heads_of::<i8>(c, seq, heads, head_dim, |i| d.i8(i, 8));
+    }
+}
+
+/// The C entry points of one element type.
+trait HeadsC: Copy + Default + PartialEq + std::fmt::Debug {
+    /// # Safety
+    /// As the entry points.
+    unsafe fn call(
+        merge: bool,
+        x: *const Self,
+        y: *mut Self,
+        s: usize,
+        h: usize,
+        d: usize,
+    ) -> QneonStatus;
+    fn same(a: &[Self], b: &[Self]) -> bool;
+}
+
+impl HeadsC for i8 {
+    unsafe fn call(
+        merge: bool,
+        x: *const i8,
+        y: *mut i8,
+        s: usize,
+        h: usize,
+        d: usize,
+    ) -> QneonStatus {
+        // SAFETY: forwarded.
+        unsafe {
+            if merge {
+                qneon_merge_heads_i8(x, y, s, h, d)
+            } else {
+                qneon_split_heads_i8(x, y, s, h, d)
+            }
+        }
+    }
+    fn same(a: &[i8], b: &[i8]) -> bool {
+        a == b
+    }
+}
+
+impl HeadsC for f32 {
+    unsafe fn call(
+        merge: bool,
+        x: *const f32,
+        y: *mut f32,
+        s: usize,
+        h: usize,
+        d: usize,
+    ) -> QneonStatus {
+        // SAFETY: forwarded.
+        unsafe {
+            if merge {
+                qneon_merge_heads_f32(x, y, s, h, d)
+            } else {
+                qneon_split_heads_f32(x, y, s, h, d)
+            }
+        }
+    }
+    fn same(a: &[f32], b: &[f32]) -> bool {
+        qneon_fuzz::c_api::bits(a) == qneon_fuzz::c_api::bits(b)
+    }
+}
+
+fn heads_of<T: HeadsC>(
+    c: &HeadsCase,
+    seq: usize,
+    heads: usize,
+    head_dim: usize,
+    fill: impl Fn(usize) -> T,
+) {
+    let len = seq.checked_mul(heads).and_then(|n| n.checked_mul(head_dim));
+    let exact = len.unwrap_or(0);
+    // The entry points take no lengths: both buffers hold the shape's
+    // element count (the fuzzer picks only where they point).
+    let x = Buf::new("input", c.input, exact, false, fill);
+    let spec = Spec {
+        place: c.out,
+        len: Len::Exact,
+    };
+    let out: Buf<T> = out_over(c.alias, &x, spec, "output", exact);
+    // SAFETY: buffers valid for their lengths or refused first.
+    let status = unsafe { T::call(c.merge, x.ptr, out.ptr, seq, heads, head_dim) };
+    // The C API's order: the shape's product, then the buffers, then their
+    // overlap; then the library (heads or head_dim 0).
+    let pre = first([
+        len.is_none().then_some(QneonStatus::Length),
+        x.check(),
+        out.check(),
+        overlap(&[x.span(), out.span()]),
+    ]);
+    let what = if c.merge {
+        "merge_heads"
+    } else {
+        "split_heads"
+    };
+    let want = agree(what, status, pre, || {
+        let mut y = vec![T::default(); out.len];
+        if c.merge {
+            qneon::merge_heads(&x.values(), &mut y, seq, heads, head_dim)?;
+        } else {
+            qneon::split_heads(&x.values(), &mut y, seq, heads, head_dim)?;
+        }
+        Ok(y)
+    });
+    if let Some(want) = want {
+        assert!(
+            T::same(&out.values(), &want),
+            "{what}: C and Rust outputs differ"
+        );
+    }
 }
