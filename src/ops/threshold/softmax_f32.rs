@@ -13,7 +13,7 @@ use super::topk::keep;
 use super::{check_index_range, check_threshold, scan_f32, RowHit, Sink};
 use crate::backend::{unavailable, Backend};
 use crate::checks::check_rows;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::f32::{exp_kernel, ln_f64, row_max, softmax_reciprocal, sum_of_exps_row};
 
 /// The op's name in errors.
@@ -96,7 +96,7 @@ impl ThresholdedSoftmaxF32 {
     pub fn run_to_vec(&self, input: &[f32], row_len: usize) -> Result<alloc::vec::Vec<RowHit<f32>>> {
         let needed = match self.run(input, row_len, &mut []) {
             Ok(n) => n,
-            Err(Error::Capacity { needed, .. }) => needed,
+            Err(crate::Error::Capacity { needed, .. }) => needed,
             Err(e) => return Err(e),
         };
         let mut hits = alloc::vec![RowHit::default(); needed];
