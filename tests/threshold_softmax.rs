@@ -278,7 +278,7 @@ fn softmax_thresholded_errors_and_capacity() {
 #[test]
 fn softmax_f32_thresholded_equals_softmax_and_filter() {
     let mut rng = Rng(0x0123_4567_89ab_cdef);
-    let mut gen = |kind: u64, rng: &mut Rng| -> f32 {
+    let gen = |kind: u64, rng: &mut Rng| -> f32 {
         let u = (rng.next() >> 40) as f32 / (1u64 << 24) as f32;
         match kind {
             0 => (u - 0.5) * 20.0,
