@@ -150,6 +150,10 @@ impl<T: QuantElem> ThresholdedLogistic<T> {
     /// available here). Every backend gives the same hits.
     pub fn run_with(&self, backend: Backend, input: &[T], hits: &mut [Hit<T>]) -> Result<usize> {
         check_index_range(OP, input.len())?;
+        #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+        if backend == Backend::Neon && self.monotone && T::MAX - T::MIN == 255 {
+            return self.run_neon_table(input, hits);
+        }
         let mut sink = Sink::new(hits);
         if T::MAX - T::MIN == 255 {
             let table = &self.table;
@@ -177,6 +181,45 @@ impl<T: QuantElem> ThresholdedLogistic<T> {
             self.run_gathered(backend, input, &mut sink)?;
         }
         sink.finish(OP)
+    }
+
+    /// 8-bit, NEON, every candidate passing: the fused scan-and-write
+    /// kernel (`neon::table_hits`; the same hits as the general path).
+    #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+    fn run_neon_table(&self, input: &[T], hits: &mut [Hit<T>]) -> Result<usize> {
+        use crate::elem::view;
+        let bound = self.input_bound;
+        let count = if bound > T::MAX {
+            0
+        } else if bound <= T::MIN {
+            // Everything passes: no comparison needed.
+            let mut sink = Sink::new(&mut *hits);
+            for (i, &x) in input.iter().enumerate() {
+                sink.push(Hit {
+                    index: i as u32,
+                    value: self.table[(x.to_i32() as u8) as usize],
+                });
+            }
+            return sink.finish(OP);
+        } else {
+            let Some((bytes, _)) = view(input, &mut []).bytes() else {
+                return Err(crate::checks::not_int16());
+            };
+            if T::MIN < 0 {
+                super::neon::table_hits::<T, true>(bytes, bound as i8 as u8, &self.table, hits)
+            } else {
+                super::neon::table_hits::<T, false>(bytes, bound as u8, &self.table, hits)
+            }
+        };
+        if count <= hits.len() {
+            Ok(count)
+        } else {
+            Err(crate::Error::Capacity {
+                op: OP,
+                capacity: hits.len(),
+                needed: count,
+            })
+        }
     }
 
     /// The candidates gathered and run through the wrapped op (int16).

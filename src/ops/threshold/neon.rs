@@ -198,3 +198,90 @@ pub(crate) fn scan_f32(row: &[f32], bound: f32, mut f: impl FnMut(usize, f32)) {
         });
     }
 }
+
+/// The 8-bit thresholded logistic where every input at or above `bound`
+/// passes: `out[n] = (i, table[row[i]])` for every such `i`, in index
+/// order, while `out` has room; returns the number of hits (all of them,
+/// written or not). The hit loop keeps the count in a register and writes
+/// without a capacity check while a whole 64-byte block's hits fit.
+#[inline(always)]
+pub(crate) fn table_hits<T: crate::elem::QuantElem, const SIGNED: bool>(
+    row: &[u8],
+    bound: u8,
+    table: &[T; 256],
+    out: &mut [super::Hit<T>],
+) -> usize {
+    let n = row.len();
+    let p = row.as_ptr();
+    let cap = out.len();
+    let o = out.as_mut_ptr();
+    let mut count = 0usize;
+    // SAFETY: register arithmetic.
+    let b = unsafe { vdupq_n_u8(bound) };
+    // Hits of one 16-lane chunk at `base`; `CHECKED` bounds each write.
+    macro_rules! hits {
+        ($bits:expr, $chunk:expr, $base:expr, $checked:expr) => {{
+            let mut bits: u64 = $bits;
+            while bits != 0 {
+                let l = (bits.trailing_zeros() / 4) as usize;
+                // SAFETY: lane l passed, so it is one of the chunk's lanes
+                // inside the row (or the tail buffer's copy of them).
+                let x = unsafe { $chunk.add(l).read() };
+                let hit = super::Hit {
+                    index: ($base + l) as u32,
+                    value: table[x as usize],
+                };
+                if !$checked || count < cap {
+                    // SAFETY: count < cap: checked here, or by the caller
+                    // of the unchecked form for the whole block.
+                    unsafe { o.add(count).write(hit) };
+                }
+                count += 1;
+                bits &= bits - 1;
+            }
+        }};
+    }
+    let mut i = 0;
+    while i + 64 <= n {
+        // SAFETY: the 64 bytes at i are in the row; the rest is register
+        // arithmetic.
+        let (m, any) = unsafe {
+            let v = vld1q_u8_x4(p.add(i));
+            let m = [
+                at_least::<SIGNED>(v.0, b),
+                at_least::<SIGNED>(v.1, b),
+                at_least::<SIGNED>(v.2, b),
+                at_least::<SIGNED>(v.3, b),
+            ];
+            (m, vmaxvq_u8(vorrq_u8(vorrq_u8(m[0], m[1]), vorrq_u8(m[2], m[3]))))
+        };
+        if any != 0 {
+            let room = count + 64 <= cap;
+            for (k, &mk) in m.iter().enumerate() {
+                let at = i + 16 * k;
+                if room {
+                    hits!(byte_lane_bits(mk), p.wrapping_add(at), at, false);
+                } else {
+                    hits!(byte_lane_bits(mk), p.wrapping_add(at), at, true);
+                }
+            }
+        }
+        i += 64;
+    }
+    while i + 16 <= n {
+        // SAFETY: the 16 bytes at i are in the row.
+        let m = unsafe { at_least::<SIGNED>(vld1q_u8(p.add(i)), b) };
+        hits!(byte_lane_bits(m), p.wrapping_add(i), i, true);
+        i += 16;
+    }
+    if i < n {
+        let pad = if SIGNED { 0x80 } else { 0 };
+        read_tail::<16, u8, ()>(&row[i..], pad, |buf| {
+            // SAFETY: read_tail hands out 16 readable bytes; the padding
+            // (the type's minimum, below the bound) never passes.
+            let m = unsafe { at_least::<SIGNED>(vld1q_u8(buf), b) };
+            hits!(byte_lane_bits(m), buf, i, true);
+        });
+    }
+    count
+}

@@ -259,9 +259,10 @@ impl<T: QuantElem> ThresholdedSoftmax<T> {
         }
         let mut sink = Sink::new(hits);
         let mut result = Ok(());
+        let mut hint = 0;
         self.rows(backend, input, row_len, |r, row, max, scale| {
             if result.is_ok() {
-                result = self.row_hits(backend, r as u32, row, max, scale, &mut sink);
+                result = self.row_hits(backend, r as u32, row, max, scale, &mut hint, &mut sink);
             }
         });
         result?;
@@ -389,6 +390,7 @@ impl<T: QuantElem> ThresholdedSoftmax<T> {
         row: &[T],
         max: i32,
         scale: RowScale,
+        hint: &mut usize,
         sink: &mut Sink<RowHit<T>>,
     ) -> Result<()> {
         let c = self.code_bound;
@@ -398,13 +400,28 @@ impl<T: QuantElem> ThresholdedSoftmax<T> {
         if self.top_k == Some(0) || !reaches(0) {
             return Ok(());
         }
-        // Largest d <= d_limit with reaches(d): gallop from 0, then bisect.
-        let (mut lo, mut step) = (0usize, 1usize);
-        while lo + step <= d_limit && reaches(lo + step) {
-            lo += step;
-            step *= 2;
+        // Largest d <= d_limit with reaches(d) (true at 0, monotone):
+        // gallop from the previous row's answer, then bisect. Rows of one
+        // tensor are alike, so this is often two evaluations.
+        let start = (*hint).min(d_limit);
+        let (mut lo, mut hi);
+        if reaches(start) {
+            lo = start;
+            let mut step = 1;
+            while lo + step <= d_limit && reaches(lo + step) {
+                lo += step;
+                step *= 2;
+            }
+            hi = (lo + step).min(d_limit + 1); // fails, or past the limit
+        } else {
+            hi = start;
+            let mut step = 1;
+            while hi > step && !reaches(hi - step) {
+                hi -= step;
+                step *= 2;
+            }
+            lo = hi.saturating_sub(step); // passes (0 always does)
         }
-        let mut hi = (lo + step).min(d_limit + 1); // fails, or past the limit
         while hi - lo > 1 {
             let mid = lo + (hi - lo) / 2;
             if reaches(mid) {
@@ -413,6 +430,7 @@ impl<T: QuantElem> ThresholdedSoftmax<T> {
                 hi = mid;
             }
         }
+        *hint = lo;
         let bound = max - lo as i32;
         let value = |x: T| model.out::<T>(scale, (max - x.to_i32()) as usize, false);
         let hit = |i: usize, v: T| RowHit {
