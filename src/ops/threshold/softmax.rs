@@ -10,10 +10,11 @@
 //! (prepared for every `d` in `new()`) and `out` non-decreasing for the
 //! row's reciprocal. `w` itself is not assumed monotone: `new()` keeps its
 //! suffix maxima `W(d) = max(w(d..))`, and `out(W(d)) < c` proves that no
-//! `d' >= d` passes. The largest `d` where `out(W(d)) >= c` (a galloping
-//! search: a few evaluations when few elements pass) bounds the input:
-//! elements below `max - d_max` are skipped by the scan, the others get
-//! their exact output and the check.
+//! `d' >= d` passes. Per row, the smallest passing exp `w_c` is estimated
+//! by inverting the requantization and settled by evaluating the output
+//! (two evaluations when the estimate is right); the largest `d` with
+//! `W(d) >= w_c` bounds the input: elements below `max - d_max` are skipped
+//! by the scan, the others get their exact output and the check.
 
 use super::topk::keep;
 use super::{check_index_range, check_threshold, code_bound, scan, RowHit, Sink};
@@ -82,26 +83,149 @@ fn suffix_max<W: Copy + PartialOrd>(w: &[W; 256]) -> [W; 256] {
 }
 
 impl Model {
-    /// The output code of `T` for exp `w` in a row of reciprocal `scale`.
+    /// The output code of `T` at `d` in a row of reciprocal `scale`.
     #[inline(always)]
-    fn out<T: QuantElem>(&self, scale: RowScale, d: usize, suffix: bool) -> i32 {
+    fn out<T: QuantElem>(&self, scale: RowScale, d: usize) -> i32 {
         let q = match (self, scale) {
-            (Model::Fixed { p, exp, suffix_max, .. }, RowScale::Fixed(r, n)) => {
-                let e = if suffix { suffix_max[d] } else { exp[d] };
-                p.output(Q0_31::from_raw(e), r, n)
+            (Model::Fixed { p, exp, .. }, RowScale::Fixed(r, n)) => {
+                p.output(Q0_31::from_raw(exp[d]), r, n)
             }
-            (Model::Lut { lut, suffix_max }, RowScale::Lut(m, shift)) => {
-                let t = if suffix { suffix_max[d] } else { lut.exp[d] };
-                lut.output(t, m, shift)
+            (Model::Lut { lut, .. }, RowScale::Lut(m, shift)) => {
+                lut.output(lut.exp[d], m, shift)
             }
-            (Model::F32 { k, exp, suffix_max }, RowScale::F32(r)) => {
-                let e = if suffix { suffix_max[d] } else { exp[d] };
-                round_half_away(e * r).saturating_add(k.output_zero_point)
+            (Model::F32 { k, exp, .. }, RowScale::F32(r)) => {
+                round_half_away(exp[d] * r).saturating_add(k.output_zero_point)
             }
             _ => unreachable_scale(),
         };
         T::saturate(q).to_i32()
     }
+}
+
+impl Model {
+    /// The largest `d <= d_limit` for which some `d' >= d` passes (an
+    /// output code of at least `c`), or `None` if not even `d = 0` passes.
+    ///
+    /// The output is non-decreasing in the exp `w` for a fixed row, so the
+    /// passing exps are those from the smallest passing one, `w_c`; it is
+    /// estimated by inverting the requantization and settled exactly by
+    /// evaluating the output at the estimate and below it (usually two
+    /// evaluations). Then `d` passes-or-beyond iff `suffix_max[d] >= w_c`,
+    /// found by bisecting the suffix maxima (which do not increase).
+    #[inline(always)]
+    fn d_max<T: QuantElem>(&self, scale: RowScale, c: i32, d_limit: usize) -> Option<usize> {
+        match (self, scale) {
+            (Model::Fixed { p, suffix_max, .. }, RowScale::Fixed(r, n)) => {
+                let out = |e: i32| T::saturate(p.output(Q0_31::from_raw(e), r, n)).to_i32();
+                // out(e) ~ e r 2^-(31 + n) + zp: e >= (k - 1/2) 2^(31 + n) / r.
+                let k = (c - p.output_zero_point) as i128;
+                let estimate = if k <= 0 || n > 40 {
+                    0
+                } else {
+                    (((2 * k - 1) << (30 + n)) / r.max(1) as i128).clamp(0, i32::MAX as i128) as i32
+                };
+                let w_c = settle(estimate as u64, i32::MAX as u64, |e| out(e as i32) >= c)? as i32;
+                last_at_least(suffix_max, w_c, d_limit)
+            }
+            (Model::Lut { lut, suffix_max }, RowScale::Lut(m, shift)) => {
+                let out = |t: u16| T::saturate(lut.output(t, m, shift)).to_i32();
+                // out(t) ~ t m 2^(shift - 31) + zp: t >= (k - 1/2) 2^(31 - shift) / m.
+                let k = (c - lut.output_zero_point) as i128;
+                let estimate = if k <= 0 || shift < -60 {
+                    0
+                } else {
+                    (((2 * k - 1) << (30 - shift)) / m.max(1) as i128).clamp(0, 65535) as u16
+                };
+                let w_c = settle(estimate as u64, 65535, |t| out(t as u16) >= c)? as u16;
+                last_at_least(suffix_max, w_c, d_limit)
+            }
+            (Model::F32 { k, suffix_max, .. }, RowScale::F32(r)) => {
+                let out = |e: f32| {
+                    T::saturate(round_half_away(e * r).saturating_add(k.output_zero_point)).to_i32()
+                };
+                // out(e) ~ e r + zp: e >= (c - zp - 1/2) / r (exps are >= 0).
+                let estimate = ((c - k.output_zero_point) as f32 - 0.5) / r;
+                let estimate = if estimate.is_finite() { estimate.max(0.0) } else { 0.0 };
+                // Non-negative floats order as their bits.
+                let rank = |w: u64| f32::from_bits(w as u32);
+                let max = f32::MAX.to_bits() as u64;
+                let w_c = rank(settle(estimate.to_bits() as u64, max, |w| out(rank(w)) >= c)?);
+                last_at_least(suffix_max, w_c, d_limit)
+            }
+            _ => None,
+        }
+    }
+}
+
+/// The smallest rank `w` in `0..=max` with `passes(w)` (monotone: false,
+/// then true), or `None`: from an estimate, doubling steps down or up until
+/// the answer is bracketed, then bisection (two evaluations when the
+/// estimate is right).
+#[inline(always)]
+fn settle(estimate: u64, max: u64, passes: impl Fn(u64) -> bool) -> Option<u64> {
+    let e = estimate.min(max);
+    // lo fails (or is "below 0"), hi passes.
+    let (mut lo, mut hi);
+    let mut step = 1;
+    if passes(e) {
+        hi = e;
+        loop {
+            if hi == 0 {
+                return Some(0);
+            }
+            let probe = hi.saturating_sub(step);
+            if passes(probe) {
+                hi = probe;
+                step *= 2;
+            } else {
+                lo = probe;
+                break;
+            }
+        }
+    } else {
+        lo = e;
+        loop {
+            if lo == max {
+                return None;
+            }
+            let probe = lo.saturating_add(step).min(max);
+            if passes(probe) {
+                hi = probe;
+                break;
+            }
+            lo = probe;
+            step *= 2;
+        }
+    }
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if passes(mid) {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    Some(hi)
+}
+
+/// The largest `d <= d_limit` with `s[d] >= w` (`s` non-increasing), or
+/// `None` if `s[0] < w`.
+#[inline(always)]
+fn last_at_least<W: Copy + PartialOrd>(s: &[W; 256], w: W, d_limit: usize) -> Option<usize> {
+    if !(s[0] >= w) {
+        return None;
+    }
+    // s[lo] >= w; hi fails or is past the limit.
+    let (mut lo, mut hi) = (0usize, d_limit.min(255) + 1);
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if s[mid] >= w {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    Some(lo)
 }
 
 /// A row scale of another method than the model's: `rows` makes none.
@@ -259,10 +383,9 @@ impl<T: QuantElem> ThresholdedSoftmax<T> {
         }
         let mut sink = Sink::new(hits);
         let mut result = Ok(());
-        let mut hint = 0;
         self.rows(backend, input, row_len, |r, row, max, scale| {
             if result.is_ok() {
-                result = self.row_hits(backend, r as u32, row, max, scale, &mut hint, &mut sink);
+                result = self.row_hits(backend, r as u32, row, max, scale, &mut sink);
             }
         });
         result?;
@@ -390,49 +513,19 @@ impl<T: QuantElem> ThresholdedSoftmax<T> {
         row: &[T],
         max: i32,
         scale: RowScale,
-        hint: &mut usize,
         sink: &mut Sink<RowHit<T>>,
     ) -> Result<()> {
         let c = self.code_bound;
         let model = &self.model;
         let d_limit = (max - T::MIN) as usize;
-        let reaches = |d: usize| model.out::<T>(scale, d, true) >= c;
-        if self.top_k == Some(0) || !reaches(0) {
+        if self.top_k == Some(0) {
             return Ok(());
         }
-        // Largest d <= d_limit with reaches(d) (true at 0, monotone):
-        // gallop from the previous row's answer, then bisect. Rows of one
-        // tensor are alike, so this is often two evaluations.
-        let start = (*hint).min(d_limit);
-        let (mut lo, mut hi);
-        if reaches(start) {
-            lo = start;
-            let mut step = 1;
-            while lo + step <= d_limit && reaches(lo + step) {
-                lo += step;
-                step *= 2;
-            }
-            hi = (lo + step).min(d_limit + 1); // fails, or past the limit
-        } else {
-            hi = start;
-            let mut step = 1;
-            while hi > step && !reaches(hi - step) {
-                hi -= step;
-                step *= 2;
-            }
-            lo = hi.saturating_sub(step); // passes (0 always does)
-        }
-        while hi - lo > 1 {
-            let mid = lo + (hi - lo) / 2;
-            if reaches(mid) {
-                lo = mid;
-            } else {
-                hi = mid;
-            }
-        }
-        *hint = lo;
+        let Some(lo) = model.d_max::<T>(scale, c, d_limit) else {
+            return Ok(());
+        };
         let bound = max - lo as i32;
-        let value = |x: T| model.out::<T>(scale, (max - x.to_i32()) as usize, false);
+        let value = |x: T| model.out::<T>(scale, (max - x.to_i32()) as usize);
         let hit = |i: usize, v: T| RowHit {
             row: r,
             index: i as u32,
