@@ -130,11 +130,14 @@ impl Model {
             (Model::Lut { lut, suffix_max }, RowScale::Lut(m, shift)) => {
                 let out = |t: u16| T::saturate(lut.output(t, m, shift)).to_i32();
                 // out(t) ~ t m 2^(shift - 31) + zp: t >= (k - 1/2) 2^(31 - shift) / m.
-                let k = (c - lut.output_zero_point) as i128;
-                let estimate = if k <= 0 || shift < -60 {
+                // In f64 (the method computes its row multiplier in f32
+                // anyway): an i128 division would cost more than the search.
+                let k = c - lut.output_zero_point;
+                let estimate = if k <= 0 {
                     0
                 } else {
-                    (((2 * k - 1) << (30 - shift)) / m.max(1) as i128).clamp(0, 65535) as u16
+                    let e = (2 * k - 1) as f64 * pow2(30 - shift) / m.max(1) as f64;
+                    e.clamp(0.0, 65535.0) as u16
                 };
                 let w_c = settle(estimate as u64, 65535, |t| out(t as u16) >= c)? as u16;
                 last_at_least(suffix_max, w_c, d_limit)
@@ -155,6 +158,12 @@ impl Model {
             _ => None,
         }
     }
+}
+
+/// `2^e` for `e` in `-1022..=1023` (exact, from the exponent bits).
+#[inline(always)]
+fn pow2(e: i32) -> f64 {
+    f64::from_bits(((e.clamp(-1022, 1023) + 1023) as u64) << 52)
 }
 
 /// The smallest rank `w` in `0..=max` with `passes(w)` (monotone: false,
