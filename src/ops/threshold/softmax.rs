@@ -221,7 +221,7 @@ fn settle(estimate: u64, max: u64, passes: impl Fn(u64) -> bool) -> Option<u64> 
 /// `None` if `s[0] < w`.
 #[inline(always)]
 fn last_at_least<W: Copy + PartialOrd>(s: &[W; 256], w: W, d_limit: usize) -> Option<usize> {
-    if !(s[0] >= w) {
+    if s[0].partial_cmp(&w).is_none_or(|o| o.is_lt()) {
         return None;
     }
     // s[lo] >= w; hi fails or is past the limit.
