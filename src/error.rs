@@ -142,6 +142,17 @@ pub enum Error {
         /// The bytes asked for (saturated at `usize::MAX`).
         bytes: usize,
     },
+    /// An output buffer too small for everything an operation selects (the
+    /// thresholded ops' hits): nothing is dropped silently; the buffer holds
+    /// the first `capacity` results and `needed` says how many there are.
+    Capacity {
+        /// The operation.
+        op: &'static str,
+        /// The buffer's length.
+        capacity: usize,
+        /// The number of results the input has.
+        needed: usize,
+    },
     /// A name that [`FromStr`](core::str::FromStr) does not know (of a
     /// [`Method`](crate::Method) or [`Backend`](crate::Backend)).
     UnknownName {
@@ -225,6 +236,14 @@ impl fmt::Display for Error {
             Error::Allocation { op, what, bytes } => {
                 write!(f, "{op}: cannot allocate {bytes} bytes for {what}")
             }
+            Error::Capacity {
+                op,
+                capacity,
+                needed,
+            } => write!(
+                f,
+                "{op}: the output buffer holds {capacity} results, the input has {needed}"
+            ),
             Error::UnknownName { what, accepted } => {
                 write!(f, "unknown {what} name; use one of {accepted} (any case)")
             }

@@ -80,6 +80,9 @@ pub use error::{Error, Result};
 #[cfg(feature = "alloc")]
 #[doc(hidden)]
 pub use ops::GemmPath;
+pub use ops::threshold::{
+    Hit, RowHit, ThresholdedLogistic, ThresholdedSoftmax, ThresholdedSoftmaxF32,
+};
 pub use ops::{
     merge_heads, split_heads, Add, FusedActivation, LogSoftmax, Logistic, Method, Mul, Operand,
     Softmax, Sub, Tanh,

@@ -476,6 +476,11 @@ fn split_heads_moves_every_element_and_merge_heads_inverts_it() {
     }
     let x = [0i8; 0];
     assert!(split_heads(&x, &mut [], 0, 4, 8).is_ok());
+    // No rows, and heads * head_dim beyond usize (a `capi` fuzz finding:
+    // the row width overflowed before there was anything to move).
+    let wide = 1usize << (usize::BITS - 1);
+    assert!(split_heads(&x, &mut [], 0, wide, 4).is_ok());
+    assert!(merge_heads(&x, &mut [], 0, 4, wide).is_ok());
 }
 
 #[test]

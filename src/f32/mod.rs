@@ -105,7 +105,7 @@ mod neon;
 
 use crate::error::{Error, Result};
 use crate::Backend;
-pub(crate) use row_kernels::{row_max, tree, BLOCK};
+pub(crate) use row_kernels::{row_max, softmax_reciprocal, sum_of_exps_row, tree, BLOCK};
 pub(crate) use scalar_math::{exp_neg_f64, ln_1p_f64, ln_f32, ln_f64, ln_to_f32};
 
 // ---------------------------------------------------------------------------

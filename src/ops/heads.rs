@@ -44,6 +44,10 @@ pub fn split_heads<T: Copy>(
         heads,
         head_dim,
     )?;
+    if seq == 0 {
+        // Nothing to move; `heads * head_dim` may not even fit a usize.
+        return Ok(());
+    }
     for (s, row) in input.chunks_exact(heads * head_dim).enumerate() {
         for (h, piece) in row.chunks_exact(head_dim).enumerate() {
             let at = (h * seq + s) * head_dim;
@@ -70,6 +74,10 @@ pub fn merge_heads<T: Copy>(
         heads,
         head_dim,
     )?;
+    if seq == 0 {
+        // Nothing to move; `heads * head_dim` may not even fit a usize.
+        return Ok(());
+    }
     for (s, row) in output.chunks_exact_mut(heads * head_dim).enumerate() {
         for (h, piece) in row.chunks_exact_mut(head_dim).enumerate() {
             let at = (h * seq + s) * head_dim;

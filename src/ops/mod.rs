@@ -118,6 +118,7 @@ mod no_norm;
 mod quantize;
 mod requant;
 pub(crate) mod softmax;
+pub mod threshold;
 
 pub use activation::params::{Activation, ActivationParams};
 pub use activation::{Logistic, Tanh};

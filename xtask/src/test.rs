@@ -214,7 +214,7 @@ enum Features {
 /// bare-metal aarch64 (which has no `std`, so no default build).
 /// The library's examples that run as tests (each exits non-zero when its
 /// own check fails).
-const EXAMPLES: [&str; 1] = ["lm_head_loss"];
+const EXAMPLES: [&str; 2] = ["lm_head_loss", "detection_head"];
 
 /// Models of the `qneon run` smoke runs, with the rounding each runs with.
 const SMOKE_MODELS: [(&str, &str); 2] = [

@@ -47,16 +47,16 @@
     allow(dead_code)
 )]
 mod exact;
-mod f32;
+pub(crate) mod f32;
 // The split tables are read by the NEON kernel only, and the constructor
 // needs `std` (`f32::exp`).
 #[cfg_attr(not(all(target_arch = "aarch64", feature = "std")), allow(dead_code))]
-mod lut;
+pub(crate) mod lut;
 mod lut16;
 #[cfg(all(target_arch = "aarch64", target_feature = "neon", feature = "std"))]
 mod lut16_neon;
 #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
-mod lut_neon;
+pub(crate) mod lut_neon;
 #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
 mod neon;
 pub(crate) mod params;

@@ -163,7 +163,71 @@ pub(crate) fn quant_cases<'a, T: QuantElem>() -> Result<Vec<Case<'a, T>>, String
     if T::NAME == "int16" {
         pot_scale_cases(&mut cases, softmax_out)?;
     }
+    thresholded_cases(&mut cases, q_in, softmax_out)?;
     Ok(cases)
+}
+
+/// Threshold of the `thresholded_logistic` rows: on the N(0, 3) logits at
+/// input scale 0.1 about 10% of the scores pass (logistic >= 0.98 where the
+/// logit is above about 3.9; scattered uniformly, not clustered).
+pub(crate) const LOGISTIC_THRESHOLD: f32 = 0.98;
+/// Threshold of the `thresholded_softmax` rows: about 3.7 elements of a
+/// 384-element row of those logits pass (a few per row).
+pub(crate) const SOFTMAX_THRESHOLD: f32 = 0.05;
+
+/// The fused threshold ops on 8-bit types (`qneon::ThresholdedLogistic`,
+/// `qneon::ThresholdedSoftmax`): the hits go to a buffer kept between calls
+/// (sized on the first call, outside the count's repetitions' difference),
+/// their number into `y[0]`; nothing else is written.
+fn thresholded_cases<'a, T: QuantElem>(
+    cases: &mut Vec<Case<'a, T>>,
+    q_in: QuantParams,
+    out: QuantParams,
+) -> Result<(), String> {
+    use qneon::{Hit, RowHit, ThresholdedLogistic, ThresholdedSoftmax};
+    use std::cell::RefCell;
+    if T::NAME == "int16" {
+        return Ok(());
+    }
+    let count = |y: &mut [T], n: usize| {
+        if let Some(first) = y.first_mut() {
+            *first = T::from_i32((n as i32).clamp(0, T::MAX));
+        }
+    };
+    for method in METHODS {
+        let hits = RefCell::new(Vec::<Hit<T>>::new());
+        add_case(
+            cases,
+            ("thresholded_logistic", T::NAME, method, false),
+            ThresholdedLogistic::<T>::new(q_in, out, method, LOGISTIC_THRESHOLD).map(|op| {
+                Box::new(move |b, x: &[T], y: &mut [T], _| {
+                    let mut hits = hits.borrow_mut();
+                    if hits.len() < x.len() {
+                        hits.resize(x.len(), Hit::default());
+                    }
+                    count(y, op.run_with(b, x, &mut hits)?);
+                    Ok(())
+                }) as _
+            }),
+        )?;
+        let hits = RefCell::new(Vec::<RowHit<T>>::new());
+        add_case(
+            cases,
+            ("thresholded_softmax", T::NAME, method, true),
+            ThresholdedSoftmax::<T>::new(q_in, 1.0, out, method, Some(SOFTMAX_THRESHOLD), None)
+                .map(|op| {
+                    Box::new(move |b, x: &[T], y: &mut [T], r| {
+                        let mut hits = hits.borrow_mut();
+                        if hits.len() < x.len() {
+                            hits.resize(x.len(), RowHit::default());
+                        }
+                        count(y, op.run_with(b, x, r, &mut hits)?);
+                        Ok(())
+                    }) as _
+                }),
+        )?;
+    }
+    Ok(())
 }
 
 /// int16 logistic and tanh `Method::Lut` at input scale 2^-12, method

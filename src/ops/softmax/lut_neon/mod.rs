@@ -265,3 +265,40 @@ pub(crate) fn softmax(
         softmax_lut_u8(p, input, output, row_len)
     }
 }
+
+/// The maximum (as the raw byte) and the exact sum of `t[max - x]` of each
+/// `row_len`-long row, as `softmax` computes them, handed to `f(row, max,
+/// sum)` in row order: for the thresholded softmax, which needs them and
+/// not the outputs. The caller checked `row_len >= 1`.
+#[inline(always)]
+pub(crate) fn rows_max_sum<const SIGNED: bool>(
+    p: &SoftmaxLut,
+    input: &[u8],
+    row_len: usize,
+    mut f: impl FnMut(usize, u8, u64),
+) {
+    let masks = Masks::new(row_len);
+    for (r, row) in input.chunks_exact(row_len).enumerate() {
+        let (max, sum) = if p.split {
+            let max = row_max::<SIGNED>(row);
+            (max, row_sum(&load_tables(p), row, max, &masks))
+        } else if row_len >= STEP {
+            let (max, min) = row_max_min::<SIGNED>(row);
+            let d_chunks = max.wrapping_sub(min) as usize / 64 + 1;
+            let lo = d_chunks.min(p.low_chunks);
+            let hi = lo.min(p.high_chunks);
+            (max, full_sum(p, hi, lo, row, max, &masks))
+        } else {
+            let max = row_max::<SIGNED>(row);
+            (max, row_sum(&FullTables::<4, 4>(p), row, max, &masks))
+        };
+        f(r, max, sum);
+    }
+}
+
+/// The maximum byte of a non-empty row, signed (int8) or not, as the raw
+/// byte (the kernels' own maximum).
+#[inline(always)]
+pub(crate) fn row_max_byte<const SIGNED: bool>(row: &[u8]) -> u8 {
+    row_max::<SIGNED>(row)
+}

@@ -1,0 +1,287 @@
+//! The NEON scans: compare 64 bytes per step against the bound, skip
+//! blocks where no lane passes with one reduction, and hand out the passing
+//! lanes in index order from a 64-bit lane mask (`shrn` of the comparison
+//! gives four bits per byte lane, `xtn` eight per 16-bit lane).
+//! They select exactly the elements the scalar scans select: the same
+//! comparison, lane by lane. The last partial vector goes through the
+//! crate's tail helper, padded with a value that never passes.
+
+use crate::simd::tail::read_tail;
+use core::arch::aarch64::*;
+
+/// Calls `f(base + l, *chunk.add(l))` for every lane `l` whose bit
+/// `stride * l + stride - 1` is set in `bits` (one bit per lane), in lane
+/// order.
+///
+/// # Safety
+/// `chunk` must be readable for every lane whose bit is set.
+#[inline(always)]
+unsafe fn emit<E: Copy, const STRIDE: u32>(
+    mut bits: u64,
+    chunk: *const E,
+    base: usize,
+    f: &mut impl FnMut(usize, E),
+) {
+    while bits != 0 {
+        let l = (bits.trailing_zeros() / STRIDE) as usize;
+        // SAFETY: lane l's bit is set (the caller's guarantee).
+        f(base + l, unsafe { chunk.add(l).read() });
+        bits &= bits - 1;
+    }
+}
+
+/// One bit per byte lane (bit `4 l + 3` for lane `l`) of a byte mask.
+#[inline(always)]
+fn byte_lane_bits(m: uint8x16_t) -> u64 {
+    // SAFETY: register arithmetic; NEON is a compile-time target feature
+    // (the cfg on this module).
+    let nibbles = unsafe { vget_lane_u64(vreinterpret_u64_u8(vshrn_n_u16(vreinterpretq_u16_u8(m), 4)), 0) };
+    nibbles & 0x8888_8888_8888_8888
+}
+
+/// One bit per 16-bit lane (bit `8 l + 7` for lane `l`) of a 16-bit mask.
+#[inline(always)]
+fn half_lane_bits(m: uint16x8_t) -> u64 {
+    // SAFETY: register arithmetic.
+    let bytes = unsafe { vget_lane_u64(vreinterpret_u64_u8(vmovn_u16(m)), 0) };
+    bytes & 0x8080_8080_8080_8080
+}
+
+/// `v >= b` per byte lane, signed (int8) or unsigned (uint8).
+#[inline(always)]
+fn at_least<const SIGNED: bool>(v: uint8x16_t, b: uint8x16_t) -> uint8x16_t {
+    // SAFETY: register arithmetic.
+    unsafe {
+        if SIGNED {
+            vcgeq_s8(vreinterpretq_s8_u8(v), vreinterpretq_s8_u8(b))
+        } else {
+            vcgeq_u8(v, b)
+        }
+    }
+}
+
+/// Calls `f(i, row[i])` for every byte with `row[i] >= bound` (as `i8` if
+/// `SIGNED`), in index order. `bound` must be above the type's minimum (the
+/// tail is padded with it).
+#[inline(always)]
+pub(crate) fn scan_bytes<const SIGNED: bool>(row: &[u8], bound: u8, mut f: impl FnMut(usize, u8)) {
+    let n = row.len();
+    let p = row.as_ptr();
+    // SAFETY: register arithmetic.
+    let b = unsafe { vdupq_n_u8(bound) };
+    let mut i = 0;
+    while i + 64 <= n {
+        // SAFETY: i + 64 <= n: the 64 bytes at i are in the row; the lanes
+        // emitted are among them.
+        unsafe {
+            let v = vld1q_u8_x4(p.add(i));
+            let m = [
+                at_least::<SIGNED>(v.0, b),
+                at_least::<SIGNED>(v.1, b),
+                at_least::<SIGNED>(v.2, b),
+                at_least::<SIGNED>(v.3, b),
+            ];
+            let any = vorrq_u8(vorrq_u8(m[0], m[1]), vorrq_u8(m[2], m[3]));
+            if vmaxvq_u8(any) != 0 {
+                for (k, &mk) in m.iter().enumerate() {
+                    emit::<u8, 4>(byte_lane_bits(mk), p.add(i + 16 * k), i + 16 * k, &mut f);
+                }
+            }
+        }
+        i += 64;
+    }
+    while i + 16 <= n {
+        // SAFETY: the 16 bytes at i are in the row.
+        unsafe {
+            let m = at_least::<SIGNED>(vld1q_u8(p.add(i)), b);
+            emit::<u8, 4>(byte_lane_bits(m), p.add(i), i, &mut f);
+        }
+        i += 16;
+    }
+    if i < n {
+        let pad = if SIGNED { 0x80 } else { 0 };
+        read_tail::<16, u8, ()>(&row[i..], pad, |buf| {
+            // SAFETY: read_tail hands out 16 readable bytes; the padding
+            // (the type's minimum, below the bound) never passes.
+            unsafe {
+                let m = at_least::<SIGNED>(vld1q_u8(buf), b);
+                emit::<u8, 4>(byte_lane_bits(m), buf, i, &mut f);
+            }
+        });
+    }
+}
+
+/// Calls `f(i, row[i])` for every `row[i] >= bound`, in index order;
+/// `bound > i16::MIN`.
+#[inline(always)]
+pub(crate) fn scan_i16(row: &[i16], bound: i16, mut f: impl FnMut(usize, i16)) {
+    let n = row.len();
+    let p = row.as_ptr();
+    // SAFETY: register arithmetic.
+    let b = unsafe { vdupq_n_s16(bound) };
+    let mut i = 0;
+    while i + 32 <= n {
+        // SAFETY: the 32 elements at i are in the row.
+        unsafe {
+            let v = vld1q_s16_x4(p.add(i));
+            let m = [
+                vcgeq_s16(v.0, b),
+                vcgeq_s16(v.1, b),
+                vcgeq_s16(v.2, b),
+                vcgeq_s16(v.3, b),
+            ];
+            let any = vorrq_u16(vorrq_u16(m[0], m[1]), vorrq_u16(m[2], m[3]));
+            if vmaxvq_u16(any) != 0 {
+                for (k, &mk) in m.iter().enumerate() {
+                    emit::<i16, 8>(half_lane_bits(mk), p.add(i + 8 * k), i + 8 * k, &mut f);
+                }
+            }
+        }
+        i += 32;
+    }
+    while i + 8 <= n {
+        // SAFETY: the 8 elements at i are in the row.
+        unsafe {
+            let m = vcgeq_s16(vld1q_s16(p.add(i)), b);
+            emit::<i16, 8>(half_lane_bits(m), p.add(i), i, &mut f);
+        }
+        i += 8;
+    }
+    if i < n {
+        read_tail::<8, i16, ()>(&row[i..], i16::MIN, |buf| {
+            // SAFETY: read_tail hands out 8 readable elements; the padding
+            // never passes (bound > i16::MIN).
+            unsafe {
+                let m = vcgeq_s16(vld1q_s16(buf), b);
+                emit::<i16, 8>(half_lane_bits(m), buf, i, &mut f);
+            }
+        });
+    }
+}
+
+/// Calls `f(i, row[i])` for every `row[i] >= bound` (never NaN), in index
+/// order.
+#[inline(always)]
+pub(crate) fn scan_f32(row: &[f32], bound: f32, mut f: impl FnMut(usize, f32)) {
+    let n = row.len();
+    let p = row.as_ptr();
+    // SAFETY: register arithmetic.
+    let b = unsafe { vdupq_n_f32(bound) };
+    // Eight 32-bit masks as one of eight 16-bit lanes.
+    // SAFETY: register arithmetic.
+    let pair = |m0, m1| unsafe { vcombine_u16(vmovn_u32(m0), vmovn_u32(m1)) };
+    let mut i = 0;
+    while i + 16 <= n {
+        // SAFETY: the 16 elements at i are in the row.
+        unsafe {
+            let v = vld1q_f32_x4(p.add(i));
+            let lo = pair(vcgeq_f32(v.0, b), vcgeq_f32(v.1, b));
+            let hi = pair(vcgeq_f32(v.2, b), vcgeq_f32(v.3, b));
+            if vmaxvq_u16(vorrq_u16(lo, hi)) != 0 {
+                emit::<f32, 8>(half_lane_bits(lo), p.add(i), i, &mut f);
+                emit::<f32, 8>(half_lane_bits(hi), p.add(i + 8), i + 8, &mut f);
+            }
+        }
+        i += 16;
+    }
+    if i < n {
+        read_tail::<16, f32, ()>(&row[i..], f32::NAN, |buf| {
+            // SAFETY: read_tail hands out 16 readable elements; NaN padding
+            // never passes a comparison.
+            unsafe {
+                let v = vld1q_f32_x4(buf);
+                let lo = pair(vcgeq_f32(v.0, b), vcgeq_f32(v.1, b));
+                let hi = pair(vcgeq_f32(v.2, b), vcgeq_f32(v.3, b));
+                emit::<f32, 8>(half_lane_bits(lo), buf, i, &mut f);
+                emit::<f32, 8>(half_lane_bits(hi), buf.add(8), i + 8, &mut f);
+            }
+        });
+    }
+}
+
+/// The 8-bit thresholded logistic where every input at or above `bound`
+/// passes: `out[n] = (i, table[row[i]])` for every such `i`, in index
+/// order, while `out` has room; returns the number of hits (all of them,
+/// written or not). The hit loop keeps the count in a register and writes
+/// without a capacity check while a whole 64-byte block's hits fit.
+#[inline(always)]
+pub(crate) fn table_hits<T: crate::elem::QuantElem, const SIGNED: bool>(
+    row: &[u8],
+    bound: u8,
+    table: &[T; 256],
+    out: &mut [super::Hit<T>],
+) -> usize {
+    let n = row.len();
+    let p = row.as_ptr();
+    let cap = out.len();
+    let o = out.as_mut_ptr();
+    let mut count = 0usize;
+    // SAFETY: register arithmetic.
+    let b = unsafe { vdupq_n_u8(bound) };
+    // Hits of one 16-lane chunk at `base`; `CHECKED` bounds each write.
+    macro_rules! hits {
+        ($bits:expr, $chunk:expr, $base:expr, $checked:expr) => {{
+            let mut bits: u64 = $bits;
+            while bits != 0 {
+                let l = (bits.trailing_zeros() / 4) as usize;
+                // SAFETY: lane l passed, so it is one of the chunk's lanes
+                // inside the row (or the tail buffer's copy of them).
+                let x = unsafe { $chunk.add(l).read() };
+                let hit = super::Hit {
+                    index: ($base + l) as u32,
+                    value: table[x as usize],
+                };
+                if !$checked || count < cap {
+                    // SAFETY: count < cap: checked here, or by the caller
+                    // of the unchecked form for the whole block.
+                    unsafe { o.add(count).write(hit) };
+                }
+                count += 1;
+                bits &= bits - 1;
+            }
+        }};
+    }
+    let mut i = 0;
+    while i + 64 <= n {
+        // SAFETY: the 64 bytes at i are in the row; the rest is register
+        // arithmetic.
+        let (m, any) = unsafe {
+            let v = vld1q_u8_x4(p.add(i));
+            let m = [
+                at_least::<SIGNED>(v.0, b),
+                at_least::<SIGNED>(v.1, b),
+                at_least::<SIGNED>(v.2, b),
+                at_least::<SIGNED>(v.3, b),
+            ];
+            (m, vmaxvq_u8(vorrq_u8(vorrq_u8(m[0], m[1]), vorrq_u8(m[2], m[3]))))
+        };
+        if any != 0 {
+            let room = count + 64 <= cap;
+            for (k, &mk) in m.iter().enumerate() {
+                let at = i + 16 * k;
+                if room {
+                    hits!(byte_lane_bits(mk), p.wrapping_add(at), at, false);
+                } else {
+                    hits!(byte_lane_bits(mk), p.wrapping_add(at), at, true);
+                }
+            }
+        }
+        i += 64;
+    }
+    while i + 16 <= n {
+        // SAFETY: the 16 bytes at i are in the row.
+        let m = unsafe { at_least::<SIGNED>(vld1q_u8(p.add(i)), b) };
+        hits!(byte_lane_bits(m), p.wrapping_add(i), i, true);
+        i += 16;
+    }
+    if i < n {
+        let pad = if SIGNED { 0x80 } else { 0 };
+        read_tail::<16, u8, ()>(&row[i..], pad, |buf| {
+            // SAFETY: read_tail hands out 16 readable bytes; the padding
+            // (the type's minimum, below the bound) never passes.
+            let m = unsafe { at_least::<SIGNED>(vld1q_u8(buf), b) };
+            hits!(byte_lane_bits(m), buf, i, true);
+        });
+    }
+    count
+}
