@@ -71,7 +71,8 @@ fn out_over<T: Copy + Default, U: Copy>(
     exact: usize,
 ) -> Buf<T> {
     let len = spec.len::<T>(exact);
-    let fits = input.len * std::mem::size_of::<U>() >= len * std::mem::size_of::<T>();
+    let fits = input.len.saturating_mul(std::mem::size_of::<U>())
+        >= len.saturating_mul(std::mem::size_of::<T>());
     let real = input.len > 0 && input.len < huge::<U>() && len > 0 && len < huge::<T>();
     if alias && real && fits && !input.ptr.is_null() {
         Buf::over(name, input, len)
