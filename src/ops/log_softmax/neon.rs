@@ -16,9 +16,9 @@
 //!    scalar reference's `i64` sum.
 //! 3. the row's log-sum, four rows at once on NEON lanes (`log_neon`), and
 //!    its cut-off by the scalar code (`row_constants_from_log`).
-//! 4. the row's output table for `d` in `0..=reach` (16 entries by two
-//!    loads, four `cmhi`, two `uzp1`, four `add` and a saturating narrowing,
-//!    see `table.rs`), then a `tbl` (plus a `tbx` per further chunk) for
+//! 4. the row's output table for `d` in `0..=reach` (16 entries by a
+//!    load, four `subhn` and two saturating narrowing shifts, see
+//!    `table.rs`), then a `tbl` (plus a `tbx` per further chunk) for
 //!    every 16 outputs.
 //!
 //! Rows of at least 64 bytes end with an overlapping block (the sum masks
@@ -281,6 +281,7 @@ fn row_sum<const N: usize>(t: &LogSoftmaxTables, chunks: &[usize; 3], row: &[u8]
             let b = unsafe { load(buf) };
             sums.add::<N>(t, chunks, maxv, b, Some(&keep));
         });
+        sums.flush();
     } else {
         let mut src = row.as_ptr();
         let mut left = row.len() / STEP;
@@ -307,42 +308,39 @@ fn row_sum<const N: usize>(t: &LogSoftmaxTables, chunks: &[usize; 3], row: &[u8]
                 let keep = load(KEEP_FROM.as_ptr().add(rest));
                 sums.add::<N>(t, chunks, maxv, b, Some(&keep));
             }
+            sums.flush();
         }
     }
-    sums.flush();
+    // Every path ends flushed (the block loop flushes after its last run).
     sums.total()
 }
 
-/// Fills `out[0..16 groups]` with the row's outputs by the split formula:
-/// `H[d] + bias - [Lo[d] < Al]`, saturated to the type.
+/// Fills `out[0..16 groups]` with the row's outputs by the floor formula
+/// `floor((s[d] - B) / 2^22)`, saturated to the type (see `table.rs`).
 #[inline(always)]
 fn build_split<const SIGNED: bool>(
     t: &LogSoftmaxTables,
     groups: usize,
-    bias: i16,
-    a_low: u32,
+    b: i32,
     out: &mut [Chunk; 4],
 ) {
     debug_assert!(groups <= 16);
     let dst = out.as_mut_ptr().cast::<u8>();
     // SAFETY: register arithmetic; the loads read entries 16 g .. 16 g + 16
-    // of the 256-entry tables and the stores write 16 bytes at 16 g of the
+    // of the 256-entry `scaled` and the stores write 16 bytes at 16 g of the
     // 256-byte `out`, for g < groups <= 16.
     unsafe {
-        let al = vdupq_n_u32(a_low);
-        let bv = vdupq_n_s16(bias);
+        let bv = vdupq_n_s32(b);
         for g in 0..groups.min(16) {
-            let lo = vld1q_u32_x4(t.low.as_ptr().add(16 * g));
-            let h = vld1q_s16_x2(t.high.as_ptr().add(16 * g));
-            let m = |x| vreinterpretq_u16_u32(vcgtq_u32(al, x));
-            let ma = vreinterpretq_s16_u16(vuzp1q_u16(m(lo.0), m(lo.1)));
-            let mb = vreinterpretq_s16_u16(vuzp1q_u16(m(lo.2), m(lo.3)));
-            let a = vaddq_s16(vaddq_s16(h.0, bv), ma);
-            let b = vaddq_s16(vaddq_s16(h.1, bv), mb);
+            let s = vld1q_s32_x4(t.scaled.as_ptr().add(16 * g));
+            // High halves of the exact i32 differences: floor(. / 2^16).
+            let x = vsubhn_high_s32(vsubhn_s32(s.0, bv), s.1, bv);
+            let y = vsubhn_high_s32(vsubhn_s32(s.2, bv), s.3, bv);
+            // floor(. / 2^6), saturated to the type.
             let q = if SIGNED {
-                vreinterpretq_u8_s8(vqmovn_high_s16(vqmovn_s16(a), b))
+                vreinterpretq_u8_s8(vqshrn_high_n_s16::<6>(vqshrn_n_s16::<6>(x), y))
             } else {
-                vqmovun_high_s16(vqmovun_s16(a), b)
+                vqshrun_high_n_s16::<6>(vqshrun_n_s16::<6>(x), y)
             };
             vst1q_u8(dst.add(16 * g), q);
         }
@@ -361,8 +359,8 @@ fn build_table<T: QuantElem, const SIGNED: bool>(
     let row = *row;
     let plan = t.plan(p, &row, reach);
     match plan.split {
-        Some((bias, a_low)) => {
-            build_split::<SIGNED>(t, reach / 16 + 1, bias, a_low, out);
+        Some(b) => {
+            build_split::<SIGNED>(t, reach / 16 + 1, b, out);
             if plan.kept <= reach {
                 for d in plan.kept..=reach.min(255) {
                     out[d / CHUNK].0[d % CHUNK] = T::MIN as u8;
