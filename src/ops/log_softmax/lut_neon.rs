@@ -27,7 +27,9 @@
 //!    per further chunk) for every 16 outputs.
 
 use super::lut::LogSoftmaxLut;
-use super::neon::{load, lookup4, row_max_min, write_row, Block, KEEP_FROM, KEEP_TO, STEP};
+use super::neon::{
+    load, lookup4, row_max_min, span, write_row, Block, KEEP_FROM, KEEP_TO, STEP,
+};
 use super::table::{Chunk, CHUNK};
 use crate::elem::{view, QuantElem, Slices};
 use crate::simd::tail::read_tail;
@@ -129,23 +131,31 @@ fn add_block<const N: usize>(
     }
 }
 
-/// The reference's sequential `f32` sum of `t[max - x]` over a row.
+/// The reference's sequential `f32` sum of `t[max - x]` over a row's
+/// first `len` bytes (`row` as `row_max_min` takes it: the row, or a
+/// 64-byte window for `len < 64`).
 #[inline(always)]
-fn row_sum<const N: usize>(p: &LogSoftmaxLut, row: &[u8], max: u8) -> f32 {
+fn row_sum<const N: usize>(p: &LogSoftmaxLut, row: &[u8], len: usize, max: u8) -> f32 {
     let mut sum = 0.0f32;
     // SAFETY: register arithmetic.
     let maxv = unsafe { vdupq_n_u8(max) };
-    if row.len() < STEP {
-        let n = row.len();
-        // SAFETY: KEEP_TO holds 128 bytes; 64 - n + 64 <= 128.
-        let keep = unsafe { load(KEEP_TO.as_ptr().add(STEP - n)) };
-        read_tail::<STEP, u8, ()>(row, max, |buf| {
-            // SAFETY: read_tail hands out STEP readable bytes.
-            let b = unsafe { load(buf) };
+    if len < STEP {
+        // SAFETY: KEEP_TO holds 128 bytes; 64 - len + 64 <= 128.
+        let keep = unsafe { load(KEEP_TO.as_ptr().add(STEP - len)) };
+        if row.len() >= STEP {
+            // SAFETY: the window holds STEP bytes; lanes past len are masked.
+            let b = unsafe { load(row.as_ptr()) };
             add_block::<N>(p, &mut sum, maxv, b, Some(&keep));
-        });
+        } else {
+            read_tail::<STEP, u8, ()>(&row[..len], max, |buf| {
+                // SAFETY: read_tail hands out STEP readable bytes.
+                let b = unsafe { load(buf) };
+                add_block::<N>(p, &mut sum, maxv, b, Some(&keep));
+            });
+        }
         return sum;
     }
+    let row = &row[..len];
     let mut src = row.as_ptr();
     for _ in 0..row.len() / STEP {
         // SAFETY: src points at one of the row's whole 64-byte blocks.
@@ -223,17 +233,18 @@ fn rows<T: QuantElem, const SIGNED: bool>(
     row_len: usize,
 ) {
     let mut table = [Chunk([0; CHUNK]); 4];
-    for (row_in, row_out) in input
-        .chunks_exact(row_len)
-        .zip(output.chunks_exact_mut(row_len))
-    {
-        let (max, min) = row_max_min::<SIGNED>(row_in);
+    let n = input.len().min(output.len());
+    for r in 0..n / row_len {
+        let at = r * row_len;
+        let end = at + span(at, row_len, n);
+        let (row_in, row_out) = (&input[at..end], &mut output[at..end]);
+        let (max, min) = row_max_min::<SIGNED>(row_in, row_len);
         let reach = max.wrapping_sub(min) as usize;
         let sum = match (reach / CHUNK + 1).min(p.exp_chunks) {
-            1 => row_sum::<1>(p, row_in, max),
-            2 => row_sum::<2>(p, row_in, max),
-            3 => row_sum::<3>(p, row_in, max),
-            _ => row_sum::<4>(p, row_in, max),
+            1 => row_sum::<1>(p, row_in, row_len, max),
+            2 => row_sum::<2>(p, row_in, row_len, max),
+            3 => row_sum::<3>(p, row_in, row_len, max),
+            _ => row_sum::<4>(p, row_in, row_len, max),
         };
         let max_value = if SIGNED { max as i8 as i32 } else { max as i32 };
         let pre = p.precomputed(max_value, sum);

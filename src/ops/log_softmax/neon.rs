@@ -130,10 +130,13 @@ pub(super) unsafe fn load(ptr: *const u8) -> Block {
 }
 
 /// Maximum and minimum bytes of a non-empty row in the type's order
-/// (signed for int8), as raw bytes. Rows of at least 64 bytes end with an
-/// overlapping block; shorter ones are padded with their first byte.
+/// (signed for int8), as raw bytes, of the row's first `len` bytes: `row`
+/// holds exactly them, or is a 64-byte window (`len < 64`) whose lanes past
+/// `len` are replaced by the first byte. Rows of at least 64 bytes end with
+/// an overlapping block; shorter ones without a window are padded with
+/// their first byte.
 #[inline(always)]
-pub(super) fn row_max_min<const SIGNED: bool>(row: &[u8]) -> (u8, u8) {
+pub(super) fn row_max_min<const SIGNED: bool>(row: &[u8], len: usize) -> (u8, u8) {
     // SAFETY: register arithmetic; NEON is a compile-time target feature.
     let (mut hi, mut lo) = unsafe { (vdupq_n_u8(row[0]), vdupq_n_u8(row[0])) };
     // SAFETY: as above.
@@ -150,7 +153,17 @@ pub(super) fn row_max_min<const SIGNED: bool>(row: &[u8]) -> (u8, u8) {
             lo = vminq_u8(lo, vminq_u8(vminq_u8(b[0], b[1]), vminq_u8(b[2], b[3])));
         }
     };
-    if row.len() >= STEP {
+    if len < STEP && row.len() >= STEP {
+        // SAFETY: the window holds STEP bytes; KEEP_TO holds 128 bytes and
+        // 64 - len + 64 <= 128.
+        unsafe {
+            let keep = load(KEEP_TO.as_ptr().add(STEP - len));
+            let first = vdupq_n_u8(row[0]);
+            let b = load(row.as_ptr());
+            fold(core::array::from_fn(|j| vbslq_u8(keep[j], b[j], first)));
+        }
+    } else if len >= STEP {
+        let row = &row[..len];
         let mut src = row.as_ptr();
         for _ in 0..row.len() / STEP {
             // SAFETY: src points at one of the row's whole 64-byte blocks.
@@ -164,7 +177,7 @@ pub(super) fn row_max_min<const SIGNED: bool>(row: &[u8]) -> (u8, u8) {
             fold(unsafe { load(row.as_ptr().add(row.len() - STEP)) });
         }
     } else {
-        read_tail::<STEP, u8, ()>(row, row[0], |buf| {
+        read_tail::<STEP, u8, ()>(&row[..len], row[0], |buf| {
             // SAFETY: read_tail hands out STEP readable bytes.
             fold(unsafe { load(buf) })
         });
@@ -266,23 +279,36 @@ impl Sums {
     }
 }
 
-/// Sum of the terms `t[max - x]` over a row, exact, through `N` chunks.
+/// Sum of the terms `t[max - x]` over a row's first `len` bytes (`row`
+/// as [`row_max_min`] takes it), exact, through `N` chunks.
 #[inline(always)]
-fn row_sum<const N: usize>(t: &LogSoftmaxTables, chunks: &[usize; 3], row: &[u8], max: u8) -> u64 {
+fn row_sum<const N: usize>(
+    t: &LogSoftmaxTables,
+    chunks: &[usize; 3],
+    row: &[u8],
+    len: usize,
+    max: u8,
+) -> u64 {
     let mut sums = Sums::new();
     // SAFETY: register arithmetic.
     let maxv = unsafe { vdupq_n_u8(max) };
-    if row.len() < STEP {
-        let n = row.len();
-        // SAFETY: KEEP_TO holds 128 bytes; 64 - n + 64 <= 128.
-        let keep = unsafe { load(KEEP_TO.as_ptr().add(STEP - n)) };
-        read_tail::<STEP, u8, ()>(row, max, |buf| {
-            // SAFETY: read_tail hands out STEP readable bytes.
-            let b = unsafe { load(buf) };
+    if len < STEP {
+        // SAFETY: KEEP_TO holds 128 bytes; 64 - len + 64 <= 128.
+        let keep = unsafe { load(KEEP_TO.as_ptr().add(STEP - len)) };
+        if row.len() >= STEP {
+            // SAFETY: the window holds STEP bytes; lanes past len are masked.
+            let b = unsafe { load(row.as_ptr()) };
             sums.add::<N>(t, chunks, maxv, b, Some(&keep));
-        });
+        } else {
+            read_tail::<STEP, u8, ()>(&row[..len], max, |buf| {
+                // SAFETY: read_tail hands out STEP readable bytes.
+                let b = unsafe { load(buf) };
+                sums.add::<N>(t, chunks, maxv, b, Some(&keep));
+            });
+        }
         sums.flush();
     } else {
+        let row = &row[..len];
         let mut src = row.as_ptr();
         let mut left = row.len() / STEP;
         while left > 0 {
@@ -377,7 +403,8 @@ fn build_table<T: QuantElem, const SIGNED: bool>(
     }
 }
 
-/// Writes a row's outputs `table[max - x]` through `C` chunks.
+/// Writes a row's outputs `table[max - x]` through `C` chunks (a 64-byte
+/// window is written whole).
 #[inline(always)]
 pub(super) fn write_row<const C: usize>(
     table: &[Chunk; 4],
@@ -436,20 +463,25 @@ pub(super) fn write_row<const C: usize>(
     }
 }
 
-/// A row's maximum (raw byte), reach (`max - min`) and exact sum of terms.
+/// A row's maximum (raw byte), reach (`max - min`) and exact sum of terms
+/// (the first `len` bytes of `row_in`, as [`row_max_min`] takes them).
 #[inline(always)]
-fn row_stats<const SIGNED: bool>(t: &LogSoftmaxTables, row_in: &[u8]) -> (u8, usize, u64) {
-    let (max, min) = row_max_min::<SIGNED>(row_in);
+fn row_stats<const SIGNED: bool>(
+    t: &LogSoftmaxTables,
+    row_in: &[u8],
+    len: usize,
+) -> (u8, usize, u64) {
+    let (max, min) = row_max_min::<SIGNED>(row_in, len);
     // max >= min in the type's order, so the byte difference is the
     // distance (0..=255) for int8 too.
     let reach = max.wrapping_sub(min) as usize;
     let n = reach / CHUNK + 1;
     let chunks = t.plane_chunks.map(|c| c.min(n));
     let sum = match n {
-        1 => row_sum::<1>(t, &chunks, row_in, max),
-        2 => row_sum::<2>(t, &chunks, row_in, max),
-        3 => row_sum::<3>(t, &chunks, row_in, max),
-        _ => row_sum::<4>(t, &chunks, row_in, max),
+        1 => row_sum::<1>(t, &chunks, row_in, len, max),
+        2 => row_sum::<2>(t, &chunks, row_in, len, max),
+        3 => row_sum::<3>(t, &chunks, row_in, len, max),
+        _ => row_sum::<4>(t, &chunks, row_in, len, max),
     };
     (max, reach, sum)
 }
@@ -474,6 +506,20 @@ fn finish_row<T: QuantElem, const SIGNED: bool>(
     }
 }
 
+/// Bytes a row at `at` is read and written through: a 64-byte window
+/// where the row is shorter and the window lies in both buffers (`n`
+/// bytes), so that no copy pads it; its bytes past the row are later rows'
+/// outputs, rewritten when those rows are done (rows go in order). Else
+/// the row itself.
+#[inline(always)]
+pub(super) fn span(at: usize, row_len: usize, n: usize) -> usize {
+    if row_len < STEP && at + STEP <= n {
+        STEP
+    } else {
+        row_len
+    }
+}
+
 /// Every `row_len`-long row of 8-bit data (`T` int8 or uint8, `SIGNED` for
 /// int8); lengths were checked by the caller. Rows go in groups of four:
 /// their maxima and sums first, then the four logarithms at once on NEON
@@ -489,12 +535,14 @@ fn rows<T: QuantElem, const SIGNED: bool>(
     row_len: usize,
 ) {
     let mut table = [Chunk([0; CHUNK]); 4];
-    let mut ins = input.chunks_exact(row_len);
-    let mut outs = output.chunks_exact_mut(row_len);
-    let groups = ins.len().min(outs.len()) / 4;
-    for _ in 0..groups {
-        let rows_in: [&[u8]; 4] = core::array::from_fn(|_| ins.next().unwrap_or(&[]));
-        let stats = rows_in.map(|r| row_stats::<SIGNED>(t, r));
+    let n = input.len().min(output.len());
+    let count = n / row_len;
+    let mut r = 0;
+    while r + 4 <= count {
+        let stats: [_; 4] = core::array::from_fn(|i| {
+            let at = (r + i) * row_len;
+            row_stats::<SIGNED>(t, &input[at..at + span(at, row_len, n)], row_len)
+        });
         let inputs = stats.map(|(_, _, sum)| LogSoftmaxParams::log_input(sum as i64));
         // SAFETY: loads of local arrays of four.
         let (raw, bits) = unsafe {
@@ -511,15 +559,20 @@ fn rows<T: QuantElem, const SIGNED: bool>(
                 log_x_for_x_greater_than_or_equal_to_1_x4(raw, bits),
             )
         };
-        for i in 0..4 {
-            let Some(row_out) = outs.next() else { return };
-            let row = p.row_constants_from_log(logs[i]);
-            let (max, reach, _) = stats[i];
-            finish_row::<T, SIGNED>(p, t, &row, (max, reach), rows_in[i], row_out, &mut table);
+        for (i, ((max, reach, _), log)) in stats.into_iter().zip(logs).enumerate() {
+            let at = (r + i) * row_len;
+            let end = at + span(at, row_len, n);
+            let row = p.row_constants_from_log(log);
+            let (row_in, row_out) = (&input[at..end], &mut output[at..end]);
+            finish_row::<T, SIGNED>(p, t, &row, (max, reach), row_in, row_out, &mut table);
         }
+        r += 4;
     }
-    for (row_in, row_out) in ins.zip(outs) {
-        let (max, reach, sum) = row_stats::<SIGNED>(t, row_in);
+    for r in r..count {
+        let at = r * row_len;
+        let end = at + span(at, row_len, n);
+        let (row_in, row_out) = (&input[at..end], &mut output[at..end]);
+        let (max, reach, sum) = row_stats::<SIGNED>(t, row_in, row_len);
         let row = p.row_constants(sum as i64);
         finish_row::<T, SIGNED>(p, t, &row, (max, reach), row_in, row_out, &mut table);
     }
