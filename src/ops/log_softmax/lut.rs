@@ -78,8 +78,7 @@ impl LogSoftmaxLut {
             }
         }
         let step: f32 = input_scale / output.scale;
-        let scaled_x =
-            core::array::from_fn(|i| step * (T::MAX - i.min(255) as i32) as f32);
+        let scaled_x = core::array::from_fn(|i| step * (T::MAX - i.min(255) as i32) as f32);
         let exp_chunks = exp
             .iter()
             .rposition(|&t| t != 0.0)

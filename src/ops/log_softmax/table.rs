@@ -213,9 +213,7 @@ mod tests {
                     for d in 0..=reach {
                         let want = T::saturate(p.output_for(d, &row)).to_i32();
                         let got = match plan.split {
-                            Some(b) if d < plan.kept => {
-                                T::saturate(t.split_output(d, b)).to_i32()
-                            }
+                            Some(b) if d < plan.kept => T::saturate(t.split_output(d, b)).to_i32(),
                             Some(_) => T::MIN,
                             None => continue,
                         };
