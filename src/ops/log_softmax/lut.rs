@@ -27,8 +27,8 @@
 use super::table::{Chunk, CHUNK};
 use crate::elem::QuantElem;
 
-/// Entries of `scaled_x`: 256 inputs after 16 of padding, so that 16-entry
-/// groups ending anywhere in `0..256` stay inside.
+/// Entries of `scaled_x`: 256 inputs then 16 of padding, so that 16-entry
+/// groups starting anywhere in `0..256` stay inside.
 pub(crate) const PADDED: usize = 16 + 256;
 
 /// Everything `Method::Lut` log-softmax needs, computed once by `new()`.
@@ -46,8 +46,9 @@ pub(crate) struct LogSoftmaxLut {
     /// The bytes of `t[d]` (little-endian byte `k` in plane `k`), in 64-entry
     /// chunks, for the NEON lookups.
     pub(crate) planes: [[Chunk; 4]; 4],
-    /// `step * x` for `x = T::MIN + i` at `16 + i` (`i < 256`; the first 16
-    /// repeat `i = 0`).
+    /// `step * x` for `x = T::MAX - i` at `i` (descending `x`, so that a
+    /// row's entries lie in `d` order from `T::MAX - max` on; the 16 after
+    /// `i = 255` repeat it).
     pub(crate) scaled_x: [f32; PADDED],
     /// The input scale.
     pub(crate) input_scale: f32,
@@ -77,8 +78,7 @@ impl LogSoftmaxLut {
             }
         }
         let step: f32 = input_scale / output.scale;
-        let scaled_x =
-            core::array::from_fn(|i| step * (T::MIN + i.saturating_sub(16) as i32) as f32);
+        let scaled_x = core::array::from_fn(|i| step * (T::MAX - i.min(255) as i32) as f32);
         let exp_chunks = exp
             .iter()
             .rposition(|&t| t != 0.0)

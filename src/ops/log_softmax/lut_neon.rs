@@ -15,10 +15,10 @@
 //!    `fadd`.
 //! 3. `pre = (in_scale * max + logf(sum)) / out_scale` by the scalar code.
 //! 4. the row's output table for `d` in `0..=reach`: `step * x` from a
-//!    prepared table (16 inputs per four-register load, ascending `x`),
-//!    `fsub`, `fcvtns` (round to nearest, ties to even: `rint`), saturating
-//!    narrowing, `+ zero_point` in 16-bit lanes, narrowing to bytes, and a
-//!    byte reversal (`rev64` + `ext`) into `d` order. Exact when every
+//!    prepared table (16 inputs per four-register load, descending `x`,
+//!    so already in `d` order), `fsub`, `fcvtns` (round to nearest, ties to
+//!    even: `rint`), saturating narrowing, `+ zero_point` in 16-bit lanes
+//!    and narrowing to bytes. Exact when every
 //!    `step * x - pre` of the row lies within `+-2^23` (checked at both ends:
 //!    both operations are monotonic), where TFLite's `rint(.) + zero_point`
 //!    in `f32` and its truncation are exact integer arithmetic; other rows
@@ -26,8 +26,9 @@
 //!    Then the output pass of `Method::FixedPoint`: a `tbl` (plus a `tbx`
 //!    per further chunk) for every 16 outputs.
 
+use super::blocks::{load, lookup4, row_max_min, span, Block, KEEP_FROM, KEEP_TO, STEP};
 use super::lut::LogSoftmaxLut;
-use super::neon::{load, lookup4, row_max_min, write_row, Block, KEEP_FROM, KEEP_TO, STEP};
+use super::neon::write_row;
 use super::table::{Chunk, CHUNK};
 use crate::elem::{view, QuantElem, Slices};
 use crate::simd::tail::read_tail;
@@ -129,23 +130,31 @@ fn add_block<const N: usize>(
     }
 }
 
-/// The reference's sequential `f32` sum of `t[max - x]` over a row.
+/// The reference's sequential `f32` sum of `t[max - x]` over a row's
+/// first `len` bytes (`row` as `row_max_min` takes it: the row, or a
+/// 64-byte window for `len < 64`).
 #[inline(always)]
-fn row_sum<const N: usize>(p: &LogSoftmaxLut, row: &[u8], max: u8) -> f32 {
+fn row_sum<const N: usize>(p: &LogSoftmaxLut, row: &[u8], len: usize, max: u8) -> f32 {
     let mut sum = 0.0f32;
     // SAFETY: register arithmetic.
     let maxv = unsafe { vdupq_n_u8(max) };
-    if row.len() < STEP {
-        let n = row.len();
-        // SAFETY: KEEP_TO holds 128 bytes; 64 - n + 64 <= 128.
-        let keep = unsafe { load(KEEP_TO.as_ptr().add(STEP - n)) };
-        read_tail::<STEP, u8, ()>(row, max, |buf| {
-            // SAFETY: read_tail hands out STEP readable bytes.
-            let b = unsafe { load(buf) };
+    if len < STEP {
+        // SAFETY: KEEP_TO holds 128 bytes; 64 - len + 64 <= 128.
+        let keep = unsafe { load(KEEP_TO.as_ptr().add(STEP - len)) };
+        if row.len() >= STEP {
+            // SAFETY: the window holds STEP bytes; lanes past len are masked.
+            let b = unsafe { load(row.as_ptr()) };
             add_block::<N>(p, &mut sum, maxv, b, Some(&keep));
-        });
+        } else {
+            read_tail::<STEP, u8, ()>(&row[..len], max, |buf| {
+                // SAFETY: read_tail hands out STEP readable bytes.
+                let b = unsafe { load(buf) };
+                add_block::<N>(p, &mut sum, maxv, b, Some(&keep));
+            });
+        }
         return sum;
     }
+    let row = &row[..len];
     let mut src = row.as_ptr();
     for _ in 0..row.len() / STEP {
         // SAFETY: src points at one of the row's whole 64-byte blocks.
@@ -170,7 +179,7 @@ fn row_sum<const N: usize>(p: &LogSoftmaxLut, row: &[u8], max: u8) -> f32 {
 }
 
 /// The row's output bytes for `d` in `0..=reach` into `out`; `top` is the
-/// maximum's index in `scaled_x` (`max - T::MIN`).
+/// maximum's index in `scaled_x` (`T::MAX - max`).
 #[inline(always)]
 fn build_table<T: QuantElem, const SIGNED: bool>(
     p: &LogSoftmaxLut,
@@ -179,27 +188,27 @@ fn build_table<T: QuantElem, const SIGNED: bool>(
     pre: f32,
     out: &mut [Chunk; 4],
 ) {
-    debug_assert!(top < 256 && reach <= top);
-    let sx = |i: usize| p.scaled_x[16 + i];
-    let (low, high) = (sx(top - reach) - pre, sx(top) - pre);
+    debug_assert!(top < 256 && top + reach <= 255);
+    let sx = |i: usize| p.scaled_x[i];
+    let (low, high) = (sx(top + reach) - pre, sx(top) - pre);
     if !(low >= -EXACT_BOUND && high <= EXACT_BOUND) {
         // Far outside the outputs (or NaN): the reference formula.
         for d in 0..=reach {
-            out[d / CHUNK].0[d % CHUNK] = T::saturate(p.output(sx(top - d), pre)).to_i32() as u8;
+            out[d / CHUNK].0[d % CHUNK] = T::saturate(p.output(sx(top + d), pre)).to_i32() as u8;
         }
         return;
     }
     let dst = out.as_mut_ptr().cast::<u8>();
-    // SAFETY: register arithmetic; group g reads scaled_x[16 + top - 16 g -
-    // 15 ..= 16 + top - 16 g], inside the table for 16 g <= top + 15 (the
-    // first 16 entries are padding), and writes 16 bytes at 16 g of the
+    // SAFETY: register arithmetic; group g reads scaled_x[top + 16 g ..
+    // top + 16 g + 16], inside the table for top + 16 g <= top + reach <=
+    // 255 (16 entries of padding follow), and writes 16 bytes at 16 g of the
     // 256-byte `out`, for g <= reach / 16 <= 15.
     unsafe {
         let prev = vdupq_n_f32(pre);
         let zp = vdupq_n_s16(p.output_zero_point as i16);
         for g in 0..=reach / 16 {
-            // Ascending x = max - 16 g - 15 ..= max - 16 g.
-            let x = vld1q_f32_x4(p.scaled_x.as_ptr().add(16 + top - 16 * g - 15));
+            // Descending x = max - 16 g ..= max - 16 g - 15: d order.
+            let x = vld1q_f32_x4(p.scaled_x.as_ptr().add(top + 16 * g));
             let r = |v: float32x4_t| vcvtnq_s32_f32(vsubq_f32(v, prev));
             let a = vqmovn_high_s32(vqmovn_s32(r(x.0)), r(x.1));
             let b = vqmovn_high_s32(vqmovn_s32(r(x.2)), r(x.3));
@@ -209,9 +218,7 @@ fn build_table<T: QuantElem, const SIGNED: bool>(
             } else {
                 vqmovun_high_s16(vqmovun_s16(a), b)
             };
-            // Into d order: d = 16 g + 15 - lane.
-            let rev = vrev64q_u8(q);
-            vst1q_u8(dst.add(16 * g), vextq_u8::<8>(rev, rev));
+            vst1q_u8(dst.add(16 * g), q);
         }
     }
 }
@@ -225,21 +232,22 @@ fn rows<T: QuantElem, const SIGNED: bool>(
     row_len: usize,
 ) {
     let mut table = [Chunk([0; CHUNK]); 4];
-    for (row_in, row_out) in input
-        .chunks_exact(row_len)
-        .zip(output.chunks_exact_mut(row_len))
-    {
-        let (max, min) = row_max_min::<SIGNED>(row_in);
+    let n = input.len().min(output.len());
+    for r in 0..n / row_len {
+        let at = r * row_len;
+        let end = at + span(at, row_len, n);
+        let (row_in, row_out) = (&input[at..end], &mut output[at..end]);
+        let (max, min) = row_max_min::<SIGNED>(row_in, row_len);
         let reach = max.wrapping_sub(min) as usize;
         let sum = match (reach / CHUNK + 1).min(p.exp_chunks) {
-            1 => row_sum::<1>(p, row_in, max),
-            2 => row_sum::<2>(p, row_in, max),
-            3 => row_sum::<3>(p, row_in, max),
-            _ => row_sum::<4>(p, row_in, max),
+            1 => row_sum::<1>(p, row_in, row_len, max),
+            2 => row_sum::<2>(p, row_in, row_len, max),
+            3 => row_sum::<3>(p, row_in, row_len, max),
+            _ => row_sum::<4>(p, row_in, row_len, max),
         };
         let max_value = if SIGNED { max as i8 as i32 } else { max as i32 };
         let pre = p.precomputed(max_value, sum);
-        let top = (max_value - T::MIN) as usize;
+        let top = (T::MAX - max_value) as usize;
         build_table::<T, SIGNED>(p, top, reach, pre, &mut table);
         match reach / CHUNK + 1 {
             1 => write_row::<1>(&table, row_in, row_out, max),

@@ -20,6 +20,8 @@
 //! than 12 integer bits, takes the logarithm of the top 32 bits with a matching
 //! integer-bit count; below 4096 nothing changes.
 
+#[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+mod blocks;
 mod f32;
 #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
 mod log_neon;

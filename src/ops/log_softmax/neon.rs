@@ -16,15 +16,17 @@
 //!    scalar reference's `i64` sum.
 //! 3. the row's log-sum, four rows at once on NEON lanes (`log_neon`), and
 //!    its cut-off by the scalar code (`row_constants_from_log`).
-//! 4. the row's output table for `d` in `0..=reach` (16 entries by two
-//!    loads, four `cmhi`, two `uzp1`, four `add` and a saturating narrowing,
-//!    see `table.rs`), then a `tbl` (plus a `tbx` per further chunk) for
+//! 4. the row's output table for `d` in `0..=reach` (16 entries by a
+//!    load, four `subhn` and two saturating narrowing shifts, see
+//!    `table.rs`), then a `tbl` (plus a `tbx` per further chunk) for
 //!    every 16 outputs.
 //!
 //! Rows of at least 64 bytes end with an overlapping block (the sum masks
 //! the lanes already counted; the output pass rewrites them with the same
-//! values); shorter rows go through 64-byte stack buffers.
+//! values); shorter rows go through a 64-byte window of the buffers where
+//! it fits (`blocks::span`), else through 64-byte stack buffers.
 
+use super::blocks::{load, lookup4, row_max_min, span, Block, KEEP_FROM, KEEP_TO, STEP};
 use super::log_neon::log_x_for_x_greater_than_or_equal_to_1_x4;
 use super::params::{LogSoftmaxParams, LogSoftmaxRow};
 use super::table::{Chunk, LogSoftmaxTables, CHUNK};
@@ -32,155 +34,9 @@ use crate::elem::{view, QuantElem, Slices};
 use crate::simd::tail::{map_tail, read_tail};
 use core::arch::aarch64::*;
 
-/// Bytes per iteration.
-pub(super) const STEP: usize = 64;
 /// Blocks between widenings of the u16 plane sums: each block adds four
 /// `uadalp` of at most `2 * 255` per lane, and `32 * 4 * 510 < 65536`.
 const FLUSH_EVERY: usize = 32;
-
-/// Four registers of bytes.
-pub(super) type Block = [uint8x16_t; 4];
-
-/// 64 zero bytes then 64 `0xff`: the 64 bytes at `64 - m` keep all lanes
-/// from `m` on (a long row's last block, whose first `m` lanes were summed).
-pub(super) static KEEP_FROM: [u8; 2 * STEP] = {
-    let mut a = [0u8; 2 * STEP];
-    let mut i = STEP;
-    while i < 2 * STEP {
-        a[i] = 0xff;
-        i += 1;
-    }
-    a
-};
-/// 64 `0xff` then 64 zero bytes: the 64 bytes at `64 - n` keep the first
-/// `n` lanes (a short row in a padded block).
-pub(super) static KEEP_TO: [u8; 2 * STEP] = {
-    let mut a = [0u8; 2 * STEP];
-    let mut i = 0;
-    while i < STEP {
-        a[i] = 0xff;
-        i += 1;
-    }
-    a
-};
-
-/// Looks up one 64-byte table chunk for 16 x 4 indices: `tbl` (`FIRST`,
-/// out-of-range indices read 0) or `tbx` (out-of-range indices keep `out`).
-/// In asm, with the chunk loaded into v28..v31 where it is used: with
-/// intrinsics LLVM hoists the loads of every chunk of every plane out of
-/// the loop into more registers than there are, and spills.
-///
-/// # Safety
-/// `table` must be valid for reading 64 bytes.
-#[inline(always)]
-pub(super) unsafe fn lookup4<const FIRST: bool>(
-    table: *const u8,
-    d: &[uint8x16_t; 4],
-    out: &mut [uint8x16_t; 4],
-) {
-    if FIRST {
-        // SAFETY: the caller guarantees 64 readable bytes at `table`; the
-        // asm writes only its outputs and v28..v31 (clobbered). The results
-        // are `out`, not `lateout`: each is written while later indices are
-        // still read.
-        unsafe {
-            core::arch::asm!(
-                "ld1 {{v28.16b-v31.16b}}, [{t}]",
-                "tbl {o0:v}.16b, {{v28.16b-v31.16b}}, {d0:v}.16b",
-                "tbl {o1:v}.16b, {{v28.16b-v31.16b}}, {d1:v}.16b",
-                "tbl {o2:v}.16b, {{v28.16b-v31.16b}}, {d2:v}.16b",
-                "tbl {o3:v}.16b, {{v28.16b-v31.16b}}, {d3:v}.16b",
-                t = in(reg) table,
-                d0 = in(vreg) d[0], d1 = in(vreg) d[1], d2 = in(vreg) d[2], d3 = in(vreg) d[3],
-                o0 = out(vreg) out[0], o1 = out(vreg) out[1],
-                o2 = out(vreg) out[2], o3 = out(vreg) out[3],
-                out("v28") _, out("v29") _, out("v30") _, out("v31") _,
-                options(readonly, nostack, preserves_flags),
-            );
-        }
-    } else {
-        // SAFETY: as above; `out` is read and written.
-        unsafe {
-            core::arch::asm!(
-                "ld1 {{v28.16b-v31.16b}}, [{t}]",
-                "tbx {o0:v}.16b, {{v28.16b-v31.16b}}, {d0:v}.16b",
-                "tbx {o1:v}.16b, {{v28.16b-v31.16b}}, {d1:v}.16b",
-                "tbx {o2:v}.16b, {{v28.16b-v31.16b}}, {d2:v}.16b",
-                "tbx {o3:v}.16b, {{v28.16b-v31.16b}}, {d3:v}.16b",
-                t = in(reg) table,
-                d0 = in(vreg) d[0], d1 = in(vreg) d[1], d2 = in(vreg) d[2], d3 = in(vreg) d[3],
-                o0 = inout(vreg) out[0], o1 = inout(vreg) out[1],
-                o2 = inout(vreg) out[2], o3 = inout(vreg) out[3],
-                out("v28") _, out("v29") _, out("v30") _, out("v31") _,
-                options(readonly, nostack, preserves_flags),
-            );
-        }
-    }
-}
-
-/// Loads 64 bytes.
-///
-/// # Safety
-/// `ptr` must be valid for reading 64 bytes.
-#[inline(always)]
-pub(super) unsafe fn load(ptr: *const u8) -> Block {
-    // SAFETY: as the caller guarantees.
-    let b = unsafe { vld1q_u8_x4(ptr) };
-    [b.0, b.1, b.2, b.3]
-}
-
-/// Maximum and minimum bytes of a non-empty row in the type's order
-/// (signed for int8), as raw bytes. Rows of at least 64 bytes end with an
-/// overlapping block; shorter ones are padded with their first byte.
-#[inline(always)]
-pub(super) fn row_max_min<const SIGNED: bool>(row: &[u8]) -> (u8, u8) {
-    // SAFETY: register arithmetic; NEON is a compile-time target feature.
-    let (mut hi, mut lo) = unsafe { (vdupq_n_u8(row[0]), vdupq_n_u8(row[0])) };
-    // SAFETY: as above.
-    let mut fold = |b: Block| unsafe {
-        if SIGNED {
-            let s = |v| vreinterpretq_s8_u8(v);
-            let u = |v| vreinterpretq_u8_s8(v);
-            let m = vmaxq_s8(vmaxq_s8(s(b[0]), s(b[1])), vmaxq_s8(s(b[2]), s(b[3])));
-            let n = vminq_s8(vminq_s8(s(b[0]), s(b[1])), vminq_s8(s(b[2]), s(b[3])));
-            hi = u(vmaxq_s8(s(hi), m));
-            lo = u(vminq_s8(s(lo), n));
-        } else {
-            hi = vmaxq_u8(hi, vmaxq_u8(vmaxq_u8(b[0], b[1]), vmaxq_u8(b[2], b[3])));
-            lo = vminq_u8(lo, vminq_u8(vminq_u8(b[0], b[1]), vminq_u8(b[2], b[3])));
-        }
-    };
-    if row.len() >= STEP {
-        let mut src = row.as_ptr();
-        for _ in 0..row.len() / STEP {
-            // SAFETY: src points at one of the row's whole 64-byte blocks.
-            unsafe {
-                fold(load(src));
-                src = src.add(STEP);
-            }
-        }
-        if !row.len().is_multiple_of(STEP) {
-            // SAFETY: row.len() >= STEP, so the last STEP bytes are in bounds.
-            fold(unsafe { load(row.as_ptr().add(row.len() - STEP)) });
-        }
-    } else {
-        read_tail::<STEP, u8, ()>(row, row[0], |buf| {
-            // SAFETY: read_tail hands out STEP readable bytes.
-            fold(unsafe { load(buf) })
-        });
-    }
-    // SAFETY: register arithmetic.
-    unsafe {
-        if SIGNED {
-            (
-                vmaxvq_s8(vreinterpretq_s8_u8(hi)) as u8,
-                vminvq_s8(vreinterpretq_s8_u8(lo)) as u8,
-            )
-        } else {
-            (vmaxvq_u8(hi), vminvq_u8(lo))
-        }
-    }
-}
 
 /// The sums of the three byte planes: u16 lanes, widened into u64 lanes.
 struct Sums {
@@ -266,22 +122,36 @@ impl Sums {
     }
 }
 
-/// Sum of the terms `t[max - x]` over a row, exact, through `N` chunks.
+/// Sum of the terms `t[max - x]` over a row's first `len` bytes (`row`
+/// as [`row_max_min`] takes it), exact, through `N` chunks.
 #[inline(always)]
-fn row_sum<const N: usize>(t: &LogSoftmaxTables, chunks: &[usize; 3], row: &[u8], max: u8) -> u64 {
+fn row_sum<const N: usize>(
+    t: &LogSoftmaxTables,
+    chunks: &[usize; 3],
+    row: &[u8],
+    len: usize,
+    max: u8,
+) -> u64 {
     let mut sums = Sums::new();
     // SAFETY: register arithmetic.
     let maxv = unsafe { vdupq_n_u8(max) };
-    if row.len() < STEP {
-        let n = row.len();
-        // SAFETY: KEEP_TO holds 128 bytes; 64 - n + 64 <= 128.
-        let keep = unsafe { load(KEEP_TO.as_ptr().add(STEP - n)) };
-        read_tail::<STEP, u8, ()>(row, max, |buf| {
-            // SAFETY: read_tail hands out STEP readable bytes.
-            let b = unsafe { load(buf) };
+    if len < STEP {
+        // SAFETY: KEEP_TO holds 128 bytes; 64 - len + 64 <= 128.
+        let keep = unsafe { load(KEEP_TO.as_ptr().add(STEP - len)) };
+        if row.len() >= STEP {
+            // SAFETY: the window holds STEP bytes; lanes past len are masked.
+            let b = unsafe { load(row.as_ptr()) };
             sums.add::<N>(t, chunks, maxv, b, Some(&keep));
-        });
+        } else {
+            read_tail::<STEP, u8, ()>(&row[..len], max, |buf| {
+                // SAFETY: read_tail hands out STEP readable bytes.
+                let b = unsafe { load(buf) };
+                sums.add::<N>(t, chunks, maxv, b, Some(&keep));
+            });
+        }
+        sums.flush();
     } else {
+        let row = &row[..len];
         let mut src = row.as_ptr();
         let mut left = row.len() / STEP;
         while left > 0 {
@@ -307,42 +177,39 @@ fn row_sum<const N: usize>(t: &LogSoftmaxTables, chunks: &[usize; 3], row: &[u8]
                 let keep = load(KEEP_FROM.as_ptr().add(rest));
                 sums.add::<N>(t, chunks, maxv, b, Some(&keep));
             }
+            sums.flush();
         }
     }
-    sums.flush();
+    // Every path ends flushed (the block loop flushes after its last run).
     sums.total()
 }
 
-/// Fills `out[0..16 groups]` with the row's outputs by the split formula:
-/// `H[d] + bias - [Lo[d] < Al]`, saturated to the type.
+/// Fills `out[0..16 groups]` with the row's outputs by the floor formula
+/// `floor((s[d] - B) / 2^22)`, saturated to the type (see `table.rs`).
 #[inline(always)]
 fn build_split<const SIGNED: bool>(
     t: &LogSoftmaxTables,
     groups: usize,
-    bias: i16,
-    a_low: u32,
+    b: i32,
     out: &mut [Chunk; 4],
 ) {
     debug_assert!(groups <= 16);
     let dst = out.as_mut_ptr().cast::<u8>();
     // SAFETY: register arithmetic; the loads read entries 16 g .. 16 g + 16
-    // of the 256-entry tables and the stores write 16 bytes at 16 g of the
+    // of the 256-entry `scaled` and the stores write 16 bytes at 16 g of the
     // 256-byte `out`, for g < groups <= 16.
     unsafe {
-        let al = vdupq_n_u32(a_low);
-        let bv = vdupq_n_s16(bias);
+        let bv = vdupq_n_s32(b);
         for g in 0..groups.min(16) {
-            let lo = vld1q_u32_x4(t.low.as_ptr().add(16 * g));
-            let h = vld1q_s16_x2(t.high.as_ptr().add(16 * g));
-            let m = |x| vreinterpretq_u16_u32(vcgtq_u32(al, x));
-            let ma = vreinterpretq_s16_u16(vuzp1q_u16(m(lo.0), m(lo.1)));
-            let mb = vreinterpretq_s16_u16(vuzp1q_u16(m(lo.2), m(lo.3)));
-            let a = vaddq_s16(vaddq_s16(h.0, bv), ma);
-            let b = vaddq_s16(vaddq_s16(h.1, bv), mb);
+            let s = vld1q_s32_x4(t.scaled.as_ptr().add(16 * g));
+            // High halves of the exact i32 differences: floor(. / 2^16).
+            let x = vsubhn_high_s32(vsubhn_s32(s.0, bv), s.1, bv);
+            let y = vsubhn_high_s32(vsubhn_s32(s.2, bv), s.3, bv);
+            // floor(. / 2^6), saturated to the type.
             let q = if SIGNED {
-                vreinterpretq_u8_s8(vqmovn_high_s16(vqmovn_s16(a), b))
+                vreinterpretq_u8_s8(vqshrn_high_n_s16::<6>(vqshrn_n_s16::<6>(x), y))
             } else {
-                vqmovun_high_s16(vqmovun_s16(a), b)
+                vqshrun_high_n_s16::<6>(vqshrun_n_s16::<6>(x), y)
             };
             vst1q_u8(dst.add(16 * g), q);
         }
@@ -361,8 +228,8 @@ fn build_table<T: QuantElem, const SIGNED: bool>(
     let row = *row;
     let plan = t.plan(p, &row, reach);
     match plan.split {
-        Some((bias, a_low)) => {
-            build_split::<SIGNED>(t, reach / 16 + 1, bias, a_low, out);
+        Some(b) => {
+            build_split::<SIGNED>(t, reach / 16 + 1, b, out);
             if plan.kept <= reach {
                 for d in plan.kept..=reach.min(255) {
                     out[d / CHUNK].0[d % CHUNK] = T::MIN as u8;
@@ -379,7 +246,8 @@ fn build_table<T: QuantElem, const SIGNED: bool>(
     }
 }
 
-/// Writes a row's outputs `table[max - x]` through `C` chunks.
+/// Writes a row's outputs `table[max - x]` through `C` chunks (a 64-byte
+/// window is written whole).
 #[inline(always)]
 pub(super) fn write_row<const C: usize>(
     table: &[Chunk; 4],
@@ -438,20 +306,25 @@ pub(super) fn write_row<const C: usize>(
     }
 }
 
-/// A row's maximum (raw byte), reach (`max - min`) and exact sum of terms.
+/// A row's maximum (raw byte), reach (`max - min`) and exact sum of terms
+/// (the first `len` bytes of `row_in`, as [`row_max_min`] takes them).
 #[inline(always)]
-fn row_stats<const SIGNED: bool>(t: &LogSoftmaxTables, row_in: &[u8]) -> (u8, usize, u64) {
-    let (max, min) = row_max_min::<SIGNED>(row_in);
+fn row_stats<const SIGNED: bool>(
+    t: &LogSoftmaxTables,
+    row_in: &[u8],
+    len: usize,
+) -> (u8, usize, u64) {
+    let (max, min) = row_max_min::<SIGNED>(row_in, len);
     // max >= min in the type's order, so the byte difference is the
     // distance (0..=255) for int8 too.
     let reach = max.wrapping_sub(min) as usize;
     let n = reach / CHUNK + 1;
     let chunks = t.plane_chunks.map(|c| c.min(n));
     let sum = match n {
-        1 => row_sum::<1>(t, &chunks, row_in, max),
-        2 => row_sum::<2>(t, &chunks, row_in, max),
-        3 => row_sum::<3>(t, &chunks, row_in, max),
-        _ => row_sum::<4>(t, &chunks, row_in, max),
+        1 => row_sum::<1>(t, &chunks, row_in, len, max),
+        2 => row_sum::<2>(t, &chunks, row_in, len, max),
+        3 => row_sum::<3>(t, &chunks, row_in, len, max),
+        _ => row_sum::<4>(t, &chunks, row_in, len, max),
     };
     (max, reach, sum)
 }
@@ -491,12 +364,14 @@ fn rows<T: QuantElem, const SIGNED: bool>(
     row_len: usize,
 ) {
     let mut table = [Chunk([0; CHUNK]); 4];
-    let mut ins = input.chunks_exact(row_len);
-    let mut outs = output.chunks_exact_mut(row_len);
-    let groups = ins.len().min(outs.len()) / 4;
-    for _ in 0..groups {
-        let rows_in: [&[u8]; 4] = core::array::from_fn(|_| ins.next().unwrap_or(&[]));
-        let stats = rows_in.map(|r| row_stats::<SIGNED>(t, r));
+    let n = input.len().min(output.len());
+    let count = n / row_len;
+    let mut r = 0;
+    while r + 4 <= count {
+        let stats: [_; 4] = core::array::from_fn(|i| {
+            let at = (r + i) * row_len;
+            row_stats::<SIGNED>(t, &input[at..at + span(at, row_len, n)], row_len)
+        });
         let inputs = stats.map(|(_, _, sum)| LogSoftmaxParams::log_input(sum as i64));
         // SAFETY: loads of local arrays of four.
         let (raw, bits) = unsafe {
@@ -513,15 +388,20 @@ fn rows<T: QuantElem, const SIGNED: bool>(
                 log_x_for_x_greater_than_or_equal_to_1_x4(raw, bits),
             )
         };
-        for i in 0..4 {
-            let Some(row_out) = outs.next() else { return };
-            let row = p.row_constants_from_log(logs[i]);
-            let (max, reach, _) = stats[i];
-            finish_row::<T, SIGNED>(p, t, &row, (max, reach), rows_in[i], row_out, &mut table);
+        for (i, ((max, reach, _), log)) in stats.into_iter().zip(logs).enumerate() {
+            let at = (r + i) * row_len;
+            let end = at + span(at, row_len, n);
+            let row = p.row_constants_from_log(log);
+            let (row_in, row_out) = (&input[at..end], &mut output[at..end]);
+            finish_row::<T, SIGNED>(p, t, &row, (max, reach), row_in, row_out, &mut table);
         }
+        r += 4;
     }
-    for (row_in, row_out) in ins.zip(outs) {
-        let (max, reach, sum) = row_stats::<SIGNED>(t, row_in);
+    for r in r..count {
+        let at = r * row_len;
+        let end = at + span(at, row_len, n);
+        let (row_in, row_out) = (&input[at..end], &mut output[at..end]);
+        let (max, reach, sum) = row_stats::<SIGNED>(t, row_in, row_len);
         let row = p.row_constants(sum as i64);
         finish_row::<T, SIGNED>(p, t, &row, (max, reach), row_in, row_out, &mut table);
     }

@@ -12,10 +12,14 @@
 //!   `rounding_divide_by_pot(s[d] - L, 22) + zero_point` with
 //!   `s[d] = scaled_diff(-d)` (Q5.26). For `s[d] - L` negative and not
 //!   wrapped, `rounding_divide_by_pot` (round half away from zero) is
-//!   `floor((s[d] - A) / 2^22)` with `A = L - 2^21 + 1`; splitting
-//!   `s[d] = H[d] 2^22 + Lo[d]` and `A = Ah 2^22 + Al` (`0 <= Lo, Al < 2^22`)
-//!   gives `H[d] - Ah - [Lo[d] < Al]`: one 32-bit compare and 16-bit adds per
-//!   entry. `H` and `Lo` are prepared here; `Ah`, `Al` per row.
+//!   `floor((s[d] - A) / 2^22)` with `A = L - 2^21 + 1`, and adding the
+//!   zero point inside the floor gives `floor((s[d] - B) / 2^22)` with
+//!   `B = A - zero_point 2^22`. `s[d] - B` then lies in
+//!   `[-2^31 + 2^21 - 1, 2^21 + 2^30)`, an exact `i32`, so NEON takes it as
+//!   a subtraction keeping the high halves (`subhn`: `floor(. / 2^16)`) and
+//!   a saturating narrowing shift by 6 (`sqshrn`/`sqshrun`: `floor(. /
+//!   2^6)`, clamped to the type): eight instructions per 16 entries from
+//!   `s` alone. `B` is prepared per row.
 //!
 //! Rows where the split does not apply (`s[0] - L >= 0`, i.e. a log-sum at or
 //! below 0, or `s[d] - L` below `-2^31` for a reachable, kept `d`, where the
@@ -50,10 +54,6 @@ pub(crate) struct LogSoftmaxTables {
     /// Per plane, the number of chunks up to its last nonzero byte (0 for a
     /// plane that is zero everywhere): later chunks need no lookup.
     pub(crate) plane_chunks: [usize; 3],
-    /// `H[d] = s[d] >> 22` (`-512..=0`), `s[d] = scaled_diff(-d)` in Q5.26.
-    pub(crate) high: [i16; 256],
-    /// `Lo[d] = s[d] & (2^22 - 1)`.
-    pub(crate) low: [u32; 256],
     /// `s[d]`, Q5.26 (non-increasing in `d`, checked in `new`).
     pub(crate) scaled: [i32; 256],
     /// `s` is non-increasing on `0..monotonic`, so the checks of `plan` at
@@ -74,9 +74,10 @@ pub(crate) struct RowPlan {
     /// Entries `d < kept` follow the formula; from `kept` on the output is
     /// the type's minimum (the reference's cut-off), `0..=256`.
     pub(crate) kept: usize,
-    /// `Some((Ah + zero_point adjustment, Al))` when the split formula holds
-    /// for every kept, reachable `d`: `bias = zero_point - Ah` (i16) and `Al`.
-    pub(crate) split: Option<(i16, u32)>,
+    /// `Some(B)` when the floor formula holds for every kept, reachable `d`:
+    /// the output is `floor((s[d] - B) / 2^22)`, `B = L - 2^21 + 1 -
+    /// zero_point 2^22` (an `i32` there: `L >= 1`).
+    pub(crate) split: Option<i32>,
 }
 
 #[cfg_attr(
@@ -87,8 +88,6 @@ impl LogSoftmaxTables {
     /// The tables for prepared params `p`.
     pub(crate) fn new(p: &LogSoftmaxParams) -> Self {
         let mut planes = [[Chunk([0; CHUNK]); 4]; 3];
-        let mut high = [0i16; 256];
-        let mut low = [0u32; 256];
         let mut scaled = [0i32; 256];
         for d in 0..256usize {
             let term = p.exp_term::<i32>(-(d as i32));
@@ -99,8 +98,6 @@ impl LogSoftmaxTables {
             }
             let s = p.scaled_diff::<i32>(-(d as i32));
             scaled[d] = s;
-            high[d] = (s >> OUTPUT_SHIFT) as i16;
-            low[d] = (s & ((1 << OUTPUT_SHIFT) - 1)) as u32;
         }
         let plane_chunks = planes.map(|plane| {
             plane
@@ -112,8 +109,6 @@ impl LogSoftmaxTables {
         LogSoftmaxTables {
             planes,
             plane_chunks,
-            high,
-            low,
             scaled,
             monotonic,
         }
@@ -143,21 +138,21 @@ impl LogSoftmaxTables {
         let top = self.scaled[0] as i64 - log_sum;
         let bottom = self.scaled[last] as i64 - log_sum;
         let split = if last < self.monotonic && top < 0 && bottom >= i32::MIN as i64 {
-            let a = log_sum - (1 << (OUTPUT_SHIFT - 1)) + 1;
-            let a_high = a >> OUTPUT_SHIFT;
-            let a_low = (a & ((1 << OUTPUT_SHIFT) - 1)) as u32;
-            Some(((p.output_zero_point as i64 - a_high) as i16, a_low))
+            let b = log_sum - (1 << (OUTPUT_SHIFT - 1)) + 1
+                - ((p.output_zero_point as i64) << OUTPUT_SHIFT);
+            i32::try_from(b).ok()
         } else {
             None
         };
         RowPlan { kept, split }
     }
 
-    /// The output for `d` of a row by the split formula (before the cut-off
-    /// and the type's saturation), as the NEON table builder computes it.
+    /// The output for `d` of a row by the floor formula (before the cut-off
+    /// and the type's saturation), as the NEON table builder computes it:
+    /// the `i32` difference's high half, then an arithmetic shift by 6.
     #[cfg(test)]
-    pub(crate) fn split_output(&self, d: usize, bias: i16, a_low: u32) -> i32 {
-        self.high[d] as i32 + bias as i32 - (self.low[d] < a_low) as i32
+    pub(crate) fn split_output(&self, d: usize, b: i32) -> i32 {
+        ((self.scaled[d].wrapping_sub(b) >> 16) as i16 >> 6) as i32
     }
 }
 
@@ -218,9 +213,7 @@ mod tests {
                     for d in 0..=reach {
                         let want = T::saturate(p.output_for(d, &row)).to_i32();
                         let got = match plan.split {
-                            Some((bias, a_low)) if d < plan.kept => {
-                                T::saturate(t.split_output(d, bias, a_low)).to_i32()
-                            }
+                            Some(b) if d < plan.kept => T::saturate(t.split_output(d, b)).to_i32(),
                             Some(_) => T::MIN,
                             None => continue,
                         };
