@@ -53,7 +53,7 @@ impl ThresholdedSoftmaxF32 {
     }
 
     /// Writes the hits of every `row_len`-long row into `hits` and returns
-    /// their number, with the best backend ([`Error::Capacity`] if they do
+    /// their number, with the best backend ([`Error::Capacity`](crate::Error::Capacity) if they do
     /// not fit).
     pub fn run(&self, input: &[f32], row_len: usize, hits: &mut [RowHit<f32>]) -> Result<usize> {
         self.run_with(self.backend, input, row_len, hits)
