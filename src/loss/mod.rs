@@ -648,7 +648,9 @@ impl Coefficients {
             let p = exp_neg_f64(z);
             // p - 1 without cancellation near p = 1 (|z| < 2^-14: the
             // series' next term is below 2^-56 relative).
-            let p_minus_one = if z > -(2f64.powi(-14)) {
+            // 2^-14 (`powi` is not in `core`).
+            const TWO_TO_MINUS_14: f64 = f64::from_bits((1023 - 14) << 52);
+            let p_minus_one = if z > -TWO_TO_MINUS_14 {
                 z * (1.0 + z * (0.5 + z / 6.0))
             } else {
                 p - 1.0

@@ -22,7 +22,9 @@ const CONFIDENT_SUM: f64 = 2.0;
 /// exponentials of the `f64` differences. Only the rows whose loss is below
 /// about `classes * 2^-96` take it.
 fn unflushed(rest: f64, logit: impl Fn(usize) -> f32, classes: usize, max: f32) -> f64 {
-    if rest > classes as f64 * 2f64.powi(-96) {
+    // 2^-96 (`powi` is not in `core`).
+    const TWO_TO_MINUS_96: f64 = f64::from_bits((1023 - 96) << 52);
+    if rest > classes as f64 * TWO_TO_MINUS_96 {
         return rest;
     }
     (0..classes)
