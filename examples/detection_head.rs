@@ -35,7 +35,11 @@ fn main() -> ExitCode {
     let scores: Vec<i8> = (0..anchors * classes)
         .map(|i| {
             let object = (i / classes) % 97 == 3 && i % classes < 2;
-            let logit = if object { 2.0 + 2.0 * (next() - 0.5) } else { -4.0 + 3.0 * (next() - 0.5) };
+            let logit = if object {
+                2.0 + 2.0 * (next() - 0.5)
+            } else {
+                -4.0 + 3.0 * (next() - 0.5)
+            };
             quantize(logit).clamp(-128, 127) as i8
         })
         .collect();
@@ -68,7 +72,10 @@ fn main() -> ExitCode {
                 .iter()
                 .enumerate()
                 .filter(|(_, &q)| (q as i32 - q_out.zero_point) as f32 * q_out.scale >= THRESHOLD)
-                .map(|(i, &value)| Hit { index: i as u32, value })
+                .map(|(i, &value)| Hit {
+                    index: i as u32,
+                    value,
+                })
                 .collect();
             let mut hits = vec![Hit::default(); want.len()];
             let n = fused.run_with(backend, &scores, &mut hits)?;

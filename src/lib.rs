@@ -77,12 +77,12 @@ mod simd;
 pub use backend::{Backend, CpuFeatures};
 pub use elem::QuantElem;
 pub use error::{Error, Result};
-#[cfg(feature = "alloc")]
-#[doc(hidden)]
-pub use ops::GemmPath;
 pub use ops::threshold::{
     Hit, RowHit, ThresholdedLogistic, ThresholdedSoftmax, ThresholdedSoftmaxF32,
 };
+#[cfg(feature = "alloc")]
+#[doc(hidden)]
+pub use ops::GemmPath;
 pub use ops::{
     merge_heads, split_heads, Add, FusedActivation, LogSoftmax, Logistic, Method, Mul, Operand,
     Softmax, Sub, Tanh,

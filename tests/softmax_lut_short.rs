@@ -11,7 +11,10 @@ struct Rng(u64);
 
 impl Rng {
     fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         self.0 >> 33
     }
 }
@@ -20,8 +23,20 @@ fn output_params<T: QuantElem>() -> QuantParams {
     QuantParams::new(1.0 / 256.0, T::MIN)
 }
 
-fn case<T: QuantElem + std::fmt::Debug>(rng: &mut Rng, scale: f32, row_len: usize, rows: usize, spread: u64) {
-    let op = Softmax::<T>::new(QuantParams::new(scale, 0), 1.0, output_params::<T>(), Method::Lut).unwrap();
+fn case<T: QuantElem + std::fmt::Debug>(
+    rng: &mut Rng,
+    scale: f32,
+    row_len: usize,
+    rows: usize,
+    spread: u64,
+) {
+    let op = Softmax::<T>::new(
+        QuantParams::new(scale, 0),
+        1.0,
+        output_params::<T>(),
+        Method::Lut,
+    )
+    .unwrap();
     // A prefix, so the slices start at every offset mod 16.
     let offset = (rng.next() % 16) as usize;
     let total = offset + rows * row_len;
@@ -37,16 +52,21 @@ fn case<T: QuantElem + std::fmt::Debug>(rng: &mut Rng, scale: f32, row_len: usiz
         })
         .collect();
     let mut want = vec![T::from_i32(0); total - offset];
-    op.run_with(Backend::Scalar, &x[offset..], &mut want, row_len).unwrap();
+    op.run_with(Backend::Scalar, &x[offset..], &mut want, row_len)
+        .unwrap();
     let mut got = vec![T::from_i32(T::MAX); total];
-    op.run_with(Backend::Neon, &x[offset..], &mut got[offset..], row_len).unwrap();
+    op.run_with(Backend::Neon, &x[offset..], &mut got[offset..], row_len)
+        .unwrap();
     assert_eq!(
         &got[offset..],
         &want[..],
         "{} scale {scale} row_len {row_len} rows {rows} spread {spread}",
         T::NAME
     );
-    assert!(got[..offset].iter().all(|v| v.to_i32() == T::MAX), "wrote before the output");
+    assert!(
+        got[..offset].iter().all(|v| v.to_i32() == T::MAX),
+        "wrote before the output"
+    );
 }
 
 fn all<T: QuantElem + std::fmt::Debug>(seed: u64) {

@@ -51,7 +51,9 @@ fn oracle<T: QuantElem>(
     op.run_with(backend, input, &mut y).unwrap();
     y.iter()
         .enumerate()
-        .filter(|(_, q)| (q.to_i32() - out.zero_point) as f64 * out.scale as f64 >= threshold as f64)
+        .filter(|(_, q)| {
+            (q.to_i32() - out.zero_point) as f64 * out.scale as f64 >= threshold as f64
+        })
         .map(|(i, &value)| Hit {
             index: i as u32,
             value,
@@ -61,7 +63,9 @@ fn oracle<T: QuantElem>(
 
 /// Every input of `T`, in order.
 fn all_inputs<T: QuantElem + TryFrom<i32>>() -> Vec<T> {
-    (T::MIN..=T::MAX).map(|v| T::try_from(v).ok().unwrap()).collect()
+    (T::MIN..=T::MAX)
+        .map(|v| T::try_from(v).ok().unwrap())
+        .collect()
 }
 
 /// Thresholds: 0, 1, and each value the outputs take, with its f32
@@ -76,7 +80,11 @@ fn thresholds<T: QuantElem>(outputs: &[T], out: QuantParams, every: usize) -> Ve
             continue;
         }
         let v = ((q - out.zero_point) as f64 * out.scale as f64) as f32;
-        for w in [v, f32::from_bits(v.to_bits() + 1), f32::from_bits(v.to_bits().saturating_sub(1))] {
+        for w in [
+            v,
+            f32::from_bits(v.to_bits() + 1),
+            f32::from_bits(v.to_bits().saturating_sub(1)),
+        ] {
             if (0.0..=1.0).contains(&w) {
                 t.push(w);
             }
@@ -119,11 +127,19 @@ fn exhaustive<T: QuantElem + TryFrom<i32>>(scales: &[f32], zero_points: &[i32], 
                             (q.to_i32() - out.zero_point) as f64 * out.scale as f64 >= t as f64
                         })
                         .map_or(T::MAX + 1, |(x, _)| x.to_i32());
-                    assert_eq!(th.input_bound(), first, "{method} scale {scale} zp {zp} t {t}");
+                    assert_eq!(
+                        th.input_bound(),
+                        first,
+                        "{method} scale {scale} zp {zp} t {t}"
+                    );
                     for b in backends() {
                         let want = oracle(&op, out, t, b, &input);
                         let n = th.run_with(b, &input, &mut hits).unwrap();
-                        assert_eq!(&hits[..n], &want[..], "{method} {b:?} scale {scale} zp {zp} t {t}");
+                        assert_eq!(
+                            &hits[..n],
+                            &want[..],
+                            "{method} {b:?} scale {scale} zp {zp} t {t}"
+                        );
                         checked += 1;
                     }
                 }
@@ -145,7 +161,11 @@ fn logistic_u8_thresholded_equals_run_and_filter_all_inputs() {
 
 #[test]
 fn logistic_i16_thresholded_equals_run_and_filter_all_inputs() {
-    exhaustive::<i16>(&[1.0 / 32768.0, 1.0 / 2048.0, 1.0 / 4096.0 * 3.0, 0.01], &[0, -300], 2999);
+    exhaustive::<i16>(
+        &[1.0 / 32768.0, 1.0 / 2048.0, 1.0 / 4096.0 * 3.0, 0.01],
+        &[0, -300],
+        2999,
+    );
 }
 
 /// Lengths 0..=70 at offsets 0..16, random inputs (uniform, and clustered
@@ -176,9 +196,19 @@ fn lengths<T: QuantElem + TryFrom<i32>>(method: Method, scale: f32) {
                     for b in backends() {
                         let want = oracle(&op, out, t, b, &x);
                         // Poisoned, so that unwritten hits show.
-                        let mut hits = vec![Hit { index: u32::MAX, value: T::default() }; len + 1];
+                        let mut hits = vec![
+                            Hit {
+                                index: u32::MAX,
+                                value: T::default()
+                            };
+                            len + 1
+                        ];
                         let n = th.run_with(b, &x, &mut hits).unwrap();
-                        assert_eq!(&hits[..n], &want[..], "{method} {b:?} len {len} off {offset} t {t}");
+                        assert_eq!(
+                            &hits[..n],
+                            &want[..],
+                            "{method} {b:?} len {len} off {offset} t {t}"
+                        );
                         assert_eq!(hits[n].index, u32::MAX);
                     }
                 }
@@ -216,7 +246,9 @@ fn logistic_thresholded_capacity() {
     for b in backends() {
         let mut hits = vec![Hit::default(); 100];
         match th.run_with(b, &x, &mut hits) {
-            Err(Error::Capacity { capacity, needed, .. }) => {
+            Err(Error::Capacity {
+                capacity, needed, ..
+            }) => {
                 assert_eq!((capacity, needed), (100, 128));
                 assert_eq!(&hits[..], &all[..100]);
             }
@@ -224,11 +256,14 @@ fn logistic_thresholded_capacity() {
         }
         let mut exact = vec![Hit::default(); 128];
         assert_eq!(th.run_with(b, &x, &mut exact), Ok(128));
-        assert_eq!(th.run_with(b, &x, &mut []).unwrap_err(), Error::Capacity {
-            op: "thresholded logistic",
-            capacity: 0,
-            needed: 128
-        });
+        assert_eq!(
+            th.run_with(b, &x, &mut []).unwrap_err(),
+            Error::Capacity {
+                op: "thresholded logistic",
+                capacity: 0,
+                needed: 128
+            }
+        );
     }
 }
 
@@ -238,9 +273,18 @@ fn logistic_thresholded_capacity() {
 fn logistic_thresholded_errors() {
     let out = Logistic::<i8>::output_quantization();
     let q_in = QuantParams::new(0.1, 0);
-    for t in [f32::NAN, -0.001, 1.0001, f32::INFINITY, f32::NEG_INFINITY, -1.0] {
+    for t in [
+        f32::NAN,
+        -0.001,
+        1.0001,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        -1.0,
+    ] {
         match ThresholdedLogistic::<i8>::new(q_in, out, Method::Lut, t) {
-            Err(Error::OutOfDomain { what: "threshold", .. }) => {}
+            Err(Error::OutOfDomain {
+                what: "threshold", ..
+            }) => {}
             other => panic!("threshold {t}: {other:?}"),
         }
     }

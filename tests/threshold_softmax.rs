@@ -102,7 +102,11 @@ fn thresholds<T: QuantElem>(y: &[T], out: QuantParams, every: usize) -> Vec<f32>
             continue;
         }
         let v = ((q - out.zero_point) as f64 * out.scale as f64) as f32;
-        for w in [v, f32::from_bits(v.to_bits() + 1), f32::from_bits(v.to_bits().saturating_sub(1))] {
+        for w in [
+            v,
+            f32::from_bits(v.to_bits() + 1),
+            f32::from_bits(v.to_bits().saturating_sub(1)),
+        ] {
             if (0.0..=1.0).contains(&w) {
                 t.push(w);
             }
@@ -138,20 +142,31 @@ fn check_quant<T: QuantElem + TryFrom<i32>>(
                 }
                 let th = ThresholdedSoftmax::<T>::new(q_in, 1.0, out, method, t, k).unwrap();
                 let passes = |q: T| {
-                    t.is_none_or(|t| (q.to_i32() - out.zero_point) as f64 * out.scale as f64 >= t as f64)
+                    t.is_none_or(|t| {
+                        (q.to_i32() - out.zero_point) as f64 * out.scale as f64 >= t as f64
+                    })
                 };
                 let want: Vec<RowHit<T>> = y
                     .chunks(row_len)
                     .enumerate()
                     .flat_map(|(r, row)| {
-                        keep_row(row, passes, k).into_iter().map(move |(i, value)| RowHit {
-                            row: r as u32,
-                            index: i as u32,
-                            value,
-                        })
+                        keep_row(row, passes, k)
+                            .into_iter()
+                            .map(move |(i, value)| RowHit {
+                                row: r as u32,
+                                index: i as u32,
+                                value,
+                            })
                     })
                     .collect();
-                let mut hits = vec![RowHit { row: u32::MAX, index: 0, value: T::default() }; want.len() + 1];
+                let mut hits = vec![
+                    RowHit {
+                        row: u32::MAX,
+                        index: 0,
+                        value: T::default()
+                    };
+                    want.len() + 1
+                ];
                 let n = th.run_with(b, x, row_len, &mut hits).unwrap_or_else(|e| {
                     panic!("{method} {b:?} scale {scale} len {row_len} t {t:?} k {k:?}: {e}")
                 });
@@ -179,7 +194,14 @@ fn rows_1_to_70<T: QuantElem + TryFrom<i32>>(zp: i32) {
                 let offset = row_len % 16;
                 let buf = rows::<T>(&mut rng, n_rows * row_len + offset, row_len, kind);
                 let x = &buf[offset..];
-                let ks = [None, Some(0), Some(1), Some(3), Some(row_len), Some(row_len + 5)];
+                let ks = [
+                    None,
+                    Some(0),
+                    Some(1),
+                    Some(3),
+                    Some(row_len),
+                    Some(row_len + 5),
+                ];
                 cases += check_quant(method, scale, zp, x, row_len, 7, &ks);
             }
         }
@@ -237,7 +259,9 @@ fn softmax_thresholded_errors_and_capacity() {
     let q_in = QuantParams::new(0.1, 0);
     for t in [f32::NAN, -0.5, 1.5, f32::INFINITY] {
         match ThresholdedSoftmax::<i8>::new(q_in, 1.0, out, Method::Lut, Some(t), None) {
-            Err(Error::OutOfDomain { what: "threshold", .. }) => {}
+            Err(Error::OutOfDomain {
+                what: "threshold", ..
+            }) => {}
             other => panic!("{t}: {other:?}"),
         }
         assert!(ThresholdedSoftmaxF32::new(Some(t), None).is_err());
@@ -245,18 +269,34 @@ fn softmax_thresholded_errors_and_capacity() {
     // int16 and LutFixedPoint: not offered.
     let out16 = Softmax::<i16>::output_quantization();
     assert!(matches!(
-        ThresholdedSoftmax::<i16>::new(QuantParams::new(0.001, 0), 1.0, out16, Method::FixedPoint, Some(0.5), None),
+        ThresholdedSoftmax::<i16>::new(
+            QuantParams::new(0.001, 0),
+            1.0,
+            out16,
+            Method::FixedPoint,
+            Some(0.5),
+            None
+        ),
         Err(Error::Unsupported { .. })
     ));
-    assert!(ThresholdedSoftmax::<i8>::new(q_in, 1.0, out, Method::LutFixedPoint, None, None).is_err());
+    assert!(
+        ThresholdedSoftmax::<i8>::new(q_in, 1.0, out, Method::LutFixedPoint, None, None).is_err()
+    );
     assert_eq!(
         ThresholdedSoftmax::<i8>::new(q_in, -1.0, out, Method::Lut, None, None).unwrap_err(),
         Softmax::<i8>::new(q_in, -1.0, out, Method::Lut).unwrap_err()
     );
-    let th = ThresholdedSoftmax::<i8>::new(q_in, 1.0, out, Method::Lut, Some(0.0), Some(3)).unwrap();
+    let th =
+        ThresholdedSoftmax::<i8>::new(q_in, 1.0, out, Method::Lut, Some(0.0), Some(3)).unwrap();
     let x = [0i8; 40];
-    assert!(matches!(th.run(&x, 0, &mut []), Err(Error::RowLength { .. })));
-    assert!(matches!(th.run(&x, 3, &mut []), Err(Error::RowLength { .. })));
+    assert!(matches!(
+        th.run(&x, 0, &mut []),
+        Err(Error::RowLength { .. })
+    ));
+    assert!(matches!(
+        th.run(&x, 3, &mut []),
+        Err(Error::RowLength { .. })
+    ));
     for b in backends() {
         // 4 rows of 10 equal values: top 3 of each, the first three indices.
         let mut hits = vec![RowHit::default(); 12];
@@ -266,11 +306,18 @@ fn softmax_thresholded_errors_and_capacity() {
         let mut small = vec![RowHit::default(); 7];
         assert!(matches!(
             th.run_with(b, &x, 10, &mut small),
-            Err(Error::Capacity { capacity: 7, needed: 12, .. })
+            Err(Error::Capacity {
+                capacity: 7,
+                needed: 12,
+                ..
+            })
         ));
     }
     let th = ThresholdedSoftmaxF32::new(None, None).unwrap();
-    assert!(matches!(th.run(&[1.0; 5], 2, &mut []), Err(Error::RowLength { .. })));
+    assert!(matches!(
+        th.run(&[1.0; 5], 2, &mut []),
+        Err(Error::RowLength { .. })
+    ));
 }
 
 /// f32: random rows of 1..=70 and 32,768 with special values, against
@@ -299,12 +346,21 @@ fn softmax_f32_thresholded_equals_softmax_and_filter() {
         for kind in 0..4u64 {
             let n_rows = if row_len > 70 { 1 } else { 1 + row_len % 3 };
             let offset = row_len % 16;
-            let buf: Vec<f32> = (0..n_rows * row_len + offset).map(|_| gen(kind, &mut rng)).collect();
+            let buf: Vec<f32> = (0..n_rows * row_len + offset)
+                .map(|_| gen(kind, &mut rng))
+                .collect();
             let x = &buf[offset..];
             for b in backends() {
                 let mut y = vec![0f32; x.len()];
                 qf::softmax_with(b, x, &mut y, row_len).unwrap();
-                let mut ts = vec![None, Some(0.0), Some(1.0), Some(0.3), Some(1e-30), Some(f32::from_bits(1))];
+                let mut ts = vec![
+                    None,
+                    Some(0.0),
+                    Some(1.0),
+                    Some(0.3),
+                    Some(1e-30),
+                    Some(f32::from_bits(1)),
+                ];
                 // Fewer sampled thresholds on the long row (its cost under
                 // qemu is per threshold and k).
                 let samples = if row_len > 70 { 2 } else { 8 };
@@ -330,20 +386,28 @@ fn softmax_f32_thresholded_equals_softmax_and_filter() {
                             .chunks(row_len)
                             .enumerate()
                             .flat_map(|(r, row)| {
-                                keep_row(row, passes, k).into_iter().map(move |(i, value)| RowHit {
-                                    row: r as u32,
-                                    index: i as u32,
-                                    value,
-                                })
+                                keep_row(row, passes, k)
+                                    .into_iter()
+                                    .map(move |(i, value)| RowHit {
+                                        row: r as u32,
+                                        index: i as u32,
+                                        value,
+                                    })
                             })
                             .collect();
                         let mut hits = vec![RowHit::default(); want.len()];
                         let n = th.run_with(b, x, row_len, &mut hits).unwrap();
                         let same = n == want.len()
                             && hits[..n].iter().zip(&want).all(|(h, w)| {
-                                (h.row, h.index, h.value.to_bits()) == (w.row, w.index, w.value.to_bits())
+                                (h.row, h.index, h.value.to_bits())
+                                    == (w.row, w.index, w.value.to_bits())
                             });
-                        assert!(same, "{b:?} len {row_len} kind {kind} t {t:?} k {k:?}: {:?} vs {:?}", &hits[..n.min(8)], &want[..want.len().min(8)]);
+                        assert!(
+                            same,
+                            "{b:?} len {row_len} kind {kind} t {t:?} k {k:?}: {:?} vs {:?}",
+                            &hits[..n.min(8)],
+                            &want[..want.len().min(8)]
+                        );
                         cases += 1;
                     }
                 }

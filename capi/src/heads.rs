@@ -6,7 +6,11 @@ use crate::entry::{buffers, guard, product, Failure, QneonStatus};
 
 /// `seq * heads * head_dim`, or a length failure when it overflows.
 fn elements(seq: usize, heads: usize, head_dim: usize) -> Result<usize, Failure> {
-    product("seq * heads * head_dim", product("seq * heads", seq, heads)?, head_dim)
+    product(
+        "seq * heads * head_dim",
+        product("seq * heads", seq, heads)?,
+        head_dim,
+    )
 }
 
 /// `split_heads` or `merge_heads` for one element type.
@@ -49,7 +53,16 @@ pub unsafe extern "C" fn qneon_split_heads_i8(
     head_dim: usize,
 ) -> QneonStatus {
     // SAFETY: forwarded from the caller.
-    unsafe { transpose(qneon::split_heads::<i8>, input, output, seq, heads, head_dim) }
+    unsafe {
+        transpose(
+            qneon::split_heads::<i8>,
+            input,
+            output,
+            seq,
+            heads,
+            head_dim,
+        )
+    }
 }
 
 /// `[heads, seq, head_dim]` back to `[seq, heads * head_dim]`, int8 elements: `input` and `output` each hold `seq * heads *
@@ -67,7 +80,16 @@ pub unsafe extern "C" fn qneon_merge_heads_i8(
     head_dim: usize,
 ) -> QneonStatus {
     // SAFETY: forwarded from the caller.
-    unsafe { transpose(qneon::merge_heads::<i8>, input, output, seq, heads, head_dim) }
+    unsafe {
+        transpose(
+            qneon::merge_heads::<i8>,
+            input,
+            output,
+            seq,
+            heads,
+            head_dim,
+        )
+    }
 }
 
 /// `[seq, heads * head_dim]` (row-major) to `[heads, seq, head_dim]`, uint8 elements: `input` and `output` each hold `seq * heads *
@@ -85,7 +107,16 @@ pub unsafe extern "C" fn qneon_split_heads_u8(
     head_dim: usize,
 ) -> QneonStatus {
     // SAFETY: forwarded from the caller.
-    unsafe { transpose(qneon::split_heads::<u8>, input, output, seq, heads, head_dim) }
+    unsafe {
+        transpose(
+            qneon::split_heads::<u8>,
+            input,
+            output,
+            seq,
+            heads,
+            head_dim,
+        )
+    }
 }
 
 /// `[heads, seq, head_dim]` back to `[seq, heads * head_dim]`, uint8 elements: `input` and `output` each hold `seq * heads *
@@ -103,7 +134,16 @@ pub unsafe extern "C" fn qneon_merge_heads_u8(
     head_dim: usize,
 ) -> QneonStatus {
     // SAFETY: forwarded from the caller.
-    unsafe { transpose(qneon::merge_heads::<u8>, input, output, seq, heads, head_dim) }
+    unsafe {
+        transpose(
+            qneon::merge_heads::<u8>,
+            input,
+            output,
+            seq,
+            heads,
+            head_dim,
+        )
+    }
 }
 
 /// `[seq, heads * head_dim]` (row-major) to `[heads, seq, head_dim]`, int16 elements: `input` and `output` each hold `seq * heads *
@@ -121,7 +161,16 @@ pub unsafe extern "C" fn qneon_split_heads_i16(
     head_dim: usize,
 ) -> QneonStatus {
     // SAFETY: forwarded from the caller.
-    unsafe { transpose(qneon::split_heads::<i16>, input, output, seq, heads, head_dim) }
+    unsafe {
+        transpose(
+            qneon::split_heads::<i16>,
+            input,
+            output,
+            seq,
+            heads,
+            head_dim,
+        )
+    }
 }
 
 /// `[heads, seq, head_dim]` back to `[seq, heads * head_dim]`, int16 elements: `input` and `output` each hold `seq * heads *
@@ -139,7 +188,16 @@ pub unsafe extern "C" fn qneon_merge_heads_i16(
     head_dim: usize,
 ) -> QneonStatus {
     // SAFETY: forwarded from the caller.
-    unsafe { transpose(qneon::merge_heads::<i16>, input, output, seq, heads, head_dim) }
+    unsafe {
+        transpose(
+            qneon::merge_heads::<i16>,
+            input,
+            output,
+            seq,
+            heads,
+            head_dim,
+        )
+    }
 }
 
 /// `[seq, heads * head_dim]` (row-major) to `[heads, seq, head_dim]`, float elements: `input` and `output` each hold `seq * heads *
@@ -157,7 +215,16 @@ pub unsafe extern "C" fn qneon_split_heads_f32(
     head_dim: usize,
 ) -> QneonStatus {
     // SAFETY: forwarded from the caller.
-    unsafe { transpose(qneon::split_heads::<f32>, input, output, seq, heads, head_dim) }
+    unsafe {
+        transpose(
+            qneon::split_heads::<f32>,
+            input,
+            output,
+            seq,
+            heads,
+            head_dim,
+        )
+    }
 }
 
 /// `[heads, seq, head_dim]` back to `[seq, heads * head_dim]`, float elements: `input` and `output` each hold `seq * heads *
@@ -175,5 +242,14 @@ pub unsafe extern "C" fn qneon_merge_heads_f32(
     head_dim: usize,
 ) -> QneonStatus {
     // SAFETY: forwarded from the caller.
-    unsafe { transpose(qneon::merge_heads::<f32>, input, output, seq, heads, head_dim) }
+    unsafe {
+        transpose(
+            qneon::merge_heads::<f32>,
+            input,
+            output,
+            seq,
+            heads,
+            head_dim,
+        )
+    }
 }

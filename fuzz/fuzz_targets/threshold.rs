@@ -22,8 +22,13 @@ use qneon_fuzz::*;
 #[derive(Arbitrary, Debug)]
 enum Op {
     Logistic,
-    Softmax { beta_bits: Option<u32>, top_k: Option<u16> },
-    SoftmaxF32 { top_k: Option<u16> },
+    Softmax {
+        beta_bits: Option<u32>,
+        top_k: Option<u16>,
+    },
+    SoftmaxF32 {
+        top_k: Option<u16>,
+    },
 }
 
 #[derive(Arbitrary, Debug)]
@@ -87,8 +92,17 @@ fn value<T: QuantElem>(q: T, out: QuantParams) -> f64 {
 }
 
 /// Kept `(index, value)` of one row: pass, then the stable top-k.
-fn keep_row<V: Copy + PartialOrd>(row: &[V], passes: impl Fn(V) -> bool, k: Option<usize>) -> Vec<(usize, V)> {
-    let mut kept: Vec<(usize, V)> = row.iter().copied().enumerate().filter(|&(_, v)| passes(v)).collect();
+fn keep_row<V: Copy + PartialOrd>(
+    row: &[V],
+    passes: impl Fn(V) -> bool,
+    k: Option<usize>,
+) -> Vec<(usize, V)> {
+    let mut kept: Vec<(usize, V)> = row
+        .iter()
+        .copied()
+        .enumerate()
+        .filter(|&(_, v)| passes(v))
+        .collect();
     if let Some(k) = k {
         kept.sort_by(|a, b| b.1.partial_cmp(&a.1).unwrap());
         kept.truncate(k);
@@ -108,12 +122,17 @@ fn logistic<T: QuantElem>(case: &Case, t: Option<f32>) {
     let x = elements::<T>(&case.data);
     for b in backends() {
         let mut y = vec![T::default(); x.len()];
-        op.logistic().run_with(b, &x, &mut y).expect("the unfused op runs");
+        op.logistic()
+            .run_with(b, &x, &mut y)
+            .expect("the unfused op runs");
         let want: Vec<Hit<T>> = y
             .iter()
             .enumerate()
             .filter(|(_, &q)| value(q, out) >= t as f64)
-            .map(|(i, &value)| Hit { index: i as u32, value })
+            .map(|(i, &value)| Hit {
+                index: i as u32,
+                value,
+            })
             .collect();
         check_hits(&want, case.short_by, |hits| op.run_with(b, &x, hits));
     }
@@ -133,10 +152,14 @@ fn softmax<T: QuantElem>(case: &Case, t: Option<f32>, beta_bits: Option<u32>, k:
     let (x, row_len) = (&rows.input, rows.row_len);
     for b in backends() {
         let mut y = vec![T::default(); x.len()];
-        op.softmax().run_with(b, x, &mut y, row_len).expect("the unfused op runs");
+        op.softmax()
+            .run_with(b, x, &mut y, row_len)
+            .expect("the unfused op runs");
         let passes = |q: T| t.is_none_or(|t| value(q, out) >= t as f64);
         let want = row_hits(&y, row_len, passes, k);
-        check_hits(&want, case.short_by, |hits| op.run_with(b, x, row_len, hits));
+        check_hits(&want, case.short_by, |hits| {
+            op.run_with(b, x, row_len, hits)
+        });
     }
 }
 
@@ -161,16 +184,31 @@ fn softmax_f32(case: &Case, t: Option<f32>, k: Option<usize>) {
         let n = op.run_with(b, x, row_len, &mut hits).expect("hits fit");
         assert_eq!(n, want.len(), "{b:?}");
         for (h, w) in hits.iter().zip(&want) {
-            assert_eq!((h.row, h.index, h.value.to_bits()), (w.row, w.index, w.value.to_bits()), "{b:?}");
+            assert_eq!(
+                (h.row, h.index, h.value.to_bits()),
+                (w.row, w.index, w.value.to_bits()),
+                "{b:?}"
+            );
         }
     }
 }
 
-fn row_hits<V: Copy + PartialOrd>(y: &[V], row_len: usize, passes: impl Fn(V) -> bool + Copy, k: Option<usize>) -> Vec<RowHit<V>> {
+fn row_hits<V: Copy + PartialOrd>(
+    y: &[V],
+    row_len: usize,
+    passes: impl Fn(V) -> bool + Copy,
+    k: Option<usize>,
+) -> Vec<RowHit<V>> {
     y.chunks(row_len)
         .enumerate()
         .flat_map(|(r, row)| {
-            keep_row(row, passes, k).into_iter().map(move |(i, value)| RowHit { row: r as u32, index: i as u32, value })
+            keep_row(row, passes, k)
+                .into_iter()
+                .map(move |(i, value)| RowHit {
+                    row: r as u32,
+                    index: i as u32,
+                    value,
+                })
         })
         .collect()
 }
@@ -190,7 +228,9 @@ fn check_hits<H: Copy + Default + PartialEq + std::fmt::Debug>(
         if short < want.len() {
             let mut hits = vec![H::default(); short];
             match run(&mut hits) {
-                Err(Error::Capacity { capacity, needed, .. }) => {
+                Err(Error::Capacity {
+                    capacity, needed, ..
+                }) => {
                     assert_eq!((capacity, needed), (short, want.len()))
                 }
                 other => panic!("{other:?} with {short} of {} slots", want.len()),

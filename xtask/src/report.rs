@@ -540,7 +540,9 @@ mod tests {
         let s = sample().doc_section();
         assert!(s.contains(&format!("]({CHART_LINK})")));
         // The link, resolved from the document's folder, is the chart's file.
-        let doc_dir = std::path::Path::new(util::PERFORMANCE_DOC).parent().unwrap();
+        let doc_dir = std::path::Path::new(util::PERFORMANCE_DOC)
+            .parent()
+            .unwrap();
         assert_eq!(doc_dir.join(CHART_LINK), std::path::Path::new(CHART_SVG));
         assert!(s.contains("qemu-aarch64 version 7.2.0"));
         assert!(!s.contains(SECTION_BEGIN) && !s.contains(SECTION_END));

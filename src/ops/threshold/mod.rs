@@ -67,9 +67,9 @@ pub use softmax::ThresholdedSoftmax;
 pub use softmax_f32::ThresholdedSoftmaxF32;
 
 use crate::backend::{unavailable, Backend};
+use crate::elem::QuantElem;
 #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
 use crate::elem::{view, ElemKind};
-use crate::elem::QuantElem;
 use crate::error::{Error, Result};
 use crate::quant::QuantParams;
 

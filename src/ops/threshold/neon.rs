@@ -35,7 +35,12 @@ unsafe fn emit<E: Copy, const STRIDE: u32>(
 fn byte_lane_bits(m: uint8x16_t) -> u64 {
     // SAFETY: register arithmetic; NEON is a compile-time target feature
     // (the cfg on this module).
-    let nibbles = unsafe { vget_lane_u64(vreinterpret_u64_u8(vshrn_n_u16(vreinterpretq_u16_u8(m), 4)), 0) };
+    let nibbles = unsafe {
+        vget_lane_u64(
+            vreinterpret_u64_u8(vshrn_n_u16(vreinterpretq_u16_u8(m), 4)),
+            0,
+        )
+    };
     nibbles & 0x8888_8888_8888_8888
 }
 
@@ -253,7 +258,10 @@ pub(crate) fn table_hits<T: crate::elem::QuantElem, const SIGNED: bool>(
                 at_least::<SIGNED>(v.2, b),
                 at_least::<SIGNED>(v.3, b),
             ];
-            (m, vmaxvq_u8(vorrq_u8(vorrq_u8(m[0], m[1]), vorrq_u8(m[2], m[3]))))
+            (
+                m,
+                vmaxvq_u8(vorrq_u8(vorrq_u8(m[0], m[1]), vorrq_u8(m[2], m[3]))),
+            )
         };
         if any != 0 {
             let room = count + 64 <= cap;

@@ -20,11 +20,11 @@ use super::topk::keep;
 use super::{check_index_range, check_threshold, code_bound, scan, RowHit, Sink};
 use crate::backend::Backend;
 use crate::checks::check_rows;
-use crate::ops::dequant_f32::{round_half_away, sum_of_exps, QuantLanes};
 use crate::elem::{ElemKind, QuantElem};
 use crate::error::{Error, Result};
 use crate::f32::{exp_kernel, Lane, BLOCK};
 use crate::fixedpoint::Q0_31;
+use crate::ops::dequant_f32::{round_half_away, sum_of_exps, QuantLanes};
 use crate::ops::softmax::f32::SoftmaxF32;
 use crate::ops::softmax::lut::SoftmaxLut;
 use crate::ops::softmax::params::SoftmaxParams;
@@ -90,9 +90,7 @@ impl Model {
             (Model::Fixed { p, exp, .. }, RowScale::Fixed(r, n)) => {
                 p.output(Q0_31::from_raw(exp[d]), r, n)
             }
-            (Model::Lut { lut, .. }, RowScale::Lut(m, shift)) => {
-                lut.output(lut.exp[d], m, shift)
-            }
+            (Model::Lut { lut, .. }, RowScale::Lut(m, shift)) => lut.output(lut.exp[d], m, shift),
             (Model::F32 { k, exp, .. }, RowScale::F32(r)) => {
                 round_half_away(exp[d] * r).saturating_add(k.output_zero_point)
             }
@@ -148,11 +146,17 @@ impl Model {
                 };
                 // out(e) ~ e r + zp: e >= (c - zp - 1/2) / r (exps are >= 0).
                 let estimate = ((c - k.output_zero_point) as f32 - 0.5) / r;
-                let estimate = if estimate.is_finite() { estimate.max(0.0) } else { 0.0 };
+                let estimate = if estimate.is_finite() {
+                    estimate.max(0.0)
+                } else {
+                    0.0
+                };
                 // Non-negative floats order as their bits.
                 let rank = |w: u64| f32::from_bits(w as u32);
                 let max = f32::MAX.to_bits() as u64;
-                let w_c = rank(settle(estimate.to_bits() as u64, max, |w| out(rank(w)) >= c)?);
+                let w_c = rank(settle(estimate.to_bits() as u64, max, |w| {
+                    out(rank(w)) >= c
+                })?);
                 last_at_least(suffix_max, w_c, d_limit)
             }
             _ => None,
@@ -434,12 +438,18 @@ impl<T: QuantElem> ThresholdedSoftmax<T> {
             let max = row.iter().fold(T::MIN, |m, x| m.max(x.to_i32()));
             let scale = match &self.model {
                 Model::Fixed { p, term, .. } => {
-                    let sum: i64 = row.iter().map(|x| term[(max - x.to_i32()) as usize] as i64).sum();
+                    let sum: i64 = row
+                        .iter()
+                        .map(|x| term[(max - x.to_i32()) as usize] as i64)
+                        .sum();
                     let (r, n) = p.reciprocal::<i32>(sum);
                     RowScale::Fixed(r, n)
                 }
                 Model::Lut { lut, .. } => {
-                    let sum: u64 = row.iter().map(|x| lut.exp[(max - x.to_i32()) as usize] as u64).sum();
+                    let sum: u64 = row
+                        .iter()
+                        .map(|x| lut.exp[(max - x.to_i32()) as usize] as u64)
+                        .sum();
                     let (m, shift) = lut.row_multiplier(sum);
                     RowScale::Lut(m, shift)
                 }
@@ -455,7 +465,12 @@ impl<T: QuantElem> ThresholdedSoftmax<T> {
 
     /// `rows` on NEON: the kernels' own maximum and sum passes.
     #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
-    fn rows_neon(&self, input: &[T], row_len: usize, mut f: impl FnMut(usize, &[T], i32, RowScale)) {
+    fn rows_neon(
+        &self,
+        input: &[T],
+        row_len: usize,
+        mut f: impl FnMut(usize, &[T], i32, RowScale),
+    ) {
         use crate::elem::{view, Slices};
         use crate::ops::softmax::lut_neon::{row_max_byte, rows_max_sum};
         use core::arch::aarch64::float32x4_t;

@@ -93,7 +93,11 @@ impl ThresholdedSoftmaxF32 {
 
     /// With the `alloc` feature: the hits as a vector.
     #[cfg(feature = "alloc")]
-    pub fn run_to_vec(&self, input: &[f32], row_len: usize) -> Result<alloc::vec::Vec<RowHit<f32>>> {
+    pub fn run_to_vec(
+        &self,
+        input: &[f32],
+        row_len: usize,
+    ) -> Result<alloc::vec::Vec<RowHit<f32>>> {
         let needed = match self.run(input, row_len, &mut []) {
             Ok(n) => n,
             Err(crate::Error::Capacity { needed, .. }) => needed,
@@ -123,7 +127,11 @@ impl ThresholdedSoftmaxF32 {
         let b = bound as f32;
         // Rounded down, so that no input at or above the real bound is lost.
         if b as f64 > bound {
-            f32::from_bits(if b > 0.0 { b.to_bits() - 1 } else { b.to_bits() + 1 })
+            f32::from_bits(if b > 0.0 {
+                b.to_bits() - 1
+            } else {
+                b.to_bits() + 1
+            })
         } else {
             b
         }

@@ -107,10 +107,22 @@ fn lane(multiplier: int32x4_t, shift: int32x4_t, i: usize) -> (int32x4_t, int32x
     // SAFETY: register arithmetic.
     unsafe {
         match i {
-            0 => (vdupq_laneq_s32::<0>(multiplier), vdupq_laneq_s32::<0>(shift)),
-            1 => (vdupq_laneq_s32::<1>(multiplier), vdupq_laneq_s32::<1>(shift)),
-            2 => (vdupq_laneq_s32::<2>(multiplier), vdupq_laneq_s32::<2>(shift)),
-            _ => (vdupq_laneq_s32::<3>(multiplier), vdupq_laneq_s32::<3>(shift)),
+            0 => (
+                vdupq_laneq_s32::<0>(multiplier),
+                vdupq_laneq_s32::<0>(shift),
+            ),
+            1 => (
+                vdupq_laneq_s32::<1>(multiplier),
+                vdupq_laneq_s32::<1>(shift),
+            ),
+            2 => (
+                vdupq_laneq_s32::<2>(multiplier),
+                vdupq_laneq_s32::<2>(shift),
+            ),
+            _ => (
+                vdupq_laneq_s32::<3>(multiplier),
+                vdupq_laneq_s32::<3>(shift),
+            ),
         }
     }
 }
@@ -164,7 +176,11 @@ pub(super) fn short_rows<const SIGNED: bool>(
             let x: [uint8x16_t; GROUP] =
                 core::array::from_fn(|i| vld1q_u8(src.add(base + i * row_len)));
             core::array::from_fn(|i| {
-                let m = if full { x[i] } else { vbslq_u8(keep, x[i], fill) };
+                let m = if full {
+                    x[i]
+                } else {
+                    vbslq_u8(keep, x[i], fill)
+                };
                 let max = if SIGNED {
                     vmaxvq_s8(vreinterpretq_s8_u8(m)) as u8
                 } else {
