@@ -33,7 +33,7 @@ use core::arch::aarch64::*;
 /// Bytes of a window.
 pub(super) const WINDOW: usize = 16;
 /// Rows per group (lanes of the reciprocal).
-const GROUP: usize = 4;
+pub(super) const GROUP: usize = 4;
 
 /// The four 64-byte chunks of `e`'s byte planes for `d < 64`.
 #[inline(always)]
@@ -45,7 +45,7 @@ fn load_exp_bytes(t: &SoftmaxExact) -> [uint8x16x4_t; 4] {
 
 /// The lane sums of four rows' 16 bytes, as u32 lanes (row `i` in lane `i`).
 #[inline(always)]
-fn row_sums(b: [uint8x16_t; GROUP]) -> uint32x4_t {
+pub(super) fn row_sums(b: [uint8x16_t; GROUP]) -> uint32x4_t {
     // SAFETY: register arithmetic.
     row_sums16(b.map(|x| unsafe { vpaddlq_u8(x) }))
 }
@@ -372,7 +372,7 @@ pub(super) fn window_rows<const SIGNED: bool, const FULL: bool>(
 
 /// Lane `i` of the scales and negated exponents, splat.
 #[inline(always)]
-fn lane(scale: int32x4_t, neg_exponent: int32x4_t, i: usize) -> (int32x4_t, int32x4_t) {
+pub(super) fn lane(scale: int32x4_t, neg_exponent: int32x4_t, i: usize) -> (int32x4_t, int32x4_t) {
     // SAFETY: register arithmetic.
     unsafe {
         match i {

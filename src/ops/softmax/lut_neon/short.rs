@@ -23,25 +23,14 @@
 //! whose window would pass the end of the slices another way.
 
 use super::blocks::opaque;
+// The four-row group, its lane sums and per-lane splats are the exact
+// kernel's short-row helpers.
+use super::fixed_short::{lane, row_sums, GROUP};
 use crate::ops::softmax::lut::{Bytes64, SoftmaxLut};
 use core::arch::aarch64::*;
 
 /// Bytes of a window (the longest row this path takes).
 pub(super) const WINDOW: usize = 16;
-/// Rows per group (lanes of the reciprocal).
-const GROUP: usize = 4;
-
-/// The lane sums of four rows' 16 bytes, as u32 lanes (row `i` in lane `i`).
-#[inline(always)]
-fn row_sums(b: [uint8x16_t; GROUP]) -> uint32x4_t {
-    // SAFETY: register arithmetic; eight lanes of at most 2 * 255 fit u16.
-    unsafe {
-        let w = b.map(|x| vpaddlq_u8(x));
-        let ab = vpaddq_u16(w[0], w[1]);
-        let cd = vpaddq_u16(w[2], w[3]);
-        vpaddlq_u16(vpaddq_u16(ab, cd))
-    }
-}
 
 /// `QuantizeMultiplier(1 / (f32(sum) * out_scale))` of four row sums (each
 /// in `65535..2^20`): the Q0.31 multipliers and the shifts (negative:
@@ -97,32 +86,6 @@ fn outputs<const SIGNED: bool>(
             veorq_u8(y, vdupq_n_u8(0x80))
         } else {
             y
-        }
-    }
-}
-
-/// Lane `i` of the multipliers and shifts, splat.
-#[inline(always)]
-fn lane(multiplier: int32x4_t, shift: int32x4_t, i: usize) -> (int32x4_t, int32x4_t) {
-    // SAFETY: register arithmetic.
-    unsafe {
-        match i {
-            0 => (
-                vdupq_laneq_s32::<0>(multiplier),
-                vdupq_laneq_s32::<0>(shift),
-            ),
-            1 => (
-                vdupq_laneq_s32::<1>(multiplier),
-                vdupq_laneq_s32::<1>(shift),
-            ),
-            2 => (
-                vdupq_laneq_s32::<2>(multiplier),
-                vdupq_laneq_s32::<2>(shift),
-            ),
-            _ => (
-                vdupq_laneq_s32::<3>(multiplier),
-                vdupq_laneq_s32::<3>(shift),
-            ),
         }
     }
 }
