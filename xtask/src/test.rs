@@ -25,6 +25,8 @@ struct Part {
     counts: Counts,
     /// Why the part failed beyond its failing tests, if it did.
     problem: Option<String>,
+    /// Wall time of the part (builds included), to keep CI's total in view.
+    seconds: f64,
 }
 
 pub fn cli(args: &[String]) -> Result {
@@ -174,17 +176,20 @@ pub fn cli(args: &[String]) -> Result {
         let ok = part.problem.is_none() && part.counts.failed == 0;
         all_ok &= ok;
         println!(
-            "  {:<22} {:<6} ({} passed; {} failed){}",
+            "  {:<22} {:<6} ({} passed; {} failed; {:.0} s){}",
             part.name,
             if ok { "ok" } else { "FAILED" },
             part.counts.passed,
             part.counts.failed,
+            part.seconds,
             part.problem
                 .as_deref()
                 .map(|p| format!(" - {p}"))
                 .unwrap_or_default(),
         );
     }
+    let seconds: f64 = parts.iter().map(|p| p.seconds).sum();
+    println!("total time {seconds:.0} s");
     println!("{} passed, {} failed", total.passed, total.failed);
     let _ = std::io::stdout().flush();
     if all_ok {
@@ -284,7 +289,11 @@ fn feature_build(target: Option<&str>, features: Features) -> Command {
 /// `cargo test` to explore other inputs).
 const DEFAULT_PROPTEST_SEED: &str = "20261121";
 
-fn cargo_part(name: impl Into<String>, mut cmd: Command, filters: &[String]) -> Part {
+fn cargo_part(name: impl Into<String>, cmd: Command, filters: &[String]) -> Part {
+    timed(|| cargo_part_untimed(name, cmd, filters))
+}
+
+fn cargo_part_untimed(name: impl Into<String>, mut cmd: Command, filters: &[String]) -> Part {
     if !filters.is_empty() {
         cmd.arg("--").args(filters);
     }
@@ -306,6 +315,7 @@ fn cargo_part(name: impl Into<String>, mut cmd: Command, filters: &[String]) -> 
                 name: name.into(),
                 counts,
                 problem,
+                seconds: 0.0,
             }
         }
         Err(err) => failed_part(name, err.to_string()),
@@ -314,7 +324,7 @@ fn cargo_part(name: impl Into<String>, mut cmd: Command, filters: &[String]) -> 
 
 /// A build that counts as one test.
 fn build_part(name: impl Into<String>, mut cmd: Command) -> Part {
-    match util::tee(&mut cmd) {
+    timed(|| match util::tee(&mut cmd) {
         Ok((status, _)) if status.success() => Part {
             name: name.into(),
             counts: Counts {
@@ -322,32 +332,43 @@ fn build_part(name: impl Into<String>, mut cmd: Command) -> Part {
                 failed: 0,
             },
             problem: None,
+            seconds: 0.0,
         },
         Ok((status, _)) => failed_part(name, format!("build failed ({status})")),
         Err(err) => failed_part(name, err.to_string()),
-    }
+    })
 }
 
 fn asm_part() -> Part {
-    match asm::check() {
+    timed(|| match asm::check() {
         Ok(counts) => Part {
             name: "asm checks".into(),
             counts,
             problem: None,
+            seconds: 0.0,
         },
         Err(err) => {
             eprintln!("asm: error: {err}");
             failed_part("asm checks", "could not run (see above)".into())
         }
-    }
+    })
 }
 
 fn capi_part(host_only: bool) -> Part {
-    Part {
+    timed(|| Part {
         name: "C API".into(),
         counts: capi::check(host_only),
         problem: None,
-    }
+        seconds: 0.0,
+    })
+}
+
+/// Runs `make_part` and records its wall time in the part.
+fn timed(make_part: impl FnOnce() -> Part) -> Part {
+    let start = std::time::Instant::now();
+    let mut part = make_part();
+    part.seconds = start.elapsed().as_secs_f64();
+    part
 }
 
 fn failed_part(name: impl Into<String>, problem: String) -> Part {
@@ -358,5 +379,6 @@ fn failed_part(name: impl Into<String>, problem: String) -> Part {
             failed: 1,
         },
         problem: Some(problem),
+        seconds: 0.0,
     }
 }
