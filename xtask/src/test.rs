@@ -6,9 +6,10 @@
 //! (default, `no_std`, `alloc`) for the host and the `no_std` ones for
 //! bare-metal aarch64, each build one part; the library's API tests
 //! without `std`; the C API (header current, C example on the host and
-//! under qemu); the asm checks; the benches compile (host and aarch64);
+//! under qemu); the asm checks; the benches compile (host);
 //! `qneon-bench`, `qneon run` (on small `.tflite` models) and the
-//! self-checking examples run on the host. Output streams as it comes;
+//! self-checking examples run on the host, in the test profile (optimized,
+//! overflow-checked, its libraries built by the host tests already). Output streams as it comes;
 //! libtest's `test result:` lines are summed, and the last line printed is
 //! `N passed, M failed`. A part that fails without reporting any failing
 //! test (say, a compile error) counts as one failure.
@@ -103,23 +104,30 @@ pub fn cli(args: &[String]) -> Result {
     // under qemu) equal the library's.
     parts.push(capi_part(host_only));
     if !host_only {
+        // The benches hold no target-specific code: their host build below
+        // checks them (an aarch64 build of criterion cost minutes of CI).
         parts.push(asm_part());
-        parts.push(build_part(
-            "aarch64 benches build",
-            util::cargo(["bench", "-p", "qneon", "--no-run", "--target", TARGET]),
-        ));
     }
     // Benchmarks as tests: the criterion benches compile, and the benchmark
     // binary runs once on a small shape on the host.
     parts.push(build_part(
         "benches compile",
-        util::cargo(["bench", "-p", "qneon", "--no-run"]),
+        // In the test profile: the libraries are those the host tests built.
+        util::cargo([
+            "build",
+            "-p",
+            "qneon",
+            "--benches",
+            "--profile",
+            SMOKE_PROFILE,
+        ]),
     ));
     parts.push(build_part(
         "qneon-bench smoke",
         util::cargo([
             "run",
-            "--release",
+            "--profile",
+            SMOKE_PROFILE,
             "-p",
             CLI_PACKAGE,
             "--bin",
@@ -163,7 +171,15 @@ pub fn cli(args: &[String]) -> Result {
     for example in EXAMPLES {
         parts.push(build_part(
             "example run",
-            util::cargo(["run", "--release", "-p", "qneon", "--example", example]),
+            util::cargo([
+                "run",
+                "--profile",
+                SMOKE_PROFILE,
+                "-p",
+                "qneon",
+                "--example",
+                example,
+            ]),
         ));
     }
 
@@ -221,17 +237,24 @@ enum Features {
 /// own check fails).
 const EXAMPLES: [&str; 2] = ["lm_head_loss", "detection_head"];
 
+/// The profile of the smoke runs and examples: `test` (optimized, with
+/// debug assertions and overflow checks), whose libraries and examples the
+/// host tests built already, so the runs add no release build to CI and
+/// check overflow on the way.
+const SMOKE_PROFILE: &str = "test";
+
 /// Models of the `qneon run` smoke runs, with the rounding each runs with.
 const SMOKE_MODELS: [(&str, &str); 2] = [
     ("tools/litert-aarch64/tiny_dense_softmax.tflite", "single"),
     ("models/ops/softmax_int8/model.tflite", "single"),
 ];
 
-/// `cargo run --release -p qneon-cli --bin qneon -- run ARGS...`.
+/// `cargo run --profile test -p qneon-cli --bin qneon -- run ARGS...`.
 fn qneon_run(args: &[&str]) -> Command {
     let mut cmd = util::cargo([
         "run",
-        "--release",
+        "--profile",
+        SMOKE_PROFILE,
         "-p",
         CLI_PACKAGE,
         "--bin",
