@@ -8,9 +8,9 @@
 //!    table chunks it touches are looked up and built.
 //! 2. sum: `d` by one byte subtraction (the same for int8 and uint8: the
 //!    distance fits a byte), each byte plane of the term by a `tbl` and a
-//!    `tbx` per further chunk (lowering `d` by 64 per chunk moves that
-//!    chunk's indices to `0..64` and the others out of range, where `tbx`
-//!    keeps what it has), summed by `uadalp` into u16 lanes, widened into
+//!    `tbx` per further chunk (`d ^ 64 c` moves chunk `c`'s indices to
+//!    `0..64` and the others out of range, where `tbx` keeps what it
+//!    has), plane by plane, summed by `uadalp` into u16 lanes, widened into
 //!    u64 lanes every 32 blocks (before a u16 lane can overflow): exact for
 //!    any row length. Sum = plane 0 + plane 1 * 2^8 + plane 2 * 2^16, the
 //!    scalar reference's `i64` sum.
@@ -59,6 +59,13 @@ impl Sums {
     /// Adds the terms of a 64-byte block of inputs through the first `N`
     /// chunks (`chunks[k] <= N` of plane `k`); `keep` (0 or 0xff per lane)
     /// masks off lanes that must not count.
+    ///
+    /// Plane by plane: each plane's lookups are summed into its u16 lanes
+    /// before the next plane's start, so only four looked-up registers are
+    /// live (holding all three planes' twelve spilled registers to the
+    /// stack). A further chunk's indices are `d ^ 64 c`: for `d` in chunk
+    /// `c` that is `d - 64 c` (`0..64`), for `d` in any other chunk it is
+    /// 64 or more, out of `tbx`'s range.
     #[inline(always)]
     fn add<const N: usize>(
         &mut self,
@@ -69,29 +76,26 @@ impl Sums {
         keep: Option<&Block>,
     ) {
         // SAFETY: register arithmetic, and loads of whole 64-byte chunks of
-        // the planes (ch < N <= 4).
+        // the planes (ch < chunks[k] <= N <= 4).
         unsafe {
             let planes = t.planes.as_ptr();
             let table = |k: usize, ch: usize| (*planes.add(k))[ch].0.as_ptr();
-            let mut d = b.map(|x| vsubq_u8(maxv, x));
-            let zero = vdupq_n_u8(0);
-            let mut v = [[zero; 4]; 3];
-            for k in 0..3 {
-                if chunks[k] > 0 {
-                    lookup4::<true>(table(k, 0), &d, &mut v[k]);
+            let d = b.map(|x| vsubq_u8(maxv, x));
+            for (k, acc) in self.acc16.iter_mut().enumerate() {
+                let n = chunks[k];
+                if n == 0 {
+                    continue;
                 }
-            }
-            for ch in 1..N {
-                let sixty_four = vdupq_n_u8(CHUNK as u8);
-                d = d.map(|x| vsubq_u8(x, sixty_four));
-                for k in 0..3 {
-                    if ch < chunks[k] {
-                        lookup4::<false>(table(k, ch), &d, &mut v[k]);
+                let mut v = [vdupq_n_u8(0); 4];
+                lookup4::<true>(table(k, 0), &d, &mut v);
+                for ch in 1..N {
+                    if ch < n {
+                        let flip = vdupq_n_u8((CHUNK * ch) as u8);
+                        let dc = d.map(|x| veorq_u8(x, flip));
+                        lookup4::<false>(table(k, ch), &dc, &mut v);
                     }
                 }
-            }
-            for (acc, plane) in self.acc16.iter_mut().zip(v) {
-                for (j, x) in plane.into_iter().enumerate() {
+                for (j, x) in v.into_iter().enumerate() {
                     let x = match keep {
                         Some(m) => vandq_u8(x, m[j]),
                         None => x,
