@@ -5,7 +5,9 @@
 //! run each row on its shapes and backends under `qemu-aarch64` with the
 //! instruction-count plugin (`tools/qemu-insn/`) at R and 2R repetitions,
 //! two qemu processes at a time, and write `target/bench/insns.json`,
-//! `target/bench/insns.md` and `target/bench/insns.svg`. `--mca` adds the
+//! `target/bench/insns.md` and `target/bench/insns.svg` (a `--filter` run
+//! replaces its rows in the previous `insns.json` and keeps the others).
+//! `--mca` adds the
 //! llvm-mca loop estimates (see `mca.rs`); `--docs` rewrites the
 //! performance section of `docs/PERFORMANCE.md` and `docs/insns.svg` from
 //! `insns.json` without measuring. `--run [-- ARGS]` just runs `qneon-bench ARGS` under qemu
@@ -249,14 +251,17 @@ fn main_job(binary: &Path, opts: &Options) -> Result {
             opts.bench_args.join(" ")
         ));
     }
-    let report = Report {
+    let json_path = dir.join("insns.json");
+    let mut report = Report {
         qemu,
         reps: REPS,
         rows,
         mca: mca_loops,
         notes,
     };
-    let json_path = dir.join("insns.json");
+    if !opts.bench_args.is_empty() {
+        merge_into_previous(&mut report, &json_path);
+    }
     let md_path = dir.join("insns.md");
     let svg_path = dir.join("insns.svg");
     let md = report.markdown();
@@ -276,6 +281,63 @@ fn main_job(binary: &Path, opts: &Options) -> Result {
         util::PERFORMANCE_DOC
     );
     Ok(())
+}
+
+/// A filtered run updates the rows it measured in the previous report at
+/// `json_path` (same qemu) and keeps the others, so that re-measuring a few
+/// kernels after a change does not throw away the full table that
+/// `--docs` needs. Without a previous report the filtered rows stand alone.
+fn merge_into_previous(report: &mut Report, json_path: &Path) {
+    let Ok(text) = fs::read_to_string(json_path) else {
+        return;
+    };
+    let Ok(previous) = serde_json::from_str(&text)
+        .map_err(|e| e.to_string())
+        .and_then(|v| Report::from_json(&v).map_err(|e| e.to_string()))
+    else {
+        return;
+    };
+    merge(previous, report);
+}
+
+/// `report`'s rows replace the matching rows of `previous` (see
+/// [`merge_into_previous`]); nothing changes if the runs are not comparable.
+fn merge(previous: Report, report: &mut Report) {
+    if previous.qemu != report.qemu || previous.reps != report.reps {
+        return;
+    }
+    let same = |a: &Measured, b: &Measured| {
+        (&a.op, &a.dtype, &a.method, &a.backend, &a.shape)
+            == (&b.op, &b.dtype, &b.method, &b.backend, &b.shape)
+    };
+    let updated = report.rows.len();
+    // The previous order (the tables' order), each re-measured row in its
+    // old place; rows new to the table go at the end.
+    let mut fresh: Vec<Option<Measured>> = report.rows.drain(..).map(Some).collect();
+    let mut rows: Vec<Measured> = previous
+        .rows
+        .into_iter()
+        .map(|old| {
+            fresh
+                .iter_mut()
+                .find(|new| new.as_ref().is_some_and(|new| same(&old, new)))
+                .and_then(Option::take)
+                .unwrap_or(old)
+        })
+        .collect();
+    rows.extend(fresh.into_iter().flatten());
+    report.rows = rows;
+    if report.mca.is_empty() {
+        report.mca = previous.mca;
+    }
+    report.notes = previous
+        .notes
+        .into_iter()
+        .filter(|n| !n.starts_with("rows selected") && !n.starts_with("rows updated"))
+        .collect();
+    report.notes.push(format!(
+        "rows updated by a filtered run: {updated} (the others are from the previous run)"
+    ));
 }
 
 fn write(path: &Path, text: &str) -> Result {
@@ -382,6 +444,66 @@ fn update_docs() -> Result {
 
 #[cfg(test)]
 mod tests {
+    fn measured(op: &str, backend: &str, ipe: f64) -> Measured {
+        Measured {
+            op: op.into(),
+            dtype: "int8".into(),
+            method: "lut".into(),
+            backend: backend.into(),
+            shape: "short".into(),
+            rows: 1,
+            cols: 16,
+            elements: 16,
+            row_wise: true,
+            insns_per_element: ipe,
+        }
+    }
+
+    fn report(rows: Vec<Measured>) -> Report {
+        Report {
+            qemu: "qemu 1".into(),
+            reps: REPS,
+            rows,
+            mca: Vec::new(),
+            notes: vec!["rows selected with `--filter x`".into()],
+        }
+    }
+
+    #[test]
+    fn a_filtered_run_replaces_its_rows_in_place() {
+        let previous = report(vec![
+            measured("softmax", "neon", 1.0),
+            measured("softmax", "scalar", 9.0),
+            measured("tanh", "neon", 2.0),
+        ]);
+        let mut new = report(vec![
+            measured("tanh", "neon", 1.5),
+            measured("logistic", "neon", 0.5),
+        ]);
+        merge(previous.clone(), &mut new);
+        let got: Vec<_> = new
+            .rows
+            .iter()
+            .map(|r| (r.op.as_str(), r.backend.as_str(), r.insns_per_element))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("softmax", "neon", 1.0),
+                ("softmax", "scalar", 9.0),
+                ("tanh", "neon", 1.5),
+                ("logistic", "neon", 0.5)
+            ]
+        );
+        assert_eq!(new.notes.len(), 1, "{:?}", new.notes);
+        assert!(new.notes[0].starts_with("rows updated"));
+        // Another qemu: not comparable, the filtered rows stand alone.
+        let mut other = report(vec![measured("tanh", "neon", 1.5)]);
+        other.qemu = "qemu 2".into();
+        merge(previous, &mut other);
+        assert_eq!(other.rows.len(), 1);
+    }
+
     use super::*;
 
     fn strings(args: &[&str]) -> Vec<String> {

@@ -43,8 +43,9 @@ commands:
                         instructions per element of every op, type, method,
                         backend and shape under qemu (tools/qemu-insn plugin,
                         R and 2R repetitions): writes target/bench/insns.json,
-                        insns.md and insns.svg; --mca adds llvm-mca cycles per
-                        element of the NEON inner loops
+                        insns.md and insns.svg (--filter: its rows replace
+                        theirs in the previous insns.json); --mca adds
+                        llvm-mca cycles per element of the NEON inner loops
   bench --docs          rewrite the performance section of
                         docs/PERFORMANCE.md and docs/insns.svg from
                         target/bench/insns.json (--readme: the old name)
