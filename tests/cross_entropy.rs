@@ -712,9 +712,22 @@ fn bad_inputs_are_errors() {
 // Quantized logits.
 // ---------------------------------------------------------------------------
 
+/// Class counts of the quantized tests: short rows (a pass per element)
+/// and long ones (counted into a histogram first), around the switch.
+const QUANTIZED_CLASSES: [usize; 6] = [1, 7, 255, 256, 300, 4099];
+
 fn quantized_case<T: qneon::QuantElem + Copy>(to_t: impl Fn(i32) -> T, seed: u64) {
+    for classes in QUANTIZED_CLASSES {
+        quantized_case_of::<T>(&to_t, seed, classes);
+    }
+}
+
+fn quantized_case_of<T: qneon::QuantElem + Copy>(
+    to_t: &impl Fn(i32) -> T,
+    seed: u64,
+    classes: usize,
+) {
     let mut rng = Rng(seed);
-    let classes = 300;
     let weights: Vec<f32> = (0..classes).map(|c| (c % 4) as f32 * 0.5).collect();
     for scale in [0.003f32, 0.05, 0.1, 0.5, 3.0] {
         for inner in [1usize, 3] {
@@ -736,6 +749,13 @@ fn quantized_case<T: qneon::QuantElem + Copy>(to_t: impl Fn(i32) -> T, seed: u64
             if let Some(&t) = targets.first() {
                 for c in 0..classes {
                     q[c * inner] = if c == t as usize { T::MAX } else { T::MIN };
+                }
+            }
+            // One position with every logit equal (a single value present).
+            if n * inner > 1 {
+                let (row, j) = (1 / inner, 1 % inner);
+                for c in 0..classes {
+                    q[(row * classes + c) * inner + j] = T::MIN + 77;
                 }
             }
             let logits: Vec<T> = q.iter().map(|&v| to_t(v)).collect();
@@ -763,7 +783,8 @@ fn quantized_case<T: qneon::QuantElem + Copy>(to_t: impl Fn(i32) -> T, seed: u64
                 for (k, (&ours, &(e, _))) in out.iter().zip(&exact).enumerate() {
                     assert!(
                         ulps(ours, e) <= LOSS_ULPS,
-                        "{} scale {scale} inner {inner} eps {eps} [{k}]: {ours} vs {e}",
+                        "{} classes {classes} scale {scale} inner {inner} eps {eps} [{k}]: \
+                         {ours} vs {e}",
                         T::NAME
                     );
                 }

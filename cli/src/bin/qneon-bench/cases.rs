@@ -164,7 +164,61 @@ pub(crate) fn quant_cases<'a, T: QuantElem>() -> Result<Vec<Case<'a, T>>, String
         pot_scale_cases(&mut cases, softmax_out)?;
     }
     thresholded_cases(&mut cases, q_in, softmax_out)?;
+    if T::NAME != "int16" {
+        cases.push(Case {
+            op: "cross_entropy",
+            method: "table",
+            row_wise: true,
+            kernel: quantized_cross_entropy_kernel::<T>(q_in),
+        });
+    }
     Ok(cases)
+}
+
+/// `qneon::loss::CrossEntropy::quantized` on 8-bit logits (method `table`:
+/// its exps come from a per-op table of `d = max - q`): rows of `row_len`
+/// classes, reduction sum, targets as in [`cross_entropy_kernel`] (kept
+/// between calls); the loss's integer part into `y[0]`, nothing else
+/// written.
+fn quantized_cross_entropy_kernel<'a, T: QuantElem>(q_in: QuantParams) -> Kernel<'a, T> {
+    use qneon::loss::{CrossEntropy, QuantizedCrossEntropy, Reduction};
+    use std::cell::RefCell;
+    struct State<T: QuantElem> {
+        /// (backend, row length) the op and targets were made for.
+        key: Option<(Backend, usize, usize)>,
+        op: Option<QuantizedCrossEntropy<'static, T>>,
+        targets: Vec<i64>,
+    }
+    let state = RefCell::new(State::<T> {
+        key: None,
+        op: None,
+        targets: Vec::new(),
+    });
+    Box::new(move |b, x: &[T], y: &mut [T], row_len| {
+        let rows = x.len() / row_len;
+        let mut st = state.borrow_mut();
+        // Prepared once (its table of 256 exps is new()'s work, not the
+        // kernel's), outside the repetitions' difference.
+        if st.key != Some((b, row_len, rows)) {
+            st.op = Some(
+                CrossEntropy::new(row_len)?
+                    .reduction(Reduction::Sum)
+                    .backend(b)?
+                    .quantized::<T>(q_in)?,
+            );
+            st.targets = (0..rows).map(|r| ((r * 7919) % row_len) as i64).collect();
+            st.key = Some((b, row_len, rows));
+        }
+        let State { op, targets, .. } = &*st;
+        let mut loss = [0f32];
+        op.as_ref()
+            .expect("prepared above")
+            .forward(x, targets, 1, &mut loss)?;
+        if let Some(first) = y.first_mut() {
+            *first = T::from_i32((loss[0] as i32).clamp(T::MIN, T::MAX));
+        }
+        Ok(())
+    })
 }
 
 /// Threshold of the `thresholded_logistic` rows: on the N(0, 3) logits at
