@@ -270,26 +270,15 @@ pub(crate) fn log_softmax_row<L: Lane, const N: usize, const M: usize>(x: &[f32]
         return;
     }
     let mv = L::splat(mx);
-    let mut s = [L::wide_zero(); M];
-    // SAFETY: `x` is readable for its length.
-    unsafe {
-        read_blocks(x, f32::NEG_INFINITY, |p| {
-            for k in 0..N {
-                // SAFETY: the block has N * WIDTH elements.
-                let e = exp_kernel(L::load(p.add(k * L::WIDTH)).sub(mv));
-                s[k % M] = L::wide_add(s[k % M], e.widen());
-            }
-        })
-    }
-    let lse = L::splat(ln_to_f32(L::wide_reduce_add(tree(s, L::wide_add))));
+    let lse = L::splat(ln_to_f32(sum_of_exps_row::<L, N, M>(x, mx)));
     // SAFETY: x and y have the same length and are distinct borrows.
     unsafe { map::<L, N>(x.as_ptr(), y.as_mut_ptr(), x.len(), |v| v.sub(mv).sub(lse)) }
 }
 
 /// The sum of `e^(x - mx)` over a row as [`softmax_two_pass_row`] forms it
 /// (the same blocks, lanes and `M` wide accumulators, so the same `f64`),
-/// without storing the exps: for the thresholded softmax, which computes
-/// outputs only where they are kept.
+/// without storing the exps: for log-softmax, and for the thresholded
+/// softmax, which computes outputs only where they are kept.
 #[inline(always)]
 pub(crate) fn sum_of_exps_row<L: Lane, const N: usize, const M: usize>(x: &[f32], mx: f32) -> f64 {
     debug_assert_eq!(N, 4 * M);
