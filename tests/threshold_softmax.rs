@@ -14,11 +14,13 @@ use qneon::{
 
 const METHODS: [Method; 3] = [Method::FixedPoint, Method::Lut, Method::DequantF32];
 
+/// The backends checked: scalar on the host, NEON under qemu (the scalar
+/// backend is the same portable code on both machines; running it again
+/// under emulation only costs CI time).
 fn backends() -> Vec<Backend> {
-    let b: Vec<Backend> = Backend::available().collect();
     #[cfg(target_arch = "aarch64")]
-    assert!(b.contains(&Backend::Neon), "NEON must run on aarch64");
-    b
+    assert!(Backend::Neon.is_available(), "NEON must run on aarch64");
+    vec![Backend::best()]
 }
 
 struct Rng(u64);
