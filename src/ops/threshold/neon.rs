@@ -204,23 +204,24 @@ pub(crate) fn scan_f32(row: &[f32], bound: f32, mut f: impl FnMut(usize, f32)) {
     }
 }
 
-/// The 8-bit thresholded logistic where every input at or above `bound`
-/// passes: `out[n] = (i, table[row[i]])` for every such `i`, in index
-/// order, while `out` has room; returns the number of hits (all of them,
-/// written or not). The hit loop keeps the count in a register and writes
-/// without a capacity check while a whole 64-byte block's hits fit.
+/// Writes `make(i, row[i])` for every byte with `row[i] >= bound` (as `i8`
+/// if `SIGNED`; `bound` above the type's minimum) for which it is `Some`,
+/// in index order, into `out` from `count` on while `out` has room, and
+/// returns the new count (of all of them, written or not). The hit loop
+/// keeps the count in a register and writes without a capacity check while
+/// a whole 64-byte block's hits fit.
 #[inline(always)]
-pub(crate) fn table_hits<T: crate::elem::QuantElem, const SIGNED: bool>(
+pub(crate) fn hits_bytes<H, const SIGNED: bool>(
     row: &[u8],
     bound: u8,
-    table: &[T; 256],
-    out: &mut [super::Hit<T>],
+    out: &mut [H],
+    mut count: usize,
+    mut make: impl FnMut(usize, u8) -> Option<H>,
 ) -> usize {
     let n = row.len();
     let p = row.as_ptr();
     let cap = out.len();
     let o = out.as_mut_ptr();
-    let mut count = 0usize;
     // SAFETY: register arithmetic.
     let b = unsafe { vdupq_n_u8(bound) };
     // Hits of one 16-lane chunk at `base`; `CHECKED` bounds each write.
@@ -232,16 +233,14 @@ pub(crate) fn table_hits<T: crate::elem::QuantElem, const SIGNED: bool>(
                 // SAFETY: lane l passed, so it is one of the chunk's lanes
                 // inside the row (or the tail buffer's copy of them).
                 let x = unsafe { $chunk.add(l).read() };
-                let hit = super::Hit {
-                    index: ($base + l) as u32,
-                    value: table[x as usize],
-                };
-                if !$checked || count < cap {
-                    // SAFETY: count < cap: checked here, or by the caller
-                    // of the unchecked form for the whole block.
-                    unsafe { o.add(count).write(hit) };
+                if let Some(hit) = make($base + l, x) {
+                    if !$checked || count < cap {
+                        // SAFETY: count < cap: checked here, or by the
+                        // caller of the unchecked form for the whole block.
+                        unsafe { o.add(count).write(hit) };
+                    }
+                    count += 1;
                 }
-                count += 1;
                 bits &= bits - 1;
             }
         }};
@@ -264,6 +263,7 @@ pub(crate) fn table_hits<T: crate::elem::QuantElem, const SIGNED: bool>(
             )
         };
         if any != 0 {
+            // At most 64 hits per block.
             let room = count + 64 <= cap;
             for (k, &mk) in m.iter().enumerate() {
                 let at = i + 16 * k;
@@ -292,4 +292,23 @@ pub(crate) fn table_hits<T: crate::elem::QuantElem, const SIGNED: bool>(
         });
     }
     count
+}
+
+/// The 8-bit thresholded logistic where every input at or above `bound`
+/// passes: `out[n] = (i, table[row[i]])` for every such `i`, in index
+/// order, while `out` has room; returns the number of hits (all of them,
+/// written or not).
+#[inline(always)]
+pub(crate) fn table_hits<T: crate::elem::QuantElem, const SIGNED: bool>(
+    row: &[u8],
+    bound: u8,
+    table: &[T; 256],
+    out: &mut [super::Hit<T>],
+) -> usize {
+    hits_bytes::<_, SIGNED>(row, bound, out, 0, |i, x| {
+        Some(super::Hit {
+            index: i as u32,
+            value: table[x as usize],
+        })
+    })
 }
