@@ -221,6 +221,43 @@ impl Model {
     }
 }
 
+impl Model {
+    /// [`Method::Lut`]: `D` from the sum bounds for a row of `scale`, with
+    /// `pass(t)` saying whether the row's output of the table entry `t`
+    /// passes (`Some(None)`: no `d` does; `None`: the guess did not check
+    /// out, or not a `Lut` model, and [`d_max`](Self::d_max) must search).
+    /// Not clamped to the row's `d_limit`.
+    #[inline(always)]
+    pub(super) fn lut_bound(
+        &self,
+        scale: RowScale,
+        pass: impl Fn(u16) -> bool,
+    ) -> Option<Option<usize>> {
+        match (self, scale) {
+            (
+                Model::Lut {
+                    suffix_max,
+                    sum_bound,
+                    ..
+                },
+                RowScale::Lut(_, _, sum),
+            ) => checked_guess(sum_bound, sum, |d| pass(suffix_max[d])),
+            _ => None,
+        }
+    }
+}
+
+/// [`Method::Lut`]'s output `lut.output(t, m, -e)` (before the clamp to
+/// the element type) for a row shift `-e` below 0: `t * m` rounded to
+/// Q0.31 (`t < 2^16` and `m < 2^31` cannot saturate), then rounded right
+/// by `e` (at most 62; from 17 on every `t` gives 0). Checked against
+/// `SoftmaxLut::output` for every `t` by the tests below.
+#[inline(always)]
+pub(super) fn lut_value(t: u16, m: i32, e: u32, zero_point: i32) -> i32 {
+    let high = (t as i64 * m as i64 + (1 << 30)) >> 31;
+    ((high + (1i64 << (e - 1))) >> e) as i32 + zero_point
+}
+
 /// For every `d`, the largest row sum in `lo..=hi` with `passes(s[d], sum)`
 /// (by bisection, which takes `passes` to be false from some sum on), or 0
 /// when `lo` fails already. Equal suffix maxima share the search.
@@ -536,6 +573,53 @@ mod tests {
                 }
                 assert!(settled, "in_scale {in_scale} threshold {threshold}");
             }
+        }
+    }
+
+    /// The Lut requantization for negative shifts equals
+    /// `SoftmaxLut::output` for every `t`, at sums giving shifts from -7 to
+    /// -31 (beyond, the multiplier is flushed to 0 with shift 0, and the
+    /// kernel takes the general requantization), both zero points.
+    #[test]
+    #[cfg(feature = "std")]
+    #[cfg_attr(miri, ignore = "every t at hundreds of sums")]
+    fn lut_value_equals_the_reference_output() {
+        use crate::ops::softmax::lut::SoftmaxLut;
+        let mut state = 0x1234_5678_9abc_def1u64;
+        for zp in [-128, 0] {
+            let out = QuantParams::new(1.0 / 256.0, zp);
+            let lut = SoftmaxLut::new::<i8>(0.1, 1.0, out);
+            let sums = (0..58)
+                .map(|k| 65535u64 << k)
+                .chain((0..58).map(|k| (65535u64 << k) + 1))
+                .chain((0..200).map(|_| {
+                    state ^= state << 13;
+                    state ^= state >> 7;
+                    state ^= state << 17;
+                    65535 + (state >> (state % 44 + 20))
+                }));
+            let mut shifts = std::collections::BTreeSet::new();
+            let mut flushed = false;
+            for sum in sums {
+                let (m, shift) = lut.row_multiplier(sum);
+                if shift >= 0 {
+                    // A flushed multiplier (shift below -31): the general
+                    // requantization takes these rows.
+                    assert_eq!(m, 0, "sum {sum}");
+                    flushed = true;
+                    continue;
+                }
+                shifts.insert(shift);
+                let e = shift.unsigned_abs().min(62);
+                for t in 0..=u16::MAX {
+                    assert_eq!(
+                        super::lut_value(t, m, e, zp),
+                        lut.output(t, m, shift),
+                        "t {t} sum {sum}"
+                    );
+                }
+            }
+            assert!(shifts.contains(&-7) && shifts.contains(&-31) && flushed);
         }
     }
 

@@ -16,6 +16,8 @@
 //! `max - d_max` are skipped by the scan, the others get their exact output
 //! and the check.
 
+#[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+use super::model::lut_value;
 use super::model::{Model, RowScale};
 use super::topk::keep;
 use super::{check_index_range, check_threshold, code_bound, scan, RowHit, Sink};
@@ -253,47 +255,84 @@ impl<T: QuantElem> ThresholdedSoftmax<T> {
         hits: &mut [RowHit<T>],
     ) -> usize {
         use crate::ops::softmax::lut_neon::rows_max_sum;
-        let c = self.code_bound;
         let mut count = 0;
         rows_max_sum::<SIGNED>(lut, bytes, row_len, |r, max_byte, sum| {
-            let (m, shift) = lut.row_multiplier(sum);
-            let max = if SIGNED {
-                max_byte as i8 as i32
-            } else {
-                max_byte as i32
-            };
-            let scale = RowScale::Lut(m, shift, sum);
-            let Some(d_max) = self.model.d_max::<T>(scale, c, (max - T::MIN) as usize) else {
-                return;
-            };
-            let bound = max - d_max as i32;
             let row = &bytes[r * row_len..(r + 1) * row_len];
-            // d = max - x as bytes (the same for int8 and uint8).
-            let make = |i: usize, x: u8| {
-                let t = lut.exp[max_byte.wrapping_sub(x) as usize];
-                let v = T::saturate(lut.output(t, m, shift));
-                (v.to_i32() >= c).then_some(RowHit {
-                    row: r as u32,
-                    index: i as u32,
-                    value: v,
-                })
-            };
-            if bound > T::MIN {
-                count = super::neon::hits_bytes::<_, SIGNED>(row, bound as u8, hits, count, make);
+            let (m, shift) = lut.row_multiplier(sum);
+            let zp = lut.output_zero_point;
+            let scale = RowScale::Lut(m, shift, sum);
+            count = if shift < 0 {
+                // Every row but those whose multiplier is flushed to 0
+                // (shift 0), beyond a shift of -31.
+                let e = shift.unsigned_abs().min(62);
+                let value = |t: u16| T::saturate(lut_value(t, m, e, zp));
+                self.lut_row::<SIGNED>(row, r, max_byte, scale, value, hits, count)
             } else {
-                // Every element is a candidate (the scan's padding could
-                // not be told from the row).
-                for (i, &x) in row.iter().enumerate() {
-                    if let Some(hit) = make(i, x) {
-                        if let Some(slot) = hits.get_mut(count) {
-                            *slot = hit;
-                        }
-                        count += 1;
-                    }
-                }
-            }
+                let value = |t: u16| T::saturate(lut.output(t, m, shift));
+                self.lut_row::<SIGNED>(row, r, max_byte, scale, value, hits, count)
+            };
         });
         count
+    }
+
+    /// The hits of one row of `lut_hits` (the count after them), `value`
+    /// the row's output of a table entry `t`.
+    #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn lut_row<const SIGNED: bool>(
+        &self,
+        row: &[u8],
+        r: usize,
+        max_byte: u8,
+        scale: RowScale,
+        value: impl Fn(u16) -> T,
+        hits: &mut [RowHit<T>],
+        mut count: usize,
+    ) -> usize {
+        let Model::Lut { lut, .. } = &self.model else {
+            return count;
+        };
+        let c = self.code_bound;
+        let max = if SIGNED {
+            max_byte as i8 as i32
+        } else {
+            max_byte as i32
+        };
+        let d_limit = (max - T::MIN) as usize;
+        let pass = |t: u16| value(t).to_i32() >= c;
+        let d_max = match self.model.lut_bound(scale, pass) {
+            Some(d) => d.map(|d| d.min(d_limit)),
+            None => self.model.d_max::<T>(scale, c, d_limit),
+        };
+        let Some(d_max) = d_max else {
+            return count;
+        };
+        let bound = max - d_max as i32;
+        // d = max - x as bytes (the same for int8 and uint8).
+        let make = |i: usize, x: u8| {
+            let v = value(lut.exp[max_byte.wrapping_sub(x) as usize]);
+            (v.to_i32() >= c).then_some(RowHit {
+                row: r as u32,
+                index: i as u32,
+                value: v,
+            })
+        };
+        if bound > T::MIN {
+            super::neon::hits_bytes::<_, SIGNED, true>(row, bound as u8, hits, count, make)
+        } else {
+            // Every element is a candidate (the scan's padding could not be
+            // told from the row).
+            for (i, &x) in row.iter().enumerate() {
+                if let Some(hit) = make(i, x) {
+                    if let Some(slot) = hits.get_mut(count) {
+                        *slot = hit;
+                    }
+                    count += 1;
+                }
+            }
+            count
+        }
     }
 
     /// `rows` on NEON: the kernels' own maximum and sum passes.
