@@ -37,7 +37,7 @@ impl Rng {
             .map(|i| {
                 let v = if i < 256 && n >= 256 {
                     T::MIN + ((i * 97) % 256) as i32
-                } else if self.next() % 4 == 0 {
+                } else if self.next().is_multiple_of(4) {
                     T::MIN + (self.next() % 256) as i32
                 } else {
                     T::MAX - (self.next() % 48) as i32

@@ -227,6 +227,10 @@ impl Model {
     /// passes (`Some(None)`: no `d` does; `None`: the guess did not check
     /// out, or not a `Lut` model, and [`d_max`](Self::d_max) must search).
     /// Not clamped to the row's `d_limit`.
+    #[cfg_attr(
+        not(all(target_arch = "aarch64", target_feature = "neon")),
+        allow(dead_code)
+    )]
     #[inline(always)]
     pub(super) fn lut_bound(
         &self,
@@ -252,6 +256,10 @@ impl Model {
 /// Q0.31 (`t < 2^16` and `m < 2^31` cannot saturate), then rounded right
 /// by `e` (at most 62; from 17 on every `t` gives 0). Checked against
 /// `SoftmaxLut::output` for every `t` by the tests below.
+#[cfg_attr(
+    not(all(target_arch = "aarch64", target_feature = "neon")),
+    allow(dead_code)
+)]
 #[inline(always)]
 pub(super) fn lut_value(t: u16, m: i32, e: u32, zero_point: i32) -> i32 {
     let high = (t as i64 * m as i64 + (1 << 30)) >> 31;
