@@ -294,6 +294,19 @@ pub(crate) fn hits_bytes<H, const SIGNED: bool, const SPARSE: bool>(
                     count += 1;
                 }
                 bits &= bits - 1;
+                // SAFETY: an empty asm block (a comment) that only claims
+                // to change `bits`, a register: it keeps LLVM from turning
+                // this loop into a popcount-counted one, which costs a
+                // popcount per block and a second counter per hit (the
+                // thresholded logistic at 10% passing: 1.71 -> 1.52
+                // instructions per element without it).
+                unsafe {
+                    core::arch::asm!(
+                        "// {0}",
+                        inout(reg) bits,
+                        options(pure, nomem, nostack, preserves_flags),
+                    )
+                };
             }
         }};
     }
