@@ -359,3 +359,26 @@ pub(crate) fn table_hits<T: crate::elem::QuantElem, const SIGNED: bool>(
         })
     })
 }
+
+/// [`table_hits`] on int8 inputs as bytes, outputs as bytes: out of line,
+/// compiled once in the library and named for the asm checks.
+#[inline(never)]
+pub(crate) fn logistic_hits_i8(
+    row: &[u8],
+    bound: u8,
+    table: &[u8; 256],
+    out: &mut [super::Hit<u8>],
+) -> usize {
+    table_hits::<u8, true>(row, bound, table, out)
+}
+
+/// [`table_hits`] on uint8 inputs.
+#[inline(never)]
+pub(crate) fn logistic_hits_u8(
+    row: &[u8],
+    bound: u8,
+    table: &[u8; 256],
+    out: &mut [super::Hit<u8>],
+) -> usize {
+    table_hits::<u8, false>(row, bound, table, out)
+}
