@@ -17,8 +17,9 @@
 //! methods' requantizations), so `B` does not increase with `d` and the
 //! guess is `D`; but the check makes the answer exact whether or not that
 //! holds: `pass(g) && !pass(g + 1)` with `pass` a prefix is `D` itself.
-//! The fallback (taken by no row of the tests' tables, and by `f32` rows,
-//! whose sums are not integers) inverts the requantization to estimate the
+//! The fallback (taken by none of the rows the unit tests below try at
+//! every sum bound and at random sums, and by `f32` rows, whose sums are not
+//! integers) inverts the requantization to estimate the
 //! smallest passing exp, settles it by evaluating outputs, and bisects the
 //! suffix maxima.
 
@@ -536,8 +537,8 @@ mod tests {
     /// Input scales (beta 1) spanning the full and split Lut tables, and
     /// thresholds from 0 (all pass) to 1 (none): the bound equals the
     /// linear search at every sum bound and its neighbours, at random sums
-    /// up to 2^63, and at every sum of the first 2^17 above the smallest;
-    /// the sum bounds' guess settles every one of those rows.
+    /// up to 2^63, and at each of the first `sums_exhaustive` sums; the sum
+    /// bounds' guess settles every row at the bounds and the random sums.
     fn sweep<T: QuantElem>(method: Method, out: QuantParams, sums_exhaustive: u64) {
         let mut state = 0x2545_f491_4f6c_dd1du64;
         let mut random = move || {
