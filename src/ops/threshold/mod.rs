@@ -56,6 +56,8 @@
 
 mod logistic;
 mod model;
+#[cfg(test)]
+mod model_tests;
 #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
 mod neon;
 mod scalar;
