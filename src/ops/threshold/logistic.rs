@@ -56,6 +56,13 @@ pub struct ThresholdedLogistic<T: QuantElem> {
     monotone: bool,
     /// int8/uint8: the output of every input, by the input's byte.
     table: [T; 256],
+    /// `table` as bytes, for the NEON kernels (which see int8 and uint8
+    /// alike as bytes).
+    #[cfg_attr(
+        not(all(target_arch = "aarch64", target_feature = "neon")),
+        allow(dead_code)
+    )]
+    table_bytes: [u8; 256],
     backend: Backend,
 }
 
@@ -100,6 +107,7 @@ impl<T: QuantElem> ThresholdedLogistic<T> {
             }
             x += n as i32;
         }
+        let table_bytes = table.map(|y| y.to_i32() as u8);
         Ok(ThresholdedLogistic {
             op,
             threshold,
@@ -107,6 +115,7 @@ impl<T: QuantElem> ThresholdedLogistic<T> {
             input_bound,
             monotone,
             table,
+            table_bytes,
             backend: Backend::best(),
         })
     }
@@ -184,7 +193,7 @@ impl<T: QuantElem> ThresholdedLogistic<T> {
     }
 
     /// 8-bit, NEON, every candidate passing: the fused scan-and-write
-    /// kernel (`neon::table_hits`; the same hits as the general path).
+    /// kernel (`neon::logistic_hits_i8`/`_u8`; the same hits as the general path).
     #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
     fn run_neon_table(&self, input: &[T], hits: &mut [Hit<T>]) -> Result<usize> {
         use crate::elem::view;
@@ -205,10 +214,19 @@ impl<T: QuantElem> ThresholdedLogistic<T> {
             let Some((bytes, _)) = view(input, &mut []).bytes() else {
                 return Err(crate::checks::not_int16());
             };
+            debug_assert!(core::mem::size_of::<Hit<T>>() == core::mem::size_of::<Hit<u8>>());
+            // SAFETY: T is int8 or uint8 here (256 values): one byte like
+            // u8, so the repr(C) Hit<T> and Hit<u8> have one layout, and
+            // every byte the kernel writes as a value is a valid T (the
+            // byte of the T it was taken from). The slice is `hits`
+            // itself, for as long as this borrow.
+            let out = unsafe {
+                core::slice::from_raw_parts_mut(hits.as_mut_ptr().cast::<Hit<u8>>(), hits.len())
+            };
             if T::MIN < 0 {
-                super::neon::table_hits::<T, true>(bytes, bound as i8 as u8, &self.table, hits)
+                super::neon::logistic_hits_i8(bytes, bound as i8 as u8, &self.table_bytes, out)
             } else {
-                super::neon::table_hits::<T, false>(bytes, bound as u8, &self.table, hits)
+                super::neon::logistic_hits_u8(bytes, bound as u8, &self.table_bytes, out)
             }
         };
         if count <= hits.len() {

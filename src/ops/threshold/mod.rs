@@ -55,6 +55,9 @@
 //! per element of the input, only per hit.
 
 mod logistic;
+mod model;
+#[cfg(test)]
+mod model_tests;
 #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
 mod neon;
 mod scalar;

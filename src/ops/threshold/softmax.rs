@@ -10,243 +10,30 @@
 //! (prepared for every `d` in `new()`) and `out` non-decreasing for the
 //! row's reciprocal. `w` itself is not assumed monotone: `new()` keeps its
 //! suffix maxima `W(d) = max(w(d..))`, and `out(W(d)) < c` proves that no
-//! `d' >= d` passes. Per row, the smallest passing exp `w_c` is estimated
-//! by inverting the requantization and settled by evaluating the output
-//! (two evaluations when the estimate is right); the largest `d` with
-//! `W(d) >= w_c` bounds the input: elements below `max - d_max` are skipped
-//! by the scan, the others get their exact output and the check.
+//! `d' >= d` passes. Per row, the largest `d` that can pass bounds the
+//! input (`model.rs`: looked up from the row's sum in bounds `new()`
+//! prepared, checked with two outputs, else searched): elements below
+//! `max - d_max` are skipped by the scan, the others get their exact output
+//! and the check.
 
+#[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+use super::model::lut_value;
+use super::model::{Model, RowScale};
 use super::topk::keep;
 use super::{check_index_range, check_threshold, code_bound, scan, RowHit, Sink};
 use crate::backend::Backend;
 use crate::checks::check_rows;
 use crate::elem::{ElemKind, QuantElem};
 use crate::error::{Error, Result};
-use crate::f32::{exp_kernel, Lane, BLOCK};
-use crate::fixedpoint::Q0_31;
-use crate::ops::dequant_f32::{round_half_away, sum_of_exps, QuantLanes};
-use crate::ops::softmax::f32::SoftmaxF32;
+use crate::f32::BLOCK;
+use crate::ops::dequant_f32::{sum_of_exps, QuantLanes};
+#[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
 use crate::ops::softmax::lut::SoftmaxLut;
-use crate::ops::softmax::params::SoftmaxParams;
 use crate::ops::{Method, Softmax};
 use crate::quant::QuantParams;
 
 /// The op's name in errors.
 const OP: &str = "thresholded softmax";
-
-/// What an element's output is made of, per method, for every `d`.
-#[allow(clippy::large_enum_variant)]
-#[derive(Clone, Debug)]
-enum Model {
-    /// [`Method::FixedPoint`]: the reference's exps `e(d)` (Q0.31) and sum
-    /// terms (Q12.19).
-    Fixed {
-        p: SoftmaxParams,
-        exp: [i32; 256],
-        term: [u32; 256],
-        suffix_max: [i32; 256],
-    },
-    /// [`Method::Lut`]: TFLite's table `t(d)` (units of 2^-16).
-    #[cfg_attr(not(feature = "std"), allow(dead_code))]
-    Lut {
-        lut: SoftmaxLut,
-        suffix_max: [u16; 256],
-    },
-    /// [`Method::DequantF32`]: `exp(-d * c)` as the kernel computes it.
-    F32 {
-        k: SoftmaxF32,
-        exp: [f32; 256],
-        suffix_max: [f32; 256],
-    },
-}
-
-/// A row's reciprocal of its sum, per method.
-#[derive(Clone, Copy, Debug)]
-enum RowScale {
-    /// Q0.31 scale and output exponent (`SoftmaxParams::reciprocal`).
-    Fixed(i32, u32),
-    /// Q0.31 multiplier and shift (`SoftmaxLut::row_multiplier`).
-    Lut(i32, i32),
-    /// `(1 / output_scale) / sum`.
-    F32(f32),
-}
-
-/// Suffix maxima of `w` (`s[d] = max(w[d..])`).
-fn suffix_max<W: Copy + PartialOrd>(w: &[W; 256]) -> [W; 256] {
-    let mut s = *w;
-    for d in (0..255).rev() {
-        if s[d + 1] > s[d] {
-            s[d] = s[d + 1];
-        }
-    }
-    s
-}
-
-impl Model {
-    /// The output code of `T` at `d` in a row of reciprocal `scale`.
-    #[inline(always)]
-    fn out<T: QuantElem>(&self, scale: RowScale, d: usize) -> i32 {
-        let q = match (self, scale) {
-            (Model::Fixed { p, exp, .. }, RowScale::Fixed(r, n)) => {
-                p.output(Q0_31::from_raw(exp[d]), r, n)
-            }
-            (Model::Lut { lut, .. }, RowScale::Lut(m, shift)) => lut.output(lut.exp[d], m, shift),
-            (Model::F32 { k, exp, .. }, RowScale::F32(r)) => {
-                round_half_away(exp[d] * r).saturating_add(k.output_zero_point)
-            }
-            _ => unreachable_scale(),
-        };
-        T::saturate(q).to_i32()
-    }
-}
-
-impl Model {
-    /// The largest `d <= d_limit` for which some `d' >= d` passes (an
-    /// output code of at least `c`), or `None` if not even `d = 0` passes.
-    ///
-    /// The output is non-decreasing in the exp `w` for a fixed row, so the
-    /// passing exps are those from the smallest passing one, `w_c`; it is
-    /// estimated by inverting the requantization and settled exactly by
-    /// evaluating the output at the estimate and below it (usually two
-    /// evaluations). Then `d` passes-or-beyond iff `suffix_max[d] >= w_c`,
-    /// found by bisecting the suffix maxima (which do not increase).
-    #[inline(always)]
-    fn d_max<T: QuantElem>(&self, scale: RowScale, c: i32, d_limit: usize) -> Option<usize> {
-        match (self, scale) {
-            (Model::Fixed { p, suffix_max, .. }, RowScale::Fixed(r, n)) => {
-                let out = |e: i32| T::saturate(p.output(Q0_31::from_raw(e), r, n)).to_i32();
-                // out(e) ~ e r 2^-(31 + n) + zp: e >= (k - 1/2) 2^(31 + n) / r.
-                let k = (c - p.output_zero_point) as i128;
-                let estimate = if k <= 0 || n > 40 {
-                    0
-                } else {
-                    (((2 * k - 1) << (30 + n)) / r.max(1) as i128).clamp(0, i32::MAX as i128) as i32
-                };
-                let w_c = settle(estimate as u64, i32::MAX as u64, |e| out(e as i32) >= c)? as i32;
-                last_at_least(suffix_max, w_c, d_limit)
-            }
-            (Model::Lut { lut, suffix_max }, RowScale::Lut(m, shift)) => {
-                let out = |t: u16| T::saturate(lut.output(t, m, shift)).to_i32();
-                // out(t) ~ t m 2^(shift - 31) + zp: t >= (k - 1/2) 2^(31 - shift) / m.
-                // In f64 (the method computes its row multiplier in f32
-                // anyway): an i128 division would cost more than the search.
-                let k = c - lut.output_zero_point;
-                let estimate = if k <= 0 {
-                    0
-                } else {
-                    let e = (2 * k - 1) as f64 * pow2(30 - shift) / m.max(1) as f64;
-                    e.clamp(0.0, 65535.0) as u16
-                };
-                let w_c = settle(estimate as u64, 65535, |t| out(t as u16) >= c)? as u16;
-                last_at_least(suffix_max, w_c, d_limit)
-            }
-            (Model::F32 { k, suffix_max, .. }, RowScale::F32(r)) => {
-                let out = |e: f32| {
-                    T::saturate(round_half_away(e * r).saturating_add(k.output_zero_point)).to_i32()
-                };
-                // out(e) ~ e r + zp: e >= (c - zp - 1/2) / r (exps are >= 0).
-                let estimate = ((c - k.output_zero_point) as f32 - 0.5) / r;
-                let estimate = if estimate.is_finite() {
-                    estimate.max(0.0)
-                } else {
-                    0.0
-                };
-                // Non-negative floats order as their bits.
-                let rank = |w: u64| f32::from_bits(w as u32);
-                let max = f32::MAX.to_bits() as u64;
-                let w_c = rank(settle(estimate.to_bits() as u64, max, |w| {
-                    out(rank(w)) >= c
-                })?);
-                last_at_least(suffix_max, w_c, d_limit)
-            }
-            _ => None,
-        }
-    }
-}
-
-/// `2^e` for `e` in `-1022..=1023` (exact, from the exponent bits).
-#[inline(always)]
-fn pow2(e: i32) -> f64 {
-    f64::from_bits(((e.clamp(-1022, 1023) + 1023) as u64) << 52)
-}
-
-/// The smallest rank `w` in `0..=max` with `passes(w)` (monotone: false,
-/// then true), or `None`: from an estimate, doubling steps down or up until
-/// the answer is bracketed, then bisection (two evaluations when the
-/// estimate is right).
-#[inline(always)]
-fn settle(estimate: u64, max: u64, passes: impl Fn(u64) -> bool) -> Option<u64> {
-    let e = estimate.min(max);
-    // lo fails (or is "below 0"), hi passes.
-    let (mut lo, mut hi);
-    let mut step = 1;
-    if passes(e) {
-        hi = e;
-        loop {
-            if hi == 0 {
-                return Some(0);
-            }
-            let probe = hi.saturating_sub(step);
-            if passes(probe) {
-                hi = probe;
-                step *= 2;
-            } else {
-                lo = probe;
-                break;
-            }
-        }
-    } else {
-        lo = e;
-        loop {
-            if lo == max {
-                return None;
-            }
-            let probe = lo.saturating_add(step).min(max);
-            if passes(probe) {
-                hi = probe;
-                break;
-            }
-            lo = probe;
-            step *= 2;
-        }
-    }
-    while hi - lo > 1 {
-        let mid = lo + (hi - lo) / 2;
-        if passes(mid) {
-            hi = mid;
-        } else {
-            lo = mid;
-        }
-    }
-    Some(hi)
-}
-
-/// The largest `d <= d_limit` with `s[d] >= w` (`s` non-increasing), or
-/// `None` if `s[0] < w`.
-#[inline(always)]
-fn last_at_least<W: Copy + PartialOrd>(s: &[W; 256], w: W, d_limit: usize) -> Option<usize> {
-    if s[0].partial_cmp(&w).is_none_or(|o| o.is_lt()) {
-        return None;
-    }
-    // s[lo] >= w; hi fails or is past the limit.
-    let (mut lo, mut hi) = (0usize, d_limit.min(255) + 1);
-    while hi - lo > 1 {
-        let mid = lo + (hi - lo) / 2;
-        if s[mid] >= w {
-            lo = mid;
-        } else {
-            hi = mid;
-        }
-    }
-    Some(lo)
-}
-
-/// A row scale of another method than the model's: `rows` makes none.
-#[cold]
-fn unreachable_scale() -> i32 {
-    debug_assert!(false, "row scale of another method");
-    i32::MIN
-}
 
 /// Quantized int8/uint8 softmax keeping, per row, the outputs at or above a
 /// probability threshold and/or the `k` largest, as `(row, index, value)`
@@ -291,51 +78,7 @@ impl<T: QuantElem> ThresholdedSoftmax<T> {
         }
         let threshold = threshold.map(|t| check_threshold(OP, t)).transpose()?;
         let code_bound = threshold.map_or(T::MIN, |t| code_bound::<T>(output, t));
-        let model = match method {
-            Method::FixedPoint => {
-                let p = SoftmaxParams::new::<T>(input, beta, output)?;
-                let mut exp = [0i32; 256];
-                let mut term = [0u32; 256];
-                for d in 0..256 {
-                    let diff = -(d as i32);
-                    // The reference's condition and functions (softmax/scalar.rs).
-                    if diff >= p.diff_min {
-                        exp[d] = p.exp_of_diff(diff).raw();
-                    }
-                    term[d] = p.sum_term(Q0_31::from_raw(exp[d])) as u32;
-                }
-                let suffix_max = suffix_max(&exp);
-                Model::Fixed {
-                    p,
-                    exp,
-                    term,
-                    suffix_max,
-                }
-            }
-            #[cfg(feature = "std")]
-            Method::Lut => {
-                let lut = SoftmaxLut::new::<T>(input.scale, beta, output);
-                let suffix_max = suffix_max(&lut.exp);
-                Model::Lut { lut, suffix_max }
-            }
-            Method::DequantF32 => {
-                let k = SoftmaxF32::new(input, beta, output);
-                let mut exp = [0f32; 256];
-                for (d, e) in exp.iter_mut().enumerate() {
-                    // As exp_block: (q - max) as f32, times c, exp_kernel.
-                    *e = exp_kernel((-(d as i32) as f32).mul(k.input_multiplier));
-                }
-                let suffix_max = suffix_max(&exp);
-                Model::F32 { k, exp, suffix_max }
-            }
-            _ => {
-                return Err(Error::Unsupported {
-                    op: OP,
-                    dtype: T::NAME,
-                    reason: "no thresholded kernel for this method",
-                })
-            }
-        };
+        let model = Model::new::<T>(OP, input, beta, output, method, code_bound)?;
         Ok(ThresholdedSoftmax {
             op,
             model,
@@ -394,6 +137,12 @@ impl<T: QuantElem> ThresholdedSoftmax<T> {
         if !backend.is_available() {
             return Err(crate::backend::unavailable(backend));
         }
+        #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+        if backend == Backend::Neon && self.top_k.is_none() {
+            if let Model::Lut { lut, .. } = &self.model {
+                return self.run_lut_neon(lut, input, row_len, hits);
+            }
+        }
         let mut sink = Sink::new(hits);
         let mut result = Ok(());
         self.rows(backend, input, row_len, |r, row, max, scale| {
@@ -443,7 +192,7 @@ impl<T: QuantElem> ThresholdedSoftmax<T> {
                         .map(|x| term[(max - x.to_i32()) as usize] as i64)
                         .sum();
                     let (r, n) = p.reciprocal::<i32>(sum);
-                    RowScale::Fixed(r, n)
+                    RowScale::Fixed(r, n, sum as u64)
                 }
                 Model::Lut { lut, .. } => {
                     let sum: u64 = row
@@ -451,7 +200,7 @@ impl<T: QuantElem> ThresholdedSoftmax<T> {
                         .map(|x| lut.exp[(max - x.to_i32()) as usize] as u64)
                         .sum();
                     let (m, shift) = lut.row_multiplier(sum);
-                    RowScale::Lut(m, shift)
+                    RowScale::Lut(m, shift, sum)
                 }
                 Model::F32 { k, .. } => {
                     let max = <f32 as QuantLanes<T, BLOCK>>::row_max(row);
@@ -460,6 +209,129 @@ impl<T: QuantElem> ThresholdedSoftmax<T> {
                 }
             };
             f(r, row, max, scale);
+        }
+    }
+
+    /// [`Method::Lut`] on NEON without top-k: per row the kernel's own
+    /// maximum and sum, the bound from the sum bounds, and a scan that
+    /// writes the hits itself (`neon::hits_bytes`), the value of each
+    /// candidate requantized as `Softmax::run` does it and checked.
+    #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+    fn run_lut_neon(
+        &self,
+        lut: &SoftmaxLut,
+        input: &[T],
+        row_len: usize,
+        hits: &mut [RowHit<T>],
+    ) -> Result<usize> {
+        use crate::elem::view;
+        let Some((bytes, _)) = view(input, &mut []).bytes() else {
+            return Err(crate::checks::not_int16());
+        };
+        let count = if T::KIND == ElemKind::I8 {
+            self.lut_hits::<true>(lut, bytes, row_len, hits)
+        } else {
+            self.lut_hits::<false>(lut, bytes, row_len, hits)
+        };
+        if count <= hits.len() {
+            Ok(count)
+        } else {
+            Err(Error::Capacity {
+                op: OP,
+                capacity: hits.len(),
+                needed: count,
+            })
+        }
+    }
+
+    /// The hits of `run_lut_neon`, counted (written while `hits` has room).
+    #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+    #[inline(always)]
+    fn lut_hits<const SIGNED: bool>(
+        &self,
+        lut: &SoftmaxLut,
+        bytes: &[u8],
+        row_len: usize,
+        hits: &mut [RowHit<T>],
+    ) -> usize {
+        use crate::ops::softmax::lut_neon::rows_max_sum;
+        let mut count = 0;
+        rows_max_sum::<SIGNED>(lut, bytes, row_len, |r, max_byte, sum| {
+            let row = &bytes[r * row_len..(r + 1) * row_len];
+            let (m, shift) = lut.row_multiplier(sum);
+            let zp = lut.output_zero_point;
+            let scale = RowScale::Lut(m, shift, sum);
+            count = if shift < 0 {
+                // Every row but those whose multiplier is flushed to 0
+                // (shift 0), beyond a shift of -31.
+                let e = shift.unsigned_abs().min(62);
+                let value = |t: u16| T::saturate(lut_value(t, m, e, zp));
+                self.lut_row::<SIGNED>(row, r, max_byte, scale, value, hits, count)
+            } else {
+                let value = |t: u16| T::saturate(lut.output(t, m, shift));
+                self.lut_row::<SIGNED>(row, r, max_byte, scale, value, hits, count)
+            };
+        });
+        count
+    }
+
+    /// The hits of one row of `lut_hits` (the count after them), `value`
+    /// the row's output of a table entry `t`.
+    #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn lut_row<const SIGNED: bool>(
+        &self,
+        row: &[u8],
+        r: usize,
+        max_byte: u8,
+        scale: RowScale,
+        value: impl Fn(u16) -> T,
+        hits: &mut [RowHit<T>],
+        mut count: usize,
+    ) -> usize {
+        let Model::Lut { lut, .. } = &self.model else {
+            return count;
+        };
+        let c = self.code_bound;
+        let max = if SIGNED {
+            max_byte as i8 as i32
+        } else {
+            max_byte as i32
+        };
+        let d_limit = (max - T::MIN) as usize;
+        let pass = |t: u16| value(t).to_i32() >= c;
+        let d_max = match self.model.lut_bound(scale, pass) {
+            Some(d) => d.map(|d| d.min(d_limit)),
+            None => self.model.d_max::<T>(scale, c, d_limit),
+        };
+        let Some(d_max) = d_max else {
+            return count;
+        };
+        let bound = max - d_max as i32;
+        // d = max - x as bytes (the same for int8 and uint8).
+        let make = |i: usize, x: u8| {
+            let v = value(lut.exp[max_byte.wrapping_sub(x) as usize]);
+            (v.to_i32() >= c).then_some(RowHit {
+                row: r as u32,
+                index: i as u32,
+                value: v,
+            })
+        };
+        if bound > T::MIN {
+            super::neon::hits_bytes::<_, SIGNED, true>(row, bound as u8, hits, count, make)
+        } else {
+            // Every element is a candidate (the scan's padding could not be
+            // told from the row).
+            for (i, &x) in row.iter().enumerate() {
+                if let Some(hit) = make(i, x) {
+                    if let Some(slot) = hits.get_mut(count) {
+                        *slot = hit;
+                    }
+                    count += 1;
+                }
+            }
+            count
         }
     }
 
@@ -472,6 +344,7 @@ impl<T: QuantElem> ThresholdedSoftmax<T> {
         mut f: impl FnMut(usize, &[T], i32, RowScale),
     ) {
         use crate::elem::{view, Slices};
+        use crate::f32::Lane;
         use crate::ops::softmax::lut_neon::{row_max_byte, rows_max_sum};
         use core::arch::aarch64::float32x4_t;
         let signed = T::KIND == ElemKind::I8;
@@ -484,7 +357,7 @@ impl<T: QuantElem> ThresholdedSoftmax<T> {
             Model::Lut { lut, .. } => {
                 let mut g = |r: usize, max: u8, sum: u64| {
                     let (m, shift) = lut.row_multiplier(sum);
-                    f(r, row_of(r), widen(max), RowScale::Lut(m, shift))
+                    f(r, row_of(r), widen(max), RowScale::Lut(m, shift, sum))
                 };
                 if signed {
                     rows_max_sum::<true>(lut, bytes, row_len, &mut g)
@@ -506,7 +379,7 @@ impl<T: QuantElem> ThresholdedSoftmax<T> {
                         .map(|&x| term[max.wrapping_sub(x) as usize] as i64)
                         .sum();
                     let (rr, n) = p.reciprocal::<i32>(sum);
-                    f(r, row_of(r), widen(max), RowScale::Fixed(rr, n));
+                    f(r, row_of(r), widen(max), RowScale::Fixed(rr, n, sum as u64));
                 }
             }
             Model::F32 { k, .. } => {
