@@ -46,7 +46,7 @@
     not(all(target_arch = "aarch64", target_feature = "neon")),
     allow(dead_code)
 )]
-mod exact;
+pub(crate) mod exact;
 pub(crate) mod f32;
 // The split tables are read by the NEON kernel only, and the constructor
 // needs `std` (`f32::exp`).

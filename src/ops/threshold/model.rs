@@ -28,6 +28,8 @@ use crate::error::{Error, Result};
 use crate::f32::{exp_kernel, Lane};
 use crate::fixedpoint::Q0_31;
 use crate::ops::dequant_f32::round_half_away;
+#[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+use crate::ops::softmax::exact::SoftmaxExact;
 use crate::ops::softmax::f32::SoftmaxF32;
 use crate::ops::softmax::lut::SoftmaxLut;
 use crate::ops::softmax::params::SoftmaxParams;
@@ -46,6 +48,10 @@ pub(super) enum Model {
         term: [u32; 256],
         suffix_max: [i32; 256],
         sum_bound: [u64; 256],
+        /// The exact softmax kernel's byte-plane tables of the same terms,
+        /// for its NEON maximum and sum pass.
+        #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+        exact: SoftmaxExact,
     },
     /// [`Method::Lut`]: TFLite's table `t(d)` (units of 2^-16).
     #[cfg_attr(not(feature = "std"), allow(dead_code))]
@@ -139,6 +145,8 @@ impl Model {
                     passes(p.output(Q0_31::from_raw(e), r, n))
                 });
                 Model::Fixed {
+                    #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+                    exact: SoftmaxExact::new(&p),
                     p,
                     exp,
                     term,

@@ -345,7 +345,7 @@ impl<T: QuantElem> ThresholdedSoftmax<T> {
     ) {
         use crate::elem::{view, Slices};
         use crate::f32::Lane;
-        use crate::ops::softmax::lut_neon::{row_max_byte, rows_max_sum};
+        use crate::ops::softmax::lut_neon::{exact_row_max_sum, rows_max_sum};
         use core::arch::aarch64::float32x4_t;
         let signed = T::KIND == ElemKind::I8;
         let widen = |b: u8| if signed { b as i8 as i32 } else { b as i32 };
@@ -365,21 +365,17 @@ impl<T: QuantElem> ThresholdedSoftmax<T> {
                     rows_max_sum::<false>(lut, bytes, row_len, &mut g)
                 }
             }
-            Model::Fixed { p, term, .. } => {
+            Model::Fixed { p, exact, .. } => {
                 for (r, row) in bytes.chunks_exact(row_len).enumerate() {
-                    let max = if signed {
-                        row_max_byte::<true>(row)
+                    // The exact softmax kernel's own maximum and sum passes
+                    // (byte-plane tables of the reference's terms).
+                    let (max, sum) = if signed {
+                        exact_row_max_sum::<true>(exact, row)
                     } else {
-                        row_max_byte::<false>(row)
+                        exact_row_max_sum::<false>(exact, row)
                     };
-                    // The exact integer sum of the reference's terms (any
-                    // order gives it).
-                    let sum: i64 = row
-                        .iter()
-                        .map(|&x| term[max.wrapping_sub(x) as usize] as i64)
-                        .sum();
-                    let (rr, n) = p.reciprocal::<i32>(sum);
-                    f(r, row_of(r), widen(max), RowScale::Fixed(rr, n, sum as u64));
+                    let (rr, n) = p.reciprocal::<i32>(sum as i64);
+                    f(r, row_of(r), widen(max), RowScale::Fixed(rr, n, sum));
                 }
             }
             Model::F32 { k, .. } => {

@@ -381,6 +381,42 @@ fn softmax_rows<const SIGNED: bool>(
     }
 }
 
+/// A row's maximum (raw byte) and the exact sum of the reference's terms
+/// (Q12.19 raw), by this kernel's passes: for the thresholded softmax,
+/// which needs both but writes only the elements that pass. `SIGNED`
+/// selects int8 over uint8; an empty row gives `(0, 0)`.
+#[inline(always)]
+pub(crate) fn row_max_sum<const SIGNED: bool>(t: &SoftmaxExact, row: &[u8]) -> (u8, u64) {
+    let n = row.len();
+    if n == 0 {
+        return (0, 0);
+    }
+    let masks = Masks::new(n);
+    // SAFETY: the mask is STEP bytes.
+    let skip = || unsafe { vld1q_u8_x4(opaque(masks.skip.as_ptr())) };
+    if n >= STEP {
+        let (max, min) = row_max_min::<SIGNED>(row);
+        // The distance max - min (0..=255) for int8 too.
+        let range_chunks = max.wrapping_sub(min) as usize / 64 + 1;
+        let whole = &row[..n - n % STEP];
+        let last = || {
+            (!n.is_multiple_of(STEP)).then(|| {
+                // SAFETY: n >= STEP, so the last STEP bytes are in bounds;
+                // their first lanes, counted in the block before, are masked.
+                (unsafe { vld1q_u8_x4(row.as_ptr().add(n - STEP)) }, skip())
+            })
+        };
+        (max, row_sum(t, whole, last, max, range_chunks))
+    } else {
+        let max = row_max::<SIGNED>(row);
+        let mut buf = [0u8; STEP];
+        buf[..n].copy_from_slice(row);
+        // SAFETY: the buffer is STEP bytes; lanes past n are masked.
+        let last = || Some((unsafe { vld1q_u8_x4(buf.as_ptr()) }, skip()));
+        (max, row_sum(t, &[], last, max, 4))
+    }
+}
+
 /// The int8 kernel (named for the asm checks and profiles).
 #[inline(never)]
 pub(crate) fn softmax_exact_i8(

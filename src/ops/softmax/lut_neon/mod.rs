@@ -55,7 +55,9 @@ mod short;
 mod sums;
 
 use self::blocks::{row_max, row_max_min, window_max, Masks, STEP};
-pub(crate) use self::fixed::{softmax_exact_i8, softmax_exact_u8};
+pub(crate) use self::fixed::{
+    row_max_sum as exact_row_max_sum, softmax_exact_i8, softmax_exact_u8,
+};
 use self::output::{
     look, output_table, rows_by_chunks, write_outputs_post, write_row, write_row_direct,
 };
@@ -294,11 +296,4 @@ pub(crate) fn rows_max_sum<const SIGNED: bool>(
         };
         f(r, max, sum);
     }
-}
-
-/// The maximum byte of a non-empty row, signed (int8) or not, as the raw
-/// byte (the kernels' own maximum).
-#[inline(always)]
-pub(crate) fn row_max_byte<const SIGNED: bool>(row: &[u8]) -> u8 {
-    row_max::<SIGNED>(row)
 }
