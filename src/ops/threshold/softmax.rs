@@ -365,14 +365,28 @@ impl<T: QuantElem> ThresholdedSoftmax<T> {
                     rows_max_sum::<false>(lut, bytes, row_len, &mut g)
                 }
             }
-            Model::Fixed { p, exact, .. } => {
+            Model::Fixed { p, exact, term, .. } => {
                 for (r, row) in bytes.chunks_exact(row_len).enumerate() {
-                    // The exact softmax kernel's own maximum and sum passes
-                    // (byte-plane tables of the reference's terms).
-                    let (max, sum) = if signed {
-                        exact_row_max_sum::<true>(exact, row)
-                    } else {
-                        exact_row_max_sum::<false>(exact, row)
+                    // Rows of a 64-byte block or more: the exact softmax
+                    // kernel's own maximum and sum passes (byte-plane tables
+                    // of the reference's terms). Shorter rows: the terms
+                    // one by one (the block passes would pad each row to 64
+                    // bytes and cost more than the row).
+                    let (max, sum) = match (row_len >= 64, signed) {
+                        (true, true) => exact_row_max_sum::<true>(exact, row),
+                        (true, false) => exact_row_max_sum::<false>(exact, row),
+                        (false, _) => {
+                            let max = if signed {
+                                row.iter().map(|&x| x as i8).max().map_or(0, |m| m as u8)
+                            } else {
+                                row.iter().copied().max().unwrap_or(0)
+                            };
+                            let sum = row
+                                .iter()
+                                .map(|&x| term[max.wrapping_sub(x) as usize] as u64)
+                                .sum();
+                            (max, sum)
+                        }
                     };
                     let (rr, n) = p.reciprocal::<i32>(sum as i64);
                     f(r, row_of(r), widen(max), RowScale::Fixed(rr, n, sum));
