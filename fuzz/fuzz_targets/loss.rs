@@ -75,7 +75,8 @@ enum ReductionChoice {
 
 #[derive(Arbitrary, Debug)]
 struct Case {
-    /// `1 + classes % 40`.
+    /// `1 + classes % 40`, or from 240 on `256 + 37 (classes - 240)`
+    /// (256..=811: the quantized loss's histogram rows).
     classes: u8,
     /// `inner % 4` (0: a length error unless there are no positions).
     inner: u8,
@@ -200,7 +201,10 @@ impl Setup {
 }
 
 fn check(case: &Case) {
-    let classes = 1 + case.classes as usize % 40;
+    let classes = match case.classes {
+        c @ 240.. => 256 + 37 * (c as usize - 240),
+        c => 1 + c as usize % 40,
+    };
     let inner = case.inner as usize % 4;
     let ignore = match case.ignore_index {
         None => Some(-100),
