@@ -328,9 +328,14 @@ fn bad_arguments_are_statuses_with_messages() {
             qneon_tanh_i16_create(qp(QuantParams::new(0.001, 0)), out16, 0, &mut h16),
             QneonStatus::Ok
         );
+        // A byte array's address may be odd itself (u8 has alignment 1;
+        // Miri places it anywhere): take whichever of its first two bytes
+        // lies at an odd address, with 64 readable bytes after it.
         let raw = [0u8; 66];
         let mut o16 = [0i16; 32];
-        let odd = raw.as_ptr().add(1) as *const i16;
+        let base = raw.as_ptr();
+        let odd = base.add((base as usize % 2) ^ 1) as *const i16;
+        assert_eq!(odd as usize % 2, 1);
         assert_eq!(
             qneon_tanh_i16_run(h16, odd, o16.as_mut_ptr(), 32, 0),
             QneonStatus::InvalidArgument

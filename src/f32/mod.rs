@@ -618,7 +618,10 @@ mod tests {
     /// within 0.4% of 1, below `2^-30`: rounding to `f32` would cost up to
     /// `2^-25` there.
     #[test]
-    #[cfg_attr(miri, ignore = "11 million exps of safe code: nothing for Miri, hours under it")]
+    #[cfg_attr(
+        miri,
+        ignore = "11 million exps of safe code: nothing for Miri, hours under it"
+    )]
     fn exp_wide_error() {
         let (lo, hi) = (0.0f32.to_bits() | 0x8000_0000, (-87.0f32).to_bits());
         let mut worst = 0.0f64;

@@ -227,13 +227,19 @@ mod tests {
     }
 
     #[test]
-    #[cfg_attr(miri, ignore = "a sweep of safe table code: nothing for Miri, hours under it")]
+    #[cfg_attr(
+        miri,
+        ignore = "a sweep of safe table code: nothing for Miri, hours under it"
+    )]
     fn split_output_equals_the_reference_int8() {
         check::<i8>();
     }
 
     #[test]
-    #[cfg_attr(miri, ignore = "a sweep of safe table code: nothing for Miri, hours under it")]
+    #[cfg_attr(
+        miri,
+        ignore = "a sweep of safe table code: nothing for Miri, hours under it"
+    )]
     fn split_output_equals_the_reference_uint8() {
         check::<u8>();
     }
