@@ -28,7 +28,6 @@ use crate::error::{Error, Result};
 use crate::f32::{exp_kernel, Lane};
 use crate::fixedpoint::Q0_31;
 use crate::ops::dequant_f32::round_half_away;
-#[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
 use crate::ops::softmax::exact::SoftmaxExact;
 use crate::ops::softmax::f32::SoftmaxF32;
 use crate::ops::softmax::lut::SoftmaxLut;
@@ -40,18 +39,16 @@ use crate::quant::QuantParams;
 #[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug)]
 pub(super) enum Model {
-    /// [`Method::FixedPoint`]: the reference's exps `e(d)` (Q0.31) and sum
-    /// terms (Q12.19).
+    /// [`Method::FixedPoint`]: the exact softmax kernel's tables (the
+    /// reference's exps `e(d)`, Q0.31, in `exact.exp`, and the byte planes
+    /// of its sum terms for the NEON maximum and sum pass), and the sum
+    /// terms (Q12.19) as integers for rows too short for that pass.
     Fixed {
         p: SoftmaxParams,
-        exp: [i32; 256],
+        exact: SoftmaxExact,
         term: [u32; 256],
         suffix_max: [i32; 256],
         sum_bound: [u64; 256],
-        /// The exact softmax kernel's byte-plane tables of the same terms,
-        /// for its NEON maximum and sum pass.
-        #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
-        exact: SoftmaxExact,
     },
     /// [`Method::Lut`]: TFLite's table `t(d)` (units of 2^-16).
     #[cfg_attr(not(feature = "std"), allow(dead_code))]
@@ -97,8 +94,8 @@ impl Model {
     #[inline(always)]
     pub(super) fn out<T: QuantElem>(&self, scale: RowScale, d: usize) -> i32 {
         let q = match (self, scale) {
-            (Model::Fixed { p, exp, .. }, RowScale::Fixed(r, n, _)) => {
-                p.output(Q0_31::from_raw(exp[d]), r, n)
+            (Model::Fixed { p, exact, .. }, RowScale::Fixed(r, n, _)) => {
+                p.output(Q0_31::from_raw(exact.exp[d]), r, n)
             }
             (Model::Lut { lut, .. }, RowScale::Lut(m, shift, _)) => {
                 lut.output(lut.exp[d], m, shift)
@@ -127,17 +124,10 @@ impl Model {
         Ok(match method {
             Method::FixedPoint => {
                 let p = SoftmaxParams::new::<T>(input, beta, output)?;
-                let mut exp = [0i32; 256];
-                let mut term = [0u32; 256];
-                for d in 0..256 {
-                    let diff = -(d as i32);
-                    // The reference's condition and functions (softmax/scalar.rs).
-                    if diff >= p.diff_min {
-                        exp[d] = p.exp_of_diff(diff).raw();
-                    }
-                    term[d] = p.sum_term(Q0_31::from_raw(exp[d])) as u32;
-                }
-                let suffix_max = suffix_max(&exp);
+                // The reference's exps, by its own code (softmax/exact.rs).
+                let exact = SoftmaxExact::new(&p);
+                let term = exact.exp.map(|e| p.sum_term(Q0_31::from_raw(e)) as u32);
+                let suffix_max = suffix_max(&exact.exp);
                 // Every row's sum holds its maximum's term; the reference
                 // sums in i64.
                 let sum_bound = sum_bounds(&suffix_max, term[0] as u64, i64::MAX as u64, |e, s| {
@@ -145,10 +135,8 @@ impl Model {
                     passes(p.output(Q0_31::from_raw(e), r, n))
                 });
                 Model::Fixed {
-                    #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
-                    exact: SoftmaxExact::new(&p),
                     p,
-                    exp,
+                    exact,
                     term,
                     suffix_max,
                     sum_bound,

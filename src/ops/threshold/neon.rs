@@ -1,36 +1,38 @@
-//! The NEON scans: compare 64 bytes per step against the bound, skip
-//! blocks where no lane passes with one reduction, and hand out the passing
-//! lanes in index order from a 64-bit lane mask (`shrn` of the comparison
-//! gives four bits per byte lane, `xtn` eight per 16-bit lane).
+//! The NEON scans: compare a block of lanes per step against the bound,
+//! skip blocks where no lane passes with one reduction, and hand out the
+//! passing lanes in index order from a 64-bit lane mask (bytes: 64 lanes
+//! per block, one bit each, folded by pairwise additions; 16-bit and `f32`
+//! lanes: `xtn` of the comparison, eight bits per lane).
 //! They select exactly the elements the scalar scans select: the same
-//! comparison, lane by lane. The last partial vector goes through the
+//! comparison, lane by lane. The last partial block goes through the
 //! crate's tail helper, padded with a value that never passes.
 
 use crate::simd::tail::read_tail;
 use core::arch::aarch64::*;
 
-/// Calls `f(base + l, *chunk.add(l))` for every lane `l` whose bit
-/// `stride * l + stride - 1` is set in `bits` (one bit per lane), in lane
-/// order.
+/// Calls `f(base + l, *chunk.add(l))` for every lane `l` whose bit is set
+/// in `bits` (one bit per lane, bit `l << shift` or above it in lane `l`'s
+/// `1 << shift` bits), in lane order.
 ///
 /// # Safety
 /// `chunk` must be readable for every lane whose bit is set.
 #[inline(always)]
-unsafe fn emit<E: Copy, const STRIDE: u32>(
+unsafe fn emit<E: Copy>(
     mut bits: u64,
+    shift: u32,
     chunk: *const E,
     base: usize,
     f: &mut impl FnMut(usize, E),
 ) {
     while bits != 0 {
-        let l = (bits.trailing_zeros() / STRIDE) as usize;
+        let l = (bits.trailing_zeros() >> shift) as usize;
         // SAFETY: lane l's bit is set (the caller's guarantee).
         f(base + l, unsafe { chunk.add(l).read() });
         bits &= bits - 1;
     }
 }
 
-/// One bit per byte lane (bit `4 l + 3` for lane `l`) of a byte mask.
+/// One bit per byte lane (bit `4 l + 3` for lane `l`) of a 16-byte mask.
 #[inline(always)]
 fn byte_lane_bits(m: uint8x16_t) -> u64 {
     // SAFETY: register arithmetic; NEON is a compile-time target feature
@@ -70,50 +72,11 @@ fn at_least<const SIGNED: bool>(v: uint8x16_t, b: uint8x16_t) -> uint8x16_t {
 /// tail is padded with it).
 #[inline(always)]
 pub(crate) fn scan_bytes<const SIGNED: bool>(row: &[u8], bound: u8, mut f: impl FnMut(usize, u8)) {
-    let n = row.len();
-    let p = row.as_ptr();
-    // SAFETY: register arithmetic.
-    let b = unsafe { vdupq_n_u8(bound) };
-    let mut i = 0;
-    while i + 64 <= n {
-        // SAFETY: i + 64 <= n: the 64 bytes at i are in the row; the lanes
-        // emitted are among them.
-        unsafe {
-            let v = vld1q_u8_x4(p.add(i));
-            let m = [
-                at_least::<SIGNED>(v.0, b),
-                at_least::<SIGNED>(v.1, b),
-                at_least::<SIGNED>(v.2, b),
-                at_least::<SIGNED>(v.3, b),
-            ];
-            let any = vorrq_u8(vorrq_u8(m[0], m[1]), vorrq_u8(m[2], m[3]));
-            if vmaxvq_u8(any) != 0 {
-                for (k, &mk) in m.iter().enumerate() {
-                    emit::<u8, 4>(byte_lane_bits(mk), p.add(i + 16 * k), i + 16 * k, &mut f);
-                }
-            }
-        }
-        i += 64;
-    }
-    while i + 16 <= n {
-        // SAFETY: the 16 bytes at i are in the row.
-        unsafe {
-            let m = at_least::<SIGNED>(vld1q_u8(p.add(i)), b);
-            emit::<u8, 4>(byte_lane_bits(m), p.add(i), i, &mut f);
-        }
-        i += 16;
-    }
-    if i < n {
-        let pad = if SIGNED { 0x80 } else { 0 };
-        read_tail::<16, u8, ()>(&row[i..], pad, |buf| {
-            // SAFETY: read_tail hands out 16 readable bytes; the padding
-            // (the type's minimum, below the bound) never passes.
-            unsafe {
-                let m = at_least::<SIGNED>(vld1q_u8(buf), b);
-                emit::<u8, 4>(byte_lane_bits(m), buf, i, &mut f);
-            }
-        });
-    }
+    byte_blocks::<SIGNED, true, 16>(row, bound, |bits, shift, chunk, base, _| {
+        // SAFETY: the bits set are lanes of the block at `chunk`
+        // (`byte_blocks`' guarantee).
+        unsafe { emit::<u8>(bits, shift, chunk, base, &mut f) }
+    });
 }
 
 /// Calls `f(i, row[i])` for every `row[i] >= bound`, in index order;
@@ -138,7 +101,7 @@ pub(crate) fn scan_i16(row: &[i16], bound: i16, mut f: impl FnMut(usize, i16)) {
             let any = vorrq_u16(vorrq_u16(m[0], m[1]), vorrq_u16(m[2], m[3]));
             if vmaxvq_u16(any) != 0 {
                 for (k, &mk) in m.iter().enumerate() {
-                    emit::<i16, 8>(half_lane_bits(mk), p.add(i + 8 * k), i + 8 * k, &mut f);
+                    emit::<i16>(half_lane_bits(mk), 3, p.add(i + 8 * k), i + 8 * k, &mut f);
                 }
             }
         }
@@ -148,7 +111,7 @@ pub(crate) fn scan_i16(row: &[i16], bound: i16, mut f: impl FnMut(usize, i16)) {
         // SAFETY: the 8 elements at i are in the row.
         unsafe {
             let m = vcgeq_s16(vld1q_s16(p.add(i)), b);
-            emit::<i16, 8>(half_lane_bits(m), p.add(i), i, &mut f);
+            emit::<i16>(half_lane_bits(m), 3, p.add(i), i, &mut f);
         }
         i += 8;
     }
@@ -158,7 +121,7 @@ pub(crate) fn scan_i16(row: &[i16], bound: i16, mut f: impl FnMut(usize, i16)) {
             // never passes (bound > i16::MIN).
             unsafe {
                 let m = vcgeq_s16(vld1q_s16(buf), b);
-                emit::<i16, 8>(half_lane_bits(m), buf, i, &mut f);
+                emit::<i16>(half_lane_bits(m), 3, buf, i, &mut f);
             }
         });
     }
@@ -183,8 +146,8 @@ pub(crate) fn scan_f32(row: &[f32], bound: f32, mut f: impl FnMut(usize, f32)) {
             let lo = pair(vcgeq_f32(v.0, b), vcgeq_f32(v.1, b));
             let hi = pair(vcgeq_f32(v.2, b), vcgeq_f32(v.3, b));
             if vmaxvq_u16(vorrq_u16(lo, hi)) != 0 {
-                emit::<f32, 8>(half_lane_bits(lo), p.add(i), i, &mut f);
-                emit::<f32, 8>(half_lane_bits(hi), p.add(i + 8), i + 8, &mut f);
+                emit::<f32>(half_lane_bits(lo), 3, p.add(i), i, &mut f);
+                emit::<f32>(half_lane_bits(hi), 3, p.add(i + 8), i + 8, &mut f);
             }
         }
         i += 16;
@@ -197,8 +160,8 @@ pub(crate) fn scan_f32(row: &[f32], bound: f32, mut f: impl FnMut(usize, f32)) {
                 let v = vld1q_f32_x4(buf);
                 let lo = pair(vcgeq_f32(v.0, b), vcgeq_f32(v.1, b));
                 let hi = pair(vcgeq_f32(v.2, b), vcgeq_f32(v.3, b));
-                emit::<f32, 8>(half_lane_bits(lo), buf, i, &mut f);
-                emit::<f32, 8>(half_lane_bits(hi), buf.add(8), i + 8, &mut f);
+                emit::<f32>(half_lane_bits(lo), 3, buf, i, &mut f);
+                emit::<f32>(half_lane_bits(hi), 3, buf.add(8), i + 8, &mut f);
             }
         });
     }
@@ -250,17 +213,75 @@ unsafe fn block_masks<const SIGNED: bool>(q: *const u8, b: uint8x16_t) -> [uint8
     ]
 }
 
+/// Calls `block(bits, shift, chunk, base, whole)` for the blocks of `row`
+/// in order: `chunk` points to the block's bytes and `base` is its index in
+/// the row; `bits` has lane `l`'s bit set (bit `(l << shift) + (1 << shift)
+/// - 1`) for every lane with `chunk[l] >= bound` (as `i8` if `SIGNED`).
+/// Blocks of 64 lanes (`shift` 0: bits folded by pairwise additions) while
+/// they fit, then blocks of `REST` (64, or 16 with `shift` 2: `shrn` of the
+/// comparison), the last partial one as a copy padded with the type's
+/// minimum (`whole` false; `chunk` valid during the call only), so `bound` must be above that minimum. `SPARSE`
+/// skips, with one reduction, the 64-lane blocks where no lane passes (rows
+/// where few pass). `REST` 16 suits short rows (no 64-byte copy); with 64,
+/// `block` has two call sites, which keeps a large `block` inlined.
+#[inline(always)]
+fn byte_blocks<const SIGNED: bool, const SPARSE: bool, const REST: usize>(
+    row: &[u8],
+    bound: u8,
+    mut block: impl FnMut(u64, u32, *const u8, usize, bool),
+) {
+    let n = row.len();
+    let p = row.as_ptr();
+    // SAFETY: register arithmetic.
+    let b = unsafe { vdupq_n_u8(bound) };
+    let mut i = 0;
+    while i + 64 <= n {
+        let at = p.wrapping_add(i);
+        // SAFETY: i + 64 <= n: the 64 bytes at i are in the row.
+        let m = unsafe { block_masks::<SIGNED>(at, b) };
+        // SAFETY: register arithmetic.
+        let skip = SPARSE
+            && unsafe { vmaxvq_u8(vorrq_u8(vorrq_u8(m[0], m[1]), vorrq_u8(m[2], m[3]))) } == 0;
+        if !skip {
+            block(block_lane_bits(m), 0, at, i, true);
+        }
+        i += 64;
+    }
+    if REST == 16 {
+        while i + 16 <= n {
+            let at = p.wrapping_add(i);
+            // SAFETY: i + 16 <= n: the 16 bytes at i are in the row.
+            let m = at_least::<SIGNED>(unsafe { vld1q_u8(at) }, b);
+            block(byte_lane_bits(m), 2, at, i, true);
+            i += 16;
+        }
+    }
+    if i < n {
+        let pad = if SIGNED { 0x80 } else { 0 };
+        read_tail::<REST, u8, ()>(&row[i..], pad, |buf| {
+            // SAFETY: read_tail hands out REST readable bytes; the padding
+            // (the type's minimum, below the bound) never passes.
+            let (bits, shift) = unsafe {
+                if REST == 64 {
+                    (block_lane_bits(block_masks::<SIGNED>(buf, b)), 0)
+                } else {
+                    (byte_lane_bits(at_least::<SIGNED>(vld1q_u8(buf), b)), 2)
+                }
+            };
+            block(bits, shift, buf, i, false);
+        });
+    }
+}
+
 /// Writes `make(i, row[i])` for every byte with `row[i] >= bound` (as `i8`
 /// if `SIGNED`; `bound` above the type's minimum) for which it is `Some`,
 /// in index order, into `out` from `count` on while `out` has room, and
 /// returns the new count (of all of them, written or not).
 ///
-/// 64 bytes per step: the comparison folded into one bit per lane, then a
-/// loop over the set bits (ctz, load, `make`, store, clear). `SPARSE` first
-/// tests the block with one reduction and skips it if no lane passes (rows
-/// where few pass); otherwise the bits are built for every block. The
-/// count stays in a register, and writes go unchecked while the block's 64
-/// possible hits fit.
+/// The blocks of [`byte_blocks`] (`SPARSE` as there), each one's set bits
+/// in a loop (ctz, load, `make`, store, clear). The count stays in a
+/// register, and writes go unchecked while the block's 64 possible hits
+/// fit.
 #[inline(always)]
 pub(crate) fn hits_bytes<H, const SIGNED: bool, const SPARSE: bool>(
     row: &[u8],
@@ -269,19 +290,15 @@ pub(crate) fn hits_bytes<H, const SIGNED: bool, const SPARSE: bool>(
     mut count: usize,
     mut make: impl FnMut(usize, u8) -> Option<H>,
 ) -> usize {
-    let n = row.len();
-    let p = row.as_ptr();
     let cap = out.len();
     let o = out.as_mut_ptr();
-    // SAFETY: register arithmetic.
-    let b = unsafe { vdupq_n_u8(bound) };
-    // The hits of one 64-lane block at `base` whose bytes `chunk` points
-    // to; `CHECKED` bounds each write.
+    // The hits of one block at `base` whose bytes `chunk` points to, lane
+    // `l` at bit `l << shift` or above; `checked` bounds each write.
     macro_rules! hits {
-        ($bits:expr, $chunk:expr, $base:expr, $checked:expr) => {{
+        ($bits:expr, $shift:expr, $chunk:expr, $base:expr, $checked:expr) => {{
             let mut bits: u64 = $bits;
             while bits != 0 {
-                let l = bits.trailing_zeros() as usize;
+                let l = (bits.trailing_zeros() >> $shift) as usize;
                 // SAFETY: lane l passed, so it is one of the block's lanes
                 // inside the row (or the tail buffer's copy of them).
                 let x = unsafe { $chunk.add(l).read() };
@@ -310,34 +327,14 @@ pub(crate) fn hits_bytes<H, const SIGNED: bool, const SPARSE: bool>(
             }
         }};
     }
-    let mut i = 0;
-    while i + 64 <= n {
-        let at = p.wrapping_add(i);
-        // SAFETY: i + 64 <= n: the 64 bytes at i are in the row.
-        let m = unsafe { block_masks::<SIGNED>(at, b) };
-        // SAFETY: register arithmetic.
-        let skip = SPARSE
-            && unsafe { vmaxvq_u8(vorrq_u8(vorrq_u8(m[0], m[1]), vorrq_u8(m[2], m[3]))) } == 0;
-        if !skip {
-            let bits = block_lane_bits(m);
-            // At most 64 hits per block.
-            if count + 64 <= cap {
-                hits!(bits, at, i, false);
-            } else {
-                hits!(bits, at, i, true);
-            }
+    byte_blocks::<SIGNED, SPARSE, 64>(row, bound, |bits, shift, chunk, base, whole| {
+        // At most 64 hits per block.
+        if whole && count + 64 <= cap {
+            hits!(bits, shift, chunk, base, false);
+        } else {
+            hits!(bits, shift, chunk, base, true);
         }
-        i += 64;
-    }
-    if i < n {
-        let pad = if SIGNED { 0x80 } else { 0 };
-        read_tail::<64, u8, ()>(&row[i..], pad, |buf| {
-            // SAFETY: read_tail hands out 64 readable bytes; the padding
-            // (the type's minimum, below the bound) never passes.
-            let bits = block_lane_bits(unsafe { block_masks::<SIGNED>(buf, b) });
-            hits!(bits, buf, i, true);
-        });
-    }
+    });
     count
 }
 
