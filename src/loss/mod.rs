@@ -434,7 +434,7 @@ impl<'w> CrossEntropy<'w> {
                                 |c, v| grad[c] = v,
                             );
                         } else {
-                            rows::grad_row::<L, N>(slab, self.weights, k.row(), grad);
+                            rows::grad_row::<L>(slab, self.weights, k.row(), grad);
                             grad[target] = k.at_target(slab[target], self.weight(target));
                         }
                     }

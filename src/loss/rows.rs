@@ -200,7 +200,7 @@ fn grad_term<L: Lane>(x: L, max: L, scale: L, b: L) -> L {
 /// Writes `grad_c = p_c a + b_c` over a contiguous row (`weights`: `b_c = b
 /// w_c`, the product rounded once).
 #[inline(always)]
-pub(crate) fn grad_row<L: Lane, const N: usize>(
+pub(crate) fn grad_row<L: Lane>(
     x: &[f32],
     weights: Option<&[f32]>,
     row: GradRow,
@@ -208,32 +208,33 @@ pub(crate) fn grad_row<L: Lane, const N: usize>(
 ) {
     debug_assert_eq!(x.len(), grad.len());
     let (mv, scale, b) = (L::splat(row.max), L::splat(row.scale), L::splat(row.b));
-    let gp = grad.as_mut_ptr();
-    // SAFETY: `x` and `grad` have the same length and are distinct borrows;
-    // `weights`, when given, has that length too (checked by the caller).
-    let whole = unsafe {
-        match weights {
-            None => whole_blocks::<L, N>(
-                x.as_ptr(),
-                x.len(),
-                #[inline(always)]
-                |i, k, v| grad_term(v, mv, scale, b).store(gp.add(i + k * L::WIDTH)),
-            ),
-            Some(w) => {
-                let wp = w.as_ptr();
-                whole_blocks::<L, N>(
-                    x.as_ptr(),
-                    x.len(),
-                    #[inline(always)]
-                    |i, k, v| {
-                        let o = i + k * L::WIDTH;
-                        let bw = L::load(wp.add(o)).mul(b);
-                        grad_term(v, mv, scale, bw).store(gp.add(o))
-                    },
-                )
+    let (xp, gp) = (x.as_ptr(), grad.as_mut_ptr());
+    // Two vectors per step on NEON, not a block's four: each output is its
+    // own, so the grouping changes no bit, and the exp's dozen constants
+    // plus two vectors' temporaries fit the registers (four spilled and
+    // copied: `cross_entropy_bwd f32` at 1x32768, 6.04 -> 5.67 instructions
+    // per element). The scalar lanes keep a block per step.
+    let groups = if L::WIDTH == 1 { BLOCK } else { 2 };
+    let step = groups * L::WIDTH;
+    let whole = x.len() - x.len() % step;
+    let mut i = 0;
+    while i < whole {
+        for k in 0..groups {
+            let o = i + k * L::WIDTH;
+            // SAFETY: `o + WIDTH <= whole <= len` for `x` and `grad` (the same
+            // length, distinct borrows), and for `weights`, when given
+            // (checked by the caller).
+            unsafe {
+                let v = L::load(xp.add(o));
+                let bw = match weights {
+                    None => b,
+                    Some(w) => L::load(w.as_ptr().add(o)).mul(b),
+                };
+                grad_term(v, mv, scale, bw).store(gp.add(o));
             }
         }
-    };
+        i += step;
+    }
     for c in whole..x.len() {
         let bc = weights.map_or(row.b, |w| w[c] * row.b);
         grad[c] = grad_term(x[c], row.max, row.scale, bc);
