@@ -234,7 +234,9 @@ fn term_bytes<const L: usize, const M: usize, const H: usize>(
 // Index loops over fixed-size arrays of registers and planes: the
 // indices pick planes, chunks and lanes at compile time once unrolled.
 #[allow(clippy::needless_range_loop)]
-#[inline(always)]
+// Out of line: called once per kernel call, and kept apart from the
+// long-row loops, whose code LLVM would otherwise allocate with theirs.
+#[inline(never)]
 pub(super) fn short_rows<
     const SIGNED: bool,
     const FULL: bool,
@@ -332,7 +334,9 @@ pub(super) fn short_rows<
 // Index loops over fixed-size arrays of registers and planes: the
 // indices pick planes, chunks and lanes at compile time once unrolled.
 #[allow(clippy::needless_range_loop)]
-#[inline(always)]
+// Out of line: called once per kernel call, and kept apart from the
+// long-row loops, whose code LLVM would otherwise allocate with theirs.
+#[inline(never)]
 pub(super) fn window_rows<
     const SIGNED: bool,
     const FULL: bool,
@@ -370,9 +374,10 @@ pub(super) fn window_rows<
     let mut neg_exponents = [0i32; GROUP];
     for g in 0..groups {
         let base = g * GROUP * row_len;
-        // A loop, not unrolled (`rows` hides the count): four rows at once
-        // would need more registers than there are.
-        let rows = opaque(GROUP as *const u8) as usize;
+        // A loop, not unrolled (`black_box` hides the count): LLVM would
+        // interleave the four rows, which need more registers than there
+        // are, and spill.
+        let rows = core::hint::black_box(GROUP);
         for i in 0..rows {
             let i = i % GROUP;
             // SAFETY: window `base + i * row_len` of 64 bytes lies within
