@@ -139,6 +139,46 @@ mod tests {
     use super::*;
     use crate::quant::QuantParams;
 
+    /// Wherever every output past `d = 63` is the zero point
+    /// (`outputs_fit`, which the four-row kernels need), the sum-term planes
+    /// end within `[3, 2, 1]` chunks (low, middle, high byte): `e[64] <
+    /// 2^22` makes `e[128]` and `e[192]` too small for a middle byte or a
+    /// low one, so the kernels' shapes up to `[3, 2, 1]` cover every such
+    /// table and their `[4, 4, 4]` fallback is only a safety net. Swept over
+    /// `beta * scale` from the smallest that fits to well past the largest
+    /// shape change, for both 8-bit types.
+    #[test]
+    fn fitting_tables_need_at_most_three_two_one_chunks() {
+        let mut fitting = 0;
+        for step in 0..=2000 {
+            let scale = 0.05f32 * 1.005f32.powi(step);
+            for signed in [true, false] {
+                let p = if signed {
+                    SoftmaxParams::new::<i8>(
+                        QuantParams::new(scale, 0),
+                        1.0,
+                        QuantParams::new(1.0 / 256.0, -128),
+                    )
+                } else {
+                    SoftmaxParams::new::<u8>(
+                        QuantParams::new(scale, 0),
+                        1.0,
+                        QuantParams::new(1.0 / 256.0, 0),
+                    )
+                }
+                .unwrap();
+                let t = SoftmaxExact::new(&p);
+                if t.outputs_fit {
+                    fitting += 1;
+                    let [l, m, h] = t.plane_chunks;
+                    assert!(l <= 3 && m <= 2 && h <= 1, "scale {scale}: {l} {m} {h}");
+                }
+            }
+        }
+        // Most of the sweep (beta * scale above about 0.1) fits.
+        assert!(fitting > 3000, "{fitting}");
+    }
+
     /// The planes hold the reference's sum terms, and every output of a
     /// skipped chunk is the zero point, for every `d`, on a grid of scales
     /// and sums.

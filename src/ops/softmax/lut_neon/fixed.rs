@@ -272,6 +272,26 @@ fn finish_row<const SIGNED: bool>(
     }
 }
 
+/// Calls `f::<SIGNED, FULL, L, M, H>(args)` with the first of a few chunk
+/// counts `[L, M, H]` that covers every plane's (`t.plane_chunks`): the
+/// short-row kernels unroll their lookups over them, with no branch per
+/// row. Scales with `outputs_fit` (`beta * scale` above about 0.1) need at
+/// most `[3, 2, 1]`; `[4, 4, 4]` covers any table.
+macro_rules! by_chunks {
+    ($t:expr, $f:ident::<$signed:ident, $full:literal>($($arg:expr),*)) => {{
+        let [l, m, h] = $t.plane_chunks;
+        if l <= 1 && m <= 1 && h <= 1 {
+            $f::<$signed, $full, 1, 1, 1>($($arg),*)
+        } else if l <= 2 && m <= 2 && h <= 1 {
+            $f::<$signed, $full, 2, 2, 1>($($arg),*)
+        } else if l <= 3 && m <= 2 && h <= 1 {
+            $f::<$signed, $full, 3, 2, 1>($($arg),*)
+        } else {
+            $f::<$signed, $full, 4, 4, 4>($($arg),*)
+        }
+    }};
+}
+
 /// Exact softmax of every `row_len`-long row of 8-bit data; the caller
 /// checked the lengths. `SIGNED` selects int8 over uint8.
 #[inline(always)]
@@ -298,9 +318,15 @@ fn softmax_rows<const SIGNED: bool>(
         };
         let groups = windows / 4;
         if row_len == WINDOW {
-            short_rows::<SIGNED, true>(t, input, output, row_len, groups);
+            by_chunks!(
+                t,
+                short_rows::<SIGNED, true>(t, input, output, row_len, groups)
+            );
         } else {
-            short_rows::<SIGNED, false>(t, input, output, row_len, groups);
+            by_chunks!(
+                t,
+                short_rows::<SIGNED, false>(t, input, output, row_len, groups)
+            );
         }
         row = groups * 4;
     } else if row_len <= STEP && t.outputs_fit {
@@ -313,9 +339,15 @@ fn softmax_rows<const SIGNED: bool>(
         };
         let groups = windows / 4;
         if row_len == STEP {
-            window_rows::<SIGNED, true>(t, input, output, row_len, groups);
+            by_chunks!(
+                t,
+                window_rows::<SIGNED, true>(t, input, output, row_len, groups)
+            );
         } else {
-            window_rows::<SIGNED, false>(t, input, output, row_len, groups);
+            by_chunks!(
+                t,
+                window_rows::<SIGNED, false>(t, input, output, row_len, groups)
+            );
         }
         row = groups * 4;
     }

@@ -8,22 +8,26 @@
 //! it. Instead:
 //! * sum: the term bytes of each plane by `tbl` (plus `tbx` per further
 //!   chunk), the four rows' sums gathered into the lanes of one vector by
-//!   pairwise adds;
+//!   pairwise adds. The chunk counts per plane are const parameters
+//!   (`[L, M, H]`, chosen by the caller to cover `t.plane_chunks`), so the
+//!   lookups unroll with no branch per row, and each chunk is loaded by
+//!   one `ld1` beside its lookups (`lookup4`);
 //! * reciprocal: the reference's `get_reciprocal` on those four lanes at
 //!   once (row sums of at most 64 terms are below 2^26, so the normalizing
 //!   shift is a per-lane `clz`);
 //! * output, rows of up to 16: `e[d]` gathered from its four byte planes
-//!   (`d < 64`; beyond, `tbl` reads 0 and so does the output), then the
-//!   reference's output arithmetic on four lanes per 32-bit register (the
-//!   64-entry output table would cost four instructions per element);
-//!   longer rows: the one-chunk output table, from `e[0..64]` loaded once
-//!   per group.
+//!   (`d < 64`; beyond, `tbl` reads 0 and so does the output) and put
+//!   together four lanes at a time by one four-register `tbl` (`SPREAD`),
+//!   then the reference's output arithmetic on four lanes per 32-bit
+//!   register (the 64-entry output table would cost four instructions per
+//!   element); longer rows: the one-chunk output table, from `e[0..64]`
+//!   loaded once per group, looked up by the `d` kept from the sum pass.
 //!
 //! Windows are stored whole: their bytes past the row are the next rows'
 //! outputs, rewritten when those rows are done (the caller runs the rows
 //! whose window would pass the end of the slices another way).
 
-use super::blocks::{opaque, STEP};
+use super::blocks::{load_post, opaque, STEP};
 use super::fixed::output_table_from;
 use crate::fixedpoint::{one_over_one_plus_x_for_x_in_0_1, Q0_31};
 use crate::ops::softmax::exact::{SoftmaxExact, PLANES};
@@ -34,14 +38,6 @@ use core::arch::aarch64::*;
 pub(super) const WINDOW: usize = 16;
 /// Rows per group (lanes of the reciprocal).
 pub(super) const GROUP: usize = 4;
-
-/// The four 64-byte chunks of `e`'s byte planes for `d < 64`.
-#[inline(always)]
-fn load_exp_bytes(t: &SoftmaxExact) -> [uint8x16x4_t; 4] {
-    // Opaque: loaded once per group, not kept in registers across the sum.
-    // SAFETY: each plane is 64 bytes.
-    core::array::from_fn(|j| unsafe { vld1q_u8_x4(opaque(t.exp_bytes[j].0.as_ptr())) })
-}
 
 /// The lane sums of four rows' 16 bytes, as u32 lanes (row `i` in lane `i`).
 #[inline(always)]
@@ -85,13 +81,14 @@ fn reciprocals(sum: uint32x4_t) -> (int32x4_t, int32x4_t) {
     }
 }
 
-/// Outputs of one row from its `d` (all below 256): `e[d]` from the byte
-/// planes of its first 64 entries, then `sqrdmulh` by the scale and the
-/// rounding shift, as bytes above the type's minimum.
+/// Outputs of one row from `e`'s four byte planes at its `d` (`b[j]`,
+/// gathered by `tbl` from the first 64 entries: `d >= 64` reads 0), then
+/// `sqrdmulh` by the scale and the rounding shift, as bytes above the
+/// type's minimum.
 #[inline(always)]
 fn outputs<const SIGNED: bool>(
-    exp: &[uint8x16x4_t; 4],
-    d: uint8x16_t,
+    b: [uint8x16_t; 4],
+    spread: &[uint8x16_t; 4],
     scale: int32x4_t,
     neg_exponent: int32x4_t,
 ) -> uint8x16_t {
@@ -101,21 +98,11 @@ fn outputs<const SIGNED: bool>(
     // is added at full precision and a product below 2^31 gives 0, as the
     // reference's zero).
     unsafe {
-        let b = exp.map(|plane| vqtbl4q_u8(plane, d));
-        // Little-endian: interleaving bytes 0/1 and 2/3, then the halves,
-        // gives the e of lanes 0..4, 4..8, 8..12, 12..16.
-        let lo01 = vreinterpretq_u16_u8(vzip1q_u8(b[0], b[1]));
-        let hi01 = vreinterpretq_u16_u8(vzip2q_u8(b[0], b[1]));
-        let lo23 = vreinterpretq_u16_u8(vzip1q_u8(b[2], b[3]));
-        let hi23 = vreinterpretq_u16_u8(vzip2q_u8(b[2], b[3]));
-        let e = [
-            vzip1q_u16(lo01, lo23),
-            vzip2q_u16(lo01, lo23),
-            vzip1q_u16(hi01, hi23),
-            vzip2q_u16(hi01, hi23),
-        ];
-        let q = e.map(|e| {
-            let prod = vqrdmulhq_s32(vreinterpretq_s32_u16(e), scale);
+        let planes = uint8x16x4_t(b[0], b[1], b[2], b[3]);
+        // The e of lanes 0..4, 4..8, 8..12, 12..16.
+        let q = spread.map(|s| {
+            let e = vreinterpretq_s32_u8(vqtbl4q_u8(planes, s));
+            let prod = vqrdmulhq_s32(e, scale);
             vreinterpretq_u16_u32(vrshlq_u32(vreinterpretq_u32_s32(prod), neg_exponent))
         });
         // Each output is at most 256: the low halves hold it.
@@ -130,15 +117,133 @@ fn outputs<const SIGNED: bool>(
     }
 }
 
-/// Softmax of the first `groups * 4` rows of `row_len <= 16` bytes (all 16
-/// when `FULL`), each
-/// read and written as a 16-byte window; the caller checked that every
-/// window lies in both slices, and that `t.outputs_fit`.
+/// Byte `4 m + j` of `SPREAD[q]` indexes byte `j` (plane `j`) of element
+/// `4 q + m` in the four registers of `e`'s byte planes of 16 elements: one
+/// four-register `tbl` gathers the little-endian `e` of four elements.
+const SPREAD: [[u8; 16]; 4] = {
+    let mut s = [[0u8; 16]; 4];
+    let mut q = 0;
+    while q < 4 {
+        let mut k = 0;
+        while k < 16 {
+            s[q][k] = (16 * (k % 4) + 4 * q + k / 4) as u8;
+            k += 1;
+        }
+        q += 1;
+    }
+    s
+};
+
+/// `tbl` (`TBX`: `tbx` into `acc`) of the four index registers `idx` over
+/// the 64-byte table at `table`, loaded by one `ld1` into v28..v31 in the
+/// same asm: LLVM otherwise loads table operands with two `ldp`, copies
+/// them into consecutive registers and spills them when it hoists them.
+///
+/// # Safety
+/// `table` must be valid for reading 64 bytes.
+#[inline(always)]
+unsafe fn lookup4<const TBX: bool>(
+    table: *const u8,
+    idx: [uint8x16_t; 4],
+    acc: [uint8x16_t; 4],
+) -> [uint8x16_t; 4] {
+    let [mut a0, mut a1, mut a2, mut a3] = acc;
+    // SAFETY: the caller guarantees 64 readable bytes at `table`; the asm
+    // reads only them, writes its outputs and v28..v31 (declared clobbered).
+    // `out` outputs are not given an input's register, so each lookup reads
+    // its index before any output is written.
+    unsafe {
+        if TBX {
+            core::arch::asm!(
+                "ld1 {{v28.16b-v31.16b}}, [{t}]",
+                "tbx {a0:v}.16b, {{v28.16b-v31.16b}}, {i0:v}.16b",
+                "tbx {a1:v}.16b, {{v28.16b-v31.16b}}, {i1:v}.16b",
+                "tbx {a2:v}.16b, {{v28.16b-v31.16b}}, {i2:v}.16b",
+                "tbx {a3:v}.16b, {{v28.16b-v31.16b}}, {i3:v}.16b",
+                t = in(reg) table,
+                a0 = inout(vreg) a0, a1 = inout(vreg) a1,
+                a2 = inout(vreg) a2, a3 = inout(vreg) a3,
+                i0 = in(vreg) idx[0], i1 = in(vreg) idx[1],
+                i2 = in(vreg) idx[2], i3 = in(vreg) idx[3],
+                out("v28") _, out("v29") _, out("v30") _, out("v31") _,
+                options(pure, readonly, nostack, preserves_flags),
+            );
+        } else {
+            core::arch::asm!(
+                "ld1 {{v28.16b-v31.16b}}, [{t}]",
+                "tbl {a0:v}.16b, {{v28.16b-v31.16b}}, {i0:v}.16b",
+                "tbl {a1:v}.16b, {{v28.16b-v31.16b}}, {i1:v}.16b",
+                "tbl {a2:v}.16b, {{v28.16b-v31.16b}}, {i2:v}.16b",
+                "tbl {a3:v}.16b, {{v28.16b-v31.16b}}, {i3:v}.16b",
+                t = in(reg) table,
+                a0 = out(vreg) a0, a1 = out(vreg) a1,
+                a2 = out(vreg) a2, a3 = out(vreg) a3,
+                i0 = in(vreg) idx[0], i1 = in(vreg) idx[1],
+                i2 = in(vreg) idx[2], i3 = in(vreg) idx[3],
+                out("v28") _, out("v29") _, out("v30") _, out("v31") _,
+                options(pure, readonly, nostack, preserves_flags),
+            );
+        }
+    }
+    [a0, a1, a2, a3]
+}
+
+/// The term bytes of plane `j` for every `d` of four registers: `tbl`
+/// over chunk 0, `tbx` over chunks `1..C[j]` (`C = [L, M, H]`; `d - 64 k`,
+/// formed once per chunk for all planes, indexes chunk `k`, and `tbx`
+/// keeps the lanes outside it). Chunks past `t.plane_chunks[j]` are zero,
+/// so a larger `C` only adds lookups that change nothing.
 // Index loops over fixed-size arrays of registers and planes: the
 // indices pick planes, chunks and lanes at compile time once unrolled.
 #[allow(clippy::needless_range_loop)]
 #[inline(always)]
-pub(super) fn short_rows<const SIGNED: bool, const FULL: bool>(
+fn term_bytes<const L: usize, const M: usize, const H: usize>(
+    t: &SoftmaxExact,
+    d: &[uint8x16_t; 4],
+) -> [[uint8x16_t; 4]; PLANES] {
+    let chunks = [L, M, H];
+    // SAFETY: register arithmetic.
+    let mut bytes = [[unsafe { vdupq_n_u8(0) }; 4]; PLANES];
+    for k in 0..4 {
+        if k >= L.max(M).max(H) {
+            break;
+        }
+        // SAFETY: register arithmetic.
+        let idx = d.map(|d| unsafe { vsubq_u8(d, vdupq_n_u8(64 * k as u8)) });
+        for j in 0..PLANES {
+            if k < chunks[j] {
+                let c = t.planes[j][k].0.as_ptr();
+                // SAFETY: the chunk is 64 bytes.
+                bytes[j] = unsafe {
+                    if k == 0 {
+                        lookup4::<false>(c, idx, bytes[j])
+                    } else {
+                        lookup4::<true>(c, idx, bytes[j])
+                    }
+                };
+            }
+        }
+    }
+    bytes
+}
+
+/// Softmax of the first `groups * 4` rows of `row_len <= 16` bytes (all 16
+/// when `FULL`), each read and written as a 16-byte window; the caller
+/// checked that every window lies in both slices, that `t.outputs_fit`,
+/// and that no plane has more chunks than `[L, M, H]`.
+// Index loops over fixed-size arrays of registers and planes: the
+// indices pick planes, chunks and lanes at compile time once unrolled.
+#[allow(clippy::needless_range_loop)]
+// Out of line: called once per kernel call, and kept apart from the
+// long-row loops, whose code LLVM would otherwise allocate with theirs.
+#[inline(never)]
+pub(super) fn short_rows<
+    const SIGNED: bool,
+    const FULL: bool,
+    const L: usize,
+    const M: usize,
+    const H: usize,
+>(
     t: &SoftmaxExact,
     input: &[u8],
     output: &mut [u8],
@@ -146,16 +251,18 @@ pub(super) fn short_rows<const SIGNED: bool, const FULL: bool>(
     groups: usize,
 ) {
     debug_assert!(row_len <= WINDOW && t.outputs_fit && (row_len == WINDOW) == FULL);
+    debug_assert!(t.plane_chunks[0] <= L && t.plane_chunks[1] <= M && t.plane_chunks[2] <= H);
     let last = (groups * GROUP).saturating_sub(1) * row_len + WINDOW;
     assert!(groups == 0 || (last <= input.len() && last <= output.len()));
     // Lanes past the row: 0 in `keep` (d = 0, one term0 each, taken off).
     let keep_bytes: [u8; WINDOW] = core::array::from_fn(|i| if i < row_len { 0xff } else { 0 });
-    // SAFETY: register arithmetic; the array is WINDOW bytes.
-    let (keep, fill, extra) = unsafe {
+    // SAFETY: register arithmetic; the arrays are 16 bytes.
+    let (keep, fill, extra, spread) = unsafe {
         (
             vld1q_u8(keep_bytes.as_ptr()),
             vdupq_n_u8(if SIGNED { 0x80 } else { 0 }),
             vdupq_n_u32((WINDOW - row_len) as u32 * t.term0),
+            SPREAD.map(|s| vld1q_u8(s.as_ptr())),
         )
     };
     let src = input.as_ptr();
@@ -164,7 +271,7 @@ pub(super) fn short_rows<const SIGNED: bool, const FULL: bool>(
         let base = g * GROUP * row_len;
         // SAFETY: window `base + i * row_len` of 16 bytes lies within input
         // (checked above); the rest is register arithmetic.
-        let d = unsafe {
+        let d: [uint8x16_t; GROUP] = unsafe {
             let x: [uint8x16_t; GROUP] =
                 core::array::from_fn(|i| vld1q_u8(src.add(base + i * row_len)));
             let maxes: [u8; GROUP] = x.map(|x| {
@@ -184,45 +291,30 @@ pub(super) fn short_rows<const SIGNED: bool, const FULL: bool>(
                 }
             })
         };
-        // SAFETY: register arithmetic.
-        let mut sum = unsafe { vdupq_n_u32(0) };
-        for j in 0..PLANES {
-            let chunks = t.plane_chunks[j];
-            if chunks == 0 {
-                continue;
-            }
-            // Each plane's bytes by tbl, then tbx over its further nonzero
-            // chunks (tbx of an index outside 0..64 keeps the lane), each
-            // chunk loaded once for the four rows.
-            // SAFETY: the chunk is 64 bytes; register arithmetic.
-            let mut bytes = unsafe {
-                let c = vld1q_u8_x4(opaque(t.planes[j][0].0.as_ptr()));
-                d.map(|d| vqtbl4q_u8(c, d))
-            };
-            for k in 1..4 {
-                if k < chunks {
-                    // SAFETY: the chunk is 64 bytes; register arithmetic.
-                    // d - 64 k indexes chunk k, formed only where a row needs it.
-                    unsafe {
-                        let c = vld1q_u8_x4(opaque(t.planes[j][k].0.as_ptr()));
-                        let offset = vdupq_n_u8(64 * k as u8);
-                        for i in 0..GROUP {
-                            bytes[i] = vqtbx4q_u8(bytes[i], c, vsubq_u8(d[i], offset));
-                        }
-                    }
-                }
-            }
-            let s = row_sums(bytes);
-            // SAFETY: register arithmetic; sums stay below 2^24.
-            sum = unsafe { vaddq_u32(sum, vshlq_u32(s, vdupq_n_s32(8 * j as i32))) };
-        }
-        // SAFETY: register arithmetic; the masked lanes' terms come off.
-        let sum = unsafe { vsubq_u32(sum, extra) };
+        let [low, mid, high] = term_bytes::<L, M, H>(t, &d);
+        // SAFETY: register arithmetic. Per u16 lane, before the pairwise
+        // sums of `row_sums16`: at most 2 * 255 (mid) + 256 * 2 * 8 (high:
+        // terms are at most 2^19, so their high byte at most 8), 4606, and
+        // eight lanes of that fit u16.
+        let sum = unsafe {
+            let upper = row_sums16(core::array::from_fn(|i| {
+                vmlaq_n_u16(vpaddlq_u8(mid[i]), vpaddlq_u8(high[i]), 256)
+            }));
+            // Sums of 16 terms of at most 2^19 fit u32; the masked lanes'
+            // terms come off.
+            vsubq_u32(vmlaq_n_u32(row_sums(low), upper, 256), extra)
+        };
         let (scale, neg_exponent) = reciprocals(sum);
-        let exp = load_exp_bytes(t);
-        for (i, d) in d.into_iter().enumerate() {
+        // e's byte planes for every d (d >= 64 reads 0), a plane at a time.
+        // SAFETY: each plane is 64 bytes.
+        let planes = t
+            .exp_bytes
+            .each_ref()
+            .map(|e| unsafe { lookup4::<false>(e.0.as_ptr(), d, d) });
+        let b: [[uint8x16_t; 4]; GROUP] = core::array::from_fn(|i| planes.map(|p| p[i]));
+        for i in 0..GROUP {
             let (s, n) = lane(scale, neg_exponent, i);
-            let y = outputs::<SIGNED>(&exp, d, s, n);
+            let y = outputs::<SIGNED>(b[i], &spread, s, n);
             // SAFETY: the window lies within output (checked above); rows are
             // written in order, so bytes past this row are rewritten later.
             unsafe { vst1q_u8(dst.add(base + i * row_len), y) };
@@ -232,17 +324,26 @@ pub(super) fn short_rows<const SIGNED: bool, const FULL: bool>(
 
 /// Softmax of the first `groups * 4` rows of `row_len <= 64` bytes (all
 /// 64 when `FULL`), each read and written as a 64-byte window; the caller
-/// checked that every window lies in both slices, and that
-/// `t.outputs_fit`. Per row: maximum, `d` (masked lanes to 0), each
-/// plane's bytes by `tbl`/`tbx` over its chunks, summed in u16 lanes; per
-/// group: the four sums in one vector and their reciprocals; per row again:
-/// its output table (one chunk: the outputs past `d = 63` are the zero
-/// point) and the lookup.
+/// checked that every window lies in both slices, that `t.outputs_fit`
+/// and that no plane has more chunks than `[L, M, H]`. Per row: maximum,
+/// `d` (masked lanes to 0, kept for the output), each plane's bytes by
+/// `tbl`/`tbx` over its chunks, summed in u16 lanes; per group: the four
+/// sums in one vector and their reciprocals; per row again: its output
+/// table (one chunk: the outputs past `d = 63` are the zero point) and the
+/// lookup.
 // Index loops over fixed-size arrays of registers and planes: the
 // indices pick planes, chunks and lanes at compile time once unrolled.
 #[allow(clippy::needless_range_loop)]
-#[inline(always)]
-pub(super) fn window_rows<const SIGNED: bool, const FULL: bool>(
+// Out of line: called once per kernel call, and kept apart from the
+// long-row loops, whose code LLVM would otherwise allocate with theirs.
+#[inline(never)]
+pub(super) fn window_rows<
+    const SIGNED: bool,
+    const FULL: bool,
+    const L: usize,
+    const M: usize,
+    const H: usize,
+>(
     t: &SoftmaxExact,
     input: &[u8],
     output: &mut [u8],
@@ -250,6 +351,7 @@ pub(super) fn window_rows<const SIGNED: bool, const FULL: bool>(
     groups: usize,
 ) {
     debug_assert!(row_len <= STEP && t.outputs_fit && (row_len == STEP) == FULL);
+    debug_assert!(t.plane_chunks[0] <= L && t.plane_chunks[1] <= M && t.plane_chunks[2] <= H);
     let last = (groups * GROUP).saturating_sub(1) * row_len + STEP;
     assert!(groups == 0 || (last <= input.len() && last <= output.len()));
     let keep_bytes: [u8; STEP] = core::array::from_fn(|i| if i < row_len { 0xff } else { 0 });
@@ -262,17 +364,27 @@ pub(super) fn window_rows<const SIGNED: bool, const FULL: bool>(
     };
     let src = input.as_ptr();
     let dst = output.as_mut_ptr();
+    // The rows' d, kept from the sum pass for the output pass.
+    let mut ds = [[0u8; STEP]; GROUP];
+    // The rows' u16 lane sums per plane, rewritten by every group.
+    // SAFETY: register arithmetic.
+    let mut acc = [[unsafe { vdupq_n_u16(0) }; GROUP]; PLANES];
+    // The rows' scales and negated exponents, for `ld1r` by row.
+    let mut scales = [0i32; GROUP];
+    let mut neg_exponents = [0i32; GROUP];
     for g in 0..groups {
         let base = g * GROUP * row_len;
-        let mut maxes = [0u8; GROUP];
-        // SAFETY: register arithmetic.
-        let mut acc = [[unsafe { vdupq_n_u16(0) }; GROUP]; PLANES];
-        for i in 0..GROUP {
+        // A loop, not unrolled (`black_box` hides the count): LLVM would
+        // interleave the four rows, which need more registers than there
+        // are, and spill.
+        let rows = core::hint::black_box(GROUP);
+        for i in 0..rows {
+            let i = i % GROUP;
             // SAFETY: window `base + i * row_len` of 64 bytes lies within
             // input (checked above); the mask is 64 bytes; the rest is
             // register arithmetic.
             let d = unsafe {
-                let b = vld1q_u8_x4(src.add(base + i * row_len));
+                let b = load_post(&mut src.add(base + i * row_len));
                 let mut x = [b.0, b.1, b.2, b.3];
                 let keep = if FULL {
                     None
@@ -294,7 +406,6 @@ pub(super) fn window_rows<const SIGNED: bool, const FULL: bool>(
                 } else {
                     vmaxvq_u8(vmaxq_u8(vmaxq_u8(x[0], x[1]), vmaxq_u8(x[2], x[3])))
                 };
-                maxes[i] = max;
                 let maxv = vdupq_n_u8(max);
                 let mut d = x.map(|x| vsubq_u8(maxv, x));
                 if let Some(k) = keep {
@@ -302,62 +413,56 @@ pub(super) fn window_rows<const SIGNED: bool, const FULL: bool>(
                         d[r] = vandq_u8(d[r], k[r]);
                     }
                 }
+                vst1q_u8_x4(ds[i].as_mut_ptr(), uint8x16x4_t(d[0], d[1], d[2], d[3]));
                 d
             };
+            let bytes = term_bytes::<L, M, H>(t, &d);
             for j in 0..PLANES {
-                let chunks = t.plane_chunks[j];
-                if chunks == 0 {
-                    continue;
-                }
-                // SAFETY: each chunk is 64 bytes; register arithmetic.
+                // SAFETY: register arithmetic; at most 8 * 255 per u16 lane.
                 unsafe {
-                    let c = vld1q_u8_x4(opaque(t.planes[j][0].0.as_ptr()));
-                    let mut bytes = d.map(|d| vqtbl4q_u8(c, d));
-                    for k in 1..4 {
-                        if k < chunks {
-                            // d - 64 k indexes chunk k, formed only where
-                            // the row needs it.
-                            let c = vld1q_u8_x4(opaque(t.planes[j][k].0.as_ptr()));
-                            let offset = vdupq_n_u8(64 * k as u8);
-                            for r in 0..4 {
-                                bytes[r] = vqtbx4q_u8(bytes[r], c, vsubq_u8(d[r], offset));
-                            }
-                        }
-                    }
-                    // At most 8 * 255 per u16 lane.
-                    let mut a = vpaddlq_u8(bytes[0]);
-                    for b in &bytes[1..] {
+                    let mut a = vpaddlq_u8(bytes[j][0]);
+                    for b in &bytes[j][1..] {
                         a = vpadalq_u8(a, *b);
                     }
                     acc[j][i] = a;
                 }
             }
         }
-        // SAFETY: register arithmetic.
-        let mut sum = unsafe { vdupq_n_u32(0) };
-        for (j, a) in acc.into_iter().enumerate() {
-            // SAFETY: register arithmetic; sums stay below 2^26.
-            sum = unsafe { vaddq_u32(sum, vshlq_u32(row_sums16(a), vdupq_n_s32(8 * j as i32))) };
-        }
-        // SAFETY: register arithmetic; the masked lanes' terms come off.
-        let sum = unsafe { vsubq_u32(sum, extra) };
+        let [low, mid, high] = acc.map(row_sums16);
+        // SAFETY: register arithmetic; sums of 64 terms of at most 2^19
+        // fit u32; the masked lanes' terms come off.
+        let sum = unsafe {
+            let upper = vmlaq_n_u32(mid, high, 256);
+            vsubq_u32(vmlaq_n_u32(low, upper, 256), extra)
+        };
         let (scale, neg_exponent) = reciprocals(sum);
+        // SAFETY: the arrays are four lanes.
+        unsafe {
+            vst1q_s32(scales.as_mut_ptr(), scale);
+            vst1q_s32(neg_exponents.as_mut_ptr(), neg_exponent);
+        }
         // e[0..64], loaded once for the four rows' tables.
         let e = opaque(t.exp.as_ptr());
         // SAFETY: the 16 loads of four read e[0..64] of the 256 entries.
         let e: [int32x4_t; 16] = core::array::from_fn(|k| unsafe { vld1q_s32(e.add(4 * k)) });
-        for (i, &max) in maxes.iter().enumerate() {
-            let (s, n) = lane(scale, neg_exponent, i);
+        for i in 0..rows {
+            let i = i % GROUP;
+            // SAFETY: i < GROUP.
+            let (s, n) = unsafe {
+                (
+                    vld1q_dup_s32(scales.as_ptr().add(i)),
+                    vld1q_dup_s32(neg_exponents.as_ptr().add(i)),
+                )
+            };
             let [table] = output_table_from::<1>(|k| e[k], s, n);
             let at = base + i * row_len;
-            // SAFETY: the window lies within input and output (checked
-            // above); rows are written in order, so bytes past this row are
-            // rewritten later. The rest is register arithmetic.
+            // SAFETY: the window lies within output (checked above); rows
+            // are written in order, so bytes past this row are rewritten
+            // later. `ds[i]` is 64 bytes. The rest is register arithmetic.
             unsafe {
-                let b = vld1q_u8_x4(src.add(at));
-                let maxv = vdupq_n_u8(max);
-                let y = [b.0, b.1, b.2, b.3].map(|x| {
-                    let q = vqtbl4q_u8(table, vsubq_u8(maxv, x));
+                let d = load_post(&mut ds[i].as_ptr());
+                let y = [d.0, d.1, d.2, d.3].map(|d| {
+                    let q = vqtbl4q_u8(table, d);
                     if SIGNED {
                         veorq_u8(q, vdupq_n_u8(0x80))
                     } else {
