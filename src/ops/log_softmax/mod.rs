@@ -32,6 +32,8 @@ mod lut_neon;
 #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
 mod neon;
 pub(crate) mod params;
+#[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+mod rows64;
 mod scalar;
 mod table;
 

@@ -29,6 +29,7 @@
 use super::blocks::{load, lookup4, row_max_min, span, Block, KEEP_FROM, KEEP_TO, STEP};
 use super::log_neon::log_x_for_x_greater_than_or_equal_to_1_x4;
 use super::params::{LogSoftmaxParams, LogSoftmaxRow};
+use super::rows64::rows64;
 use super::table::{Chunk, LogSoftmaxTables, CHUNK};
 use crate::elem::{view, QuantElem, Slices};
 use crate::simd::tail::{map_tail, read_tail};
@@ -191,7 +192,7 @@ fn row_sum<const N: usize>(
 /// Fills `out[0..16 groups]` with the row's outputs by the floor formula
 /// `floor((s[d] - B) / 2^22)`, saturated to the type (see `table.rs`).
 #[inline(always)]
-fn build_split<const SIGNED: bool>(
+pub(super) fn build_split<const SIGNED: bool>(
     t: &LogSoftmaxTables,
     groups: usize,
     b: i32,
@@ -335,7 +336,7 @@ fn row_stats<const SIGNED: bool>(
 
 /// The output table and the outputs of a row whose constants are known.
 #[inline(always)]
-fn finish_row<T: QuantElem, const SIGNED: bool>(
+pub(super) fn finish_row<T: QuantElem, const SIGNED: bool>(
     p: &LogSoftmaxParams,
     t: &LogSoftmaxTables,
     row: &LogSoftmaxRow,
@@ -371,6 +372,9 @@ fn rows<T: QuantElem, const SIGNED: bool>(
     let n = input.len().min(output.len());
     let count = n / row_len;
     let mut r = 0;
+    if row_len == STEP {
+        r = rows64::<T, SIGNED>(p, t, input, output, &mut table);
+    }
     while r + 4 <= count {
         let stats: [_; 4] = core::array::from_fn(|i| {
             let at = (r + i) * row_len;
