@@ -32,6 +32,10 @@ mod lut_neon;
 #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
 mod neon;
 pub(crate) mod params;
+#[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+mod rows64;
+#[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+mod rows64_out;
 mod scalar;
 mod table;
 

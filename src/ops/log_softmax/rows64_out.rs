@@ -1,0 +1,165 @@
+//! The output stage of `rows64.rs` (rows of exactly 64 bytes): per row,
+//! one asm block builds the row's output table by the floor formula
+//! (`table.rs`) and looks up its 64 outputs.
+
+use super::table::{Chunk, LogSoftmaxTables, CHUNK};
+use core::arch::aarch64::*;
+
+/// Bytes per row (one block).
+const ROW: usize = 64;
+/// Rows per group.
+const GROUP: usize = 4;
+
+/// One 16-entry group of a row's output table (`build_split`'s formula),
+/// as asm lines: `s` points at the group's 16 `s[d]` and `out` at its 16
+/// bytes (both advanced), `b` holds `B` in every lane; `$narrow` is the
+/// saturating narrowing shift of the type (`sqshrn` or `sqshrun`).
+macro_rules! group_lines {
+    ($narrow:literal) => {
+        concat!(
+            "ld1 {{v16.4s-v19.4s}}, [{s}], #64\n",
+            "subhn v20.4h, v16.4s, {b:v}.4s\n",
+            "subhn2 v20.8h, v17.4s, {b:v}.4s\n",
+            "subhn v21.4h, v18.4s, {b:v}.4s\n",
+            "subhn2 v21.8h, v19.4s, {b:v}.4s\n",
+            $narrow,
+            " v22.8b, v20.8h, #6\n",
+            $narrow,
+            "2 v22.16b, v21.8h, #6\n",
+            "st1 {{v22.16b}}, [{out}], #16\n",
+        )
+    };
+}
+
+/// The lines of one further table chunk of the output lookup: indices
+/// `v0..v4` lowered by 64 (`{k}`), looked up by `tbx` in the chunk loaded
+/// into v20..v24, into `v4..v8`.
+macro_rules! chunk_lines {
+    () => {
+        concat!(
+            "ld1 {{v20.16b-v23.16b}}, [{tab}], #64\n",
+            "sub v0.16b, v0.16b, {k:v}.16b\n",
+            "sub v1.16b, v1.16b, {k:v}.16b\n",
+            "sub v2.16b, v2.16b, {k:v}.16b\n",
+            "sub v3.16b, v3.16b, {k:v}.16b\n",
+            "tbx v4.16b, {{v20.16b-v23.16b}}, v0.16b\n",
+            "tbx v5.16b, {{v20.16b-v23.16b}}, v1.16b\n",
+            "tbx v6.16b, {{v20.16b-v23.16b}}, v2.16b\n",
+            "tbx v7.16b, {{v20.16b-v23.16b}}, v3.16b\n",
+        )
+    };
+}
+
+/// One row, in one asm block (so that LLVM neither unrolls nor unswitches
+/// copies of it): the first `g` (1..=16) groups of its output table,
+/// straight-line (one group when bit 4 of `g` is set, then runs of 8, 4, 2
+/// and 1 groups by the bits of what is left: no loop counter, no indirect
+/// branch), then its 64 outputs `table[max - x]` through `c` (1..=4) table
+/// chunks (`tbl` on the first, `tbx` on each further one: `c` is the
+/// number of further chunks, 0..=3, whose blocks are alike, as the indices
+/// and the table pointer advance by one chunk in each).
+macro_rules! row_asm {
+    ($narrow:literal, $s:expr, $out:expr, $b:expr, $g:expr, $tab:expr, $src:expr, $dst:expr, $m:expr, $c:expr, $k:expr) => {
+        core::arch::asm!(
+            "tbz {g:w}, #4, 2f",
+            group_lines!($narrow),
+            "mov {g:w}, #15",
+            "2:",
+            "tbz {g:w}, #3, 3f",
+            group_lines!($narrow), group_lines!($narrow), group_lines!($narrow), group_lines!($narrow),
+            group_lines!($narrow), group_lines!($narrow), group_lines!($narrow), group_lines!($narrow),
+            "3:",
+            "tbz {g:w}, #2, 4f",
+            group_lines!($narrow), group_lines!($narrow), group_lines!($narrow), group_lines!($narrow),
+            "4:",
+            "tbz {g:w}, #1, 5f",
+            group_lines!($narrow), group_lines!($narrow),
+            "5:",
+            "tbz {g:w}, #0, 6f",
+            group_lines!($narrow),
+            "6:",
+            "ld1 {{v0.16b-v3.16b}}, [{src}]",
+            "ld1 {{v16.16b-v19.16b}}, [{tab}], #64",
+            "sub v0.16b, {m:v}.16b, v0.16b",
+            "sub v1.16b, {m:v}.16b, v1.16b",
+            "sub v2.16b, {m:v}.16b, v2.16b",
+            "sub v3.16b, {m:v}.16b, v3.16b",
+            "tbl v4.16b, {{v16.16b-v19.16b}}, v0.16b",
+            "tbl v5.16b, {{v16.16b-v19.16b}}, v1.16b",
+            "tbl v6.16b, {{v16.16b-v19.16b}}, v2.16b",
+            "tbl v7.16b, {{v16.16b-v19.16b}}, v3.16b",
+            "tbz {c:w}, #1, 7f",
+            chunk_lines!(),
+            chunk_lines!(),
+            "7:",
+            "tbz {c:w}, #0, 8f",
+            chunk_lines!(),
+            "8:",
+            "st1 {{v4.16b-v7.16b}}, [{dst}]",
+            s = inout(reg) $s => _,
+            out = inout(reg) $out => _,
+            b = in(vreg) $b,
+            g = inout(reg) $g => _,
+            tab = inout(reg) $tab => _,
+            src = in(reg) $src,
+            dst = in(reg) $dst,
+            m = in(vreg) $m,
+            c = in(reg) $c,
+            k = in(vreg) $k,
+            out("v0") _, out("v1") _, out("v2") _, out("v3") _,
+            out("v4") _, out("v5") _, out("v6") _, out("v7") _,
+            out("v16") _, out("v17") _, out("v18") _, out("v19") _,
+            out("v20") _, out("v21") _, out("v22") _, out("v23") _,
+            options(nostack),
+        )
+    };
+}
+
+/// The outputs of four rows whose floor formula holds: per row `i`, its
+/// output table for `d` in `0..16 (reach[i] / 16 + 1)` from `B = b[i]`,
+/// then its 64 outputs through `chunks` (1..=4) table chunks (entries past
+/// the built groups are never looked up: every `d` is at most the row's
+/// reach). Not inlined: the straight-line table build is large, and one
+/// copy per type serves every group.
+///
+/// # Safety
+/// `src` and `dst` must be valid for 256 bytes; `chunks` in `1..=4`.
+#[inline(never)]
+#[allow(clippy::too_many_arguments)]
+pub(super) unsafe fn rows_out4<const SIGNED: bool>(
+    t: &LogSoftmaxTables,
+    table: &mut [Chunk; 4],
+    (src, dst): (*const u8, *mut u8),
+    max: &[u8; 16],
+    b: &[i32; GROUP],
+    reach: &[usize; GROUP],
+    chunks: usize,
+) {
+    debug_assert!((1..=4).contains(&chunks));
+    let out = table.as_mut_ptr().cast::<u8>();
+    let tab = table.as_ptr().cast::<u8>();
+    // SAFETY: register arithmetic.
+    let k = unsafe { vdupq_n_u8(CHUNK as u8) };
+    for i in 0..GROUP {
+        // SAFETY: the build reads 16 groups of 16 i32 of `scaled` at most
+        // (groups = reach / 16 + 1 <= 16, 256 entries) and writes as many
+        // groups of 16 bytes of `table` (256 bytes); the lookup reads
+        // `chunks` 64-byte chunks of `table` and row i's 64 bytes at `src`,
+        // writes 64 at `dst` (within the caller's 256); each asm clobbers
+        // only the registers it names.
+        unsafe {
+            let bv = vdupq_n_s32(b[i]);
+            let groups = (reach[i] / 16 + 1) as u64;
+            let m = vdupq_n_u8(max[i]);
+            let (src, dst) = (src.add(ROW * i), dst.add(ROW * i));
+            // Further chunks after the first: 0..=3.
+            let c = chunks as u64 - 1;
+            let s = t.scaled.as_ptr();
+            if SIGNED {
+                row_asm!("sqshrn", s, out, bv, groups, tab, src, dst, m, c, k);
+            } else {
+                row_asm!("sqshrun", s, out, bv, groups, tab, src, dst, m, c, k);
+            }
+        }
+    }
+}
