@@ -1,9 +1,11 @@
 //! Element plumbing under every kernel: the one tail helper ([`tail`]), lane
 //! masking, and on aarch64 the NEON loads, widenings, narrowings and stores
-//! ([`neon`]).
+//! ([`neon`]) and the byte-table lookups ([`lookup`]).
 //!
 //! A leaf: it imports only [`crate::fixedpoint`] (the `Lane` trait).
 
+#[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+pub(crate) mod lookup;
 #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
 pub(crate) mod neon;
 // Kernels with their own block loops (and the 16-element block size) are

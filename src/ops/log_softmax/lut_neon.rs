@@ -26,11 +26,12 @@
 //!    Then the output pass of `Method::FixedPoint`: a `tbl` (plus a `tbx`
 //!    per further chunk) for every 16 outputs.
 
-use super::blocks::{load, lookup4, row_max_min, span, Block, KEEP_FROM, KEEP_TO, STEP};
+use super::blocks::{load, row_max_min, span, Block, KEEP_FROM, KEEP_TO, STEP};
 use super::lut::LogSoftmaxLut;
 use super::neon::write_row;
 use super::table::{Chunk, CHUNK};
 use crate::elem::{view, QuantElem, Slices};
+use crate::simd::lookup::lookup4;
 use crate::simd::tail::read_tail;
 use core::arch::aarch64::*;
 

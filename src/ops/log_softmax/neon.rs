@@ -30,12 +30,13 @@
 //! values); shorter rows go through a 64-byte window of the buffers where
 //! it fits (`blocks::span`), else through 64-byte stack buffers.
 
-use super::blocks::{load, lookup4, row_max_min, span, Block, KEEP_FROM, KEEP_TO, STEP};
+use super::blocks::{load, row_max_min, span, Block, KEEP_FROM, KEEP_TO, STEP};
 use super::log_neon::log_x_for_x_greater_than_or_equal_to_1_x4;
 use super::params::{LogSoftmaxParams, LogSoftmaxRow};
 use super::rows64::{rows64_i8, rows64_u8};
 use super::table::{Chunk, LogSoftmaxTables, CHUNK};
 use crate::elem::{view, QuantElem, Slices};
+use crate::simd::lookup::lookup4;
 use crate::simd::tail::{map_tail, read_tail};
 use core::arch::aarch64::*;
 

@@ -30,7 +30,7 @@
 //! Measured (`cargo xtask bench`, 9216 rows of 64, scale 0.1): about 242
 //! instructions a row (3.78 an element), against 477 through the general kernel.
 
-use super::blocks::{load, lookup4, Block};
+use super::blocks::{load, Block};
 use super::log_neon::log_x_for_x_greater_than_or_equal_to_1_x4;
 use super::neon::{log_softmax_i8, log_softmax_u8};
 use super::params::LogSoftmaxParams;
@@ -38,6 +38,7 @@ use super::rows64_out::rows_out4;
 use super::table::{Chunk, LogSoftmaxTables, CHUNK};
 use crate::fixedpoint::Lane;
 use crate::quant::multiply_by_quantized_multiplier;
+use crate::simd::lookup::lookup4;
 use core::arch::aarch64::*;
 
 /// Bytes per row (one block).

@@ -11,7 +11,7 @@
 //!   pairwise adds. The chunk counts per plane are const parameters
 //!   (`[L, M, H]`, chosen by the caller to cover `t.plane_chunks`), so the
 //!   lookups unroll with no branch per row, and each chunk is loaded by
-//!   one `ld1` beside its lookups (`lookup4`);
+//!   one `ld1` beside its lookups (`simd::lookup::lookup4`);
 //! * reciprocal: the reference's `get_reciprocal` on those four lanes at
 //!   once (row sums of at most 64 terms are below 2^26, so the normalizing
 //!   shift is a per-lane `clz`);
@@ -32,6 +32,7 @@ use super::fixed::output_table_from;
 use crate::fixedpoint::{one_over_one_plus_x_for_x_in_0_1, Q0_31};
 use crate::ops::softmax::exact::{SoftmaxExact, PLANES};
 use crate::ops::softmax::params::ACCUMULATION_INTEGER_BITS;
+use crate::simd::lookup::lookup4;
 use core::arch::aarch64::*;
 
 /// Bytes of a window.
@@ -134,60 +135,6 @@ const SPREAD: [[u8; 16]; 4] = {
     s
 };
 
-/// `tbl` (`TBX`: `tbx` into `acc`) of the four index registers `idx` over
-/// the 64-byte table at `table`, loaded by one `ld1` into v28..v31 in the
-/// same asm: LLVM otherwise loads table operands with two `ldp`, copies
-/// them into consecutive registers and spills them when it hoists them.
-///
-/// # Safety
-/// `table` must be valid for reading 64 bytes.
-#[inline(always)]
-unsafe fn lookup4<const TBX: bool>(
-    table: *const u8,
-    idx: [uint8x16_t; 4],
-    acc: [uint8x16_t; 4],
-) -> [uint8x16_t; 4] {
-    let [mut a0, mut a1, mut a2, mut a3] = acc;
-    // SAFETY: the caller guarantees 64 readable bytes at `table`; the asm
-    // reads only them, writes its outputs and v28..v31 (declared clobbered).
-    // `out` outputs are not given an input's register, so each lookup reads
-    // its index before any output is written.
-    unsafe {
-        if TBX {
-            core::arch::asm!(
-                "ld1 {{v28.16b-v31.16b}}, [{t}]",
-                "tbx {a0:v}.16b, {{v28.16b-v31.16b}}, {i0:v}.16b",
-                "tbx {a1:v}.16b, {{v28.16b-v31.16b}}, {i1:v}.16b",
-                "tbx {a2:v}.16b, {{v28.16b-v31.16b}}, {i2:v}.16b",
-                "tbx {a3:v}.16b, {{v28.16b-v31.16b}}, {i3:v}.16b",
-                t = in(reg) table,
-                a0 = inout(vreg) a0, a1 = inout(vreg) a1,
-                a2 = inout(vreg) a2, a3 = inout(vreg) a3,
-                i0 = in(vreg) idx[0], i1 = in(vreg) idx[1],
-                i2 = in(vreg) idx[2], i3 = in(vreg) idx[3],
-                out("v28") _, out("v29") _, out("v30") _, out("v31") _,
-                options(pure, readonly, nostack, preserves_flags),
-            );
-        } else {
-            core::arch::asm!(
-                "ld1 {{v28.16b-v31.16b}}, [{t}]",
-                "tbl {a0:v}.16b, {{v28.16b-v31.16b}}, {i0:v}.16b",
-                "tbl {a1:v}.16b, {{v28.16b-v31.16b}}, {i1:v}.16b",
-                "tbl {a2:v}.16b, {{v28.16b-v31.16b}}, {i2:v}.16b",
-                "tbl {a3:v}.16b, {{v28.16b-v31.16b}}, {i3:v}.16b",
-                t = in(reg) table,
-                a0 = out(vreg) a0, a1 = out(vreg) a1,
-                a2 = out(vreg) a2, a3 = out(vreg) a3,
-                i0 = in(vreg) idx[0], i1 = in(vreg) idx[1],
-                i2 = in(vreg) idx[2], i3 = in(vreg) idx[3],
-                out("v28") _, out("v29") _, out("v30") _, out("v31") _,
-                options(pure, readonly, nostack, preserves_flags),
-            );
-        }
-    }
-    [a0, a1, a2, a3]
-}
-
 /// The term bytes of plane `j` for every `d` of four registers: `tbl`
 /// over chunk 0, `tbx` over chunks `1..C[j]` (`C = [L, M, H]`; `d - 64 k`,
 /// formed once per chunk for all planes, indexes chunk `k`, and `tbx`
@@ -214,13 +161,13 @@ fn term_bytes<const L: usize, const M: usize, const H: usize>(
             if k < chunks[j] {
                 let c = t.planes[j][k].0.as_ptr();
                 // SAFETY: the chunk is 64 bytes.
-                bytes[j] = unsafe {
+                unsafe {
                     if k == 0 {
-                        lookup4::<false>(c, idx, bytes[j])
+                        lookup4::<true>(c, &idx, &mut bytes[j]);
                     } else {
-                        lookup4::<true>(c, idx, bytes[j])
+                        lookup4::<false>(c, &idx, &mut bytes[j]);
                     }
-                };
+                }
             }
         }
     }
@@ -306,11 +253,12 @@ pub(super) fn short_rows<
         };
         let (scale, neg_exponent) = reciprocals(sum);
         // e's byte planes for every d (d >= 64 reads 0), a plane at a time.
-        // SAFETY: each plane is 64 bytes.
-        let planes = t
-            .exp_bytes
-            .each_ref()
-            .map(|e| unsafe { lookup4::<false>(e.0.as_ptr(), d, d) });
+        let planes = t.exp_bytes.each_ref().map(|e| {
+            let mut out = d;
+            // SAFETY: each plane is 64 bytes.
+            unsafe { lookup4::<true>(e.0.as_ptr(), &d, &mut out) };
+            out
+        });
         let b: [[uint8x16_t; 4]; GROUP] = core::array::from_fn(|i| planes.map(|p| p[i]));
         for i in 0..GROUP {
             let (s, n) = lane(scale, neg_exponent, i);
