@@ -16,7 +16,7 @@ use crate::pattern::{Insn, Pattern};
 use crate::setup;
 use crate::util::{self, bail, Reported, Result, TARGET};
 
-const EXPECT_FILE: &str = "asm_tests/expect.toml";
+pub const EXPECT_FILE: &str = "asm_tests/expect.toml";
 /// Longest listing printed for a failing kernel.
 const MAX_LISTING_LINES: usize = 400;
 
@@ -356,6 +356,7 @@ Disassembly of section .text.qneon_neon_softmax_i8:
             symbol: symbol.into(),
             must_contain: must.iter().map(|s| s.to_string()).collect(),
             must_not_contain: must_not.iter().map(|s| s.to_string()).collect(),
+            element: None,
             line: 1,
         }
     }

@@ -17,6 +17,10 @@ pub struct Kernel {
     pub must_contain: Vec<String>,
     /// Patterns that must match no instruction.
     pub must_not_contain: Vec<String>,
+    /// The element type the kernel runs on (`i8`, `u8`, `i16`, `f32`, ...),
+    /// for the cycles per element of `cargo xtask bench --mca` when the
+    /// name does not end in it (kernels generic over the signedness).
+    pub element: Option<String>,
     /// Line of the `[[kernel]]` header, for messages.
     pub line: usize,
 }
@@ -88,7 +92,10 @@ pub fn parse(text: &str) -> Result<Vec<Kernel>, ParseError> {
             ("symbol", Value::Str(s)) => kernel.symbol = s,
             ("must_contain", Value::List(l)) => kernel.must_contain = l,
             ("must_not_contain", Value::List(l)) => kernel.must_not_contain = l,
-            ("symbol", _) => return Err(p.error_at(key_line, "`symbol` must be a string".into())),
+            ("element", Value::Str(s)) => kernel.element = Some(s),
+            ("symbol" | "element", _) => {
+                return Err(p.error_at(key_line, format!("`{key}` must be a string")))
+            }
             ("must_contain" | "must_not_contain", _) => {
                 return Err(p.error_at(key_line, format!("`{key}` must be an array of strings")))
             }
@@ -96,7 +103,7 @@ pub fn parse(text: &str) -> Result<Vec<Kernel>, ParseError> {
                 return Err(p.error_at(
                     key_line,
                     format!(
-                        "unknown key `{key}` (expected symbol, must_contain, must_not_contain)"
+                        "unknown key `{key}` (expected symbol, must_contain, must_not_contain, element)"
                     ),
                 ))
             }
@@ -289,6 +296,7 @@ must_contain = [
 [[kernel]]
 symbol = 'logistic'
 must_not_contain = ["bl\tpanic"]
+element = "u8"
 "#;
         let kernels = parse(text).unwrap();
         assert_eq!(kernels.len(), 2);
@@ -298,6 +306,8 @@ must_not_contain = ["bl\tpanic"]
         assert!(kernels[0].must_not_contain.is_empty());
         assert_eq!(kernels[1].symbol, "logistic");
         assert_eq!(kernels[1].must_not_contain, ["bl\tpanic"]);
+        assert_eq!(kernels[0].element, None);
+        assert_eq!(kernels[1].element.as_deref(), Some("u8"));
     }
 
     #[test]

@@ -82,10 +82,12 @@ pub fn analyse() -> Result<Vec<McaLoop>> {
     let (_, functions) = asm::disassemble()?;
     let mut out = Vec::new();
     for kernel in &kernels {
-        let Some(elem) = element_size(&kernel.symbol) else {
+        let named = kernel.element.as_deref().unwrap_or(&kernel.symbol);
+        let Some(elem) = element_size(named) else {
             eprintln!(
-                "mca: {}: element size unknown from the name, skipped",
-                kernel.symbol
+                "mca: {}: element size unknown from the name (give `element` in {}), skipped",
+                kernel.symbol,
+                asm::EXPECT_FILE
             );
             continue;
         };
@@ -155,7 +157,9 @@ pub fn analyse() -> Result<Vec<McaLoop>> {
 
 /// Bytes per element of a kernel, from its name (`..._i8`, `q31_...`).
 fn element_size(symbol: &str) -> Option<u64> {
+    // A bare type name (an entry's `element`) reads as a kernel `_i8` etc.
     let name = symbol.rsplit("::").next()?;
+    let name = &format!("_{}", name.trim_start_matches('_'));
     if name.contains("q31") || name.contains("f32") {
         Some(4)
     } else if name.ends_with("_i16") || name.ends_with("_u16") {
@@ -491,5 +495,8 @@ Block RThroughput: 5.0
         assert_eq!(element_size("qneon::arch::neon::q31_softmax"), Some(4));
         assert_eq!(element_size("qneon::arch::neon_lut::lookup_u8"), Some(1));
         assert_eq!(element_size("qneon::arch::neon::mystery"), None);
+        assert_eq!(element_size("u8"), Some(1));
+        assert_eq!(element_size("i16"), Some(2));
+        assert_eq!(element_size("f32"), Some(4));
     }
 }
