@@ -63,6 +63,8 @@ extern crate std;
 extern crate alloc;
 
 mod backend;
+#[doc(hidden)]
+pub mod catalogue;
 mod checks;
 mod elem;
 mod error;

@@ -4,14 +4,19 @@
 //! `libqneon-*.rlib` with `aarch64-linux-gnu-objdump -d -r -C`, splits the
 //! listing into functions and checks each `[[kernel]]` entry of
 //! `asm_tests/expect.toml` (see `asm_tests/README.md`). Every entry is one
-//! test; the summary is a libtest-style `test result:` line.
+//! test; so is the coverage check: every row of `qneon::catalogue` (op,
+//! type, method) is covered by an entry or listed as exempt with a reason,
+//! and every row an entry names is in the catalogue. The summary is a
+//! libtest-style `test result:` line.
 
 use std::fs;
 use std::path::PathBuf;
 use std::process::Command;
 
 use crate::counts::Counts;
-use crate::expect::{self, Kernel};
+use qneon::catalogue::KERNELS;
+
+use crate::expect::{self, Expectations, Kernel};
 use crate::pattern::{Insn, Pattern};
 use crate::setup;
 use crate::util::{self, bail, Reported, Result, TARGET};
@@ -35,16 +40,32 @@ pub fn cli(args: &[String]) -> Result {
 /// Runs every check and prints the results; `Err` means the checks could
 /// not run at all (bad expect.toml, build failure, ...).
 pub fn check() -> Result<Counts> {
-    let kernels = expected_kernels()?;
+    let file = expectations()?;
+    let coverage = coverage(&file);
+    let kernels = file.kernels;
     let checks = kernels
         .iter()
         .map(|k| Check::new(k).map_err(|e| format!("{EXPECT_FILE}: line {}: {e}", k.line)))
         .collect::<std::result::Result<Vec<_>, _>>()?;
 
     if checks.is_empty() {
-        println!("asm: {EXPECT_FILE} has no [[kernel]] entries; nothing to check");
-        print_result(Counts::default());
-        return Ok(Counts::default());
+        // Nothing to disassemble; the catalogue's rows are then uncovered.
+        println!("asm: {EXPECT_FILE} has no [[kernel]] entries");
+        let counts = match coverage {
+            Ok(()) => Counts {
+                passed: 1,
+                failed: 0,
+            },
+            Err(report) => {
+                println!("asm coverage of qneon::catalogue ... FAILED\n{report}");
+                Counts {
+                    passed: 0,
+                    failed: 1,
+                }
+            }
+        };
+        print_result(counts);
+        return Ok(counts);
     }
 
     let (rlib, functions) = disassemble()?;
@@ -52,6 +73,17 @@ pub fn check() -> Result<Counts> {
     println!("\nrunning {} asm checks", checks.len());
     let mut counts = Counts::default();
     let mut failures = Vec::new();
+    match &coverage {
+        Ok(()) => {
+            println!("asm coverage of qneon::catalogue ... ok");
+            counts.passed += 1;
+        }
+        Err(report) => {
+            println!("asm coverage of qneon::catalogue ... FAILED");
+            counts.failed += 1;
+            failures.push(("coverage of qneon::catalogue", report.clone()));
+        }
+    }
     for check in &checks {
         match check.run(&functions) {
             Ok(()) => {
@@ -78,10 +110,73 @@ pub fn check() -> Result<Counts> {
 
 /// The kernels `asm_tests/expect.toml` names.
 pub fn expected_kernels() -> Result<Vec<Kernel>> {
+    Ok(expectations()?.kernels)
+}
+
+fn expectations() -> Result<Expectations> {
     let path = util::root().join(EXPECT_FILE);
     let text =
         fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     Ok(expect::parse(&text).map_err(|e| format!("{EXPECT_FILE}: {e}"))?)
+}
+
+/// Whether the row `op type method` matches `pattern` (three words, each
+/// equal or `*`).
+fn row_matches(pattern: &str, row: [&str; 3]) -> bool {
+    let words: Vec<&str> = pattern.split_whitespace().collect();
+    words.len() == 3 && words.iter().zip(row).all(|(w, r)| *w == "*" || *w == r)
+}
+
+/// Every catalogue row is covered by a `[[kernel]]` or `[[exempt]]` entry,
+/// and every pattern of an entry matches some row (a renamed or removed row
+/// must not leave a stale claim behind). `Err` lists every problem.
+fn coverage(file: &Expectations) -> std::result::Result<(), String> {
+    coverage_of(
+        file,
+        KERNELS
+            .iter()
+            .flat_map(|k| k.names().map(|(_, n)| n))
+            .collect(),
+    )
+}
+
+fn coverage_of(file: &Expectations, rows: Vec<[&str; 3]>) -> std::result::Result<(), String> {
+    let claims = file
+        .kernels
+        .iter()
+        .map(|k| (k.line, &k.covers))
+        .chain(file.exempt.iter().map(|e| (e.line, &e.covers)));
+    let mut problems = Vec::new();
+    for (line, patterns) in claims {
+        for p in patterns {
+            if !rows.iter().any(|&r| row_matches(p, r)) {
+                problems.push(format!(
+                    "{EXPECT_FILE}:{line}: `{p}` matches no row of qneon::catalogue \
+                     (`op type method`, `*` for any one word)"
+                ));
+            }
+        }
+    }
+    let all_patterns: Vec<&String> = file
+        .kernels
+        .iter()
+        .flat_map(|k| &k.covers)
+        .chain(file.exempt.iter().flat_map(|e| &e.covers))
+        .collect();
+    for row in rows {
+        if !all_patterns.iter().any(|p| row_matches(p, row)) {
+            problems.push(format!(
+                "`{}` (qneon::catalogue) has no expectation: add `covers` to the [[kernel]] \
+                 entry of its NEON code in {EXPECT_FILE}, or an [[exempt]] entry with the reason",
+                row.join(" ")
+            ));
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems.join("\n"))
+    }
 }
 
 /// Builds the release aarch64 library and returns its rlib and the
@@ -357,6 +452,7 @@ Disassembly of section .text.qneon_neon_softmax_i8:
             must_contain: must.iter().map(|s| s.to_string()).collect(),
             must_not_contain: must_not.iter().map(|s| s.to_string()).collect(),
             element: None,
+            covers: vec![],
             line: 1,
         }
     }
@@ -408,6 +504,36 @@ Disassembly of section .text.qneon_neon_softmax_i8:
         let panics = run(&kernel("index_it", &[], &["bl panic"])).unwrap_err();
         assert!(panics.contains("1 instruction(s) match"), "{panics}");
         assert!(panics.contains(">>     28:  bl"), "{panics}");
+    }
+
+    #[test]
+    fn coverage_needs_every_row_and_no_stale_claims() {
+        let rows = vec![["softmax", "int8", "fixed"], ["tanh", "f32", "float"]];
+        let mut file = Expectations {
+            kernels: vec![Kernel {
+                symbol: "softmax_i8".into(),
+                covers: vec!["softmax int8 *".into()],
+                ..Kernel::default()
+            }],
+            exempt: vec![],
+        };
+        let missing = coverage_of(&file, rows.clone()).unwrap_err();
+        assert!(missing.contains("`tanh f32 float`"), "{missing}");
+        assert!(!missing.contains("softmax"), "{missing}");
+        file.exempt.push(expect::Exempt {
+            covers: vec!["tanh f32 float".into()],
+            reason: "no NEON code".into(),
+            line: 9,
+        });
+        assert_eq!(coverage_of(&file, rows.clone()), Ok(()));
+        file.kernels[0].covers.push("softmax int8 lut".into());
+        let stale = coverage_of(&file, rows).unwrap_err();
+        assert!(
+            stale.contains("`softmax int8 lut` matches no row"),
+            "{stale}"
+        );
+        assert!(row_matches("* * *", ["a", "b", "c"]));
+        assert!(!row_matches("a b", ["a", "b", "c"]));
     }
 
     #[test]

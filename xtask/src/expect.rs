@@ -1,7 +1,7 @@
 //! Reads `asm_tests/expect.toml`.
 //!
 //! Only the small TOML subset that file needs is understood: comments,
-//! `[[kernel]]` headers, and `key = "string"` / `key = ["string", ...]`
+//! `[[kernel]]` and `[[exempt]]` headers, and `key = "string"` / `key = ["string", ...]`
 //! (arrays may span lines and end with a comma; strings may be `"basic"`
 //! with `\" \\ \t \n` escapes, or `'literal'`). Anything else is reported
 //! with its line number.
@@ -21,8 +21,35 @@ pub struct Kernel {
     /// for the cycles per element of `cargo xtask bench --mca` when the
     /// name does not end in it (kernels generic over the signedness).
     pub element: Option<String>,
+    /// The rows of `qneon::catalogue` (`"op type method"`, `*` for any one
+    /// word) whose NEON code this function is.
+    pub covers: Vec<String>,
     /// Line of the `[[kernel]]` header, for messages.
     pub line: usize,
+}
+
+/// One `[[exempt]]` entry: catalogue rows with no expectation, and why.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Exempt {
+    /// The rows, as in [`Kernel::covers`].
+    pub covers: Vec<String>,
+    pub reason: String,
+    /// Line of the `[[exempt]]` header, for messages.
+    pub line: usize,
+}
+
+/// The whole file.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Expectations {
+    pub kernels: Vec<Kernel>,
+    pub exempt: Vec<Exempt>,
+}
+
+/// Which table the keys being read belong to.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Table {
+    Kernel,
+    Exempt,
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -50,24 +77,32 @@ struct Parser {
     line: usize,
 }
 
-pub fn parse(text: &str) -> Result<Vec<Kernel>, ParseError> {
+pub fn parse(text: &str) -> Result<Expectations, ParseError> {
     let mut p = Parser {
         chars: text.chars().collect(),
         pos: 0,
         line: 1,
     };
-    let mut kernels: Vec<Kernel> = Vec::new();
+    let mut file = Expectations::default();
+    let mut table = None;
     let mut seen_keys: Vec<String> = Vec::new();
     loop {
         p.skip_blank(true);
         let Some(c) = p.peek() else { break };
         if c == '[' {
             let line = p.line;
-            p.header()?;
-            kernels.push(Kernel {
-                line,
-                ..Kernel::default()
-            });
+            let t = p.header()?;
+            match t {
+                Table::Kernel => file.kernels.push(Kernel {
+                    line,
+                    ..Kernel::default()
+                }),
+                Table::Exempt => file.exempt.push(Exempt {
+                    line,
+                    ..Exempt::default()
+                }),
+            }
+            table = Some(t);
             seen_keys.clear();
             continue;
         }
@@ -79,43 +114,73 @@ pub fn parse(text: &str) -> Result<Vec<Kernel>, ParseError> {
         let value = p.value()?;
         p.end_of_line()?;
 
-        let Some(kernel) = kernels.last_mut() else {
-            return Err(p.error_at(
-                key_line,
-                format!("`{key}` must come after a [[kernel]] header"),
-            ));
-        };
         if seen_keys.contains(&key) {
             return Err(p.error_at(key_line, format!("`{key}` given twice")));
         }
-        match (key.as_str(), value) {
-            ("symbol", Value::Str(s)) => kernel.symbol = s,
-            ("must_contain", Value::List(l)) => kernel.must_contain = l,
-            ("must_not_contain", Value::List(l)) => kernel.must_not_contain = l,
-            ("element", Value::Str(s)) => kernel.element = Some(s),
-            ("symbol" | "element", _) => {
-                return Err(p.error_at(key_line, format!("`{key}` must be a string")))
-            }
-            ("must_contain" | "must_not_contain", _) => {
-                return Err(p.error_at(key_line, format!("`{key}` must be an array of strings")))
-            }
-            _ => {
+        let wrong_type =
+            |p: &Parser, what: &str| p.error_at(key_line, format!("`{key}` must be {what}"));
+        match (table, key.as_str(), value) {
+            (None, ..) => {
                 return Err(p.error_at(
                     key_line,
-                    format!(
-                        "unknown key `{key}` (expected symbol, must_contain, must_not_contain, element)"
-                    ),
+                    format!("`{key}` must come after a [[kernel]] or [[exempt]] header"),
                 ))
+            }
+            (Some(Table::Kernel), key, value) => {
+                let kernel = file.kernels.last_mut().expect("pushed with the header");
+                match (key, value) {
+                    ("symbol", Value::Str(s)) => kernel.symbol = s,
+                    ("must_contain", Value::List(l)) => kernel.must_contain = l,
+                    ("must_not_contain", Value::List(l)) => kernel.must_not_contain = l,
+                    ("covers", Value::List(l)) => kernel.covers = l,
+                    ("element", Value::Str(s)) => kernel.element = Some(s),
+                    ("symbol" | "element", _) => return Err(wrong_type(&p, "a string")),
+                    ("must_contain" | "must_not_contain" | "covers", _) => {
+                        return Err(wrong_type(&p, "an array of strings"))
+                    }
+                    _ => {
+                        return Err(p.error_at(
+                            key_line,
+                            format!(
+                                "unknown key `{key}` (expected symbol, must_contain, \
+                                 must_not_contain, element, covers)"
+                            ),
+                        ))
+                    }
+                }
+            }
+            (Some(Table::Exempt), key, value) => {
+                let exempt = file.exempt.last_mut().expect("pushed with the header");
+                match (key, value) {
+                    ("covers", Value::List(l)) => exempt.covers = l,
+                    ("reason", Value::Str(s)) => exempt.reason = s,
+                    ("covers", _) => return Err(wrong_type(&p, "an array of strings")),
+                    ("reason", _) => return Err(wrong_type(&p, "a string")),
+                    _ => {
+                        return Err(p.error_at(
+                            key_line,
+                            format!("unknown key `{key}` in [[exempt]] (expected covers, reason)"),
+                        ))
+                    }
+                }
             }
         }
         seen_keys.push(key);
     }
-    for k in &kernels {
+    for k in &file.kernels {
         if k.symbol.is_empty() {
             return Err(p.error_at(k.line, "[[kernel]] without a `symbol`".into()));
         }
     }
-    Ok(kernels)
+    for e in &file.exempt {
+        if e.covers.is_empty() || e.reason.trim().is_empty() {
+            return Err(p.error_at(
+                e.line,
+                "[[exempt]] needs `covers` (the rows) and a `reason`".into(),
+            ));
+        }
+    }
+    Ok(file)
 }
 
 impl Parser {
@@ -181,19 +246,21 @@ impl Parser {
         }
     }
 
-    fn header(&mut self) -> Result<(), ParseError> {
+    fn header(&mut self) -> Result<Table, ParseError> {
         let start = self.pos;
         while self.peek().is_some_and(|c| c != '\n' && c != '#') {
             self.bump();
         }
         let header: String = self.chars[start..self.pos].iter().collect();
-        if header.trim() != "[[kernel]]" {
-            return Err(self.error(format!(
-                "unsupported table `{}` (only [[kernel]] entries are allowed)",
-                header.trim()
-            )));
-        }
-        self.end_of_line()
+        let table = match header.trim() {
+            "[[kernel]]" => Table::Kernel,
+            "[[exempt]]" => Table::Exempt,
+            other => return Err(self.error(format!(
+                "unsupported table `{other}` (only [[kernel]] and [[exempt]] entries are allowed)"
+            ))),
+        };
+        self.end_of_line()?;
+        Ok(table)
     }
 
     fn key(&mut self) -> Result<String, ParseError> {
@@ -278,8 +345,11 @@ mod tests {
 
     #[test]
     fn empty_and_comment_only_files_have_no_kernels() {
-        assert_eq!(parse(""), Ok(vec![]));
-        assert_eq!(parse("# [[kernel]]\n# symbol = \"x\"\n"), Ok(vec![]));
+        assert_eq!(parse(""), Ok(Expectations::default()));
+        assert_eq!(
+            parse("# [[kernel]]\n# symbol = \"x\"\n"),
+            Ok(Expectations::default())
+        );
     }
 
     #[test]
@@ -297,8 +367,24 @@ must_contain = [
 symbol = 'logistic'
 must_not_contain = ["bl\tpanic"]
 element = "u8"
+covers = ["logistic uint8 *"]
+
+[[exempt]]
+covers = ["tanh f32 float"]
+reason = "why"
 "#;
-        let kernels = parse(text).unwrap();
+        let file = parse(text).unwrap();
+        assert_eq!(
+            file.exempt,
+            [Exempt {
+                covers: vec!["tanh f32 float".into()],
+                reason: "why".into(),
+                line: 16
+            }]
+        );
+        let kernels = file.kernels;
+        assert_eq!(kernels[1].covers, ["logistic uint8 *"]);
+        assert!(kernels[0].covers.is_empty());
         assert_eq!(kernels.len(), 2);
         assert_eq!(kernels[0].symbol, "qneon_neon_softmax_i8");
         assert_eq!(kernels[0].line, 3);
@@ -328,6 +414,12 @@ element = "u8"
         assert!(err("[[kernel]]\nsymbol = [\"x\"]")
             .message
             .contains("string"));
+        assert!(err("[[exempt]]\ncovers = [\"a b c\"]")
+            .message
+            .contains("reason"));
+        assert!(err("[[exempt]]\nsymbol = \"x\"")
+            .message
+            .contains("unknown key"));
         assert!(err("[[kernel]]\nsymbol = \"x\" junk")
             .message
             .contains("after the value"));

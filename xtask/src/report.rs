@@ -13,15 +13,12 @@ pub const ROW_SHAPES: [&str; 4] = ["mobilebert", "rows64", "vocab", "short"];
 /// Shapes of element-wise ops.
 pub const ELEMENT_SHAPES: [&str; 1] = ["flat"];
 
-/// Order of ops in the tables and the chart.
-const OP_ORDER: [&str; 6] = [
-    "softmax",
-    "softmax_online",
-    "log_softmax",
-    "logistic",
-    "sigmoid",
-    "tanh",
-];
+/// Where `op` comes in the tables and the chart: the order of
+/// `qneon::catalogue::Op::ALL` (an op it does not name, last).
+fn op_rank(op: &str) -> usize {
+    let all = qneon::catalogue::Op::ALL;
+    all.iter().position(|o| o.name() == op).unwrap_or(all.len())
+}
 
 /// The markers of the generated section in [`crate::util::PERFORMANCE_DOC`].
 pub const SECTION_BEGIN: &str = "<!-- bench:begin -->";
@@ -85,8 +82,8 @@ impl Report {
         (scalar > 0.0).then(|| neon / scalar)
     }
 
-    /// Each (op, type, method) once, grouped by op (in [`OP_ORDER`], others
-    /// last), then in measurement order (type, then method).
+    /// Each (op, type, method) once, grouped by op (in [`op_rank`] order),
+    /// then in measurement order (type, then method).
     fn kernels(&self) -> Vec<&Measured> {
         let mut seen: Vec<&Measured> = Vec::new();
         for m in &self.rows {
@@ -94,13 +91,7 @@ impl Report {
                 seen.push(m);
             }
         }
-        let rank = |op: &str| {
-            OP_ORDER
-                .iter()
-                .position(|o| *o == op)
-                .unwrap_or(OP_ORDER.len())
-        };
-        seen.sort_by_key(|m| rank(&m.op));
+        seen.sort_by_key(|m| op_rank(&m.op));
         seen
     }
 

@@ -1,20 +1,14 @@
-//! The rows: every (op, type, method) case, its input data, and the
-//! `--filter` selection.
+//! The rows: every (op, type, method) case of `qneon::catalogue`, its input
+//! data, and the `--filter` selection.
 
+use qneon::catalogue::{self, Dtype, Op, Variant};
 use qneon::{
-    q31, Backend, Error, LogSoftmax, Logistic, Method, QuantElem, QuantParams, Softmax, Tanh,
+    q31, Backend, Error, LogSoftmax, Logistic, Method, QuantElem, QuantParams, Rounding, Softmax,
+    Tanh,
 };
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use crate::args::{Args, Shape};
-
-/// Every method, in the order rows are printed.
-pub(crate) const METHODS: [Method; 4] = [
-    Method::FixedPoint,
-    Method::Lut,
-    Method::LutFixedPoint,
-    Method::DequantF32,
-];
 
 /// A small deterministic generator (xorshift64*), so runs are repeatable.
 pub(crate) struct Rng(pub(crate) u64);
@@ -74,28 +68,6 @@ pub(crate) struct Case<'a, T> {
     pub(crate) kernel: Kernel<'a, T>,
 }
 
-/// Adds a case made by `new()`, skipping methods the op does not implement
-/// for this type; any other error is a bug in this program's parameters.
-pub(crate) fn add_case<'a, T: 'a>(
-    cases: &mut Vec<Case<'a, T>>,
-    (op, dtype, method, row_wise): (&'static str, &str, Method, bool),
-    made: qneon::Result<Kernel<'a, T>>,
-) -> Result<(), String> {
-    match made {
-        Ok(kernel) => {
-            cases.push(Case {
-                op,
-                method: method.name(),
-                row_wise,
-                kernel,
-            });
-            Ok(())
-        }
-        Err(Error::Unsupported { .. }) => Ok(()),
-        Err(e) => Err(format!("{op} {dtype} {}: {e}", method.name())),
-    }
-}
-
 /// Input scale of the 8-bit types (`--in-scale`, f32 bits; 0.1 by default).
 pub(crate) static IN_SCALE_8BIT: AtomicU32 = AtomicU32::new(0x3dcc_cccd);
 
@@ -111,9 +83,88 @@ pub(crate) fn input_quant<T: QuantElem>() -> QuantParams {
     }
 }
 
-/// Every op and method of a quantized type (the output quantization TFLite
-/// requires for each op).
-pub(crate) fn quant_cases<'a, T: QuantElem>() -> Result<Vec<Case<'a, T>>, String> {
+/// The cases of every element type, from the catalogue's rows
+/// (`qneon::catalogue::KERNELS`, those it marks as benchmarked), each
+/// type's in the catalogue's order.
+#[derive(Default)]
+pub(crate) struct Cases<'a> {
+    pub(crate) int8: Vec<Case<'a, i8>>,
+    pub(crate) uint8: Vec<Case<'a, u8>>,
+    pub(crate) int16: Vec<Case<'a, i16>>,
+    pub(crate) q31: Vec<Case<'a, i32>>,
+    pub(crate) f32: Vec<Case<'a, f32>>,
+}
+
+/// Every case of the catalogue. A row this program cannot prepare (an op
+/// on a type it has no kernel for, or a method `new()` refuses) is an
+/// error naming the row, not a row left out.
+pub(crate) fn every_case<'a>() -> Result<Cases<'a>, String> {
+    let mut cases = Cases::default();
+    for dtype in Dtype::ALL {
+        // Exhaustive: a new element type needs its input data (main.rs) and
+        // its kernels here.
+        match dtype {
+            Dtype::Int8 => cases.int8 = quant_cases(dtype, &binary_kernel)?,
+            Dtype::Uint8 => cases.uint8 = quant_cases(dtype, &|op, _| int8_only(op))?,
+            Dtype::Int16 => cases.int16 = quant_cases(dtype, &|op, _| int8_only(op))?,
+            Dtype::Q31 => cases.q31 = q31_cases()?,
+            Dtype::F32 => cases.f32 = f32_cases()?,
+        }
+    }
+    Ok(cases)
+}
+
+/// Builds the case of each benchmarked variant of `dtype`'s catalogue rows
+/// with `kernel`.
+fn cases_of<'a, T>(
+    dtype: Dtype,
+    mut kernel: impl FnMut(Op, Variant) -> Result<Kernel<'a, T>, String>,
+) -> Result<Vec<Case<'a, T>>, String> {
+    let mut cases = Vec::new();
+    for row in catalogue::of_type(dtype).filter(|row| row.bench) {
+        for (variant, [op, dtype, method]) in row.names() {
+            let kernel =
+                kernel(row.op, variant).map_err(|e| format!("{op} {dtype} {method}: {e}"))?;
+            cases.push(Case {
+                op,
+                method,
+                row_wise: row.op.row_wise(),
+                kernel,
+            });
+        }
+    }
+    Ok(cases)
+}
+
+/// The error of an (op, variant) pair the catalogue lists and this program
+/// has no kernel for.
+fn no_case(op: Op, variant: Variant) -> String {
+    format!(
+        "listed in qneon::catalogue, but qneon-bench has no case for {} with {}",
+        op.name(),
+        variant.name()
+    )
+}
+
+fn int8_only<'a, T>(op: Op) -> Result<Kernel<'a, T>, String> {
+    Err(format!("qneon-bench runs {} on int8 only", op.name()))
+}
+
+/// A binary op's kernel on this element type (int8 only).
+type BinaryKernel<'a, T> = dyn Fn(Op, Rounding) -> Result<Kernel<'a, T>, String>;
+
+/// Every case of a quantized type's catalogue rows (with the output
+/// quantization TFLite requires for each op); `binary` makes the binary
+/// ops' kernels.
+fn quant_cases<'a, T: QuantElem>(
+    dtype: Dtype,
+    binary: &BinaryKernel<'a, T>,
+) -> Result<Vec<Case<'a, T>>, String> {
+    assert_eq!(
+        dtype.name(),
+        T::NAME,
+        "quant_cases: type and element disagree"
+    );
     let (softmax_out, tanh_out, log_softmax_zero) = match T::NAME {
         "int8" => (
             QuantParams::new(1.0 / 256.0, -128),
@@ -133,46 +184,55 @@ pub(crate) fn quant_cases<'a, T: QuantElem>() -> Result<Vec<Case<'a, T>>, String
     };
     let log_softmax_out = QuantParams::new(16.0 / 256.0, log_softmax_zero);
     let q_in = input_quant::<T>();
-    let mut cases = Vec::new();
-    for method in METHODS {
-        add_case(
-            &mut cases,
-            ("softmax", T::NAME, method, true),
-            Softmax::<T>::new(q_in, 1.0, softmax_out, method)
-                .map(|op| Box::new(move |b, x: &[T], y: &mut [T], r| op.run_with(b, x, y, r)) as _),
-        )?;
-        add_case(
-            &mut cases,
-            ("log_softmax", T::NAME, method, true),
-            LogSoftmax::<T>::new(q_in, log_softmax_out, method)
-                .map(|op| Box::new(move |b, x: &[T], y: &mut [T], r| op.run_with(b, x, y, r)) as _),
-        )?;
-        add_case(
-            &mut cases,
-            ("logistic", T::NAME, method, false),
-            Logistic::<T>::new(q_in, softmax_out, method)
-                .map(|op| Box::new(move |b, x: &[T], y: &mut [T], _| op.run_with(b, x, y)) as _),
-        )?;
-        add_case(
-            &mut cases,
-            ("tanh", T::NAME, method, false),
-            Tanh::<T>::new(q_in, tanh_out, method)
-                .map(|op| Box::new(move |b, x: &[T], y: &mut [T], _| op.run_with(b, x, y)) as _),
-        )?;
-    }
-    if T::NAME == "int16" {
-        pot_scale_cases(&mut cases, softmax_out)?;
-    }
-    thresholded_cases(&mut cases, q_in, softmax_out)?;
-    if T::NAME != "int16" {
-        cases.push(Case {
-            op: "cross_entropy",
-            method: "table",
-            row_wise: true,
-            kernel: quantized_cross_entropy_kernel::<T>(q_in),
-        });
-    }
-    Ok(cases)
+    // int16 logistic and tanh `Method::Lut` at input scale 2^-12: TFLite
+    // computes them in gemmlowp's 16-bit fixed point there instead of
+    // interpolating its table (tanh also at 2^-11, the int16 rows' default
+    // scale).
+    let q_pow2 = QuantParams::new(2f32.powi(-12), 0);
+    let error = |e: Error| e.to_string();
+    cases_of(dtype, |op, variant| {
+        use Variant::{LutPow2Scale, Method as M, Rounding as R, Table};
+        Ok(match (op, variant) {
+            (Op::Softmax, M(m)) => {
+                let op = Softmax::<T>::new(q_in, 1.0, softmax_out, m).map_err(error)?;
+                Box::new(move |b, x: &[T], y: &mut [T], r| op.run_with(b, x, y, r))
+            }
+            (Op::LogSoftmax, M(m)) => {
+                let op = LogSoftmax::<T>::new(q_in, log_softmax_out, m).map_err(error)?;
+                Box::new(move |b, x: &[T], y: &mut [T], r| op.run_with(b, x, y, r))
+            }
+            (Op::Logistic, M(_) | LutPow2Scale) => {
+                let (q_in, m) = match variant {
+                    M(m) => (q_in, m),
+                    _ => (q_pow2, Method::Lut),
+                };
+                let op = Logistic::<T>::new(q_in, softmax_out, m).map_err(error)?;
+                Box::new(move |b, x: &[T], y: &mut [T], _| op.run_with(b, x, y))
+            }
+            (Op::Tanh, M(_) | LutPow2Scale) => {
+                let (q_in, out, m) = match variant {
+                    M(m) => (q_in, tanh_out, m),
+                    _ => (q_pow2, softmax_out, Method::Lut),
+                };
+                let op = Tanh::<T>::new(q_in, out, m).map_err(error)?;
+                Box::new(move |b, x: &[T], y: &mut [T], _| op.run_with(b, x, y))
+            }
+            (Op::ThresholdedLogistic, M(m)) => thresholded_logistic(q_in, softmax_out, m)?,
+            (Op::ThresholdedSoftmax, M(m)) => thresholded_softmax(q_in, softmax_out, m)?,
+            (Op::CrossEntropy, Table) => quantized_cross_entropy_kernel::<T>(q_in),
+            (
+                Op::Add
+                | Op::AddRow
+                | Op::AddScalar
+                | Op::Sub
+                | Op::Mul
+                | Op::MulRow
+                | Op::MulScalar,
+                R(rounding),
+            ) => binary(op, rounding)?,
+            _ => return Err(no_case(op, variant)),
+        })
+    })
 }
 
 /// `qneon::loss::CrossEntropy::quantized` on 8-bit logits (method `table`:
@@ -229,153 +289,106 @@ pub(crate) const LOGISTIC_THRESHOLD: f32 = 0.98;
 /// 384-element row of those logits pass (a few per row).
 pub(crate) const SOFTMAX_THRESHOLD: f32 = 0.05;
 
-/// The fused threshold ops on 8-bit types (`qneon::ThresholdedLogistic`,
-/// `qneon::ThresholdedSoftmax`): the hits go to a buffer kept between calls
-/// (sized on the first call, outside the count's repetitions' difference),
-/// their number into `y[0]`; nothing else is written.
-fn thresholded_cases<'a, T: QuantElem>(
-    cases: &mut Vec<Case<'a, T>>,
-    q_in: QuantParams,
-    out: QuantParams,
-) -> Result<(), String> {
-    use qneon::{Hit, RowHit, ThresholdedLogistic, ThresholdedSoftmax};
-    use std::cell::RefCell;
-    if T::NAME == "int16" {
-        return Ok(());
+/// Writes a thresholded op's hit count into `y[0]`.
+fn count_hits<T: QuantElem>(y: &mut [T], n: usize) {
+    if let Some(first) = y.first_mut() {
+        *first = T::from_i32((n as i32).clamp(0, T::MAX));
     }
-    let count = |y: &mut [T], n: usize| {
-        if let Some(first) = y.first_mut() {
-            *first = T::from_i32((n as i32).clamp(0, T::MAX));
-        }
-    };
-    for method in METHODS {
-        let hits = RefCell::new(Vec::<Hit<T>>::new());
-        add_case(
-            cases,
-            ("thresholded_logistic", T::NAME, method, false),
-            ThresholdedLogistic::<T>::new(q_in, out, method, LOGISTIC_THRESHOLD).map(|op| {
-                Box::new(move |b, x: &[T], y: &mut [T], _| {
-                    let mut hits = hits.borrow_mut();
-                    if hits.len() < x.len() {
-                        hits.resize(x.len(), Hit::default());
-                    }
-                    count(y, op.run_with(b, x, &mut hits)?);
-                    Ok(())
-                }) as _
-            }),
-        )?;
-        let hits = RefCell::new(Vec::<RowHit<T>>::new());
-        add_case(
-            cases,
-            ("thresholded_softmax", T::NAME, method, true),
-            ThresholdedSoftmax::<T>::new(q_in, 1.0, out, method, Some(SOFTMAX_THRESHOLD), None)
-                .map(|op| {
-                    Box::new(move |b, x: &[T], y: &mut [T], r| {
-                        let mut hits = hits.borrow_mut();
-                        if hits.len() < x.len() {
-                            hits.resize(x.len(), RowHit::default());
-                        }
-                        count(y, op.run_with(b, x, r, &mut hits)?);
-                        Ok(())
-                    }) as _
-                }),
-        )?;
-    }
-    Ok(())
 }
 
-/// int16 logistic and tanh `Method::Lut` at input scale 2^-12, method
-/// `lut-2^-12`: TFLite computes them in gemmlowp's 16-bit fixed point there
-/// instead of interpolating its table (tanh also at 2^-11, the int16 rows'
-/// default scale).
-fn pot_scale_cases<'a, T: QuantElem>(
-    cases: &mut Vec<Case<'a, T>>,
+/// The fused threshold logistic (`qneon::ThresholdedLogistic`): the hits
+/// go to a buffer kept between calls (sized on the first call, outside the
+/// count's repetitions' difference), their number into `y[0]`; nothing
+/// else is written.
+fn thresholded_logistic<'a, T: QuantElem>(
+    q_in: QuantParams,
     out: QuantParams,
-) -> Result<(), String> {
-    let q_in = QuantParams::new(2f32.powi(-12), 0);
-    let made: [(&'static str, qneon::Result<Kernel<'a, T>>); 2] = [
-        (
-            "logistic",
-            Logistic::<T>::new(q_in, out, Method::Lut)
-                .map(|op| Box::new(move |b, x: &[T], y: &mut [T], _| op.run_with(b, x, y)) as _),
-        ),
-        (
-            "tanh",
-            Tanh::<T>::new(q_in, out, Method::Lut)
-                .map(|op| Box::new(move |b, x: &[T], y: &mut [T], _| op.run_with(b, x, y)) as _),
-        ),
-    ];
-    for (op, kernel) in made {
-        match kernel {
-            Ok(kernel) => cases.push(Case {
-                op,
-                method: "lut-2^-12",
-                row_wise: false,
-                kernel,
-            }),
-            Err(Error::Unsupported { .. }) => {}
-            Err(e) => return Err(format!("{op} {} lut-2^-12: {e}", T::NAME)),
+    method: Method,
+) -> Result<Kernel<'a, T>, String> {
+    use qneon::{Hit, ThresholdedLogistic};
+    use std::cell::RefCell;
+    let op = ThresholdedLogistic::<T>::new(q_in, out, method, LOGISTIC_THRESHOLD)
+        .map_err(|e| e.to_string())?;
+    let hits = RefCell::new(Vec::<Hit<T>>::new());
+    Ok(Box::new(move |b, x: &[T], y: &mut [T], _| {
+        let mut hits = hits.borrow_mut();
+        if hits.len() < x.len() {
+            hits.resize(x.len(), Hit::default());
         }
-    }
-    Ok(())
+        count_hits(y, op.run_with(b, x, &mut hits)?);
+        Ok(())
+    }))
+}
+
+/// The fused threshold softmax (`qneon::ThresholdedSoftmax`), as
+/// [`thresholded_logistic`].
+fn thresholded_softmax<'a, T: QuantElem>(
+    q_in: QuantParams,
+    out: QuantParams,
+    method: Method,
+) -> Result<Kernel<'a, T>, String> {
+    use qneon::{RowHit, ThresholdedSoftmax};
+    use std::cell::RefCell;
+    let op = ThresholdedSoftmax::<T>::new(q_in, 1.0, out, method, Some(SOFTMAX_THRESHOLD), None)
+        .map_err(|e| e.to_string())?;
+    let hits = RefCell::new(Vec::<RowHit<T>>::new());
+    Ok(Box::new(move |b, x: &[T], y: &mut [T], r| {
+        let mut hits = hits.borrow_mut();
+        if hits.len() < x.len() {
+            hits.resize(x.len(), RowHit::default());
+        }
+        count_hits(y, op.run_with(b, x, r, &mut hits)?);
+        Ok(())
+    }))
 }
 
 /// Raw Q31 kernels: input Q5.26.
 pub(crate) const Q31_INTEGER_BITS: u32 = 5;
 
-pub(crate) fn q31_cases<'a>() -> Vec<Case<'a, i32>> {
+fn q31_cases<'a>() -> Result<Vec<Case<'a, i32>>, String> {
     let ib = Q31_INTEGER_BITS;
-    let case = |op, row_wise, kernel: Kernel<'a, i32>| Case {
-        op,
-        method: "fixed",
-        row_wise,
-        kernel,
-    };
-    vec![
-        case(
-            "softmax",
-            true,
-            Box::new(move |b, x, y, r| q31::softmax_with(b, x, ib, y, r)),
-        ),
-        case(
-            "logistic",
-            false,
-            Box::new(move |b, x, y, _| q31::logistic_with(b, x, ib, y)),
-        ),
-        case(
-            "tanh",
-            false,
-            Box::new(move |b, x, y, _| q31::tanh_with(b, x, ib, y)),
-        ),
-    ]
+    cases_of(
+        Dtype::Q31,
+        |op, variant| -> Result<Kernel<'a, i32>, String> {
+            Ok(match (op, variant) {
+                (Op::Softmax, Variant::Fixed) => {
+                    Box::new(move |b, x, y, r| q31::softmax_with(b, x, ib, y, r))
+                }
+                (Op::Logistic, Variant::Fixed) => {
+                    Box::new(move |b, x, y, _| q31::logistic_with(b, x, ib, y))
+                }
+                (Op::Tanh, Variant::Fixed) => {
+                    Box::new(move |b, x, y, _| q31::tanh_with(b, x, ib, y))
+                }
+                _ => return Err(no_case(op, variant)),
+            })
+        },
+    )
 }
 
-/// The float kernels (`qneon::f32`), method "float".
-pub(crate) fn f32_cases<'a>() -> Vec<Case<'a, f32>> {
+/// The float kernels (`qneon::f32`, `qneon::loss`), method "float".
+fn f32_cases<'a>() -> Result<Vec<Case<'a, f32>>, String> {
     use qneon::f32 as qf;
-    let case = |op, row_wise, kernel: Kernel<'a, f32>| Case {
-        op,
-        method: "float",
-        row_wise,
-        kernel,
-    };
-    vec![
-        case("softmax", true, Box::new(qf::softmax_with)),
-        case(
-            "softmax_online",
-            true,
-            Box::new(|b, x, y, r| qf::softmax_variant(qf::SoftmaxVariant::Online, b, x, y, r)),
-        ),
-        case("log_softmax", true, Box::new(qf::log_softmax_with)),
-        case(
-            "sigmoid",
-            false,
-            Box::new(|b, x, y, _| qf::sigmoid_with(b, x, y)),
-        ),
-        case("tanh", false, Box::new(|b, x, y, _| qf::tanh_with(b, x, y))),
-        case("cross_entropy", true, cross_entropy_kernel(false)),
-        case("cross_entropy_bwd", true, cross_entropy_kernel(true)),
-    ]
+    cases_of(
+        Dtype::F32,
+        |op, variant| -> Result<Kernel<'a, f32>, String> {
+            if variant != Variant::Float {
+                return Err(no_case(op, variant));
+            }
+            Ok(match op {
+                Op::Softmax => Box::new(qf::softmax_with),
+                Op::SoftmaxOnline => Box::new(|b, x, y, r| {
+                    qf::softmax_variant(qf::SoftmaxVariant::Online, b, x, y, r)
+                }),
+                Op::LogSoftmax => Box::new(qf::log_softmax_with),
+                Op::Sigmoid => Box::new(|b, x, y, _| qf::sigmoid_with(b, x, y)),
+                Op::Tanh => Box::new(|b, x, y, _| qf::tanh_with(b, x, y)),
+                Op::CrossEntropy => cross_entropy_kernel(false),
+                Op::CrossEntropyBackward => cross_entropy_kernel(true),
+                _ => return Err(no_case(op, variant)),
+            })
+        },
+    )
 }
 
 /// `qneon::loss::CrossEntropy` on rows of `row_len` classes, reduction sum,
@@ -444,8 +457,8 @@ pub(crate) fn select<'a, T>(
 /// `Operand::Row`, as the interpreter's broadcast walk passes it; every
 /// shape's length is a multiple of 128) and `_scalar` (the input and one
 /// repeated value).
-pub(crate) fn binary_cases<'a>() -> Result<Vec<Case<'a, i8>>, String> {
-    use qneon::{Add, FusedActivation, Mul, Operand, Rounding, Sub};
+fn binary_kernel<'a>(op: Op, rounding: Rounding) -> Result<Kernel<'a, i8>, String> {
+    use qneon::{Add, FusedActivation, Mul, Operand, Sub};
     const ROW: usize = 128;
     let a = input_quant::<i8>();
     let b = QuantParams::new(0.05, 3);
@@ -455,54 +468,46 @@ pub(crate) fn binary_cases<'a>() -> Result<Vec<Case<'a, i8>>, String> {
     let row: Vec<i8> = (0..ROW)
         .map(|i| (i as i32 * 37 % 256 - 128) as i8)
         .collect();
-    let mut cases = Vec::new();
-    for rounding in [Rounding::Single, Rounding::Double] {
-        let fail = |e: Error| format!("binary {}: {e}", rounding.name());
-        let add = Add::new(a, b, add_out, none, rounding).map_err(fail)?;
-        let sub = Sub::new(a, b, add_out, none, rounding).map_err(fail)?;
-        let mul = Mul::new(a, b, mul_out, none, rounding).map_err(fail)?;
-        let case = |op, kernel: Kernel<'a, i8>| Case {
-            op,
-            method: rounding.name(),
-            row_wise: false,
-            kernel,
-        };
-        cases.push(case(
-            "add",
-            Box::new(move |bk, x, y, _| add.run_with(bk, x, x, y)),
-        ));
-        cases.push(case("add_row", {
-            let row = row.clone();
+    let fail = |e: Error| format!("binary {}: {e}", rounding.name());
+    let add = || Add::new(a, b, add_out, none, rounding).map_err(fail);
+    let mul = || Mul::new(a, b, mul_out, none, rounding).map_err(fail);
+    Ok(match op {
+        Op::Add => {
+            let add = add()?;
+            Box::new(move |bk, x, y, _| add.run_with(bk, x, x, y))
+        }
+        Op::AddRow => {
+            let add = add()?;
             Box::new(move |bk, x, y, _| {
                 add.run_operands(bk, Operand::Slice(x), Operand::Row(&row), y)
             })
-        }));
-        cases.push(case(
-            "add_scalar",
+        }
+        Op::AddScalar => {
+            let add = add()?;
             Box::new(move |bk, x, y, _| {
                 add.run_operands(bk, Operand::Slice(x), Operand::Scalar(5), y)
-            }),
-        ));
-        cases.push(case(
-            "sub",
-            Box::new(move |bk, x, y, _| sub.run_with(bk, x, x, y)),
-        ));
-        cases.push(case(
-            "mul",
-            Box::new(move |bk, x, y, _| mul.run_with(bk, x, x, y)),
-        ));
-        cases.push(case("mul_row", {
-            let row = row.clone();
+            })
+        }
+        Op::Sub => {
+            let sub = Sub::new(a, b, add_out, none, rounding).map_err(fail)?;
+            Box::new(move |bk, x, y, _| sub.run_with(bk, x, x, y))
+        }
+        Op::Mul => {
+            let mul = mul()?;
+            Box::new(move |bk, x, y, _| mul.run_with(bk, x, x, y))
+        }
+        Op::MulRow => {
+            let mul = mul()?;
             Box::new(move |bk, x, y, _| {
                 mul.run_operands(bk, Operand::Slice(x), Operand::Row(&row), y)
             })
-        }));
-        cases.push(case(
-            "mul_scalar",
+        }
+        Op::MulScalar => {
+            let mul = mul()?;
             Box::new(move |bk, x, y, _| {
                 mul.run_operands(bk, Operand::Slice(x), Operand::Scalar(5), y)
-            }),
-        ));
-    }
-    Ok(cases)
+            })
+        }
+        _ => return Err(no_case(op, Variant::Rounding(rounding))),
+    })
 }

@@ -14,9 +14,9 @@
 //! `QNEON_BACKEND` sets the default backend; `--list` prints the rows
 //! `--filter` selects (`op type method row|element`) without running them.
 //!
-//! Every [`Method`](qneon::Method) is tried for every op and type: `new()` returning
-//! [`Error::Unsupported`](qneon::Error::Unsupported) skips the row, so methods
-//! that land later appear without changes here. Row-wise ops (softmax,
+//! The rows are `qneon::catalogue`'s: every op, type and method the library
+//! lists (a row this program cannot prepare is an error, not a row left
+//! out). Row-wise ops (softmax,
 //! log-softmax) run on the row shapes; element-wise ops (logistic, tanh,
 //! sigmoid) run on every shape, `flat` being theirs.
 
@@ -28,10 +28,7 @@ mod output;
 use std::process::ExitCode;
 
 use crate::args::{parse_args, shape_dims, Args, Shape};
-use crate::cases::{
-    binary_cases, f32_cases, input_quant, logits, q31_cases, quant_cases, select, Case, Rng,
-    Q31_INTEGER_BITS,
-};
+use crate::cases::{every_case, input_quant, logits, select, Case, Rng, Q31_INTEGER_BITS};
 use crate::measure::{run_cases, Progress, Row};
 
 /// `--list`: every row the filter selects, whatever the shape.
@@ -47,24 +44,22 @@ fn list(args: &Args) -> Result<(), String> {
             println!("{} {dtype} {} {kind}", c.op, c.method);
         }
     }
-    let mut i8_cases = quant_cases::<i8>()?;
-    i8_cases.extend(binary_cases()?);
-    print(args, "int8", i8_cases);
-    print(args, "uint8", quant_cases::<u8>()?);
-    print(args, "int16", quant_cases::<i16>()?);
-    print(args, "q31", q31_cases());
-    print(args, "f32", f32_cases());
+    let cases = every_case()?;
+    print(args, "int8", cases.int8);
+    print(args, "uint8", cases.uint8);
+    print(args, "int16", cases.int16);
+    print(args, "q31", cases.q31);
+    print(args, "f32", cases.f32);
     Ok(())
 }
 
 fn run(args: &Args, shape: &Shape) -> Result<Vec<Row>, String> {
-    let mut i8_cases = quant_cases::<i8>()?;
-    i8_cases.extend(binary_cases()?);
-    let i8_cases = select(args, shape, "int8", i8_cases);
-    let u8_cases = select(args, shape, "uint8", quant_cases::<u8>()?);
-    let i16_cases = select(args, shape, "int16", quant_cases::<i16>()?);
-    let q31_cases = select(args, shape, "q31", q31_cases());
-    let f32_cases = select(args, shape, "f32", f32_cases());
+    let cases = every_case()?;
+    let i8_cases = select(args, shape, "int8", cases.int8);
+    let u8_cases = select(args, shape, "uint8", cases.uint8);
+    let i16_cases = select(args, shape, "int16", cases.int16);
+    let q31_cases = select(args, shape, "q31", cases.q31);
+    let f32_cases = select(args, shape, "f32", cases.f32);
     let planned =
         i8_cases.len() + u8_cases.len() + i16_cases.len() + q31_cases.len() + f32_cases.len();
     let mut progress = Progress {
