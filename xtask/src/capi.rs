@@ -1,13 +1,15 @@
 //! The C API's header and example.
 //!
-//! `cargo xtask capi-header` writes `capi/include/qneon.h` from the
-//! `qneon-capi` sources with cbindgen (settings in `capi/cbindgen.toml`).
+//! `cargo xtask capi-header` writes the C API's per-type functions from
+//! `qneon::catalogue` (see `capi_gen.rs`), then `capi/include/qneon.h` from
+//! the `qneon-capi` sources with cbindgen (settings in `capi/cbindgen.toml`).
 //! The header is committed and generated here, not in a build script, so
 //! that building the library, the C API or anything else never compiles
 //! cbindgen; `cargo xtask capi` (one part of `cargo xtask test`) fails when
 //! the committed header is stale.
 //!
 //! `cargo xtask capi` checks, each one test:
+//! * the committed generated sources equal a fresh generation;
 //! * the committed header equals a fresh generation;
 //! * `capi/examples/softmax.c`, compiled with `cc` against the host static
 //!   library, prints the bytes the Rust library computes for the same input
@@ -31,10 +33,13 @@ const HEADER: &str = "capi/include/qneon.h";
 const EXAMPLE: &str = "capi/examples/softmax.c";
 const OPS_EXAMPLE: &str = "capi/examples/ops.c";
 
-/// `cargo xtask capi-header`.
+/// `cargo xtask capi-header`: the generated sources, then the header.
 pub fn header_cli(args: &[String]) -> Result {
     if let Some(a) = args.first() {
         bail!("capi-header: unknown option `{a}` (it takes none)");
+    }
+    for path in crate::capi_gen::write_all()? {
+        println!("wrote {path}");
     }
     let text = generate_header()?;
     std::fs::write(util::root().join(HEADER), text)?;
@@ -73,6 +78,10 @@ pub fn check(host_only: bool) -> Counts {
             counts.failed += 1;
         }
     };
+    record(
+        "generated sources are current",
+        crate::capi_gen::check_current(),
+    );
     record("header is current", header_is_current());
     for aarch64 in [false, true] {
         if aarch64 && host_only {

@@ -6,6 +6,7 @@
 mod asm;
 mod bench;
 mod capi;
+mod capi_gen;
 mod capi_ops;
 mod compare;
 mod counts;
