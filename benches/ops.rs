@@ -1,6 +1,7 @@
-//! Host criterion benches of the kernels `qneon-bench` runs: every op, element
-//! type and method `new()` accepts (methods still `Unsupported` are skipped),
-//! on every available backend, beside a naive `f64` baseline.
+//! Host criterion benches of the activations `qneon-bench` runs: every op,
+//! element type and method `qneon::catalogue` lists for softmax, log-softmax,
+//! logistic and tanh (quantized, Q31, float), on every available backend,
+//! beside a naive `f64` baseline.
 //! Host numbers are ratios for host code only; ARM figures come from
 //! `qneon-bench` on a board and `cargo xtask bench` under qemu.
 //!
@@ -8,9 +9,8 @@
 //! selects by group name (`<op>_<type>`).
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use qneon::{
-    q31, Backend, Error, LogSoftmax, Logistic, Method, QuantElem, QuantParams, Softmax, Tanh,
-};
+use qneon::catalogue::{Dtype, Kernels, Op, Variant, KERNELS};
+use qneon::{q31, Backend, LogSoftmax, Logistic, QuantElem, QuantParams, Softmax, Tanh};
 use std::hint::black_box;
 use std::time::Duration;
 
@@ -18,13 +18,6 @@ use std::time::Duration;
 /// scores, small enough for quick host runs.
 const ROWS: usize = 64;
 const COLS: usize = 384;
-
-const METHODS: [Method; 4] = [
-    Method::FixedPoint,
-    Method::Lut,
-    Method::LutFixedPoint,
-    Method::DequantF32,
-];
 
 /// Deterministic N(0, 3) logits in real units (LCG + Box-Muller).
 fn logits(n: usize) -> Vec<f64> {
@@ -57,15 +50,6 @@ fn quantize<T: QuantElem + TryFrom<i32>>(x: &[f64], q: QuantParams) -> Vec<T> {
 type KernelFn<T> = dyn Fn(Backend, &[T], &mut [T], usize) -> qneon::Result<()>;
 type Kernel<T> = Box<KernelFn<T>>;
 
-/// The kernel `made` prepared, or `None` if the method is not implemented.
-fn prepared<T>(what: &str, made: qneon::Result<Kernel<T>>) -> Option<Kernel<T>> {
-    match made {
-        Ok(k) => Some(k),
-        Err(Error::Unsupported { .. }) => None,
-        Err(e) => panic!("{what}: {e}"),
-    }
-}
-
 /// Benchmarks `kernel` on every backend in group `op_type`, id `method/backend`.
 fn bench_kernel<T: Copy + Default>(
     c: &mut Criterion,
@@ -85,7 +69,51 @@ fn bench_kernel<T: Copy + Default>(
     g.finish();
 }
 
-fn quant_type<T: QuantElem + TryFrom<i32>>(c: &mut Criterion) {
+/// The catalogue's rows (`qneon::catalogue::KERNELS`) these benches run:
+/// the quantized activations (every listed method), the raw Q31 and the
+/// float kernels. The exhaustive matches make a new op or element type a
+/// compile error here until it is placed.
+fn catalogue(c: &mut Criterion) {
+    for row in KERNELS {
+        match row.dtype {
+            Dtype::Int8 => quant_row::<i8>(c, row),
+            Dtype::Uint8 => quant_row::<u8>(c, row),
+            Dtype::Int16 => quant_row::<i16>(c, row),
+            Dtype::Q31 => q31_row(c, row),
+            Dtype::F32 => f32_row(c, row),
+        }
+    }
+}
+
+/// Whether the host benches leave `op` to `qneon-bench` (which measures
+/// every row under qemu): the fused, loss and binary ops need state or
+/// second operands these simple row kernels do not carry.
+fn left_to_qneon_bench(op: Op) -> bool {
+    match op {
+        Op::Softmax
+        | Op::SoftmaxOnline
+        | Op::LogSoftmax
+        | Op::Logistic
+        | Op::Sigmoid
+        | Op::Tanh => false,
+        Op::ThresholdedLogistic
+        | Op::ThresholdedSoftmax
+        | Op::CrossEntropy
+        | Op::CrossEntropyBackward
+        | Op::Add
+        | Op::AddRow
+        | Op::AddScalar
+        | Op::Sub
+        | Op::Mul
+        | Op::MulRow
+        | Op::MulScalar => true,
+    }
+}
+
+fn quant_row<T: QuantElem + TryFrom<i32>>(c: &mut Criterion, row: &Kernels) {
+    if left_to_qneon_bench(row.op) {
+        return;
+    }
     let (q_in, softmax_out, tanh_out, log_softmax_zero) = match T::NAME {
         "int8" => (
             QuantParams::new(0.1, 0),
@@ -108,96 +136,76 @@ fn quant_type<T: QuantElem + TryFrom<i32>>(c: &mut Criterion) {
     };
     let log_softmax_out = QuantParams::new(16.0 / 256.0, log_softmax_zero);
     let x: Vec<T> = quantize(&logits(ROWS * COLS), q_in);
-    for method in METHODS {
-        let m = method.name();
-        let ops: [(&str, Option<Kernel<T>>); 4] = [
-            (
-                "softmax",
-                prepared(
-                    "softmax",
-                    Softmax::<T>::new(q_in, 1.0, softmax_out, method).map(|op| {
-                        Box::new(move |b, x: &[T], y: &mut [T], r| op.run_with(b, x, y, r)) as _
-                    }),
-                ),
-            ),
-            (
-                "log_softmax",
-                prepared(
-                    "log_softmax",
-                    LogSoftmax::<T>::new(q_in, log_softmax_out, method).map(|op| {
-                        Box::new(move |b, x: &[T], y: &mut [T], r| op.run_with(b, x, y, r)) as _
-                    }),
-                ),
-            ),
-            (
-                "logistic",
-                prepared(
-                    "logistic",
-                    Logistic::<T>::new(q_in, softmax_out, method).map(|op| {
-                        Box::new(move |b, x: &[T], y: &mut [T], _| op.run_with(b, x, y)) as _
-                    }),
-                ),
-            ),
-            (
-                "tanh",
-                prepared(
-                    "tanh",
-                    Tanh::<T>::new(q_in, tanh_out, method).map(|op| {
-                        Box::new(move |b, x: &[T], y: &mut [T], _| op.run_with(b, x, y)) as _
-                    }),
-                ),
-            ),
-        ];
-        for (op, kernel) in ops {
-            if let Some(kernel) = kernel {
-                bench_kernel(c, &format!("{op}_{}", T::NAME), m, &x, &*kernel);
-            }
-        }
+    for (variant, [op, dtype, method]) in row.names() {
+        // The int16 `lut-2^-12` rows (another input scale) are
+        // qneon-bench's alone.
+        let Variant::Method(m) = variant else {
+            continue;
+        };
+        let made: qneon::Result<Kernel<T>> = match row.op {
+            Op::Softmax => Softmax::<T>::new(q_in, 1.0, softmax_out, m)
+                .map(|op| Box::new(move |b, x: &[T], y: &mut [T], r| op.run_with(b, x, y, r)) as _),
+            Op::LogSoftmax => LogSoftmax::<T>::new(q_in, log_softmax_out, m)
+                .map(|op| Box::new(move |b, x: &[T], y: &mut [T], r| op.run_with(b, x, y, r)) as _),
+            Op::Logistic => Logistic::<T>::new(q_in, softmax_out, m)
+                .map(|op| Box::new(move |b, x: &[T], y: &mut [T], _| op.run_with(b, x, y)) as _),
+            Op::Tanh => Tanh::<T>::new(q_in, tanh_out, m)
+                .map(|op| Box::new(move |b, x: &[T], y: &mut [T], _| op.run_with(b, x, y)) as _),
+            _ => panic!("{op} {dtype} {method}: listed in qneon::catalogue, no host bench"),
+        };
+        let kernel = made.unwrap_or_else(|e| panic!("{op} {dtype} {method}: {e}"));
+        bench_kernel(c, &format!("{op}_{dtype}"), method, &x, &*kernel);
     }
 }
 
-fn int8(c: &mut Criterion) {
-    quant_type::<i8>(c);
-}
-fn uint8(c: &mut Criterion) {
-    quant_type::<u8>(c);
-}
-fn int16(c: &mut Criterion) {
-    quant_type::<i16>(c);
-}
-
-fn q31_kernels(c: &mut Criterion) {
+fn q31_row(c: &mut Criterion, row: &Kernels) {
     const IB: u32 = 5;
+    if left_to_qneon_bench(row.op) {
+        return;
+    }
     let one = (1u64 << (31 - IB)) as f64;
     let x: Vec<i32> = logits(ROWS * COLS)
         .iter()
         .map(|r| (r * one) as i32)
         .collect();
-    bench_kernel(c, "softmax_q31", "fixed", &x, &|b, x, y, r| {
-        q31::softmax_with(b, x, IB, y, r)
-    });
-    bench_kernel(c, "logistic_q31", "fixed", &x, &|b, x, y, _| {
-        q31::logistic_with(b, x, IB, y)
-    });
-    bench_kernel(c, "tanh_q31", "fixed", &x, &|b, x, y, _| {
-        q31::tanh_with(b, x, IB, y)
-    });
+    for (_, [op, dtype, method]) in row.names() {
+        let group = format!("{op}_{dtype}");
+        match row.op {
+            Op::Softmax => bench_kernel(c, &group, method, &x, &|b, x, y, r| {
+                q31::softmax_with(b, x, IB, y, r)
+            }),
+            Op::Logistic => bench_kernel(c, &group, method, &x, &|b, x, y, _| {
+                q31::logistic_with(b, x, IB, y)
+            }),
+            Op::Tanh => bench_kernel(c, &group, method, &x, &|b, x, y, _| {
+                q31::tanh_with(b, x, IB, y)
+            }),
+            _ => panic!("{op} {dtype} {method}: listed in qneon::catalogue, no host bench"),
+        }
+    }
 }
 
-fn f32_kernels(c: &mut Criterion) {
+fn f32_row(c: &mut Criterion, row: &Kernels) {
     use qneon::f32 as qf;
+    if left_to_qneon_bench(row.op) {
+        return;
+    }
     let x: Vec<f32> = logits(ROWS * COLS).iter().map(|&r| r as f32).collect();
-    bench_kernel(c, "softmax_f32", "float", &x, &qf::softmax_with);
-    bench_kernel(c, "softmax_online_f32", "float", &x, &|b, x, y, r| {
-        qf::softmax_variant(qf::SoftmaxVariant::Online, b, x, y, r)
-    });
-    bench_kernel(c, "log_softmax_f32", "float", &x, &qf::log_softmax_with);
-    bench_kernel(c, "sigmoid_f32", "float", &x, &|b, x, y, _| {
-        qf::sigmoid_with(b, x, y)
-    });
-    bench_kernel(c, "tanh_f32", "float", &x, &|b, x, y, _| {
-        qf::tanh_with(b, x, y)
-    });
+    for (_, [op, dtype, method]) in row.names() {
+        let group = format!("{op}_{dtype}");
+        match row.op {
+            Op::Softmax => bench_kernel(c, &group, method, &x, &qf::softmax_with),
+            Op::SoftmaxOnline => bench_kernel(c, &group, method, &x, &|b, x, y, r| {
+                qf::softmax_variant(qf::SoftmaxVariant::Online, b, x, y, r)
+            }),
+            Op::LogSoftmax => bench_kernel(c, &group, method, &x, &qf::log_softmax_with),
+            Op::Sigmoid => bench_kernel(c, &group, method, &x, &|b, x, y, _| {
+                qf::sigmoid_with(b, x, y)
+            }),
+            Op::Tanh => bench_kernel(c, &group, method, &x, &|b, x, y, _| qf::tanh_with(b, x, y)),
+            _ => panic!("{op} {dtype} {method}: listed in qneon::catalogue, no host bench"),
+        }
+    }
 }
 
 /// The obvious float implementations, for scale.
@@ -242,6 +250,6 @@ fn config() -> Criterion {
 criterion_group! {
     name = benches;
     config = config();
-    targets = int8, uint8, int16, q31_kernels, f32_kernels, naive_baselines
+    targets = catalogue, naive_baselines
 }
 criterion_main!(benches);

@@ -13,6 +13,7 @@
 
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
+use qneon::catalogue::Op as CatalogueOp;
 use qneon::{Logistic, Method, QuantElem, QuantParams, Tanh};
 use qneon_fuzz::*;
 
@@ -27,11 +28,14 @@ struct Case {
     data: Vec<u8>,
 }
 
-fuzz_target!(|case: Case| match case.elem {
-    ElemType::I8 => check::<i8>(&case),
-    ElemType::U8 => check::<u8>(&case),
-    ElemType::I16 => check::<i16>(&case),
-});
+fuzz_target!(
+    init: check_catalogue("activation", &[CatalogueOp::Logistic, CatalogueOp::Tanh]),
+    |case: Case| match case.elem {
+        ElemType::I8 => check::<i8>(&case),
+        ElemType::U8 => check::<u8>(&case),
+        ElemType::I16 => check::<i16>(&case),
+    }
+);
 
 /// Either op behind one interface.
 enum Op<T: QuantElem> {

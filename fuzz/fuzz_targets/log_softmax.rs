@@ -10,6 +10,7 @@
 
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
+use qneon::catalogue::Op;
 use qneon::{LogSoftmax, Method, QuantElem};
 use qneon_fuzz::*;
 
@@ -24,11 +25,14 @@ struct Case {
     data: Vec<u8>,
 }
 
-fuzz_target!(|case: Case| match case.elem {
-    ElemType::I8 => check::<i8>(&case),
-    ElemType::U8 => check::<u8>(&case),
-    ElemType::I16 => check::<i16>(&case),
-});
+fuzz_target!(
+    init: check_catalogue("log_softmax", &[Op::LogSoftmax]),
+    |case: Case| match case.elem {
+        ElemType::I8 => check::<i8>(&case),
+        ElemType::U8 => check::<u8>(&case),
+        ElemType::I16 => check::<i16>(&case),
+    }
+);
 
 fn run_all<T: QuantElem>(op: &LogSoftmax<T>, rows: &Rows<T>) -> (qneon::Result<()>, Vec<T>) {
     on_every_backend(

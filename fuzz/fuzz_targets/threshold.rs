@@ -52,7 +52,10 @@ struct Case {
     data: Vec<u8>,
 }
 
-fuzz_target!(|case: Case| {
+fuzz_target!(init: check_catalogue("threshold", &[
+    qneon::catalogue::Op::ThresholdedLogistic,
+    qneon::catalogue::Op::ThresholdedSoftmax,
+]), |case: Case| {
     let t = match case.threshold {
         Threshold::Fraction(k) => Some(k as f32 / 65535.0),
         Threshold::Bits(b) => Some(f32::from_bits(b)),

@@ -7,6 +7,7 @@
 //! `Ok` result must satisfy what the library documents for it.
 
 use arbitrary::Arbitrary;
+use qneon::catalogue::{Dtype, Op, Variant, KERNELS};
 use qneon::{Backend, Method, QuantElem, QuantParams, Rounding};
 
 pub mod c_api;
@@ -107,6 +108,64 @@ pub enum ElemType {
     I16,
 }
 
+impl ElemType {
+    pub const ALL: [ElemType; 3] = [ElemType::I8, ElemType::U8, ElemType::I16];
+
+    pub fn dtype(self) -> Dtype {
+        match self {
+            ElemType::I8 => Dtype::Int8,
+            ElemType::U8 => Dtype::Uint8,
+            ElemType::I16 => Dtype::Int16,
+        }
+    }
+}
+
+/// The target that fuzzes each op of `qneon::catalogue` (exhaustive: a new
+/// op does not build here until a target takes it).
+pub fn target_of(op: Op) -> &'static str {
+    match op {
+        Op::Softmax => "softmax",
+        Op::LogSoftmax => "log_softmax",
+        Op::Logistic | Op::Tanh => "activation",
+        Op::SoftmaxOnline | Op::Sigmoid => "f32_kernels",
+        Op::ThresholdedLogistic | Op::ThresholdedSoftmax => "threshold",
+        Op::CrossEntropy | Op::CrossEntropyBackward => "loss",
+        Op::Add | Op::AddRow | Op::AddScalar | Op::Sub | Op::Mul | Op::MulRow | Op::MulScalar => {
+            "binary"
+        }
+    }
+}
+
+/// For a target's `init`: panics unless its `ElemType` and `MethodChoice`
+/// can pick every quantized element type and method `qneon::catalogue`
+/// lists for `ops`, and the catalogue names this target for each of them;
+/// so a type or method added to the catalogue fails the target at once
+/// instead of going unfuzzed.
+pub fn check_catalogue(target: &str, ops: &[Op]) {
+    for &op in ops {
+        assert_eq!(target_of(op), target, "{op:?} is fuzzed by another target");
+        for row in KERNELS.iter().filter(|k| k.op == op && k.dtype.quantized()) {
+            assert!(
+                ElemType::ALL.iter().any(|e| e.dtype() == row.dtype),
+                "{target}: qneon::catalogue lists {} {}, which ElemType cannot pick",
+                op.name(),
+                row.dtype.name()
+            );
+            for variant in row.variants {
+                if let Variant::Method(m) = variant {
+                    assert!(
+                        MethodChoice::ALL.iter().any(|c| c.get() == *m),
+                        "{target}: qneon::catalogue lists {} {} {}, which MethodChoice cannot pick",
+                        op.name(),
+                        row.dtype.name(),
+                        m.name()
+                    );
+                }
+            }
+        }
+    }
+}
+
 /// Every [`Method`].
 #[derive(Arbitrary, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MethodChoice {
@@ -117,6 +176,13 @@ pub enum MethodChoice {
 }
 
 impl MethodChoice {
+    pub const ALL: [MethodChoice; 4] = [
+        MethodChoice::FixedPoint,
+        MethodChoice::Lut,
+        MethodChoice::LutFixedPoint,
+        MethodChoice::DequantF32,
+    ];
+
     pub fn get(self) -> Method {
         match self {
             MethodChoice::FixedPoint => Method::FixedPoint,
