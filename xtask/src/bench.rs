@@ -61,8 +61,7 @@ impl Default for Options {
 }
 
 const OPTIONS_HELP: &str = "accepted: --mca, --jobs N, --filter TEXT, --docs, \
---run [--insn] [-- ARGS for qneon-bench]; --table is the main job's old name, \
---readme the old name of --docs";
+--run [--insn] [-- ARGS for qneon-bench]";
 
 fn parse(args: &[String]) -> Result<Options> {
     let mut opts = Options::default();
@@ -74,11 +73,8 @@ fn parse(args: &[String]) -> Result<Options> {
                 opts.run = true;
                 opts.insn = true;
             }
-            // `--readme`: its name from when the tables were in the README.
-            "--docs" | "--readme" => opts.docs = true,
+            "--docs" => opts.docs = true,
             "--mca" => opts.mca = true,
-            // The main job's name before it became the default.
-            "--table" => {}
             "--jobs" => {
                 opts.jobs = iter
                     .next()
@@ -516,7 +512,7 @@ mod tests {
         assert!(opts.run && opts.insn);
         assert_eq!(opts.bench_args, strings(&["--rows", "8", "--insn"]));
         assert_eq!(parse(&[]).unwrap(), Options::default());
-        assert_eq!(parse(&strings(&["--table"])).unwrap(), Options::default());
+        assert!(parse(&strings(&["--table"])).is_err());
         let main = parse(&strings(&[
             "--mca",
             "--jobs",
@@ -529,9 +525,9 @@ mod tests {
         assert_eq!(main.jobs, 3);
         assert_eq!(main.bench_args, strings(&["--filter", "softmax int8"]));
         assert!(parse(&strings(&["--docs"])).unwrap().docs);
-        assert!(parse(&strings(&["--readme"])).unwrap().docs);
+        assert!(parse(&strings(&["--readme"])).is_err());
         assert!(parse(&strings(&["--docs", "--mca"])).is_err());
-        assert!(parse(&strings(&["--readme", "--run"])).is_err());
+        assert!(parse(&strings(&["--docs", "--run"])).is_err());
         assert!(parse(&strings(&["--jobs", "0"])).is_err());
         assert!(parse(&strings(&["--rows"])).is_err());
     }

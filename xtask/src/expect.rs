@@ -255,9 +255,11 @@ impl Parser {
         let table = match header.trim() {
             "[[kernel]]" => Table::Kernel,
             "[[exempt]]" => Table::Exempt,
-            other => return Err(self.error(format!(
+            other => {
+                return Err(self.error(format!(
                 "unsupported table `{other}` (only [[kernel]] and [[exempt]] entries are allowed)"
-            ))),
+            )))
+            }
         };
         self.end_of_line()?;
         Ok(table)

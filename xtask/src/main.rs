@@ -49,7 +49,7 @@ commands:
                         llvm-mca cycles per element of the NEON inner loops
   bench --docs          rewrite the performance section of
                         docs/PERFORMANCE.md and docs/insns.svg from
-                        target/bench/insns.json (--readme: the old name)
+                        target/bench/insns.json
   bench --run [--insn] [-- ARG...]
                         run qneon-bench ARGs under qemu (--insn: count guest
                         instructions)
@@ -71,7 +71,8 @@ commands:
                         <!-- run:begin --> and <!-- run:end --> from
                         target/run/profile.json (--readme: the old name)
   asm                   check the disassembly of kernels against
-                        asm_tests/expect.toml
+                        asm_tests/expect.toml, and that its entries cover
+                        every row of qneon::catalogue
   compare [--model FILE]... [--cpu CPU] [--reps R] [--jobs N]
                         TFLite's own aarch64 build (LiteRT: XNNPACK and
                         builtin kernels) on int8 .tflite models under qemu
@@ -108,11 +109,13 @@ commands:
   msrv                  build the library and check the workspace with the
                         toolchain of `rust-version` (installed by rustup if
                         missing), in target/msrv
-  capi [--host]         the C API: the committed capi/include/qneon.h is
-                        current, and capi/examples/softmax.c built against
+  capi [--host]         the C API: the committed generated sources and
+                        capi/include/qneon.h are current, and capi/examples/softmax.c built against
                         the static library (host cc; aarch64 gcc under qemu
                         unless --host) prints the library's bytes
-  capi-header           regenerate capi/include/qneon.h (cbindgen)
+  capi-header           regenerate the C API's per-type functions from
+                        qneon::catalogue, then capi/include/qneon.h
+                        (cbindgen)
   help                  show this message
 ";
 

@@ -178,12 +178,6 @@ fn is_root() -> bool {
     util::capture(Command::new("id").arg("-u")).is_ok_and(|uid| uid.trim() == "0")
 }
 
-fn apt_get(args: &[&str]) -> Command {
-    let mut cmd = Command::new("apt-get");
-    cmd.args(args).env("DEBIAN_FRONTEND", "noninteractive");
-    cmd
-}
-
 /// `apt-get install`, refreshing the package lists and retrying once if
 /// the first attempt fails (lists missing or stale on a fresh machine).
 fn apt_install(packages: &[&str]) -> Result {
@@ -206,11 +200,11 @@ fn apt_install(packages: &[&str]) -> Result {
     }
 
     eprintln!("setup: installing {}", packages.join(" "));
-    if util::run(&mut apt_get(&install_args)).is_ok() {
+    if util::run(&mut util::apt_get(&install_args)).is_ok() {
         return Ok(());
     }
     eprintln!("setup: apt-get install failed; refreshing package lists and retrying");
-    util::run(&mut apt_get(&["update"]))?;
-    util::run(&mut apt_get(&install_args))
+    util::run(&mut util::apt_get(&["update"]))?;
+    util::run(&mut util::apt_get(&install_args))
         .map_err(|e| format!("setup: could not install packages: {e}").into())
 }

@@ -117,6 +117,13 @@ fn spawn_error(cmd: &Command, err: io::Error) -> Box<dyn Error> {
     }
 }
 
+/// `apt-get ARGS`, never asking questions.
+pub fn apt_get(args: &[&str]) -> Command {
+    let mut cmd = Command::new("apt-get");
+    cmd.args(args).env("DEBIAN_FRONTEND", "noninteractive");
+    cmd
+}
+
 /// Runs a command with inherited stdio and fails if it does not succeed.
 pub fn run(cmd: &mut Command) -> Result {
     step(display(cmd));

@@ -200,8 +200,8 @@ fn ensure_host_tools() -> Result {
     if !has_pip {
         eprintln!("compare: installing python3-pip (pip downloads the aarch64 wheels)");
         require_root("install python3-pip")?;
-        util::run(&mut apt_get(&["update"]))?;
-        util::run(&mut apt_get(&[
+        util::run(&mut util::apt_get(&["update"]))?;
+        util::run(&mut util::apt_get(&[
             "install",
             "-y",
             "--no-install-recommends",
@@ -209,12 +209,6 @@ fn ensure_host_tools() -> Result {
         ]))?;
     }
     Ok(())
-}
-
-fn apt_get(args: &[&str]) -> Command {
-    let mut cmd = Command::new("apt-get");
-    cmd.args(args).env("DEBIAN_FRONTEND", "noninteractive");
-    cmd
 }
 
 /// Changing dpkg's architectures and installing packages need root.
@@ -247,7 +241,7 @@ fn fetch_debs(layout: &Layout) -> Result<Vec<(String, String)>> {
         .unwrap_or(false);
     if refresh || !known {
         require_root("refresh the apt package lists")?;
-        util::run(&mut apt_get(&["update"]))?;
+        util::run(&mut util::apt_get(&["update"]))?;
     }
 
     let mut depends = Command::new("apt-cache");
