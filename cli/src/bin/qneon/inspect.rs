@@ -58,7 +58,7 @@ pub(crate) fn inspect(args: InspectArgs) -> Result<(), String> {
         for i in node.inputs.iter().flatten() {
             println!("      in  {}", describe(&t[*i]));
         }
-        for &o in &node.outputs {
+        for &o in node.outputs.iter().flatten() {
             if let Some(tensor) = t.get(o) {
                 println!("      out {}", describe(tensor));
             }
