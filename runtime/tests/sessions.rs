@@ -153,7 +153,7 @@ mod flat {
     pub struct Table(pub Vec<(u16, Field)>);
 
     fn align(buf: &mut Vec<u8>, to: usize, offset: usize) {
-        while (buf.len() + offset) % to != 0 {
+        while !(buf.len() + offset).is_multiple_of(to) {
             buf.push(0);
         }
     }

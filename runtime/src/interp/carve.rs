@@ -19,6 +19,10 @@ use smallvec::SmallVec;
 use super::ops::{Ins, Io, Outs, INLINE};
 use super::place::Place;
 
+/// The free parts of a block between a node's writes, each with its start
+/// address.
+type Gaps<'b> = SmallVec<[(usize, &'b [u8]); INLINE + 1]>;
+
 /// One input of a node: its place, and for a read of the arena or the
 /// variable block the gap between that block's writes that holds it.
 #[derive(Clone, Debug)]

@@ -265,13 +265,7 @@ mod tests {
                         .map(|i| match info.dtype {
                             // Small int32 values: valid GATHER indices.
                             TensorType::Int32 => (if i % 4 == 0 { (i / 4) % 2 } else { 0 }) as u8,
-                            TensorType::Float32 => {
-                                (if i % 4 == 3 {
-                                    0x3f
-                                } else {
-                                    (i * 37 % 251) as u8
-                                }) as u8
-                            }
+                            TensorType::Float32 if i % 4 == 3 => 0x3f,
                             _ => (i * 37 % 251) as u8,
                         })
                         .collect();
