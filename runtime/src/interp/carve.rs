@@ -80,11 +80,8 @@ impl Writes {
 
     /// Splits `block` into the writes (in `ranges` order) and the gaps
     /// (each with its start address).
-    fn split<'b>(
-        &self,
-        block: &'b mut [u8],
-    ) -> (SmallVec<[(usize, &'b [u8]); INLINE + 1]>, Outs<'b>) {
-        let mut gaps: SmallVec<[(usize, &'b [u8]); INLINE + 1]> = SmallVec::new();
+    fn split<'b>(&self, block: &'b mut [u8]) -> (Gaps<'b>, Outs<'b>) {
+        let mut gaps: Gaps<'b> = SmallVec::new();
         let mut slots: Outs<'b> = (0..self.ranges.len())
             .map(|_| <&mut [u8]>::default())
             .collect();
