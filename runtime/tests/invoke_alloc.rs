@@ -10,7 +10,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
 use qneon::Method;
-use qneon_runtime::interp::{Interpreter, NodeInfo, Options, Profiler, Rounding};
+use qneon_runtime::interp::{Interpreter, NodeInfo, Options, Profiler, Rounding, Session};
 use tflite_common::*;
 
 struct Counting;
@@ -82,11 +82,16 @@ impl Profiler for Allocating {
 /// Allocations made by one `invoke` (after a first one, so that nothing
 /// lazily set up on first use counts), and the operators that made them.
 fn allocations_of_invoke(interpreter: &mut Interpreter<'_>) -> (usize, Vec<String>) {
-    interpreter.invoke().expect("first invoke");
+    allocations_of_session_invoke(interpreter.session())
+}
+
+/// [`allocations_of_invoke`] for a session.
+fn allocations_of_session_invoke(session: &mut Session<'_>) -> (usize, Vec<String>) {
+    session.invoke().expect("first invoke");
     let mut profiler = Allocating::default();
     ALLOCATIONS.with(|n| n.set(0));
     COUNTING.with(|c| c.set(true));
-    let result = interpreter.invoke_with(&mut profiler);
+    let result = session.invoke_with(&mut profiler);
     COUNTING.with(|c| c.set(false));
     result.expect("second invoke");
     (ALLOCATIONS.with(|n| n.get()), profiler.ops)
@@ -128,6 +133,13 @@ fn mobilebert_invoke_allocates_nothing() {
         assert_eq!(
             n, 0,
             "MobileBert 1 layer, {options:?}: {n} allocations in invoke: {ops:?}"
+        );
+        // A second session of the same plan allocates nothing either.
+        let mut session = Session::new(interpreter.shared_plan().clone());
+        let (n, ops) = allocations_of_session_invoke(&mut session);
+        assert_eq!(
+            n, 0,
+            "MobileBert 1 layer, second session, {options:?}: {n} allocations: {ops:?}"
         );
     }
 }

@@ -7,8 +7,9 @@
 //! prepares every operator as TFLite's `Prepare` does: dtypes and shapes
 //! checked, quantization checked against TFLite's rules, multipliers and
 //! tables computed, weights packed once. An operator it cannot run is a
-//! load-time [`Error::UnsupportedOp`] naming the op (its TFLite name), its
-//! index and what is missing, reported before any graph check. Then the
+//! load-time [`UnsupportedOp`](crate::Error::UnsupportedOp) error naming
+//! the op (its TFLite name), its index and what is missing, reported before
+//! any graph check. Then the
 //! tensors' lifetimes are folded into one arena plan ([`arena`]) and every
 //! tensor gets its place. The [`Plan`] is immutable and `Send + Sync`: behind
 //! an `Arc`, any number of [`Session`]s (each an arena and the variable
