@@ -147,9 +147,11 @@ fn mobilebert_invoke_allocates_nothing() {
 #[test]
 fn single_op_invokes_allocate_nothing() {
     let manifest = manifest("ops/manifest.json");
+    let cases = manifest["cases"].as_array().unwrap();
     let mut checked = 0;
-    for case in manifest["cases"].as_array().unwrap() {
+    for case in cases {
         let bytes = read_model(case["model"].as_str().unwrap());
+        let mut loaded = false;
         for options in configurations() {
             // Cases qneon refuses for a method (LOG_SOFTMAX by table) are
             // the tflite_models tests' business.
@@ -163,10 +165,9 @@ fn single_op_invokes_allocate_nothing() {
                 case["name"]
             );
             checked += 1;
+            loaded = true;
         }
+        assert!(loaded, "{} loads in no configuration", case["name"]);
     }
-    assert!(
-        checked >= 80,
-        "only {checked} model/configuration pairs loaded"
-    );
+    assert!(checked >= cases.len());
 }

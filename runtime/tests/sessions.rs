@@ -269,6 +269,12 @@ mod flat {
 /// ADD(x, state) -> y, int8 [1, 4], scale 0.5; `state` a variable tensor
 /// (zero point 3) that no operator writes: legal, it holds state.
 fn add_with_variable_model() -> Vec<u8> {
+    add_model(&[0, 1], &[2])
+}
+
+/// ADD of tensors `inputs` into `outputs` over x (0), state (1, a
+/// variable) and y (2); x is the model input, y its output.
+fn add_model(inputs: &[i32], outputs: &[i32]) -> Vec<u8> {
     use flat::{Field::*, Table};
     let tensor = |name: &str, zero_point: i64, variable: bool| {
         Table(vec![
@@ -309,8 +315,8 @@ fn add_with_variable_model() -> Vec<u8> {
                     3,
                     Tables(vec![Table(vec![
                         (0, U32(0)),
-                        (1, I32s(vec![0, 1])),
-                        (2, I32s(vec![2])),
+                        (1, I32s(inputs.to_vec())),
+                        (2, I32s(outputs.to_vec())),
                     ])]),
                 ),
                 (4, Str("main".to_string())),
@@ -363,4 +369,19 @@ fn variable_tensors_persist_across_invokes_and_reset_to_their_zero() {
     interpreter.session().variable_mut(1).unwrap().fill(5);
     interpreter.reset_variables();
     assert_eq!(interpreter.tensor_data(1), Some(&[3u8; 4][..]));
+}
+
+#[test]
+fn an_operator_writing_a_variable_as_its_output_is_a_graph_error() {
+    // ADD(x, y) -> state: a variable is updated in place, never an output.
+    let file = qneon_tflite::ModelBytes::copy_from(&add_model(&[0, 0], &[1]));
+    match Interpreter::new(
+        file.as_bytes(),
+        options(Rounding::Single, Method::FixedPoint),
+    ) {
+        Err(Error::Graph { problem }) => {
+            assert!(problem.contains("writes variable tensor 1"), "{problem}")
+        }
+        other => panic!("{other:?}"),
+    }
 }
