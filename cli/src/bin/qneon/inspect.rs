@@ -20,6 +20,9 @@ fn describe(t: &TensorInfo) -> String {
             t.axis.unwrap_or(0)
         );
     }
+    if t.variable {
+        s += " variable";
+    }
     if t.constant {
         s += " const";
     }
