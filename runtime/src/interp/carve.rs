@@ -115,6 +115,9 @@ pub(super) struct NodeIo {
     has_scratch: bool,
     /// Variable-block writes: each state input.
     variables: Writes,
+    /// Whether it reads or updates any variable (most nodes do not, and
+    /// skip splitting the variable block).
+    uses_variables: bool,
 }
 
 impl NodeIo {
@@ -175,11 +178,15 @@ impl NodeIo {
                 })
             })
             .collect::<Result<Vec<_>, String>>()?;
+        let uses_variables = inputs
+            .iter()
+            .any(|read| matches!(read.place, Place::Variable(_)));
         Ok(NodeIo {
             inputs,
             arena,
             has_scratch,
             variables,
+            uses_variables,
         })
     }
 
@@ -193,7 +200,11 @@ impl NodeIo {
         constant: impl Fn(usize) -> &'c [u8],
     ) -> Io<'b> {
         let (arena_gaps, mut outs) = self.arena.split(arena);
-        let (variable_gaps, state) = self.variables.split(variables);
+        let (variable_gaps, state) = if self.uses_variables {
+            self.variables.split(variables)
+        } else {
+            (Gaps::new(), Outs::new())
+        };
         let scratch = if self.has_scratch {
             outs.pop().unwrap_or_default()
         } else {
