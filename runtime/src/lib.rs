@@ -1,10 +1,12 @@
 //! # qneon-runtime
 //!
-//! `.tflite` models run on the [`qneon`] kernels through
-//! [`interp::Interpreter`]: load (the file verified by [`qneon_tflite`]),
-//! prepare every operator as TFLite's `Prepare` does, plan one arena, then
-//! invoke. The library stays a small `no_std` dependency; everything that
-//! needs files, a heap and `std` is here.
+//! `.tflite` models run on the [`qneon`] kernels: load (the file verified by
+//! [`qneon_tflite`]), prepare every operator as TFLite's `Prepare` does,
+//! plan one arena ([`interp::Plan`], immutable and shareable across
+//! threads), then invoke any number of [`interp::Session`]s of it;
+//! [`interp::Interpreter`] is one plan with one session. The library stays a
+//! small `no_std` dependency; everything that needs files, a heap and `std`
+//! is here.
 //!
 //! * [`interp`]: the interpreter, its [`Options`](interp::Options) (rounding,
 //!   softmax method, backend, memory budget) and the

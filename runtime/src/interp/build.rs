@@ -1,50 +1,22 @@
 //! From a parsed model to what `invoke` runs: every operator prepared
 //! ([`prepare_model`]), then the tensors' lifetimes, aliases and the arena
-//! plan ([`plan_model`]), which say where each tensor's bytes live.
+//! plan ([`place_tensors`]), which say where each tensor's bytes live.
 
-use qneon_tflite::{Model, ParseOptions, TensorType};
+use qneon_tflite::{Model, ParseOptions};
 
+use super::arena::{ArenaPlan, BufferRequest, ARENA_ALIGNMENT};
 use super::info::{NodeInfo, OpReport, TensorInfo};
-use super::ops::{self, element_size, Kernel};
+use super::ops::{self, element_size, Kernel, Nop};
 use super::options::Options;
-use super::plan::{ArenaPlan, BufferRequest};
+use super::place::{Constant, Place};
 use crate::error::{Error, Result};
 
-/// Where a tensor's bytes live at run time.
-#[derive(Clone, Debug)]
-pub(super) enum Location<'a> {
-    /// Buffer `.0` of the arena plan.
-    Arena(usize),
-    /// Constant data: in the model file when aligned for its type, else a
-    /// copy made at load.
-    Constant(Constant<'a>),
-    /// Not used by any node, not an input or output.
-    Unused,
-}
-
-/// Constant bytes of the model, borrowed or copied for alignment.
-#[derive(Clone, Debug)]
-pub(super) enum Constant<'a> {
-    Borrowed(&'a [u8]),
-    /// `u128` storage for its alignment; `.1` bytes of it are the data.
-    Owned(Vec<u128>, usize),
-}
-
-impl Constant<'_> {
-    pub(super) fn bytes(&self) -> &[u8] {
-        match self {
-            Constant::Borrowed(bytes) => bytes,
-            Constant::Owned(storage, len) => &bytemuck::cast_slice(storage)[..*len],
-        }
-    }
-}
-
-/// A planned operator: what inspect sees, what runs, where its scratch is.
+/// A prepared operator: what inspect sees, what runs.
 pub(super) struct Node {
     pub(super) info: NodeInfo,
-    pub(super) kernel: Kernel,
-    /// Buffer of its scratch, if any.
-    pub(super) scratch: Option<usize>,
+    pub(super) kernel: Box<dyn Kernel>,
+    /// Input positions its kernel updates in place (variable tensors).
+    pub(super) state_inputs: Vec<usize>,
 }
 
 /// Parses `bytes`, refusing any one tensor larger than the memory budget.
@@ -71,107 +43,105 @@ fn tensor_info(t: &qneon_tflite::Tensor<'_>) -> TensorInfo {
         scales: q.map(|q| q.scales().to_vec()).unwrap_or_default(),
         zero_points: q.map(|q| q.zero_points().to_vec()).unwrap_or_default(),
         axis: q.and_then(|q| q.axis()),
-        constant: t.is_constant(),
+        constant: t.is_constant() && !t.is_variable(),
+        variable: t.is_variable(),
     }
 }
 
-/// Everything `new` and `analyze` compute before allocating the arena.
-pub(super) struct Prepared<'a> {
+/// Every operator prepared (a failure is reported, not returned: `analyze`
+/// shows them all).
+pub(super) struct Prepared {
     pub(super) tensors: Vec<TensorInfo>,
-    pub(super) locations: Vec<Location<'a>>,
     pub(super) nodes: Vec<Node>,
     pub(super) reports: Vec<OpReport>,
     pub(super) inputs: Vec<usize>,
     pub(super) outputs: Vec<usize>,
-    pub(super) plan: ArenaPlan,
 }
 
-/// Prepares every operator (a failure is reported, not returned: `analyze`
-/// shows them all), then plans the arena.
-pub(super) fn prepare_model<'a>(model: &Model<'a>, options: &Options) -> Result<Prepared<'a>> {
+impl Prepared {
+    /// The first operator that did not prepare: a model with one cannot
+    /// run, and saying so comes before any graph check.
+    pub(super) fn first_failure(&self) -> Option<Error> {
+        self.reports.iter().find_map(|r| r.status.clone().err())
+    }
+}
+
+/// Prepares every operator of the main subgraph. `NodeInfo` is built here,
+/// once, from the operator and its registration.
+pub(super) fn prepare_model(model: &Model<'_>, options: &Options) -> Prepared {
     let graph = model.main_subgraph();
     let tensors: Vec<TensorInfo> = graph.tensors().iter().map(tensor_info).collect();
     let mut nodes = Vec::with_capacity(graph.operators().len());
     let mut reports = Vec::with_capacity(graph.operators().len());
     for operator in graph.operators() {
-        let op_name = operator.op().to_string();
-        match ops::prepare(model, graph, operator, options) {
+        let op_name = ops::op_name(operator);
+        let result = ops::prepare(graph, operator, options);
+        // A failed operator is planned like the others (its tensors'
+        // lifetimes count) and never run: a plan refuses such a model.
+        let prepared = result.as_ref().ok();
+        nodes.push(Node {
+            info: NodeInfo {
+                index: operator.index(),
+                op: op_name.clone(),
+                work: prepared.map_or(0, |p| p.work),
+                unit: prepared.map_or("element", |p| p.unit),
+                inputs: operator.inputs().to_vec(),
+                outputs: operator.outputs().to_vec(),
+                scratch_bytes: prepared.map_or(0, |p| p.scratch_bytes),
+                aliased: prepared.is_some_and(|p| p.alias),
+            },
+            state_inputs: prepared.map(|p| p.state_inputs.clone()).unwrap_or_default(),
+            kernel: Box::new(Nop),
+        });
+        let status = match result {
             Ok(prepared) => {
-                reports.push(OpReport {
-                    index: operator.index(),
-                    op: op_name.clone(),
-                    status: Ok(()),
-                });
-                nodes.push(Node {
-                    info: NodeInfo {
-                        index: operator.index(),
-                        op: op_name,
-                        work: prepared.work,
-                        unit: prepared.unit,
-                        inputs: operator.inputs().to_vec(),
-                        outputs: operator
-                            .outputs()
-                            .iter()
-                            .map(|o| o.unwrap_or(usize::MAX))
-                            .collect(),
-                        scratch_bytes: prepared.scratch_bytes,
-                        aliased: prepared.alias,
-                    },
-                    kernel: prepared.kernel,
-                    scratch: None,
-                });
+                if let Some(node) = nodes.last_mut() {
+                    node.kernel = prepared.kernel;
+                }
+                Ok(())
             }
-            Err(e) => {
-                reports.push(OpReport {
-                    index: operator.index(),
-                    op: op_name.clone(),
-                    status: Err(e),
-                });
-                // Planned like the others (its tensors' lifetimes count),
-                // never run: `new` refuses a model with any such node.
-                nodes.push(Node {
-                    info: NodeInfo {
-                        index: operator.index(),
-                        op: op_name,
-                        work: 0,
-                        unit: "element",
-                        inputs: operator.inputs().to_vec(),
-                        outputs: operator
-                            .outputs()
-                            .iter()
-                            .map(|o| o.unwrap_or(usize::MAX))
-                            .collect(),
-                        scratch_bytes: 0,
-                        aliased: false,
-                    },
-                    kernel: Kernel::Nop,
-                    scratch: None,
-                });
-            }
-        }
+            Err(e) => Err(e),
+        };
+        reports.push(OpReport {
+            index: operator.index(),
+            op: op_name,
+            status,
+        });
     }
-    let inputs = graph.inputs().to_vec();
-    let outputs = graph.outputs().to_vec();
-    let (locations, plan) = plan_model(model, &tensors, &mut nodes, &inputs, &outputs)?;
-    Ok(Prepared {
+    Prepared {
         tensors,
-        locations,
         nodes,
         reports,
-        inputs,
-        outputs,
-        plan,
-    })
+        inputs: graph.inputs().to_vec(),
+        outputs: graph.outputs().to_vec(),
+    }
 }
 
-/// Lifetimes, aliases and the arena plan; the tensors' locations.
-fn plan_model<'a>(
-    model: &Model<'a>,
-    tensors: &[TensorInfo],
-    nodes: &mut [Node],
-    inputs: &[usize],
-    outputs: &[usize],
-) -> Result<(Vec<Location<'a>>, ArenaPlan)> {
+/// Where every tensor lives: the arena plan, the variable block and the
+/// constants.
+pub(super) struct Placed {
+    pub(super) places: Vec<Place>,
+    pub(super) constants: Vec<Constant>,
+    pub(super) arena: ArenaPlan,
+    /// Each node's scratch range in the arena, if any.
+    pub(super) scratch: Vec<Option<std::ops::Range<usize>>>,
+    /// Bytes of the variable block.
+    pub(super) variable_bytes: usize,
+    /// The arena buffer of each tensor (aliased tensors share one).
+    pub(super) buffers: Vec<Option<usize>>,
+}
+
+/// Lifetimes, aliases and the arena plan; the tensors' places. A variable
+/// tensor may be read before any operator writes it (it holds state); no
+/// operator may write one as an output (a kernel updates it in place).
+pub(super) fn place_tensors(model: &Model<'_>, prepared: &Prepared) -> Result<Placed> {
+    let Prepared {
+        tensors,
+        nodes,
+        inputs,
+        outputs,
+        ..
+    } = prepared;
     let graph = model.main_subgraph();
     let count = tensors.len();
     let steps = nodes.len();
@@ -184,9 +154,9 @@ fn plan_model<'a>(
         is_input[i] = true;
     }
     for (step, node) in nodes.iter().enumerate() {
-        for input in node.info.inputs.iter().flatten() {
-            let t = *input;
-            if !tensors[t].constant && !is_input[t] && producer[t].is_none() {
+        for &t in node.info.inputs.iter().flatten() {
+            let ready = tensors[t].constant || tensors[t].variable || is_input[t];
+            if !ready && producer[t].is_none() {
                 return Err(graph_error(format!(
                     "operator {} ({}) reads tensor {t} ({:?}) before any operator writes it",
                     node.info.index, node.info.op, tensors[t].name
@@ -194,9 +164,13 @@ fn plan_model<'a>(
             }
             last_read[t] = Some(step);
         }
-        for &t in &node.info.outputs {
-            if t == usize::MAX {
-                continue;
+        for &t in node.info.outputs.iter().flatten() {
+            if tensors[t].variable {
+                return Err(graph_error(format!(
+                    "operator {} ({}) writes variable tensor {t} ({:?}) as an output (a \
+                     variable is updated in place by the operator that reads it)",
+                    node.info.index, node.info.op, tensors[t].name
+                )));
             }
             if tensors[t].constant || is_input[t] || producer[t].is_some() {
                 return Err(graph_error(format!(
@@ -225,29 +199,58 @@ fn plan_model<'a>(
         }
         t
     }
-    for node in nodes.iter() {
+    for node in nodes {
         if node.info.aliased {
-            let input = node.info.inputs[0].expect("an aliased node has its input");
-            let (a, b) = (
-                find(&mut root, input),
-                find(&mut root, node.info.outputs[0]),
-            );
+            let (Some(&Some(input)), Some(&Some(output))) =
+                (node.info.inputs.first(), node.info.outputs.first())
+            else {
+                return Err(graph_error(format!(
+                    "operator {} ({}) aliases a missing tensor",
+                    node.info.index, node.info.op
+                )));
+            };
+            let (a, b) = (find(&mut root, input), find(&mut root, output));
             root[b] = a;
         }
     }
-    // One buffer per root that is not constant; lifetimes over its members.
+    // The variable block: each variable (root) once, 64-byte aligned.
+    let mut variable_of_root: Vec<Option<std::ops::Range<usize>>> = vec![None; count];
+    let mut variable_bytes = 0usize;
+    // One buffer per root that is neither constant nor variable; lifetimes
+    // over its members.
     let mut buffer_of_root: Vec<Option<usize>> = vec![None; count];
+    let mut buffer_of: Vec<Option<usize>> = vec![None; count];
     let mut requests: Vec<BufferRequest> = Vec::new();
-    let mut locations: Vec<Location<'a>> = vec![Location::Unused; count];
+    let mut places: Vec<Place> = vec![Place::Unused; count];
+    let mut constants: Vec<Constant> = Vec::new();
     let mut is_output = vec![false; count];
     for &o in outputs {
         is_output[o] = true;
     }
+    let overflow = || graph_error("the memory needed overflows usize".to_string());
     for t in 0..count {
         let r = find(&mut root, t);
+        if tensors[r].variable {
+            let range = match &variable_of_root[r] {
+                Some(range) => range.clone(),
+                None => {
+                    let start = variable_bytes
+                        .checked_next_multiple_of(ARENA_ALIGNMENT)
+                        .ok_or_else(overflow)?;
+                    variable_bytes = start.checked_add(tensors[r].bytes).ok_or_else(overflow)?;
+                    variable_of_root[r] = Some(start..variable_bytes);
+                    start..variable_bytes
+                }
+            };
+            places[t] =
+                Place::Variable(range.start..range.start + tensors[t].bytes.min(range.len()));
+            continue;
+        }
         if tensors[r].constant {
             let data = graph.tensors()[r].data().unwrap_or(&[]);
-            locations[t] = Location::Constant(constant_data(data, tensors[r].dtype));
+            let align = element_size(tensors[r].dtype).unwrap_or(1).min(16);
+            constants.push(Constant::new(model.bytes(), data, align));
+            places[t] = Place::Constant(constants.len() - 1);
             continue;
         }
         let used = is_input[t] || is_output[t] || producer[t].is_some() || last_read[t].is_some();
@@ -281,31 +284,36 @@ fn plan_model<'a>(
         request.first = request.first.min(first);
         request.last = request.last.max(last);
         request.size = request.size.max(tensors[t].bytes);
-        locations[t] = Location::Arena(buffer);
+        buffer_of[t] = Some(buffer);
     }
-    for (step, node) in nodes.iter_mut().enumerate() {
+    let mut scratch_buffer: Vec<Option<usize>> = vec![None; steps];
+    for (step, node) in nodes.iter().enumerate() {
         if node.info.scratch_bytes > 0 {
             requests.push(BufferRequest {
                 size: node.info.scratch_bytes,
                 first: step,
                 last: step,
             });
-            node.scratch = Some(requests.len() - 1);
+            scratch_buffer[step] = Some(requests.len() - 1);
         }
     }
-    let plan = ArenaPlan::new(requests)
-        .ok_or_else(|| graph_error("the arena's size overflows usize".to_string()))?;
-    Ok((locations, plan))
-}
-
-/// Constant data, borrowed when aligned for its element type, else copied.
-fn constant_data(data: &[u8], dtype: TensorType) -> Constant<'_> {
-    let align = element_size(dtype).unwrap_or(1).min(16);
-    if (data.as_ptr() as usize).is_multiple_of(align) {
-        Constant::Borrowed(data)
-    } else {
-        let mut storage = vec![0u128; data.len().div_ceil(16)];
-        bytemuck::cast_slice_mut::<u128, u8>(&mut storage)[..data.len()].copy_from_slice(data);
-        Constant::Owned(storage, data.len())
+    let arena = ArenaPlan::new(requests).ok_or_else(overflow)?;
+    for t in 0..count {
+        if let Some(buffer) = buffer_of[t] {
+            let start = arena.range(buffer).start;
+            places[t] = Place::Arena(start..start + tensors[t].bytes);
+        }
     }
+    let scratch = scratch_buffer
+        .iter()
+        .map(|b| b.map(|b| arena.range(b)))
+        .collect();
+    Ok(Placed {
+        places,
+        constants,
+        arena,
+        scratch,
+        variable_bytes,
+        buffers: buffer_of,
+    })
 }

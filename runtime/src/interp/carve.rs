@@ -1,140 +1,94 @@
-//! Where each node's inputs and outputs are in memory, worked out once at
-//! load, and the split of the arena into them at invoke.
+//! Where each node's inputs, outputs, scratch and state are in memory,
+//! worked out once at load, and the split of a session's memory into them at
+//! invoke.
 //!
-//! A node writes disjoint arena ranges (its outputs, then its scratch) and
-//! reads arena ranges that no write of its own overlaps, or constant data.
-//! [`NodeIo::new`] computes these ranges from the plan, sorts the writes and
-//! assigns every arena read to the gap between two writes that holds it, so
-//! a broken plan is an error at load. [`NodeIo::carve`] then only splits:
-//! it allocates nothing for nodes of up to [`INLINE`] inputs and outputs
-//! (every operator of the converter's MobileBert), so `invoke` only runs
-//! kernels.
+//! A node writes disjoint arena ranges (its outputs and its scratch) and
+//! reads arena ranges that no write of its own overlaps, or constant data;
+//! likewise it updates disjoint ranges of the variable block (its state
+//! inputs) and may read other variables. [`NodeIo::new`] computes these
+//! ranges from the tensors' [`Place`]s, sorts the writes of each block and
+//! assigns every read to the gap between two writes that holds it, so a
+//! broken plan is an error at load. [`NodeIo::carve`] then only splits: it
+//! allocates nothing for nodes of up to [`INLINE`] inputs and outputs (every
+//! operator of the converter's MobileBert), so `invoke` only runs kernels.
 
 use std::ops::Range;
 
 use smallvec::SmallVec;
 
-/// Inputs and outputs a node keeps on the stack during invoke; more (a wide
-/// CONCATENATION or SPLIT) spill to the heap.
-pub(super) const INLINE: usize = 4;
+use super::ops::{Ins, Io, Outs, INLINE};
+use super::place::Place;
 
-/// A node's input slices, in the operator's input order.
-pub(super) type Ins<'b> = SmallVec<[&'b [u8]; INLINE]>;
-/// A node's output slices, in the operator's output order.
-pub(super) type Outs<'b> = SmallVec<[&'b mut [u8]; INLINE]>;
+/// The free parts of a block between a node's writes, each with its start
+/// address.
+type Gaps<'b> = SmallVec<[(usize, &'b [u8]); INLINE + 1]>;
 
-/// Where one input of a node is.
+/// One input of a node: its place, and for a read of the arena or the
+/// variable block the gap between that block's writes that holds it.
 #[derive(Clone, Debug)]
-pub(super) enum Input {
-    /// Bytes `range` of the arena, inside the gap `gap` between the node's
-    /// sorted writes.
-    Arena { gap: usize, range: Range<usize> },
-    /// Constant tensor `.0` (its bytes live outside the arena).
-    Constant(usize),
-    /// An optional input the model leaves out.
-    Absent,
+struct Read {
+    place: Place,
+    gap: usize,
+    /// Updated in place: handed to the kernel in [`Io::state`] instead.
+    state: bool,
 }
 
-/// The memory of one node, worked out at load.
+/// The disjoint writes of a node into one block of memory (the arena or the
+/// variable block), sorted by address.
 #[derive(Clone, Debug, Default)]
-pub(super) struct NodeIo {
-    pub(super) inputs: Vec<Input>,
-    /// Arena ranges written: each output, then the scratch if any.
-    writes: Vec<Range<usize>>,
-    /// `writes`' indices by start address.
+struct Writes {
+    ranges: Vec<Range<usize>>,
+    /// `ranges`' indices by start address.
     order: Vec<usize>,
-    /// Whether the last write is the node's scratch.
-    pub(super) has_scratch: bool,
+    /// The free bytes between the writes (in address order).
+    gaps: Vec<Range<usize>>,
 }
 
-/// Where a tensor lives, as [`NodeIo::new`] needs to know it.
-pub(super) enum Place {
-    Arena(Range<usize>),
-    Constant,
-    Absent,
-}
-
-impl NodeIo {
-    /// The node reading `inputs` and writing `outputs` (and `scratch`),
-    /// each tensor placed by `place`; an error names the first overlap.
-    pub(super) fn new(
-        inputs: &[Option<usize>],
-        outputs: &[usize],
-        scratch: Option<Range<usize>>,
-        arena_bytes: usize,
-        place: impl Fn(usize) -> Place,
-    ) -> Result<NodeIo, String> {
-        let mut writes: Vec<Range<usize>> = outputs
-            .iter()
-            .map(|&t| match place(t) {
-                Place::Arena(range) => range,
-                _ => 0..0,
-            })
-            .collect();
-        let has_scratch = scratch.is_some();
-        writes.extend(scratch);
-        let mut order: Vec<usize> = (0..writes.len()).collect();
-        order.sort_by_key(|&w| writes[w].start);
-        // Gap g ends where the g-th non-empty write (by address) starts.
-        let mut gaps: Vec<Range<usize>> = Vec::with_capacity(writes.len() + 1);
+impl Writes {
+    fn new(ranges: Vec<Range<usize>>, block: usize) -> Result<Writes, String> {
+        let mut order: Vec<usize> = (0..ranges.len()).collect();
+        order.sort_by_key(|&w| ranges[w].start);
+        let mut gaps = Vec::with_capacity(ranges.len() + 1);
         let mut position = 0;
         for &w in &order {
-            let range = &writes[w];
+            let range = &ranges[w];
             if range.is_empty() {
                 continue;
             }
-            if range.start < position || range.end > arena_bytes {
+            if range.start < position || range.end > block {
                 return Err(format!(
-                    "planned outputs overlap or leave the arena at {range:?}"
+                    "planned outputs overlap or leave their memory at {range:?}"
                 ));
             }
             gaps.push(position..range.start);
             position = range.end;
         }
-        gaps.push(position..arena_bytes);
-        let inputs = inputs
-            .iter()
-            .map(|&t| match t.map(&place) {
-                None | Some(Place::Absent) => Ok(Input::Absent),
-                Some(Place::Constant) => Ok(Input::Constant(t.unwrap_or_default())),
-                Some(Place::Arena(range)) => gaps
-                    .iter()
-                    .position(|g| range.start >= g.start && range.end <= g.end)
-                    .map(|gap| Input::Arena {
-                        gap,
-                        range: range.clone(),
-                    })
-                    .ok_or_else(|| {
-                        format!(
-                            "a planned input at {range:?} overlaps an output of the same operator"
-                        )
-                    }),
-            })
-            .collect::<Result<Vec<_>, String>>()?;
-        Ok(NodeIo {
-            inputs,
-            writes,
+        gaps.push(position..block);
+        Ok(Writes {
+            ranges,
             order,
-            has_scratch,
+            gaps,
         })
     }
 
-    /// Splits `arena` into the node's writes (in [`NodeIo::new`]'s output
-    /// order, scratch last) and its arena reads; `constant(t)` gives the
-    /// bytes of constant tensor `t`. Reads of absent inputs are empty.
-    pub(super) fn carve<'b, 'c: 'b>(
-        &self,
-        arena: &'b mut [u8],
-        constant: impl Fn(usize) -> &'c [u8],
-    ) -> (Ins<'b>, Outs<'b>) {
-        let mut gaps: SmallVec<[(usize, &'b [u8]); INLINE + 1]> = SmallVec::new();
-        let mut slots: SmallVec<[&'b mut [u8]; INLINE]> = (0..self.writes.len())
+    /// The gap that holds `range`.
+    fn gap_of(&self, range: &Range<usize>) -> Option<usize> {
+        self.gaps
+            .iter()
+            .position(|g| range.start >= g.start && range.end <= g.end)
+    }
+
+    /// Splits `block` into the writes (in `ranges` order) and the gaps
+    /// (each with its start address).
+    fn split<'b>(&self, block: &'b mut [u8]) -> (Gaps<'b>, Outs<'b>) {
+        let mut gaps: Gaps<'b> = SmallVec::new();
+        let mut slots: Outs<'b> = (0..self.ranges.len())
             .map(|_| <&mut [u8]>::default())
             .collect();
-        let mut rest: &'b mut [u8] = arena;
+        let mut rest: &'b mut [u8] = block;
         let mut position = 0;
         for &w in &self.order {
-            let range = &self.writes[w];
+            let range = &self.ranges[w];
             if range.is_empty() {
                 continue;
             }
@@ -147,19 +101,136 @@ impl NodeIo {
             rest = tail;
         }
         gaps.push((position, rest));
-        let ins = self
+        (gaps, slots)
+    }
+}
+
+/// The memory of one node, worked out at load.
+#[derive(Clone, Debug, Default)]
+pub(super) struct NodeIo {
+    inputs: Vec<Read>,
+    /// Arena writes: each output (empty when omitted), then the scratch.
+    arena: Writes,
+    /// Whether the last arena write is the node's scratch.
+    has_scratch: bool,
+    /// Variable-block writes: each state input.
+    variables: Writes,
+    /// Whether it reads or updates any variable (most nodes do not, and
+    /// skip splitting the variable block).
+    uses_variables: bool,
+}
+
+impl NodeIo {
+    /// The node reading `inputs` (those at `state_inputs` updated in place)
+    /// and writing `outputs` and `scratch`, each tensor placed by `place`;
+    /// an error names the first overlap.
+    pub(super) fn new(
+        inputs: &[Option<usize>],
+        outputs: &[Option<usize>],
+        state_inputs: &[usize],
+        scratch: Option<Range<usize>>,
+        blocks: (usize, usize),
+        place: impl Fn(usize) -> Place,
+    ) -> Result<NodeIo, String> {
+        let (arena_bytes, variable_bytes) = blocks;
+        let place_of = |t: Option<usize>| t.map_or(Place::Unused, &place);
+        let mut writes: Vec<Range<usize>> = Vec::with_capacity(outputs.len() + 1);
+        for &t in outputs {
+            match place_of(t) {
+                Place::Arena(range) => writes.push(range),
+                Place::Unused => writes.push(0..0),
+                other => return Err(format!("an output lives in {other:?}, not the arena")),
+            }
+        }
+        let has_scratch = scratch.is_some();
+        writes.extend(scratch);
+        let arena = Writes::new(writes, arena_bytes)?;
+        let mut state = Vec::with_capacity(state_inputs.len());
+        for &i in state_inputs {
+            match place_of(inputs.get(i).copied().flatten()) {
+                Place::Variable(range) => state.push(range),
+                other => {
+                    return Err(format!(
+                        "state input {i} lives in {other:?}, not a variable"
+                    ))
+                }
+            }
+        }
+        let variables = Writes::new(state, variable_bytes)?;
+        let inputs = inputs
+            .iter()
+            .enumerate()
+            .map(|(i, &t)| {
+                let place = place_of(t);
+                let is_state = state_inputs.contains(&i);
+                let gap = match &place {
+                    Place::Arena(range) => arena.gap_of(range),
+                    Place::Variable(range) if !is_state => variables.gap_of(range),
+                    _ => Some(0),
+                }
+                .ok_or_else(|| {
+                    format!("a planned input at {place:?} overlaps an output of the same operator")
+                })?;
+                Ok(Read {
+                    place,
+                    gap,
+                    state: is_state,
+                })
+            })
+            .collect::<Result<Vec<_>, String>>()?;
+        let uses_variables = inputs
+            .iter()
+            .any(|read| matches!(read.place, Place::Variable(_)));
+        Ok(NodeIo {
+            inputs,
+            arena,
+            has_scratch,
+            variables,
+            uses_variables,
+        })
+    }
+
+    /// Splits `arena` and `variables` into the node's [`Io`]; `constant(c)`
+    /// gives the bytes of constant `c`. Absent inputs and state inputs are
+    /// empty in `ins` (the latter are in `state`).
+    pub(super) fn carve<'b, 'c: 'b>(
+        &self,
+        arena: &'b mut [u8],
+        variables: &'b mut [u8],
+        constant: impl Fn(usize) -> &'c [u8],
+    ) -> Io<'b> {
+        let (arena_gaps, mut outs) = self.arena.split(arena);
+        let (variable_gaps, state) = if self.uses_variables {
+            self.variables.split(variables)
+        } else {
+            (Gaps::new(), Outs::new())
+        };
+        let scratch = if self.has_scratch {
+            outs.pop().unwrap_or_default()
+        } else {
+            &mut []
+        };
+        let pick = |gaps: &[(usize, &'b [u8])], gap: usize, range: &Range<usize>| -> &'b [u8] {
+            let (start, bytes) = gaps[gap];
+            &bytes[range.start - start..range.end - start]
+        };
+        let ins: Ins<'b> = self
             .inputs
             .iter()
-            .map(|input| match input {
-                Input::Arena { gap, range } => {
-                    let (start, bytes) = gaps[*gap];
-                    &bytes[range.start - start..range.end - start]
-                }
-                Input::Constant(t) => constant(*t),
-                Input::Absent => &[],
+            .map(|read| match &read.place {
+                _ if read.state => &[][..],
+                Place::Arena(range) => pick(&arena_gaps, read.gap, range),
+                Place::Variable(range) => pick(&variable_gaps, read.gap, range),
+                Place::Constant(c) => constant(*c),
+                Place::Unused => &[],
             })
             .collect();
-        (ins, slots)
+        Io {
+            ins,
+            outs,
+            scratch,
+            state,
+        }
     }
 }
 
@@ -171,47 +242,68 @@ mod tests {
         match t {
             0 => Place::Arena(0..10),
             1 => Place::Arena(60..70),
-            2 => Place::Constant,
+            2 => Place::Constant(0),
             3 => Place::Arena(20..30),
             4 => Place::Arena(40..50),
             5 => Place::Arena(25..35),
-            _ => Place::Absent,
+            6 => Place::Variable(0..8),
+            7 => Place::Variable(64..72),
+            _ => Place::Unused,
         }
     }
 
     #[test]
     fn carve_gives_disjoint_writes_and_the_reads() {
         let io = NodeIo::new(
-            &[Some(1), Some(0), Some(2), None],
-            &[4, 3],
-            None,
-            100,
+            &[Some(1), Some(0), Some(2), None, Some(6), Some(7)],
+            &[Some(4), Some(3)],
+            &[5],
+            Some(80..90),
+            (100, 72),
             place,
         )
         .unwrap();
         let mut arena: Vec<u8> = (0..100).collect();
+        let mut variables: Vec<u8> = (100..172).collect();
         let constant = [7u8; 3];
-        let (ins, mut outs) = io.carve(&mut arena, |_| &constant[..]);
+        let Io {
+            ins,
+            mut outs,
+            scratch,
+            mut state,
+        } = io.carve(&mut arena, &mut variables, |_| &constant[..]);
         assert_eq!(ins[0], &(60..70).collect::<Vec<u8>>()[..]);
         assert_eq!(ins[1][0], 0);
         assert_eq!(ins[2], &[7, 7, 7]);
         assert!(ins[3].is_empty());
+        assert_eq!(ins[4], &(100..108).collect::<Vec<u8>>()[..]);
+        assert!(ins[5].is_empty(), "a state input is not in ins");
+        assert_eq!(state[0][0], 164);
+        assert_eq!(scratch[0], 80);
         assert_eq!(outs[0][0], 40);
         assert_eq!(outs[1][0], 20);
         outs[1][0] = 99;
-        drop((ins, outs));
+        state[0][0] = 1;
+        drop((ins, outs, scratch, state));
         assert_eq!(arena[20], 99);
+        assert_eq!(variables[64], 1);
     }
 
     #[test]
     fn overlaps_are_refused_at_load() {
+        let new = |ins: &[Option<usize>], outs: &[Option<usize>], scratch, arena| {
+            NodeIo::new(ins, outs, &[], scratch, (arena, 100), place)
+        };
         // A read overlapping a write.
-        assert!(NodeIo::new(&[Some(5)], &[3], None, 100, place).is_err());
+        assert!(new(&[Some(5)], &[Some(3)], None, 100).is_err());
         // Two writes overlapping.
-        assert!(NodeIo::new(&[], &[3, 5], None, 100, place).is_err());
+        assert!(new(&[], &[Some(3), Some(5)], None, 100).is_err());
         // A write beyond the arena.
-        assert!(NodeIo::new(&[], &[1], None, 65, place).is_err());
+        assert!(new(&[], &[Some(1)], None, 65).is_err());
         // Scratch overlapping an output.
-        assert!(NodeIo::new(&[], &[3], Some(29..31), 100, place).is_err());
+        assert!(new(&[], &[Some(3)], Some(29..31), 100).is_err());
+        // A variable as an output, and a state input that is no variable.
+        assert!(new(&[], &[Some(6)], None, 100).is_err());
+        assert!(NodeIo::new(&[Some(0)], &[], &[0], None, (100, 100), place).is_err());
     }
 }

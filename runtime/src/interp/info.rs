@@ -23,8 +23,11 @@ pub struct TensorInfo {
     pub zero_points: Vec<i64>,
     /// The quantized axis of per-channel quantization.
     pub axis: Option<usize>,
-    /// Has data in the file.
+    /// Has data in the file (and is not a variable).
     pub constant: bool,
+    /// A variable (`is_variable`: recurrent state), kept by a session
+    /// across invokes.
+    pub variable: bool,
 }
 
 impl TensorInfo {
@@ -42,7 +45,8 @@ impl TensorInfo {
 pub struct NodeInfo {
     /// Operator index in the main subgraph.
     pub index: usize,
-    /// TFLite's name of the op (`FULLY_CONNECTED`).
+    /// TFLite's name of the op (`FULLY_CONNECTED`), from the registration
+    /// that prepared it.
     pub op: String,
     /// Work per invoke: multiply-accumulates for FULLY_CONNECTED and
     /// BATCH_MATMUL, output elements for the others.
@@ -51,8 +55,8 @@ pub struct NodeInfo {
     pub unit: &'static str,
     /// Input tensor indices (`None`: an omitted optional input).
     pub inputs: Vec<Option<usize>>,
-    /// Output tensor indices.
-    pub outputs: Vec<usize>,
+    /// Output tensor indices (`None`: an omitted output).
+    pub outputs: Vec<Option<usize>>,
     /// Scratch bytes in the arena.
     pub scratch_bytes: usize,
     /// The output shares its input's bytes (a RESHAPE): nothing runs.

@@ -1,183 +1,222 @@
-//! The arena plan: every non-constant tensor (and every operator's scratch)
-//! gets a byte range of one arena, reused once the tensor is dead.
+//! A [`Plan`]: a verified, prepared and placed model, immutable after load,
+//! `Send + Sync`, so one plan behind an `Arc` serves any number of
+//! [`Session`](super::Session)s on any threads.
 //!
-//! A *buffer* is what gets a range: a tensor, several tensors aliased to one
-//! another (a RESHAPE's output is its input's bytes), or an operator's
-//! scratch. Its lifetime is the closed interval of steps from the operator
-//! that writes it to the last one that reads it; model inputs live from the
-//! start, model outputs to the end. Offsets are assigned greedily by size,
-//! as TFLite's arena planner does: the largest buffer first, each at the
-//! lowest 64-byte aligned offset where it overlaps no placed buffer whose
-//! lifetime intersects its own.
+//! It owns what every session shares: the kernels (packed weights, tables,
+//! multipliers), the constants, where every tensor lives ([`Place`]), each
+//! node's I/O and the arena plan. The model's bytes are borrowed
+//! ([`Plan::new`], the plan lives no longer than they do: what
+//! `Interpreter<'a>` always did) or shared ([`Plan::from_shared`], a
+//! `Plan<'static>` that can go anywhere); either way constant tensors stay
+//! ranges of the file, so no weight is copied unless misaligned.
 
 use std::ops::Range;
+use std::sync::Arc;
 
-/// Alignment of every buffer in the arena, in bytes: a cache line, and more
-/// than any element type needs.
-pub const ARENA_ALIGNMENT: usize = 64;
+use qneon_tflite::ModelBytes;
 
-/// One buffer to place: its size and lifetime in steps.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct BufferRequest {
-    /// Bytes needed.
-    pub size: usize,
-    /// First step it is live (written).
-    pub first: usize,
-    /// Last step it is live (read), `>= first`.
-    pub last: usize,
+use super::arena::ArenaPlan;
+use super::build::{parse, place_tensors, prepare_model, Node, Prepared};
+use super::carve::NodeIo;
+use super::info::{NodeInfo, TensorInfo};
+use super::options::Options;
+use super::place::{Constant, ModelData, Place};
+use crate::error::{Error, Result};
+
+/// A loaded, prepared and planned model: everything but the memory a run
+/// writes.
+pub struct Plan<'a> {
+    pub(super) options: Options,
+    pub(super) model: ModelData<'a>,
+    pub(super) tensors: Vec<TensorInfo>,
+    pub(super) places: Vec<Place>,
+    pub(super) constants: Vec<Constant>,
+    /// The arena buffer of each tensor (aliased tensors share one).
+    buffers: Vec<Option<usize>>,
+    pub(super) nodes: Vec<Node>,
+    /// Each node's memory, worked out at load.
+    pub(super) node_io: Vec<NodeIo>,
+    pub(super) inputs: Vec<usize>,
+    pub(super) outputs: Vec<usize>,
+    pub(super) arena: ArenaPlan,
+    pub(super) variable_bytes: usize,
 }
 
-/// The placed buffers and the arena's size.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ArenaPlan {
-    /// Byte offset of each requested buffer, in request order (a multiple of
-    /// [`ARENA_ALIGNMENT`]).
-    pub offsets: Vec<usize>,
-    /// The requests, as given.
-    pub buffers: Vec<BufferRequest>,
-    /// The arena's size in bytes: the end of the highest buffer, rounded up
-    /// to [`ARENA_ALIGNMENT`].
-    pub arena_bytes: usize,
+impl std::fmt::Debug for Plan<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Plan")
+            .field("nodes", &self.nodes.len())
+            .field("tensors", &self.tensors.len())
+            .field("arena_bytes", &self.arena.arena_bytes)
+            .field("variable_bytes", &self.variable_bytes)
+            .finish()
+    }
 }
 
-impl ArenaPlan {
-    /// Places `buffers` (greedy by size; ties in request order). `None` when
-    /// an offset would overflow `usize`.
-    pub fn new(buffers: Vec<BufferRequest>) -> Option<ArenaPlan> {
-        let mut order: Vec<usize> = (0..buffers.len()).collect();
-        order.sort_by(|&a, &b| buffers[b].size.cmp(&buffers[a].size).then(a.cmp(&b)));
-        let mut offsets = vec![0usize; buffers.len()];
-        // Placed buffers as (offset, end, index), kept sorted by offset.
-        let mut placed: Vec<(usize, usize, usize)> = Vec::with_capacity(buffers.len());
-        let mut arena_bytes = 0usize;
-        for &i in &order {
-            let request = &buffers[i];
-            let mut candidate = 0usize;
-            if request.size > 0 {
-                for &(start, end, j) in &placed {
-                    let other = &buffers[j];
-                    let lives_overlap = other.first <= request.last && request.first <= other.last;
-                    if !lives_overlap {
-                        continue;
-                    }
-                    if start >= candidate.checked_add(request.size)? {
-                        // `placed` is sorted by offset: the gap before this
-                        // buffer fits the request.
-                        break;
-                    }
-                    candidate = candidate.max(align_up(end)?);
-                }
-            }
-            let end = candidate.checked_add(request.size)?;
-            offsets[i] = candidate;
-            let at = placed.partition_point(|&(start, _, _)| start <= candidate);
-            placed.insert(at, (candidate, end, i));
-            arena_bytes = arena_bytes.max(align_up(end)?);
+impl<'a> Plan<'a> {
+    /// Loads, prepares and plans the model in `bytes`, borrowing them
+    /// (constant data stays in `bytes` when aligned). Errors name the
+    /// problem and where; an operator this runtime cannot run is reported
+    /// before any graph check.
+    pub fn new(bytes: &'a [u8], options: Options) -> Result<Plan<'a>> {
+        Plan::build(ModelData::Borrowed(bytes), options)
+    }
+
+    fn build(model: ModelData<'a>, options: Options) -> Result<Plan<'a>> {
+        let bytes = model.bytes();
+        let parsed = parse(bytes, &options)?;
+        let prepared = prepare_model(&parsed, &options);
+        if let Some(e) = prepared.first_failure() {
+            return Err(e);
         }
-        Some(ArenaPlan {
-            offsets,
-            buffers,
-            arena_bytes,
+        let placed = place_tensors(&parsed, &prepared)?;
+        if let Some(budget) = options.memory_budget {
+            let needed = placed
+                .arena
+                .arena_bytes
+                .saturating_add(placed.variable_bytes);
+            if needed > budget {
+                return Err(Error::OverBudget {
+                    what: "arena",
+                    needed,
+                    budget,
+                });
+            }
+        }
+        let Prepared {
+            tensors,
+            nodes,
+            inputs,
+            outputs,
+            ..
+        } = prepared;
+        let node_io = nodes
+            .iter()
+            .zip(&placed.scratch)
+            .map(|(node, scratch)| {
+                if node.info.aliased {
+                    return Ok(NodeIo::default());
+                }
+                NodeIo::new(
+                    &node.info.inputs,
+                    &node.info.outputs,
+                    &node.state_inputs,
+                    scratch.clone(),
+                    (placed.arena.arena_bytes, placed.variable_bytes),
+                    |t| placed.places[t].clone(),
+                )
+                .map_err(|problem| Error::InvalidOp {
+                    op: node.info.op.clone(),
+                    index: node.info.index,
+                    problem,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        drop(parsed);
+        Ok(Plan {
+            options,
+            model,
+            tensors,
+            places: placed.places,
+            constants: placed.constants,
+            buffers: placed.buffers,
+            nodes,
+            node_io,
+            inputs,
+            outputs,
+            arena: placed.arena,
+            variable_bytes: placed.variable_bytes,
         })
     }
 
-    /// The byte range of buffer `index`.
-    pub fn range(&self, index: usize) -> Range<usize> {
-        let start = self.offsets[index];
-        start..start + self.buffers[index].size
+    /// The options it was loaded with.
+    pub fn options(&self) -> &Options {
+        &self.options
     }
 
-    /// The sum of all buffer sizes: what the arena would be without reuse.
-    pub fn unshared_bytes(&self) -> usize {
-        self.buffers.iter().map(|b| b.size).sum()
+    /// Every tensor of the main subgraph.
+    pub fn tensors(&self) -> &[TensorInfo] {
+        &self.tensors
     }
 
-    /// Pairs of buffers that are live at the same step and share bytes
-    /// (empty for a correct plan; the tests check it).
-    pub fn conflicts(&self) -> Vec<(usize, usize)> {
-        let mut found = Vec::new();
-        for a in 0..self.buffers.len() {
-            for b in a + 1..self.buffers.len() {
-                let (x, y) = (&self.buffers[a], &self.buffers[b]);
-                let live = x.first <= y.last && y.first <= x.last;
-                let (ra, rb) = (self.range(a), self.range(b));
-                let bytes = ra.start < rb.end && rb.start < ra.end;
-                if live && bytes {
-                    found.push((a, b));
-                }
-            }
+    /// The model's input tensor indices, in order.
+    pub fn input_tensors(&self) -> &[usize] {
+        &self.inputs
+    }
+
+    /// The model's output tensor indices, in order.
+    pub fn output_tensors(&self) -> &[usize] {
+        &self.outputs
+    }
+
+    /// The nodes in execution order.
+    pub fn nodes(&self) -> impl Iterator<Item = &NodeInfo> {
+        self.nodes.iter().map(|n| &n.info)
+    }
+
+    /// The arena plan.
+    pub fn arena_plan(&self) -> &ArenaPlan {
+        &self.arena
+    }
+
+    /// Bytes of a session's variable block (0 without variable tensors).
+    pub fn variable_bytes(&self) -> usize {
+        self.variable_bytes
+    }
+
+    /// The arena's byte range of tensor `t`, if it lives in the arena.
+    pub fn arena_range(&self, t: usize) -> Option<Range<usize>> {
+        match self.places.get(t)? {
+            Place::Arena(range) => Some(range.clone()),
+            _ => None,
         }
-        found
-    }
-}
-
-fn align_up(offset: usize) -> Option<usize> {
-    Some(offset.checked_add(ARENA_ALIGNMENT - 1)? / ARENA_ALIGNMENT * ARENA_ALIGNMENT)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn request(size: usize, first: usize, last: usize) -> BufferRequest {
-        BufferRequest { size, first, last }
     }
 
-    #[test]
-    fn a_chain_reuses_two_buffers() {
-        // t0 -> op0 -> t1 -> op1 -> t2 -> op2 -> t3: at most two live at once.
-        let plan = ArenaPlan::new(vec![
-            request(1000, 0, 0),
-            request(1000, 0, 1),
-            request(1000, 1, 2),
-            request(1000, 2, 3),
-        ])
-        .unwrap();
-        assert!(plan.conflicts().is_empty());
-        assert_eq!(plan.arena_bytes, 2 * 1024);
-        assert_eq!(plan.unshared_bytes(), 4000);
+    /// The arena buffer index of tensor `t`, if any (aliased tensors share one).
+    pub fn arena_buffer(&self, t: usize) -> Option<usize> {
+        self.buffers.get(t).copied().flatten()
     }
 
-    #[test]
-    fn live_buffers_never_share_bytes_and_offsets_are_aligned() {
-        // Seeded random lifetimes and sizes.
-        let mut state = 0x1234_5678_9abc_def0u64;
-        let mut next = || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
+    /// The bytes of constant tensor `t` (`None` for any other).
+    pub fn constant_data(&self, t: usize) -> Option<&[u8]> {
+        match self.places.get(t)? {
+            Place::Constant(c) => Some(self.constants[*c].bytes(self.model.bytes())),
+            _ => None,
+        }
+    }
+
+    /// Finds input `key`: its position (`"0"`), its tensor name, or the
+    /// tensor name's part before `:` (`input_ids` for
+    /// `serving_default_input_ids:0`, its signature name without prefix).
+    pub fn input_position(&self, key: &str) -> Option<usize> {
+        if let Ok(position) = key.parse::<usize>() {
+            return (position < self.inputs.len()).then_some(position);
+        }
+        let names: Vec<&str> = self
+            .inputs
+            .iter()
+            .map(|&t| self.tensors[t].name.as_str())
+            .collect();
+        if let Some(p) = names.iter().position(|&n| n == key) {
+            return Some(p);
+        }
+        let short = |name: &str| -> String {
+            let base = name.split(':').next().unwrap_or(name);
+            base.strip_prefix("serving_default_")
+                .unwrap_or(base)
+                .to_string()
         };
-        for _ in 0..50 {
-            let buffers: Vec<BufferRequest> = (0..40)
-                .map(|_| {
-                    let first = (next() % 30) as usize;
-                    let len = (next() % 8) as usize;
-                    request((next() % 5000) as usize, first, first + len)
-                })
-                .collect();
-            let plan = ArenaPlan::new(buffers).unwrap();
-            assert!(plan.conflicts().is_empty());
-            assert!(plan.offsets.iter().all(|o| o % ARENA_ALIGNMENT == 0));
-            assert!(
-                plan.arena_bytes
-                    <= plan
-                        .buffers
-                        .iter()
-                        .map(|b| align_up(b.size).unwrap())
-                        .sum::<usize>()
-            );
-            for i in 0..plan.buffers.len() {
-                assert!(plan.range(i).end <= plan.arena_bytes);
-            }
-        }
+        let matches: Vec<usize> = (0..names.len())
+            .filter(|&p| short(names[p]) == key)
+            .collect();
+        (matches.len() == 1).then(|| matches[0])
     }
+}
 
-    #[test]
-    fn a_broken_plan_is_reported_as_a_conflict() {
-        let mut plan = ArenaPlan::new(vec![request(100, 0, 1), request(100, 1, 2)]).unwrap();
-        assert!(plan.conflicts().is_empty());
-        plan.offsets[1] = plan.offsets[0];
-        assert_eq!(plan.conflicts(), vec![(0, 1)]);
+impl Plan<'static> {
+    /// [`Plan::new`] on shared model bytes: the plan keeps a reference to
+    /// them, so it borrows nothing and can be moved or shared anywhere.
+    pub fn from_shared(bytes: Arc<ModelBytes>, options: Options) -> Result<Plan<'static>> {
+        Plan::build(ModelData::Shared(bytes), options)
     }
 }

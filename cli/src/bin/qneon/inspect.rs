@@ -20,6 +20,9 @@ fn describe(t: &TensorInfo) -> String {
             t.axis.unwrap_or(0)
         );
     }
+    if t.variable {
+        s += " variable";
+    }
     if t.constant {
         s += " const";
     }
@@ -58,7 +61,7 @@ pub(crate) fn inspect(args: InspectArgs) -> Result<(), String> {
         for i in node.inputs.iter().flatten() {
             println!("      in  {}", describe(&t[*i]));
         }
-        for &o in &node.outputs {
+        for &o in node.outputs.iter().flatten() {
             if let Some(tensor) = t.get(o) {
                 println!("      out {}", describe(tensor));
             }

@@ -3,13 +3,29 @@
 //! moves.
 
 use qneon_tflite::TensorType;
+use smallvec::SmallVec;
+
+/// Inputs and outputs a node keeps on the stack during invoke; more (a wide
+/// CONCATENATION or SPLIT) spill to the heap.
+pub(crate) const INLINE: usize = 4;
+
+/// A node's input slices, in the operator's input order.
+pub(crate) type Ins<'b> = SmallVec<[&'b [u8]; INLINE]>;
+/// A node's output slices, in the operator's output order.
+pub(crate) type Outs<'b> = SmallVec<[&'b mut [u8]; INLINE]>;
 
 /// The buffers of one node: inputs in operator order (an omitted optional
-/// input is empty), outputs, and the node's scratch.
+/// input is empty, and so is a variable input the kernel updates in place),
+/// outputs, the node's scratch, and the variable tensors it updates in place
+/// (in the order of its `state_inputs`).
 pub(crate) struct Io<'b> {
-    pub ins: crate::interp::carve::Ins<'b>,
-    pub outs: crate::interp::carve::Outs<'b>,
+    pub ins: Ins<'b>,
+    pub outs: Outs<'b>,
     pub scratch: &'b mut [u8],
+    // Read by the kernels of recurrent ops (LSTM, SVDF state) once they
+    // land; the session and the node I/O provide it already.
+    #[allow(dead_code)]
+    pub state: Outs<'b>,
 }
 
 /// The element type views a kernel needs, cast in place from arena bytes
@@ -21,6 +37,18 @@ pub(crate) fn view<T: bytemuck::Pod>(bytes: &[u8]) -> Result<&[T], String> {
 
 pub(crate) fn view_mut<T: bytemuck::Pod>(bytes: &mut [u8]) -> Result<&mut [T], String> {
     bytemuck::try_cast_slice_mut(bytes).map_err(|e| format!("tensor data not viewable: {e}"))
+}
+
+/// Elements `tiles` cover when tiles are `grain` elements each and the last
+/// one ends at `len`: what an element-wise or row-wise kernel runs for a
+/// tile range.
+pub(crate) fn tile_elements(
+    tiles: std::ops::Range<usize>,
+    grain: usize,
+    len: usize,
+) -> std::ops::Range<usize> {
+    let end = tiles.end.saturating_mul(grain).min(len);
+    tiles.start.saturating_mul(grain).min(end)..end
 }
 
 /// Element size of the types the runtime moves (`None` for others).

@@ -1,72 +1,43 @@
 //! What every op's `Prepare` works with: [`Op`], the operator being prepared
 //! with its tensors, TFLite's shared checks (counts, per-tensor
 //! quantization, constant shapes and axes) and the error constructors that
-//! name the op and its index; and [`PreparedOp`], what a `Prepare` returns.
+//! name the op and its index.
 
 use qneon::QuantParams;
 use qneon_tflite::options::FusedActivation as TfActivation;
-use qneon_tflite::{Operator, Subgraph, Tensor, TensorType};
+use qneon_tflite::{BuiltinOp, Operator, Subgraph, Tensor, TensorType};
 
 use super::buffers::element_size;
 use crate::error::{Error, Result};
 use crate::interp::options::Options;
 
-/// A prepared operator: its kernel (of one op family, or the node's
-/// [`Kernel`](super::Kernel)) and what the plan and the profiler need.
-pub(crate) struct PreparedOp<K> {
-    pub kernel: K,
-    pub work: u64,
-    pub unit: &'static str,
-    pub scratch_bytes: usize,
-    /// The output is the input's bytes (RESHAPE).
-    pub alias: bool,
-}
-
-impl<K> PreparedOp<K> {
-    /// A kernel whose work is `elements` output elements, without scratch.
-    pub(crate) fn elements(kernel: K, elements: usize) -> PreparedOp<K> {
-        PreparedOp {
-            kernel,
-            work: elements as u64,
-            unit: "element",
-            scratch_bytes: 0,
-            alias: false,
-        }
-    }
-
-    /// The same operator with its kernel wrapped (a family's kernel into
-    /// the node's).
-    pub(crate) fn map<T>(self, wrap: impl FnOnce(K) -> T) -> PreparedOp<T> {
-        PreparedOp {
-            kernel: wrap(self.kernel),
-            work: self.work,
-            unit: self.unit,
-            scratch_bytes: self.scratch_bytes,
-            alias: self.alias,
-        }
-    }
-}
-
 /// The operator being prepared and its tensors, with error constructors.
 pub(crate) struct Op<'m, 'a> {
     pub graph: &'m Subgraph<'a>,
     pub operator: &'m Operator<'a>,
+    /// The builtin op (a family registering several ops prepares each in
+    /// its own way).
+    pub builtin: BuiltinOp,
     /// TFLite's name of the op, for messages.
     pub name: String,
     pub options: &'m Options,
 }
 
 impl<'m, 'a> Op<'m, 'a> {
-    /// `operator` of `graph`, prepared with the caller's `options`.
+    /// `operator` of `graph` (builtin op `builtin`, named `name`),
+    /// prepared with the caller's `options`.
     pub(crate) fn new(
         graph: &'m Subgraph<'a>,
         operator: &'m Operator<'a>,
+        builtin: BuiltinOp,
+        name: &str,
         options: &'m Options,
     ) -> Op<'m, 'a> {
         Op {
             graph,
             operator,
-            name: operator.op().to_string(),
+            builtin,
+            name: name.to_string(),
             options,
         }
     }

@@ -5,19 +5,26 @@ use qneon_tflite::options::FusedActivation as TfActivation;
 use qneon_tflite::Options as OpOptions;
 
 use crate::error::Result;
-use crate::interp::ops::op::{Op, PreparedOp};
+use std::ops::Range;
+
+use qneon::Backend;
+
+use crate::interp::ops::buffers::Io;
+use crate::interp::ops::kernel::{Kernel, PreparedOp};
+use crate::interp::ops::op::Op;
 use crate::interp::ops::strided_copy::StridedCopy;
 
 /// A prepared CONCATENATION: input `i` through copy `i` into the output.
 #[derive(Debug)]
 pub(crate) struct Concat(Vec<StridedCopy>);
 
-impl Concat {
-    /// Copies every input into its columns of `output`.
-    pub(crate) fn run(&self, inputs: &[&[u8]], output: &mut [u8]) {
-        for (copy, input) in self.0.iter().zip(inputs) {
-            copy.run(input, output);
+impl Kernel for Concat {
+    /// Copies every input into its columns of the output.
+    fn run_tiles(&self, _: Backend, _: Range<usize>, io: &mut Io<'_>) -> Result<(), String> {
+        for (copy, input) in self.0.iter().zip(&io.ins) {
+            copy.run(input, io.outs[0]);
         }
+        Ok(())
     }
 }
 
@@ -25,18 +32,19 @@ impl Concat {
 #[derive(Debug)]
 pub(crate) struct Split(Vec<StridedCopy>);
 
-impl Split {
-    /// Copies the columns of `input` into every output.
-    pub(crate) fn run(&self, input: &[u8], outputs: &mut [&mut [u8]]) {
-        for (copy, output) in self.0.iter().zip(outputs.iter_mut()) {
-            copy.run(input, output);
+impl Kernel for Split {
+    /// Copies the columns of the data (input 1) into every output.
+    fn run_tiles(&self, _: Backend, _: Range<usize>, io: &mut Io<'_>) -> Result<(), String> {
+        for (copy, output) in self.0.iter().zip(io.outs.iter_mut()) {
+            copy.run(io.ins[1], output);
         }
+        Ok(())
     }
 }
 
 /// TFLite's `Prepare` of CONCATENATION: inputs that match the output off
 /// the axis and add up along it, quantized as the output.
-pub(crate) fn prepare_concatenation(op: &Op<'_, '_>) -> Result<PreparedOp<Concat>> {
+pub(crate) fn prepare_concatenation(op: &Op<'_, '_>) -> Result<PreparedOp> {
     let n = op.operator.inputs().len();
     op.input_count(1, usize::MAX)?;
     op.output_count(1)?;
@@ -80,7 +88,7 @@ pub(crate) fn prepare_concatenation(op: &Op<'_, '_>) -> Result<PreparedOp<Concat
 
 /// TFLite's `Prepare` of SPLIT: a constant axis that `num_splits` outputs
 /// divide evenly.
-pub(crate) fn prepare_split(op: &Op<'_, '_>) -> Result<PreparedOp<Split>> {
+pub(crate) fn prepare_split(op: &Op<'_, '_>) -> Result<PreparedOp> {
     op.input_count(2, 2)?;
     let (axis_tensor, input) = (op.input(0)?, op.input(1)?);
     let axis = op.constant_ints(axis_tensor, "axis")?;

@@ -4,11 +4,17 @@
 use qneon_tflite::{Options as OpOptions, TensorType};
 
 use crate::error::Result;
-use crate::interp::ops::op::{Op, PreparedOp};
+use std::ops::Range;
+
+use qneon::Backend;
+
+use crate::interp::ops::buffers::{view, Io};
+use crate::interp::ops::kernel::{Kernel, PreparedOp};
+use crate::interp::ops::op::Op;
 
 /// TFLite's `Prepare` of GATHER: int32 indices, `axis` and `batch_dims`
 /// that fit the shapes, int8 params and output quantized alike.
-pub(crate) fn prepare(op: &Op<'_, '_>) -> Result<PreparedOp<Gather>> {
+pub(crate) fn prepare(op: &Op<'_, '_>) -> Result<PreparedOp> {
     op.input_count(2, 2)?;
     op.output_count(1)?;
     let (params, indices, output) = (op.input(0)?, op.input(1)?, op.output(0)?);
@@ -105,6 +111,13 @@ impl Gather {
             }
         }
         Ok(())
+    }
+}
+
+impl Kernel for Gather {
+    /// Params input 0, int32 indices input 1.
+    fn run_tiles(&self, _: Backend, _: Range<usize>, io: &mut Io<'_>) -> Result<(), String> {
+        self.run(io.ins[0], view(io.ins[1])?, io.outs[0])
     }
 }
 

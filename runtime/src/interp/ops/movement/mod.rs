@@ -13,6 +13,42 @@ pub(crate) mod reshape;
 pub(crate) mod strided_slice;
 pub(crate) mod transpose;
 
+use std::ops::Range;
+
+use qneon::Backend;
+use qneon_tflite::BuiltinOp;
+
+use super::buffers::Io;
+use super::kernel::{Kernel, Registration};
+use super::strided_copy::StridedCopy;
+
+/// The ops this family prepares.
+pub(crate) const OPS: &[Registration] = &[
+    Registration::new(BuiltinOp::RESHAPE, "RESHAPE", reshape::prepare),
+    Registration::new(BuiltinOp::TRANSPOSE, "TRANSPOSE", transpose::prepare),
+    Registration::new(BuiltinOp::GATHER, "GATHER", gather::prepare),
+    Registration::new(
+        BuiltinOp::STRIDED_SLICE,
+        "STRIDED_SLICE",
+        strided_slice::prepare,
+    ),
+    Registration::new(BuiltinOp::PAD, "PAD", pad::prepare),
+    Registration::new(
+        BuiltinOp::CONCATENATION,
+        "CONCATENATION",
+        concat_split::prepare_concatenation,
+    ),
+    Registration::new(BuiltinOp::SPLIT, "SPLIT", concat_split::prepare_split),
+];
+
+/// TRANSPOSE and STRIDED_SLICE: input 0 to output 0 through the planned copy.
+impl Kernel for StridedCopy {
+    fn run_tiles(&self, _: Backend, _: Range<usize>, io: &mut Io<'_>) -> Result<(), String> {
+        self.run(io.ins[0], io.outs[0]);
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::concat_split::join_parts;

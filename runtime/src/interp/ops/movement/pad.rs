@@ -4,7 +4,13 @@
 use qneon_tflite::TensorType;
 
 use crate::error::Result;
-use crate::interp::ops::op::{Op, PreparedOp};
+use std::ops::Range;
+
+use qneon::Backend;
+
+use crate::interp::ops::buffers::Io;
+use crate::interp::ops::kernel::{Kernel, PreparedOp};
+use crate::interp::ops::op::Op;
 use crate::interp::ops::strided_copy::{contiguous_strides, signed, StridedCopy};
 
 /// A prepared PAD.
@@ -16,19 +22,21 @@ pub(crate) struct Pad {
     fill: Vec<u8>,
 }
 
-impl Pad {
-    /// Fills `output`, then copies `input` into its interior.
-    pub(crate) fn run(&self, input: &[u8], output: &mut [u8]) {
+impl Kernel for Pad {
+    /// Fills the output, then copies the input into its interior.
+    fn run_tiles(&self, _: Backend, _: Range<usize>, io: &mut Io<'_>) -> Result<(), String> {
+        let output = &mut *io.outs[0];
         for chunk in output.chunks_exact_mut(self.fill.len()) {
             chunk.copy_from_slice(&self.fill);
         }
-        self.copy.run(input, output);
+        self.copy.run(io.ins[0], output);
+        Ok(())
     }
 }
 
 /// TFLite's `Prepare` of PAD: constant non-negative paddings, the padded
 /// output shape, and the pad value.
-pub(crate) fn prepare(op: &Op<'_, '_>) -> Result<PreparedOp<Pad>> {
+pub(crate) fn prepare(op: &Op<'_, '_>) -> Result<PreparedOp> {
     op.input_count(2, 2)?;
     op.output_count(1)?;
     let (input, output) = (op.input(0)?, op.output(0)?);

@@ -5,11 +5,12 @@ use qneon_tflite::Options as OpOptions;
 
 use crate::error::Result;
 use crate::interp::ops::buffers::element_size;
-use crate::interp::ops::op::{Op, PreparedOp};
+use crate::interp::ops::kernel::{Nop, PreparedOp};
+use crate::interp::ops::op::Op;
 
 /// TFLite's `Prepare` of RESHAPE: same dtype and element count, and a
 /// shape input or option that agrees with the declared output shape.
-pub(crate) fn prepare(op: &Op<'_, '_>) -> Result<PreparedOp<()>> {
+pub(crate) fn prepare(op: &Op<'_, '_>) -> Result<PreparedOp> {
     op.input_count(1, 2)?;
     op.output_count(1)?;
     let (input, output) = (op.input(0)?, op.output(0)?);
@@ -53,10 +54,11 @@ pub(crate) fn prepare(op: &Op<'_, '_>) -> Result<PreparedOp<()>> {
         }
     }
     Ok(PreparedOp {
-        kernel: (),
+        kernel: Box::new(Nop),
         work: 0,
         unit: "element",
         scratch_bytes: 0,
         alias: true,
+        state_inputs: Vec::new(),
     })
 }

@@ -4,12 +4,13 @@
 use qneon_tflite::Options as OpOptions;
 
 use crate::error::Result;
-use crate::interp::ops::op::{Op, PreparedOp};
+use crate::interp::ops::kernel::PreparedOp;
+use crate::interp::ops::op::Op;
 use crate::interp::ops::strided_copy::{contiguous_strides, StridedCopy};
 
 /// TFLite's `Prepare` of STRIDED_SLICE: constant begin, end and strides,
 /// no ellipsis or new axes, the output shape after shrinking.
-pub(crate) fn prepare(op: &Op<'_, '_>) -> Result<PreparedOp<StridedCopy>> {
+pub(crate) fn prepare(op: &Op<'_, '_>) -> Result<PreparedOp> {
     op.input_count(4, 4)?;
     op.output_count(1)?;
     let (input, output) = (op.input(0)?, op.output(0)?);

@@ -2,12 +2,13 @@
 //! strided copy.
 
 use crate::error::Result;
-use crate::interp::ops::op::{Op, PreparedOp};
+use crate::interp::ops::kernel::PreparedOp;
+use crate::interp::ops::op::Op;
 use crate::interp::ops::strided_copy::{contiguous_strides, StridedCopy};
 
 /// TFLite's `Prepare` of TRANSPOSE: a constant permutation of at most 6
 /// axes, and the output shape it gives.
-pub(crate) fn prepare(op: &Op<'_, '_>) -> Result<PreparedOp<StridedCopy>> {
+pub(crate) fn prepare(op: &Op<'_, '_>) -> Result<PreparedOp> {
     op.input_count(2, 2)?;
     op.output_count(1)?;
     let (input, output) = (op.input(0)?, op.output(0)?);

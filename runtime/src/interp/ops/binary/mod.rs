@@ -3,18 +3,28 @@
 //! innermost run, where an operand is either a run as long as the output's
 //! or one repeated value. No operand is expanded in memory.
 
+use std::ops::Range;
+
 use qneon::{Backend, Operand};
 use qneon_tflite::options::FusedActivation as TfActivation;
 use qneon_tflite::{BuiltinOp, Options as OpOptions, TensorType};
 
-use super::buffers::{view, view_mut};
-use super::op::{Op, PreparedOp};
+use super::buffers::{view, view_mut, Io};
+use super::kernel::{Kernel, PreparedOp, Registration, CHUNK};
+use super::op::Op;
 use super::strided_copy::broadcast_shape;
 use crate::error::Result;
 
+/// The ops this family prepares.
+pub(crate) const OPS: &[Registration] = &[
+    Registration::new(BuiltinOp::ADD, "ADD", prepare),
+    Registration::new(BuiltinOp::SUB, "SUB", prepare),
+    Registration::new(BuiltinOp::MUL, "MUL", prepare),
+];
+
 /// A binary int8 element-wise kernel of the library on one innermost run:
 /// each operand a slice as long as `output` or one repeated value.
-pub(crate) trait ElementwiseInt8: std::fmt::Debug {
+pub(crate) trait ElementwiseInt8: std::fmt::Debug + Send + Sync {
     fn run(
         &self,
         backend: Backend,
@@ -177,8 +187,27 @@ impl BroadcastRuns {
     }
 
     /// Calls `f(a_run, b_run, output_run)` for every run, in output order.
+    #[cfg(test)]
     pub(crate) fn for_each<'a, 'o, E>(
         &self,
+        a: &'a [i8],
+        b: &'a [i8],
+        output: &'o mut [i8],
+        f: impl FnMut(Operand<'a>, Operand<'a>, &'o mut [i8]) -> Result<(), E>,
+    ) -> Result<(), E>
+    where
+        E: From<String>,
+    {
+        let all = 0..self.counts[2];
+        self.for_each_in(all, a, b, output, f)
+    }
+
+    /// [`for_each`](Self::for_each) on the output elements `elements` only:
+    /// the part of each run inside them (a part starts at a multiple of a
+    /// row operand's length: [`Binary`]'s tiles see to it).
+    pub(crate) fn for_each_in<'a, 'o, E>(
+        &self,
+        elements: std::ops::Range<usize>,
         a: &'a [i8],
         b: &'a [i8],
         output: &'o mut [i8],
@@ -196,18 +225,22 @@ impl BroadcastRuns {
                 output.len()
             )));
         }
-        if no == 0 {
+        if no == 0 || elements.is_empty() {
             return Ok(());
         }
         let inner = self.inner;
-        let operand = |data: &'a [i8], at: usize, form: Form| -> Result<Operand<'a>, E> {
-            let len = match form {
-                Form::Slice => inner,
-                Form::Scalar => 1,
-                Form::Row(row) => row,
+        let operand = |data: &'a [i8],
+                       at: usize,
+                       form: Form,
+                       part: &std::ops::Range<usize>|
+         -> Result<Operand<'a>, E> {
+            let range = match form {
+                Form::Slice => at + part.start..at + part.end,
+                Form::Scalar => at..at + 1,
+                Form::Row(row) => at..at + row,
             };
             let slice = data
-                .get(at..at + len)
+                .get(range)
                 .ok_or_else(|| E::from(format!("broadcast reads past {} elements", data.len())))?;
             Ok(match form {
                 Form::Slice => Operand::Slice(slice),
@@ -216,13 +249,28 @@ impl BroadcastRuns {
             })
         };
         let rank = self.outer.len();
+        let first = elements.start / inner;
+        // The odometer at run `first`.
         let mut index = [0usize; MAX_RANK];
         let (mut at_a, mut at_b) = (0usize, 0usize);
-        for out in output.chunks_exact_mut(inner) {
+        let mut rest = first;
+        for d in (0..rank).rev() {
+            index[d] = rest % self.outer[d];
+            rest /= self.outer[d];
+            at_a += index[d] * self.a_strides[d];
+            at_b += index[d] * self.b_strides[d];
+        }
+        let runs = output.chunks_exact_mut(inner).enumerate().skip(first);
+        for (run, out) in runs {
+            let start = run * inner;
+            if start >= elements.end {
+                break;
+            }
+            let part = elements.start.max(start) - start..elements.end.min(start + inner) - start;
             f(
-                operand(a, at_a, self.a_form)?,
-                operand(b, at_b, self.b_form)?,
-                out,
+                operand(a, at_a, self.a_form, &part)?,
+                operand(b, at_b, self.b_form, &part)?,
+                &mut out[part],
             )?;
             // Odometer over the outer dimensions.
             for d in (0..rank).rev() {
@@ -239,29 +287,61 @@ impl BroadcastRuns {
         }
         Ok(())
     }
+
+    /// Elements per tile inside a run: [`CHUNK`], rounded up to whole rows
+    /// of a row operand so a tile's row starts where the row does.
+    fn chunk(&self) -> usize {
+        let row = match (self.a_form, self.b_form) {
+            (Form::Row(row), _) | (_, Form::Row(row)) => row.max(1),
+            _ => 1,
+        };
+        CHUNK.div_ceil(row) * row
+    }
+
+    /// Tiles per run and the run count.
+    fn tiling(&self) -> (usize, usize) {
+        let runs = self.counts[2] / self.inner.max(1);
+        (self.inner.div_ceil(self.chunk()), runs)
+    }
 }
 
-/// A prepared binary op: the library's kernel and the broadcast walk.
+/// A prepared binary op: the library's kernel and the broadcast walk. A
+/// tile is a chunk of a run; the tiles of a range that fall in one run are
+/// one call of the library's kernel.
 #[derive(Debug)]
 pub(crate) struct Binary {
     kernel: Box<dyn ElementwiseInt8>,
     runs: BroadcastRuns,
 }
 
-impl Binary {
-    /// `output = a op b`. Needs no scratch (the walk broadcasts in place).
-    pub(crate) fn run(
+impl Kernel for Binary {
+    fn tiles(&self) -> usize {
+        let (per_run, runs) = self.runs.tiling();
+        per_run * runs
+    }
+
+    /// `output = a op b` on the tiles' elements. Needs no scratch (the walk
+    /// broadcasts in place).
+    fn run_tiles(
         &self,
         backend: Backend,
-        input_a: &[u8],
-        input_b: &[u8],
-        _scratch: &mut [u8],
-        output: &mut [u8],
+        tiles: Range<usize>,
+        io: &mut Io<'_>,
     ) -> Result<(), String> {
-        self.runs.for_each(
-            view(input_a)?,
-            view(input_b)?,
-            view_mut(output)?,
+        if tiles.is_empty() {
+            return Ok(());
+        }
+        let (per_run, _) = self.runs.tiling();
+        let (chunk, inner) = (self.runs.chunk(), self.runs.inner);
+        // Tile `t` is chunk `t % per_run` of run `t / per_run`.
+        let start = |t: usize| (t / per_run) * inner + (t % per_run) * chunk;
+        let end = |t: usize| (t / per_run) * inner + ((t % per_run + 1) * chunk).min(inner);
+        let elements = start(tiles.start)..end(tiles.end - 1);
+        self.runs.for_each_in(
+            elements,
+            view(io.ins[0])?,
+            view(io.ins[1])?,
+            view_mut(io.outs[0])?,
             |a, b, out| {
                 self.kernel
                     .run(backend, a, b, out)
@@ -275,7 +355,8 @@ impl Binary {
 /// the output shape (rank at most 6), per-tensor quantization; the
 /// library's kernel built in the interpreter's rounding, the broadcast
 /// planned.
-pub(crate) fn prepare(op: &Op<'_, '_>, builtin: BuiltinOp) -> Result<PreparedOp<Binary>> {
+fn prepare(op: &Op<'_, '_>) -> Result<PreparedOp> {
+    let builtin = op.builtin;
     op.input_count(2, 2)?;
     op.output_count(1)?;
     let (a, b, output) = (op.input(0)?, op.input(1)?, op.output(0)?);
@@ -320,11 +401,12 @@ pub(crate) fn prepare(op: &Op<'_, '_>, builtin: BuiltinOp) -> Result<PreparedOp<
     let kernel = built.map_err(|e| op.kernel_error(e))?;
     let runs = BroadcastRuns::new(a.shape(), b.shape(), &shape).map_err(|e| op.invalid(e))?;
     Ok(PreparedOp {
-        kernel: Binary { kernel, runs },
+        kernel: Box::new(Binary { kernel, runs }),
         work: output.element_count() as u64,
         unit: "element",
         scratch_bytes: 0,
         alias: false,
+        state_inputs: Vec::new(),
     })
 }
 

@@ -3,12 +3,23 @@
 //! requantize), with the float arithmetic of TFLite's reference kernels or,
 //! for DEQUANTIZE, of its aarch64 optimized kernels ([`TfliteKernels`]).
 
+use std::ops::Range;
+
+use qneon::Backend;
 use qneon_tflite::{BuiltinOp, TensorType};
 
-use super::buffers::{view, view_mut};
-use super::op::{Op, PreparedOp};
+use super::buffers::{tile_elements, view, view_mut, Io};
+use super::kernel::{Kernel, PreparedOp, Registration, CHUNK};
+use super::op::Op;
 use crate::error::Result;
 use crate::interp::options::{Rounding, TfliteKernels};
+
+/// The ops this family prepares.
+pub(crate) const OPS: &[Registration] = &[
+    Registration::new(BuiltinOp::CAST, "CAST", cast),
+    Registration::new(BuiltinOp::DEQUANTIZE, "DEQUANTIZE", dequantize),
+    Registration::new(BuiltinOp::QUANTIZE, "QUANTIZE", quantize),
+];
 
 /// The integer output types of QUANTIZE.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -19,6 +30,13 @@ pub(crate) enum IntType {
 }
 
 impl IntType {
+    fn size(self) -> usize {
+        match self {
+            IntType::I8 | IntType::U8 => 1,
+            IntType::I16 => 2,
+        }
+    }
+
     fn range(self) -> (f64, f64) {
         match self {
             IntType::I8 => (i8::MIN as f64, i8::MAX as f64),
@@ -61,9 +79,57 @@ pub(crate) enum Convert {
     },
 }
 
+/// A prepared conversion of `len` elements, in tiles of [`CHUNK`]
+/// elements (a multiple of DEQUANTIZE's blocks of 8, so a tile boundary
+/// never moves where the optimized kernel's last partial block starts).
+#[derive(Debug)]
+pub(crate) struct Converter {
+    convert: Convert,
+    len: usize,
+}
+
+impl Kernel for Converter {
+    fn tiles(&self) -> usize {
+        self.len.div_ceil(CHUNK)
+    }
+
+    fn run_tiles(&self, _: Backend, tiles: Range<usize>, io: &mut Io<'_>) -> Result<(), String> {
+        let (from, to) = self.convert.element_sizes();
+        let (input, output) = (io.ins[0], &mut *io.outs[0]);
+        if input.len() != self.len * from || output.len() != self.len * to {
+            return Err(format!(
+                "buffers of {} and {} bytes for {} elements",
+                input.len(),
+                output.len(),
+                self.len
+            ));
+        }
+        let elements = tile_elements(tiles, CHUNK, self.len);
+        self.convert.run(
+            &input[elements.start * from..elements.end * from],
+            &mut output[elements.start * to..elements.end * to],
+        )
+    }
+}
+
 impl Convert {
+    /// Bytes of an input and of an output element.
+    fn element_sizes(&self) -> (usize, usize) {
+        match self {
+            Convert::CastI32F32 => (4, 4),
+            Convert::Dequantize { from, .. } => (from.size(), 4),
+            Convert::Quantize { to, .. } => (4, to.size()),
+            Convert::RequantizeI8 { .. } => (1, 1),
+        }
+    }
+
+    /// A kernel converting `len` elements.
+    fn kernel(self, len: usize) -> PreparedOp {
+        PreparedOp::elements(Converter { convert: self, len }, len)
+    }
+
     /// Converts `input_bytes` into `output_bytes`.
-    pub(crate) fn run(&self, input_bytes: &[u8], output_bytes: &mut [u8]) -> Result<(), String> {
+    fn run(&self, input_bytes: &[u8], output_bytes: &mut [u8]) -> Result<(), String> {
         match self {
             Convert::CastI32F32 => {
                 let input: &[i32] = view(input_bytes)?;
@@ -193,26 +259,16 @@ fn dequantize_optimized<Q: Copy + Into<i32>>(
     }
 }
 
-/// TFLite's `Prepare` of CAST, DEQUANTIZE and QUANTIZE.
-pub(crate) fn prepare(op: &Op<'_, '_>, builtin: BuiltinOp) -> Result<PreparedOp<Convert>> {
-    match builtin {
-        BuiltinOp::CAST => cast(op),
-        BuiltinOp::DEQUANTIZE => dequantize(op),
-        BuiltinOp::QUANTIZE => quantize(op),
-        _ => Err(op.unsupported("no kernel for this operator")),
-    }
-}
-
-fn cast(op: &Op<'_, '_>) -> Result<PreparedOp<Convert>> {
+/// TFLite's `Prepare` of CAST: int32 to float32.
+fn cast(op: &Op<'_, '_>) -> Result<PreparedOp> {
     op.input_count(1, 1)?;
     op.output_count(1)?;
     let (input, output) = (op.input(0)?, op.output(0)?);
     op.same_shape(input, output)?;
     match (input.dtype(), output.dtype()) {
-        (TensorType::Int32, TensorType::Float32) => Ok(PreparedOp::elements(
-            Convert::CastI32F32,
-            output.element_count(),
-        )),
+        (TensorType::Int32, TensorType::Float32) => {
+            Ok(Convert::CastI32F32.kernel(output.element_count()))
+        }
         _ => Err(op.unsupported_types()),
     }
 }
@@ -226,7 +282,7 @@ fn int_type(dtype: TensorType) -> Option<IntType> {
     }
 }
 
-fn dequantize(op: &Op<'_, '_>) -> Result<PreparedOp<Convert>> {
+fn dequantize(op: &Op<'_, '_>) -> Result<PreparedOp> {
     op.input_count(1, 1)?;
     op.output_count(1)?;
     let (input, output) = (op.input(0)?, op.output(0)?);
@@ -235,18 +291,16 @@ fn dequantize(op: &Op<'_, '_>) -> Result<PreparedOp<Convert>> {
         .filter(|_| output.dtype() == TensorType::Float32)
         .ok_or_else(|| op.unsupported_types())?;
     let q = op.per_tensor(input, "input")?;
-    Ok(PreparedOp::elements(
-        Convert::Dequantize {
-            from,
-            scale: q.scale as f64,
-            zero_point: q.zero_point,
-            fma_blocks: op.options.kernels == TfliteKernels::Optimized,
-        },
-        output.element_count(),
-    ))
+    Ok(Convert::Dequantize {
+        from,
+        scale: q.scale as f64,
+        zero_point: q.zero_point,
+        fma_blocks: op.options.kernels == TfliteKernels::Optimized,
+    }
+    .kernel(output.element_count()))
 }
 
-fn quantize(op: &Op<'_, '_>) -> Result<PreparedOp<Convert>> {
+fn quantize(op: &Op<'_, '_>) -> Result<PreparedOp> {
     op.input_count(1, 1)?;
     op.output_count(1)?;
     let (input, output) = (op.input(0)?, op.output(0)?);
@@ -254,14 +308,12 @@ fn quantize(op: &Op<'_, '_>) -> Result<PreparedOp<Convert>> {
     let to = int_type(output.dtype()).ok_or_else(|| op.unsupported_types())?;
     let out_q = op.per_tensor(output, "output")?;
     match input.dtype() {
-        TensorType::Float32 => Ok(PreparedOp::elements(
-            Convert::Quantize {
-                to,
-                scale: out_q.scale,
-                zero_point: out_q.zero_point,
-            },
-            output.element_count(),
-        )),
+        TensorType::Float32 => Ok(Convert::Quantize {
+            to,
+            scale: out_q.scale,
+            zero_point: out_q.zero_point,
+        }
+        .kernel(output.element_count())),
         TensorType::Int8 if to == IntType::I8 => {
             let in_q = op.per_tensor(input, "input")?;
             let real = in_q.scale as f64 / out_q.scale as f64;
@@ -277,15 +329,13 @@ fn quantize(op: &Op<'_, '_>) -> Result<PreparedOp<Convert>> {
                     "int8 requantize by {real:e} (input scale / output scale at or above 2^22)"
                 )));
             }
-            Ok(PreparedOp::elements(
-                Convert::RequantizeI8 {
-                    multiplier: m,
-                    rounding,
-                    input_zero_point: in_q.zero_point,
-                    output_zero_point: out_q.zero_point,
-                },
-                output.element_count(),
-            ))
+            Ok(Convert::RequantizeI8 {
+                multiplier: m,
+                rounding,
+                input_zero_point: in_q.zero_point,
+                output_zero_point: out_q.zero_point,
+            }
+            .kernel(output.element_count()))
         }
         _ => Err(op.unsupported_types()),
     }

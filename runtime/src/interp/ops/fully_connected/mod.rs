@@ -1,32 +1,68 @@
 //! FULLY_CONNECTED: int8 rows through the library's GEMM, weights packed
 //! once at load.
 
+use std::ops::Range;
+
 use qneon::{Backend, Requantization};
 use qneon_tflite::options::WeightsFormat;
-use qneon_tflite::{Options as OpOptions, TensorType};
+use qneon_tflite::{BuiltinOp, Options as OpOptions, TensorType};
 
-use super::buffers::{view, view_mut};
-use super::op::{Op, PreparedOp};
+use super::buffers::{tile_elements, view, view_mut, Io};
+use super::kernel::{Kernel, PreparedOp, Registration};
+use super::op::Op;
 use crate::error::Result;
 use crate::interp::options::{Options, Rounding, TfliteKernels};
 
-/// A prepared FULLY_CONNECTED: `m` rows through the library's GEMM.
+/// The ops this family prepares.
+pub(crate) const OPS: &[Registration] = &[Registration::new(
+    BuiltinOp::FULLY_CONNECTED,
+    "FULLY_CONNECTED",
+    prepare,
+)];
+
+/// A prepared FULLY_CONNECTED: `m` rows of depth `k` through the library's
+/// GEMM into `n` outputs each. A tile is one output row (the rows are
+/// independent; the library's N tiles can cut further).
 #[derive(Debug)]
 pub(crate) struct FullyConnected {
     gemm: Box<qneon::Gemm>,
     m: usize,
+    n: usize,
+    k: usize,
 }
 
-impl FullyConnected {
-    /// `output = input * weights^T + bias`, requantized.
-    pub(crate) fn run(
+impl Kernel for FullyConnected {
+    fn tiles(&self) -> usize {
+        self.m
+    }
+
+    /// `output = input * weights^T + bias`, requantized, for rows `tiles`.
+    fn run_tiles(
         &self,
         backend: Backend,
-        input: &[u8],
-        output: &mut [u8],
+        tiles: Range<usize>,
+        io: &mut Io<'_>,
     ) -> Result<(), String> {
+        let input: &[i8] = view(io.ins[0])?;
+        let output: &mut [i8] = view_mut(io.outs[0])?;
+        if input.len() != self.m * self.k || output.len() != self.m * self.n {
+            return Err(format!(
+                "buffers of {} and {} elements for {} rows of {} and {}",
+                input.len(),
+                output.len(),
+                self.m,
+                self.k,
+                self.n
+            ));
+        }
+        let rows = tile_elements(tiles, 1, self.m);
         self.gemm
-            .run_with(backend, view(input)?, view_mut(output)?, self.m)
+            .run_with(
+                backend,
+                &input[rows.start * self.k..rows.end * self.k],
+                &mut output[rows.start * self.n..rows.end * self.n],
+                rows.len(),
+            )
             .map_err(|e| e.to_string())
     }
 }
@@ -53,7 +89,7 @@ fn requantization(options: &Options) -> Requantization {
 /// [`requantization`] (a per-tensor scale is one multiplier repeated for
 /// every channel: TFLite's per-tensor `GetQuantizedConvolutionMultipler`
 /// gives the same `input_scale * weight_scale / output_scale` in `f64`).
-pub(crate) fn prepare(op: &Op<'_, '_>) -> Result<PreparedOp<FullyConnected>> {
+fn prepare(op: &Op<'_, '_>) -> Result<PreparedOp> {
     op.input_count(2, 3)?;
     op.output_count(1)?;
     let (input, weights, output) = (op.input(0)?, op.input(1)?, op.output(0)?);
@@ -150,13 +186,16 @@ pub(crate) fn prepare(op: &Op<'_, '_>) -> Result<PreparedOp<FullyConnected>> {
     )
     .map_err(|e| op.kernel_error(e))?;
     Ok(PreparedOp {
-        kernel: FullyConnected {
+        kernel: Box::new(FullyConnected {
             gemm: Box::new(gemm),
             m,
-        },
+            n,
+            k,
+        }),
         work: (m * n * k) as u64,
         unit: "MAC",
         scratch_bytes: 0,
         alias: false,
+        state_inputs: Vec::new(),
     })
 }

@@ -2,11 +2,14 @@
 //! library's [`qneon::MatMul`] on every matrix of the broadcast batch, the
 //! right-hand side packed at run time into the node's scratch.
 
-use qneon::Backend;
-use qneon_tflite::{Options as OpOptions, TensorType};
+use std::ops::Range;
 
-use super::buffers::{view, view_mut};
-use super::op::{Op, PreparedOp};
+use qneon::Backend;
+use qneon_tflite::{BuiltinOp, Options as OpOptions, TensorType};
+
+use super::buffers::{tile_elements, view, view_mut, Io};
+use super::kernel::{Kernel, PreparedOp, Registration};
+use super::op::Op;
 use super::strided_copy::broadcast_shape;
 use crate::error::Result;
 use crate::interp::options::Rounding;
@@ -15,8 +18,17 @@ use crate::interp::options::Rounding;
 /// up to three batch dimensions).
 const MAX_RANK: usize = 5;
 
+/// The ops this family prepares.
+pub(crate) const OPS: &[Registration] = &[Registration::new(
+    BuiltinOp::BATCH_MATMUL,
+    "BATCH_MATMUL",
+    prepare,
+)];
+
 /// A prepared BATCH_MATMUL: one library product per output matrix, the
-/// operands' matrices picked through the broadcast batch.
+/// operands' matrices picked through the broadcast batch. A tile is one
+/// output matrix (one batch index, one attention head of MobileBert). Tiles
+/// share the node's scratch: concurrent tiles need a scratch each.
 #[derive(Debug)]
 pub(crate) struct BatchMatMul {
     kernel: Box<qneon::MatMul>,
@@ -31,18 +43,22 @@ pub(crate) struct BatchMatMul {
     words_bytes: usize,
 }
 
-impl BatchMatMul {
-    /// `output[b] = lhs[batch b] * rhs[batch b]` for every output matrix.
-    pub(crate) fn run(
+impl Kernel for BatchMatMul {
+    fn tiles(&self) -> usize {
+        self.batches.len()
+    }
+
+    /// `output[b] = lhs[batch b] * rhs[batch b]` for the output matrices
+    /// `tiles`.
+    fn run_tiles(
         &self,
         backend: Backend,
-        lhs: &[u8],
-        rhs: &[u8],
-        scratch: &mut [u8],
-        output: &mut [u8],
+        tiles: Range<usize>,
+        io: &mut Io<'_>,
     ) -> Result<(), String> {
-        let (lhs, rhs): (&[i8], &[i8]) = (view(lhs)?, view(rhs)?);
-        let output: &mut [i8] = view_mut(output)?;
+        let (lhs, rhs): (&[i8], &[i8]) = (view(io.ins[0])?, view(io.ins[1])?);
+        let output: &mut [i8] = view_mut(io.outs[0])?;
+        let scratch = &mut *io.scratch;
         if scratch.len() < self.words_bytes {
             return Err(format!(
                 "scratch of {} bytes, expected at least {}",
@@ -65,7 +81,17 @@ impl BatchMatMul {
                 expected.1
             ));
         }
-        for (out, &(a, b)) in output.chunks_exact_mut(self.out_len).zip(&self.batches) {
+        if output.len() != self.batches.len() * self.out_len {
+            return Err(format!(
+                "output of {} bytes, expected {}",
+                output.len(),
+                self.batches.len() * self.out_len
+            ));
+        }
+        let tiles = tile_elements(tiles, 1, self.batches.len());
+        let outputs = output[tiles.start * self.out_len..tiles.end * self.out_len]
+            .chunks_exact_mut(self.out_len);
+        for (out, &(a, b)) in outputs.zip(&self.batches[tiles]) {
             self.kernel
                 .run_with(
                     backend,
@@ -126,7 +152,7 @@ fn lite_rt_rounding(_options: Rounding) -> Rounding {
 /// (any zero points), no fused activation; the multiplier
 /// `lhs_scale * rhs_scale / output_scale` (see [`lite_rt_rounding`] for its
 /// rounding).
-pub(crate) fn prepare(op: &Op<'_, '_>) -> Result<PreparedOp<BatchMatMul>> {
+fn prepare(op: &Op<'_, '_>) -> Result<PreparedOp> {
     op.input_count(2, 2)?;
     op.output_count(1)?;
     let (a, b, output) = (op.input(0)?, op.input(1)?, op.output(0)?);
@@ -193,18 +219,19 @@ pub(crate) fn prepare(op: &Op<'_, '_>) -> Result<PreparedOp<BatchMatMul>> {
     let scratch_bytes = words_bytes + kernel.scratch_bytes();
     let work = (batches.len() * rows * cols * depth_a) as u64;
     Ok(PreparedOp {
-        kernel: BatchMatMul {
+        kernel: Box::new(BatchMatMul {
             kernel: Box::new(kernel),
             batches,
             lhs_len: rows * depth_a,
             rhs_len: depth_a * cols,
             out_len: rows * cols,
             words_bytes,
-        },
+        }),
         work,
         unit: "MAC",
         scratch_bytes,
         alias: false,
+        state_inputs: Vec::new(),
     })
 }
 

@@ -1,0 +1,208 @@
+//! SOFTMAX, LOG_SOFTMAX, LOGISTIC and TANH: the library's kernels, one
+//! generic [`Activation`] kernel over them and the element types, with the
+//! method the caller chose.
+
+use std::ops::Range;
+
+use qneon::{Backend, Method, QuantElem};
+use qneon_tflite::{BuiltinOp, Options as OpOptions, TensorType};
+
+use super::buffers::{tile_elements, view, view_mut, Io};
+use super::kernel::{Kernel, PreparedOp, Registration, CHUNK};
+use super::op::Op;
+use crate::error::Result;
+
+/// The ops this family prepares.
+pub(crate) const OPS: &[Registration] = &[
+    Registration::new(BuiltinOp::SOFTMAX, "SOFTMAX", prepare),
+    Registration::new(BuiltinOp::LOG_SOFTMAX, "LOG_SOFTMAX", prepare),
+    Registration::new(BuiltinOp::LOGISTIC, "LOGISTIC", prepare),
+    Registration::new(BuiltinOp::TANH, "TANH", prepare),
+];
+
+/// One of the library's activations over a whole number of rows (SOFTMAX,
+/// LOG_SOFTMAX) or any run of elements (LOGISTIC, TANH): what lets one
+/// kernel serve every op and element type.
+pub(crate) trait LibraryActivation: std::fmt::Debug + Send + Sync + 'static {
+    type Elem: bytemuck::Pod;
+    /// Whether the op works on rows of the innermost dimension.
+    const ROW_WISE: bool;
+    /// The op on `input` (whole rows of `row` elements when row-wise).
+    fn apply(
+        &self,
+        backend: Backend,
+        input: &[Self::Elem],
+        output: &mut [Self::Elem],
+        row: usize,
+    ) -> qneon::Result<()>;
+}
+
+macro_rules! library_activation {
+    (rows $($op:ident),*) => {$(
+        impl<T: QuantElem + bytemuck::Pod + Send + Sync> LibraryActivation for qneon::$op<T> {
+            type Elem = T;
+            const ROW_WISE: bool = true;
+            fn apply(&self, backend: Backend, input: &[T], output: &mut [T], row: usize)
+                -> qneon::Result<()> {
+                self.run_with(backend, input, output, row)
+            }
+        }
+    )*};
+    (elements $($op:ident),*) => {$(
+        impl<T: QuantElem + bytemuck::Pod + Send + Sync> LibraryActivation for qneon::$op<T> {
+            type Elem = T;
+            const ROW_WISE: bool = false;
+            fn apply(&self, backend: Backend, input: &[T], output: &mut [T], _row: usize)
+                -> qneon::Result<()> {
+                self.run_with(backend, input, output)
+            }
+        }
+    )*};
+}
+
+library_activation!(rows Softmax, LogSoftmax);
+library_activation!(elements Logistic, Tanh);
+
+/// A prepared activation: the library's op on input 0 into output 0, in
+/// tiles of one row (row-wise ops) or [`CHUNK`] elements.
+#[derive(Debug)]
+pub(crate) struct Activation<A> {
+    op: A,
+    /// Elements of the innermost dimension (a row of SOFTMAX).
+    row: usize,
+    /// Elements per tile.
+    grain: usize,
+    /// Elements of the tensor.
+    len: usize,
+}
+
+impl<A: LibraryActivation> Activation<A> {
+    fn new(op: A, row: usize, len: usize) -> Activation<A> {
+        let grain = if A::ROW_WISE { row } else { CHUNK };
+        Activation {
+            op,
+            row,
+            grain,
+            len,
+        }
+    }
+}
+
+impl<A: LibraryActivation> Kernel for Activation<A> {
+    fn tiles(&self) -> usize {
+        self.len.div_ceil(self.grain)
+    }
+
+    fn run_tiles(
+        &self,
+        backend: Backend,
+        tiles: Range<usize>,
+        io: &mut Io<'_>,
+    ) -> Result<(), String> {
+        let input: &[A::Elem] = view(io.ins[0])?;
+        let output: &mut [A::Elem] = view_mut(io.outs[0])?;
+        if input.len() != self.len || output.len() != self.len {
+            return Err(format!(
+                "buffers of {} and {} elements for {}",
+                input.len(),
+                output.len(),
+                self.len
+            ));
+        }
+        let range = tile_elements(tiles, self.grain, self.len);
+        self.op
+            .apply(backend, &input[range.clone()], &mut output[range], self.row)
+            .map_err(|e| e.to_string())
+    }
+}
+
+/// The kernel of `builtin` on elements of type `T`.
+fn kernel<T: QuantElem + bytemuck::Pod + Send + Sync>(
+    op: &Op<'_, '_>,
+    method: Method,
+    row: usize,
+    len: usize,
+) -> Result<Box<dyn Kernel>> {
+    let (input, output) = (op.input(0)?, op.output(0)?);
+    let (in_q, out_q) = (
+        op.per_tensor(input, "input")?,
+        op.per_tensor(output, "output")?,
+    );
+    let e = |err: qneon::Error| op.kernel_error(err);
+    Ok(match op.builtin {
+        BuiltinOp::SOFTMAX => {
+            let beta = match op.operator.options() {
+                OpOptions::Softmax(s) => s.beta,
+                _ => 1.0,
+            };
+            let softmax = qneon::Softmax::<T>::new(in_q, beta, out_q, method).map_err(e)?;
+            Box::new(Activation::new(softmax, row, len))
+        }
+        // TFLite has no int16 LOG_SOFTMAX.
+        BuiltinOp::LOG_SOFTMAX if T::NAME != "int16" => {
+            let log_softmax = qneon::LogSoftmax::<T>::new(in_q, out_q, method).map_err(e)?;
+            Box::new(Activation::new(log_softmax, row, len))
+        }
+        BuiltinOp::LOGISTIC => {
+            let logistic = qneon::Logistic::<T>::new(in_q, out_q, method).map_err(e)?;
+            Box::new(Activation::new(logistic, row, len))
+        }
+        BuiltinOp::TANH => {
+            let tanh = qneon::Tanh::<T>::new(in_q, out_q, method).map_err(e)?;
+            Box::new(Activation::new(tanh, row, len))
+        }
+        _ => return Err(op.unsupported_types()),
+    })
+}
+
+/// TFLite's `Prepare` of SOFTMAX, LOG_SOFTMAX, LOGISTIC and TANH: same shape
+/// and dtype, per-tensor quantization, the library's kernel built.
+fn prepare(op: &Op<'_, '_>) -> Result<PreparedOp> {
+    op.input_count(1, 1)?;
+    op.output_count(1)?;
+    let (input, output) = (op.input(0)?, op.output(0)?);
+    op.same_shape(input, output)?;
+    if input.dtype() != output.dtype() {
+        return Err(op.unsupported_types());
+    }
+    let method = activation_method(op.builtin, input.dtype(), op.options.softmax_method);
+    op.per_tensor(input, "input")?;
+    op.per_tensor(output, "output")?;
+    let row = input.shape().last().copied().unwrap_or(1);
+    let len = input.element_count();
+    if row == 0 || len == 0 {
+        return Err(op.invalid("empty input"));
+    }
+    let kernel = match input.dtype() {
+        TensorType::Int8 => kernel::<i8>(op, method, row, len)?,
+        TensorType::Uint8 => kernel::<u8>(op, method, row, len)?,
+        TensorType::Int16 => kernel::<i16>(op, method, row, len)?,
+        _ => return Err(op.unsupported_types()),
+    };
+    Ok(PreparedOp {
+        kernel,
+        work: output.element_count() as u64,
+        unit: "element",
+        scratch_bytes: 0,
+        alias: false,
+        state_inputs: Vec::new(),
+    })
+}
+
+/// The library method that gives TFLite's bytes for the requested one.
+/// TFLite's int16 SOFTMAX, LOGISTIC and TANH exist only as the table kernels
+/// (its reference resolver runs them too), so `FixedPoint` (the reference
+/// kernels' bytes) means [`Method::Lut`] there: measured on `models/ops`,
+/// the library's int16 fixed-point kernels differ from both TFLite
+/// references and its `Lut` kernels equal them.
+fn activation_method(builtin: BuiltinOp, dtype: TensorType, requested: Method) -> Method {
+    let int16_table_op = matches!(
+        builtin,
+        BuiltinOp::SOFTMAX | BuiltinOp::LOGISTIC | BuiltinOp::TANH
+    );
+    if dtype == TensorType::Int16 && int16_table_op && requested == Method::FixedPoint {
+        Method::Lut
+    } else {
+        requested
+    }
+}

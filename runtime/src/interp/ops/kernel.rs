@@ -1,0 +1,118 @@
+//! What a prepared node is: a [`Kernel`] the driving loop runs without
+//! knowing its op, the [`PreparedOp`] a family's `Prepare` returns, and the
+//! [`Registration`] by which a family offers the builtin ops it prepares.
+//!
+//! The kernel is a trait object (`Box<dyn Kernel>`) so that adding an op is
+//! adding a folder: no central enum or `match` to extend. Its cost is one
+//! indirect call per node, against kernels of thousands to millions of
+//! instructions each (MobileBert's 1,101 nodes).
+//!
+//! Tiles: every kernel cuts its work into [`Kernel::tiles`] independent
+//! pieces, each writing its own part of the outputs (FULLY_CONNECTED by
+//! output rows, BATCH_MATMUL by output matrix, the row-wise activations by
+//! rows, element-wise ops by chunks of [`CHUNK`] elements). A run of
+//! consecutive tiles is one call of the library's kernel, so running all
+//! tiles at once ([`Kernel::run`]) is exactly the single call of before: the
+//! same bytes and the same instructions. A scheduler may hand disjoint tile
+//! ranges to several threads.
+
+use std::fmt::Debug;
+use std::ops::Range;
+
+use qneon::Backend;
+use qneon_tflite::BuiltinOp;
+
+use super::buffers::Io;
+use super::op::Op;
+use crate::error::Result;
+
+/// Elements per tile of the element-wise kernels: 16 KiB of int8, large
+/// enough that a tile's call overhead is noise, small enough that
+/// MobileBert's element-wise ops (up to 589,824 elements) cut into dozens.
+pub(crate) const CHUNK: usize = 16 * 1024;
+
+/// A prepared node's work.
+pub(crate) trait Kernel: Debug + Send + Sync {
+    /// How many independent tiles the work is cut into (at least 1).
+    fn tiles(&self) -> usize {
+        1
+    }
+
+    /// Runs tiles `tiles` (a range inside `0..self.tiles()`) in order;
+    /// consecutive tiles are one call of the library's kernel where the
+    /// kernel allows. An error (a message) only for data TFLite would refuse
+    /// at run time too (a GATHER index out of range).
+    fn run_tiles(
+        &self,
+        backend: Backend,
+        tiles: Range<usize>,
+        io: &mut Io<'_>,
+    ) -> Result<(), String>;
+
+    /// Runs every tile: the whole node.
+    fn run(&self, backend: Backend, io: &mut Io<'_>) -> Result<(), String> {
+        self.run_tiles(backend, 0..self.tiles(), io)
+    }
+}
+
+/// Nothing to run: the output shares its input's bytes (an aliased
+/// RESHAPE), or the operator did not prepare (never run: a plan refuses a
+/// model with such a node).
+#[derive(Debug)]
+pub(crate) struct Nop;
+
+impl Kernel for Nop {
+    fn tiles(&self) -> usize {
+        0
+    }
+
+    fn run_tiles(&self, _: Backend, _: Range<usize>, _: &mut Io<'_>) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+/// A prepared operator: its kernel and what the plan and the profiler need.
+#[derive(Debug)]
+pub(crate) struct PreparedOp {
+    pub kernel: Box<dyn Kernel>,
+    pub work: u64,
+    pub unit: &'static str,
+    pub scratch_bytes: usize,
+    /// The output is the input's bytes (RESHAPE).
+    pub alias: bool,
+    /// Input positions the kernel updates in place (a recurrent op's state,
+    /// a variable tensor): they come to it in [`Io::state`], writable.
+    pub state_inputs: Vec<usize>,
+}
+
+impl PreparedOp {
+    /// A kernel whose work is `elements` output elements, without scratch.
+    pub(crate) fn elements(kernel: impl Kernel + 'static, elements: usize) -> PreparedOp {
+        PreparedOp {
+            kernel: Box::new(kernel),
+            work: elements as u64,
+            unit: "element",
+            scratch_bytes: 0,
+            alias: false,
+            state_inputs: Vec::new(),
+        }
+    }
+}
+
+/// A family's `Prepare` of one op: TFLite's checks, then the kernel.
+pub(crate) type Prepare = fn(&Op<'_, '_>) -> Result<PreparedOp>;
+
+/// One builtin op a family prepares: the resolver's table row.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Registration {
+    pub op: BuiltinOp,
+    /// TFLite's name of the op: what inspect, the profiler and errors show.
+    pub name: &'static str,
+    pub prepare: Prepare,
+}
+
+impl Registration {
+    pub(crate) const fn new(op: BuiltinOp, name: &'static str, prepare: Prepare) -> Registration {
+        Registration { op, name, prepare }
+    }
+}

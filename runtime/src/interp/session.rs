@@ -1,0 +1,291 @@
+//! A [`Session`]: the memory one run of a [`Plan`] writes (the arena, which
+//! holds the model's inputs, outputs, activations and every node's scratch,
+//! and the variable block, which holds the state of variable tensors across
+//! invokes). Any number of sessions share one plan; each runs on its own
+//! thread without locking anything.
+
+use std::sync::Arc;
+
+use qneon_tflite::TensorType;
+
+use super::arena::ARENA_ALIGNMENT;
+use super::info::NodeInfo;
+use super::place::Place;
+use super::plan::Plan;
+use crate::error::{Error, Result};
+
+/// Sees every node `invoke` runs: `begin` right before its kernel, `end`
+/// right after. Both default to nothing.
+pub trait Profiler {
+    /// Node `node` starts.
+    fn begin(&mut self, node: &NodeInfo) {
+        let _ = node;
+    }
+    /// Node `node` ended.
+    fn end(&mut self, node: &NodeInfo) {
+        let _ = node;
+    }
+}
+
+/// The profiler that records nothing.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoProfile;
+
+impl Profiler for NoProfile {}
+
+/// One run state of a shared [`Plan`]: allocated once at creation, then
+/// [`invoke`](Session::invoke) only runs kernels.
+pub struct Session<'a> {
+    plan: Arc<Plan<'a>>,
+    /// `u128` for alignment; the arena starts at `arena_start` bytes, the
+    /// first 64-byte aligned address.
+    arena: Vec<u128>,
+    arena_start: usize,
+    /// The variable block (16-byte aligned, each variable 64-byte aligned
+    /// in it).
+    variables: Vec<u128>,
+}
+
+impl std::fmt::Debug for Session<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session").field("plan", &self.plan).finish()
+    }
+}
+
+impl<'a> Session<'a> {
+    /// A session of `plan`: its arena and variable block allocated, the
+    /// variables reset ([`reset_variables`](Self::reset_variables)).
+    pub fn new(plan: Arc<Plan<'a>>) -> Session<'a> {
+        let arena = vec![0u128; (plan.arena.arena_bytes + ARENA_ALIGNMENT).div_ceil(16)];
+        let address = arena.as_ptr() as usize;
+        let arena_start = address.next_multiple_of(ARENA_ALIGNMENT) - address;
+        let variables = vec![0u128; plan.variable_bytes.div_ceil(16)];
+        let mut session = Session {
+            plan,
+            arena,
+            arena_start,
+            variables,
+        };
+        session.reset_variables();
+        session
+    }
+
+    /// The plan it runs.
+    pub fn plan(&self) -> &Arc<Plan<'a>> {
+        &self.plan
+    }
+
+    /// Sets every variable tensor to zero, as TFLite's
+    /// `ResetVariableTensor` does: an int8 variable to its zero point (the
+    /// quantized zero), any other to zero bytes.
+    pub fn reset_variables(&mut self) {
+        let plan = &self.plan;
+        let block = bytemuck::cast_slice_mut::<u128, u8>(&mut self.variables);
+        for (t, place) in plan.places.iter().enumerate() {
+            if let Place::Variable(range) = place {
+                let info = &plan.tensors[t];
+                let fill = match (info.dtype, info.per_tensor()) {
+                    (TensorType::Int8, Some((_, zero_point))) => zero_point as i8 as u8,
+                    _ => 0,
+                };
+                block[range.clone()].fill(fill);
+            }
+        }
+    }
+
+    fn arena_bytes(&self) -> &[u8] {
+        let (start, len) = (self.arena_start, self.plan.arena.arena_bytes);
+        &bytemuck::cast_slice::<u128, u8>(&self.arena)[start..start + len]
+    }
+
+    /// Copies `data` (the input's bytes, little-endian, row-major) into
+    /// model input `position`. [`Error::Input`] for an unknown position or
+    /// a length other than the tensor's.
+    pub fn set_input(&mut self, position: usize, data: &[u8]) -> Result<()> {
+        let plan = &self.plan;
+        let t = *plan.inputs.get(position).ok_or_else(|| Error::Input {
+            problem: format!(
+                "input {position} does not exist (the model has {})",
+                plan.inputs.len()
+            ),
+        })?;
+        let info = &plan.tensors[t];
+        if data.len() != info.bytes {
+            return Err(Error::Input {
+                problem: format!(
+                    "input {position} ({:?}, {} {:?}) needs {} bytes, got {}",
+                    info.name,
+                    info.dtype.name(),
+                    info.shape,
+                    info.bytes,
+                    data.len()
+                ),
+            });
+        }
+        let range = plan.arena_range(t).ok_or_else(|| Error::Input {
+            problem: format!("input {position} is not in the arena (constant or variable)"),
+        })?;
+        let (start, len) = (self.arena_start, plan.arena.arena_bytes);
+        let arena = &mut bytemuck::cast_slice_mut::<u128, u8>(&mut self.arena)[start..start + len];
+        arena[range].copy_from_slice(data);
+        Ok(())
+    }
+
+    /// The bytes of model output `position` after [`invoke`](Self::invoke).
+    pub fn output(&self, position: usize) -> Option<&[u8]> {
+        let t = *self.plan.outputs.get(position)?;
+        self.tensor_data(t)
+    }
+
+    /// The bytes of tensor `t`: constant data, a variable's current state,
+    /// or its arena bytes (which hold the last invoke's value only while the
+    /// tensor is live).
+    pub fn tensor_data(&self, t: usize) -> Option<&[u8]> {
+        match self.plan.places.get(t)? {
+            Place::Arena(range) => Some(&self.arena_bytes()[range.clone()]),
+            Place::Variable(range) => {
+                Some(&bytemuck::cast_slice::<u128, u8>(&self.variables)[range.clone()])
+            }
+            Place::Constant(_) => self.plan.constant_data(t),
+            Place::Unused => None,
+        }
+    }
+
+    /// The bytes of variable tensor `t`, writable (to set a state before an
+    /// invoke); `None` when `t` is not a variable.
+    pub fn variable_mut(&mut self, t: usize) -> Option<&mut [u8]> {
+        match self.plan.places.get(t)? {
+            Place::Variable(range) => {
+                Some(&mut bytemuck::cast_slice_mut::<u128, u8>(&mut self.variables)[range.clone()])
+            }
+            _ => None,
+        }
+    }
+
+    /// Runs every node on the inputs set with [`set_input`](Self::set_input).
+    pub fn invoke(&mut self) -> Result<()> {
+        self.invoke_with(&mut NoProfile)
+    }
+
+    /// [`invoke`](Self::invoke), telling `profiler` about every node.
+    pub fn invoke_with(&mut self, profiler: &mut dyn Profiler) -> Result<()> {
+        let plan = &*self.plan;
+        let backend = plan.options.backend;
+        let (start, len) = (self.arena_start, plan.arena.arena_bytes);
+        let arena = &mut bytemuck::cast_slice_mut::<u128, u8>(&mut self.arena)[start..start + len];
+        let variables = bytemuck::cast_slice_mut::<u128, u8>(&mut self.variables);
+        let model = plan.model.bytes();
+        let constant = |c: usize| plan.constants[c].bytes(model);
+        for (node, io) in plan.nodes.iter().zip(&plan.node_io) {
+            if node.info.aliased {
+                profiler.begin(&node.info);
+                profiler.end(&node.info);
+                continue;
+            }
+            let mut io = io.carve(&mut *arena, &mut *variables, constant);
+            profiler.begin(&node.info);
+            node.kernel
+                .run(backend, &mut io)
+                .map_err(|problem| Error::InvalidOp {
+                    op: node.info.op.clone(),
+                    index: node.info.index,
+                    problem,
+                })?;
+            profiler.end(&node.info);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::interp::Options;
+
+    impl Session<'_> {
+        /// [`Session::invoke`] with every node's tiles run one call each,
+        /// last tile first: what a scheduler splitting the tiles may do.
+        fn invoke_tile_by_tile(&mut self) -> Result<()> {
+            let plan = &*self.plan;
+            let backend = plan.options.backend;
+            let (start, len) = (self.arena_start, plan.arena.arena_bytes);
+            let arena =
+                &mut bytemuck::cast_slice_mut::<u128, u8>(&mut self.arena)[start..start + len];
+            let variables = bytemuck::cast_slice_mut::<u128, u8>(&mut self.variables);
+            let model = plan.model.bytes();
+            let constant = |c: usize| plan.constants[c].bytes(model);
+            for (node, io) in plan.nodes.iter().zip(&plan.node_io) {
+                let mut io = io.carve(&mut *arena, &mut *variables, constant);
+                for tile in (0..node.kernel.tiles()).rev() {
+                    node.kernel
+                        .run_tiles(backend, tile..tile + 1, &mut io)
+                        .map_err(|problem| Error::Graph { problem })?;
+                }
+            }
+            Ok(())
+        }
+    }
+
+    fn models() -> std::path::PathBuf {
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../models")
+    }
+
+    /// Every single-op model and the 1-layer MobileBert give the same bytes
+    /// run whole and run one tile at a time in reverse order: the tiles are
+    /// independent and cover the outputs.
+    #[test]
+    fn tiles_run_alone_give_the_bytes_of_the_whole_run() {
+        let mut files = vec![models().join("mobilebert_squad_1l.tflite")];
+        for case in std::fs::read_dir(models().join("ops")).unwrap() {
+            let model = case.unwrap().path().join("model.tflite");
+            if model.exists() {
+                files.push(model);
+            }
+        }
+        let mut checked = 0;
+        let mut multi_tile_nodes = 0;
+        for file in &files {
+            let bytes = qneon_tflite::ModelBytes::read(file, 1 << 30).unwrap();
+            for method in [qneon::Method::FixedPoint, qneon::Method::Lut] {
+                let options = Options {
+                    softmax_method: method,
+                    ..Options::default()
+                };
+                let Ok(plan) = Plan::new(bytes.as_bytes(), options) else {
+                    continue;
+                };
+                let plan = Arc::new(plan);
+                multi_tile_nodes += plan.nodes.iter().filter(|n| n.kernel.tiles() > 1).count();
+                let (mut whole, mut tiled) =
+                    (Session::new(plan.clone()), Session::new(plan.clone()));
+                // Deterministic input bytes.
+                for (position, &t) in plan.inputs.iter().enumerate() {
+                    let info = &plan.tensors[t];
+                    let data: Vec<u8> = (0..info.bytes)
+                        .map(|i| match info.dtype {
+                            // Small int32 values: valid GATHER indices.
+                            TensorType::Int32 => (if i % 4 == 0 { (i / 4) % 2 } else { 0 }) as u8,
+                            TensorType::Float32 if i % 4 == 3 => 0x3f,
+                            _ => (i * 37 % 251) as u8,
+                        })
+                        .collect();
+                    whole.set_input(position, &data).unwrap();
+                    tiled.set_input(position, &data).unwrap();
+                }
+                whole.invoke().unwrap();
+                tiled.invoke_tile_by_tile().unwrap();
+                for position in 0..plan.outputs.len() {
+                    assert_eq!(
+                        whole.output(position),
+                        tiled.output(position),
+                        "{}: output {position}",
+                        file.display()
+                    );
+                }
+                checked += 1;
+            }
+        }
+        assert!(checked >= files.len(), "only {checked} models ran");
+        assert!(multi_tile_nodes > 0);
+    }
+}

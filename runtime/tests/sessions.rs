@@ -1,0 +1,387 @@
+//! Plans and sessions: one plan shared by sessions on two threads, the
+//! variable tensors a session keeps (persisting across invokes, reset on
+//! demand), and the TFLite Micro models refused by their unsupported
+//! operator rather than by a graph check.
+
+mod tflite_common;
+
+use std::sync::Arc;
+
+use qneon::Method;
+use qneon_runtime::interp::{Interpreter, Plan, Rounding, Session};
+use qneon_runtime::Error;
+use tflite_common::*;
+
+#[test]
+fn a_plan_is_send_and_sync() {
+    fn shareable<T: Send + Sync>() {}
+    shareable::<Plan<'static>>();
+    shareable::<Arc<Plan<'_>>>();
+    fn sendable<T: Send>() {}
+    sendable::<Session<'static>>();
+}
+
+/// The 1-layer MobileBert's first manifest input, as (position, bytes).
+fn mobilebert_inputs(interpreter: &Interpreter<'_>) -> Vec<(usize, Vec<u8>)> {
+    let manifest = manifest("mobilebert_squad/manifest.json");
+    let mut inputs = Vec::new();
+    for (name, file) in manifest["inputs"]["case2_short"].as_object().unwrap() {
+        let position = interpreter.input_position(name).expect("input by name");
+        inputs.push((position, npy(file.as_str().unwrap()).data));
+    }
+    inputs
+}
+
+#[test]
+fn two_sessions_of_one_plan_on_two_threads_give_one_sessions_bytes() {
+    let manifest = manifest("mobilebert_squad/manifest.json");
+    let bytes = read_model(manifest["models"]["1l"]["model"].as_str().unwrap());
+    let options = options(Rounding::Single, Method::Lut);
+    // One session alone.
+    let mut alone = Interpreter::new(bytes.as_bytes(), options).unwrap();
+    let inputs = mobilebert_inputs(&alone);
+    assert!(!inputs.is_empty());
+    for (position, data) in &inputs {
+        alone.set_input(*position, data).unwrap();
+    }
+    alone.invoke().unwrap();
+    let expected: Vec<Vec<u8>> = (0..alone.outputs().len())
+        .map(|p| alone.output(p).unwrap().to_vec())
+        .collect();
+    // Two sessions of one shared plan (owning the bytes: `Plan<'static>`),
+    // invoked at the same time.
+    let shared = Arc::new(qneon_tflite::ModelBytes::copy_from(bytes.as_bytes()));
+    let plan = Arc::new(Plan::from_shared(shared, options).unwrap());
+    let run = |plan: Arc<Plan<'static>>| {
+        let inputs = inputs.clone();
+        std::thread::spawn(move || {
+            let mut session = Session::new(plan);
+            let mut outputs = Vec::new();
+            for _ in 0..2 {
+                for (position, data) in &inputs {
+                    session.set_input(*position, data).unwrap();
+                }
+                session.invoke().unwrap();
+                outputs = (0..session.plan().output_tensors().len())
+                    .map(|p| session.output(p).unwrap().to_vec())
+                    .collect::<Vec<_>>();
+            }
+            outputs
+        })
+    };
+    let (a, b) = (run(plan.clone()), run(plan.clone()));
+    assert_eq!(a.join().unwrap(), expected);
+    assert_eq!(b.join().unwrap(), expected);
+}
+
+#[test]
+fn tflite_micro_models_are_refused_by_their_unsupported_operator() {
+    // The recurrent op each model is refused for. A model may have an
+    // earlier unsupported operator (keyword_scrambled's int16 -> int8
+    // QUANTIZE): loading names the first one, inspect names them all.
+    for (file, recurrent) in [
+        ("trained_lstm_int8.tflite", "UNIDIRECTIONAL_SEQUENCE_LSTM"),
+        (
+            "dtln_noise_suppression.tflite",
+            "UNIDIRECTIONAL_SEQUENCE_LSTM",
+        ),
+        ("keyword_scrambled.tflite", "SVDF"),
+    ] {
+        let bytes = read_model(&format!("tflite_micro/{file}"));
+        let options = options(Rounding::Single, Method::FixedPoint);
+        match Interpreter::new(bytes.as_bytes(), options) {
+            Err(e @ Error::UnsupportedOp { .. }) => {
+                let Error::UnsupportedOp { op, index, .. } = &e else {
+                    unreachable!()
+                };
+                assert!(
+                    e.to_string()
+                        .contains(&format!("operator {index} ({op}) is not supported")),
+                    "{file}: {e}"
+                );
+            }
+            other => panic!("{file}: {other:?}"),
+        }
+        // No graph check stands before the operators: every one is
+        // reported, the recurrent one unsupported.
+        let analysis = Interpreter::analyze(bytes.as_bytes(), options)
+            .unwrap_or_else(|e| panic!("{file}: {e}"));
+        let refused: Vec<&str> = analysis
+            .reports
+            .iter()
+            .filter(|r| matches!(r.status, Err(Error::UnsupportedOp { .. })))
+            .map(|r| r.op.as_str())
+            .collect();
+        assert!(refused.contains(&recurrent), "{file}: refused {refused:?}");
+    }
+    // Refused by the reader (its per-channel `quantized_dimension`) until
+    // the reader accepts it; then by its first convolution.
+    // PENDING (lead, after the merge): drop the `Tflite` arm.
+    let file = "person_detect.tflite";
+    let bytes = read_model(&format!("tflite_micro/{file}"));
+    match Interpreter::new(
+        bytes.as_bytes(),
+        options(Rounding::Single, Method::FixedPoint),
+    ) {
+        Err(Error::UnsupportedOp { op, index, missing }) => assert!(
+            op == "CONV_2D" || op == "DEPTHWISE_CONV_2D",
+            "{file}: operator {index} ({op}): {missing}"
+        ),
+        Err(Error::Tflite(e)) => println!("{file}: still refused by the reader: {e}"),
+        other => panic!("{file}: {other:?}"),
+    }
+}
+
+/// A minimal FlatBuffers writer, enough for a TFLite model: tables of
+/// scalars, vectors, strings and sub-tables, written front to back (a
+/// parent before its children, so every offset points forward).
+mod flat {
+    pub enum Field {
+        U8(u8),
+        I32(i32),
+        U32(u32),
+        Bool(bool),
+        Table(Table),
+        Tables(Vec<Table>),
+        I32s(Vec<i32>),
+        F32s(Vec<f32>),
+        I64s(Vec<i64>),
+        Str(String),
+    }
+
+    /// Fields by their index in the schema's table.
+    pub struct Table(pub Vec<(u16, Field)>);
+
+    fn align(buf: &mut Vec<u8>, to: usize, offset: usize) {
+        while !(buf.len() + offset).is_multiple_of(to) {
+            buf.push(0);
+        }
+    }
+
+    fn patch(buf: &mut [u8], at: usize, target: usize) {
+        let offset = (target - at) as u32;
+        buf[at..at + 4].copy_from_slice(&offset.to_le_bytes());
+    }
+
+    fn vector(buf: &mut Vec<u8>, len: usize, elem_align: usize, bytes: &[u8]) -> usize {
+        align(buf, elem_align.max(4), 4);
+        let at = buf.len();
+        buf.extend((len as u32).to_le_bytes());
+        buf.extend(bytes);
+        at
+    }
+
+    fn child(buf: &mut Vec<u8>, field: &Field) -> usize {
+        match field {
+            Field::Table(t) => table(buf, t),
+            Field::Tables(ts) => {
+                let at = vector(buf, ts.len(), 4, &vec![0; 4 * ts.len()]);
+                for (i, t) in ts.iter().enumerate() {
+                    let target = table(buf, t);
+                    patch(buf, at + 4 + 4 * i, target);
+                }
+                at
+            }
+            Field::I32s(v) => {
+                let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+                vector(buf, v.len(), 4, &bytes)
+            }
+            Field::F32s(v) => {
+                let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+                vector(buf, v.len(), 4, &bytes)
+            }
+            Field::I64s(v) => {
+                let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+                vector(buf, v.len(), 8, &bytes)
+            }
+            Field::Str(s) => {
+                let mut bytes = s.as_bytes().to_vec();
+                bytes.push(0);
+                vector(buf, s.len(), 4, &bytes)
+            }
+            _ => unreachable!("scalars are inline"),
+        }
+    }
+
+    /// Writes `t` (its vtable first, then the table, then its children);
+    /// returns the table's position.
+    pub fn table(buf: &mut Vec<u8>, t: &Table) -> usize {
+        // The table's layout: soffset, then each field aligned to 4 (8 is
+        // never needed inline here).
+        let mut layout = Vec::new();
+        let mut size = 4usize;
+        for (index, field) in &t.0 {
+            let width = match field {
+                Field::U8(_) | Field::Bool(_) => 1,
+                _ => 4,
+            };
+            size = size.next_multiple_of(width);
+            layout.push((*index, size, width));
+            size += width;
+        }
+        let size = size.next_multiple_of(4);
+        let slots = t.0.iter().map(|(i, _)| *i as usize + 1).max().unwrap_or(0);
+        align(buf, 2, 0);
+        // vtable + padding so the table starts 4-aligned.
+        let vtable_len = 4 + 2 * slots;
+        let mut vtable = vec![0u16; 2 + slots];
+        vtable[0] = vtable_len as u16;
+        vtable[1] = size as u16;
+        for &(index, at, _) in &layout {
+            vtable[2 + index as usize] = at as u16;
+        }
+        let vt_at = buf.len();
+        for v in vtable {
+            buf.extend(v.to_le_bytes());
+        }
+        align(buf, 4, 0);
+        let at = buf.len();
+        buf.extend(((at - vt_at) as i32).to_le_bytes());
+        buf.resize(at + size, 0);
+        let mut children = Vec::new();
+        for ((_, field), &(_, offset, _)) in t.0.iter().zip(&layout) {
+            let p = at + offset;
+            match field {
+                Field::U8(v) => buf[p] = *v,
+                Field::Bool(v) => buf[p] = *v as u8,
+                Field::I32(v) => buf[p..p + 4].copy_from_slice(&v.to_le_bytes()),
+                Field::U32(v) => buf[p..p + 4].copy_from_slice(&v.to_le_bytes()),
+                other => children.push((p, other)),
+            }
+        }
+        for (p, field) in children {
+            let target = child(buf, field);
+            patch(buf, p, target);
+        }
+        at
+    }
+
+    /// A TFLite file: the root offset, `TFL3`, then the model table.
+    pub fn file(model: &Table) -> Vec<u8> {
+        let mut buf = vec![0, 0, 0, 0];
+        buf.extend(b"TFL3");
+        let root = table(&mut buf, model);
+        patch(&mut buf, 0, root);
+        buf
+    }
+}
+
+/// ADD(x, state) -> y, int8 [1, 4], scale 0.5; `state` a variable tensor
+/// (zero point 3) that no operator writes: legal, it holds state.
+fn add_with_variable_model() -> Vec<u8> {
+    add_model(&[0, 1], &[2])
+}
+
+/// ADD of tensors `inputs` into `outputs` over x (0), state (1, a
+/// variable) and y (2); x is the model input, y its output.
+fn add_model(inputs: &[i32], outputs: &[i32]) -> Vec<u8> {
+    use flat::{Field::*, Table};
+    let tensor = |name: &str, zero_point: i64, variable: bool| {
+        Table(vec![
+            (0, I32s(vec![1, 4])),
+            (1, U8(9)), // INT8
+            (2, U32(0)),
+            (3, Str(name.to_string())),
+            (
+                4,
+                flat::Field::Table(Table(vec![
+                    (2, F32s(vec![0.5])),
+                    (3, I64s(vec![zero_point])),
+                ])),
+            ),
+            (5, Bool(variable)),
+        ])
+    };
+    let model = Table(vec![
+        (0, U32(3)),
+        (
+            1,
+            Tables(vec![Table(vec![(0, U8(0)), (2, I32(1)), (3, I32(0))])]), // ADD
+        ),
+        (
+            2,
+            Tables(vec![Table(vec![
+                (
+                    0,
+                    Tables(vec![
+                        tensor("x", 0, false),
+                        tensor("state", 3, true),
+                        tensor("y", 0, false),
+                    ]),
+                ),
+                (1, I32s(vec![0])),
+                (2, I32s(vec![2])),
+                (
+                    3,
+                    Tables(vec![Table(vec![
+                        (0, U32(0)),
+                        (1, I32s(inputs.to_vec())),
+                        (2, I32s(outputs.to_vec())),
+                    ])]),
+                ),
+                (4, Str("main".to_string())),
+            ])]),
+        ),
+        (4, Tables(vec![Table(vec![])])),
+    ]);
+    flat::file(&model)
+}
+
+#[test]
+fn variable_tensors_persist_across_invokes_and_reset_to_their_zero() {
+    let file = qneon_tflite::ModelBytes::copy_from(&add_with_variable_model());
+    let model = qneon_tflite::Model::parse(file.as_bytes()).expect("the built model parses");
+    assert!(model.main_subgraph().tensors()[1].is_variable());
+    let options = options(Rounding::Single, Method::FixedPoint);
+    let plan =
+        Arc::new(Plan::new(file.as_bytes(), options).expect("a variable read first is legal"));
+    assert!(plan.tensors()[1].variable);
+    assert!(plan.variable_bytes() >= 4);
+    let mut session = Session::new(plan.clone());
+    let x = [1u8, 2, 3, 250];
+    // Created reset: the int8 zero point (real 0), so y = x.
+    assert_eq!(session.tensor_data(1), Some(&[3u8; 4][..]));
+    session.set_input(0, &x).unwrap();
+    session.invoke().unwrap();
+    assert_eq!(session.output(0), Some(&x[..]));
+    // A state of real 1.0 (q 5) adds 2 (real 1.0 at scale 0.5), and stays
+    // across invokes.
+    session.variable_mut(1).unwrap().copy_from_slice(&[5; 4]);
+    let plus_two: Vec<u8> = x
+        .iter()
+        .map(|&q| (q as i8).saturating_add(2) as u8)
+        .collect();
+    for _ in 0..2 {
+        session.invoke().unwrap();
+        assert_eq!(session.output(0), Some(&plus_two[..]));
+        assert_eq!(session.tensor_data(1), Some(&[5u8; 4][..]));
+    }
+    // Another session of the plan has its own state.
+    let other = Session::new(plan);
+    assert_eq!(other.tensor_data(1), Some(&[3u8; 4][..]));
+    // Reset: back to the zero point.
+    session.reset_variables();
+    assert_eq!(session.tensor_data(1), Some(&[3u8; 4][..]));
+    session.invoke().unwrap();
+    assert_eq!(session.output(0), Some(&x[..]));
+    // The interpreter resets too.
+    let mut interpreter = Interpreter::new(file.as_bytes(), options).unwrap();
+    interpreter.session().variable_mut(1).unwrap().fill(5);
+    interpreter.reset_variables();
+    assert_eq!(interpreter.tensor_data(1), Some(&[3u8; 4][..]));
+}
+
+#[test]
+fn an_operator_writing_a_variable_as_its_output_is_a_graph_error() {
+    // ADD(x, y) -> state: a variable is updated in place, never an output.
+    let file = qneon_tflite::ModelBytes::copy_from(&add_model(&[0, 0], &[1]));
+    match Interpreter::new(
+        file.as_bytes(),
+        options(Rounding::Single, Method::FixedPoint),
+    ) {
+        Err(Error::Graph { problem }) => {
+            assert!(problem.contains("writes variable tensor 1"), "{problem}")
+        }
+        other => panic!("{other:?}"),
+    }
+}
