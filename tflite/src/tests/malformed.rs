@@ -400,6 +400,68 @@ fn inconsistent_quantization_is_refused() {
 }
 
 #[test]
+fn quantization_tflite_micro_loads_is_accepted() {
+    // Per-axis weights with one zero point for all scales: it is repeated.
+    let mut model = two_op_model();
+    main_graph(&mut model).tensors.as_mut().unwrap()[1].quantization =
+        quantization(&[0.1, 0.2, 0.3], &[0], 0);
+    let bytes = encode(&model);
+    let parsed = Model::parse(&bytes).unwrap();
+    assert_invariants(&parsed);
+    let weights = parsed.main_subgraph().tensors()[1].quantization().unwrap();
+    assert_eq!(weights.zero_points(), &[0, 0, 0]);
+    assert_eq!(weights.axis(), Some(0));
+
+    // A rank-1 bias with one scale per element and its filter's quantized
+    // dimension (3, or any other out of its range): its only axis.
+    for axis in [3, 1, -1] {
+        let mut model = two_op_model();
+        main_graph(&mut model).tensors.as_mut().unwrap()[2].quantization =
+            quantization(&[0.005, 0.01, 0.015], &[0, 0, 0], axis);
+        let bytes = encode(&model);
+        let parsed = Model::parse(&bytes).unwrap();
+        assert_invariants(&parsed);
+        let bias = parsed.main_subgraph().tensors()[2].quantization().unwrap();
+        assert_eq!(bias.axis(), Some(0), "quantized_dimension {axis}");
+        assert_eq!(bias.per_tensor(), None);
+    }
+
+    // ... but not when its scales do not match its one dimension, nor for
+    // a tensor of higher rank, nor a zero point count other than 1 or N.
+    let refused = [
+        (
+            2,
+            quantization(&[0.1, 0.2], &[0, 0], 3),
+            QuantizationProblem::AxisOutOfRange { axis: 3, rank: 1 },
+        ),
+        (
+            1,
+            quantization(&[0.1, 0.2, 0.3], &[0, 0, 0], 3),
+            QuantizationProblem::AxisOutOfRange { axis: 3, rank: 2 },
+        ),
+        (
+            1,
+            quantization(&[0.1, 0.2, 0.3], &[0, 0], 0),
+            QuantizationProblem::LengthMismatch {
+                scales: 3,
+                zero_points: 2,
+            },
+        ),
+    ];
+    for (tensor, written, problem) in refused {
+        let mut model = two_op_model();
+        main_graph(&mut model).tensors.as_mut().unwrap()[tensor].quantization = written;
+        assert_eq!(
+            parse(&model),
+            Err(Error::BadQuantization {
+                at: tensor_at(tensor),
+                problem
+            })
+        );
+    }
+}
+
+#[test]
 fn missing_tables_are_named() {
     let mut model = two_op_model();
     model.subgraphs = Some(Vec::new());
