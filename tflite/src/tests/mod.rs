@@ -6,3 +6,4 @@ mod micro_files;
 mod mutations;
 mod real_files;
 mod round_trip;
+mod schema_slots;

@@ -348,6 +348,7 @@ fn decoded_options_read_back() {
                 weights_format: 1,
                 keep_num_dims: true,
                 asymmetric_quantize_inputs: false,
+                ..Default::default()
             })),
             Options::FullyConnected(FullyConnectedOptions {
                 fused_activation: FusedActivation::None,
