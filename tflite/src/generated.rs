@@ -31,8 +31,6 @@ mod root {
             PartialOrd,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         #[repr(i8)]
         pub enum TensorType {
@@ -308,8 +306,6 @@ mod root {
             PartialOrd,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         #[repr(i8)]
         pub enum DimensionType {
@@ -477,8 +473,6 @@ mod root {
             PartialOrd,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         #[repr(i32)]
         pub enum BuiltinOperator {
@@ -1691,8 +1685,6 @@ mod root {
             PartialOrd,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         #[repr(u32)]
         pub enum StablehloPrecisionConfig {
@@ -1866,8 +1858,6 @@ mod root {
             PartialOrd,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         #[repr(u32)]
         pub enum StablehloComparisonDirection {
@@ -2072,8 +2062,6 @@ mod root {
             PartialOrd,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         #[repr(u32)]
         pub enum StablehloComparisonType {
@@ -2271,8 +2259,6 @@ mod root {
             PartialOrd,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         #[repr(i8)]
         pub enum RngAlgorithm {
@@ -2444,8 +2430,6 @@ mod root {
             PartialOrd,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         #[repr(i8)]
         pub enum Padding {
@@ -2610,8 +2594,6 @@ mod root {
             PartialOrd,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         #[repr(i8)]
         pub enum ActivationFunctionType {
@@ -2804,8 +2786,6 @@ mod root {
             PartialOrd,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         #[repr(i8)]
         pub enum LshProjectionType {
@@ -2977,8 +2957,6 @@ mod root {
             PartialOrd,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         #[repr(i8)]
         pub enum FullyConnectedOptionsWeightsFormat {
@@ -3162,8 +3140,6 @@ mod root {
             PartialOrd,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         #[repr(i8)]
         pub enum LstmKernelType {
@@ -3331,8 +3307,6 @@ mod root {
             PartialOrd,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         #[repr(i8)]
         pub enum CombinerType {
@@ -3504,8 +3478,6 @@ mod root {
             PartialOrd,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         #[repr(i8)]
         pub enum MirrorPadMode {
@@ -3673,8 +3645,6 @@ mod root {
             PartialOrd,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         #[repr(i32)]
         pub enum ReduceWindowFunction {
@@ -3870,8 +3840,6 @@ mod root {
             PartialOrd,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         #[repr(i8)]
         pub enum CustomOptionsFormat {
@@ -4034,8 +4002,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct CustomQuantization {
             /// The field `custom` in the table `CustomQuantization`
@@ -4317,8 +4283,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct BlockwiseQuantization {
             /// The field `scales` in the table `BlockwiseQuantization`
@@ -4715,8 +4679,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct MultiAxisQuantization {
             /// The field `scales` in the table `MultiAxisQuantization`
@@ -5169,7 +5131,7 @@ mod root {
         ///
         /// Generated from these locations:
         /// * Table `QuantizationParameters` in the file `schema/tflite.fbs:381`
-        #[derive(Clone, Debug, PartialEq, PartialOrd, ::serde::Serialize, ::serde::Deserialize)]
+        #[derive(Clone, Debug, PartialEq, PartialOrd)]
         pub struct QuantizationParameters {
             /// The field `min` in the table `QuantizationParameters`
             pub min: ::core::option::Option<::planus::alloc::vec::Vec<f32>>,
@@ -5747,8 +5709,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct Int32Vector {
             /// The field `values` in the table `Int32Vector`
@@ -6019,8 +5979,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct Uint16Vector {
             /// The field `values` in the table `Uint16Vector`
@@ -6292,8 +6250,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct Uint8Vector {
             /// The field `values` in the table `Uint8Vector`
@@ -6558,8 +6514,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct DimensionMetadata {
             /// The field `format` in the table `DimensionMetadata`
@@ -7038,8 +6992,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct SparsityParameters {
             /// The field `traversal_order` in the table `SparsityParameters`
@@ -7465,8 +7417,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct VariantSubType {
             /// The field `shape` in the table `VariantSubType`
@@ -7826,7 +7776,7 @@ mod root {
         ///
         /// Generated from these locations:
         /// * Table `Tensor` in the file `schema/tflite.fbs:424`
-        #[derive(Clone, Debug, PartialEq, PartialOrd, ::serde::Serialize, ::serde::Deserialize)]
+        #[derive(Clone, Debug, PartialEq, PartialOrd)]
         pub struct Tensor {
             /// The field `shape` in the table `Tensor`
             pub shape: ::core::option::Option<::planus::alloc::vec::Vec<i32>>,
@@ -8662,8 +8612,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct OperatorCode {
             /// The field `deprecated_builtin_code` in the table `OperatorCode`
@@ -9088,7 +9036,7 @@ mod root {
         ///
         /// Generated from these locations:
         /// * Table `Operator` in the file `schema/tflite.fbs:449`
-        #[derive(Clone, Debug, PartialEq, PartialOrd, ::serde::Serialize, ::serde::Deserialize)]
+        #[derive(Clone, Debug, PartialEq, PartialOrd)]
         pub struct Operator {
             /// The field `opcode_index` in the table `Operator`
             pub opcode_index: u32,
@@ -10023,7 +9971,7 @@ mod root {
         ///
         /// Generated from these locations:
         /// * Table `SubGraph` in the file `schema/tflite.fbs:467`
-        #[derive(Clone, Debug, PartialEq, PartialOrd, ::serde::Serialize, ::serde::Deserialize)]
+        #[derive(Clone, Debug, PartialEq, PartialOrd)]
         pub struct SubGraph {
             /// The field `tensors` in the table `SubGraph`
             pub tensors: ::core::option::Option<::planus::alloc::vec::Vec<self::Tensor>>,
@@ -10568,8 +10516,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct Buffer {
             /// The field `data` in the table `Buffer`
@@ -10917,8 +10863,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct ExternalBufferGroup {
             /// The field `name` in the table `ExternalBufferGroup`
@@ -11202,8 +11146,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct ExternalBuffer {
             /// The field `id` in the table `ExternalBuffer`
@@ -11661,8 +11603,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct Metadata {
             /// The field `name` in the table `Metadata`
@@ -11970,8 +11910,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct TensorMap {
             /// The field `name` in the table `TensorMap`
@@ -12288,8 +12226,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct SignatureDef {
             /// The field `inputs` in the table `SignatureDef`
@@ -12733,7 +12669,7 @@ mod root {
         ///
         /// Generated from these locations:
         /// * Table `Model` in the file `schema/tflite.fbs:514`
-        #[derive(Clone, Debug, PartialEq, PartialOrd, ::serde::Serialize, ::serde::Deserialize)]
+        #[derive(Clone, Debug, PartialEq, PartialOrd)]
         pub struct Model {
             /// The field `version` in the table `Model`
             pub version: u32,
@@ -13581,8 +13517,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub enum QuantizationDetails {
             /// The variant of type `CustomQuantization` in the union `QuantizationDetails`
@@ -13870,8 +13804,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub enum SparseIndexVector {
             /// The variant of type `Int32Vector` in the union `SparseIndexVector`
@@ -14145,7 +14077,7 @@ mod root {
         ///
         /// Generated from these locations:
         /// * Union `BuiltinOptions` in the file `schema/tflite.fbs:543`
-        #[derive(Clone, Debug, PartialEq, PartialOrd, ::serde::Serialize, ::serde::Deserialize)]
+        #[derive(Clone, Debug, PartialEq, PartialOrd)]
         pub enum BuiltinOptions {
             /// The variant of type `Conv2DOptions` in the union `BuiltinOptions`
             Conv2DOptions(::planus::alloc::boxed::Box<self::Conv2DOptions>),
@@ -22063,8 +21995,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct Conv2DOptions {
             /// The field `padding` in the table `Conv2DOptions`
@@ -22659,8 +22589,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct DepthwiseConv2DOptions {
             /// The field `padding` in the table `DepthwiseConv2DOptions`
@@ -23286,8 +23214,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct ConcatEmbeddingsOptions {
             /// The field `num_channels` in the table `ConcatEmbeddingsOptions`
@@ -23723,8 +23649,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct LshProjectionOptions {
             /// The field `type` in the table `LSHProjectionOptions`
@@ -24006,8 +23930,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct Pool2DOptions {
             /// The field `padding` in the table `Pool2DOptions`
@@ -24535,8 +24457,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct SvdfOptions {
             /// The field `rank` in the table `SVDFOptions`
@@ -24924,8 +24844,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct RnnOptions {
             /// The field `fused_activation_function` in the table `RNNOptions`
@@ -25260,8 +25178,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct FullyConnectedOptions {
             /// The field `fused_activation_function` in the table `FullyConnectedOptions`
@@ -25778,7 +25694,7 @@ mod root {
         ///
         /// Generated from these locations:
         /// * Table `SoftmaxOptions` in the file `schema/tflite.fbs:739`
-        #[derive(Clone, Debug, PartialEq, PartialOrd, ::serde::Serialize, ::serde::Deserialize)]
+        #[derive(Clone, Debug, PartialEq, PartialOrd)]
         pub struct SoftmaxOptions {
             /// The field `beta` in the table `SoftmaxOptions`
             pub beta: f32,
@@ -26041,8 +25957,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct ConcatenationOptions {
             /// The field `axis` in the table `ConcatenationOptions`
@@ -26383,8 +26297,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct AddOptions {
             /// The field `fused_activation_function` in the table `AddOptions`
@@ -26713,8 +26625,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct L2NormOptions {
             /// The field `fused_activation_function` in the table `L2NormOptions`
@@ -26984,7 +26894,7 @@ mod root {
         ///
         /// Generated from these locations:
         /// * Table `LocalResponseNormalizationOptions` in the file `schema/tflite.fbs:761`
-        #[derive(Clone, Debug, PartialEq, PartialOrd, ::serde::Serialize, ::serde::Deserialize)]
+        #[derive(Clone, Debug, PartialEq, PartialOrd)]
         pub struct LocalResponseNormalizationOptions {
             /// The field `radius` in the table `LocalResponseNormalizationOptions`
             pub radius: i32,
@@ -27440,7 +27350,7 @@ mod root {
         ///
         /// Generated from these locations:
         /// * Table `LSTMOptions` in the file `schema/tflite.fbs:769`
-        #[derive(Clone, Debug, PartialEq, PartialOrd, ::serde::Serialize, ::serde::Deserialize)]
+        #[derive(Clone, Debug, PartialEq, PartialOrd)]
         pub struct LstmOptions {
             /// The field `fused_activation_function` in the table `LSTMOptions`
             pub fused_activation_function: i8,
@@ -27927,8 +27837,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct ResizeBilinearOptions {
             /// The field `align_corners` in the table `ResizeBilinearOptions`
@@ -28274,8 +28182,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct CallOptions {
             /// The field `subgraph` in the table `CallOptions`
@@ -28538,8 +28444,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct ReshapeOptions {
             /// The field `new_shape` in the table `ReshapeOptions`
@@ -28813,8 +28717,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct SkipGramOptions {
             /// The field `ngram_size` in the table `SkipGramOptions`
@@ -29212,8 +29114,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct SpaceToDepthOptions {
             /// The field `block_size` in the table `SpaceToDepthOptions`
@@ -29499,8 +29399,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct EmbeddingLookupSparseOptions {
             /// The field `combiner` in the table `EmbeddingLookupSparseOptions`
@@ -29799,8 +29697,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct MulOptions {
             /// The field `fused_activation_function` in the table `MulOptions`
@@ -30077,8 +29973,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct PadOptions {}
 
@@ -30288,8 +30182,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct GatherOptions {
             /// The field `axis` in the table `GatherOptions`
@@ -30600,8 +30492,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct BatchToSpaceNdOptions {}
 
@@ -30832,8 +30722,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct SpaceToBatchNdOptions {}
 
@@ -31064,8 +30952,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct TransposeOptions {}
 
@@ -31290,8 +31176,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct ReducerOptions {
             /// The field `keep_dims` in the table `ReducerOptions`
@@ -31558,8 +31442,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct SubOptions {
             /// The field `fused_activation_function` in the table `SubOptions`
@@ -31888,8 +31770,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct DivOptions {
             /// The field `fused_activation_function` in the table `DivOptions`
@@ -32166,8 +32046,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct SqueezeOptions {
             /// The field `squeeze_dims` in the table `SqueezeOptions`
@@ -32445,8 +32323,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct SequenceRnnOptions {
             /// The field `time_major` in the table `SequenceRNNOptions`
@@ -32861,8 +32737,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct StridedSliceOptions {
             /// The field `begin_mask` in the table `StridedSliceOptions`
@@ -33420,8 +33294,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct ExpOptions {}
 
@@ -33631,8 +33503,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct TopKv2Options {}
 
@@ -33842,8 +33712,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct SplitOptions {
             /// The field `num_splits` in the table `SplitOptions`
@@ -34109,8 +33977,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct LogSoftmaxOptions {}
 
@@ -34337,8 +34203,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct CastOptions {
             /// The field `in_data_type` in the table `CastOptions`
@@ -34655,8 +34519,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct DequantizeOptions {}
 
@@ -34883,8 +34745,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct MaximumMinimumOptions {}
 
@@ -35115,8 +34975,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct ArgMaxOptions {
             /// The field `output_type` in the table `ArgMaxOptions`
@@ -35384,8 +35242,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct LessOptions {}
 
@@ -35595,8 +35451,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct NegOptions {}
 
@@ -35806,8 +35660,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct PadV2Options {}
 
@@ -36017,8 +35869,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct GreaterOptions {}
 
@@ -36228,8 +36078,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct GreaterEqualOptions {}
 
@@ -36456,8 +36304,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct LessEqualOptions {}
 
@@ -36682,8 +36528,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct SelectOptions {}
 
@@ -36893,8 +36737,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct SliceOptions {}
 
@@ -37104,8 +36946,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct TransposeConvOptions {
             /// The field `padding` in the table `TransposeConvOptions`
@@ -37612,8 +37452,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct SparseToDenseOptions {
             /// The field `validate_indices` in the table `SparseToDenseOptions`
@@ -37903,8 +37741,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct TileOptions {}
 
@@ -38114,8 +37950,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct ExpandDimsOptions {}
 
@@ -38342,8 +38176,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct EqualOptions {}
 
@@ -38553,8 +38385,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct NotEqualOptions {}
 
@@ -38779,8 +38609,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct ShapeOptions {
             /// The field `out_type` in the table `ShapeOptions`
@@ -39044,8 +38872,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct PowOptions {}
 
@@ -39255,8 +39081,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct ArgMinOptions {
             /// The field `output_type` in the table `ArgMinOptions`
@@ -39516,7 +39340,7 @@ mod root {
         ///
         /// Generated from these locations:
         /// * Table `FakeQuantOptions` in the file `schema/tflite.fbs:990`
-        #[derive(Clone, Debug, PartialEq, PartialOrd, ::serde::Serialize, ::serde::Deserialize)]
+        #[derive(Clone, Debug, PartialEq, PartialOrd)]
         pub struct FakeQuantOptions {
             /// The field `min` in the table `FakeQuantOptions`
             pub min: f32,
@@ -39949,8 +39773,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct PackOptions {
             /// The field `values_count` in the table `PackOptions`
@@ -40259,8 +40081,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct LogicalOrOptions {}
 
@@ -40485,8 +40305,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct OneHotOptions {
             /// The field `axis` in the table `OneHotOptions`
@@ -40748,8 +40566,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct LogicalAndOptions {}
 
@@ -40976,8 +40792,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct LogicalNotOptions {}
 
@@ -41204,8 +41018,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct UnpackOptions {
             /// The field `num` in the table `UnpackOptions`
@@ -41505,8 +41317,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct FloorDivOptions {}
 
@@ -41731,8 +41541,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct SquareOptions {}
 
@@ -41942,8 +41750,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct ZerosLikeOptions {}
 
@@ -42168,8 +41974,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct FillOptions {}
 
@@ -42371,7 +42175,7 @@ mod root {
         ///
         /// Generated from these locations:
         /// * Table `BidirectionalSequenceLSTMOptions` in the file `schema/tflite.fbs:1043`
-        #[derive(Clone, Debug, PartialEq, PartialOrd, ::serde::Serialize, ::serde::Deserialize)]
+        #[derive(Clone, Debug, PartialEq, PartialOrd)]
         pub struct BidirectionalSequenceLstmOptions {
             /// The field `fused_activation_function` in the table `BidirectionalSequenceLSTMOptions`
             pub fused_activation_function: i8,
@@ -42976,8 +42780,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct BidirectionalSequenceRnnOptions {
             /// The field `time_major` in the table `BidirectionalSequenceRNNOptions`
@@ -43462,7 +43264,7 @@ mod root {
         ///
         /// Generated from these locations:
         /// * Table `UnidirectionalSequenceLSTMOptions` in the file `schema/tflite.fbs:1061`
-        #[derive(Clone, Debug, PartialEq, PartialOrd, ::serde::Serialize, ::serde::Deserialize)]
+        #[derive(Clone, Debug, PartialEq, PartialOrd)]
         pub struct UnidirectionalSequenceLstmOptions {
             /// The field `fused_activation_function` in the table `UnidirectionalSequenceLSTMOptions`
             pub fused_activation_function: i8,
@@ -44084,8 +43886,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct FloorModOptions {}
 
@@ -44310,8 +44110,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct RangeOptions {}
 
@@ -44521,8 +44319,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct ResizeNearestNeighborOptions {
             /// The field `align_corners` in the table `ResizeNearestNeighborOptions`
@@ -44879,7 +44675,7 @@ mod root {
         ///
         /// Generated from these locations:
         /// * Table `LeakyReluOptions` in the file `schema/tflite.fbs:1085`
-        #[derive(Clone, Debug, PartialEq, PartialOrd, ::serde::Serialize, ::serde::Deserialize)]
+        #[derive(Clone, Debug, PartialEq, PartialOrd)]
         pub struct LeakyReluOptions {
             /// The field `alpha` in the table `LeakyReluOptions`
             pub alpha: f32,
@@ -45160,8 +44956,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct SquaredDifferenceOptions {}
 
@@ -45398,8 +45192,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct MirrorPadOptions {
             /// The field `mode` in the table `MirrorPadOptions`
@@ -45679,8 +45471,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct AbsOptions {}
 
@@ -45890,8 +45680,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct SplitVOptions {
             /// The field `num_splits` in the table `SplitVOptions`
@@ -46159,8 +45947,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct UniqueOptions {
             /// The field `idx_out_type` in the table `UniqueOptions`
@@ -46430,8 +46216,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct ReverseV2Options {}
 
@@ -46656,8 +46440,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct AddNOptions {}
 
@@ -46867,8 +46649,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct GatherNdOptions {}
 
@@ -47093,8 +46873,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct CosOptions {}
 
@@ -47304,8 +47082,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct WhereOptions {}
 
@@ -47515,8 +47291,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct RankOptions {}
 
@@ -47726,8 +47500,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct ReverseSequenceOptions {
             /// The field `seq_dim` in the table `ReverseSequenceOptions`
@@ -48064,8 +47836,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct MatrixDiagOptions {}
 
@@ -48292,8 +48062,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct QuantizeOptions {}
 
@@ -48518,8 +48286,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct MatrixSetDiagOptions {}
 
@@ -48746,8 +48512,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct HardSwishOptions {}
 
@@ -48972,8 +48736,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct IfOptions {
             /// The field `then_subgraph_index` in the table `IfOptions`
@@ -49295,8 +49057,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct WhileOptions {
             /// The field `cond_subgraph_index` in the table `WhileOptions`
@@ -49619,8 +49379,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct DepthToSpaceOptions {
             /// The field `block_size` in the table `DepthToSpaceOptions`
@@ -49906,8 +49664,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct NonMaxSuppressionV4Options {}
 
@@ -50148,8 +49904,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct NonMaxSuppressionV5Options {}
 
@@ -50390,8 +50144,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct ScatterNdOptions {}
 
@@ -50616,8 +50368,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct SelectV2Options {}
 
@@ -50842,8 +50592,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct DensifyOptions {}
 
@@ -51053,8 +50801,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct SegmentSumOptions {}
 
@@ -51281,8 +51027,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct BatchMatMulOptions {
             /// The field `adj_x` in the table `BatchMatMulOptions`
@@ -51682,8 +51426,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct CumsumOptions {
             /// The field `exclusive` in the table `CumsumOptions`
@@ -52002,8 +51744,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct CallOnceOptions {
             /// The field `init_subgraph_index` in the table `CallOnceOptions`
@@ -52292,8 +52032,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct BroadcastToOptions {}
 
@@ -52520,8 +52258,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct Rfft2dOptions {}
 
@@ -52731,8 +52467,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct Conv3DOptions {
             /// The field `padding` in the table `Conv3DOptions`
@@ -53375,8 +53109,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct HashtableOptions {
             /// The field `table_id` in the table `HashtableOptions`
@@ -53762,8 +53494,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct HashtableFindOptions {}
 
@@ -53990,8 +53720,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct HashtableImportOptions {}
 
@@ -54224,8 +53952,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct HashtableSizeOptions {}
 
@@ -54452,8 +54178,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct VarHandleOptions {
             /// The field `container` in the table `VarHandleOptions`
@@ -54796,8 +54520,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct ReadVariableOptions {}
 
@@ -55024,8 +54746,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct AssignVariableOptions {}
 
@@ -55256,8 +54976,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct RandomOptions {
             /// The field `seed` in the table `RandomOptions`
@@ -55549,7 +55267,7 @@ mod root {
         ///
         /// Generated from these locations:
         /// * Table `BucketizeOptions` in the file `schema/tflite.fbs:1277`
-        #[derive(Clone, Debug, PartialEq, PartialOrd, ::serde::Serialize, ::serde::Deserialize)]
+        #[derive(Clone, Debug, PartialEq, PartialOrd)]
         pub struct BucketizeOptions {
             /// The field `boundaries` in the table `BucketizeOptions`
             pub boundaries: ::core::option::Option<::planus::alloc::vec::Vec<f32>>,
@@ -55842,8 +55560,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct GeluOptions {
             /// The field `approximate` in the table `GeluOptions`
@@ -56110,8 +55826,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct DynamicUpdateSliceOptions {}
 
@@ -56348,8 +56062,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct UnsortedSegmentProdOptions {}
 
@@ -56590,8 +56302,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct UnsortedSegmentMaxOptions {}
 
@@ -56828,8 +56538,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct UnsortedSegmentMinOptions {}
 
@@ -57066,8 +56774,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct UnsortedSegmentSumOptions {}
 
@@ -57304,8 +57010,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct ATan2Options {}
 
@@ -57515,8 +57219,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct SignOptions {}
 
@@ -57726,8 +57428,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct BitcastOptions {}
 
@@ -57937,8 +57637,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct BitwiseXorOptions {}
 
@@ -58165,8 +57863,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct RightShiftOptions {}
 
@@ -58393,8 +58089,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub enum BuiltinOptions2 {
             /// The variant of type `StablehloConcatenateOptions` in the union `BuiltinOptions2`
@@ -59956,8 +59650,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct StablehloConcatenateOptions {
             /// The field `dimension` in the table `StablehloConcatenateOptions`
@@ -60255,8 +59947,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct StablehloBroadcastInDimOptions {
             /// The field `broadcast_dimensions` in the table `StablehloBroadcastInDimOptions`
@@ -60572,8 +60262,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct StablehloSliceOptions {
             /// The field `start_indices` in the table `StablehloSliceOptions`
@@ -60984,8 +60672,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct StablehloConvolutionOptions {
             /// The field `window_strides` in the table `StablehloConvolutionOptions`
@@ -62663,8 +62349,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct StablehloCustomCallOptions {
             /// The field `call_target_name` in the table `StablehloCustomCallOptions`
@@ -63258,8 +62942,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct StablehloReduceOptions {
             /// The field `dimensions` in the table `StablehloReduceOptions`
@@ -63616,8 +63298,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct StablehloScatterOptions {
             /// The field `indices_are_sorted` in the table `StablehloScatterOptions`
@@ -64297,8 +63977,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct StablehloCompareOptions {
             /// The field `comparison_direction` in the table `StablehloCompareOptions`
@@ -64651,8 +64329,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct StablehloDynamicSliceOptions {
             /// The field `slice_sizes` in the table `StablehloDynamicSliceOptions`
@@ -64962,8 +64638,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct StablehloPadOptions {
             /// The field `edge_padding_low` in the table `StablehloPadOptions`
@@ -65378,8 +65052,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct StablehloIotaOptions {
             /// The field `iota_dimension` in the table `StablehloIotaOptions`
@@ -65665,8 +65337,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct StablehloDotGeneralOptions {
             /// The field `lhs_batching_dimensions` in the table `StablehloDotGeneralOptions`
@@ -66261,8 +65931,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct StablehloReduceWindowOptions {
             /// The field `window_dimensions` in the table `StablehloReduceWindowOptions`
@@ -66881,8 +66549,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct StablehloSortOptions {
             /// The field `dimension` in the table `StablehloSortOptions`
@@ -67286,8 +66952,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct StablehloWhileOptions {
             /// The field `cond_subgraph_index` in the table `StablehloWhileOptions`
@@ -67636,8 +67300,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct StablehloGatherOptions {
             /// The field `offset_dims` in the table `StablehloGatherOptions`
@@ -68240,8 +67902,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct StablehloTransposeOptions {
             /// The field `permutation` in the table `StablehloTransposeOptions`
@@ -68544,8 +68204,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct DilateOptions {}
 
@@ -68755,8 +68413,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct StablehloRngBitGeneratorOptions {
             /// The field `algorithm` in the table `StablehloRngBitGeneratorOptions`
@@ -69056,8 +68712,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct ReduceWindowOptions {
             /// The field `reduce_function` in the table `ReduceWindowOptions`
@@ -69343,8 +68997,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct StableHloCompositeOptions {
             /// The field `name` in the table `StableHLOCompositeOptions`
@@ -69882,8 +69534,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct StablehloShiftLeftOptions {}
 
@@ -70120,8 +69770,6 @@ mod root {
             Eq,
             Ord,
             Hash,
-            ::serde::Serialize,
-            ::serde::Deserialize,
         )]
         pub struct StablehloCaseOptions {
             /// The field `branch_subgraph_indices` in the table `StablehloCaseOptions`

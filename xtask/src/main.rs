@@ -21,6 +21,7 @@ mod report;
 mod run;
 mod setup;
 mod test;
+mod tflite_schema;
 mod util;
 
 use std::process::ExitCode;
@@ -112,6 +113,10 @@ commands:
                         the static library (host cc; aarch64 gcc under qemu
                         unless --host) prints the library's bytes
   capi-header           regenerate capi/include/qneon.h (cbindgen)
+  tflite-schema [--check]
+                        regenerate tflite/src/generated.rs from
+                        tflite/schema/tflite.fbs (planus 1.2); --check
+                        fails if the committed file is stale instead
   help                  show this message
 ";
 
@@ -133,6 +138,7 @@ fn main() -> ExitCode {
         "msrv" => msrv::cli(rest),
         "fuzz" => fuzz::cli(rest),
         "miri" => miri::cli(rest),
+        "tflite-schema" => tflite_schema::cli(rest),
         "help" | "-h" | "--help" => {
             print!("{USAGE}");
             Ok(())
