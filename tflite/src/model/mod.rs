@@ -4,7 +4,7 @@
 use crate::dtype::TensorType;
 use crate::error::Place;
 use crate::op::{BuiltinOp, OpKind};
-use crate::options::Options;
+use crate::options::{Options, OptionsTable};
 
 // The verifier builds these views (it sees their private fields as a child
 // module); the Display and Debug impls live apart from the accessors.
@@ -157,6 +157,7 @@ pub struct Operator<'a> {
     outputs: Vec<Option<usize>>,
     intermediates: Vec<usize>,
     options: Options,
+    options_table: OptionsTable,
     custom_options: Option<&'a [u8]>,
 }
 
@@ -410,6 +411,12 @@ impl<'a> Operator<'a> {
     /// The builtin options.
     pub fn options(&self) -> &Options {
         &self.options
+    }
+
+    /// The builtin options table as the generated code decodes it (every
+    /// member of both options unions).
+    pub fn options_table(&self) -> &OptionsTable {
+        &self.options_table
     }
 
     /// The custom options bytes (flexbuffer for custom ops), if any.

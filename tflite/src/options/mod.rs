@@ -4,12 +4,15 @@
 use core::fmt;
 
 use crate::dtype::TensorType;
-use crate::op::BuiltinOp;
 
 // Decoding from the generated union reader lives apart from the typed view.
 mod decode;
+mod table;
 
 pub(crate) use decode::decode;
+use table::OPTIONS_NAMES;
+pub use table::{OptionsTable, OptionsUnion};
+pub(crate) use table::{KNOWN_OPTIONS2_TAGS, KNOWN_OPTIONS_TAGS};
 
 /// An activation fused into an operator's output (`ActivationFunctionType`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
@@ -296,31 +299,6 @@ impl Options {
             Options::None | Options::Other { .. } => return None,
         })
     }
-
-    /// The operator a decoded options table belongs to; `None` for `None`
-    /// and `Other`, which are not checked against the operator.
-    pub(crate) fn owner(&self) -> Option<BuiltinOp> {
-        Some(match self {
-            Options::FullyConnected(_) => BuiltinOp::FULLY_CONNECTED,
-            Options::Add(_) => BuiltinOp::ADD,
-            Options::Sub(_) => BuiltinOp::SUB,
-            Options::Mul(_) => BuiltinOp::MUL,
-            Options::Softmax(_) => BuiltinOp::SOFTMAX,
-            Options::LogSoftmax => BuiltinOp::LOG_SOFTMAX,
-            Options::Reshape(_) => BuiltinOp::RESHAPE,
-            Options::Transpose => BuiltinOp::TRANSPOSE,
-            Options::BatchMatMul(_) => BuiltinOp::BATCH_MATMUL,
-            Options::Gather(_) => BuiltinOp::GATHER,
-            Options::StridedSlice(_) => BuiltinOp::STRIDED_SLICE,
-            Options::Pad => BuiltinOp::PAD,
-            Options::Concatenation(_) => BuiltinOp::CONCATENATION,
-            Options::Split(_) => BuiltinOp::SPLIT,
-            Options::Cast(_) => BuiltinOp::CAST,
-            Options::Quantize => BuiltinOp::QUANTIZE,
-            Options::Dequantize => BuiltinOp::DEQUANTIZE,
-            Options::None | Options::Other { .. } => return None,
-        })
-    }
 }
 
 impl fmt::Display for Options {
@@ -378,136 +356,3 @@ impl fmt::Display for Options {
         }
     }
 }
-
-/// The number of `BuiltinOptions` members this crate's schema declares.
-pub(crate) const KNOWN_OPTIONS_TAGS: u8 = 126;
-
-/// Names of the `BuiltinOptions` members, at index tag - 1.
-const OPTIONS_NAMES: [&str; KNOWN_OPTIONS_TAGS as usize] = [
-    "Conv2DOptions",
-    "DepthwiseConv2DOptions",
-    "ConcatEmbeddingsOptions",
-    "LSHProjectionOptions",
-    "Pool2DOptions",
-    "SVDFOptions",
-    "RNNOptions",
-    "FullyConnectedOptions",
-    "SoftmaxOptions",
-    "ConcatenationOptions",
-    "AddOptions",
-    "L2NormOptions",
-    "LocalResponseNormalizationOptions",
-    "LSTMOptions",
-    "ResizeBilinearOptions",
-    "CallOptions",
-    "ReshapeOptions",
-    "SkipGramOptions",
-    "SpaceToDepthOptions",
-    "EmbeddingLookupSparseOptions",
-    "MulOptions",
-    "PadOptions",
-    "GatherOptions",
-    "BatchToSpaceNDOptions",
-    "SpaceToBatchNDOptions",
-    "TransposeOptions",
-    "ReducerOptions",
-    "SubOptions",
-    "DivOptions",
-    "SqueezeOptions",
-    "SequenceRNNOptions",
-    "StridedSliceOptions",
-    "ExpOptions",
-    "TopKV2Options",
-    "SplitOptions",
-    "LogSoftmaxOptions",
-    "CastOptions",
-    "DequantizeOptions",
-    "MaximumMinimumOptions",
-    "ArgMaxOptions",
-    "LessOptions",
-    "NegOptions",
-    "PadV2Options",
-    "GreaterOptions",
-    "GreaterEqualOptions",
-    "LessEqualOptions",
-    "SelectOptions",
-    "SliceOptions",
-    "TransposeConvOptions",
-    "SparseToDenseOptions",
-    "TileOptions",
-    "ExpandDimsOptions",
-    "EqualOptions",
-    "NotEqualOptions",
-    "ShapeOptions",
-    "PowOptions",
-    "ArgMinOptions",
-    "FakeQuantOptions",
-    "PackOptions",
-    "LogicalOrOptions",
-    "OneHotOptions",
-    "LogicalAndOptions",
-    "LogicalNotOptions",
-    "UnpackOptions",
-    "FloorDivOptions",
-    "SquareOptions",
-    "ZerosLikeOptions",
-    "FillOptions",
-    "BidirectionalSequenceLSTMOptions",
-    "BidirectionalSequenceRNNOptions",
-    "UnidirectionalSequenceLSTMOptions",
-    "FloorModOptions",
-    "RangeOptions",
-    "ResizeNearestNeighborOptions",
-    "LeakyReluOptions",
-    "SquaredDifferenceOptions",
-    "MirrorPadOptions",
-    "AbsOptions",
-    "SplitVOptions",
-    "UniqueOptions",
-    "ReverseV2Options",
-    "AddNOptions",
-    "GatherNdOptions",
-    "CosOptions",
-    "WhereOptions",
-    "RankOptions",
-    "ReverseSequenceOptions",
-    "MatrixDiagOptions",
-    "QuantizeOptions",
-    "MatrixSetDiagOptions",
-    "HardSwishOptions",
-    "IfOptions",
-    "WhileOptions",
-    "DepthToSpaceOptions",
-    "NonMaxSuppressionV4Options",
-    "NonMaxSuppressionV5Options",
-    "ScatterNdOptions",
-    "SelectV2Options",
-    "DensifyOptions",
-    "SegmentSumOptions",
-    "BatchMatMulOptions",
-    "CumsumOptions",
-    "CallOnceOptions",
-    "BroadcastToOptions",
-    "Rfft2dOptions",
-    "Conv3DOptions",
-    "HashtableOptions",
-    "HashtableFindOptions",
-    "HashtableImportOptions",
-    "HashtableSizeOptions",
-    "VarHandleOptions",
-    "ReadVariableOptions",
-    "AssignVariableOptions",
-    "RandomOptions",
-    "BucketizeOptions",
-    "GeluOptions",
-    "DynamicUpdateSliceOptions",
-    "UnsortedSegmentProdOptions",
-    "UnsortedSegmentMaxOptions",
-    "UnsortedSegmentMinOptions",
-    "UnsortedSegmentSumOptions",
-    "ATan2Options",
-    "SignOptions",
-    "BitcastOptions",
-    "BitwiseXorOptions",
-    "RightShiftOptions",
-];

@@ -381,12 +381,22 @@ fn decoded_options_read_back() {
             .operators
             .as_mut()
             .unwrap()[1]
-            .builtin_options = Some(written);
+            .builtin_options = Some(written.clone());
         let bytes = encode(&model);
         let parsed = Model::parse(&bytes).unwrap_or_else(|error| panic!("{expected:?}: {error}"));
         let options = parsed.main_subgraph().operators()[1].options();
         assert_eq!(options, &expected);
         assert!(!options.to_string().is_empty());
+        // The generated decoding holds the very table written, at the tag
+        // and under the name the hand decoding gives.
+        let table = parsed.main_subgraph().operators()[1].options_table();
+        assert_eq!(table, &OptionsTable::Builtin(written));
+        assert_eq!(table.union(), Some(OptionsUnion::Builtin));
+        assert_eq!(table.tag(), expected.type_id());
+        assert_eq!(table.table_name(), expected.table_name());
+        assert!(table
+            .to_string()
+            .starts_with(expected.table_name().unwrap()));
     }
     assert_eq!(
         Options::Other { type_id: 1 }.table_name(),
@@ -402,6 +412,93 @@ fn decoded_options_read_back() {
     );
     assert_eq!(Options::Other { type_id: 127 }.table_name(), None);
     assert_eq!(Options::None.table_name(), Some("NONE"));
+}
+
+#[test]
+fn generated_options_read_back_for_every_union() {
+    use crate::options::{FusedActivation, OptionsTable, OptionsUnion};
+    let conv = fb::Conv2DOptions {
+        padding: 1,
+        stride_w: 2,
+        stride_h: 3,
+        fused_activation_function: 3,
+        dilation_w_factor: 4,
+        dilation_h_factor: 5,
+        quantized_bias_type: 9,
+    };
+    let pad = fb::StablehloPadOptions {
+        edge_padding_low: Some(vec![1, 2]),
+        edge_padding_high: Some(vec![3, 4]),
+        interior_padding: None,
+    };
+    let mut model = two_op_model();
+    model.operator_codes.as_mut().unwrap()[1] = opcode(BuiltinOp::CONV_2D.0, 1);
+    model
+        .operator_codes
+        .as_mut()
+        .unwrap()
+        .push(opcode(BuiltinOp::STABLEHLO_PAD.0, 1));
+    let operators = model.subgraphs.as_mut().unwrap()[0]
+        .operators
+        .as_mut()
+        .unwrap();
+    operators[1].builtin_options = Some(fb::BuiltinOptions::Conv2DOptions(Box::new(conv.clone())));
+    operators.push(fb::Operator {
+        opcode_index: 2,
+        inputs: Some(vec![4]),
+        outputs: Some(vec![4]),
+        builtin_options_2: Some(fb::BuiltinOptions2::StablehloPadOptions(Box::new(
+            pad.clone(),
+        ))),
+        ..Default::default()
+    });
+    let bytes = encode(&model);
+    let parsed = Model::parse(&bytes).unwrap();
+    assert_invariants(&parsed);
+    let operators = parsed.main_subgraph().operators();
+
+    let conv_table = operators[1].options_table();
+    assert_eq!(
+        conv_table,
+        &OptionsTable::Builtin(fb::BuiltinOptions::Conv2DOptions(Box::new(conv)))
+    );
+    assert_eq!(
+        (conv_table.tag(), conv_table.table_name()),
+        (1, Some("Conv2DOptions"))
+    );
+    let OptionsTable::Builtin(fb::BuiltinOptions::Conv2DOptions(read)) = conv_table else {
+        unreachable!()
+    };
+    assert_eq!(
+        FusedActivation::from_code(read.fused_activation_function),
+        FusedActivation::Relu6
+    );
+    assert_eq!(
+        conv_table.to_string(),
+        "Conv2DOptions { padding: 1, stride_w: 2, stride_h: 3, fused_activation_function: 3, \
+         dilation_w_factor: 4, dilation_h_factor: 5, quantized_bias_type: 9 }"
+    );
+
+    let pad_table = operators[2].options_table();
+    assert_eq!(
+        pad_table,
+        &OptionsTable::Builtin2(fb::BuiltinOptions2::StablehloPadOptions(Box::new(pad)))
+    );
+    assert_eq!(pad_table.union(), Some(OptionsUnion::Builtin2));
+    assert_eq!(
+        (pad_table.tag(), pad_table.table_name()),
+        (10, Some("StablehloPadOptions"))
+    );
+    // The old view does not decode the second union.
+    assert_eq!(operators[2].options(), &crate::Options::None);
+
+    assert_eq!(
+        operators[0].options_table().union(),
+        Some(OptionsUnion::Builtin)
+    );
+    assert_eq!(OptionsTable::None.table_name(), Some("NONE"));
+    assert_eq!(OptionsTable::None.tag(), 0);
+    assert_eq!(OptionsTable::None.to_string(), "no options");
 }
 
 #[test]

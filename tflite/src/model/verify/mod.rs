@@ -1,6 +1,8 @@
 //! The verification walk: checks every table, vector and string qneon reads
 //! once and builds the borrowed views of [`super`].
 
+use core::fmt;
+
 use planus::ReadAsRoot;
 
 use super::{
@@ -10,7 +12,7 @@ use super::{
 use crate::error::{Error, Place, Result, Structure};
 use crate::generated::tflite as fb;
 use crate::op::{BuiltinOp, OpKind};
-use crate::options::{self, Options};
+use crate::options::{self, Options, OptionsTable, OptionsUnion};
 
 mod tensor;
 
@@ -438,13 +440,14 @@ impl<'a, 'o> Walker<'a, 'o> {
             }) if tag > options::KNOWN_OPTIONS_TAGS => Options::Other { type_id: tag },
             Err(error) => return Err(malformed(at, error)),
         };
-        if let Some(owner) = options.owner() {
+        let options_table = self.options_table(at, operator)?;
+        if let Some(owner) = options_table.owner() {
             let op = code.op.builtin().unwrap_or(BuiltinOp::CUSTOM);
             if owner != op {
                 return Err(Error::OptionsMismatch {
                     at,
                     op,
-                    options: options.table_name().unwrap_or("?"),
+                    options: options_table.table_name().unwrap_or("?"),
                 });
             }
         }
@@ -469,7 +472,58 @@ impl<'a, 'o> Walker<'a, 'o> {
             outputs,
             intermediates,
             options,
+            options_table,
             custom_options,
         })
+    }
+
+    /// Decodes an operator's options table with the generated code: the
+    /// first union's member if there is one, else the second's.
+    fn options_table(&mut self, at: Place, operator: &fb::OperatorRef<'a>) -> Result<OptionsTable> {
+        use planus::errors::ErrorKind::UnknownUnionTag;
+        let table = match operator.builtin_options() {
+            Ok(Some(table)) => OptionsTable::Builtin(fb::BuiltinOptions::try_from(table).at(at)?),
+            Ok(None) => match operator.builtin_options_2() {
+                Ok(Some(table)) => {
+                    OptionsTable::Builtin2(fb::BuiltinOptions2::try_from(table).at(at)?)
+                }
+                Ok(None) => OptionsTable::None,
+                Err(planus::Error {
+                    error_kind: UnknownUnionTag { tag },
+                    ..
+                }) if tag > options::KNOWN_OPTIONS2_TAGS => OptionsTable::Unknown {
+                    union: OptionsUnion::Builtin2,
+                    tag,
+                },
+                Err(error) => return Err(malformed(at, error)),
+            },
+            Err(planus::Error {
+                error_kind: UnknownUnionTag { tag },
+                ..
+            }) if tag > options::KNOWN_OPTIONS_TAGS => OptionsTable::Unknown {
+                union: OptionsUnion::Builtin,
+                tag,
+            },
+            Err(error) => return Err(malformed(at, error)),
+        };
+        // The decoded table's vectors were allocated by lengths the file
+        // bounds, but operators may share one table: the walk's budget
+        // counts every decoding, by the separators of its debug text (one
+        // per field and per vector element), a measure that needs no code
+        // per table.
+        let mut separators = SeparatorCount(0);
+        fmt::write(&mut separators, format_args!("{table:?}")).ok();
+        self.spend(1 + separators.0)?;
+        Ok(table)
+    }
+}
+
+/// Counts the commas written to it, storing nothing.
+struct SeparatorCount(usize);
+
+impl fmt::Write for SeparatorCount {
+    fn write_str(&mut self, text: &str) -> fmt::Result {
+        self.0 += text.bytes().filter(|&byte| byte == b',').count();
+        Ok(())
     }
 }
