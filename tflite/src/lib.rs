@@ -48,7 +48,7 @@ pub use dtype::TensorType;
 pub use error::{Error, Place, QuantizationProblem, Result, Structure};
 pub use file::ModelBytes;
 /// The generated FlatBuffers types of the complete TFLite schema
-/// (`schema/tflite.fbs`): owned tables (as in [`OptionsTable`]), their
+/// (`schema/tflite.fbs`): owned tables (as in [`Options`]), their
 /// zero-copy `...Ref` readers and builders.
 pub use generated::tflite as schema;
 pub use model::{
@@ -56,7 +56,7 @@ pub use model::{
     FILE_IDENTIFIER, SCHEMA_VERSION,
 };
 pub use op::{BuiltinOp, OpKind};
-pub use options::{Options, OptionsTable, OptionsUnion};
+pub use options::{Options, OptionsUnion};
 pub use values::{values, Element};
 
 #[cfg(test)]

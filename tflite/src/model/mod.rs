@@ -4,7 +4,7 @@
 use crate::dtype::TensorType;
 use crate::error::Place;
 use crate::op::{BuiltinOp, OpKind};
-use crate::options::{Options, OptionsTable};
+use crate::options::Options;
 
 // The verifier builds these views (it sees their private fields as a child
 // module); the Display and Debug impls live apart from the accessors.
@@ -157,7 +157,6 @@ pub struct Operator<'a> {
     outputs: Vec<Option<usize>>,
     intermediates: Vec<usize>,
     options: Options,
-    options_table: OptionsTable,
     custom_options: Option<&'a [u8]>,
 }
 
@@ -408,15 +407,10 @@ impl<'a> Operator<'a> {
         &self.intermediates
     }
 
-    /// The builtin options.
+    /// The builtin options table, as the generated code decodes it (every
+    /// member of both options unions).
     pub fn options(&self) -> &Options {
         &self.options
-    }
-
-    /// The builtin options table as the generated code decodes it (every
-    /// member of both options unions).
-    pub fn options_table(&self) -> &OptionsTable {
-        &self.options_table
     }
 
     /// The custom options bytes (flexbuffer for custom ops), if any.

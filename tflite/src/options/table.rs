@@ -23,10 +23,11 @@ pub enum OptionsUnion {
 /// Enum-typed fields hold the format's integer code (the schema declares
 /// them so); [`super::FusedActivation::from_code`] and
 /// [`super::WeightsFormat::from_code`] name them, keeping codes this crate
-/// does not know for the runtime to refuse.
+/// does not know for the runtime to refuse. A field the file leaves out
+/// reads as the schema's default, as TFLite reads it.
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
-pub enum OptionsTable {
+pub enum Options {
     /// The operator has no options table. TFLite then uses zero / false
     /// for every option. (LOGISTIC and TANH have no table in the format.)
     None,
@@ -44,14 +45,14 @@ pub enum OptionsTable {
     },
 }
 
-impl OptionsTable {
+impl Options {
     /// The union the table belongs to, `None` without a table.
     pub fn union(&self) -> Option<OptionsUnion> {
         match self {
-            OptionsTable::None => None,
-            OptionsTable::Builtin(_) => Some(OptionsUnion::Builtin),
-            OptionsTable::Builtin2(_) => Some(OptionsUnion::Builtin2),
-            OptionsTable::Unknown { union, .. } => Some(*union),
+            Options::None => None,
+            Options::Builtin(_) => Some(OptionsUnion::Builtin),
+            Options::Builtin2(_) => Some(OptionsUnion::Builtin2),
+            Options::Unknown { union, .. } => Some(*union),
         }
     }
 
@@ -59,10 +60,10 @@ impl OptionsTable {
     /// no table.
     pub fn tag(&self) -> u8 {
         match self {
-            OptionsTable::None => 0,
-            OptionsTable::Builtin(table) => builtin_tag(table),
-            OptionsTable::Builtin2(table) => builtin2_tag(table),
-            OptionsTable::Unknown { tag, .. } => *tag,
+            Options::None => 0,
+            Options::Builtin(table) => builtin_tag(table),
+            Options::Builtin2(table) => builtin2_tag(table),
+            Options::Unknown { tag, .. } => *tag,
         }
     }
 
@@ -81,7 +82,7 @@ impl OptionsTable {
     /// qneon runs (an operator carrying another's table is refused); `None`
     /// for the others, which are not checked.
     pub(crate) fn owner(&self) -> Option<BuiltinOp> {
-        let OptionsTable::Builtin(table) = self else {
+        let Options::Builtin(table) = self else {
             return None;
         };
         Some(match table {
@@ -107,15 +108,15 @@ impl OptionsTable {
     }
 }
 
-impl fmt::Display for OptionsTable {
+impl fmt::Display for Options {
     /// The table's fields as the generated code prints them:
     /// `FullyConnectedOptions { fused_activation_function: 1, .. }`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            OptionsTable::None => f.write_str("no options"),
-            OptionsTable::Builtin(table) => write_table(f, format_args!("{table:?}")),
-            OptionsTable::Builtin2(table) => write_table(f, format_args!("{table:?}")),
-            OptionsTable::Unknown { union, tag } => {
+            Options::None => f.write_str("no options"),
+            Options::Builtin(table) => write_table(f, format_args!("{table:?}")),
+            Options::Builtin2(table) => write_table(f, format_args!("{table:?}")),
+            Options::Unknown { union, tag } => {
                 write!(f, "{union:?} options member {tag} (unknown)")
             }
         }

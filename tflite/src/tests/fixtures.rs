@@ -247,7 +247,7 @@ pub fn assert_invariants(model: &Model<'_>) {
             if let Some(custom) = operator.custom_options() {
                 assert!(inside(custom));
             }
-            if let Some(owner) = operator.options_table().owner() {
+            if let Some(owner) = operator.options().owner() {
                 assert_eq!(Some(owner), operator.builtin());
             }
         }

@@ -527,16 +527,14 @@ fn unknown_union_members_leave_the_rest_readable() {
     let model = Model::parse(&newer).unwrap();
     assert_invariants(&model);
     let operator = &model.main_subgraph().operators()[1];
-    assert_eq!(operator.options(), &crate::Options::Other { type_id: 200 });
-    assert_eq!(operator.options().table_name(), None);
     assert_eq!(
-        operator.options_table(),
-        &crate::OptionsTable::Unknown {
+        operator.options(),
+        &crate::Options::Unknown {
             union: crate::OptionsUnion::Builtin,
             tag: 200
         }
     );
-    assert_eq!(operator.options_table().table_name(), None);
+    assert_eq!(operator.options().table_name(), None);
     assert_eq!(operator.inputs(), &[Some(3)]);
 }
 
@@ -823,12 +821,12 @@ fn unknown_second_union_members_leave_the_rest_readable() {
     assert_invariants(&model);
     let operator = &model.main_subgraph().operators()[2];
     assert_eq!(
-        operator.options_table(),
-        &crate::OptionsTable::Unknown {
+        operator.options(),
+        &crate::Options::Unknown {
             union: crate::OptionsUnion::Builtin2,
             tag: 77
         }
     );
-    assert_eq!(operator.options_table().table_name(), None);
+    assert_eq!(operator.options().table_name(), None);
     assert_eq!(operator.inputs(), &[Some(4)]);
 }

@@ -91,7 +91,7 @@ pub(crate) fn prepare(op: &Op<'_, '_>, builtin: BuiltinOp) -> Result<PreparedOp<
     }
     let e = |err: qneon::Error| op.kernel_error(err);
     let beta = match op.operator.options() {
-        OpOptions::Softmax(s) => s.beta,
+        OpOptions::Builtin(qneon_tflite::schema::BuiltinOptions::SoftmaxOptions(s)) => s.beta,
         _ => 1.0,
     };
     let dtype = input.dtype();

@@ -137,7 +137,9 @@ pub(crate) fn prepare(op: &Op<'_, '_>) -> Result<PreparedOp<BatchMatMul>> {
         return Err(op.unsupported_types());
     }
     let o = match op.operator.options() {
-        OpOptions::BatchMatMul(o) => *o,
+        OpOptions::Builtin(qneon_tflite::schema::BuiltinOptions::BatchMatMulOptions(o)) => {
+            (**o).clone()
+        }
         _ => Default::default(),
     };
     let (sa, sb) = (a.shape(), b.shape());

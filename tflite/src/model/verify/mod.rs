@@ -12,7 +12,7 @@ use super::{
 use crate::error::{Error, Place, Result, Structure};
 use crate::generated::tflite as fb;
 use crate::op::{BuiltinOp, OpKind};
-use crate::options::{self, Options, OptionsTable, OptionsUnion};
+use crate::options::{self, Options, OptionsUnion};
 
 mod tensor;
 
@@ -421,33 +421,14 @@ impl<'a, 'o> Walker<'a, 'o> {
             tensor_count,
         )?;
 
-        let options = match operator.builtin_options() {
-            Ok(None) => Options::None,
-            Ok(Some(options)) => {
-                if let fb::BuiltinOptionsRef::ReshapeOptions(reshape) = &options {
-                    // The only decoded options with a vector: account for it
-                    // before it is copied.
-                    let len = reshape.new_shape().at(at)?.map_or(0, |shape| shape.len());
-                    self.spend(len)?;
-                }
-                options::decode(options).at(at)?
-            }
-            // A member newer than this crate's schema: the rest of the
-            // operator is still read; the runtime refuses it by name.
-            Err(planus::Error {
-                error_kind: planus::errors::ErrorKind::UnknownUnionTag { tag },
-                ..
-            }) if tag > options::KNOWN_OPTIONS_TAGS => Options::Other { type_id: tag },
-            Err(error) => return Err(malformed(at, error)),
-        };
-        let options_table = self.options_table(at, operator)?;
-        if let Some(owner) = options_table.owner() {
+        let options = self.options(at, operator)?;
+        if let Some(owner) = options.owner() {
             let op = code.op.builtin().unwrap_or(BuiltinOp::CUSTOM);
             if owner != op {
                 return Err(Error::OptionsMismatch {
                     at,
                     op,
-                    options: options_table.table_name().unwrap_or("?"),
+                    options: options.table_name().unwrap_or("?"),
                 });
             }
         }
@@ -472,26 +453,23 @@ impl<'a, 'o> Walker<'a, 'o> {
             outputs,
             intermediates,
             options,
-            options_table,
             custom_options,
         })
     }
 
     /// Decodes an operator's options table with the generated code: the
     /// first union's member if there is one, else the second's.
-    fn options_table(&mut self, at: Place, operator: &fb::OperatorRef<'a>) -> Result<OptionsTable> {
+    fn options(&mut self, at: Place, operator: &fb::OperatorRef<'a>) -> Result<Options> {
         use planus::errors::ErrorKind::UnknownUnionTag;
         let table = match operator.builtin_options() {
-            Ok(Some(table)) => OptionsTable::Builtin(fb::BuiltinOptions::try_from(table).at(at)?),
+            Ok(Some(table)) => Options::Builtin(fb::BuiltinOptions::try_from(table).at(at)?),
             Ok(None) => match operator.builtin_options_2() {
-                Ok(Some(table)) => {
-                    OptionsTable::Builtin2(fb::BuiltinOptions2::try_from(table).at(at)?)
-                }
-                Ok(None) => OptionsTable::None,
+                Ok(Some(table)) => Options::Builtin2(fb::BuiltinOptions2::try_from(table).at(at)?),
+                Ok(None) => Options::None,
                 Err(planus::Error {
                     error_kind: UnknownUnionTag { tag },
                     ..
-                }) if tag > options::KNOWN_OPTIONS2_TAGS => OptionsTable::Unknown {
+                }) if tag > options::KNOWN_OPTIONS2_TAGS => Options::Unknown {
                     union: OptionsUnion::Builtin2,
                     tag,
                 },
@@ -500,7 +478,7 @@ impl<'a, 'o> Walker<'a, 'o> {
             Err(planus::Error {
                 error_kind: UnknownUnionTag { tag },
                 ..
-            }) if tag > options::KNOWN_OPTIONS_TAGS => OptionsTable::Unknown {
+            }) if tag > options::KNOWN_OPTIONS_TAGS => Options::Unknown {
                 union: OptionsUnion::Builtin,
                 tag,
             },
