@@ -457,3 +457,114 @@ pub(super) const OPTIONS_NAMES: [&str; KNOWN_OPTIONS_TAGS as usize] = [
     "BitwiseXorOptions",
     "RightShiftOptions",
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The members of `union name { .. }` in the schema, in tag order.
+    fn union_members(schema: &str, name: &str) -> Vec<String> {
+        let start = schema
+            .find(&format!("union {name} {{"))
+            .unwrap_or_else(|| panic!("union {name} not in the schema"));
+        let body = &schema[start..];
+        let body = &body[body.find('{').unwrap() + 1..body.find('}').unwrap()];
+        body.lines()
+            .map(|line| line.split("//").next().unwrap().trim())
+            .filter(|member| !member.is_empty())
+            .map(|member| member.trim_end_matches(',').to_string())
+            .collect()
+    }
+
+    #[test]
+    fn names_follow_the_schema_unions() {
+        let schema = include_str!("../../schema/tflite.fbs");
+        let first = union_members(schema, "BuiltinOptions");
+        let second = union_members(schema, "BuiltinOptions2");
+        assert_eq!(first.len(), usize::from(KNOWN_OPTIONS_TAGS));
+        assert_eq!(second.len(), usize::from(KNOWN_OPTIONS2_TAGS));
+        assert_eq!(first, OPTIONS_NAMES);
+        assert_eq!(second, OPTIONS2_NAMES);
+        for (tag, name) in (1..).zip(&first) {
+            let unknown = Options::Unknown {
+                union: OptionsUnion::Builtin,
+                tag,
+            };
+            // Any member at a known tag is named like the schema's.
+            assert_eq!(unknown.table_name(), Some(name.as_str()));
+        }
+    }
+
+    #[test]
+    fn tags_of_generated_members_are_their_schema_positions() {
+        let schema = include_str!("../../schema/tflite.fbs");
+        let first = union_members(schema, "BuiltinOptions");
+        let second = union_members(schema, "BuiltinOptions2");
+        // A spread of members, each at the position the schema gives it.
+        let members = [
+            (
+                Options::Builtin(fb::BuiltinOptions::Conv2DOptions(Box::default())),
+                "Conv2DOptions",
+            ),
+            (
+                Options::Builtin(fb::BuiltinOptions::LstmOptions(Box::default())),
+                "LSTMOptions",
+            ),
+            (
+                Options::Builtin(fb::BuiltinOptions::SvdfOptions(Box::default())),
+                "SVDFOptions",
+            ),
+            (
+                Options::Builtin(fb::BuiltinOptions::Pool2DOptions(Box::default())),
+                "Pool2DOptions",
+            ),
+            (
+                Options::Builtin(fb::BuiltinOptions::ReducerOptions(Box::default())),
+                "ReducerOptions",
+            ),
+            (
+                Options::Builtin(fb::BuiltinOptions::MirrorPadOptions(Box::default())),
+                "MirrorPadOptions",
+            ),
+            (
+                Options::Builtin(fb::BuiltinOptions::ResizeNearestNeighborOptions(
+                    Box::default(),
+                )),
+                "ResizeNearestNeighborOptions",
+            ),
+            (
+                Options::Builtin(fb::BuiltinOptions::RightShiftOptions(Box::default())),
+                "RightShiftOptions",
+            ),
+            (
+                Options::Builtin2(fb::BuiltinOptions2::StablehloConcatenateOptions(
+                    Box::default(),
+                )),
+                "StablehloConcatenateOptions",
+            ),
+            (
+                Options::Builtin2(fb::BuiltinOptions2::DilateOptions(Box::default())),
+                "DilateOptions",
+            ),
+            (
+                Options::Builtin2(fb::BuiltinOptions2::StableHloCompositeOptions(
+                    Box::default(),
+                )),
+                "StableHLOCompositeOptions",
+            ),
+            (
+                Options::Builtin2(fb::BuiltinOptions2::StablehloCaseOptions(Box::default())),
+                "StablehloCaseOptions",
+            ),
+        ];
+        for (options, name) in members {
+            let names = match options.union() {
+                Some(OptionsUnion::Builtin) => &first,
+                _ => &second,
+            };
+            let position = names.iter().position(|member| member == name).unwrap();
+            assert_eq!(usize::from(options.tag()), position + 1, "{name}");
+            assert_eq!(options.table_name(), Some(name));
+        }
+    }
+}
