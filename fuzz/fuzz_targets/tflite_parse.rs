@@ -125,7 +125,9 @@ fn check(data: &[u8]) {
     for (subgraph, other) in model.subgraphs().iter().zip(unaligned.subgraphs()) {
         let _ = subgraph.name();
         for operator in subgraph.operators() {
-            let _ = format!("{operator} {operator:?} {}", operator.options());
+            let options = operator.options();
+            let _ = format!("{operator} {operator:?} {options} {options:?}");
+            let _ = (options.union(), options.tag(), options.table_name());
             let _ = (
                 operator.custom_options(),
                 operator.intermediates(),

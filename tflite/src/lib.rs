@@ -47,12 +47,16 @@ mod generated;
 pub use dtype::TensorType;
 pub use error::{Error, Place, QuantizationProblem, Result, Structure};
 pub use file::ModelBytes;
+/// The generated FlatBuffers types of the complete TFLite schema
+/// (`schema/tflite.fbs`): owned tables (as in [`Options`]), their
+/// zero-copy `...Ref` readers and builders.
+pub use generated::tflite as schema;
 pub use model::{
     Metadata, Model, Operator, OperatorCode, ParseOptions, Quantization, Subgraph, Tensor,
     FILE_IDENTIFIER, SCHEMA_VERSION,
 };
 pub use op::{BuiltinOp, OpKind};
-pub use options::Options;
+pub use options::{Options, OptionsUnion};
 pub use values::{values, Element};
 
 #[cfg(test)]

@@ -407,7 +407,8 @@ impl<'a> Operator<'a> {
         &self.intermediates
     }
 
-    /// The builtin options.
+    /// The builtin options table, as the generated code decodes it (every
+    /// member of both options unions).
     pub fn options(&self) -> &Options {
         &self.options
     }

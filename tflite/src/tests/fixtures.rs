@@ -124,6 +124,7 @@ pub fn two_op_model() -> fb::Model {
                             weights_format: 0,
                             keep_num_dims: false,
                             asymmetric_quantize_inputs: true,
+                            ..Default::default()
                         },
                     ))),
                     ..Default::default()
@@ -139,6 +140,7 @@ pub fn two_op_model() -> fb::Model {
                 },
             ]),
             name: Some("main".to_string()),
+            ..Default::default()
         }]),
         description: Some("qneon test model".to_string()),
         buffers: Some(vec![
@@ -152,6 +154,7 @@ pub fn two_op_model() -> fb::Model {
             name: Some(METADATA_NAME.to_string()),
             buffer: 3,
         }]),
+        ..Default::default()
     }
 }
 

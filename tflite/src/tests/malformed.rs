@@ -400,6 +400,68 @@ fn inconsistent_quantization_is_refused() {
 }
 
 #[test]
+fn quantization_tflite_micro_loads_is_accepted() {
+    // Per-axis weights with one zero point for all scales: it is repeated.
+    let mut model = two_op_model();
+    main_graph(&mut model).tensors.as_mut().unwrap()[1].quantization =
+        quantization(&[0.1, 0.2, 0.3], &[0], 0);
+    let bytes = encode(&model);
+    let parsed = Model::parse(&bytes).unwrap();
+    assert_invariants(&parsed);
+    let weights = parsed.main_subgraph().tensors()[1].quantization().unwrap();
+    assert_eq!(weights.zero_points(), &[0, 0, 0]);
+    assert_eq!(weights.axis(), Some(0));
+
+    // A rank-1 bias with one scale per element and its filter's quantized
+    // dimension (3, or any other out of its range): its only axis.
+    for axis in [3, 1, -1] {
+        let mut model = two_op_model();
+        main_graph(&mut model).tensors.as_mut().unwrap()[2].quantization =
+            quantization(&[0.005, 0.01, 0.015], &[0, 0, 0], axis);
+        let bytes = encode(&model);
+        let parsed = Model::parse(&bytes).unwrap();
+        assert_invariants(&parsed);
+        let bias = parsed.main_subgraph().tensors()[2].quantization().unwrap();
+        assert_eq!(bias.axis(), Some(0), "quantized_dimension {axis}");
+        assert_eq!(bias.per_tensor(), None);
+    }
+
+    // ... but not when its scales do not match its one dimension, nor for
+    // a tensor of higher rank, nor a zero point count other than 1 or N.
+    let refused = [
+        (
+            2,
+            quantization(&[0.1, 0.2], &[0, 0], 3),
+            QuantizationProblem::AxisOutOfRange { axis: 3, rank: 1 },
+        ),
+        (
+            1,
+            quantization(&[0.1, 0.2, 0.3], &[0, 0, 0], 3),
+            QuantizationProblem::AxisOutOfRange { axis: 3, rank: 2 },
+        ),
+        (
+            1,
+            quantization(&[0.1, 0.2, 0.3], &[0, 0], 0),
+            QuantizationProblem::LengthMismatch {
+                scales: 3,
+                zero_points: 2,
+            },
+        ),
+    ];
+    for (tensor, written, problem) in refused {
+        let mut model = two_op_model();
+        main_graph(&mut model).tensors.as_mut().unwrap()[tensor].quantization = written;
+        assert_eq!(
+            parse(&model),
+            Err(Error::BadQuantization {
+                at: tensor_at(tensor),
+                problem
+            })
+        );
+    }
+}
+
+#[test]
 fn missing_tables_are_named() {
     let mut model = two_op_model();
     model.subgraphs = Some(Vec::new());
@@ -465,7 +527,13 @@ fn unknown_union_members_leave_the_rest_readable() {
     let model = Model::parse(&newer).unwrap();
     assert_invariants(&model);
     let operator = &model.main_subgraph().operators()[1];
-    assert_eq!(operator.options(), &crate::Options::Other { type_id: 200 });
+    assert_eq!(
+        operator.options(),
+        &crate::Options::Unknown {
+            union: crate::OptionsUnion::Builtin,
+            tag: 200
+        }
+    );
     assert_eq!(operator.options().table_name(), None);
     assert_eq!(operator.inputs(), &[Some(3)]);
 }
@@ -632,4 +700,133 @@ fn the_default_step_limit_refuses_a_subgraph_shared_a_thousand_times() {
     let shared = Model::parse_with(&bytes, &generous).unwrap();
     assert_eq!(shared.subgraphs().len(), 1000);
     assert_eq!(shared.subgraphs()[999].operators()[1].inputs().len(), 2000);
+}
+
+/// The two-operator model with a STABLEHLO_PAD operator whose
+/// `BuiltinOptions2` table holds `low` as its first vector.
+fn with_pad_options(low: Vec<i64>) -> fb::Model {
+    let mut model = two_op_model();
+    model
+        .operator_codes
+        .as_mut()
+        .unwrap()
+        .push(opcode(BuiltinOp::STABLEHLO_PAD.0, 1));
+    main_graph(&mut model)
+        .operators
+        .as_mut()
+        .unwrap()
+        .push(fb::Operator {
+            opcode_index: 2,
+            inputs: Some(vec![4]),
+            outputs: Some(vec![4]),
+            builtin_options_2: Some(fb::BuiltinOptions2::StablehloPadOptions(Box::new(
+                fb::StablehloPadOptions {
+                    edge_padding_low: Some(low),
+                    ..Default::default()
+                },
+            ))),
+            ..Default::default()
+        });
+    model
+}
+
+#[test]
+fn options_tables_with_bad_vectors_are_refused() {
+    // Reshape (first union) and StableHLO pad (second union) options whose
+    // vector lengths are made to run past the end of the file.
+    let mut reshape = two_op_model();
+    reshape.operator_codes.as_mut().unwrap()[1] = opcode(BuiltinOp::RESHAPE.0, 1);
+    main_graph(&mut reshape).operators.as_mut().unwrap()[1].builtin_options = Some(
+        fb::BuiltinOptions::ReshapeOptions(Box::new(fb::ReshapeOptions {
+            new_shape: Some(vec![0x1122_3344, 0x5566_7788]),
+        })),
+    );
+    let pad = with_pad_options(vec![0x0102_0304_0506_0708, 0x1112_1314_1516_1718]);
+    for (model, first, operator) in [
+        (reshape, 0x1122_3344u32.to_le_bytes().to_vec(), 1),
+        (pad, 0x0102_0304_0506_0708u64.to_le_bytes().to_vec(), 2),
+    ] {
+        let bytes = encode(&model);
+        assert!(Model::parse(&bytes).is_ok());
+        // The vector: its length (2), then its first element.
+        let len_at = (0..bytes.len() - 4 - first.len())
+            .find(|&at| {
+                bytes[at..at + 4] == 2u32.to_le_bytes() && bytes[at + 4..].starts_with(&first)
+            })
+            .expect("the options vector");
+        for len in [3u32, 0x7fff_ffff, u32::MAX] {
+            let mut bad = bytes.clone();
+            bad[len_at..len_at + 4].copy_from_slice(&len.to_le_bytes());
+            match Model::parse(&bad) {
+                Err(Error::Malformed { at, .. }) => assert_eq!(at, operator_at(operator)),
+                // A length that still fits the file reads other bytes as
+                // elements; whatever parses keeps the promises.
+                Ok(parsed) => {
+                    assert_eq!(len, 3);
+                    assert_invariants(&parsed);
+                }
+                Err(other) => panic!("length {len}: {other}"),
+            }
+        }
+    }
+}
+
+#[test]
+fn options_vectors_count_against_the_item_budget() {
+    // The smallest budget that reads the model with a 2-entry vector, then
+    // the same budget for a 400-entry one: refused, as every decoded
+    // options table is counted (operators may share one).
+    let fits = |model: &fb::Model, items: usize| {
+        let options = ParseOptions {
+            max_items: Some(items),
+            ..ParseOptions::default()
+        };
+        Model::parse_with(&encode(model), &options).map(|_| ())
+    };
+    let small = with_pad_options(vec![1, 2]);
+    let least = (0..10_000)
+        .find(|&items| fits(&small, items).is_ok())
+        .unwrap();
+    assert_eq!(
+        fits(&small, least - 1).unwrap_err(),
+        Error::TooManyItems { limit: least - 1 }
+    );
+    let large = with_pad_options(vec![3; 400]);
+    assert_eq!(
+        fits(&large, least).unwrap_err(),
+        Error::TooManyItems { limit: least }
+    );
+    assert!(fits(&large, least + 398).is_ok());
+}
+
+#[test]
+fn unknown_second_union_members_leave_the_rest_readable() {
+    // StablehloPadOptions is member 10 of BuiltinOptions2; its tag byte is
+    // found as the one byte differing from an encoding with member 17.
+    let encode_with = |options: fb::BuiltinOptions2| {
+        let mut model = with_pad_options(Vec::new());
+        main_graph(&mut model).operators.as_mut().unwrap()[2].builtin_options_2 = Some(options);
+        encode(&model)
+    };
+    let pad = encode_with(fb::BuiltinOptions2::StablehloPadOptions(Box::default()));
+    let transpose = encode_with(fb::BuiltinOptions2::StablehloTransposeOptions(
+        Box::default(),
+    ));
+    let differing: Vec<usize> = (0..pad.len()).filter(|&i| pad[i] != transpose[i]).collect();
+    assert_eq!(differing.len(), 1);
+    assert_eq!((pad[differing[0]], transpose[differing[0]]), (10, 17));
+    let mut newer = pad.clone();
+    newer[differing[0]] = 77;
+    let model = Model::parse(&newer).unwrap();
+    assert_invariants(&model);
+    let operator = &model.main_subgraph().operators()[2];
+    assert_eq!(
+        operator.options(),
+        &crate::Options::Unknown {
+            union: crate::OptionsUnion::Builtin2,
+            tag: 77
+        }
+    );
+    assert_eq!(operator.options().table_name(), None);
+    assert_eq!(operator.inputs(), &[Some(4)]);
 }

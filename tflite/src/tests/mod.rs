@@ -2,6 +2,8 @@
 
 mod fixtures;
 mod malformed;
+mod micro_files;
 mod mutations;
 mod real_files;
 mod round_trip;
+mod schema_slots;

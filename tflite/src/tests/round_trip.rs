@@ -2,7 +2,7 @@
 
 use super::fixtures::*;
 use crate::generated::tflite as fb;
-use crate::options::{FullyConnectedOptions, FusedActivation, SoftmaxOptions, WeightsFormat};
+use crate::options::{FusedActivation, OptionsUnion, WeightsFormat};
 use crate::{BuiltinOp, Model, ModelBytes, OpKind, Options, TensorType};
 
 #[test]
@@ -97,15 +97,19 @@ fn two_op_model_reads_back_every_field() {
     assert_eq!(fully_connected.outputs(), &[Some(3)]);
     assert!(fully_connected.intermediates().is_empty());
     assert_eq!(fully_connected.custom_options(), None);
+    let Options::Builtin(fb::BuiltinOptions::FullyConnectedOptions(fc)) = fully_connected.options()
+    else {
+        panic!("{:?}", fully_connected.options())
+    };
     assert_eq!(
-        fully_connected.options(),
-        &Options::FullyConnected(FullyConnectedOptions {
-            fused_activation: FusedActivation::Relu,
-            weights_format: WeightsFormat::Default,
-            keep_num_dims: false,
-            asymmetric_quantize_inputs: true,
-        })
+        FusedActivation::from_code(fc.fused_activation_function),
+        FusedActivation::Relu
     );
+    assert_eq!(
+        WeightsFormat::from_code(fc.weights_format),
+        WeightsFormat::Default
+    );
+    assert!(!fc.keep_num_dims && fc.asymmetric_quantize_inputs);
     assert_eq!(
         fully_connected.options().table_name(),
         Some("FullyConnectedOptions")
@@ -115,7 +119,9 @@ fn two_op_model_reads_back_every_field() {
     assert_eq!(softmax.outputs(), &[Some(4)]);
     assert_eq!(
         softmax.options(),
-        &Options::Softmax(SoftmaxOptions { beta: 1.0 })
+        &Options::Builtin(fb::BuiltinOptions::SoftmaxOptions(Box::new(
+            fb::SoftmaxOptions { beta: 1.0 }
+        )))
     );
 }
 
@@ -203,19 +209,16 @@ fn unknown_builtin_operators_parse_and_are_named_by_number() {
 
 /// Every decoded options table, on its own operator.
 #[test]
-fn decoded_options_read_back() {
-    use crate::options::*;
-    let cases: Vec<(i32, fb::BuiltinOptions, Options)> = vec![
+fn options_read_back_at_their_tags_and_names() {
+    let cases: Vec<(i32, fb::BuiltinOptions, u8, &str)> = vec![
         (
             0,
             fb::BuiltinOptions::AddOptions(Box::new(fb::AddOptions {
                 fused_activation_function: 3,
                 pot_scale_int16: false,
             })),
-            Options::Add(AddSubOptions {
-                fused_activation: FusedActivation::Relu6,
-                pot_scale_int16: false,
-            }),
+            11,
+            "AddOptions",
         ),
         (
             41,
@@ -223,38 +226,42 @@ fn decoded_options_read_back() {
                 fused_activation_function: 9,
                 pot_scale_int16: true,
             })),
-            Options::Sub(AddSubOptions {
-                fused_activation: FusedActivation::Unknown(9),
-                pot_scale_int16: true,
-            }),
+            28,
+            "SubOptions",
         ),
         (
             18,
             fb::BuiltinOptions::MulOptions(Box::new(fb::MulOptions {
-                fused_activation_function: 2,
+                fused_activation_function: 1,
             })),
-            Options::Mul(MulOptions {
-                fused_activation: FusedActivation::ReluN1To1,
-            }),
+            21,
+            "MulOptions",
         ),
         (
             50,
             fb::BuiltinOptions::LogSoftmaxOptions(Box::default()),
-            Options::LogSoftmax,
+            36,
+            "LogSoftmaxOptions",
         ),
         (
             22,
             fb::BuiltinOptions::ReshapeOptions(Box::new(fb::ReshapeOptions {
-                new_shape: Some(vec![-1, 12]),
+                new_shape: Some(vec![1, -1, 4]),
             })),
-            Options::Reshape(ReshapeOptions {
-                new_shape: Some(vec![-1, 12]),
-            }),
+            17,
+            "ReshapeOptions",
+        ),
+        (
+            22,
+            fb::BuiltinOptions::ReshapeOptions(Box::default()),
+            17,
+            "ReshapeOptions",
         ),
         (
             39,
             fb::BuiltinOptions::TransposeOptions(Box::default()),
-            Options::Transpose,
+            26,
+            "TransposeOptions",
         ),
         (
             126,
@@ -263,22 +270,17 @@ fn decoded_options_read_back() {
                 adj_y: false,
                 asymmetric_quantize_inputs: true,
             })),
-            Options::BatchMatMul(BatchMatMulOptions {
-                adj_x: true,
-                adj_y: false,
-                asymmetric_quantize_inputs: true,
-            }),
+            101,
+            "BatchMatMulOptions",
         ),
         (
             36,
             fb::BuiltinOptions::GatherOptions(Box::new(fb::GatherOptions {
                 axis: -1,
-                batch_dims: 1,
+                batch_dims: 2,
             })),
-            Options::Gather(GatherOptions {
-                axis: -1,
-                batch_dims: 1,
-            }),
+            23,
+            "GatherOptions",
         ),
         (
             45,
@@ -290,56 +292,50 @@ fn decoded_options_read_back() {
                 shrink_axis_mask: 16,
                 offset: true,
             })),
-            Options::StridedSlice(StridedSliceOptions {
-                begin_mask: 1,
-                end_mask: 2,
-                ellipsis_mask: 4,
-                new_axis_mask: 8,
-                shrink_axis_mask: 16,
-                offset: true,
-            }),
+            32,
+            "StridedSliceOptions",
         ),
         (
             34,
             fb::BuiltinOptions::PadOptions(Box::default()),
-            Options::Pad,
+            22,
+            "PadOptions",
         ),
         (
             2,
             fb::BuiltinOptions::ConcatenationOptions(Box::new(fb::ConcatenationOptions {
-                axis: 1,
-                fused_activation_function: 4,
+                axis: -2,
+                fused_activation_function: 2,
             })),
-            Options::Concatenation(ConcatenationOptions {
-                axis: 1,
-                fused_activation: FusedActivation::Tanh,
-            }),
+            10,
+            "ConcatenationOptions",
         ),
         (
             49,
             fb::BuiltinOptions::SplitOptions(Box::new(fb::SplitOptions { num_splits: 3 })),
-            Options::Split(SplitOptions { num_splits: 3 }),
+            35,
+            "SplitOptions",
         ),
         (
             53,
             fb::BuiltinOptions::CastOptions(Box::new(fb::CastOptions {
                 in_data_type: 9,
-                out_data_type: 40,
+                out_data_type: 99,
             })),
-            Options::Cast(CastOptions {
-                in_data_type: 9,
-                out_data_type: 40,
-            }),
+            37,
+            "CastOptions",
         ),
         (
             114,
             fb::BuiltinOptions::QuantizeOptions(Box::default()),
-            Options::Quantize,
+            89,
+            "QuantizeOptions",
         ),
         (
             6,
             fb::BuiltinOptions::DequantizeOptions(Box::default()),
-            Options::Dequantize,
+            38,
+            "DequantizeOptions",
         ),
         (
             9,
@@ -348,59 +344,139 @@ fn decoded_options_read_back() {
                 weights_format: 1,
                 keep_num_dims: true,
                 asymmetric_quantize_inputs: false,
+                quantized_bias_type: 2,
             })),
-            Options::FullyConnected(FullyConnectedOptions {
-                fused_activation: FusedActivation::None,
-                weights_format: WeightsFormat::Shuffled4x16Int8,
-                keep_num_dims: true,
-                asymmetric_quantize_inputs: false,
-            }),
+            8,
+            "FullyConnectedOptions",
         ),
-        // Placeholders: read as "other", named by the format.
+        // Tables of operators qneon does not run: decoded all the same.
         (
             3,
             fb::BuiltinOptions::Conv2DOptions(Box::default()),
-            Options::Other { type_id: 1 },
+            1,
+            "Conv2DOptions",
         ),
         (
             40,
             fb::BuiltinOptions::ReducerOptions(Box::default()),
-            Options::Other { type_id: 27 },
+            27,
+            "ReducerOptions",
         ),
         (
             161,
             fb::BuiltinOptions::RightShiftOptions(Box::default()),
-            Options::Other { type_id: 126 },
+            126,
+            "RightShiftOptions",
         ),
     ];
-    for (code, written, expected) in cases {
+    for (code, written, tag, name) in cases {
         let mut model = two_op_model();
         model.operator_codes.as_mut().unwrap()[1] = opcode(code, 1);
         model.subgraphs.as_mut().unwrap()[0]
             .operators
             .as_mut()
             .unwrap()[1]
-            .builtin_options = Some(written);
+            .builtin_options = Some(written.clone());
         let bytes = encode(&model);
-        let parsed = Model::parse(&bytes).unwrap_or_else(|error| panic!("{expected:?}: {error}"));
+        let parsed = Model::parse(&bytes).unwrap_or_else(|error| panic!("{name}: {error}"));
         let options = parsed.main_subgraph().operators()[1].options();
-        assert_eq!(options, &expected);
-        assert!(!options.to_string().is_empty());
+        assert_eq!(options, &Options::Builtin(written), "{name}");
+        assert_eq!(options.union(), Some(OptionsUnion::Builtin));
+        assert_eq!((options.tag(), options.table_name()), (tag, Some(name)));
+        assert!(options.to_string().starts_with(name), "{options}");
     }
-    assert_eq!(
-        Options::Other { type_id: 1 }.table_name(),
-        Some("Conv2DOptions")
-    );
-    assert_eq!(
-        Options::Other { type_id: 27 }.table_name(),
-        Some("ReducerOptions")
-    );
-    assert_eq!(
-        Options::Other { type_id: 126 }.table_name(),
-        Some("RightShiftOptions")
-    );
-    assert_eq!(Options::Other { type_id: 127 }.table_name(), None);
+    // Codes the runtime must refuse stay representable.
+    assert_eq!(FusedActivation::from_code(9), FusedActivation::Unknown(9));
+    assert_eq!(FusedActivation::from_code(3), FusedActivation::Relu6);
+    assert_eq!(WeightsFormat::from_code(1), WeightsFormat::Shuffled4x16Int8);
+    assert_eq!(WeightsFormat::from_code(7), WeightsFormat::Unknown(7));
+    let unknown = Options::Unknown {
+        union: OptionsUnion::Builtin,
+        tag: 127,
+    };
+    assert_eq!((unknown.tag(), unknown.table_name()), (127, None));
     assert_eq!(Options::None.table_name(), Some("NONE"));
+}
+
+#[test]
+fn generated_options_read_back_for_every_union() {
+    let conv = fb::Conv2DOptions {
+        padding: 1,
+        stride_w: 2,
+        stride_h: 3,
+        fused_activation_function: 3,
+        dilation_w_factor: 4,
+        dilation_h_factor: 5,
+        quantized_bias_type: 9,
+    };
+    let pad = fb::StablehloPadOptions {
+        edge_padding_low: Some(vec![1, 2]),
+        edge_padding_high: Some(vec![3, 4]),
+        interior_padding: None,
+    };
+    let mut model = two_op_model();
+    model.operator_codes.as_mut().unwrap()[1] = opcode(BuiltinOp::CONV_2D.0, 1);
+    model
+        .operator_codes
+        .as_mut()
+        .unwrap()
+        .push(opcode(BuiltinOp::STABLEHLO_PAD.0, 1));
+    let operators = model.subgraphs.as_mut().unwrap()[0]
+        .operators
+        .as_mut()
+        .unwrap();
+    operators[1].builtin_options = Some(fb::BuiltinOptions::Conv2DOptions(Box::new(conv.clone())));
+    operators.push(fb::Operator {
+        opcode_index: 2,
+        inputs: Some(vec![4]),
+        outputs: Some(vec![4]),
+        builtin_options_2: Some(fb::BuiltinOptions2::StablehloPadOptions(Box::new(
+            pad.clone(),
+        ))),
+        ..Default::default()
+    });
+    let bytes = encode(&model);
+    let parsed = Model::parse(&bytes).unwrap();
+    assert_invariants(&parsed);
+    let operators = parsed.main_subgraph().operators();
+
+    let conv_table = operators[1].options();
+    assert_eq!(
+        conv_table,
+        &Options::Builtin(fb::BuiltinOptions::Conv2DOptions(Box::new(conv)))
+    );
+    assert_eq!(
+        (conv_table.tag(), conv_table.table_name()),
+        (1, Some("Conv2DOptions"))
+    );
+    let Options::Builtin(fb::BuiltinOptions::Conv2DOptions(read)) = conv_table else {
+        unreachable!()
+    };
+    assert_eq!(
+        FusedActivation::from_code(read.fused_activation_function),
+        FusedActivation::Relu6
+    );
+    assert_eq!(
+        conv_table.to_string(),
+        "Conv2DOptions { padding: 1, stride_w: 2, stride_h: 3, fused_activation_function: 3, \
+         dilation_w_factor: 4, dilation_h_factor: 5, quantized_bias_type: 9 }"
+    );
+
+    let pad_table = operators[2].options();
+    assert_eq!(
+        pad_table,
+        &Options::Builtin2(fb::BuiltinOptions2::StablehloPadOptions(Box::new(pad)))
+    );
+    assert_eq!(pad_table.union(), Some(OptionsUnion::Builtin2));
+    assert_eq!(
+        (pad_table.tag(), pad_table.table_name()),
+        (10, Some("StablehloPadOptions"))
+    );
+
+    assert_eq!(operators[0].options().union(), Some(OptionsUnion::Builtin));
+    assert_eq!(Options::None.table_name(), Some("NONE"));
+    assert_eq!(Options::None.tag(), 0);
+    assert_eq!(Options::None.to_string(), "no options");
 }
 
 #[test]
@@ -459,11 +535,12 @@ fn display_lines_show_types_shapes_and_quantization() {
     );
     assert_eq!(
         graph.operators()[0].to_string(),
-        "#0 FULLY_CONNECTED v4 (0, 1, 2) -> (3) activation=RELU weights=Default keep_num_dims=false asymmetric_quantize_inputs=true"
+        "#0 FULLY_CONNECTED v4 (0, 1, 2) -> (3) FullyConnectedOptions { fused_activation_function: 1, \
+         weights_format: 0, keep_num_dims: false, asymmetric_quantize_inputs: true, quantized_bias_type: 0 }"
     );
     assert_eq!(
         graph.operators()[1].to_string(),
-        "#1 SOFTMAX v1 (3) -> (4) beta=1"
+        "#1 SOFTMAX v1 (3) -> (4) SoftmaxOptions { beta: 1.0 }"
     );
 }
 

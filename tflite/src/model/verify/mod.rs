@@ -1,6 +1,8 @@
 //! The verification walk: checks every table, vector and string qneon reads
 //! once and builds the borrowed views of [`super`].
 
+use core::fmt;
+
 use planus::ReadAsRoot;
 
 use super::{
@@ -10,7 +12,7 @@ use super::{
 use crate::error::{Error, Place, Result, Structure};
 use crate::generated::tflite as fb;
 use crate::op::{BuiltinOp, OpKind};
-use crate::options::{self, Options};
+use crate::options::{self, Options, OptionsUnion};
 
 mod tensor;
 
@@ -419,25 +421,7 @@ impl<'a, 'o> Walker<'a, 'o> {
             tensor_count,
         )?;
 
-        let options = match operator.builtin_options() {
-            Ok(None) => Options::None,
-            Ok(Some(options)) => {
-                if let fb::BuiltinOptionsRef::ReshapeOptions(reshape) = &options {
-                    // The only decoded options with a vector: account for it
-                    // before it is copied.
-                    let len = reshape.new_shape().at(at)?.map_or(0, |shape| shape.len());
-                    self.spend(len)?;
-                }
-                options::decode(options).at(at)?
-            }
-            // A member newer than this crate's schema: the rest of the
-            // operator is still read; the runtime refuses it by name.
-            Err(planus::Error {
-                error_kind: planus::errors::ErrorKind::UnknownUnionTag { tag },
-                ..
-            }) if tag > options::KNOWN_OPTIONS_TAGS => Options::Other { type_id: tag },
-            Err(error) => return Err(malformed(at, error)),
-        };
+        let options = self.options(at, operator)?;
         if let Some(owner) = options.owner() {
             let op = code.op.builtin().unwrap_or(BuiltinOp::CUSTOM);
             if owner != op {
@@ -471,5 +455,53 @@ impl<'a, 'o> Walker<'a, 'o> {
             options,
             custom_options,
         })
+    }
+
+    /// Decodes an operator's options table with the generated code: the
+    /// first union's member if there is one, else the second's.
+    fn options(&mut self, at: Place, operator: &fb::OperatorRef<'a>) -> Result<Options> {
+        use planus::errors::ErrorKind::UnknownUnionTag;
+        let table = match operator.builtin_options() {
+            Ok(Some(table)) => Options::Builtin(fb::BuiltinOptions::try_from(table).at(at)?),
+            Ok(None) => match operator.builtin_options_2() {
+                Ok(Some(table)) => Options::Builtin2(fb::BuiltinOptions2::try_from(table).at(at)?),
+                Ok(None) => Options::None,
+                Err(planus::Error {
+                    error_kind: UnknownUnionTag { tag },
+                    ..
+                }) if tag > options::KNOWN_OPTIONS2_TAGS => Options::Unknown {
+                    union: OptionsUnion::Builtin2,
+                    tag,
+                },
+                Err(error) => return Err(malformed(at, error)),
+            },
+            Err(planus::Error {
+                error_kind: UnknownUnionTag { tag },
+                ..
+            }) if tag > options::KNOWN_OPTIONS_TAGS => Options::Unknown {
+                union: OptionsUnion::Builtin,
+                tag,
+            },
+            Err(error) => return Err(malformed(at, error)),
+        };
+        // The decoded table's vectors were allocated by lengths the file
+        // bounds, but operators may share one table: the walk's budget
+        // counts every decoding, by the separators of its debug text (one
+        // per field and per vector element), a measure that needs no code
+        // per table.
+        let mut separators = SeparatorCount(0);
+        fmt::write(&mut separators, format_args!("{table:?}")).ok();
+        self.spend(1 + separators.0)?;
+        Ok(table)
+    }
+}
+
+/// Counts the commas written to it, storing nothing.
+struct SeparatorCount(usize);
+
+impl fmt::Write for SeparatorCount {
+    fn write_str(&mut self, text: &str) -> fmt::Result {
+        self.0 += text.bytes().filter(|&byte| byte == b',').count();
+        Ok(())
     }
 }

@@ -142,6 +142,15 @@ impl<'a> Walker<'a, '_> {
     /// TFLite's rules: no scales means not quantized; scales need as many
     /// zero points; more than one scale quantizes along `quantized_dimension`,
     /// one scale per index of that axis.
+    ///
+    /// Two files TFLite Micro loads are accepted as it does. Per-axis
+    /// weights may carry one zero point for all their scales (it is repeated
+    /// here, so [`Quantization::zero_points`] still has one per scale). And
+    /// converters have written rank-1 bias tensors with one scale per element
+    /// but the `quantized_dimension` of their 4-D filter (TFLite Micro's
+    /// person_detect: 3 on a rank 1 tensor); TFLite Micro never reads the
+    /// dimension there, and the one axis such a tensor has is the only one
+    /// its scales can follow, so that axis is taken.
     fn quantization(
         &mut self,
         at: Place,
@@ -152,7 +161,7 @@ impl<'a> Walker<'a, '_> {
         if scales.is_empty() {
             return Ok(None);
         }
-        let zero_points: Vec<i64> = match quantization.zero_point().at(at)? {
+        let mut zero_points: Vec<i64> = match quantization.zero_point().at(at)? {
             Some(zero_points) => {
                 self.spend(zero_points.len())?;
                 zero_points.iter().collect()
@@ -164,6 +173,9 @@ impl<'a> Walker<'a, '_> {
                 })
             }
         };
+        if scales.len() > 1 && zero_points.len() == 1 {
+            zero_points.resize(scales.len(), zero_points[0]);
+        }
         if zero_points.len() != scales.len() {
             return Err(Error::BadQuantization {
                 at,
@@ -175,9 +187,11 @@ impl<'a> Walker<'a, '_> {
         }
         let axis = if scales.len() > 1 {
             let stored_axis = quantization.quantized_dimension().at(at)?;
+            let only_axis_fits = shape.len() == 1 && shape[0] == scales.len();
             let axis = usize::try_from(stored_axis)
                 .ok()
                 .filter(|&axis| axis < shape.len())
+                .or(only_axis_fits.then_some(0))
                 .ok_or(Error::BadQuantization {
                     at,
                     problem: QuantizationProblem::AxisOutOfRange {

@@ -132,7 +132,9 @@ fn kernel<T: QuantElem + bytemuck::Pod + Send + Sync>(
     Ok(match op.builtin {
         BuiltinOp::SOFTMAX => {
             let beta = match op.operator.options() {
-                OpOptions::Softmax(s) => s.beta,
+                OpOptions::Builtin(qneon_tflite::schema::BuiltinOptions::SoftmaxOptions(s)) => {
+                    s.beta
+                }
                 _ => 1.0,
             };
             let softmax = qneon::Softmax::<T>::new(in_q, beta, out_q, method).map_err(e)?;

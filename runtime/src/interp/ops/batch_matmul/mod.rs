@@ -163,7 +163,9 @@ fn prepare(op: &Op<'_, '_>) -> Result<PreparedOp> {
         return Err(op.unsupported_types());
     }
     let o = match op.operator.options() {
-        OpOptions::BatchMatMul(o) => *o,
+        OpOptions::Builtin(qneon_tflite::schema::BuiltinOptions::BatchMatMulOptions(o)) => {
+            (**o).clone()
+        }
         _ => Default::default(),
     };
     let (sa, sb) = (a.shape(), b.shape());

@@ -375,8 +375,15 @@ fn prepare(op: &Op<'_, '_>) -> Result<PreparedOp> {
     }
     op.expect_shape(output, &shape)?;
     let fused = match op.operator.options() {
-        OpOptions::Add(o) | OpOptions::Sub(o) => o.fused_activation,
-        OpOptions::Mul(o) => o.fused_activation,
+        OpOptions::Builtin(qneon_tflite::schema::BuiltinOptions::AddOptions(o)) => {
+            TfActivation::from_code(o.fused_activation_function)
+        }
+        OpOptions::Builtin(qneon_tflite::schema::BuiltinOptions::SubOptions(o)) => {
+            TfActivation::from_code(o.fused_activation_function)
+        }
+        OpOptions::Builtin(qneon_tflite::schema::BuiltinOptions::MulOptions(o)) => {
+            TfActivation::from_code(o.fused_activation_function)
+        }
         _ => TfActivation::None,
     };
     let activation = op.activation(fused)?;

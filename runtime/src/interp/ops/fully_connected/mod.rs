@@ -102,13 +102,18 @@ fn prepare(op: &Op<'_, '_>) -> Result<PreparedOp> {
         return Err(op.unsupported_types());
     }
     let o = match op.operator.options() {
-        OpOptions::FullyConnected(o) => *o,
+        OpOptions::Builtin(qneon_tflite::schema::BuiltinOptions::FullyConnectedOptions(o)) => {
+            (**o).clone()
+        }
         _ => Default::default(),
     };
-    if o.weights_format != WeightsFormat::Default {
-        return Err(op.unsupported(format!("weights format {:?}", o.weights_format)));
+    let weights_format = WeightsFormat::from_code(o.weights_format);
+    if weights_format != WeightsFormat::Default {
+        return Err(op.unsupported(format!("weights format {weights_format:?}")));
     }
-    let activation = op.activation(o.fused_activation)?;
+    let activation = op.activation(qneon_tflite::options::FusedActivation::from_code(
+        o.fused_activation_function,
+    ))?;
     if !weights.is_constant() || bias.is_some_and(|b| !b.is_constant()) {
         return Err(op.unsupported("weights and bias must be constant"));
     }

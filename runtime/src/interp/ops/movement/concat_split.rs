@@ -51,7 +51,10 @@ pub(crate) fn prepare_concatenation(op: &Op<'_, '_>) -> Result<PreparedOp> {
     let output = op.output(0)?;
     let elem = op.elem(output)?;
     let (axis, activation) = match op.operator.options() {
-        OpOptions::Concatenation(c) => (c.axis as i64, c.fused_activation),
+        OpOptions::Builtin(qneon_tflite::schema::BuiltinOptions::ConcatenationOptions(c)) => (
+            c.axis as i64,
+            TfActivation::from_code(c.fused_activation_function),
+        ),
         _ => (0, TfActivation::None),
     };
     if activation != TfActivation::None {
@@ -98,7 +101,7 @@ pub(crate) fn prepare_split(op: &Op<'_, '_>) -> Result<PreparedOp> {
     let rank = input.shape().len();
     let axis = op.normalize_axis(axis, rank)?;
     let splits = match op.operator.options() {
-        OpOptions::Split(s) => s.num_splits,
+        OpOptions::Builtin(qneon_tflite::schema::BuiltinOptions::SplitOptions(s)) => s.num_splits,
         _ => 0,
     };
     let n = op.operator.outputs().len();

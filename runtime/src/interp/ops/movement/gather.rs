@@ -23,7 +23,9 @@ pub(crate) fn prepare(op: &Op<'_, '_>) -> Result<PreparedOp> {
     }
     let elem = op.elem(params)?;
     let (axis, batch_dims) = match op.operator.options() {
-        OpOptions::Gather(g) => (g.axis as i64, g.batch_dims as i64),
+        OpOptions::Builtin(qneon_tflite::schema::BuiltinOptions::GatherOptions(g)) => {
+            (g.axis as i64, g.batch_dims as i64)
+        }
         _ => (0, 0),
     };
     let p = params.shape();

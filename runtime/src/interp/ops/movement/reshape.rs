@@ -31,7 +31,7 @@ pub(crate) fn prepare(op: &Op<'_, '_>) -> Result<PreparedOp> {
     let declared: Option<Vec<i64>> = match op.optional_input(1) {
         Some(shape) if shape.is_constant() => Some(op.constant_ints(shape, "shape")?),
         _ => match op.operator.options() {
-            OpOptions::Reshape(r) => r
+            OpOptions::Builtin(qneon_tflite::schema::BuiltinOptions::ReshapeOptions(r)) => r
                 .new_shape
                 .as_ref()
                 .map(|s| s.iter().map(|&x| x as i64).collect()),

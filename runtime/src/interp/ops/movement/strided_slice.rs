@@ -19,7 +19,9 @@ pub(crate) fn prepare(op: &Op<'_, '_>) -> Result<PreparedOp> {
     }
     let elem = op.elem(input)?;
     let o = match op.operator.options() {
-        OpOptions::StridedSlice(o) => *o,
+        OpOptions::Builtin(qneon_tflite::schema::BuiltinOptions::StridedSliceOptions(o)) => {
+            (**o).clone()
+        }
         _ => Default::default(),
     };
     if o.ellipsis_mask != 0 || o.new_axis_mask != 0 || o.offset {
