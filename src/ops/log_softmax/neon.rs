@@ -197,7 +197,7 @@ fn row_sum<const N: usize>(
 /// Fills `out[0..16 groups]` with the row's outputs by the floor formula
 /// `floor((s[d] - B) / 2^22)`, saturated to the type (see `table.rs`).
 #[inline(always)]
-fn build_split<const SIGNED: bool>(
+pub(super) fn build_split<const SIGNED: bool>(
     t: &LogSoftmaxTables,
     groups: usize,
     b: i32,
