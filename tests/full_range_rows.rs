@@ -29,9 +29,12 @@ fn full_range<T: QuantElem>(rng: &mut Rng, n: usize) -> Vec<T> {
         .collect()
 }
 
+/// One op on one backend, input to output.
+type Run<'a, T> = &'a dyn Fn(Backend, &[T], &mut [T]) -> qneon::Result<()>;
+
 /// Both backends on `input` in rows of `row_len`; the first difference.
 fn compare<T: QuantElem + std::fmt::Debug>(
-    run: &dyn Fn(Backend, &[T], &mut [T]) -> qneon::Result<()>,
+    run: Run<'_, T>,
     input: &[T],
     row_len: usize,
     what: &str,
