@@ -98,3 +98,17 @@ fn int16_lut_is_unsupported() {
         Err(Error::Unsupported { .. })
     ));
 }
+
+/// An input scale too large for TFLite's f32 arithmetic is refused with an
+/// error whose text reads as one sentence (no runs of spaces left by a line
+/// continuation).
+#[test]
+fn int8_lut_refuses_a_too_wide_span_in_plain_words() {
+    let q_in = QuantParams::new(1.0e6, 0);
+    let q_out = QuantParams::new(16.0 / 256.0, 127);
+    let err = LogSoftmax::<i8>::new(q_in, q_out, Method::Lut).unwrap_err();
+    assert!(matches!(err, Error::OutOfDomain { .. }), "{err:?}");
+    let text = err.to_string();
+    assert!(text.contains("2^20 for Method::Lut"), "{text}");
+    assert!(!text.contains("  "), "runs of spaces in: {text}");
+}

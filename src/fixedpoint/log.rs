@@ -33,7 +33,7 @@ pub const LOG_ALPHA_I: i32 = 1_057_819_769;
 pub const LOG_ALPHA_F: i32 = 638_450_708;
 
 /// Integer bits of the accumulator: output bits (5) plus one.
-const ACCUM_INTEGER_BITS: u32 = 6;
+pub(crate) const ACCUM_INTEGER_BITS: u32 = 6;
 
 /// `x * 2^exponent` for `exponent >= 0`, saturating (TFLite's
 /// `SaturatingRoundingMultiplyByPOTParam`, left shifts only).

@@ -19,7 +19,7 @@ mod constants;
 mod exp;
 pub(crate) mod gemmlowp16;
 mod lane;
-mod log;
+pub(crate) mod log;
 mod recip;
 
 pub use exp::{exp_on_interval_between_negative_one_quarter_and_0_excl, exp_on_negative_values};

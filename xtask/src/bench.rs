@@ -21,7 +21,10 @@ use std::time::Instant;
 
 use serde_json::Value;
 
-use crate::report::{self, Measured, Report, ELEMENT_SHAPES, ROW_SHAPES};
+use crate::report::{
+    self, uniform_label, Measured, Report, ELEMENT_SHAPES, ROW_SHAPES, UNIFORM_SHAPES,
+    UNIFORM_TYPES,
+};
 use crate::util::{self, bail, Result};
 use crate::{mca, plugin, setup};
 
@@ -159,6 +162,9 @@ struct Task<'a> {
     kernel: &'a Kernel,
     shape: &'static str,
     backend: &'static str,
+    /// `Some("uniform")`: `qneon-bench --data uniform`, the row's shape
+    /// named by [`uniform_label`].
+    data: Option<&'static str>,
 }
 
 fn main_job(binary: &Path, opts: &Options) -> Result {
@@ -191,6 +197,24 @@ fn main_job(binary: &Path, opts: &Options) -> Result {
                     kernel,
                     shape,
                     backend,
+                    data: None,
+                });
+            }
+        }
+    }
+    // The table-driven 8- and 16-bit kernels again on full-range uniform
+    // rows (new rows beside the ones above, which stay as they are).
+    for kernel in &kernels {
+        if !kernel.row_wise || !UNIFORM_TYPES.contains(&kernel.dtype.as_str()) {
+            continue;
+        }
+        for &shape in &UNIFORM_SHAPES {
+            for backend in ["neon", "scalar"] {
+                tasks.push(Task {
+                    kernel,
+                    shape,
+                    backend,
+                    data: Some("uniform"),
                 });
             }
         }
@@ -351,7 +375,7 @@ fn measure(binary: &Path, plugin: &Path, runs: &Path, i: usize, task: &Task) -> 
     for reps in [REPS.0, REPS.1] {
         let json = runs.join(format!("{i}-{reps}.json"));
         let count_file = runs.join(format!("{i}-{reps}.count"));
-        let args: Vec<String> = [
+        let mut args: Vec<String> = [
             "--shape",
             task.shape,
             "--filter",
@@ -366,6 +390,9 @@ fn measure(binary: &Path, plugin: &Path, runs: &Path, i: usize, task: &Task) -> 
         .iter()
         .map(|s| s.to_string())
         .collect();
+        if let Some(data) = task.data {
+            args.extend(["--data".to_string(), data.to_string()]);
+        }
         counts.push(plugin::count_to_file(plugin, binary, &args, &count_file)?);
         let text = fs::read_to_string(&json).map_err(|e| format!("{}: {e}", json.display()))?;
         let value: Value = serde_json::from_str(&text)?;
@@ -398,7 +425,10 @@ fn measure(binary: &Path, plugin: &Path, runs: &Path, i: usize, task: &Task) -> 
         dtype: k.dtype.clone(),
         method: k.method.clone(),
         backend: task.backend.into(),
-        shape: task.shape.into(),
+        shape: match task.data {
+            Some(_) => uniform_label(task.shape),
+            None => task.shape.into(),
+        },
         rows: field("rows"),
         cols: field("cols"),
         elements,

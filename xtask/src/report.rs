@@ -10,6 +10,18 @@ use crate::util::{bail, round, thousands, Result};
 
 /// Shapes of row-wise ops, in table order.
 pub const ROW_SHAPES: [&str; 4] = ["mobilebert", "rows64", "vocab", "short"];
+/// Shapes also measured on full-range uniform data (`qneon-bench --data
+/// uniform`), for the 8- and 16-bit row-wise ops: their rows carry the shape
+/// [`uniform_label`], so the rows on the bench's logits stay as they are.
+pub const UNIFORM_SHAPES: [&str; 2] = ["mobilebert", "rows64"];
+/// The element types whose inputs `--data uniform` changes.
+pub const UNIFORM_TYPES: [&str; 3] = ["int8", "uint8", "int16"];
+
+/// The shape name of a row measured on full-range uniform data.
+pub fn uniform_label(shape: &str) -> String {
+    format!("{shape}-uniform")
+}
+
 /// Shapes of element-wise ops.
 pub const ELEMENT_SHAPES: [&str; 1] = ["flat"];
 
@@ -229,7 +241,12 @@ impl Report {
         let mut md = String::new();
         let kernels = self.kernels();
         let row_ops: Vec<&&Measured> = kernels.iter().filter(|m| m.row_wise).collect();
-        let shapes: Vec<&Measured> = ROW_SHAPES
+        let labels: Vec<String> = ROW_SHAPES
+            .iter()
+            .map(|s| s.to_string())
+            .chain(UNIFORM_SHAPES.iter().map(|s| uniform_label(s)))
+            .collect();
+        let shapes: Vec<&Measured> = labels
             .iter()
             .filter_map(|s| self.rows.iter().find(|m| m.row_wise && m.shape == *s))
             .collect();

@@ -31,6 +31,8 @@ mod lut;
 mod lut_neon;
 #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
 mod neon;
+#[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+mod neon_entry;
 pub(crate) mod params;
 #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
 mod rows64;
@@ -108,7 +110,7 @@ impl<T: QuantElem> LogSoftmax<T> {
             }
             #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
             (LogSoftmaxKernel::FixedPoint(tables), Backend::Neon) => {
-                neon::log_softmax(&self.params, tables, input, output, row_len)
+                neon_entry::log_softmax(&self.params, tables, input, output, row_len)
             }
             (LogSoftmaxKernel::Lut(lut), Backend::Scalar) => {
                 lut::log_softmax_scalar(lut, input, output, row_len)
@@ -176,7 +178,9 @@ fn lut_kernel<T: QuantElem>(input: QuantParams, output: QuantParams) -> Result<L
                 op: "log_softmax",
                 what: "input scale",
                 value: input.scale as f64,
-                requirement: "such that input scale * 255 / output scale <= 2^20 for                               Method::Lut (TFLite's f32 arithmetic loses the result beyond);                               use Method::FixedPoint or Method::DequantF32",
+                requirement: "such that input scale * 255 / output scale <= 2^20 for \
+                              Method::Lut (TFLite's f32 arithmetic loses the result \
+                              beyond); use Method::FixedPoint or Method::DequantF32",
             });
         }
         Ok(LogSoftmaxKernel::Lut(LogSoftmaxLut::new::<T>(

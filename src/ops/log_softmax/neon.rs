@@ -22,8 +22,9 @@
 //!    every 16 outputs.
 //!
 //! Rows of exactly 64 bytes go four at a time through `rows64.rs` (the
-//! same tables, straight-line); the rows left over, and every other row
-//! length, come here.
+//! same tables, straight-line; `neon_entry.rs` sends them there); the rows
+//! left over, and every other row length, come here. `rows64.rs` also hands
+//! back here the groups of four whose floor formula does not hold.
 //!
 //! Rows of at least 64 bytes end with an overlapping block (the sum masks
 //! the lanes already counted; the output pass rewrites them with the same
@@ -33,9 +34,8 @@
 use super::blocks::{load, row_max_min, span, Block, KEEP_FROM, KEEP_TO, STEP};
 use super::log_neon::log_x_for_x_greater_than_or_equal_to_1_x4;
 use super::params::{LogSoftmaxParams, LogSoftmaxRow};
-use super::rows64::{rows64_i8, rows64_u8};
 use super::table::{Chunk, LogSoftmaxTables, CHUNK};
-use crate::elem::{view, QuantElem, Slices};
+use crate::elem::QuantElem;
 use crate::simd::lookup::lookup4;
 use crate::simd::tail::{map_tail, read_tail};
 use core::arch::aarch64::*;
@@ -197,7 +197,7 @@ fn row_sum<const N: usize>(
 /// Fills `out[0..16 groups]` with the row's outputs by the floor formula
 /// `floor((s[d] - B) / 2^22)`, saturated to the type (see `table.rs`).
 #[inline(always)]
-fn build_split<const SIGNED: bool>(
+pub(super) fn build_split<const SIGNED: bool>(
     t: &LogSoftmaxTables,
     groups: usize,
     b: i32,
@@ -439,40 +439,4 @@ pub(crate) fn log_softmax_u8(
     row_len: usize,
 ) {
     rows::<u8, false>(p, t, input, output, row_len)
-}
-
-/// Log-softmax of every `row_len`-long row; lengths were checked by the
-/// caller. int16 never reaches here (`new()` rejects it); the scalar
-/// reference would handle it.
-pub(crate) fn log_softmax<T: QuantElem>(
-    p: &LogSoftmaxParams,
-    t: &LogSoftmaxTables,
-    input: &[T],
-    output: &mut [T],
-    row_len: usize,
-) {
-    // Rows of exactly 64 bytes go four at a time through `rows64` (its own
-    // functions, so that the general kernel's code is as it was), the
-    // remaining `rows % 4` through the general kernel.
-    match view(input, output) {
-        Slices::I8(i, o) => {
-            let (i, o) = (bytemuck::cast_slice(i), bytemuck::cast_slice_mut(o));
-            // rows64 does whole groups of rows within both buffers.
-            let at = if row_len == STEP {
-                rows64_i8(p, t, i, o) * STEP
-            } else {
-                0
-            };
-            log_softmax_i8(p, t, &i[at..], &mut o[at..], row_len)
-        }
-        Slices::U8(i, o) => {
-            let at = if row_len == STEP {
-                rows64_u8(p, t, i, o) * STEP
-            } else {
-                0
-            };
-            log_softmax_u8(p, t, &i[at..], &mut o[at..], row_len)
-        }
-        Slices::I16(i, o) => super::scalar::log_softmax(p, i, o, row_len),
-    }
 }

@@ -24,17 +24,24 @@
 //!    `reach` as `last`, since `kept > reach`) and its `B`, by the same
 //!    `Lane` code as the scalar constants. When all four rows meet them (the
 //!    common case), each row's output table is built and its 64 outputs
-//!    looked up in one asm block (`row_asm`); otherwise the four rows go
-//!    through the general kernel, whose per-row plan covers every case.
+//!    looked up in one asm block (`row_asm`). Otherwise, when every row
+//!    meets them up to its cut-off (`cut_plan`: the cut-off lies inside the
+//!    reach, as on full-range data, where `diff_min` is about -248 steps at
+//!    scale 0.1), `rows64_out::rows_out4_cut` clamps each cut row's
+//!    differences and builds its table only as far as it is not the type's
+//!    minimum; else the four rows go through the general kernel, whose
+//!    per-row plan covers every case.
 //!
 //! Measured (`cargo xtask bench`, 9216 rows of 64, scale 0.1): about 242
-//! instructions a row (3.78 an element), against 477 through the general kernel.
+//! instructions a row (3.78 an element), against 477 through the general
+//! kernel. On full-range uniform rows (`--data uniform`) 5.06 an element,
+//! where every group had gone through the general kernel (11.6).
 
 use super::blocks::{load, Block};
 use super::log_neon::log_x_for_x_greater_than_or_equal_to_1_x4;
 use super::neon::{log_softmax_i8, log_softmax_u8};
 use super::params::LogSoftmaxParams;
-use super::rows64_out::rows_out4;
+use super::rows64_out::{rows_out4, rows_out4_cut};
 use super::table::{Chunk, LogSoftmaxTables, CHUNK};
 use crate::fixedpoint::Lane;
 use crate::quant::multiply_by_quantized_multiplier;
@@ -384,32 +391,130 @@ unsafe fn group<const SIGNED: bool>(
     // SAFETY: a store into a local array of sixteen bytes.
     unsafe { vst1q_u8(maxs.as_mut_ptr(), max4) };
     if all {
-        // B = L - 2^21 + 1 - zero_point 2^22 (an i32 for L > 0 and a zero
-        // point in 0..=255, checked by the caller).
-        let offset = 1 - (1 << (OUTPUT_SHIFT - 1)) - (p.output_zero_point << OUTPUT_SHIFT);
-        let b = log.add(splat(offset));
-        let mut bs = [0i32; GROUP];
-        // SAFETY: a store into a local array of four.
-        unsafe { vst1q_s32(bs.as_mut_ptr(), b) };
+        let bs = outputs_b(p, log);
         // SAFETY: as the caller guarantees; chunks is 1..=4.
         unsafe { rows_out4::<SIGNED>(t, table, (src, dst), &maxs, &bs, &reach, chunks) };
     } else {
-        // The general kernel for these four rows (rare: a log-sum at or
-        // below 0, a cut-off inside a row's reach, or a wrapping
-        // difference): its row-by-row plan covers every case.
-        // SAFETY: the caller's 256 bytes at src and dst, which its slices
-        // own (src is read-only, dst is written only here).
-        let (rows_in, rows_out) = unsafe {
-            (
-                core::slice::from_raw_parts(src, GROUP * ROW),
-                core::slice::from_raw_parts_mut(dst, GROUP * ROW),
-            )
+        let lanes = Uncovered {
+            log,
+            shifted,
+            adjusted_diff_min,
+            reach: reach_v,
         };
-        if SIGNED {
-            log_softmax_i8(p, t, rows_in, rows_out, ROW);
-        } else {
-            log_softmax_u8(p, t, rows_in, rows_out, ROW);
+        // SAFETY: as the caller guarantees.
+        unsafe { uncovered::<SIGNED>(p, t, (src, dst), &lanes, (&maxs, &reach, chunks), table) };
+    }
+}
+
+/// `B = L - 2^21 + 1 - zero_point 2^22` of four rows (an i32 for `L > 0`
+/// and a zero point in 0..=255, checked by the caller).
+#[inline(always)]
+fn outputs_b(p: &LogSoftmaxParams, log: int32x4_t) -> [i32; GROUP] {
+    let offset = 1 - (1 << (OUTPUT_SHIFT - 1)) - (p.output_zero_point << OUTPUT_SHIFT);
+    let b = log.add(<int32x4_t as Lane>::splat(offset));
+    let mut bs = [0i32; GROUP];
+    // SAFETY: a store into a local array of four.
+    unsafe { vst1q_s32(bs.as_mut_ptr(), b) };
+    bs
+}
+
+/// The lanes of four rows that `uncovered` needs (lane `i` row `i`).
+#[derive(Clone, Copy)]
+struct Uncovered {
+    log: int32x4_t,
+    /// `L - 2^31` (wrapping).
+    shifted: int32x4_t,
+    adjusted_diff_min: int32x4_t,
+    reach: int32x4_t,
+}
+
+/// Four rows of which some fall outside the uncut floor formula: when
+/// every row is covered by it up to its cut-off ([`cut_plan`]: every row of
+/// full-range data at the usual scales, whose cut-off lies inside its
+/// reach), `rows_out4_cut`; else (rare: a log-sum at or below 0, a
+/// difference that wraps, a row reaching past the monotonic part of the
+/// table) the general kernel, whose row-by-row plan covers every case. Out
+/// of line, so that the common case's loop stays as it was.
+///
+/// # Safety
+/// `src` and `dst` must be valid for 256 bytes.
+#[inline(never)]
+unsafe fn uncovered<const SIGNED: bool>(
+    p: &LogSoftmaxParams,
+    t: &LogSoftmaxTables,
+    (src, dst): (*const u8, *mut u8),
+    lanes: &Uncovered,
+    (maxs, reach, chunks): (&[u8; 16], &[usize; GROUP], usize),
+    table: &mut [Chunk; 4],
+) {
+    let Uncovered {
+        log,
+        shifted,
+        adjusted_diff_min,
+        reach: reach_v,
+    } = *lanes;
+    if let Some(kept) = cut_plan(t, log, shifted, adjusted_diff_min, reach_v) {
+        let bs = outputs_b(p, log);
+        // SAFETY: as the caller guarantees; chunks is 1..=4.
+        unsafe { rows_out4_cut::<SIGNED>(t, table, (src, dst), maxs, &bs, reach, &kept, chunks) };
+        return;
+    }
+    // SAFETY: the caller's 256 bytes at src and dst, which its slices own
+    // (src is read-only, dst is written only here).
+    let (rows_in, rows_out) = unsafe {
+        (
+            core::slice::from_raw_parts(src, GROUP * ROW),
+            core::slice::from_raw_parts_mut(dst, GROUP * ROW),
+        )
+    };
+    if SIGNED {
+        log_softmax_i8(p, t, rows_in, rows_out, ROW);
+    } else {
+        log_softmax_u8(p, t, rows_in, rows_out, ROW);
+    }
+}
+
+/// The conditions of [`LogSoftmaxTables::plan`] on four rows at once, for
+/// rows that may be cut: with `kept = clamp(-adjusted_diff_min, 0, 256)`
+/// (differences `d >= kept` give the type minimum) and `last = min(reach,
+/// kept - 1)`, the floor formula gives every kept output when `kept > 0`,
+/// `L > s[0]`, `last < monotonic` and `s[last] - L >= i32::MIN`. Returns
+/// the rows' `kept` when all four rows meet them (checked only after the
+/// uncut test of `group` fails, so that its cost stays off the common case).
+#[inline(always)]
+fn cut_plan(
+    t: &LogSoftmaxTables,
+    log: int32x4_t,
+    shifted: int32x4_t,
+    adjusted_diff_min: int32x4_t,
+    reach_v: int32x4_t,
+) -> Option<[usize; GROUP]> {
+    let splat = <int32x4_t as Lane>::splat;
+    // SAFETY: register arithmetic, stores into local arrays of four and a
+    // load of one.
+    unsafe {
+        // -adjusted_diff_min saturates (it is at least diff_min - 1, which
+        // may be i32::MIN), then the clamp.
+        let kept_v = vminq_s32(
+            vmaxq_s32(vqnegq_s32(adjusted_diff_min), splat(0)),
+            splat(256),
+        );
+        let last_v = vminq_s32(reach_v, vsubq_s32(kept_v, splat(1)));
+        let mut last = [0i32; GROUP];
+        vst1q_s32(last.as_mut_ptr(), vmaxq_s32(last_v, splat(0)));
+        // last is in 0..=255 (reach is at most 255).
+        let s_last = vld1q_s32(last.map(|l| t.scaled[l as usize]).as_ptr());
+        let ok = kept_v
+            .mask_if_greater_than(splat(0))
+            .and(log.mask_if_greater_than(splat(t.scaled[0])))
+            .and(splat(t.monotonic as i32).mask_if_greater_than(last_v))
+            .and(shifted.mask_if_greater_than(s_last).not());
+        if vminvq_u32(vreinterpretq_u32_s32(ok)) == 0 {
+            return None;
         }
+        let mut kept = [0i32; GROUP];
+        vst1q_s32(kept.as_mut_ptr(), kept_v);
+        Some(kept.map(|k| k as usize))
     }
 }
 
@@ -474,4 +579,163 @@ pub(super) fn rows64_u8(
     output: &mut [u8],
 ) -> usize {
     rows64::<false>(p, t, input, output)
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use super::*;
+    use crate::elem::QuantElem;
+    use crate::ops::log_softmax::scalar;
+    use crate::QuantParams;
+    use std::vec::Vec;
+
+    /// A row of 64 distances `d = max - x` holding 0 and `d` and whose terms
+    /// sum to `sum`: the rest greedily by the largest term that fits, then
+    /// `pad` (whose term must be 0) in the places left.
+    fn distances_with_sum(
+        t: &LogSoftmaxTables,
+        sum: i64,
+        d: usize,
+        pad: usize,
+    ) -> Option<[usize; ROW]> {
+        let term = |k: usize| t.term(k) as i64;
+        let mut ds = [pad; ROW];
+        ds[1] = d;
+        ds[0] = 0;
+        let mut left = sum - term(0) - term(d);
+        let mut i = 2;
+        while left > 0 && i < ROW {
+            // Terms do not increase with d: the first that fits is the largest.
+            let k = (0..256).find(|&k| term(k) > 0 && term(k) <= left)?;
+            ds[i] = k;
+            left -= term(k);
+            i += 1;
+        }
+        (left == 0 && term(pad) == 0).then_some(ds)
+    }
+
+    /// Rows of 64 (as distances) whose floor formula holds and in which an
+    /// element's `s[d] - B` is `r` modulo 2^22 (`r` 0 or 2^22 - 1), with the
+    /// output byte strictly inside the type: there `B` one larger (`r = 0`)
+    /// or one smaller (`r = 2^22 - 1`) gives another byte. Found by aiming
+    /// the log-sum `L` at `s[d] + 2^21 - 1 - r + k 2^22` (then `s[d] - B =
+    /// (zero_point - k) 2^22 + r`): a binary search for a sum of terms with
+    /// that log-sum, then a row with that sum. `pad` fills the rest of a
+    /// row: below the cut-off (the `rows_out4` path) or past it
+    /// (`rows_out4_cut`).
+    fn boundary_rows<T: QuantElem>(
+        p: &LogSoftmaxParams,
+        t: &LogSoftmaxTables,
+        r: i64,
+        pad: usize,
+        want: usize,
+    ) -> Vec<[usize; ROW]> {
+        let log_sum = |s: i64| p.row_constants(s).log_sum as i64;
+        let mut rows = Vec::new();
+        for k in (8..64i64).rev() {
+            for d in 0..pad.min(48) {
+                // s[d] - L + 2^21 - 1 is r - 2^22 k (r = 2^22 - 1 as -1).
+                let r_low = if r == 0 { 0 } else { 1 };
+                let target = t.scaled[d] as i64 + (1 << 21) - 1 + r_low + k * (1 << 22);
+                let (mut lo, mut hi) = (1i64 << 19, 64i64 << 19);
+                while lo < hi {
+                    let mid = (lo + hi) / 2;
+                    if log_sum(mid) < target {
+                        lo = mid + 1;
+                    } else {
+                        hi = mid;
+                    }
+                }
+                if log_sum(lo) != target {
+                    continue;
+                }
+                let Some(ds) = distances_with_sum(t, lo, d, pad) else {
+                    continue;
+                };
+                let row = p.row_constants(lo);
+                let reach = *ds.iter().max().unwrap();
+                let plan = t.plan(p, &row, reach);
+                let Some(b) = plan.split else { continue };
+                let out = (t.scaled[d] as i64 - b as i64).div_euclid(1 << 22);
+                let at = (t.scaled[d] as i64 - b as i64).rem_euclid(1 << 22);
+                let cut_row = plan.kept <= reach;
+                if d >= plan.kept || at != r || out <= T::MIN as i64 || out >= T::MAX as i64 {
+                    continue;
+                }
+                // The pad decides the output variant.
+                if cut_row != (t.term(pad) == 0 && pad as i64 > -(p.diff_min as i64)) {
+                    continue;
+                }
+                rows.push(ds);
+                if rows.len() == want {
+                    return rows;
+                }
+            }
+        }
+        rows
+    }
+
+    /// The 64-wide path on rows whose outputs sit on a rounding boundary of
+    /// the floor formula, through both output variants: one off in the
+    /// output-table constant `B` changes one of their bytes.
+    fn boundaries<T: QuantElem>() {
+        let out_q = QuantParams::new(16.0 / 256.0, T::MAX);
+        let zp = if T::MIN == 0 { 128 } else { 0 };
+        let (mut checked, mut checked_r0) = (0, 0);
+        for scale in [0.1f32, 0.3, 1.0] {
+            let p = LogSoftmaxParams::new::<T>(QuantParams::new(scale, zp), out_q).unwrap();
+            let t = LogSoftmaxTables::new(&p);
+            let cut_at = (-(p.diff_min as i64) + 1) as usize;
+            // A distance whose term is 0 below the cut-off, and one past it.
+            let uncut = (1..256).find(|&k| t.term(k) == 0 && k < cut_at);
+            let cut = (cut_at <= 255).then_some(cut_at + (255 - cut_at) / 2);
+            for pad in [uncut, cut].into_iter().flatten() {
+                for r in [0, (1 << 22) - 1] {
+                    // The log-sum is even (its last step doubles), so with
+                    // every s[d] even, s[d] - B is never a multiple of 2^22
+                    // (B is odd): there `B + 1` changes no output (at
+                    // scales 0.3 and 1, for instance).
+                    if r == 0 && t.scaled.iter().all(|s| s % 2 == 0) {
+                        continue;
+                    }
+                    let rows = boundary_rows::<T>(&p, &t, r, pad, 4);
+                    assert_eq!(rows.len(), 4, "scale {scale} pad {pad} r {r}: too few rows");
+                    let typed: Vec<T> = rows
+                        .iter()
+                        .flatten()
+                        .map(|&d| T::from_i32(T::MAX - d as i32))
+                        .collect();
+                    let input: Vec<u8> = typed.iter().map(|x| x.to_i32() as u8).collect();
+                    let mut want = std::vec![T::from_i32(0); input.len()];
+                    scalar::log_softmax(&p, &typed, &mut want, ROW);
+                    let mut got = std::vec![0x5au8; input.len()];
+                    let done = if T::MIN == 0 {
+                        rows64_u8(&p, &t, &input, &mut got)
+                    } else {
+                        rows64_i8(&p, &t, &input, &mut got)
+                    };
+                    assert_eq!(done, 4);
+                    let want: Vec<u8> = want.iter().map(|y| y.to_i32() as u8).collect();
+                    assert_eq!(got, want, "scale {scale} pad {pad} r {r}");
+                    checked += 1;
+                    checked_r0 += (r == 0) as usize;
+                }
+            }
+        }
+        // Three scales, each with a pad below the cut-off and one past it;
+        // both residues at 0.1, only 2^22 - 1 at 0.3 and 1 (every s[d]
+        // even there).
+        assert_eq!((checked, checked_r0), (8, 2));
+    }
+
+    #[test]
+    fn int8_rows_of_64_on_rounding_boundaries() {
+        boundaries::<i8>();
+    }
+
+    #[test]
+    fn uint8_rows_of_64_on_rounding_boundaries() {
+        boundaries::<u8>();
+    }
 }

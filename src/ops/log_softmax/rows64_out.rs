@@ -2,6 +2,7 @@
 //! one asm block builds the row's output table by the floor formula
 //! (`table.rs`) and looks up its 64 outputs.
 
+use super::neon::build_split;
 use super::table::{Chunk, LogSoftmaxTables, CHUNK};
 use core::arch::aarch64::*;
 
@@ -154,6 +155,129 @@ pub(super) unsafe fn rows_out4<const SIGNED: bool>(
             let (src, dst) = (src.add(ROW * i), dst.add(ROW * i));
             // Further chunks after the first: 0..=3.
             let c = chunks as u64 - 1;
+            let s = t.scaled.as_ptr();
+            if SIGNED {
+                row_asm!("sqshrn", s, out, bv, groups, tab, src, dst, m, c, k);
+            } else {
+                row_asm!("sqshrun", s, out, bv, groups, tab, src, dst, m, c, k);
+            }
+        }
+    }
+}
+
+/// [`rows_out4`] for four rows of which some are cut off inside their
+/// reach (`kept[i] <= reach[i]`: differences `d >= kept` give the type
+/// minimum). A cut row's differences are clamped to a `k <= kept` past
+/// which every output is the minimum, by raising its inputs to at least
+/// `max - k` in a copy that the lookup reads, and its table is built up to
+/// entry `k` only:
+///
+/// * usually `k` is the first multiple of 16 whose group starts below the
+///   type's range (`s[16 g] - B < (min + 1) 2^22`, counted on `heads`):
+///   outputs do not increase with `d` below the cut-off, so from there on
+///   the formula itself gives the minimum, and the asm block builds the
+///   groups as in `rows_out4` (on full-range data at the usual scales the
+///   outputs saturate well before the cut-off: about 10 groups, not 16);
+/// * else `k = kept`, the table built by `build_split` and entry `kept` set
+///   to the minimum.
+///
+/// The lookups go through the chunks a row's largest clamped `d` needs.
+///
+/// # Safety
+/// As [`rows_out4`]; `kept[i]` at most `reach[i]` or above it.
+#[inline(never)]
+#[allow(clippy::too_many_arguments)]
+pub(super) unsafe fn rows_out4_cut<const SIGNED: bool>(
+    t: &LogSoftmaxTables,
+    table: &mut [Chunk; 4],
+    (src, dst): (*const u8, *mut u8),
+    max: &[u8; 16],
+    b: &[i32; GROUP],
+    reach: &[usize; GROUP],
+    kept: &[usize; GROUP],
+    chunks: usize,
+) {
+    debug_assert!((1..=4).contains(&chunks));
+    let (minimum, min_out) = if SIGNED {
+        (i8::MIN as u8, i8::MIN as i64)
+    } else {
+        (u8::MIN, 0)
+    };
+    let mut clamped = [0u8; ROW];
+    // SAFETY: register arithmetic.
+    let k = unsafe { vdupq_n_u8(CHUNK as u8) };
+    for i in 0..GROUP {
+        let (row_src, dst) = (src.wrapping_add(ROW * i), dst.wrapping_add(ROW * i));
+        let (groups, c, src) = if kept[i] <= reach[i] {
+            // At most reach, so at most 255 (the min only tells the compiler).
+            let kept = kept[i].min(255);
+            // s[d] - B < (min + 1) 2^22: the output is the minimum.
+            let below = (b[i] as i64 + ((min_out + 1) << 22))
+                .clamp(i32::MIN as i64, i32::MAX as i64) as i32;
+            // SAFETY: register arithmetic and loads of the 16 heads.
+            let live = unsafe {
+                let h = vld1q_s32_x4(t.heads.as_ptr());
+                let th = vdupq_n_s32(below);
+                let n = vaddq_s32(
+                    vaddq_s32(
+                        vreinterpretq_s32_u32(vcgeq_s32(h.0, th)),
+                        vreinterpretq_s32_u32(vcgeq_s32(h.1, th)),
+                    ),
+                    vaddq_s32(
+                        vreinterpretq_s32_u32(vcgeq_s32(h.2, th)),
+                        vreinterpretq_s32_u32(vcgeq_s32(h.3, th)),
+                    ),
+                );
+                vaddvq_s32(n).unsigned_abs() as usize
+            };
+            let (groups, clamp) = if 16 * live < kept {
+                // Entry 16 live is in the built groups and gives the minimum.
+                ((16 * live / 16 + 1) as u64, 16 * live)
+            } else {
+                build_split::<SIGNED>(t, kept / 16 + 1, b[i], table);
+                table[kept / CHUNK].0[kept % CHUNK] = minimum;
+                // The table is built: no groups in the asm.
+                (0u64, kept)
+            };
+            // max - clamp lies in min..=max (clamp <= kept <= reach): the
+            // same byte for either type.
+            let floor = max[i].wrapping_sub(clamp as u8);
+            // SAFETY: row i's 64 bytes at row_src lie within the caller's
+            // 256; the stores write the 64-byte local copy.
+            unsafe {
+                let f = vdupq_n_u8(floor);
+                let x = vld1q_u8_x4(row_src);
+                let raise = |v: uint8x16_t| {
+                    if SIGNED {
+                        vreinterpretq_u8_s8(vmaxq_s8(
+                            vreinterpretq_s8_u8(v),
+                            vreinterpretq_s8_u8(f),
+                        ))
+                    } else {
+                        vmaxq_u8(v, f)
+                    }
+                };
+                let y = uint8x16x4_t(raise(x.0), raise(x.1), raise(x.2), raise(x.3));
+                vst1q_u8_x4(clamped.as_mut_ptr(), y);
+            }
+            (groups, (clamp / CHUNK) as u64, clamped.as_ptr())
+        } else {
+            (
+                (reach[i] / 16 + 1) as u64,
+                (reach[i] / CHUNK) as u64,
+                row_src,
+            )
+        };
+        let out = table.as_mut_ptr().cast::<u8>();
+        let tab = table.as_ptr().cast::<u8>();
+        // SAFETY: as in `rows_out4`: the build (if any) reads at most 16
+        // groups of `scaled` and writes as many of `table`; the lookup
+        // reads `c + 1 <= 4` chunks of `table` and 64 bytes at `src` (the
+        // caller's row or the local copy), writes 64 at `dst` (within the
+        // caller's 256); each asm clobbers only the registers it names.
+        unsafe {
+            let bv = vdupq_n_s32(b[i]);
+            let m = vdupq_n_u8(max[i]);
             let s = t.scaled.as_ptr();
             if SIGNED {
                 row_asm!("sqshrn", s, out, bv, groups, tab, src, dst, m, c, k);

@@ -62,6 +62,10 @@ pub(crate) struct LogSoftmaxTables {
     /// beyond `diff_min` and are cut off. Rows reaching past `monotonic`
     /// take the entry-by-entry path.)
     pub(crate) monotonic: usize,
+    /// `s[16 g]` for `g` in `0..16`: the first entry of each 16-entry group
+    /// of the output table (the 64-wide kernel counts the groups whose
+    /// outputs are not all the type's minimum with them).
+    pub(crate) heads: [i32; 16],
 }
 
 /// How a row's output table is built (see [`LogSoftmaxTables::plan`]).
@@ -111,6 +115,7 @@ impl LogSoftmaxTables {
             plane_chunks,
             scaled,
             monotonic,
+            heads: core::array::from_fn(|g| scaled[16 * g]),
         }
     }
 

@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 
 use crate::cases::IN_SCALE_8BIT;
+use crate::data::{parse_data, Data};
 
 /// `qneon-bench`: every operator, element type, method and backend on a
 /// named shape, as a table of median times (and instruction counts under
@@ -39,6 +40,11 @@ struct Cli {
     /// real units, so about 40 steps wide at small S
     #[arg(long, value_name = "S", default_value_t = 0.1, value_parser = positive_f32)]
     in_scale: f32,
+    /// Inputs of the 8- and 16-bit types: logits (N(0, 3) in real units, as
+    /// `--in-scale` describes) or uniform (every value of the type equally
+    /// likely); q31 and f32 inputs do not change
+    #[arg(long, default_value = "logits", value_parser = parse_data)]
+    data: Data,
     /// Print the rows `--filter` selects (`op type method row|element`) and run nothing
     #[arg(long)]
     list: bool,
@@ -79,6 +85,8 @@ pub(crate) struct Args {
     pub(crate) filter: Option<String>,
     /// Print the selected rows (`op type method row|element`) and exit.
     pub(crate) list: bool,
+    /// The distribution of the 8- and 16-bit inputs.
+    pub(crate) data: Data,
 }
 
 /// Parses the command line; usage errors (including a backend this machine
@@ -110,6 +118,7 @@ pub(crate) fn parse_args() -> Args {
         backends,
         filter: cli.filter,
         list: cli.list,
+        data: cli.data,
     }
 }
 

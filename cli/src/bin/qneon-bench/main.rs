@@ -9,7 +9,7 @@
 //! ```text
 //! qneon-bench [--shape mobilebert|rows64|short|vocab|flat] [--reps R]
 //!             [--backend scalar|neon|all] [--filter TEXT] [--json FILE]
-//!             [--in-scale S]
+//!             [--in-scale S] [--data logits|uniform]
 //! ```
 //! `QNEON_BACKEND` sets the default backend; `--list` prints the rows
 //! `--filter` selects (`op type method row|element`) without running them.
@@ -22,13 +22,14 @@
 
 mod args;
 mod cases;
+mod data;
 mod measure;
 mod output;
 
 use std::process::ExitCode;
 
 use crate::args::{parse_args, shape_dims, Args, Shape};
-use crate::cases::{every_case, input_quant, logits, select, Case, Rng, Q31_INTEGER_BITS};
+use crate::cases::{every_case, input_quant, select, Case, Rng, Q31_INTEGER_BITS};
 use crate::measure::{run_cases, Progress, Row};
 
 /// `--list`: every row the filter selects, whatever the shape.
@@ -75,7 +76,7 @@ fn run(args: &Args, shape: &Shape) -> Result<Vec<Row>, String> {
         shape,
         "int8",
         &i8_cases,
-        |n| logits::<i8>(n, input_quant::<i8>(), seed),
+        |n| args.data.generate::<i8>(n, input_quant::<i8>(), seed),
         p,
         &mut rows,
     )?;
@@ -84,7 +85,7 @@ fn run(args: &Args, shape: &Shape) -> Result<Vec<Row>, String> {
         shape,
         "uint8",
         &u8_cases,
-        |n| logits::<u8>(n, input_quant::<u8>(), seed),
+        |n| args.data.generate::<u8>(n, input_quant::<u8>(), seed),
         p,
         &mut rows,
     )?;
@@ -93,7 +94,7 @@ fn run(args: &Args, shape: &Shape) -> Result<Vec<Row>, String> {
         shape,
         "int16",
         &i16_cases,
-        |n| logits::<i16>(n, input_quant::<i16>(), seed),
+        |n| args.data.generate::<i16>(n, input_quant::<i16>(), seed),
         p,
         &mut rows,
     )?;

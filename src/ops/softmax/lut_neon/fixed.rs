@@ -21,7 +21,7 @@
 use super::blocks::{
     for_each_whole_block, opaque, row_max, row_max_min, window_max, Block, Masks, STEP,
 };
-use super::fixed_short::{short_rows, window_rows, WINDOW};
+use super::fixed_short::{output_table_from, short_rows, window_rows, WINDOW};
 use super::output::{look, write_any};
 use crate::ops::softmax::exact::{SoftmaxExact, PLANES};
 use crate::ops::softmax::params::SoftmaxParams;
@@ -202,40 +202,6 @@ pub(super) fn output_table<const C: usize>(
         scale,
         neg_exponent,
     )
-}
-
-/// `output_table` with the entries `e[4 k..4 k + 4]` given by `exp(k)`.
-#[inline(always)]
-pub(super) fn output_table_from<const C: usize>(
-    exp: impl Fn(usize) -> int32x4_t,
-    scale: int32x4_t,
-    neg_exponent: int32x4_t,
-) -> [uint8x16x4_t; C] {
-    // SAFETY: register arithmetic. e >= 0 and scale > 0, so the product is
-    // non-negative and the unsigned rounding shift is the reference's
-    // rounding_divide_by_pot; the result is at most 2^8, so it fits u16.
-    let four = |k: usize| unsafe {
-        vrshlq_u32(
-            vreinterpretq_u32_s32(vqrdmulhq_s32(exp(k), scale)),
-            neg_exponent,
-        )
-    };
-    // SAFETY: register arithmetic.
-    let sixteen = |k: usize| unsafe {
-        let lo = vuzp1q_u16(
-            vreinterpretq_u16_u32(four(k)),
-            vreinterpretq_u16_u32(four(k + 1)),
-        );
-        let hi = vuzp1q_u16(
-            vreinterpretq_u16_u32(four(k + 2)),
-            vreinterpretq_u16_u32(four(k + 3)),
-        );
-        vqmovn_high_u16(vqmovn_u16(lo), hi)
-    };
-    core::array::from_fn(|c| {
-        let k = 16 * c;
-        uint8x16x4_t(sixteen(k), sixteen(k + 4), sixteen(k + 8), sixteen(k + 12))
-    })
 }
 
 /// The rest of a row once its maximum and sum are known.

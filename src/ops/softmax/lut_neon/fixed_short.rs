@@ -28,7 +28,6 @@
 //! whose window would pass the end of the slices another way).
 
 use super::blocks::{load_post, opaque, STEP};
-use super::fixed::output_table_from;
 use crate::fixedpoint::{one_over_one_plus_x_for_x_in_0_1, Q0_31};
 use crate::ops::softmax::exact::{SoftmaxExact, PLANES};
 use crate::ops::softmax::params::ACCUMULATION_INTEGER_BITS;
@@ -447,4 +446,38 @@ pub(super) fn lane(scale: int32x4_t, neg_exponent: int32x4_t, i: usize) -> (int3
             ),
         }
     }
+}
+
+/// `fixed::output_table` with the entries `e[4 k..4 k + 4]` given by `exp(k)`.
+#[inline(always)]
+pub(super) fn output_table_from<const C: usize>(
+    exp: impl Fn(usize) -> int32x4_t,
+    scale: int32x4_t,
+    neg_exponent: int32x4_t,
+) -> [uint8x16x4_t; C] {
+    // SAFETY: register arithmetic. e >= 0 and scale > 0, so the product is
+    // non-negative and the unsigned rounding shift is the reference's
+    // rounding_divide_by_pot; the result is at most 2^8, so it fits u16.
+    let four = |k: usize| unsafe {
+        vrshlq_u32(
+            vreinterpretq_u32_s32(vqrdmulhq_s32(exp(k), scale)),
+            neg_exponent,
+        )
+    };
+    // SAFETY: register arithmetic.
+    let sixteen = |k: usize| unsafe {
+        let lo = vuzp1q_u16(
+            vreinterpretq_u16_u32(four(k)),
+            vreinterpretq_u16_u32(four(k + 1)),
+        );
+        let hi = vuzp1q_u16(
+            vreinterpretq_u16_u32(four(k + 2)),
+            vreinterpretq_u16_u32(four(k + 3)),
+        );
+        vqmovn_high_u16(vqmovn_u16(lo), hi)
+    };
+    core::array::from_fn(|c| {
+        let k = 16 * c;
+        uint8x16x4_t(sixteen(k), sixteen(k + 4), sixteen(k + 8), sixteen(k + 12))
+    })
 }
