@@ -12,6 +12,34 @@
 //! `f64` output stage), never touches floating point. Operators are out of place: `input` and `output` are
 //! distinct slices.
 //!
+//! # Tiles
+//!
+//! Every op's work splits into independent tiles, so that a caller (a
+//! thread pool) can hand them out without the kernels knowing: a tile
+//! gives exactly the bytes one whole `run` writes there, on every backend,
+//! whatever the split. Prepared ops hold no state that a run changes
+//! (`run` takes `&self`) and are `Send + Sync`; each tile needs only its
+//! own output (and, for [`MatMul`], its own scratch).
+//!
+//! * Row-wise ops ([`Softmax`], [`LogSoftmax`], [`NoNorm`]): a tile is a
+//!   range of rows, run as the sub-slices `input[a * row_len..b * row_len]`
+//!   and the same of the output (rows are computed independently; nothing
+//!   is carried from one row to the next). The thresholded ops number
+//!   their hits' rows from the start of the slice they are given, so a
+//!   tile's row indices are relative to it.
+//! * Element-wise ops ([`Logistic`], [`Tanh`], quantize and dequantize): a
+//!   tile is any range of elements, as sub-slices.
+//! * Binary ops ([`Add`], [`Sub`], [`Mul`]): a range of output elements,
+//!   with each operand narrowed by [`Operand::tile`] (a broadcast row
+//!   operand: a range of whole rows, the outer index).
+//! * [`Gemm`]: `M x N` tiles written through an output stride
+//!   ([`Gemm::run_tile`], whose grain is [`Gemm::tile_grain`]); `run` is
+//!   the one tile covering the output.
+//! * [`MatMul`]: ranges of output matrices of a batch (batch and head),
+//!   [`MatMul::run_batch_tile`], one scratch per concurrent tile.
+//!
+//! `tests/tiles.rs` checks each contract against `run`'s bytes.
+//!
 //! # Layout of a family
 //!
 //! ```text

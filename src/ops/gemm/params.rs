@@ -1,11 +1,46 @@
 //! [`GemmParams`]: what `Gemm::new` prepares (the packed weights, biases,
 //! per-channel multipliers and output range) and every backend reads, and
 //! [`GemmView`], the borrowed form the NEON kernels run on (also built by
-//! the batch matrix product over a right-hand side packed at run time).
+//! the batch matrix product over a right-hand side packed at run time), and
+//! [`Tile`], the part of the output one kernel call computes.
 
-use super::pack::packed_index;
+use super::pack::{packed_index, NR};
 use crate::ops::requant::ChannelMultipliers;
 use alloc::vec::Vec;
+use core::ops::Range;
+
+/// The part of a GEMM's `m x n` output one kernel call computes: input
+/// rows `rows` (of the whole `m x k` input) by output channels `cols`,
+/// stored through `stride`: element `(r, c)` at
+/// `(r - rows.start) * stride + (c - cols.start)` of the tile's output
+/// slice. `cols.start` is a multiple of [`NR`] (the packed column block),
+/// `cols.end` too unless it is `n`; both ranges are non-empty and, when the
+/// tile has more than one row, `stride >= cols.len()` (checked by
+/// `Gemm::run_tile`). Every output element depends only on its row and
+/// channel, so any split into tiles gives the same bytes as one tile.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Tile {
+    pub(crate) rows: Range<usize>,
+    pub(crate) cols: Range<usize>,
+    pub(crate) stride: usize,
+}
+
+impl Tile {
+    /// The whole `m x n` output, row after row (what `Gemm::run` computes).
+    pub(crate) fn whole(m: usize, n: usize) -> Tile {
+        Tile {
+            rows: 0..m,
+            cols: 0..n,
+            stride: n,
+        }
+    }
+
+    /// The packed weight blocks the tile's channels lie in.
+    #[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
+    pub(crate) fn blocks(&self) -> Range<usize> {
+        self.cols.start / NR..self.cols.end.div_ceil(NR)
+    }
+}
 
 /// A prepared int8 fully connected layer's data: the packed weights (layout
 /// in [`super::pack`]), the bias folded with the input zero point, the
@@ -48,7 +83,6 @@ impl GemmParams {
     #[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
     pub(crate) fn view(&self) -> GemmView<'_> {
         GemmView {
-            n: self.n,
             k: self.k,
             k_padded: self.k_padded,
             packed: &self.packed,
@@ -73,7 +107,6 @@ impl GemmParams {
 #[derive(Clone, Copy, Debug)]
 #[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
 pub(crate) struct GemmView<'a> {
-    pub(crate) n: usize,
     pub(crate) k: usize,
     pub(crate) k_padded: usize,
     pub(crate) packed: &'a [i8],

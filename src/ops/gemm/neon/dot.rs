@@ -4,7 +4,7 @@
 
 use super::{initial_acc, row_pointers, store_tile, tail_rows, BlockParams};
 use crate::ops::gemm::pack::{KC, NR};
-use crate::ops::gemm::params::GemmView;
+use crate::ops::gemm::params::{GemmView, Tile};
 use core::arch::aarch64::*;
 
 /// `sdot` by element: `acc[i] += dot(w[4i..4i + 4], x[4 LANE..4 LANE + 4])`.
@@ -251,40 +251,47 @@ unsafe fn dot_panel(acc: &mut [[int32x4_t; 2]; 8], x: *const i8, w: *const i8, c
     }
 }
 
-/// The `sdot` path: for each tile of 8 rows, the rows are copied into a
-/// packed panel (when the depth fits [`PANEL_DEPTH`]) and every weight block
-/// runs over it.
+/// The `sdot` path on the tile `t` (the whole output when `Gemm::run`
+/// calls it): for each 8 rows of the tile, the rows are copied into a packed
+/// panel (when the depth fits [`PANEL_DEPTH`]) and every weight block of the
+/// tile runs over it.
 ///
 /// # Safety
-/// The CPU must have the dotprod extension. `input.len() == m * g.k` and
-/// `output.len() == m * g.n` (checked by `Gemm::run_with`).
+/// The CPU must have the dotprod extension. `input` holds the whole `m x k`
+/// input, `rows.end <= m`, and `output` the tile, as `Gemm::run_tile` checks
+/// (see [`Tile`]).
 #[target_feature(enable = "dotprod")]
 #[inline(never)]
-pub(crate) unsafe fn gemm_dot(g: &GemmView<'_>, input: &[i8], output: &mut [i8], m: usize) {
+pub(crate) unsafe fn gemm_dot(g: &GemmView<'_>, input: &[i8], output: &mut [i8], t: &Tile) {
     const MR: usize = 8;
-    debug_assert!(input.len() == m * g.k && output.len() == m * g.n);
+    debug_assert!(input.len() >= t.rows.end * g.k && !t.rows.is_empty());
+    debug_assert!(output.len() >= (t.rows.len() - 1) * t.stride + t.cols.len());
     if g.k_padded > PANEL_DEPTH {
         // SAFETY: the caller's guarantees.
-        return unsafe { gemm_dot_rows(g, input, output, m) };
+        return unsafe { gemm_dot_rows(g, input, output, t) };
     }
-    let (n, k) = (g.n, g.k);
+    let k = g.k;
     let chunks = g.k_padded / KC;
     let block_bytes = NR * g.k_padded;
+    let blocks = t.blocks();
+    let weights = &g.packed[blocks.start * block_bytes..blocks.end * block_bytes];
     let mut panel = [0i8; 8 * PANEL_DEPTH];
-    let mut row = 0;
-    while row < m {
-        let mr = MR.min(m - row);
+    let mut row = t.rows.start;
+    while row < t.rows.end {
+        let mr = MR.min(t.rows.end - row);
         fill_panel(&mut panel, input, k, row, mr);
-        for (block, w) in g.packed.chunks_exact(block_bytes).enumerate() {
+        for (i, w) in weights.chunks_exact(block_bytes).enumerate() {
+            let block = blocks.start + i;
             let p = BlockParams::load(g, block);
             let col = block * NR;
-            let nr = NR.min(n - col);
+            let nr = NR.min(t.cols.end - col);
             let mut acc = initial_acc::<MR>(p.bias, g.row_offsets, row, mr);
             // SAFETY: the panel holds 8 * PANEL_DEPTH >= 128 chunks bytes
             // (k_padded = 16 chunks <= PANEL_DEPTH), the block 8 k_padded =
             // 128 chunks bytes.
             unsafe { dot_panel(&mut acc, panel.as_ptr(), w.as_ptr(), chunks) };
-            store_tile::<MR>(&acc, &p, output, n, row, mr, col, nr);
+            let (out_row, out_col) = (row - t.rows.start, col - t.cols.start);
+            store_tile::<MR>(&acc, &p, output, t.stride, out_row, mr, out_col, nr);
         }
         row += MR;
     }
@@ -296,23 +303,26 @@ pub(crate) unsafe fn gemm_dot(g: &GemmView<'_>, input: &[i8], output: &mut [i8],
 /// As [`gemm_dot`].
 #[target_feature(enable = "dotprod")]
 #[inline(never)]
-unsafe fn gemm_dot_rows(g: &GemmView<'_>, input: &[i8], output: &mut [i8], m: usize) {
+unsafe fn gemm_dot_rows(g: &GemmView<'_>, input: &[i8], output: &mut [i8], t: &Tile) {
     const MR: usize = 8;
-    let (n, k) = (g.n, g.k);
+    let k = g.k;
     let whole = k / KC;
     let block_bytes = NR * g.k_padded;
-    for (block, w) in g.packed.chunks_exact(block_bytes).enumerate() {
+    let blocks = t.blocks();
+    let weights = &g.packed[blocks.start * block_bytes..blocks.end * block_bytes];
+    for (i, w) in weights.chunks_exact(block_bytes).enumerate() {
+        let block = blocks.start + i;
         let p = BlockParams::load(g, block);
         let col = block * NR;
-        let nr = NR.min(n - col);
-        let mut row = 0;
-        while row < m {
-            let mr = MR.min(m - row);
+        let nr = NR.min(t.cols.end - col);
+        let mut row = t.rows.start;
+        while row < t.rows.end {
+            let mr = MR.min(t.rows.end - row);
             let rows = row_pointers::<MR>(input, k, row, mr);
             // The depth tail is copied before the accumulators are live, so
             // that they need not be saved around the copies.
             let mut buf = [[0i8; KC]; MR];
-            if k % KC != 0 {
+            if !k.is_multiple_of(KC) {
                 tail_rows(input, k, row, mr, &mut buf);
             }
             let mut acc = initial_acc::<MR>(p.bias, g.row_offsets, row, mr);
@@ -320,13 +330,14 @@ unsafe fn gemm_dot_rows(g: &GemmView<'_>, input: &[i8], output: &mut [i8], m: us
             // whole * 16 <= k; the block holds k_padded / 16 >= whole steps of
             // 128 bytes.
             unsafe { dot_chunks(&mut acc, &rows, whole, w.as_ptr()) };
-            if k % KC != 0 {
+            if !k.is_multiple_of(KC) {
                 let rows: [*const i8; MR] = core::array::from_fn(|r| buf[r].as_ptr());
                 // SAFETY: each buffer row holds 16 bytes; the block's last
                 // 128 bytes start at whole * 128 (k_padded = (whole + 1) * 16).
                 unsafe { dot_chunks(&mut acc, &rows, 1, w.as_ptr().add(whole * 4 * 32)) };
             }
-            store_tile::<MR>(&acc, &p, output, n, row, mr, col, nr);
+            let (out_row, out_col) = (row - t.rows.start, col - t.cols.start);
+            store_tile::<MR>(&acc, &p, output, t.stride, out_row, mr, out_col, nr);
             row += MR;
         }
     }

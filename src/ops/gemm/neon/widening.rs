@@ -3,7 +3,7 @@
 
 use super::{initial_acc, row_pointers, store_tile, tail_rows, BlockParams};
 use crate::ops::gemm::pack::{KC, NR};
-use crate::ops::gemm::params::GemmView;
+use crate::ops::gemm::params::{GemmView, Tile};
 use core::arch::aarch64::*;
 
 /// One depth group of 4 (lane `G` of each row vector) on the 4 x 8 widening
@@ -100,14 +100,16 @@ unsafe fn widening_chunks<const PAIRS: bool>(
     }
 }
 
-/// The widening multiply-accumulate path (plain NEON). `input.len() == m * g.k`
-/// and `output.len() == m * g.n` (checked by `Gemm::run_with`).
+/// The widening multiply-accumulate path (plain NEON) on the tile `t` (the
+/// whole output when `Gemm::run` calls it): `input` holds the whole `m x k`
+/// input, `rows.end <= m`, and `output` the tile, as `Gemm::run_tile` checks
+/// (see [`Tile`]).
 #[inline(never)]
-pub(crate) fn gemm_widening(g: &GemmView<'_>, input: &[i8], output: &mut [i8], m: usize) {
+pub(crate) fn gemm_widening(g: &GemmView<'_>, input: &[i8], output: &mut [i8], t: &Tile) {
     if g.weights_above_min {
-        gemm_widening_with::<true>(g, input, output, m)
+        gemm_widening_with::<true>(g, input, output, t)
     } else {
-        gemm_widening_with::<false>(g, input, output, m)
+        gemm_widening_with::<false>(g, input, output, t)
     }
 }
 
@@ -116,31 +118,35 @@ fn gemm_widening_with<const PAIRS: bool>(
     g: &GemmView<'_>,
     input: &[i8],
     output: &mut [i8],
-    m: usize,
+    t: &Tile,
 ) {
     const MR: usize = 4;
-    debug_assert!(input.len() == m * g.k && output.len() == m * g.n);
-    let (n, k) = (g.n, g.k);
+    debug_assert!(input.len() >= t.rows.end * g.k && !t.rows.is_empty());
+    debug_assert!(output.len() >= (t.rows.len() - 1) * t.stride + t.cols.len());
+    let k = g.k;
     let whole = k / KC;
     let block_bytes = NR * g.k_padded;
+    let blocks = t.blocks();
+    let weights = &g.packed[blocks.start * block_bytes..blocks.end * block_bytes];
     // SAFETY: neon is a compile-time target feature (cfg on this module).
     let zero = unsafe { vdupq_n_s32(0) };
-    for (block, w) in g.packed.chunks_exact(block_bytes).enumerate() {
+    for (i, w) in weights.chunks_exact(block_bytes).enumerate() {
+        let block = blocks.start + i;
         let p = BlockParams::load(g, block);
         let col = block * NR;
-        let nr = NR.min(n - col);
-        let mut row = 0;
-        while row < m {
-            let mr = MR.min(m - row);
+        let nr = NR.min(t.cols.end - col);
+        let mut row = t.rows.start;
+        while row < t.rows.end {
+            let mr = MR.min(t.rows.end - row);
             let rows = row_pointers::<MR>(input, k, row, mr);
             let mut buf = [[0i8; KC]; MR];
-            if k % KC != 0 {
+            if !k.is_multiple_of(KC) {
                 tail_rows(input, k, row, mr, &mut buf);
             }
             let mut acc = [[zero; 4]; MR];
             // SAFETY: as in `gemm_dot`.
             unsafe { widening_chunks::<PAIRS>(&mut acc, &rows, whole, w.as_ptr()) };
-            if k % KC != 0 {
+            if !k.is_multiple_of(KC) {
                 let rows: [*const i8; MR] = core::array::from_fn(|r| buf[r].as_ptr());
                 // SAFETY: as in `gemm_dot`.
                 unsafe {
@@ -157,7 +163,8 @@ fn gemm_widening_with<const PAIRS: bool>(
                     ]
                 }
             });
-            store_tile::<MR>(&sums, &p, output, n, row, mr, col, nr);
+            let (out_row, out_col) = (row - t.rows.start, col - t.cols.start);
+            store_tile::<MR>(&sums, &p, output, t.stride, out_row, mr, out_col, nr);
             row += MR;
         }
     }
