@@ -84,9 +84,9 @@ pub(super) fn matmul(
         // of x (m k) and output (m n) were checked (m >= 1, n >= 1), packed
         // holds the whole padded blocks and column_start one value per
         // padded channel.
-        unsafe { dot::gemm_dot(&view, x, output, &whole) };
+        unsafe { dot::gemm_dot::<true>(&view, x, output, &whole) };
     } else {
-        widening::gemm_widening(&view, x, output, &whole);
+        widening::gemm_widening::<true>(&view, x, output, &whole);
     }
 }
 

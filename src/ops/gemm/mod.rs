@@ -494,51 +494,7 @@ impl Gemm {
         cols: Range<usize>,
     ) -> Result<Tile> {
         let (n, k) = (self.params.n, self.params.k);
-        if !input.len().is_multiple_of(k) {
-            return Err(Error::RowLength {
-                op: OP,
-                len: input.len(),
-                row: k,
-            });
-        }
-        let m = input.len() / k;
-        let off_grain = |v: usize| !v.is_multiple_of(NR) && v != n;
-        let bad = |what, r: &Range<usize>, limit, grain| Error::Tile {
-            op: OP,
-            what,
-            start: r.start,
-            end: r.end,
-            limit,
-            grain,
-        };
-        if rows.start > rows.end || rows.end > m {
-            return Err(bad("rows", &rows, m, 1));
-        }
-        if cols.start > cols.end || cols.end > n || off_grain(cols.start) || off_grain(cols.end) {
-            return Err(bad("columns", &cols, n, NR));
-        }
-        if rows.len() > 1 && stride < cols.len() {
-            return Err(Error::Length {
-                op: OP,
-                what: "output stride (at least the tile's width)",
-                expected: cols.len(),
-                got: stride,
-            });
-        }
-        if !rows.is_empty() && !cols.is_empty() {
-            let needed = (rows.len() - 1)
-                .checked_mul(stride)
-                .and_then(|v| v.checked_add(cols.len()));
-            if needed.is_none_or(|needed| output.len() < needed) {
-                return Err(Error::Length {
-                    op: OP,
-                    what: "output (at least the tile's extent)",
-                    expected: needed.unwrap_or(usize::MAX),
-                    got: output.len(),
-                });
-            }
-        }
-        Ok(Tile { rows, cols, stride })
+        Tile::checked(OP, (n, k), input.len(), output.len(), stride, rows, cols)
     }
 
     /// The one dispatch of backend and path, for `run` (the whole output) and
@@ -553,6 +509,10 @@ impl Gemm {
         tile: &Tile,
     ) -> Result<()> {
         let empty = tile.rows.is_empty() || tile.cols.is_empty();
+        // `run`'s whole output, and any tile starting at the first row and
+        // channel, take the kernels' origin specialization.
+        #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+        let at_origin = tile.rows.start == 0 && tile.cols.start == 0;
         match backend {
             Backend::Scalar => {
                 if !empty {
@@ -567,7 +527,23 @@ impl Gemm {
                         // SAFETY: the CPU has dotprod (checked just above);
                         // the input and the tile's output were checked by the
                         // caller.
-                        unsafe { neon::dot::gemm_dot(&self.params.view(), input, output, tile) };
+                        unsafe {
+                            if at_origin {
+                                neon::dot::gemm_dot::<true>(
+                                    &self.params.view(),
+                                    input,
+                                    output,
+                                    tile,
+                                )
+                            } else {
+                                neon::dot::gemm_dot::<false>(
+                                    &self.params.view(),
+                                    input,
+                                    output,
+                                    tile,
+                                )
+                            }
+                        };
                     }
                     return Ok(());
                 }
@@ -578,7 +554,12 @@ impl Gemm {
                 }
                 GemmPath::Widening => {
                     if !empty {
-                        neon::widening::gemm_widening(&self.params.view(), input, output, tile);
+                        let view = self.params.view();
+                        if at_origin {
+                            neon::widening::gemm_widening::<true>(&view, input, output, tile);
+                        } else {
+                            neon::widening::gemm_widening::<false>(&view, input, output, tile);
+                        }
                     }
                     return Ok(());
                 }

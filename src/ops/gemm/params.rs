@@ -5,6 +5,7 @@
 //! [`Tile`], the part of the output one kernel call computes.
 
 use super::pack::{packed_index, NR};
+use crate::error::{Error, Result};
 use crate::ops::requant::ChannelMultipliers;
 use alloc::vec::Vec;
 use core::ops::Range;
@@ -35,10 +36,65 @@ impl Tile {
         }
     }
 
-    /// The packed weight blocks the tile's channels lie in.
-    #[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
-    pub(crate) fn blocks(&self) -> Range<usize> {
-        self.cols.start / NR..self.cols.end.div_ceil(NR)
+    /// `Gemm::run_tile`'s checks of a tile of an `(n, k)` GEMM over an
+    /// input of `input_len` bytes into an output of `output_len`, in its
+    /// documented order: whole input rows ([`Error::RowLength`]), the
+    /// ranges ([`Error::Tile`]), the stride and the output's extent
+    /// ([`Error::Length`]).
+    pub(crate) fn checked(
+        op: &'static str,
+        (n, k): (usize, usize),
+        input_len: usize,
+        output_len: usize,
+        stride: usize,
+        rows: Range<usize>,
+        cols: Range<usize>,
+    ) -> Result<Tile> {
+        if !input_len.is_multiple_of(k) {
+            return Err(Error::RowLength {
+                op,
+                len: input_len,
+                row: k,
+            });
+        }
+        let m = input_len / k;
+        let off_grain = |v: usize| !v.is_multiple_of(NR) && v != n;
+        let bad = |what, r: &Range<usize>, limit, grain| Error::Tile {
+            op,
+            what,
+            start: r.start,
+            end: r.end,
+            limit,
+            grain,
+        };
+        if rows.start > rows.end || rows.end > m {
+            return Err(bad("rows", &rows, m, 1));
+        }
+        if cols.start > cols.end || cols.end > n || off_grain(cols.start) || off_grain(cols.end) {
+            return Err(bad("columns", &cols, n, NR));
+        }
+        if rows.len() > 1 && stride < cols.len() {
+            return Err(Error::Length {
+                op,
+                what: "output stride (at least the tile's width)",
+                expected: cols.len(),
+                got: stride,
+            });
+        }
+        if !rows.is_empty() && !cols.is_empty() {
+            let needed = (rows.len() - 1)
+                .checked_mul(stride)
+                .and_then(|v| v.checked_add(cols.len()));
+            if needed.is_none_or(|needed| output_len < needed) {
+                return Err(Error::Length {
+                    op,
+                    what: "output (at least the tile's extent)",
+                    expected: needed.unwrap_or(usize::MAX),
+                    got: output_len,
+                });
+            }
+        }
+        Ok(Tile { rows, cols, stride })
     }
 }
 

@@ -1,7 +1,7 @@
 //! The widening path of the NEON GEMM (plain NEON): `smull`/`smull2` to 16
 //! bits and `sadalp` into 32 bits on a 4 x 8 tile.
 
-use super::{initial_acc, row_pointers, store_tile, tail_rows, BlockParams};
+use super::{initial_acc, row_pointers, store_tile, tail_rows, tile_origin, BlockParams};
 use crate::ops::gemm::pack::{KC, NR};
 use crate::ops::gemm::params::{GemmView, Tile};
 use core::arch::aarch64::*;
@@ -103,18 +103,24 @@ unsafe fn widening_chunks<const PAIRS: bool>(
 /// The widening multiply-accumulate path (plain NEON) on the tile `t` (the
 /// whole output when `Gemm::run` calls it): `input` holds the whole `m x k`
 /// input, `rows.end <= m`, and `output` the tile, as `Gemm::run_tile` checks
-/// (see [`Tile`]).
+/// (see [`Tile`]); with `AT_ORIGIN` the tile starts at row 0 and channel 0
+/// (see `tile_origin`).
 #[inline(never)]
-pub(crate) fn gemm_widening(g: &GemmView<'_>, input: &[i8], output: &mut [i8], t: &Tile) {
+pub(crate) fn gemm_widening<const AT_ORIGIN: bool>(
+    g: &GemmView<'_>,
+    input: &[i8],
+    output: &mut [i8],
+    t: &Tile,
+) {
     if g.weights_above_min {
-        gemm_widening_with::<true>(g, input, output, t)
+        gemm_widening_with::<true, AT_ORIGIN>(g, input, output, t)
     } else {
-        gemm_widening_with::<false>(g, input, output, t)
+        gemm_widening_with::<false, AT_ORIGIN>(g, input, output, t)
     }
 }
 
 #[inline(always)]
-fn gemm_widening_with<const PAIRS: bool>(
+fn gemm_widening_with<const PAIRS: bool, const AT_ORIGIN: bool>(
     g: &GemmView<'_>,
     input: &[i8],
     output: &mut [i8],
@@ -126,18 +132,24 @@ fn gemm_widening_with<const PAIRS: bool>(
     let k = g.k;
     let whole = k / KC;
     let block_bytes = NR * g.k_padded;
-    let blocks = t.blocks();
-    let weights = &g.packed[blocks.start * block_bytes..blocks.end * block_bytes];
+    // The tile in locals (positions in the output are tile-relative: rows
+    // from 0, channels from 0 at the first block).
+    let (first_row, first_block, end_block) = tile_origin::<AT_ORIGIN>(t);
+    let (rows_len, width, stride) = (
+        t.rows.end - first_row,
+        t.cols.end - first_block * NR,
+        t.stride,
+    );
+    let weights = &g.packed[first_block * block_bytes..end_block * block_bytes];
     // SAFETY: neon is a compile-time target feature (cfg on this module).
     let zero = unsafe { vdupq_n_s32(0) };
     for (i, w) in weights.chunks_exact(block_bytes).enumerate() {
-        let block = blocks.start + i;
-        let p = BlockParams::load(g, block);
-        let col = block * NR;
-        let nr = NR.min(t.cols.end - col);
-        let mut row = t.rows.start;
-        while row < t.rows.end {
-            let mr = MR.min(t.rows.end - row);
+        let p = BlockParams::load(g, first_block + i);
+        let out_col = i * NR;
+        let nr = NR.min(width - out_col);
+        let mut out_row = 0;
+        while out_row < rows_len {
+            let (row, mr) = (first_row + out_row, MR.min(rows_len - out_row));
             let rows = row_pointers::<MR>(input, k, row, mr);
             let mut buf = [[0i8; KC]; MR];
             if !k.is_multiple_of(KC) {
@@ -163,9 +175,8 @@ fn gemm_widening_with<const PAIRS: bool>(
                     ]
                 }
             });
-            let (out_row, out_col) = (row - t.rows.start, col - t.cols.start);
-            store_tile::<MR>(&sums, &p, output, t.stride, out_row, mr, out_col, nr);
-            row += MR;
+            store_tile::<MR>(&sums, &p, output, stride, out_row, mr, out_col, nr);
+            out_row += MR;
         }
     }
 }
