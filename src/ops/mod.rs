@@ -56,7 +56,11 @@
 //! A family's files import its `params.rs` and the leaves ([`crate::fixedpoint`],
 //! [`crate::quant`], `simd`, `elem`, `checks`), never its own `mod.rs`;
 //! families import each other only through `params.rs` (log-softmax uses
-//! softmax's format constants). Shared method pieces sit beside the families:
+//! softmax's format constants) or a family's declared interface module
+//! (`softmax/row_math.rs`: the prepared methods and NEON row passes the
+//! thresholded softmax recomputes bit for bit; `gemm/kernels.rs`: the
+//! packing and NEON kernels the batch matrix product runs); a family's
+//! kernel files are private modules. Shared method pieces sit beside the families:
 //! `dequant_f32/` (the `f32` row code of [`Method::DequantF32`]) and
 //! `requant/` (per-channel requantization of the layer ops).
 //!

@@ -43,7 +43,7 @@ mod neon;
 mod scalar;
 
 use super::gemm::block_shifts;
-use super::gemm::pack::{KC, NR};
+use super::gemm::kernels::{KC, NR};
 use super::gemm::GemmPath;
 use super::requant::{try_filled, ChannelMultipliers};
 use crate::backend::{Backend, CpuFeatures};

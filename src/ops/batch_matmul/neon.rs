@@ -4,10 +4,10 @@
 //! then the GEMM's `sdot` or widening kernel and output stage.
 
 use super::MatMul;
-use crate::ops::gemm::neon::pack::{block_sums, pack_columns, pack_rows};
-use crate::ops::gemm::neon::{dot, widening};
-use crate::ops::gemm::pack::{KC, NR};
-use crate::ops::gemm::params::{GemmView, Tile};
+use crate::ops::gemm::kernels::neon::{
+    block_sums, dot, pack_columns, pack_rows, widening, GemmView, Tile,
+};
+use crate::ops::gemm::kernels::{KC, NR};
 use core::arch::aarch64::*;
 
 /// `output = lhs * rhs` on NEON (`dot`: the `sdot` path, which the caller

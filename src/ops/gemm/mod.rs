@@ -38,10 +38,11 @@
 //! output (the same kernels, the same loops). A tile's channels start at a
 //! multiple of the packed column block ([`Gemm::tile_grain`]).
 
+pub(crate) mod kernels;
 #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
-pub(crate) mod neon;
-pub(crate) mod pack;
-pub(crate) mod params;
+mod neon;
+mod pack;
+mod params;
 mod scalar;
 
 #[cfg(not(all(target_arch = "aarch64", target_feature = "neon")))]
