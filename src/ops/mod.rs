@@ -66,12 +66,30 @@
 //!
 //! # Kernel names
 //!
-//! A kernel has the same name in every backend file (`scalar::softmax`,
-//! `neon::softmax`), so the dispatch match is symmetric. NEON kernels that
-//! the asm checks inspect are `#[inline(never)]` with the element type as a
-//! suffix (`softmax_i8`, `logistic_u8`, `log_softmax_f32_u8`). Suffixes:
-//! `_lut` a table method, `_f32` [`Method::DequantF32`], `_i8` / `_u8` /
-//! `_i16` the element type.
+//! One pattern in every family, so that the dispatch `match` of a `mod.rs`
+//! is symmetric and a name says where its code is:
+//!
+//! * A file that is one backend of one method (`scalar.rs`, `neon.rs`,
+//!   `lut_neon/`, `lut16_neon.rs`) names its entry point after the op
+//!   alone: `scalar::no_norm` / `neon::no_norm`, `scalar::add` /
+//!   `neon::add`, `scalar::log_softmax` / `neon::log_softmax`.
+//! * A file named after a method (`lut.rs`, `f32.rs`) that holds that
+//!   method's scalar side, or both backends, suffixes the backend:
+//!   `lut::softmax_scalar` (its NEON side is `lut_neon::softmax`),
+//!   `f32::softmax_scalar` / `f32::softmax_neon`.
+//! * The `#[inline(never)]` NEON kernels that the asm checks name add the
+//!   method or path and then the element type:
+//!   `<op>[_<method or path>]_<type>` (`softmax_lut_i8`, `softmax_exact_u8`,
+//!   `log_softmax_i8`, `logistic_u8`, `gemm_dot`, `gemm_widening`). The raw
+//!   Q31 kernels are the one exception, `q31_<op>`: the bench tools read the
+//!   element size from that prefix. (Helpers inside a kernel that the asm
+//!   checks also name, such as `lut_neon::other_rows`, keep names that say
+//!   what part of the row they do.)
+//!
+//! Suffixes: `_lut` a table method, `_exact` the table-driven exact
+//! [`Method::FixedPoint`] kernels, `_f32` [`Method::DequantF32`], `_dot` /
+//! `_widening` the GEMM's NEON paths, `_i8` / `_u8` / `_i16` the element
+//! type.
 
 /// The public methods every prepared op shares: `params`, `backend`, `run`,
 /// `run_with`; `rows` ops take a row length, `elements` ops do not. The op
