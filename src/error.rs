@@ -153,6 +153,27 @@ pub enum Error {
         /// The number of results the input has.
         needed: usize,
     },
+    /// A tile (the rows or columns of [`Gemm::run_tile`](crate::Gemm::run_tile),
+    /// the matrices of [`MatMul::run_batch_tile`](crate::MatMul::run_batch_tile),
+    /// the elements of [`Operand::tile`](crate::ops::Operand::tile)) that is
+    /// reversed, reaches past the operation's shape, or has an end off the
+    /// operation's tile grain.
+    Tile {
+        /// The operation.
+        op: &'static str,
+        /// Which range (`"rows"`, `"columns"`, `"lhs matrix"`, ...).
+        what: &'static str,
+        /// The range's start.
+        start: usize,
+        /// The range's end (exclusive).
+        end: usize,
+        /// The shape's extent: the end may be at most this (`usize::MAX`
+        /// where only the grain limits it).
+        limit: usize,
+        /// Both ends must be multiples of this, except an end equal to
+        /// `limit`.
+        grain: usize,
+    },
     /// A name that [`FromStr`](core::str::FromStr) does not know (of a
     /// [`Method`](crate::Method) or [`Backend`](crate::Backend)).
     UnknownName {
@@ -244,6 +265,26 @@ impl fmt::Display for Error {
                 f,
                 "{op}: the output buffer holds {capacity} results, the input has {needed}"
             ),
+            Error::Tile {
+                op,
+                what,
+                start,
+                end,
+                limit,
+                grain,
+            } => {
+                write!(f, "{op}: tile {what} {start}..{end} must be an ordered range")?;
+                if limit != usize::MAX {
+                    write!(f, " ending at most at {limit}")?;
+                }
+                if grain > 1 {
+                    write!(f, " whose ends are multiples of {grain}")?;
+                    if limit != usize::MAX {
+                        write!(f, " (or {limit})")?;
+                    }
+                }
+                Ok(())
+            }
             Error::UnknownName { what, accepted } => {
                 write!(f, "unknown {what} name; use one of {accepted} (any case)")
             }

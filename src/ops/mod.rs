@@ -12,6 +12,34 @@
 //! `f64` output stage), never touches floating point. Operators are out of place: `input` and `output` are
 //! distinct slices.
 //!
+//! # Tiles
+//!
+//! Every op's work splits into independent tiles, so that a caller (a
+//! thread pool) can hand them out without the kernels knowing: a tile
+//! gives exactly the bytes one whole `run` writes there, on every backend,
+//! whatever the split. Prepared ops hold no state that a run changes
+//! (`run` takes `&self`) and are `Send + Sync`; each tile needs only its
+//! own output (and, for [`MatMul`], its own scratch).
+//!
+//! * Row-wise ops ([`Softmax`], [`LogSoftmax`], [`NoNorm`]): a tile is a
+//!   range of rows, run as the sub-slices `input[a * row_len..b * row_len]`
+//!   and the same of the output (rows are computed independently; nothing
+//!   is carried from one row to the next). The thresholded ops number
+//!   their hits' rows from the start of the slice they are given, so a
+//!   tile's row indices are relative to it.
+//! * Element-wise ops ([`Logistic`], [`Tanh`], quantize and dequantize): a
+//!   tile is any range of elements, as sub-slices.
+//! * Binary ops ([`Add`], [`Sub`], [`Mul`]): a range of output elements,
+//!   with each operand narrowed by [`Operand::tile`] (a broadcast row
+//!   operand: a range of whole rows, the outer index).
+//! * [`Gemm`]: `M x N` tiles written through an output stride
+//!   ([`Gemm::run_tile`], whose grain is [`Gemm::tile_grain`]); `run` is
+//!   the one tile covering the output.
+//! * [`MatMul`]: ranges of output matrices of a batch (batch and head),
+//!   [`MatMul::run_batch_tile`], one scratch per concurrent tile.
+//!
+//! `tests/tiles.rs` checks each contract against `run`'s bytes.
+//!
 //! # Layout of a family
 //!
 //! ```text
@@ -28,18 +56,40 @@
 //! A family's files import its `params.rs` and the leaves ([`crate::fixedpoint`],
 //! [`crate::quant`], `simd`, `elem`, `checks`), never its own `mod.rs`;
 //! families import each other only through `params.rs` (log-softmax uses
-//! softmax's format constants). Shared method pieces sit beside the families:
+//! softmax's format constants) or a family's declared interface module
+//! (`softmax/row_math.rs`: the prepared methods and NEON row passes the
+//! thresholded softmax recomputes bit for bit; `gemm/kernels.rs`: the
+//! packing and NEON kernels the batch matrix product runs); a family's
+//! kernel files are private modules. Shared method pieces sit beside the families:
 //! `dequant_f32/` (the `f32` row code of [`Method::DequantF32`]) and
 //! `requant/` (per-channel requantization of the layer ops).
 //!
 //! # Kernel names
 //!
-//! A kernel has the same name in every backend file (`scalar::softmax`,
-//! `neon::softmax`), so the dispatch match is symmetric. NEON kernels that
-//! the asm checks inspect are `#[inline(never)]` with the element type as a
-//! suffix (`softmax_i8`, `logistic_u8`, `log_softmax_f32_u8`). Suffixes:
-//! `_lut` a table method, `_f32` [`Method::DequantF32`], `_i8` / `_u8` /
-//! `_i16` the element type.
+//! One pattern in every family, so that the dispatch `match` of a `mod.rs`
+//! is symmetric and a name says where its code is:
+//!
+//! * A file that is one backend of one method (`scalar.rs`, `neon.rs`,
+//!   `lut_neon/`, `lut16_neon.rs`) names its entry point after the op
+//!   alone: `scalar::no_norm` / `neon::no_norm`, `scalar::add` /
+//!   `neon::add`, `scalar::log_softmax` / `neon::log_softmax`.
+//! * A file named after a method (`lut.rs`, `f32.rs`) that holds that
+//!   method's scalar side, or both backends, suffixes the backend:
+//!   `lut::softmax_scalar` (its NEON side is `lut_neon::softmax`),
+//!   `f32::softmax_scalar` / `f32::softmax_neon`.
+//! * The `#[inline(never)]` NEON kernels that the asm checks name add the
+//!   method or path and then the element type:
+//!   `<op>[_<method or path>]_<type>` (`softmax_lut_i8`, `softmax_exact_u8`,
+//!   `log_softmax_i8`, `logistic_u8`, `gemm_dot`, `gemm_widening`). The raw
+//!   Q31 kernels are the one exception, `q31_<op>`: the bench tools read the
+//!   element size from that prefix. (Helpers inside a kernel that the asm
+//!   checks also name, such as `lut_neon::other_rows`, keep names that say
+//!   what part of the row they do.)
+//!
+//! Suffixes: `_lut` a table method, `_exact` the table-driven exact
+//! [`Method::FixedPoint`] kernels, `_f32` [`Method::DequantF32`], `_dot` /
+//! `_widening` the GEMM's NEON paths, `_i8` / `_u8` / `_i16` the element
+//! type.
 
 /// The public methods every prepared op shares: `params`, `backend`, `run`,
 /// `run_with`; `rows` ops take a row length, `elements` ops do not. The op

@@ -28,13 +28,22 @@
 //! all modulo 2^32, so equal to the reference's wrapping sum. `run` needs a
 //! caller's scratch ([`scratch_bytes`](MatMul::scratch_bytes) bytes and
 //! [`scratch_words`](MatMul::scratch_words) `i32`s) and allocates nothing.
+//!
+//! Tiles: a batch (BATCH_MATMUL's batch and head dimensions, flattened) is
+//! split by output matrix. [`MatMul::run_batch_tile`] runs a range of
+//! output matrices, each given as the pair of operand matrices it
+//! multiplies (a broadcast operand repeats its index). The matrices share
+//! nothing but the prepared `MatMul`: the scratch is rewritten from scratch
+//! by every matrix (the right-hand side packed, its sums, the left-hand
+//! side's row sums), so one scratch serves a tile of any size, and tiles
+//! running at the same time need one scratch each.
 
 #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
 mod neon;
 mod scalar;
 
 use super::gemm::block_shifts;
-use super::gemm::pack::{KC, NR};
+use super::gemm::kernels::{KC, NR};
 use super::gemm::GemmPath;
 use super::requant::{try_filled, ChannelMultipliers};
 use crate::backend::{Backend, CpuFeatures};
@@ -251,6 +260,72 @@ impl MatMul {
         }
         #[allow(unreachable_code)]
         Err(Error::BackendUnavailable { backend: "neon" })
+    }
+
+    /// A tile of a batch: output matrix `i` of `output` is the product of
+    /// left-hand matrix `pairs[i].0` of `lhs` and right-hand matrix
+    /// `pairs[i].1` of `rhs`, the bytes of one [`run_with`](Self::run_with)
+    /// on them. `lhs` and `rhs` hold the whole operands, matrices back to
+    /// back (`m k` and `k n` elements each); `output` holds this tile's
+    /// matrices alone (`pairs.len() m n` elements). A batch split into
+    /// tiles (ranges of `pairs` and the matching parts of the output) gives
+    /// the same bytes in any order; the scratch is that of `run`, one per
+    /// tile running at the same time (see the module documentation).
+    ///
+    /// Errors: an operand that is not a whole number of matrices
+    /// ([`Error::RowLength`]), an operand index past the operand's matrices
+    /// ([`Error::Tile`]), an `output` not `pairs.len() m n` long or scratch
+    /// too short ([`Error::Length`]).
+    #[allow(clippy::too_many_arguments)]
+    pub fn run_batch_tile(
+        &self,
+        backend: Backend,
+        lhs: &[i8],
+        rhs: &[i8],
+        pairs: &[(usize, usize)],
+        output: &mut [i8],
+        scratch_bytes: &mut [i8],
+        scratch_words: &mut [i32],
+    ) -> Result<()> {
+        let (m, n, k) = (self.m, self.n, self.k);
+        // new() checked that these products fit.
+        let (lhs_len, rhs_len, out_len) = (m * k, k * n, m * n);
+        for (len, matrix) in [(lhs.len(), lhs_len), (rhs.len(), rhs_len)] {
+            if !len.is_multiple_of(matrix) {
+                return Err(Error::RowLength {
+                    op: OP,
+                    len,
+                    row: matrix,
+                });
+            }
+        }
+        let counts = (lhs.len() / lhs_len, rhs.len() / rhs_len);
+        for &(a, b) in pairs {
+            for (what, index, count) in [("lhs matrix", a, counts.0), ("rhs matrix", b, counts.1)] {
+                if index >= count {
+                    return Err(Error::Tile {
+                        op: OP,
+                        what,
+                        start: index,
+                        end: index + 1,
+                        limit: count,
+                        grain: 1,
+                    });
+                }
+            }
+        }
+        check_length(OP, "output", pairs.len().checked_mul(out_len), output.len())?;
+        for (out, &(a, b)) in output.chunks_exact_mut(out_len).zip(pairs) {
+            self.run_with(
+                backend,
+                &lhs[a * lhs_len..(a + 1) * lhs_len],
+                &rhs[b * rhs_len..(b + 1) * rhs_len],
+                out,
+                scratch_bytes,
+                scratch_words,
+            )?;
+        }
+        Ok(())
     }
 
     fn check(

@@ -4,10 +4,10 @@
 //! then the GEMM's `sdot` or widening kernel and output stage.
 
 use super::MatMul;
-use crate::ops::gemm::neon::pack::{block_sums, pack_columns, pack_rows};
-use crate::ops::gemm::neon::{dot, widening};
-use crate::ops::gemm::pack::{KC, NR};
-use crate::ops::gemm::params::GemmView;
+use crate::ops::gemm::kernels::neon::{
+    block_sums, dot, pack_columns, pack_rows, widening, GemmView, Tile,
+};
+use crate::ops::gemm::kernels::{KC, NR};
 use core::arch::aarch64::*;
 
 /// `output = lhs * rhs` on NEON (`dot`: the `sdot` path, which the caller
@@ -66,7 +66,6 @@ pub(super) fn matmul(
         None
     };
     let view = GemmView {
-        n,
         k,
         k_padded: p.k_padded,
         packed,
@@ -79,13 +78,15 @@ pub(super) fn matmul(
         act_min: i8::MIN as i32,
         act_max: i8::MAX as i32,
     };
+    let whole = Tile::whole(m, n);
     if dot {
         // SAFETY: the caller checked that this CPU has dotprod; the lengths
-        // of x (m k) and output (m n) were checked, packed holds the whole
-        // padded blocks and column_start one value per padded channel.
-        unsafe { dot::gemm_dot(&view, x, output, m) };
+        // of x (m k) and output (m n) were checked (m >= 1, n >= 1), packed
+        // holds the whole padded blocks and column_start one value per
+        // padded channel.
+        unsafe { dot::gemm_dot::<true>(&view, x, output, &whole) };
     } else {
-        widening::gemm_widening(&view, x, output, m);
+        widening::gemm_widening::<true>(&view, x, output, &whole);
     }
 }
 

@@ -29,7 +29,6 @@ mod operand;
 pub(crate) mod params;
 mod scalar;
 
-use self::operand::for_each_row;
 pub use self::operand::Operand;
 use self::params::{AddFast, AddParams, MulParams, StageMode, ADD_LEFT_SHIFT};
 use super::requant::FusedActivation;
@@ -197,18 +196,14 @@ impl AddSub {
         }
         match backend {
             Backend::Scalar => {
-                for_each_row(a, b, output, |a, b, o| {
-                    scalar::map(|x, y| p.element(x, y), a, b, o)
-                });
+                scalar::add(p, a, b, output);
                 Ok(())
             }
             #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
             Backend::Neon => {
                 match &self.fast {
                     Some(fast) => neon::add(p, fast, a, b, output),
-                    None => for_each_row(a, b, output, |a, b, o| {
-                        scalar::map(|x, y| p.element(x, y), a, b, o)
-                    }),
+                    None => scalar::add(p, a, b, output),
                 }
                 Ok(())
             }
@@ -418,9 +413,7 @@ impl Mul {
         }
         match backend {
             Backend::Scalar => {
-                for_each_row(a, b, output, |a, b, o| {
-                    scalar::map(|x, y| p.element(x, y), a, b, o)
-                });
+                scalar::mul(p, a, b, output);
                 Ok(())
             }
             #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]

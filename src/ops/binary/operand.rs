@@ -2,6 +2,9 @@
 //! long as the output, one repeated value, or a repeated row), and the
 //! split of the output into rows that every backend shares.
 
+use crate::error::{Error, Result};
+use core::ops::Range;
+
 /// One operand of a binary op along its output: a run as long as the
 /// output, one value standing for every element, or one row repeated
 /// (TFLite's broadcasting without copying the broadcast operand).
@@ -18,6 +21,49 @@ pub enum Operand<'a> {
 }
 
 impl<'a> Operand<'a> {
+    /// This operand for the tile `elements` of the output: the tile
+    /// contract of the binary ops. A tile of `Add`, `Sub` or `Mul` is a
+    /// range of output elements, run with each operand narrowed by this
+    /// method and the matching part of the output; tiles give the bytes of
+    /// one run, since each output element depends on its operand elements
+    /// only. With a [`Operand::Row`] operand a tile is a range of whole
+    /// rows (the outer index of the broadcast), so both ends must be
+    /// multiples of the row length; a [`Operand::Slice`] is cut to
+    /// `elements`; a [`Operand::Scalar`] stays as it is.
+    ///
+    /// [`Error::Tile`] for a reversed range, a range past a slice's end, or
+    /// a row operand's range with an end inside a row.
+    pub fn tile(self, elements: Range<usize>) -> Result<Operand<'a>> {
+        let bad = |limit, grain| Error::Tile {
+            op: "binary operand",
+            what: "elements",
+            start: elements.start,
+            end: elements.end,
+            limit,
+            grain,
+        };
+        if elements.start > elements.end {
+            return Err(bad(usize::MAX, 1));
+        }
+        match self {
+            Operand::Slice(s) => s
+                .get(elements.clone())
+                .map(Operand::Slice)
+                .ok_or_else(|| bad(s.len(), 1)),
+            Operand::Scalar(_) => Ok(self),
+            Operand::Row(r) => {
+                let whole_rows = !r.is_empty()
+                    && elements.start.is_multiple_of(r.len())
+                    && elements.end.is_multiple_of(r.len());
+                if whole_rows {
+                    Ok(self)
+                } else {
+                    Err(bad(usize::MAX, r.len()))
+                }
+            }
+        }
+    }
+
     /// Elements `start..start + len` of this operand along the output (a
     /// [`Operand::Row`] as the slice of its run that `start` falls on,
     /// `start` a multiple of the row length and `len` at most one row).

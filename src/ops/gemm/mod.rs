@@ -30,23 +30,32 @@
 //! reference: `sdot` (FEAT_DotProd, detected at run time) on an 8 x 8 tile of
 //! int32 accumulators, and a widening multiply-accumulate fallback
 //! (`smull` + `sadalp`) on a 4 x 8 tile.
+//!
+//! The work splits into independent `M x N` tiles ([`Gemm::run_tile`]):
+//! every output element depends on its input row and its channel only, and
+//! each is accumulated in the same order whatever tile holds it, so any
+//! split gives `run`'s bytes, and `run` is the one tile covering the whole
+//! output (the same kernels, the same loops). A tile's channels start at a
+//! multiple of the packed column block ([`Gemm::tile_grain`]).
 
+pub(crate) mod kernels;
 #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
-pub(crate) mod neon;
-pub(crate) mod pack;
-pub(crate) mod params;
+mod neon;
+mod pack;
+mod params;
 mod scalar;
 
 #[cfg(not(all(target_arch = "aarch64", target_feature = "neon")))]
 use self::pack::{block_sums, pack_columns_bytes, pack_rows_groups};
 use self::pack::{KC, NR};
-use self::params::GemmParams;
+use self::params::{GemmParams, Tile};
 use super::requant::{try_filled, ChannelMultipliers, FusedActivation};
 use crate::backend::{Backend, CpuFeatures};
 use crate::checks::{check_length, check_scale, check_zero_point};
 use crate::error::{Error, Result};
 use crate::quant::{QuantParams, Requantization, Rounding};
 use alloc::vec::Vec;
+use core::ops::Range;
 
 const OP: &str = "gemm";
 
@@ -363,13 +372,13 @@ impl Gemm {
         m: usize,
     ) -> Result<()> {
         self.check_buffers(input, output, m)?;
-        match backend {
-            Backend::Scalar => {
-                scalar::gemm(&self.params, input, output, m);
-                Ok(())
-            }
-            _ => self.run_neon(self.path, input, output, m),
-        }
+        self.run_kernel(
+            backend,
+            self.path,
+            input,
+            output,
+            &Tile::whole(m, self.params.n),
+        )
     }
 
     /// [`run_with`](Self::run_with)`(Backend::Neon, ..)` on the given NEON path;
@@ -384,7 +393,91 @@ impl Gemm {
         m: usize,
     ) -> Result<()> {
         self.check_buffers(input, output, m)?;
-        self.run_neon(path, input, output, m)
+        self.run_kernel(
+            Backend::Neon,
+            path,
+            input,
+            output,
+            &Tile::whole(m, self.params.n),
+        )
+    }
+
+    /// The tile grain `(rows, columns)` of [`run_tile`](Self::run_tile) on
+    /// the backend and path [`run`](Self::run) uses. A tile's columns must
+    /// start at a multiple of `columns` (8, the packed weights' column
+    /// block) and end at one or at `n`. Rows may split anywhere; tiles whose
+    /// rows start at multiples of `rows` (the kernel's row block: 8 for
+    /// `sdot`, 4 for the widening path, 1 for the scalar reference) cost no
+    /// more in total than one `run`, other splits recompute the partial row
+    /// blocks (the bytes are the same).
+    pub fn tile_grain(&self) -> (usize, usize) {
+        let rows = match (self.backend, self.path) {
+            (Backend::Scalar, _) => 1,
+            (_, GemmPath::Dot) => 8,
+            (_, GemmPath::Widening) => 4,
+        };
+        (rows, NR)
+    }
+
+    /// One tile of [`run`](Self::run)'s output, with the best backend: input
+    /// rows `rows` by output channels `cols`, the same bytes `run` gives
+    /// there. `input` is the whole `m x k` input (`m = input.len() / k`);
+    /// `output` holds the tile alone, row `r`, channel `c` at
+    /// `(r - rows.start) * output_stride + (c - cols.start)`, and nothing
+    /// else in it is written. To fill a whole `m x n` output `y` tile by
+    /// tile, pass `&mut y[rows.start * n + cols.start..]` and stride `n`;
+    /// tiles of whole rows (or with `m = 1`, of columns) are disjoint
+    /// sub-slices, so threads can own them. An empty range computes
+    /// nothing.
+    ///
+    /// Errors: `input` not a whole number of `k`-byte rows
+    /// ([`Error::RowLength`]); `rows` not within `0..m`, `cols` not within
+    /// `0..n`, either reversed, or `cols` off the column grain of
+    /// [`tile_grain`](Self::tile_grain) ([`Error::Tile`]); a stride below
+    /// the tile's width when it has more than one row, or an `output`
+    /// shorter than `(rows.len() - 1) * output_stride + cols.len()`
+    /// ([`Error::Length`]).
+    pub fn run_tile(
+        &self,
+        input: &[i8],
+        output: &mut [i8],
+        output_stride: usize,
+        rows: Range<usize>,
+        cols: Range<usize>,
+    ) -> Result<()> {
+        self.run_tile_with(self.backend, input, output, output_stride, rows, cols)
+    }
+
+    /// [`run_tile`](Self::run_tile) with the given backend (an error if not
+    /// available here). Every backend gives the same bytes.
+    pub fn run_tile_with(
+        &self,
+        backend: Backend,
+        input: &[i8],
+        output: &mut [i8],
+        output_stride: usize,
+        rows: Range<usize>,
+        cols: Range<usize>,
+    ) -> Result<()> {
+        let tile = self.check_tile(input, output, output_stride, rows, cols)?;
+        self.run_kernel(backend, self.path, input, output, &tile)
+    }
+
+    /// [`run_tile_with`](Self::run_tile_with)`(Backend::Neon, ..)` on the
+    /// given NEON path; [`Error::BackendUnavailable`] if this CPU lacks it.
+    /// For tests and benchmarks.
+    #[doc(hidden)]
+    pub fn run_tile_neon_path(
+        &self,
+        path: GemmPath,
+        input: &[i8],
+        output: &mut [i8],
+        output_stride: usize,
+        rows: Range<usize>,
+        cols: Range<usize>,
+    ) -> Result<()> {
+        let tile = self.check_tile(input, output, output_stride, rows, cols)?;
+        self.run_kernel(Backend::Neon, path, input, output, &tile)
     }
 
     fn check_buffers(&self, input: &[i8], output: &[i8], m: usize) -> Result<()> {
@@ -392,25 +485,88 @@ impl Gemm {
         check_length(OP, "output", m.checked_mul(self.params.n), output.len())
     }
 
+    /// The checks of [`run_tile`](Self::run_tile), in its order.
+    fn check_tile(
+        &self,
+        input: &[i8],
+        output: &[i8],
+        stride: usize,
+        rows: Range<usize>,
+        cols: Range<usize>,
+    ) -> Result<Tile> {
+        let (n, k) = (self.params.n, self.params.k);
+        Tile::checked(OP, (n, k), input.len(), output.len(), stride, rows, cols)
+    }
+
+    /// The one dispatch of backend and path, for `run` (the whole output) and
+    /// `run_tile` alike; the tile was checked.
     #[allow(unused_variables)]
-    fn run_neon(&self, path: GemmPath, input: &[i8], output: &mut [i8], m: usize) -> Result<()> {
+    fn run_kernel(
+        &self,
+        backend: Backend,
+        path: GemmPath,
+        input: &[i8],
+        output: &mut [i8],
+        tile: &Tile,
+    ) -> Result<()> {
+        let empty = tile.rows.is_empty() || tile.cols.is_empty();
+        // `run`'s whole output, and any tile starting at the first row and
+        // channel, take the kernels' origin specialization.
         #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
-        match path {
-            GemmPath::Dot if CpuFeatures::detect().dotprod => {
-                // SAFETY: the CPU has dotprod (checked just above); the buffer
-                // lengths were checked by the caller.
-                unsafe { neon::dot::gemm_dot(&self.params.view(), input, output, m) };
+        let at_origin = tile.rows.start == 0 && tile.cols.start == 0;
+        match backend {
+            Backend::Scalar => {
+                if !empty {
+                    scalar::gemm(&self.params, input, output, tile);
+                }
                 return Ok(());
             }
-            GemmPath::Dot => {
-                return Err(Error::BackendUnavailable {
-                    backend: "neon (sdot)",
-                })
-            }
-            GemmPath::Widening => {
-                neon::widening::gemm_widening(&self.params.view(), input, output, m);
-                return Ok(());
-            }
+            #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+            Backend::Neon => match path {
+                GemmPath::Dot if CpuFeatures::detect().dotprod => {
+                    if !empty {
+                        // SAFETY: the CPU has dotprod (checked just above);
+                        // the input and the tile's output were checked by the
+                        // caller.
+                        unsafe {
+                            if at_origin {
+                                neon::dot::gemm_dot::<true>(
+                                    &self.params.view(),
+                                    input,
+                                    output,
+                                    tile,
+                                )
+                            } else {
+                                neon::dot::gemm_dot::<false>(
+                                    &self.params.view(),
+                                    input,
+                                    output,
+                                    tile,
+                                )
+                            }
+                        };
+                    }
+                    return Ok(());
+                }
+                GemmPath::Dot => {
+                    return Err(Error::BackendUnavailable {
+                        backend: "neon (sdot)",
+                    })
+                }
+                GemmPath::Widening => {
+                    if !empty {
+                        let view = self.params.view();
+                        if at_origin {
+                            neon::widening::gemm_widening::<true>(&view, input, output, tile);
+                        } else {
+                            neon::widening::gemm_widening::<false>(&view, input, output, tile);
+                        }
+                    }
+                    return Ok(());
+                }
+            },
+            #[allow(unreachable_patterns)]
+            _ => {}
         }
         #[allow(unreachable_code)]
         Err(Error::BackendUnavailable { backend: "neon" })

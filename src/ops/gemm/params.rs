@@ -1,11 +1,102 @@
 //! [`GemmParams`]: what `Gemm::new` prepares (the packed weights, biases,
 //! per-channel multipliers and output range) and every backend reads, and
 //! [`GemmView`], the borrowed form the NEON kernels run on (also built by
-//! the batch matrix product over a right-hand side packed at run time).
+//! the batch matrix product over a right-hand side packed at run time), and
+//! [`Tile`], the part of the output one kernel call computes.
 
-use super::pack::packed_index;
+use super::pack::{packed_index, NR};
+use crate::error::{Error, Result};
 use crate::ops::requant::ChannelMultipliers;
 use alloc::vec::Vec;
+use core::ops::Range;
+
+/// The part of a GEMM's `m x n` output one kernel call computes: input
+/// rows `rows` (of the whole `m x k` input) by output channels `cols`,
+/// stored through `stride`: element `(r, c)` at
+/// `(r - rows.start) * stride + (c - cols.start)` of the tile's output
+/// slice. `cols.start` is a multiple of [`NR`] (the packed column block),
+/// `cols.end` too unless it is `n`; both ranges are non-empty and, when the
+/// tile has more than one row, `stride >= cols.len()` (checked by
+/// `Gemm::run_tile`). Every output element depends only on its row and
+/// channel, so any split into tiles gives the same bytes as one tile.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Tile {
+    pub(crate) rows: Range<usize>,
+    pub(crate) cols: Range<usize>,
+    pub(crate) stride: usize,
+}
+
+impl Tile {
+    /// The whole `m x n` output, row after row (what `Gemm::run` computes).
+    pub(crate) fn whole(m: usize, n: usize) -> Tile {
+        Tile {
+            rows: 0..m,
+            cols: 0..n,
+            stride: n,
+        }
+    }
+
+    /// `Gemm::run_tile`'s checks of a tile of an `(n, k)` GEMM over an
+    /// input of `input_len` bytes into an output of `output_len`, in its
+    /// documented order: whole input rows ([`Error::RowLength`]), the
+    /// ranges ([`Error::Tile`]), the stride and the output's extent
+    /// ([`Error::Length`]).
+    pub(crate) fn checked(
+        op: &'static str,
+        (n, k): (usize, usize),
+        input_len: usize,
+        output_len: usize,
+        stride: usize,
+        rows: Range<usize>,
+        cols: Range<usize>,
+    ) -> Result<Tile> {
+        if !input_len.is_multiple_of(k) {
+            return Err(Error::RowLength {
+                op,
+                len: input_len,
+                row: k,
+            });
+        }
+        let m = input_len / k;
+        let off_grain = |v: usize| !v.is_multiple_of(NR) && v != n;
+        let bad = |what, r: &Range<usize>, limit, grain| Error::Tile {
+            op,
+            what,
+            start: r.start,
+            end: r.end,
+            limit,
+            grain,
+        };
+        if rows.start > rows.end || rows.end > m {
+            return Err(bad("rows", &rows, m, 1));
+        }
+        if cols.start > cols.end || cols.end > n || off_grain(cols.start) || off_grain(cols.end) {
+            return Err(bad("columns", &cols, n, NR));
+        }
+        if rows.len() > 1 && stride < cols.len() {
+            return Err(Error::Length {
+                op,
+                what: "output stride (at least the tile's width)",
+                expected: cols.len(),
+                got: stride,
+            });
+        }
+        if !rows.is_empty() && !cols.is_empty() {
+            let needed = (rows.len() - 1)
+                .checked_mul(stride)
+                .and_then(|v| v.checked_add(cols.len()));
+            if needed.is_none_or(|needed| output_len < needed) {
+                return Err(Error::Length {
+                    op,
+                    what: "output (at least the tile's extent)",
+                    expected: needed.unwrap_or(usize::MAX),
+                    got: output_len,
+                });
+            }
+        }
+        Ok(Tile { rows, cols, stride })
+    }
+}
 
 /// A prepared int8 fully connected layer's data: the packed weights (layout
 /// in [`super::pack`]), the bias folded with the input zero point, the
@@ -48,7 +139,6 @@ impl GemmParams {
     #[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
     pub(crate) fn view(&self) -> GemmView<'_> {
         GemmView {
-            n: self.n,
             k: self.k,
             k_padded: self.k_padded,
             packed: &self.packed,
@@ -73,7 +163,6 @@ impl GemmParams {
 #[derive(Clone, Copy, Debug)]
 #[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
 pub(crate) struct GemmView<'a> {
-    pub(crate) n: usize,
     pub(crate) k: usize,
     pub(crate) k_padded: usize,
     pub(crate) packed: &'a [i8],

@@ -3,14 +3,20 @@
 //! subtracted in the inner loop, the original bias), not in the folded form
 //! the NEON kernels use.
 
-use super::params::GemmParams;
+use super::params::{GemmParams, Tile};
 use crate::ops::requant::output_stage;
 
-/// `output = input * weights^T`, requantized; lengths were checked by the caller.
-pub(crate) fn gemm(g: &GemmParams, input: &[i8], output: &mut [i8], m: usize) {
-    debug_assert!(input.len() == m * g.k && output.len() == m * g.n);
-    for (x, y) in input.chunks_exact(g.k).zip(output.chunks_exact_mut(g.n)) {
-        for (c, out) in y.iter_mut().enumerate() {
+/// The tile `t` of `output = input * weights^T`, requantized (`input` the
+/// whole `m x k` input, `output` the tile's; lengths were checked by the
+/// caller).
+pub(crate) fn gemm(g: &GemmParams, input: &[i8], output: &mut [i8], t: &Tile) {
+    let width = t.cols.len();
+    debug_assert!(input.len() >= t.rows.end * g.k);
+    debug_assert!(output.len() >= (t.rows.len() - 1) * t.stride + width);
+    for (i, row) in t.rows.clone().enumerate() {
+        let x = &input[row * g.k..(row + 1) * g.k];
+        let y = &mut output[i * t.stride..i * t.stride + width];
+        for (c, out) in t.cols.clone().zip(y.iter_mut()) {
             let mut acc = g.bias[c];
             for (d, &xv) in x.iter().enumerate() {
                 let term = (xv as i32 - g.input_zero_point).wrapping_mul(g.weight(c, d) as i32);

@@ -49,6 +49,8 @@
 use crate::error::Result;
 #[cfg(feature = "std")]
 use crate::quant::quantize_multiplier;
+#[cfg(all(target_arch = "aarch64", target_feature = "neon", feature = "std"))]
+use alloc::{sync::Arc, vec::Vec};
 
 /// A 513-entry int16 table over the whole int16 input range: entry `i`
 /// (`0..=512`) is the function at input `-32768 + 128 i`, in the table's
@@ -118,6 +120,40 @@ impl Table513 {
     }
 }
 
+/// The NEON kernel's gather table (`lut16_neon.rs`), filled here by the
+/// scalar `exp` (so the NEON file imports this one and not the reverse):
+/// `exp(d)` in Q0.15 for every input difference `d = q - max` in
+/// `-65535..=0`, entry `d + 65535` (65,536 entries, 128 KiB): the scalar
+/// kernel's `exp`, evaluated once.
+#[cfg(all(target_arch = "aarch64", target_feature = "neon", feature = "std"))]
+#[derive(Clone, PartialEq, Eq)]
+pub(crate) struct ExpByDiff(pub(super) Option<Arc<[i16; 65536]>>);
+
+#[cfg(all(target_arch = "aarch64", target_feature = "neon", feature = "std"))]
+impl core::fmt::Debug for ExpByDiff {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("ExpByDiff(65536 exps)")
+    }
+}
+
+#[cfg(all(target_arch = "aarch64", target_feature = "neon", feature = "std"))]
+impl ExpByDiff {
+    /// Not filled yet (while `lut` is being built).
+    pub(crate) fn empty() -> ExpByDiff {
+        ExpByDiff(None)
+    }
+
+    /// `lut`'s scalar exp on every difference.
+    pub(crate) fn new(lut: &SoftmaxLut16) -> ExpByDiff {
+        // Difference d = q - max with max = 32767 and q = d + 32767.
+        let exps: Vec<i16> = (i16::MIN..=i16::MAX)
+            .map(|q| lut.exp(q, i16::MAX))
+            .collect();
+        let table: Arc<[i16]> = exps.into();
+        ExpByDiff(table.try_into().ok())
+    }
+}
+
 /// Everything int16 `Method::Lut` softmax needs: TFLite's two tables and the
 /// input rescaling, prepared once; for the NEON backend also every exp
 /// (see `lut16_neon.rs`).
@@ -133,7 +169,7 @@ pub(crate) struct SoftmaxLut16 {
     input_shift: i32,
     /// `exp(q - max)` for every difference, the NEON kernel's gather table.
     #[cfg(all(target_arch = "aarch64", target_feature = "neon", feature = "std"))]
-    pub(crate) exp_by_diff: super::lut16_neon::ExpByDiff,
+    pub(crate) exp_by_diff: ExpByDiff,
 }
 
 impl SoftmaxLut16 {
@@ -161,11 +197,11 @@ impl SoftmaxLut16 {
             input_multiplier: m.multiplier,
             input_shift: m.shift,
             #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
-            exp_by_diff: super::lut16_neon::ExpByDiff::empty(),
+            exp_by_diff: ExpByDiff::empty(),
         };
         #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
         {
-            lut.exp_by_diff = super::lut16_neon::ExpByDiff::new(&lut);
+            lut.exp_by_diff = ExpByDiff::new(&lut);
         }
         Ok(lut)
     }

@@ -4,7 +4,7 @@
 //! A row's exps depend on `q - max` only, one of 65,536 differences
 //! (`-65535..=0`), so `new()` evaluates the scalar `exp` (rescale, re-centre,
 //! interpolate in the 513-entry table) on every difference once: 65,536 `i16`
-//! (128 KiB, on the heap, shared between clones), [`ExpByDiff`]. Per row:
+//! (128 KiB, on the heap, shared between clones), `lut16::ExpByDiff`. Per row:
 //!
 //! ```text
 //! max   NEON smax, 32 elements per iteration
@@ -31,38 +31,7 @@
 #![cfg_attr(not(feature = "std"), allow(dead_code))]
 
 use super::lut16::{scale_exp, SoftmaxLut16};
-use alloc::sync::Arc;
-use alloc::vec::Vec;
 use core::arch::aarch64::*;
-
-/// `exp(d)` in Q0.15 for every input difference `d = q - max` in
-/// `-65535..=0`, entry `d + 65535` (65,536 entries, 128 KiB): the scalar
-/// kernel's `exp`, evaluated once.
-#[derive(Clone, PartialEq, Eq)]
-pub(crate) struct ExpByDiff(Option<Arc<[i16; 65536]>>);
-
-impl core::fmt::Debug for ExpByDiff {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.write_str("ExpByDiff(65536 exps)")
-    }
-}
-
-impl ExpByDiff {
-    /// Not filled yet (while `lut` is being built).
-    pub(crate) fn empty() -> ExpByDiff {
-        ExpByDiff(None)
-    }
-
-    /// `lut`'s scalar exp on every difference.
-    pub(crate) fn new(lut: &SoftmaxLut16) -> ExpByDiff {
-        // Difference d = q - max with max = 32767 and q = d + 32767.
-        let exps: Vec<i16> = (i16::MIN..=i16::MAX)
-            .map(|q| lut.exp(q, i16::MAX))
-            .collect();
-        let table: Arc<[i16]> = exps.into();
-        ExpByDiff(table.try_into().ok())
-    }
-}
 
 /// Softmax of each `row_len`-long row (lengths checked by the caller; an
 /// unfilled table, which `new()` never leaves, runs the scalar kernel).
@@ -252,6 +221,7 @@ fn map_row(out: &mut [i16], f: impl Fn(int16x8_t) -> int16x8_t, tail: impl Fn(i1
 #[cfg(test)]
 mod tests {
     use super::*;
+    use alloc::vec::Vec;
 
     #[test]
     fn row_sum_and_max_are_exact_past_the_u32_flush() {

@@ -46,20 +46,21 @@
     not(all(target_arch = "aarch64", target_feature = "neon")),
     allow(dead_code)
 )]
-pub(crate) mod exact;
-pub(crate) mod f32;
+mod exact;
+mod f32;
 // The split tables are read by the NEON kernel only, and the constructor
 // needs `std` (`f32::exp`).
 #[cfg_attr(not(all(target_arch = "aarch64", feature = "std")), allow(dead_code))]
-pub(crate) mod lut;
+mod lut;
 mod lut16;
 #[cfg(all(target_arch = "aarch64", target_feature = "neon", feature = "std"))]
 mod lut16_neon;
 #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
-pub(crate) mod lut_neon;
+mod lut_neon;
 #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
 mod neon;
 pub(crate) mod params;
+pub(crate) mod row_math;
 mod scalar;
 
 use self::exact::SoftmaxExact;

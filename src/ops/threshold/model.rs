@@ -28,10 +28,7 @@ use crate::error::{Error, Result};
 use crate::f32::{exp_kernel, Lane};
 use crate::fixedpoint::Q0_31;
 use crate::ops::dequant_f32::round_half_away;
-use crate::ops::softmax::exact::SoftmaxExact;
-use crate::ops::softmax::f32::SoftmaxF32;
-use crate::ops::softmax::lut::SoftmaxLut;
-use crate::ops::softmax::params::SoftmaxParams;
+use crate::ops::softmax::row_math::{SoftmaxExact, SoftmaxF32, SoftmaxLut, SoftmaxParams};
 use crate::ops::Method;
 use crate::quant::QuantParams;
 

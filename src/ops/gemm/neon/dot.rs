@@ -2,9 +2,9 @@
 //! accumulators over a stack panel of interleaved rows, or over the rows in
 //! place for depths beyond the panel.
 
-use super::{initial_acc, row_pointers, store_tile, tail_rows, BlockParams};
+use super::{initial_acc, row_pointers, store_tile, tail_rows, tile_origin, BlockParams};
 use crate::ops::gemm::pack::{KC, NR};
-use crate::ops::gemm::params::GemmView;
+use crate::ops::gemm::params::{GemmView, Tile};
 use core::arch::aarch64::*;
 
 /// `sdot` by element: `acc[i] += dot(w[4i..4i + 4], x[4 LANE..4 LANE + 4])`.
@@ -251,42 +251,60 @@ unsafe fn dot_panel(acc: &mut [[int32x4_t; 2]; 8], x: *const i8, w: *const i8, c
     }
 }
 
-/// The `sdot` path: for each tile of 8 rows, the rows are copied into a
-/// packed panel (when the depth fits [`PANEL_DEPTH`]) and every weight block
-/// runs over it.
+/// The `sdot` path on the tile `t` (the whole output when `Gemm::run`
+/// calls it): for each 8 rows of the tile, the rows are copied into a packed
+/// panel (when the depth fits [`PANEL_DEPTH`]) and every weight block of the
+/// tile runs over it.
 ///
 /// # Safety
-/// The CPU must have the dotprod extension. `input.len() == m * g.k` and
-/// `output.len() == m * g.n` (checked by `Gemm::run_with`).
+/// The CPU must have the dotprod extension. `input` holds the whole `m x k`
+/// input, `rows.end <= m`, and `output` the tile, as `Gemm::run_tile` checks
+/// (see [`Tile`]); with `AT_ORIGIN` the tile starts at row 0 and channel 0
+/// (see `tile_origin`).
 #[target_feature(enable = "dotprod")]
 #[inline(never)]
-pub(crate) unsafe fn gemm_dot(g: &GemmView<'_>, input: &[i8], output: &mut [i8], m: usize) {
+pub(crate) unsafe fn gemm_dot<const AT_ORIGIN: bool>(
+    g: &GemmView<'_>,
+    input: &[i8],
+    output: &mut [i8],
+    t: &Tile,
+) {
     const MR: usize = 8;
-    debug_assert!(input.len() == m * g.k && output.len() == m * g.n);
+    debug_assert!(input.len() >= t.rows.end * g.k && !t.rows.is_empty());
+    debug_assert!(output.len() >= (t.rows.len() - 1) * t.stride + t.cols.len());
     if g.k_padded > PANEL_DEPTH {
         // SAFETY: the caller's guarantees.
-        return unsafe { gemm_dot_rows(g, input, output, m) };
+        return unsafe { gemm_dot_rows::<AT_ORIGIN>(g, input, output, t) };
     }
-    let (n, k) = (g.n, g.k);
+    let k = g.k;
     let chunks = g.k_padded / KC;
     let block_bytes = NR * g.k_padded;
+    // The tile in locals (positions in the output are tile-relative: rows
+    // from 0, channels from 0 at the first block).
+    let (first_row, first_block, end_block) = tile_origin::<AT_ORIGIN>(t);
+    let (rows, width, stride) = (
+        t.rows.end - first_row,
+        t.cols.end - first_block * NR,
+        t.stride,
+    );
+    let weights = &g.packed[first_block * block_bytes..end_block * block_bytes];
     let mut panel = [0i8; 8 * PANEL_DEPTH];
-    let mut row = 0;
-    while row < m {
-        let mr = MR.min(m - row);
+    let mut out_row = 0;
+    while out_row < rows {
+        let (row, mr) = (first_row + out_row, MR.min(rows - out_row));
         fill_panel(&mut panel, input, k, row, mr);
-        for (block, w) in g.packed.chunks_exact(block_bytes).enumerate() {
-            let p = BlockParams::load(g, block);
-            let col = block * NR;
-            let nr = NR.min(n - col);
+        for (i, w) in weights.chunks_exact(block_bytes).enumerate() {
+            let p = BlockParams::load(g, first_block + i);
+            let out_col = i * NR;
+            let nr = NR.min(width - out_col);
             let mut acc = initial_acc::<MR>(p.bias, g.row_offsets, row, mr);
             // SAFETY: the panel holds 8 * PANEL_DEPTH >= 128 chunks bytes
             // (k_padded = 16 chunks <= PANEL_DEPTH), the block 8 k_padded =
             // 128 chunks bytes.
             unsafe { dot_panel(&mut acc, panel.as_ptr(), w.as_ptr(), chunks) };
-            store_tile::<MR>(&acc, &p, output, n, row, mr, col, nr);
+            store_tile::<MR>(&acc, &p, output, stride, out_row, mr, out_col, nr);
         }
-        row += MR;
+        out_row += MR;
     }
 }
 
@@ -296,23 +314,35 @@ pub(crate) unsafe fn gemm_dot(g: &GemmView<'_>, input: &[i8], output: &mut [i8],
 /// As [`gemm_dot`].
 #[target_feature(enable = "dotprod")]
 #[inline(never)]
-unsafe fn gemm_dot_rows(g: &GemmView<'_>, input: &[i8], output: &mut [i8], m: usize) {
+unsafe fn gemm_dot_rows<const AT_ORIGIN: bool>(
+    g: &GemmView<'_>,
+    input: &[i8],
+    output: &mut [i8],
+    t: &Tile,
+) {
     const MR: usize = 8;
-    let (n, k) = (g.n, g.k);
+    let k = g.k;
     let whole = k / KC;
     let block_bytes = NR * g.k_padded;
-    for (block, w) in g.packed.chunks_exact(block_bytes).enumerate() {
-        let p = BlockParams::load(g, block);
-        let col = block * NR;
-        let nr = NR.min(n - col);
-        let mut row = 0;
-        while row < m {
-            let mr = MR.min(m - row);
+    let (first_row, first_block, end_block) = tile_origin::<AT_ORIGIN>(t);
+    let (rows_len, width, stride) = (
+        t.rows.end - first_row,
+        t.cols.end - first_block * NR,
+        t.stride,
+    );
+    let weights = &g.packed[first_block * block_bytes..end_block * block_bytes];
+    for (i, w) in weights.chunks_exact(block_bytes).enumerate() {
+        let p = BlockParams::load(g, first_block + i);
+        let out_col = i * NR;
+        let nr = NR.min(width - out_col);
+        let mut out_row = 0;
+        while out_row < rows_len {
+            let (row, mr) = (first_row + out_row, MR.min(rows_len - out_row));
             let rows = row_pointers::<MR>(input, k, row, mr);
             // The depth tail is copied before the accumulators are live, so
             // that they need not be saved around the copies.
             let mut buf = [[0i8; KC]; MR];
-            if k % KC != 0 {
+            if !k.is_multiple_of(KC) {
                 tail_rows(input, k, row, mr, &mut buf);
             }
             let mut acc = initial_acc::<MR>(p.bias, g.row_offsets, row, mr);
@@ -320,14 +350,14 @@ unsafe fn gemm_dot_rows(g: &GemmView<'_>, input: &[i8], output: &mut [i8], m: us
             // whole * 16 <= k; the block holds k_padded / 16 >= whole steps of
             // 128 bytes.
             unsafe { dot_chunks(&mut acc, &rows, whole, w.as_ptr()) };
-            if k % KC != 0 {
+            if !k.is_multiple_of(KC) {
                 let rows: [*const i8; MR] = core::array::from_fn(|r| buf[r].as_ptr());
                 // SAFETY: each buffer row holds 16 bytes; the block's last
                 // 128 bytes start at whole * 128 (k_padded = (whole + 1) * 16).
                 unsafe { dot_chunks(&mut acc, &rows, 1, w.as_ptr().add(whole * 4 * 32)) };
             }
-            store_tile::<MR>(&acc, &p, output, n, row, mr, col, nr);
-            row += MR;
+            store_tile::<MR>(&acc, &p, output, stride, out_row, mr, out_col, nr);
+            out_row += MR;
         }
     }
 }

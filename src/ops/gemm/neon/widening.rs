@@ -1,9 +1,9 @@
 //! The widening path of the NEON GEMM (plain NEON): `smull`/`smull2` to 16
 //! bits and `sadalp` into 32 bits on a 4 x 8 tile.
 
-use super::{initial_acc, row_pointers, store_tile, tail_rows, BlockParams};
+use super::{initial_acc, row_pointers, store_tile, tail_rows, tile_origin, BlockParams};
 use crate::ops::gemm::pack::{KC, NR};
-use crate::ops::gemm::params::GemmView;
+use crate::ops::gemm::params::{GemmView, Tile};
 use core::arch::aarch64::*;
 
 /// One depth group of 4 (lane `G` of each row vector) on the 4 x 8 widening
@@ -100,47 +100,65 @@ unsafe fn widening_chunks<const PAIRS: bool>(
     }
 }
 
-/// The widening multiply-accumulate path (plain NEON). `input.len() == m * g.k`
-/// and `output.len() == m * g.n` (checked by `Gemm::run_with`).
+/// The widening multiply-accumulate path (plain NEON) on the tile `t` (the
+/// whole output when `Gemm::run` calls it): `input` holds the whole `m x k`
+/// input, `rows.end <= m`, and `output` the tile, as `Gemm::run_tile` checks
+/// (see [`Tile`]); with `AT_ORIGIN` the tile starts at row 0 and channel 0
+/// (see `tile_origin`).
 #[inline(never)]
-pub(crate) fn gemm_widening(g: &GemmView<'_>, input: &[i8], output: &mut [i8], m: usize) {
+pub(crate) fn gemm_widening<const AT_ORIGIN: bool>(
+    g: &GemmView<'_>,
+    input: &[i8],
+    output: &mut [i8],
+    t: &Tile,
+) {
     if g.weights_above_min {
-        gemm_widening_with::<true>(g, input, output, m)
+        gemm_widening_with::<true, AT_ORIGIN>(g, input, output, t)
     } else {
-        gemm_widening_with::<false>(g, input, output, m)
+        gemm_widening_with::<false, AT_ORIGIN>(g, input, output, t)
     }
 }
 
 #[inline(always)]
-fn gemm_widening_with<const PAIRS: bool>(
+fn gemm_widening_with<const PAIRS: bool, const AT_ORIGIN: bool>(
     g: &GemmView<'_>,
     input: &[i8],
     output: &mut [i8],
-    m: usize,
+    t: &Tile,
 ) {
     const MR: usize = 4;
-    debug_assert!(input.len() == m * g.k && output.len() == m * g.n);
-    let (n, k) = (g.n, g.k);
+    debug_assert!(input.len() >= t.rows.end * g.k && !t.rows.is_empty());
+    debug_assert!(output.len() >= (t.rows.len() - 1) * t.stride + t.cols.len());
+    let k = g.k;
     let whole = k / KC;
     let block_bytes = NR * g.k_padded;
+    // The tile in locals (positions in the output are tile-relative: rows
+    // from 0, channels from 0 at the first block).
+    let (first_row, first_block, end_block) = tile_origin::<AT_ORIGIN>(t);
+    let (rows_len, width, stride) = (
+        t.rows.end - first_row,
+        t.cols.end - first_block * NR,
+        t.stride,
+    );
+    let weights = &g.packed[first_block * block_bytes..end_block * block_bytes];
     // SAFETY: neon is a compile-time target feature (cfg on this module).
     let zero = unsafe { vdupq_n_s32(0) };
-    for (block, w) in g.packed.chunks_exact(block_bytes).enumerate() {
-        let p = BlockParams::load(g, block);
-        let col = block * NR;
-        let nr = NR.min(n - col);
-        let mut row = 0;
-        while row < m {
-            let mr = MR.min(m - row);
+    for (i, w) in weights.chunks_exact(block_bytes).enumerate() {
+        let p = BlockParams::load(g, first_block + i);
+        let out_col = i * NR;
+        let nr = NR.min(width - out_col);
+        let mut out_row = 0;
+        while out_row < rows_len {
+            let (row, mr) = (first_row + out_row, MR.min(rows_len - out_row));
             let rows = row_pointers::<MR>(input, k, row, mr);
             let mut buf = [[0i8; KC]; MR];
-            if k % KC != 0 {
+            if !k.is_multiple_of(KC) {
                 tail_rows(input, k, row, mr, &mut buf);
             }
             let mut acc = [[zero; 4]; MR];
             // SAFETY: as in `gemm_dot`.
             unsafe { widening_chunks::<PAIRS>(&mut acc, &rows, whole, w.as_ptr()) };
-            if k % KC != 0 {
+            if !k.is_multiple_of(KC) {
                 let rows: [*const i8; MR] = core::array::from_fn(|r| buf[r].as_ptr());
                 // SAFETY: as in `gemm_dot`.
                 unsafe {
@@ -157,8 +175,8 @@ fn gemm_widening_with<const PAIRS: bool>(
                     ]
                 }
             });
-            store_tile::<MR>(&sums, &p, output, n, row, mr, col, nr);
-            row += MR;
+            store_tile::<MR>(&sums, &p, output, stride, out_row, mr, out_col, nr);
+            out_row += MR;
         }
     }
 }
