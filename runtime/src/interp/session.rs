@@ -205,7 +205,8 @@ mod tests {
     impl Session<'_> {
         /// [`Session::invoke`] with every node's tiles run one call each,
         /// last tile first: what a scheduler splitting the tiles may do.
-        fn invoke_tile_by_tile(&mut self) -> Result<()> {
+        /// Runs every node in ranges of `span` tiles, last range first.
+        fn invoke_tile_by_tile(&mut self, span: usize) -> Result<()> {
             let plan = &*self.plan;
             let backend = plan.options.backend;
             let (start, len) = (self.arena_start, plan.arena.arena_bytes);
@@ -216,10 +217,13 @@ mod tests {
             let constant = |c: usize| plan.constants[c].bytes(model);
             for (node, io) in plan.nodes.iter().zip(&plan.node_io) {
                 let mut io = io.carve(&mut *arena, &mut *variables, constant);
-                for tile in (0..node.kernel.tiles()).rev() {
+                let mut end = node.kernel.tiles();
+                while end > 0 {
+                    let start = end.saturating_sub(span);
                     node.kernel
-                        .run_tiles(backend, tile..tile + 1, &mut io)
+                        .run_tiles(backend, start..end, &mut io)
                         .map_err(|problem| Error::Graph { problem })?;
+                    end = start;
                 }
             }
             Ok(())
@@ -231,8 +235,9 @@ mod tests {
     }
 
     /// Every single-op model and the 1-layer MobileBert give the same bytes
-    /// run whole and run one tile at a time in reverse order: the tiles are
-    /// independent and cover the outputs.
+    /// run whole, one tile at a time and three tiles at a time (ranges that
+    /// start and end inside a FULLY_CONNECTED row of column tiles), in
+    /// reverse order: the tiles are independent and cover the outputs.
     #[test]
     fn tiles_run_alone_give_the_bytes_of_the_whole_run() {
         let mut files = vec![models().join("mobilebert_squad_1l.tflite")];
@@ -256,8 +261,11 @@ mod tests {
                 };
                 let plan = Arc::new(plan);
                 multi_tile_nodes += plan.nodes.iter().filter(|n| n.kernel.tiles() > 1).count();
-                let (mut whole, mut tiled) =
-                    (Session::new(plan.clone()), Session::new(plan.clone()));
+                let (mut whole, mut tiled, mut spans) = (
+                    Session::new(plan.clone()),
+                    Session::new(plan.clone()),
+                    Session::new(plan.clone()),
+                );
                 // Deterministic input bytes.
                 for (position, &t) in plan.inputs.iter().enumerate() {
                     let info = &plan.tensors[t];
@@ -271,14 +279,22 @@ mod tests {
                         .collect();
                     whole.set_input(position, &data).unwrap();
                     tiled.set_input(position, &data).unwrap();
+                    spans.set_input(position, &data).unwrap();
                 }
                 whole.invoke().unwrap();
-                tiled.invoke_tile_by_tile().unwrap();
+                tiled.invoke_tile_by_tile(1).unwrap();
+                spans.invoke_tile_by_tile(3).unwrap();
                 for position in 0..plan.outputs.len() {
                     assert_eq!(
                         whole.output(position),
                         tiled.output(position),
                         "{}: output {position}",
+                        file.display()
+                    );
+                    assert_eq!(
+                        whole.output(position),
+                        spans.output(position),
+                        "{}: output {position}, 3-tile ranges",
                         file.display()
                     );
                 }

@@ -21,22 +21,72 @@ pub(crate) const OPS: &[Registration] = &[Registration::new(
 )];
 
 /// A prepared FULLY_CONNECTED: `m` rows of depth `k` through the library's
-/// GEMM into `n` outputs each. A tile is one output row (the rows are
-/// independent; the library's N tiles can cut further).
+/// GEMM into `n` outputs each.
+///
+/// Tiles form a grid of `row_tiles x col_tiles`, row-major (tile
+/// `t` is row tile `t / col_tiles`, column tile `t % col_tiles`). A row tile
+/// is the GEMM's row block (so a split between tiles never recomputes a
+/// partial block); the columns split only when there are too few row tiles
+/// to share out ([`MIN_ROW_TILES`]), as batch-1 layers and late CNN layers
+/// have: then into at most [`MAX_COL_TILES`] blocks of whole packed column
+/// groups. Any tile range gives the bytes of the whole run; the whole range
+/// is the one GEMM call of a single-threaded run.
 #[derive(Debug)]
 pub(crate) struct FullyConnected {
     gemm: Box<qneon::Gemm>,
     m: usize,
     n: usize,
     k: usize,
+    /// Rows per row tile: the GEMM's row grain.
+    tile_rows: usize,
+    /// Output channels per column tile: a multiple of the GEMM's column
+    /// grain, or `n` when the columns do not split.
+    tile_cols: usize,
+}
+
+/// Below this many row tiles, the columns split too.
+const MIN_ROW_TILES: usize = 4;
+/// At most this many column tiles per row tile.
+const MAX_COL_TILES: usize = 8;
+
+impl FullyConnected {
+    fn new(gemm: qneon::Gemm, m: usize, n: usize, k: usize) -> FullyConnected {
+        let (grain_rows, grain_cols) = gemm.tile_grain();
+        let tile_rows = grain_rows.max(1);
+        let row_tiles = m.div_ceil(tile_rows);
+        let tile_cols = if row_tiles < MIN_ROW_TILES && n > grain_cols {
+            let groups = n.div_ceil(grain_cols);
+            groups.div_ceil(MAX_COL_TILES) * grain_cols
+        } else {
+            n.max(1)
+        };
+        FullyConnected {
+            gemm: Box::new(gemm),
+            m,
+            n,
+            k,
+            tile_rows,
+            tile_cols,
+        }
+    }
+
+    fn row_tiles(&self) -> usize {
+        self.m.div_ceil(self.tile_rows)
+    }
+
+    fn col_tiles(&self) -> usize {
+        self.n.div_ceil(self.tile_cols).max(1)
+    }
 }
 
 impl Kernel for FullyConnected {
     fn tiles(&self) -> usize {
-        self.m
+        self.row_tiles() * self.col_tiles()
     }
 
-    /// `output = input * weights^T + bias`, requantized, for rows `tiles`.
+    /// `output = input * weights^T + bias`, requantized, for tiles `tiles`:
+    /// whole row tiles by one GEMM call over their rows, partial ones tile by
+    /// tile through the output stride.
     fn run_tiles(
         &self,
         backend: Backend,
@@ -55,15 +105,43 @@ impl Kernel for FullyConnected {
                 self.n
             ));
         }
-        let rows = tile_elements(tiles, 1, self.m);
-        self.gemm
-            .run_with(
-                backend,
-                &input[rows.start * self.k..rows.end * self.k],
-                &mut output[rows.start * self.n..rows.end * self.n],
-                rows.len(),
-            )
-            .map_err(|e| e.to_string())
+        let tiles = tiles.start.min(self.tiles())..tiles.end.min(self.tiles());
+        let per_row = self.col_tiles();
+        let mut t = tiles.start;
+        while t < tiles.end {
+            let row_tile = t / per_row;
+            let first_col = t % per_row;
+            if first_col == 0 && tiles.end - t >= per_row {
+                // Whole row tiles from here: one call over all their rows.
+                let whole = (tiles.end - t) / per_row;
+                let rows = tile_elements(row_tile..row_tile + whole, self.tile_rows, self.m);
+                self.gemm
+                    .run_with(
+                        backend,
+                        &input[rows.start * self.k..rows.end * self.k],
+                        &mut output[rows.start * self.n..rows.end * self.n],
+                        rows.len(),
+                    )
+                    .map_err(|e| e.to_string())?;
+                t += whole * per_row;
+            } else {
+                let last_col = per_row.min(first_col + (tiles.end - t));
+                let rows = tile_elements(row_tile..row_tile + 1, self.tile_rows, self.m);
+                let cols = tile_elements(first_col..last_col, self.tile_cols, self.n);
+                self.gemm
+                    .run_tile_with(
+                        backend,
+                        input,
+                        &mut output[rows.start * self.n + cols.start..],
+                        self.n,
+                        rows,
+                        cols,
+                    )
+                    .map_err(|e| e.to_string())?;
+                t += last_col - first_col;
+            }
+        }
+        Ok(())
     }
 }
 
@@ -191,12 +269,7 @@ fn prepare(op: &Op<'_, '_>) -> Result<PreparedOp> {
     )
     .map_err(|e| op.kernel_error(e))?;
     Ok(PreparedOp {
-        kernel: Box::new(FullyConnected {
-            gemm: Box::new(gemm),
-            m,
-            n,
-            k,
-        }),
+        kernel: Box::new(FullyConnected::new(gemm, m, n, k)),
         work: (m * n * k) as u64,
         unit: "MAC",
         scratch_bytes: 0,
