@@ -70,7 +70,7 @@ commands:
                         --all adds neon-f32, scalar-fixed, scalar-f32
   run --docs            rewrite docs/PERFORMANCE.md between
                         <!-- run:begin --> and <!-- run:end --> from
-                        target/run/profile.json (--readme: the old name)
+                        target/run/profile.json
   asm                   check the disassembly of kernels against
                         asm_tests/expect.toml, and that its entries cover
                         every row of qneon::catalogue

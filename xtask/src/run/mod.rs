@@ -101,8 +101,7 @@ fn parse(args: &[String]) -> Result<Options> {
         };
         match arg.as_str() {
             "--all" => opts.all = true,
-            // `--readme`: its name from when the report was in the README.
-            "--docs" | "--readme" => opts.docs = true,
+            "--docs" => opts.docs = true,
             "--model" => opts.model = Some(value("--model")?.into()),
             "--input" => {
                 let spec = value("--input")?;
@@ -374,7 +373,8 @@ mod tests {
         assert_eq!(parse(&[]).unwrap(), Options::default());
         assert!(parse(&strings(&["--all"])).unwrap().all);
         assert!(parse(&strings(&["--docs"])).unwrap().docs);
-        assert!(parse(&strings(&["--readme"])).unwrap().docs);
+        // The old name of `--docs` is gone: it is an unknown option now.
+        assert!(parse(&strings(&["--readme"])).is_err());
         let opts = parse(&strings(&[
             "--model",
             "m.tflite",
@@ -397,7 +397,6 @@ mod tests {
         assert_eq!(opts.configs, [("scalar".to_string(), "fixed".to_string())]);
         for bad in [
             &["--docs", "--all"][..],
-            &["--readme", "--all"],
             &["--seq", "128"],
             &["--input", "a.npy"],
             &["--rounding", "triple"],
