@@ -6,7 +6,8 @@
 //! element type gets `qneon_quantize_<t>` and `qneon_dequantize_<t>`. They
 //! are written as Rust source into `capi/src/` (row-wise ops into
 //! `rows.rs`, element-wise ones into `elements.rs`, the conversions into
-//! `raw/conversions.rs`) by `cargo xtask capi-header`, before cbindgen reads
+//! `raw/conversions.rs`; the attention-head transposes, which have no
+//! catalogue row, into `heads.rs`) by `cargo xtask capi-header`, before cbindgen reads
 //! the crate, so that the header sees plain functions; `cargo xtask capi`
 //! fails when the committed files differ from a fresh generation.
 //!
@@ -20,6 +21,8 @@ use std::process::{Command, Stdio};
 use qneon::catalogue::{Dtype, Op, KERNELS};
 
 use crate::util::{self, bail, Result};
+
+mod heads;
 
 /// A generated file: its path from the workspace root and its text.
 pub struct Generated {
@@ -132,6 +135,10 @@ pub fn generate() -> Result<Vec<Generated>> {
         Generated {
             path: "capi/src/elements.rs",
             text: rustfmt(&elements)?,
+        },
+        Generated {
+            path: "capi/src/heads.rs",
+            text: rustfmt(&heads::source())?,
         },
         Generated {
             path: "capi/src/raw/conversions.rs",
@@ -413,7 +420,12 @@ mod tests {
     #[test]
     fn every_quantized_handle_op_of_the_catalogue_gets_its_four_functions() {
         let files = generate().unwrap();
-        let all: String = files.iter().map(|f| f.text.as_str()).collect();
+        // The heads' transposes are counted by their own test.
+        let all: String = files
+            .iter()
+            .filter(|f| f.path != "capi/src/heads.rs")
+            .map(|f| f.text.as_str())
+            .collect();
         let mut expected = 0;
         for k in KERNELS.iter().filter(|k| k.dtype.quantized()) {
             if handle(k.op).is_none() {
