@@ -7,7 +7,8 @@
 //! are written as Rust source into `capi/src/` (row-wise ops into
 //! `rows.rs`, element-wise ones into `elements.rs`, the conversions into
 //! `raw/conversions.rs`; the attention-head transposes, which have no
-//! catalogue row, into `heads.rs`) by `cargo xtask capi-header`, before cbindgen reads
+//! catalogue row, into `heads.rs`; the quantized cross-entropy's handles
+//! into `loss_quantized.rs`) by `cargo xtask capi-header`, before cbindgen reads
 //! the crate, so that the header sees plain functions; `cargo xtask capi`
 //! fails when the committed files differ from a fresh generation.
 //!
@@ -23,6 +24,7 @@ use qneon::catalogue::{Dtype, Op, KERNELS};
 use crate::util::{self, bail, Result};
 
 mod heads;
+mod loss_quantized;
 
 /// A generated file: its path from the workspace root and its text.
 pub struct Generated {
@@ -139,6 +141,10 @@ pub fn generate() -> Result<Vec<Generated>> {
         Generated {
             path: "capi/src/heads.rs",
             text: rustfmt(&heads::source())?,
+        },
+        Generated {
+            path: "capi/src/loss_quantized.rs",
+            text: rustfmt(&loss_quantized::source())?,
         },
         Generated {
             path: "capi/src/raw/conversions.rs",
@@ -420,10 +426,11 @@ mod tests {
     #[test]
     fn every_quantized_handle_op_of_the_catalogue_gets_its_four_functions() {
         let files = generate().unwrap();
-        // The heads' transposes are counted by their own test.
+        // The heads' transposes and the quantized losses are counted by
+        // their own tests.
         let all: String = files
             .iter()
-            .filter(|f| f.path != "capi/src/heads.rs")
+            .filter(|f| !["capi/src/heads.rs", "capi/src/loss_quantized.rs"].contains(&f.path))
             .map(|f| f.text.as_str())
             .collect();
         let mut expected = 0;
