@@ -11,6 +11,11 @@
 //!   1..=9 rows of 64 (every remainder of the four-row groups);
 //! * [`Method::Lut`] log-softmax, int8 and uint8, and [`Method::Lut`]
 //!   softmax, int16: rows of 384 and 64;
+//! * log-softmax, both methods, int8 and uint8, rows of lengths that are
+//!   no multiple of 64 (or below 64) whose values span a random part of the
+//!   type: the cut-off and the saturation point fall anywhere in the reach,
+//!   so the general kernel's clamped lookups (the table built up to where
+//!   the outputs reach the minimum) meet every chunk count and tail;
 //!
 //! on input scales from one where nothing is cut to one where most is.
 //!
@@ -142,6 +147,53 @@ fn log_softmax_int8_lut_neon_equals_scalar_full_range() {
 #[test]
 fn log_softmax_uint8_lut_neon_equals_scalar_full_range() {
     log_softmax::<u8>(Method::Lut, 0x1f04);
+}
+
+/// Rows whose values span `lo..=lo + width` for a random `lo` and width.
+fn spans<T: QuantElem>(rng: &mut Rng, row_len: usize, rows: usize) -> Vec<T> {
+    let span = (T::MAX - T::MIN + 1) as u64;
+    let mut out = Vec::with_capacity(row_len * rows);
+    for _ in 0..rows {
+        let width = 1 + rng.below(span - 1);
+        let lo = T::MIN + rng.below(span - width) as i32;
+        out.extend((0..row_len).map(|_| T::from_i32(lo + rng.below(width + 1) as i32)));
+    }
+    out
+}
+
+fn log_softmax_spans<T: QuantElem + std::fmt::Debug>(seed: u64) {
+    assert!(Backend::Neon.is_available());
+    let mut rng = Rng(seed);
+    let mut failures = Vec::new();
+    let q_out = QuantParams::new(16.0 / 256.0, T::MAX);
+    for method in [Method::FixedPoint, Method::Lut] {
+        for scale in SCALES {
+            let q_in = QuantParams::new(scale, zero_point::<T>());
+            let op = LogSoftmax::<T>::new(q_in, q_out, method).unwrap();
+            for (row_len, rows) in [(100, 24), (200, 12), (37, 30), (1000, 4)] {
+                let input = spans::<T>(&mut rng, row_len, rows);
+                let run = |b, x: &[T], y: &mut [T]| op.run_with(b, x, y, row_len);
+                let what = format!(
+                    "{} log-softmax {method:?} scale {scale}, {rows} part-range rows of {row_len}",
+                    T::NAME
+                );
+                if let Err(e) = compare(&run, &input, row_len, &what) {
+                    failures.push(e);
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn log_softmax_int8_neon_equals_scalar_part_range() {
+    log_softmax_spans::<i8>(0x1f05);
+}
+
+#[test]
+fn log_softmax_uint8_neon_equals_scalar_part_range() {
+    log_softmax_spans::<u8>(0x1f06);
 }
 
 #[test]

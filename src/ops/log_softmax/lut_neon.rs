@@ -251,10 +251,10 @@ fn rows<T: QuantElem, const SIGNED: bool>(
         let top = (T::MAX - max_value) as usize;
         build_table::<T, SIGNED>(p, top, reach, pre, &mut table);
         match reach / CHUNK + 1 {
-            1 => write_row::<1>(&table, row_in, row_out, max),
-            2 => write_row::<2>(&table, row_in, row_out, max),
-            3 => write_row::<3>(&table, row_in, row_out, max),
-            _ => write_row::<4>(&table, row_in, row_out, max),
+            1 => write_row::<1, false>(&table, row_in, row_out, max, 0),
+            2 => write_row::<2, false>(&table, row_in, row_out, max, 0),
+            3 => write_row::<3, false>(&table, row_in, row_out, max, 0),
+            _ => write_row::<4, false>(&table, row_in, row_out, max, 0),
         }
     }
 }

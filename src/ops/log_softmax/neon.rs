@@ -226,7 +226,40 @@ pub(super) fn build_split<const SIGNED: bool>(
     }
 }
 
-/// The row's output bytes for `d` in `0..=reach` into `out`.
+/// How many of the 16 table groups start above the type's range: the
+/// number of heads with `s[16 g] - B >= (min + 1) 2^22`. The heads fall
+/// with `g`, so these are the first groups; from entry `16 live` on, the
+/// floor formula gives the type's minimum (outputs do not increase with
+/// `d` below the cut-off).
+#[inline(always)]
+pub(super) fn live_groups<const SIGNED: bool>(t: &LogSoftmaxTables, b: i32) -> usize {
+    let min_out: i64 = if SIGNED { i8::MIN as i64 } else { 0 };
+    let below = (b as i64 + ((min_out + 1) << 22)).clamp(i32::MIN as i64, i32::MAX as i64) as i32;
+    // SAFETY: register arithmetic and loads of the 16 heads.
+    unsafe {
+        let h = vld1q_s32_x4(t.heads.as_ptr());
+        let th = vdupq_n_s32(below);
+        let n = vaddq_s32(
+            vaddq_s32(
+                vreinterpretq_s32_u32(vcgeq_s32(h.0, th)),
+                vreinterpretq_s32_u32(vcgeq_s32(h.1, th)),
+            ),
+            vaddq_s32(
+                vreinterpretq_s32_u32(vcgeq_s32(h.2, th)),
+                vreinterpretq_s32_u32(vcgeq_s32(h.3, th)),
+            ),
+        );
+        vaddvq_s32(n).unsigned_abs() as usize
+    }
+}
+
+/// The row's output bytes for `d` in `0..=reach` into `out`; returns
+/// `Some(k)` when the row is cut off inside its reach: then only entries
+/// `0..=k` are built, entry `k` is the type's minimum and so is every
+/// output for `d > k`, so the lookup clamps `d` to `k` (and needs the
+/// chunks up to `k` only). `k` is the first group start past which the
+/// floor formula saturates (`live_groups`) when that comes before the
+/// cut-off, else the cut-off itself.
 #[inline(always)]
 fn build_table<T: QuantElem, const SIGNED: bool>(
     p: &LogSoftmaxParams,
@@ -234,16 +267,27 @@ fn build_table<T: QuantElem, const SIGNED: bool>(
     row: &LogSoftmaxRow,
     reach: usize,
     out: &mut [Chunk; 4],
-) {
+) -> Option<usize> {
     let row = *row;
     let plan = t.plan(p, &row, reach);
     match plan.split {
         Some(b) => {
-            build_split::<SIGNED>(t, reach / 16 + 1, b, out);
             if plan.kept <= reach {
-                for d in plan.kept..=reach.min(255) {
-                    out[d / CHUNK].0[d % CHUNK] = T::MIN as u8;
+                // At most reach, so at most 255 (the min only tells the compiler).
+                let kept = plan.kept.min(255);
+                let live = live_groups::<SIGNED>(t, b);
+                if 16 * live < kept {
+                    // Group `live` holds entry 16 live, the minimum.
+                    build_split::<SIGNED>(t, live + 1, b, out);
+                    Some(16 * live)
+                } else {
+                    build_split::<SIGNED>(t, kept / 16 + 1, b, out);
+                    out[kept / CHUNK].0[kept % CHUNK] = T::MIN as u8;
+                    Some(kept)
                 }
+            } else {
+                build_split::<SIGNED>(t, reach / 16 + 1, b, out);
+                None
             }
         }
         None => {
@@ -252,30 +296,36 @@ fn build_table<T: QuantElem, const SIGNED: bool>(
             for d in 0..=reach.min(255) {
                 out[d / CHUNK].0[d % CHUNK] = T::saturate(p.output_for(d, &row)).to_i32() as u8;
             }
+            None
         }
     }
 }
 
 /// Writes a row's outputs `table[max - x]` through `C` chunks (a 64-byte
-/// window is written whole).
+/// window is written whole); with `CLAMP`, `table[min(max - x, clamp)]`.
 #[inline(always)]
-pub(super) fn write_row<const C: usize>(
+pub(super) fn write_row<const C: usize, const CLAMP: bool>(
     table: &[Chunk; 4],
     row_in: &[u8],
     row_out: &mut [u8],
     max: u8,
+    clamp: u8,
 ) {
     // SAFETY: register arithmetic and loads of whole 64-byte chunks (C <= 4).
-    let (tabs, maxv) = unsafe {
+    let (tabs, maxv, clampv) = unsafe {
         (
             core::array::from_fn::<_, C, _>(|c| vld1q_u8_x4(table[c].0.as_ptr())),
             vdupq_n_u8(max),
+            vdupq_n_u8(clamp),
         )
     };
     let map = |b: Block| -> Block {
         // SAFETY: register arithmetic.
         b.map(|x| unsafe {
             let mut d = vsubq_u8(maxv, x);
+            if CLAMP {
+                d = vminq_u8(d, clampv);
+            }
             let mut q = vqtbl4q_u8(tabs[0], d);
             for tab in &tabs[1..] {
                 d = vsubq_u8(d, vdupq_n_u8(CHUNK as u8));
@@ -350,12 +400,20 @@ fn finish_row<T: QuantElem, const SIGNED: bool>(
     row_out: &mut [u8],
     table: &mut [Chunk; 4],
 ) {
-    build_table::<T, SIGNED>(p, t, row, reach, table);
-    match reach / CHUNK + 1 {
-        1 => write_row::<1>(table, row_in, row_out, max),
-        2 => write_row::<2>(table, row_in, row_out, max),
-        3 => write_row::<3>(table, row_in, row_out, max),
-        _ => write_row::<4>(table, row_in, row_out, max),
+    match build_table::<T, SIGNED>(p, t, row, reach, table) {
+        None => match reach / CHUNK + 1 {
+            1 => write_row::<1, false>(table, row_in, row_out, max, 0),
+            2 => write_row::<2, false>(table, row_in, row_out, max, 0),
+            3 => write_row::<3, false>(table, row_in, row_out, max, 0),
+            _ => write_row::<4, false>(table, row_in, row_out, max, 0),
+        },
+        // k < 256: at most the reach.
+        Some(k) => match k / CHUNK + 1 {
+            1 => write_row::<1, true>(table, row_in, row_out, max, k as u8),
+            2 => write_row::<2, true>(table, row_in, row_out, max, k as u8),
+            3 => write_row::<3, true>(table, row_in, row_out, max, k as u8),
+            _ => write_row::<4, true>(table, row_in, row_out, max, k as u8),
+        },
     }
 }
 
