@@ -1,7 +1,6 @@
-//! Plans and sessions: one plan shared by sessions on two threads, the
+//! Plans and sessions: one plan shared by sessions on two threads, and the
 //! variable tensors a session keeps (persisting across invokes, reset on
-//! demand), and the TFLite Micro models refused by their unsupported
-//! operator rather than by a graph check.
+//! demand). The published models' refusals are in `published_models.rs`.
 
 mod tflite_common;
 
@@ -72,62 +71,6 @@ fn two_sessions_of_one_plan_on_two_threads_give_one_sessions_bytes() {
     let (a, b) = (run(plan.clone()), run(plan.clone()));
     assert_eq!(a.join().unwrap(), expected);
     assert_eq!(b.join().unwrap(), expected);
-}
-
-#[test]
-fn tflite_micro_models_are_refused_by_their_unsupported_operator() {
-    // The recurrent op each model is refused for. A model may have an
-    // earlier unsupported operator (keyword_scrambled's int16 -> int8
-    // QUANTIZE): loading names the first one, inspect names them all.
-    for (file, recurrent) in [
-        ("trained_lstm_int8.tflite", "UNIDIRECTIONAL_SEQUENCE_LSTM"),
-        (
-            "dtln_noise_suppression.tflite",
-            "UNIDIRECTIONAL_SEQUENCE_LSTM",
-        ),
-        ("keyword_scrambled.tflite", "SVDF"),
-    ] {
-        let bytes = read_model(&format!("tflite_micro/{file}"));
-        let options = options(Rounding::Single, Method::FixedPoint);
-        match Interpreter::new(bytes.as_bytes(), options) {
-            Err(e @ Error::UnsupportedOp { .. }) => {
-                let Error::UnsupportedOp { op, index, .. } = &e else {
-                    unreachable!()
-                };
-                assert!(
-                    e.to_string()
-                        .contains(&format!("operator {index} ({op}) is not supported")),
-                    "{file}: {e}"
-                );
-            }
-            other => panic!("{file}: {other:?}"),
-        }
-        // No graph check stands before the operators: every one is
-        // reported, the recurrent one unsupported.
-        let analysis = Interpreter::analyze(bytes.as_bytes(), options)
-            .unwrap_or_else(|e| panic!("{file}: {e}"));
-        let refused: Vec<&str> = analysis
-            .reports
-            .iter()
-            .filter(|r| matches!(r.status, Err(Error::UnsupportedOp { .. })))
-            .map(|r| r.op.as_str())
-            .collect();
-        assert!(refused.contains(&recurrent), "{file}: refused {refused:?}");
-    }
-    // The reader accepts its biases' `quantized_dimension` (as TFLite
-    // Micro does); the runtime then names its first convolution.
-    let file = "person_detect.tflite";
-    let bytes = read_model(&format!("tflite_micro/{file}"));
-    match Interpreter::new(
-        bytes.as_bytes(),
-        options(Rounding::Single, Method::FixedPoint),
-    ) {
-        Err(Error::UnsupportedOp { op, index, missing }) => assert!(
-            op == "CONV_2D" || op == "DEPTHWISE_CONV_2D",
-            "{file}: operator {index} ({op}): {missing}"
-        ),
-        other => panic!("{file}: {other:?}"),
-    }
 }
 
 /// A minimal FlatBuffers writer, enough for a TFLite model: tables of
