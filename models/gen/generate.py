@@ -28,9 +28,10 @@ sys.stdout.reconfigure(line_buffering=True)
 import common  # noqa: E402,F401  (sets the TensorFlow environment first)
 import mobilebert  # noqa: E402
 import ops  # noqa: E402
+import published  # noqa: E402
 
 MODELS_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PARTS = ("mobilebert", "ops")
+PARTS = ("mobilebert", "ops", "published")
 
 
 def generated_files(root, parts):
@@ -42,6 +43,8 @@ def generated_files(root, parts):
                 if name.startswith("mobilebert_squad_") and name.endswith(".tflite"):
                     found.append(name)
             sub = "mobilebert_squad"
+        elif part == "published":
+            sub = os.path.join("tflite_micro", "refs")
         else:
             sub = "ops"
         base = os.path.join(root, sub)
@@ -58,6 +61,8 @@ def generate(out_dir, parts, layer_counts):
         mobilebert.generate(out_dir, layer_counts)
     if "ops" in parts:
         ops.generate(out_dir)
+    if "published" in parts:
+        published.generate(out_dir)
     print(f"generated in {time.time() - t0:.1f} s")
 
 
