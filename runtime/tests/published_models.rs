@@ -99,11 +99,10 @@ fn published_models_are_refused_only_by_their_unsupported_operators() {
 
 /// The kernel-path settings that reproduce each reference of
 /// `models/tflite_micro/refs/` and `models/litert_aarch64_builtin/`:
-/// (reference, rounding, softmax method, kernels).
-///
-/// LiteRT's x86 builtin kernels requantize CONV_2D with double rounding
-/// where its aarch64 build rounds once (person_detect's first input set
-/// tells them apart), so `litert_builtin` is matched in double rounding.
+/// (reference, rounding, softmax method, kernels). LiteRT's x86 builtin
+/// kernels (`litert_builtin`) are not a target: their CONV_2D and some
+/// DEPTHWISE_CONV_2D round twice with the final shift's ties upward, a
+/// third rounding measured on the single-op models only.
 fn reference_settings() -> Vec<(&'static str, Rounding, Method, TfliteKernels)> {
     vec![
         (
@@ -111,12 +110,6 @@ fn reference_settings() -> Vec<(&'static str, Rounding, Method, TfliteKernels)> 
             Rounding::Single,
             Method::FixedPoint,
             TfliteKernels::Reference,
-        ),
-        (
-            "litert_builtin",
-            Rounding::Double,
-            Method::Lut,
-            TfliteKernels::Optimized,
         ),
         (
             "litert_aarch64_builtin",
