@@ -6,9 +6,9 @@ use qneon::{Backend, Method};
 
 pub use qneon::quant::Rounding;
 
-/// Which of TFLite's two kernel sets to reproduce where their arithmetic
+/// Which of TFLite's kernel sets to reproduce where their arithmetic
 /// differs: DEQUANTIZE's float arithmetic and, in single rounding,
-/// FULLY_CONNECTED's requantization. The other integer ops give the same
+/// FULLY_CONNECTED's and CONV_2D's requantization. The other integer ops give the same
 /// bytes in both (for SOFTMAX the difference is the method: `Method::Lut` is
 /// the optimized kernel's table path).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -25,14 +25,23 @@ pub enum TfliteKernels {
     /// last `len % 8` elements as the reference kernel does; FULLY_CONNECTED
     /// applies the quantized multiplier in the options' rounding.
     Optimized,
+    /// The XNNPACK delegate (what TFLite's Python `Interpreter` applies by
+    /// default): CONV_2D and DEPTHWISE_CONV_2D scale their accumulators by
+    /// the `f32` product `input_scale * filter_scale / output_scale` and
+    /// round to even ([`qneon::ConvRequantization::XnnpackF32`]). Only the
+    /// ops whose XNNPACK arithmetic is built prepare under it (the
+    /// convolutions and the pure data movement); any other op is an
+    /// unsupported-op error naming it.
+    Xnnpack,
 }
 
 impl TfliteKernels {
-    /// `"reference"` or `"optimized"`.
+    /// `"reference"`, `"optimized"` or `"xnnpack"`.
     pub fn name(self) -> &'static str {
         match self {
             TfliteKernels::Reference => "reference",
             TfliteKernels::Optimized => "optimized",
+            TfliteKernels::Xnnpack => "xnnpack",
         }
     }
 
