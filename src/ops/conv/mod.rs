@@ -23,14 +23,19 @@
 //! `PopulateConvolutionQuantizationParams`) in double or single rounding,
 //! or XNNPACK's `f32` scale.
 //!
-//! This is the scalar oracle: `run` takes [`Backend::Scalar`]'s loops on
-//! every target. Work splits by output rows ([`Conv2d::run_rows`]): every
-//! output element depends on its own window only.
+//! [`Backend::Scalar`] runs the scalar loops, the oracle every faster
+//! kernel equals byte for byte. On NEON, a pointwise CONV_2D (1x1 kernel,
+//! stride 1, no padding, one group) under a quantized multiplier runs
+//! through [`Gemm`] (it is a fully connected layer over the
+//! pixels, with the same per-channel arithmetic); every other layer still
+//! runs the scalar loops. Work splits by output rows ([`Conv2d::run_rows`]):
+//! every output element depends on its own window only.
 
 mod geometry;
 mod params;
 mod scalar;
 
+use alloc::boxed::Box;
 use alloc::vec::Vec;
 use core::ops::Range;
 
@@ -38,6 +43,7 @@ pub use self::geometry::{AxisPadding, ConvGeometry, Padding};
 pub use self::params::ConvRequantization;
 use self::params::OutputStage;
 use self::scalar::Layer;
+use super::gemm::Gemm;
 use super::requant::{try_filled, FusedActivation};
 use crate::backend::Backend;
 use crate::checks::check_length;
@@ -126,13 +132,14 @@ impl Prepared {
         self.geometry.batch * self.geometry.output_height
     }
 
-    fn run_rows(
+    /// Checks a run's backend, buffers and rows.
+    fn check(
         &self,
         op: &'static str,
         backend: Backend,
         input: &[i8],
-        output: &mut [i8],
-        rows: Range<usize>,
+        output: &[i8],
+        rows: &Range<usize>,
     ) -> Result<()> {
         if !backend.is_available() {
             return Err(Error::BackendUnavailable {
@@ -151,6 +158,11 @@ impl Prepared {
                 grain: 1,
             });
         }
+        Ok(())
+    }
+
+    /// The scalar loops over output rows `rows` (checked).
+    fn run_scalar(&self, input: &[i8], output: &mut [i8], rows: Range<usize>) {
         let layer = Layer {
             geometry: &self.geometry,
             depth: self.depth,
@@ -161,7 +173,6 @@ impl Prepared {
             outputs_per_group: self.outputs_per_group,
         };
         scalar::conv(&layer, input, output, rows);
-        Ok(())
     }
 }
 
@@ -174,9 +185,9 @@ macro_rules! conv_methods {
                 &self.prepared.geometry
             }
 
-            /// The backend [`run`](Self::run) uses: the scalar oracle.
+            /// The backend [`run`](Self::run) uses: [`Backend::best`].
             pub fn backend(&self) -> Backend {
-                Backend::Scalar
+                self.backend
             }
 
             /// Output rows in the batch (`batch * output_height`): the
@@ -189,7 +200,7 @@ macro_rules! conv_methods {
             /// `output`. Errors ([`Error::Length`]) unless both have the
             /// geometry's element counts. Allocates nothing.
             pub fn run(&self, input: &[i8], output: &mut [i8]) -> Result<()> {
-                self.run_rows(Backend::Scalar, input, output, 0..self.rows())
+                self.run_rows(self.backend, input, output, 0..self.rows())
             }
 
             /// Only output rows `rows` (row `r` is image `r / output_height`,
@@ -205,7 +216,8 @@ macro_rules! conv_methods {
                 output: &mut [i8],
                 rows: Range<usize>,
             ) -> Result<()> {
-                self.prepared.run_rows($name, backend, input, output, rows)
+                self.prepared.check($name, backend, input, output, &rows)?;
+                self.dispatch(backend, input, output, rows)
             }
         }
     };
@@ -216,6 +228,11 @@ macro_rules! conv_methods {
 #[cfg_attr(docsrs, doc(cfg(feature = "alloc")))]
 pub struct Conv2d {
     prepared: Prepared,
+    backend: Backend,
+    /// A pointwise layer (1x1 kernel, stride 1, no padding, one group)
+    /// under a quantized multiplier: the same arithmetic as a fully
+    /// connected layer over the pixels, so the GEMM's NEON kernels run it.
+    pointwise: Option<Box<Gemm>>,
 }
 
 const CONV: &str = "conv_2d";
@@ -294,7 +311,62 @@ impl Conv2d {
         let mut w = try_filled(CONV, "weights", 0i8, weights.len())?;
         w.copy_from_slice(weights);
         prepared.weights = w;
-        Ok(Conv2d { prepared })
+        let pointwise = match quantization.requantization {
+            ConvRequantization::Multiplier(rounding) if is_pointwise(&geometry, filter_depth) => {
+                // OHWI with a 1x1 kernel is the GEMM's n x k row-major.
+                let per_channel: Vec<f32> = match quantization.weight_scales {
+                    [s] => alloc::vec![*s; geometry.output_channels],
+                    scales => scales.to_vec(),
+                };
+                Some(Box::new(Gemm::new(
+                    weights,
+                    geometry.output_channels,
+                    filter_depth,
+                    bias,
+                    quantization.input,
+                    &per_channel,
+                    quantization.output,
+                    quantization.activation,
+                    rounding,
+                )?))
+            }
+            _ => None,
+        };
+        Ok(Conv2d {
+            prepared,
+            backend: Backend::best(),
+            pointwise,
+        })
+    }
+
+    /// Output rows `rows` (checked) with `backend`: a pointwise layer's
+    /// rows through the GEMM on NEON, every other layer (and
+    /// [`Backend::Scalar`]) the scalar loops.
+    fn dispatch(
+        &self,
+        backend: Backend,
+        input: &[i8],
+        output: &mut [i8],
+        rows: Range<usize>,
+    ) -> Result<()> {
+        match &self.pointwise {
+            Some(gemm) if backend != Backend::Scalar => {
+                let g = &self.prepared.geometry;
+                // Stride 1 and no padding: output row r reads input row r.
+                let pixels = g.output_width;
+                let (k, n) = (g.input_channels, g.output_channels);
+                gemm.run_with(
+                    backend,
+                    &input[rows.start * pixels * k..rows.end * pixels * k],
+                    &mut output[rows.start * pixels * n..rows.end * pixels * n],
+                    rows.len() * pixels,
+                )
+            }
+            _ => {
+                self.prepared.run_scalar(input, output, rows);
+                Ok(())
+            }
+        }
     }
 
     /// Input channels each filter reads.
@@ -305,12 +377,27 @@ impl Conv2d {
 
 conv_methods!(Conv2d, "conv_2d");
 
+/// A 1x1 kernel at stride 1 without padding over all input channels: each
+/// output pixel is its input pixel times the weight matrix.
+fn is_pointwise(g: &ConvGeometry, filter_depth: usize) -> bool {
+    g.kernel_height == 1
+        && g.kernel_width == 1
+        && g.stride_height == 1
+        && g.stride_width == 1
+        && g.pad_top == 0
+        && g.pad_left == 0
+        && g.output_height == g.input_height
+        && g.output_width == g.input_width
+        && filter_depth == g.input_channels
+}
+
 /// A prepared int8 DEPTHWISE_CONV_2D (see the [module](self) for the
 /// arithmetic).
 #[derive(Clone, Debug)]
 #[cfg_attr(docsrs, doc(cfg(feature = "alloc")))]
 pub struct DepthwiseConv2d {
     prepared: Prepared,
+    backend: Backend,
 }
 
 impl DepthwiseConv2d {
@@ -364,7 +451,22 @@ impl DepthwiseConv2d {
             }
         }
         prepared.weights = w;
-        Ok(DepthwiseConv2d { prepared })
+        Ok(DepthwiseConv2d {
+            prepared,
+            backend: Backend::best(),
+        })
+    }
+
+    /// Output rows `rows` (checked): the scalar loops on every backend.
+    fn dispatch(
+        &self,
+        _backend: Backend,
+        input: &[i8],
+        output: &mut [i8],
+        rows: Range<usize>,
+    ) -> Result<()> {
+        self.prepared.run_scalar(input, output, rows);
+        Ok(())
     }
 
     /// Output channels per input channel.

@@ -266,6 +266,22 @@ fn check(case: &Case, seed: u64) {
                 Kind::Conv { filter_depth } => {
                     let op = Conv2d::new(*g, filter_depth, &weights, Some(&bias), &q).unwrap();
                     op.run(&input, &mut out).unwrap();
+                    // Every backend (NEON's pointwise GEMM included) gives
+                    // the scalar loops' bytes; the elementwise check below
+                    // holds them to the oracle.
+                    for backend in Backend::available() {
+                        let mut other = vec![0x11u8 as i8; acc.len()];
+                        op.run_rows(backend, &input, &mut other, 0..op.rows())
+                            .unwrap();
+                        assert_eq!(other, out, "{r:?} {act:?} {}", backend.name());
+                    }
+                    let pointwise = g.kernel_height == 1
+                        && g.kernel_width == 1
+                        && g.stride_height == 1
+                        && g.stride_width == 1
+                        && filter_depth == g.input_channels
+                        && !matches!(r, ConvRequantization::XnnpackF32);
+                    assert_eq!(op.pointwise.is_some(), pointwise);
                     // Any split into row tiles gives the same bytes.
                     let mut tiled = vec![0x33u8 as i8; acc.len()];
                     let half = op.rows() / 2;
@@ -391,6 +407,30 @@ fn conv_1x1_and_rectangular_kernels() {
     check(&case(g, Kind::Conv { filter_depth: 7 }, true), 3);
     let g = geometry(Padding::Same, [1, 6, 7, 2], 3, [2, 5], [3, 2], [1, 1]);
     check(&case(g, Kind::Conv { filter_depth: 2 }, true), 4);
+}
+
+/// Pointwise layers (the NEON GEMM path) at odd widths and channel counts
+/// around the GEMM's blocks of 8 channels and 16 bytes of depth, with
+/// per-tensor and per-channel scales and saturating biases.
+#[test]
+fn conv_1x1_pointwise_shapes() {
+    for (i, (h, w, cin, cout)) in [
+        (1, 1, 1, 1),
+        (3, 5, 17, 9),
+        (2, 7, 16, 8),
+        (4, 3, 33, 24),
+        (1, 9, 5, 3),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let g = geometry(Padding::Valid, [2, h, w, cin], cout, [1, 1], [1, 1], [1, 1]);
+        let mut c = case(g, Kind::Conv { filter_depth: cin }, i % 2 == 0);
+        check(&c, 100 + i as u64);
+        c.bias_range = (-(1 << 30), 1 << 30);
+        c.zero_channels = vec![0];
+        check(&c, 200 + i as u64);
+    }
 }
 
 #[test]

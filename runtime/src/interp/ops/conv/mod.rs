@@ -51,12 +51,9 @@ impl Kernel for Convolution {
         let input: &[i8] = view(io.ins[0])?;
         let output: &mut [i8] = view_mut(io.outs[0])?;
         let rows = tiles.start.min(self.rows)..tiles.end.min(self.rows);
-        // The library's convolutions are scalar for now: every backend runs
-        // the oracle.
-        let _ = backend;
         let result = match &self.layer {
-            Layer::Conv(c) => c.run_rows(Backend::Scalar, input, output, rows),
-            Layer::Depthwise(d) => d.run_rows(Backend::Scalar, input, output, rows),
+            Layer::Conv(c) => c.run_rows(backend, input, output, rows),
+            Layer::Depthwise(d) => d.run_rows(backend, input, output, rows),
         };
         result.map_err(|e| e.to_string())
     }
