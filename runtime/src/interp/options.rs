@@ -16,14 +16,18 @@ pub enum TfliteKernels {
     /// The reference kernels (`BUILTIN_REF`): DEQUANTIZE rounds the `f64`
     /// product `scale * (q - zero_point)` once to `f32`; LiteRT's
     /// FULLY_CONNECTED (single rounding) scales its accumulator by the
-    /// unquantized `f64` multiplier ([`qneon::Requantization::RealF64`]).
+    /// unquantized `f64` multiplier ([`qneon::Requantization::RealF64`]);
+    /// CONV_2D and DEPTHWISE_CONV_2D round twice in either rounding (as
+    /// LiteRT 2.3's reference kernels were measured to).
     #[default]
     Reference,
     /// The optimized builtin kernels of TFLite's aarch64 build: int8 and
     /// uint8 DEQUANTIZE in blocks of 8 elements computes
     /// `fma(f32(q), f32(scale), f32(-zero_point * scale))` (NEON `fmla`), the
     /// last `len % 8` elements as the reference kernel does; FULLY_CONNECTED
-    /// applies the quantized multiplier in the options' rounding.
+    /// and CONV_2D apply the quantized multiplier in the options' rounding,
+    /// DEPTHWISE_CONV_2D rounds twice (LiteRT 2.3's aarch64 kernels, as
+    /// measured).
     Optimized,
     /// The XNNPACK delegate (what TFLite's Python `Interpreter` applies by
     /// default): CONV_2D and DEPTHWISE_CONV_2D scale their accumulators by
