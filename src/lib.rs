@@ -90,6 +90,8 @@ pub use ops::{
     Softmax, Sub, Tanh,
 };
 #[cfg(feature = "alloc")]
+pub use ops::{Conv2d, ConvGeometry, ConvQuantization, ConvRequantization, DepthwiseConv2d};
+#[cfg(feature = "alloc")]
 pub use ops::{Gemm, MatMul, NoNorm};
 pub use quant::{QuantParams, Requantization, Rounding};
 

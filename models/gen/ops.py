@@ -1,6 +1,7 @@
 """Single-op test models: tiny tf.function graphs converted with full-integer
 quantization, each with two seeded input sets and the outputs of LiteRT's
-and TensorFlow 2.19's reference kernels.
+and TensorFlow 2.19's reference kernels (the convolutions also LiteRT's
+optimized builtin kernels and its XNNPACK delegate).
 
 Every case names the ops it exists for (`expect`); generation fails if the
 converter did not produce them, so a converter that rewrites a graph
@@ -15,13 +16,16 @@ import numpy as np
 import tensorflow as tf
 
 REFERENCES = ["litert_ref", "tf219_ref"]
+# The convolutions' three kernel paths differ in their requantization: each
+# case also keeps LiteRT's optimized builtin kernels' and XNNPACK's outputs.
+CONV_REFERENCES = REFERENCES + ["litert_builtin", "litert_xnnpack"]
 RUNS = 2
 CALIBRATION_SAMPLES = 16
 
 
 class Case:
     def __init__(self, name, doc, inputs, body, expect, *, int16=False, per_tensor=False,
-                 io=None, calibration=None, test_inputs=None, softmax_beta=None):
+                 io=None, calibration=None, test_inputs=None, softmax_beta=None, references=None):
         """`inputs`: [(name, shape, dtype, (lo, hi))], the float range each
         representative sample is drawn from (uniform), or for int32 inputs
         the integer range. `body(**inputs)` returns {output name: tensor}.
@@ -29,7 +33,9 @@ class Case:
         activation type (int8, or int16 with `int16`). `calibration(rng)`
         replaces the uniform representative samples; `test_inputs(rng, run)`
         the default test inputs. `softmax_beta` rewrites the SOFTMAX beta after
-        conversion (the converter never emits beta != 1 itself)."""
+        conversion (the converter never emits beta != 1 itself).
+        `references`: the runtimes whose outputs are kept, default
+        `REFERENCES`."""
         self.name = name
         self.doc = doc
         self.inputs = inputs
@@ -42,6 +48,7 @@ class Case:
         self.calibration = calibration
         self.test_inputs = test_inputs
         self.softmax_beta = softmax_beta
+        self.references = references or REFERENCES
 
     def seed(self):
         return zlib.crc32(self.name.encode())
@@ -380,9 +387,97 @@ def rounding_cases():
     ]
 
 
+def conv_cases():
+    """CONV_2D and DEPTHWISE_CONV_2D at their edges: odd image sizes, 1x1
+    and 3x3 kernels, stride 1 and 2 under SAME and VALID, dilation 2, depth
+    multipliers 1, 2 and 8 (the last on one input channel, a first layer),
+    fused RELU and RELU6, per-tensor and per-channel weights, a channel of
+    zero weights, saturating outputs, and layers large enough that the
+    paths' roundings part somewhere."""
+    def conv(x_shape, k, cout, seed, *, stride=1, padding="SAME", dilation=1, act=None, zero_channel=None):
+        w = np.random.default_rng(seed).normal(0.0, 0.4, size=[k[0], k[1], x_shape[-1], cout]).astype(np.float32)
+        if zero_channel is not None:
+            w[..., zero_channel] = 0.0
+        w = tf.constant(w)
+        b = weights(seed + 1, [cout], 0.5)
+
+        def body(x):
+            y = tf.nn.conv2d(x, w, strides=[1, stride, stride, 1], padding=padding,
+                             dilations=[1, dilation, dilation, 1]) + b
+            return {"y": act(y) if act else y}
+        return body
+
+    def depthwise(x_shape, k, multiplier, seed, *, stride=1, padding="SAME", dilation=1, act=None):
+        w = weights(seed, [k[0], k[1], x_shape[-1], multiplier], 0.4)
+        b = weights(seed + 1, [x_shape[-1] * multiplier], 0.5)
+
+        def body(x):
+            y = tf.nn.depthwise_conv2d(x, w, strides=[1, stride, stride, 1], padding=padding,
+                                       dilations=[dilation, dilation]) + b
+            return {"y": act(y) if act else y}
+        return body
+
+    def sparse_pixels(shape):
+        # A few nonzero pixels: the calibrated output range is narrow, so
+        # the full-range test inputs saturate the output.
+        def calibration(rng):
+            x = np.zeros(shape, np.float32)
+            x[0, rng.integers(0, shape[1], 2), rng.integers(0, shape[2], 2), :] = rng.uniform(-0.5, 0.5, shape[-1])
+            x[0, 0, 0, 0], x[0, 1, 1, 0] = -2.0, 2.0
+            return {"x": x}
+        return calibration
+
+    C, D = ["CONV_2D"], ["DEPTHWISE_CONV_2D"]
+    specs = [
+        # (name, doc, input shape, body, expect, options)
+        ("conv_1x1", "1x1 conv of [1, 5, 7, 8] to 12 channels + bias", [1, 5, 7, 8],
+         conv([1, 5, 7, 8], [1, 1], 12, 20), C, {}),
+        ("conv_3x3_same", "3x3 conv, stride 1, SAME, [1, 9, 7, 3] to 8 channels", [1, 9, 7, 3],
+         conv([1, 9, 7, 3], [3, 3], 8, 22), C, {}),
+        ("conv_3x3_stride2_same", "3x3 conv, stride 2, SAME, odd [1, 9, 7, 3] (padding 1 before, 1 after / 0, 1)",
+         [1, 9, 7, 3], conv([1, 9, 7, 3], [3, 3], 8, 24, stride=2), C, {}),
+        ("conv_3x3_valid", "3x3 conv, stride 1, VALID, [1, 9, 7, 4] to 6 channels", [1, 9, 7, 4],
+         conv([1, 9, 7, 4], [3, 3], 6, 26, padding="VALID"), C, {}),
+        ("conv_3x3_stride2_valid", "3x3 conv, stride 2, VALID, [1, 10, 9, 4] to 6 channels", [1, 10, 9, 4],
+         conv([1, 10, 9, 4], [3, 3], 6, 28, stride=2, padding="VALID"), C, {}),
+        ("conv_dilation2", "3x3 conv, dilation 2, SAME, [1, 11, 9, 3] to 5 channels", [1, 11, 9, 3],
+         conv([1, 11, 9, 3], [3, 3], 5, 30, dilation=2), C, {}),
+        ("conv_5x3_relu", "5x3 conv, stride 2, SAME, fused RELU, [1, 9, 8, 3] to 6 channels", [1, 9, 8, 3],
+         conv([1, 9, 8, 3], [5, 3], 6, 32, stride=2, act=tf.nn.relu), C, {}),
+        ("conv_3x3_relu6", "3x3 conv, stride 1, SAME, fused RELU6, [1, 7, 7, 4] to 8 channels", [1, 7, 7, 4],
+         conv([1, 7, 7, 4], [3, 3], 8, 34, act=tf.nn.relu6), C, {}),
+        ("conv_per_tensor", "3x3 conv, stride 2, SAME, per-tensor weights, [1, 9, 7, 3] to 8 channels", [1, 9, 7, 3],
+         conv([1, 9, 7, 3], [3, 3], 8, 36, stride=2), C, {"per_tensor": True}),
+        ("conv_zero_channel", "3x3 conv, SAME, output channel 2 of 6 with all-zero weights", [1, 7, 5, 3],
+         conv([1, 7, 5, 3], [3, 3], 6, 38, zero_channel=2), C, {}),
+        ("conv_saturating", "3x3 conv calibrated on a few nonzero pixels, tested on full-range inputs: saturates",
+         [1, 7, 7, 3], conv([1, 7, 7, 3], [3, 3], 6, 40), C, {"calibration": sparse_pixels([1, 7, 7, 3])}),
+        ("conv_rounding", "3x3 conv, SAME, [1, 16, 16, 16] to 32 channels: 8192 outputs, where the roundings part",
+         [1, 16, 16, 16], conv([1, 16, 16, 16], [3, 3], 32, 42), C, {}),
+        ("depthwise_3x3_same", "3x3 depthwise, multiplier 1, stride 1, SAME, [1, 9, 7, 8]", [1, 9, 7, 8],
+         depthwise([1, 9, 7, 8], [3, 3], 1, 50), D, {}),
+        ("depthwise_3x3_stride2_m2", "3x3 depthwise, multiplier 2, stride 2, SAME, odd [1, 9, 7, 4]", [1, 9, 7, 4],
+         depthwise([1, 9, 7, 4], [3, 3], 2, 52, stride=2), D, {}),
+        ("depthwise_m8_one_channel", "3x3 depthwise of one input channel, multiplier 8, stride 2, SAME, [1, 9, 9, 1]",
+         [1, 9, 9, 1], depthwise([1, 9, 9, 1], [3, 3], 8, 54, stride=2), D, {}),
+        ("depthwise_valid_dilation2", "3x3 depthwise, dilation 2, VALID, [1, 11, 10, 6]", [1, 11, 10, 6],
+         depthwise([1, 11, 10, 6], [3, 3], 1, 56, padding="VALID", dilation=2), D, {}),
+        ("depthwise_relu6", "3x3 depthwise, stride 2, SAME, fused RELU6, [1, 8, 9, 6]", [1, 8, 9, 6],
+         depthwise([1, 8, 9, 6], [3, 3], 1, 58, stride=2, act=tf.nn.relu6), D, {}),
+        ("depthwise_relu_per_tensor", "3x3 depthwise, fused RELU, per-tensor weights, [1, 7, 7, 6]", [1, 7, 7, 6],
+         depthwise([1, 7, 7, 6], [3, 3], 1, 60, act=tf.nn.relu), D, {"per_tensor": True}),
+        ("depthwise_5x5", "5x5 depthwise, stride 1, SAME, [1, 9, 7, 5]", [1, 9, 7, 5],
+         depthwise([1, 9, 7, 5], [5, 5], 1, 62), D, {}),
+        ("depthwise_rounding", "3x3 depthwise, SAME, [1, 24, 24, 32]: 18432 outputs, where the roundings part",
+         [1, 24, 24, 32], depthwise([1, 24, 24, 32], [3, 3], 1, 64), D, {}),
+    ]
+    return [Case(name, doc, [("x", shape, F32, (-2.0, 2.0))], body, expect, references=CONV_REFERENCES, **opts)
+            for name, doc, shape, body, expect, opts in specs]
+
+
 def all_cases():
     cases = (fc_cases() + binary_cases() + batch_matmul_cases() + layout_cases() + conversion_cases()
-             + activation_cases() + rounding_cases())
+             + activation_cases() + rounding_cases() + conv_cases())
     names = [c.name for c in cases]
     assert len(names) == len(set(names)), "case names must be unique"
     return cases
@@ -425,7 +520,7 @@ def generate(out_dir, log=print, only=None):
         "description": "single-op models: tiny tf.function graphs, full-integer quantized by "
         "tf.lite.TFLiteConverter (tensorflow-cpu 2.19.1); per case the model, two input sets "
         "and each reference's outputs",
-        "references": {k: common.REFERENCES[k] for k in REFERENCES},
+        "references": {k: common.REFERENCES[k] for k in CONV_REFERENCES},
         "cases": [],
     }
     for case in all_cases():
@@ -458,7 +553,7 @@ def generate(out_dir, log=print, only=None):
                 rel = f"{rel_dir}/run{run}.input.{common.file_name_part(name)}.npy"
                 common.write_npy(os.path.join(out_dir, rel), array)
                 run_entry["inputs"][name] = rel
-            for ref in REFERENCES:
+            for ref in case.references:
                 out = common.run_interpreter(ref, tfl, inputs)
                 for name, array in out.items():
                     rel = f"{rel_dir}/run{run}.{ref}.{common.file_name_part(name)}.npy"

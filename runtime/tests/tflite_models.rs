@@ -113,6 +113,17 @@ fn single_op_models_with_tables_equal_litert_aarch64_builtin_kernels() {
         let expect_pending = PENDING_BOTH.contains(&name)
             || PENDING_SINGLE.contains(&name)
             || PENDING_LUT.contains(&name);
+        if aarch64["ops"]["cases"].get(name).is_none() {
+            // The convolution cases have no aarch64 outputs yet (they keep
+            // x86 LiteRT's builtin and XNNPACK outputs instead, compared in
+            // cnn_ops.rs); no other case may lack them.
+            assert!(
+                name.starts_with("conv_") || name.starts_with("depthwise_"),
+                "{name} has no LiteRT aarch64 outputs"
+            );
+            pending.push(name);
+            continue;
+        }
         for backend in qneon::Backend::available() {
             let options = Options {
                 backend,

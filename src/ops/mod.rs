@@ -157,6 +157,8 @@ mod activation;
 #[cfg(feature = "alloc")]
 mod batch_matmul;
 mod binary;
+#[cfg(feature = "alloc")]
+pub mod conv;
 mod dequant_f32;
 #[cfg(feature = "alloc")]
 mod gemm;
@@ -176,6 +178,11 @@ pub use activation::{Logistic, Tanh};
 pub use batch_matmul::MatMul;
 pub use binary::params::{AddParams, MulParams};
 pub use binary::{Add, Mul, Operand, Sub};
+#[cfg(feature = "alloc")]
+pub use conv::{
+    AxisPadding, Conv2d, ConvGeometry, ConvQuantization, ConvRequantization, DepthwiseConv2d,
+    Padding,
+};
 #[cfg(feature = "alloc")]
 pub use gemm::{Gemm, GemmPath};
 pub use heads::{merge_heads, split_heads};

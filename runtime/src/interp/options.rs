@@ -6,9 +6,9 @@ use qneon::{Backend, Method};
 
 pub use qneon::quant::Rounding;
 
-/// Which of TFLite's two kernel sets to reproduce where their arithmetic
+/// Which of TFLite's kernel sets to reproduce where their arithmetic
 /// differs: DEQUANTIZE's float arithmetic and, in single rounding,
-/// FULLY_CONNECTED's requantization. The other integer ops give the same
+/// FULLY_CONNECTED's and CONV_2D's requantization. The other integer ops give the same
 /// bytes in both (for SOFTMAX the difference is the method: `Method::Lut` is
 /// the optimized kernel's table path).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -16,23 +16,36 @@ pub enum TfliteKernels {
     /// The reference kernels (`BUILTIN_REF`): DEQUANTIZE rounds the `f64`
     /// product `scale * (q - zero_point)` once to `f32`; LiteRT's
     /// FULLY_CONNECTED (single rounding) scales its accumulator by the
-    /// unquantized `f64` multiplier ([`qneon::Requantization::RealF64`]).
+    /// unquantized `f64` multiplier ([`qneon::Requantization::RealF64`]);
+    /// CONV_2D and DEPTHWISE_CONV_2D round twice in either rounding (as
+    /// LiteRT 2.3's reference kernels were measured to).
     #[default]
     Reference,
     /// The optimized builtin kernels of TFLite's aarch64 build: int8 and
     /// uint8 DEQUANTIZE in blocks of 8 elements computes
     /// `fma(f32(q), f32(scale), f32(-zero_point * scale))` (NEON `fmla`), the
     /// last `len % 8` elements as the reference kernel does; FULLY_CONNECTED
-    /// applies the quantized multiplier in the options' rounding.
+    /// and CONV_2D apply the quantized multiplier in the options' rounding,
+    /// DEPTHWISE_CONV_2D rounds twice (LiteRT 2.3's aarch64 kernels, as
+    /// measured).
     Optimized,
+    /// The XNNPACK delegate (what TFLite's Python `Interpreter` applies by
+    /// default): CONV_2D and DEPTHWISE_CONV_2D scale their accumulators by
+    /// the `f32` product `input_scale * filter_scale / output_scale` and
+    /// round to even ([`qneon::ConvRequantization::XnnpackF32`]). Only the
+    /// ops whose XNNPACK arithmetic is built prepare under it (the
+    /// convolutions and the pure data movement); any other op is an
+    /// unsupported-op error naming it.
+    Xnnpack,
 }
 
 impl TfliteKernels {
-    /// `"reference"` or `"optimized"`.
+    /// `"reference"`, `"optimized"` or `"xnnpack"`.
     pub fn name(self) -> &'static str {
         match self {
             TfliteKernels::Reference => "reference",
             TfliteKernels::Optimized => "optimized",
+            TfliteKernels::Xnnpack => "xnnpack",
         }
     }
 

@@ -2,6 +2,8 @@
 
 #![allow(dead_code)]
 
+pub mod flat;
+
 use std::path::{Path, PathBuf};
 
 use qneon_runtime::interp::{Interpreter, Options};

@@ -10,6 +10,7 @@
 //! | `fully_connected/` | FULLY_CONNECTED |
 //! | `binary/` | ADD, SUB, MUL |
 //! | `batch_matmul/` | BATCH_MATMUL |
+//! | `conv/` | CONV_2D, DEPTHWISE_CONV_2D |
 //!
 //! Each family lists the builtin ops it prepares in its `OPS` table
 //! ([`Registration`]: op, name, prepare function), and [`REGISTRY`] below
@@ -29,6 +30,7 @@ mod activation;
 mod batch_matmul;
 mod binary;
 mod buffers;
+mod conv;
 mod convert;
 mod fully_connected;
 mod kernel;
@@ -36,10 +38,10 @@ mod movement;
 mod op;
 mod strided_copy;
 
-use qneon_tflite::{Operator, Subgraph};
+use qneon_tflite::{BuiltinOp, Operator, Subgraph};
 
 use crate::error::Result;
-use crate::interp::options::Options;
+use crate::interp::options::{Options, TfliteKernels};
 
 pub(crate) use buffers::{element_size, Ins, Io, Outs, INLINE};
 pub(crate) use kernel::{Kernel, Nop, PreparedOp, Registration};
@@ -52,6 +54,22 @@ const REGISTRY: &[&[Registration]] = &[
     fully_connected::OPS,
     binary::OPS,
     batch_matmul::OPS,
+    conv::OPS,
+];
+
+/// The ops that prepare under [`TfliteKernels::Xnnpack`]: those whose
+/// bytes there are the XNNPACK delegate's (the convolutions' `f32`
+/// requantization, and data movement, which copies bytes in every kernel
+/// set).
+const XNNPACK_OPS: &[BuiltinOp] = &[
+    BuiltinOp::CONV_2D,
+    BuiltinOp::DEPTHWISE_CONV_2D,
+    BuiltinOp::RESHAPE,
+    BuiltinOp::TRANSPOSE,
+    BuiltinOp::GATHER,
+    BuiltinOp::STRIDED_SLICE,
+    BuiltinOp::PAD,
+    BuiltinOp::SPLIT,
 ];
 
 /// The registration of `operator`'s builtin op, if some family prepares it.
@@ -87,6 +105,9 @@ pub(crate) fn prepare(
         });
     };
     let op = op::Op::new(graph, operator, builtin, &name, options);
+    if options.kernels == TfliteKernels::Xnnpack && !XNNPACK_OPS.contains(&builtin) {
+        return Err(op.unsupported("XNNPACK's arithmetic for this operator is not built yet"));
+    }
     match registration(operator) {
         Some(registration) => (registration.prepare)(&op),
         None => Err(op.unsupported("no kernel for this operator")),

@@ -1,0 +1,364 @@
+//! CONV_2D and DEPTHWISE_CONV_2D: TFLite's `Prepare` rules as errors, the
+//! output shape and padding as TFLite derives them from SAME / VALID, and
+//! the library's scalar convolutions in the arithmetic of the chosen
+//! kernel path ([`requantization`]).
+
+use std::ops::Range;
+
+use qneon::ops::conv::{ConvGeometry, Padding};
+use qneon::{Backend, Conv2d, ConvQuantization, ConvRequantization, DepthwiseConv2d};
+use qneon_tflite::schema::BuiltinOptions;
+use qneon_tflite::{BuiltinOp, Options as OpOptions, Tensor, TensorType};
+
+use super::buffers::{view, view_mut, Io};
+use super::kernel::{Kernel, PreparedOp, Registration};
+use super::op::Op;
+use crate::error::Result;
+use crate::interp::options::{Options, Rounding, TfliteKernels};
+
+/// The ops this family prepares.
+pub(crate) const OPS: &[Registration] = &[
+    Registration::new(BuiltinOp::CONV_2D, "CONV_2D", prepare),
+    Registration::new(BuiltinOp::DEPTHWISE_CONV_2D, "DEPTHWISE_CONV_2D", prepare),
+];
+
+/// The library's prepared convolution.
+#[derive(Debug)]
+enum Layer {
+    Conv(Box<Conv2d>),
+    Depthwise(Box<DepthwiseConv2d>),
+}
+
+/// A prepared convolution; a tile is one output row of the batch
+/// (`batch * output_height` tiles), consecutive tiles one library call.
+#[derive(Debug)]
+struct Convolution {
+    layer: Layer,
+    rows: usize,
+}
+
+impl Kernel for Convolution {
+    fn tiles(&self) -> usize {
+        self.rows
+    }
+
+    fn run_tiles(
+        &self,
+        backend: Backend,
+        tiles: Range<usize>,
+        io: &mut Io<'_>,
+    ) -> Result<(), String> {
+        let input: &[i8] = view(io.ins[0])?;
+        let output: &mut [i8] = view_mut(io.outs[0])?;
+        let rows = tiles.start.min(self.rows)..tiles.end.min(self.rows);
+        let result = match &self.layer {
+            Layer::Conv(c) => c.run_rows(backend, input, output, rows),
+            Layer::Depthwise(d) => d.run_rows(backend, input, output, rows),
+        };
+        result.map_err(|e| e.to_string())
+    }
+}
+
+/// Which arithmetic a convolution reproduces. Measured on LiteRT 2.3
+/// (issue 26): its reference CONV_2D and DEPTHWISE_CONV_2D requantize
+/// with double rounding, its optimized (aarch64 builtin) CONV_2D with
+/// single rounding and DEPTHWISE_CONV_2D with double; TF 2.19's bundled
+/// TFLite rounds twice everywhere ([`Rounding::Double`]); the XNNPACK
+/// delegate scales in `f32`.
+fn requantization(options: &Options, builtin: BuiltinOp) -> ConvRequantization {
+    match (options.kernels, options.rounding) {
+        (TfliteKernels::Xnnpack, _) => ConvRequantization::XnnpackF32,
+        (TfliteKernels::Optimized, Rounding::Single) if builtin == BuiltinOp::CONV_2D => {
+            ConvRequantization::Multiplier(Rounding::Single)
+        }
+        _ => ConvRequantization::Multiplier(Rounding::Double),
+    }
+}
+
+/// The options both ops share.
+struct WindowOptions {
+    padding: i8,
+    stride: [i32; 2],
+    dilation: [i32; 2],
+    activation: i8,
+}
+
+fn window_options(op: &Op<'_, '_>) -> Result<WindowOptions> {
+    match op.operator.options() {
+        OpOptions::Builtin(BuiltinOptions::Conv2DOptions(o))
+            if op.builtin == BuiltinOp::CONV_2D =>
+        {
+            Ok(WindowOptions {
+                padding: o.padding,
+                stride: [o.stride_h, o.stride_w],
+                dilation: [o.dilation_h_factor, o.dilation_w_factor],
+                activation: o.fused_activation_function,
+            })
+        }
+        OpOptions::Builtin(BuiltinOptions::DepthwiseConv2DOptions(o))
+            if op.builtin == BuiltinOp::DEPTHWISE_CONV_2D =>
+        {
+            Ok(WindowOptions {
+                padding: o.padding,
+                stride: [o.stride_h, o.stride_w],
+                dilation: [o.dilation_h_factor, o.dilation_w_factor],
+                activation: o.fused_activation_function,
+            })
+        }
+        other => Err(op.invalid(format!(
+            "options are {}, not the op's table",
+            other.table_name().unwrap_or("an unknown table")
+        ))),
+    }
+}
+
+/// A positive stride or dilation as a size.
+fn positive(op: &Op<'_, '_>, what: &str, v: i32) -> Result<usize> {
+    usize::try_from(v)
+        .ok()
+        .filter(|&v| v > 0)
+        .ok_or_else(|| op.invalid(format!("{what} {v} must be > 0")))
+}
+
+fn rank4(op: &Op<'_, '_>, t: &Tensor<'_>, what: &str) -> Result<[usize; 4]> {
+    <[usize; 4]>::try_from(t.shape())
+        .map_err(|_| op.invalid(format!("{what} shape {:?} is not rank 4", t.shape())))
+}
+
+/// TFLite's `Prepare` of CONV_2D and DEPTHWISE_CONV_2D for int8: int8
+/// input, filter and output, an optional int32 bias of one value per
+/// output channel at scale `input * filter`, the filter constant and
+/// symmetric with one scale or one per output channel (axis 0 for CONV_2D,
+/// 3 for DEPTHWISE_CONV_2D), positive strides and dilations, channel counts
+/// that agree (CONV_2D: input channels a multiple of the filter's, output
+/// channels a multiple of the groups; DEPTHWISE_CONV_2D: a filter of one
+/// row of output channels, a multiple of the input channels), and the
+/// output shape TFLite computes for the padding.
+fn prepare(op: &Op<'_, '_>) -> Result<PreparedOp> {
+    let depthwise = op.builtin == BuiltinOp::DEPTHWISE_CONV_2D;
+    op.input_count(2, 3)?;
+    op.output_count(1)?;
+    let (input, filter, output) = (op.input(0)?, op.input(1)?, op.output(0)?);
+    let bias = op.optional_input(2);
+    let types_ok = input.dtype() == TensorType::Int8
+        && filter.dtype() == TensorType::Int8
+        && output.dtype() == TensorType::Int8
+        && bias.is_none_or(|b| b.dtype() == TensorType::Int32);
+    if !types_ok {
+        return Err(op.unsupported_types());
+    }
+    let o = window_options(op)?;
+    let padding = match o.padding {
+        0 => Padding::Same,
+        1 => Padding::Valid,
+        p => return Err(op.invalid(format!("padding {p} is neither SAME (0) nor VALID (1)"))),
+    };
+    let stride = [
+        positive(op, "stride height", o.stride[0])?,
+        positive(op, "stride width", o.stride[1])?,
+    ];
+    let dilation = [
+        positive(op, "dilation height factor", o.dilation[0])?,
+        positive(op, "dilation width factor", o.dilation[1])?,
+    ];
+    let activation = op.activation(qneon_tflite::options::FusedActivation::from_code(
+        o.activation,
+    ))?;
+
+    let in_shape = rank4(op, input, "input")?;
+    let f_shape = rank4(op, filter, "filter")?;
+    rank4(op, output, "output")?;
+    let in_channels = in_shape[3];
+    let (out_channels, kernel, filter_depth) = if depthwise {
+        if f_shape[0] != 1 {
+            return Err(op.invalid(format!(
+                "filter shape {f_shape:?}: a depthwise filter has 1 as its first dimension"
+            )));
+        }
+        (f_shape[3], [f_shape[1], f_shape[2]], 1)
+    } else {
+        (f_shape[0], [f_shape[1], f_shape[2]], f_shape[3])
+    };
+    if in_channels == 0 || filter_depth == 0 || out_channels == 0 {
+        return Err(op.invalid(format!(
+            "input shape {in_shape:?} and filter shape {f_shape:?} have no channels"
+        )));
+    }
+    let depth_multiplier = if depthwise {
+        if out_channels % in_channels != 0 {
+            return Err(op.invalid(format!(
+                "filter channels {out_channels} (tensor {}) are not a multiple of the input \
+                 channels {in_channels} (tensor {})",
+                filter.name(),
+                input.name()
+            )));
+        }
+        out_channels / in_channels
+    } else {
+        if in_channels % filter_depth != 0 {
+            return Err(op.invalid(format!(
+                "input channels {in_channels} (tensor {}) are not a multiple of the filter's \
+                 {filter_depth} (tensor {})",
+                input.name(),
+                filter.name()
+            )));
+        }
+        let groups = in_channels / filter_depth;
+        if out_channels % groups != 0 {
+            return Err(op.invalid(format!(
+                "output channels {out_channels} (tensor {}) are not a multiple of the {groups} \
+                 groups",
+                filter.name()
+            )));
+        }
+        1
+    };
+
+    let geometry = ConvGeometry::tflite(
+        if depthwise {
+            "depthwise_conv_2d"
+        } else {
+            "conv_2d"
+        },
+        padding,
+        in_shape,
+        out_channels,
+        kernel,
+        stride,
+        dilation,
+    )
+    .map_err(|e| op.invalid(e.to_string()))?;
+    op.expect_shape(
+        output,
+        &[
+            in_shape[0],
+            geometry.output_height,
+            geometry.output_width,
+            out_channels,
+        ],
+    )?;
+
+    let in_q = op.per_tensor(input, "input")?;
+    let out_q = op.per_tensor(output, "output")?;
+    if !filter.is_constant() || bias.is_some_and(|b| !b.is_constant()) {
+        return Err(op.unsupported("filter and bias must be constant"));
+    }
+    let scales = filter_scales(op, filter, out_channels, if depthwise { 3 } else { 0 })?;
+    let bias_values = match bias {
+        None => None,
+        Some(b) => Some(bias_values(op, b, in_q.scale, &scales, out_channels)?),
+    };
+    let weights = filter
+        .constant_values::<i8>()
+        .map_err(|e| op.invalid(e.to_string()))?
+        .unwrap_or_default();
+    let q = ConvQuantization {
+        input: in_q,
+        weight_scales: &scales,
+        output: out_q,
+        activation,
+        requantization: requantization(op.options, op.builtin),
+    };
+    let layer = if depthwise {
+        Layer::Depthwise(Box::new(
+            DepthwiseConv2d::new(
+                geometry,
+                depth_multiplier,
+                &weights,
+                bias_values.as_deref(),
+                &q,
+            )
+            .map_err(|e| op.kernel_error(e))?,
+        ))
+    } else {
+        Layer::Conv(Box::new(
+            Conv2d::new(geometry, filter_depth, &weights, bias_values.as_deref(), &q)
+                .map_err(|e| op.kernel_error(e))?,
+        ))
+    };
+    let rows = geometry.batch * geometry.output_height;
+    let macs = output.element_count() * kernel[0] * kernel[1] * filter_depth;
+    Ok(PreparedOp {
+        kernel: Box::new(Convolution { layer, rows }),
+        work: macs as u64,
+        unit: "MAC",
+        scratch_bytes: 0,
+        alias: false,
+        state_inputs: Vec::new(),
+    })
+}
+
+/// The filter's scales, one or one per output channel along `axis` (TFLite:
+/// `quantized_dimension` 0 for CONV_2D, 3 for DEPTHWISE_CONV_2D), with the
+/// zero points int8 filters must have (all 0).
+fn filter_scales(
+    op: &Op<'_, '_>,
+    filter: &Tensor<'_>,
+    channels: usize,
+    axis: usize,
+) -> Result<Vec<f32>> {
+    let fq = filter.quantization().ok_or_else(|| {
+        op.invalid(format!(
+            "filter (tensor {}) is not quantized",
+            filter.name()
+        ))
+    })?;
+    if fq.zero_points().iter().any(|&z| z != 0) {
+        return Err(op.invalid(format!(
+            "filter (tensor {}) zero points {:?}: int8 filters must be symmetric (zero point 0)",
+            filter.name(),
+            fq.zero_points()
+        )));
+    }
+    match (fq.scales(), fq.axis()) {
+        ([scale], _) => Ok(vec![*scale]),
+        (scales, Some(a)) if a == axis && scales.len() == channels => Ok(scales.to_vec()),
+        (scales, a) => Err(op.invalid(format!(
+            "filter (tensor {}) has {} scales along axis {a:?}; expected 1 or {channels} along \
+             axis {axis}",
+            filter.name(),
+            scales.len()
+        ))),
+    }
+}
+
+/// The bias values, after TFLite's checks: one per output channel, each
+/// channel's scale `input_scale * filter_scale` (within TFLite's relative
+/// 1e-6).
+fn bias_values(
+    op: &Op<'_, '_>,
+    bias: &Tensor<'_>,
+    input_scale: f32,
+    filter_scales: &[f32],
+    channels: usize,
+) -> Result<Vec<i32>> {
+    if bias.element_count() != channels || bias.shape().len() != 1 {
+        return Err(op.invalid(format!(
+            "bias (tensor {}) shape {:?} does not hold one value per output channel ({channels})",
+            bias.name(),
+            bias.shape()
+        )));
+    }
+    if let Some(bq) = bias.quantization() {
+        for (c, &bias_scale) in bq.scales().iter().enumerate() {
+            let filter_scale = filter_scales[if filter_scales.len() == 1 {
+                0
+            } else {
+                c.min(channels - 1)
+            }];
+            let product = input_scale as f64 * filter_scale as f64;
+            let bias_scale = bias_scale as f64;
+            if (product - bias_scale).abs() > 1e-6 * product.min(bias_scale) {
+                return Err(op.invalid(format!(
+                    "bias (tensor {}) scale {bias_scale} is not input scale * filter scale {product}",
+                    bias.name()
+                )));
+            }
+        }
+    }
+    Ok(bias
+        .constant_values::<i32>()
+        .map_err(|e| op.invalid(e.to_string()))?
+        .unwrap_or_default()
+        .to_vec())
+}

@@ -1,0 +1,186 @@
+//! The output stage of the convolutions: each channel's requantization of
+//! the int32 accumulator in one of TFLite's three kernel paths, the output
+//! zero point and the fused activation's clamp.
+
+use alloc::vec::Vec;
+
+use super::super::requant::{try_filled, ChannelMultipliers, FusedActivation};
+use crate::checks::{check_length, check_scale, check_zero_point};
+use crate::error::{Error, Result};
+use crate::quant::{QuantParams, Rounding};
+
+/// How a convolution scales its int32 accumulator to output units: the
+/// arithmetic of one of TFLite's kernel paths.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ConvRequantization {
+    /// TFLite's `MultiplyByQuantizedMultiplier` with the quantized
+    /// per-channel multiplier in this [`Rounding`]. Measured on LiteRT 2.3:
+    /// its reference CONV_2D and DEPTHWISE_CONV_2D and its optimized
+    /// DEPTHWISE_CONV_2D round twice ([`Rounding::Double`]), its optimized
+    /// CONV_2D once ([`Rounding::Single`]).
+    Multiplier(Rounding),
+    /// The XNNPACK delegate's `fp32` requantization: the channel's scale
+    /// `input_scale * weight_scale / output_scale` computed in `f32`, the
+    /// product `f32(acc) * scale` clamped to the output range less the zero
+    /// point, rounded to nearest with ties to even (`lrintf`), then the
+    /// zero point added. The fused activation's bounds are quantized as
+    /// XNNPACK does (`lrintf(bound / scale + zero_point)`, in `f32`).
+    XnnpackF32,
+}
+
+impl From<Rounding> for ConvRequantization {
+    fn from(rounding: Rounding) -> Self {
+        ConvRequantization::Multiplier(rounding)
+    }
+}
+
+impl ConvRequantization {
+    /// `"double"`, `"single"` or `"xnnpack-f32"`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            ConvRequantization::Multiplier(r) => r.name(),
+            ConvRequantization::XnnpackF32 => "xnnpack-f32",
+        }
+    }
+}
+
+/// XNNPACK refuses a requantization scale at or above this (its qs8
+/// convolution's `requantization scale ... is greater or equal to 256.0`).
+const XNNPACK_MAX_SCALE: f32 = 256.0;
+
+/// Adding then subtracting 1.5 * 2^23 rounds an `f32` of magnitude below
+/// 2^22 to an integer, ties to even (the FPU's default rounding): what
+/// `lrintf` gives on values that small.
+const ROUND_TO_EVEN_MAGIC: f32 = 12_582_912.0;
+
+/// `lrintf` of an `f32` within `[-2^22, 2^22]`.
+#[inline(always)]
+pub(crate) fn round_ties_even_small(x: f32) -> f32 {
+    debug_assert!(x.abs() <= 4_194_304.0);
+    (x + ROUND_TO_EVEN_MAGIC) - ROUND_TO_EVEN_MAGIC
+}
+
+/// Each channel's scale to output units.
+#[derive(Clone, Debug)]
+pub(crate) enum ChannelScales {
+    /// Quantized multipliers (double or single rounding).
+    Fixed(ChannelMultipliers),
+    /// XNNPACK's `f32` scales.
+    F32(Vec<f32>),
+}
+
+/// Everything a convolution's output stage needs, prepared once.
+#[derive(Clone, Debug)]
+pub(crate) struct OutputStage {
+    pub scales: ChannelScales,
+    pub zero_point: i32,
+    /// The activation range, in output units `[-128, 127]`.
+    pub act_min: i32,
+    pub act_max: i32,
+}
+
+impl OutputStage {
+    /// Validates the quantization (scales finite and `> 0`, zero points in
+    /// range, one weight scale or one per channel) and computes each
+    /// channel's scale in `requantization`'s arithmetic.
+    pub fn new(
+        op: &'static str,
+        channels: usize,
+        input: QuantParams,
+        weight_scales: &[f32],
+        output: QuantParams,
+        activation: FusedActivation,
+        requantization: ConvRequantization,
+    ) -> Result<OutputStage> {
+        check_scale("input scale", input.scale)?;
+        check_zero_point::<i8>("input zero point", input.zero_point)?;
+        check_scale("output scale", output.scale)?;
+        check_zero_point::<i8>("output zero point", output.zero_point)?;
+        if weight_scales.len() != 1 {
+            check_length(op, "weight scales", Some(channels), weight_scales.len())?;
+        }
+        for &s in weight_scales {
+            check_scale("weight scale", s)?;
+        }
+        let scale_of = |c: usize| weight_scales[if weight_scales.len() == 1 { 0 } else { c }];
+        let (scales, (act_min, act_max)) = match requantization {
+            ConvRequantization::Multiplier(rounding) => {
+                let per_channel: Vec<f32> = (0..channels).map(scale_of).collect();
+                let multipliers = ChannelMultipliers::new(
+                    op,
+                    "weight scale",
+                    "with double rounding the effective output scale, input scale * weight \
+                     scale / output scale, must be below 2^30",
+                    input.scale as f64,
+                    &per_channel,
+                    output.scale as f64,
+                    channels,
+                    rounding,
+                )?;
+                (
+                    ChannelScales::Fixed(multipliers),
+                    activation.range_i8(output),
+                )
+            }
+            ConvRequantization::XnnpackF32 => {
+                let mut scales = try_filled(op, "scales", 0.0f32, channels)?;
+                for (c, s) in scales.iter_mut().enumerate() {
+                    *s = input.scale * scale_of(c) / output.scale;
+                    if !s.is_finite() || *s >= XNNPACK_MAX_SCALE {
+                        return Err(Error::Unsupported {
+                            op,
+                            dtype: "int8",
+                            reason: "XNNPACK's requantization scale, input scale * weight scale \
+                                     / output scale in f32, must be below 256",
+                        });
+                    }
+                }
+                (
+                    ChannelScales::F32(scales),
+                    xnnpack_range(activation, output),
+                )
+            }
+        };
+        Ok(OutputStage {
+            scales,
+            zero_point: output.zero_point,
+            act_min,
+            act_max,
+        })
+    }
+
+    /// Channel `c`'s output byte for accumulator `acc`.
+    #[inline(always)]
+    pub fn finish(&self, c: usize, acc: i32) -> i8 {
+        match &self.scales {
+            ChannelScales::Fixed(m) => {
+                let y = m.requantize(c, acc);
+                y.saturating_add(self.zero_point)
+                    .clamp(self.act_min, self.act_max) as i8
+            }
+            ChannelScales::F32(scales) => {
+                // Clamp before rounding: the bounds are integers, so this
+                // equals rounding first, and keeps the value small.
+                let lo = (self.act_min - self.zero_point) as f32;
+                let hi = (self.act_max - self.zero_point) as f32;
+                let y = (acc as f32 * scales[c]).clamp(lo, hi);
+                (round_ties_even_small(y) as i32 + self.zero_point) as i8
+            }
+        }
+    }
+}
+
+/// The activation range the XNNPACK delegate gives its int8 operators:
+/// the real bounds (RELU `[0, inf)`, RELU6 `[0, 6]`) quantized as
+/// `lrintf(clamp(bound / scale + zero_point, -128, 127))` in `f32`.
+fn xnnpack_range(activation: FusedActivation, output: QuantParams) -> (i32, i32) {
+    let quantize = |real: f32| -> i32 {
+        let q = (real / output.scale + output.zero_point as f32).clamp(-128.0, 127.0);
+        round_ties_even_small(q) as i32
+    };
+    match activation {
+        FusedActivation::None => (-128, 127),
+        FusedActivation::Relu => (quantize(0.0), 127),
+        FusedActivation::Relu6 => (quantize(0.0), quantize(6.0)),
+    }
+}
