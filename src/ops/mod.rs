@@ -165,6 +165,7 @@ mod log_softmax;
 mod method;
 #[cfg(feature = "alloc")]
 mod no_norm;
+mod pool;
 mod quantize;
 mod requant;
 pub(crate) mod softmax;
@@ -184,6 +185,7 @@ pub use log_softmax::LogSoftmax;
 pub use method::Method;
 #[cfg(feature = "alloc")]
 pub use no_norm::NoNorm;
+pub use pool::{AveragePool2d, MaxPool2d, Padding, Pool2dShape};
 pub use requant::FusedActivation;
 pub use softmax::params::SoftmaxParams;
 pub use softmax::Softmax;
