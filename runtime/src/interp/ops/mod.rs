@@ -10,6 +10,7 @@
 //! | `fully_connected/` | FULLY_CONNECTED |
 //! | `binary/` | ADD, SUB, MUL |
 //! | `batch_matmul/` | BATCH_MATMUL |
+//! | `pool/` | AVERAGE_POOL_2D, MAX_POOL_2D |
 //!
 //! Each family lists the builtin ops it prepares in its `OPS` table
 //! ([`Registration`]: op, name, prepare function), and [`REGISTRY`] below
@@ -34,6 +35,7 @@ mod fully_connected;
 mod kernel;
 mod movement;
 mod op;
+mod pool;
 mod strided_copy;
 
 use qneon_tflite::{Operator, Subgraph};
@@ -52,6 +54,7 @@ const REGISTRY: &[&[Registration]] = &[
     fully_connected::OPS,
     binary::OPS,
     batch_matmul::OPS,
+    pool::OPS,
 ];
 
 /// The registration of `operator`'s builtin op, if some family prepares it.
