@@ -366,7 +366,7 @@ impl Divisor {
     /// The divisor for `d` in `1..2^31`.
     #[inline(always)]
     pub(crate) fn new(d: u32) -> Divisor {
-        debug_assert!(d >= 1 && d < 1 << 31);
+        debug_assert!((1..1 << 31).contains(&d));
         let shift = 32 - (d - 1).leading_zeros();
         let multiplier = ((1u64 << (31 + shift)).div_ceil(d as u64)) as u32;
         Divisor { multiplier, shift }
