@@ -187,8 +187,9 @@ fn pool_explicit_padding_clips_windows_at_every_edge() {
 #[test]
 fn pool_constant_input_averages_to_itself_at_the_extremes() {
     fn constant<T: QuantElem>(v: i32, filter: usize) {
+        let size = filter + 2;
         let shape =
-            Pool2dShape::with_padding([1, 9, 9, 18], (filter, filter), (1, 1), Padding::Same)
+            Pool2dShape::with_padding([1, size, size, 18], (filter, filter), (1, 1), Padding::Same)
                 .unwrap();
         let q = QuantParams::new(0.5, 0);
         let avg = AveragePool2d::<T>::new(shape, q, q, FusedActivation::None).unwrap();
@@ -203,12 +204,28 @@ fn pool_constant_input_averages_to_itself_at_the_extremes() {
             );
         }
     }
-    for filter in [1, 4, 9] {
+    // 15 x 15 = 225 and 16 x 16 = 256: either side of the 8-bit NEON
+    // kernels' 16-bit window sums (at most 255 elements).
+    for filter in [1, 4, 9, 15, 16] {
         constant::<i8>(-128, filter);
         constant::<i8>(127, filter);
         constant::<u8>(255, filter);
         constant::<i16>(-32768, filter);
         constant::<i16>(32767, filter);
+    }
+}
+
+/// Windows of more than 255 elements (the 8-bit NEON kernels' sums leave
+/// their 16-bit lanes) and of exactly 255, on random data with extremes.
+#[test]
+fn pool_large_windows_equal_naive_formula() {
+    for (filter, stride) in [((16, 17), (2, 3)), ((15, 17), (1, 1)), ((17, 17), (4, 4))] {
+        for padding in [Padding::Same, Padding::Valid] {
+            let shape =
+                Pool2dShape::with_padding([1, 18, 19, 20], filter, stride, padding).unwrap();
+            check::<i8>(shape, QuantParams::new(0.1, -7), FusedActivation::None, 11);
+            check::<u8>(shape, QuantParams::new(0.1, 9), FusedActivation::Relu, 12);
+        }
     }
 }
 
