@@ -375,3 +375,55 @@ fn pool_run_checks_lengths_and_backend() {
         ));
     }
 }
+
+/// Bands of output rows (across images) give `run`'s bytes, whatever the
+/// split; ranges past the rows or reversed are errors.
+#[test]
+fn pool_row_tiles_equal_run() {
+    let shape = Pool2dShape::with_padding([3, 9, 7, 21], (3, 3), (2, 2), Padding::Same).unwrap();
+    let q = QuantParams::new(0.1, 3);
+    let input = data::<i8>(shape.input_len().unwrap(), 99);
+    let avg = AveragePool2d::<i8>::new(shape, q, q, FusedActivation::Relu).unwrap();
+    let max = MaxPool2d::<i8>::new(shape, q, q, FusedActivation::None).unwrap();
+    let row = shape.output_width * shape.channels;
+    assert_eq!(avg.output_rows(), 15);
+    for backend in Backend::available() {
+        let mut whole = vec![0i8; shape.output_len().unwrap()];
+        avg.run_with(backend, &input, &mut whole).unwrap();
+        let mut whole_max = whole.clone();
+        max.run_with(backend, &input, &mut whole_max).unwrap();
+        for cuts in [
+            vec![0, 15],
+            vec![0, 1, 15],
+            vec![0, 4, 5, 11, 15],
+            (0..=15).collect(),
+        ] {
+            let mut tiled = vec![0i8; whole.len()];
+            let mut tiled_max = vec![0i8; whole.len()];
+            for pair in cuts.windows(2) {
+                let (a, b) = (pair[0], pair[1]);
+                avg.run_rows_with(backend, &input, &mut tiled[a * row..b * row], a..b)
+                    .unwrap();
+                max.run_rows_with(backend, &input, &mut tiled_max[a * row..b * row], a..b)
+                    .unwrap();
+            }
+            assert_eq!(tiled, whole, "{cuts:?} {}", backend.name());
+            assert_eq!(tiled_max, whole_max, "{cuts:?} {}", backend.name());
+        }
+        let mut band = vec![0i8; 2 * row];
+        assert!(matches!(
+            avg.run_rows_with(backend, &input, &mut band, 14..16),
+            Err(Error::Tile { limit: 15, .. })
+        ));
+        #[allow(clippy::reversed_empty_ranges)]
+        let reversed = 3..1;
+        assert!(matches!(
+            avg.run_rows_with(backend, &input, &mut band, reversed),
+            Err(Error::Tile { .. })
+        ));
+        assert!(matches!(
+            avg.run_rows_with(backend, &input, &mut band, 0..3),
+            Err(Error::Length { what: "output", .. })
+        ));
+    }
+}

@@ -28,9 +28,8 @@
 //! * `scalar.rs`: [`Backend::Scalar`], the reference loops.
 //! * `neon.rs`: [`Backend::Neon`], channels in blocks of 16.
 //!
-//! Tiles: the output pixels are independent; a caller that splits an image
-//! into bands of output rows runs each band as its own shape (this module
-//! keeps no state between pixels).
+//! Tiles: output rows, numbered across the images (`run_rows_with`); each
+//! row's pixels depend on the input alone, so any split gives `run`'s bytes.
 
 #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
 mod neon;
@@ -38,11 +37,12 @@ pub(crate) mod params;
 mod scalar;
 
 use core::marker::PhantomData;
+use core::ops::Range;
 
 use crate::backend::{unavailable, Backend};
 use crate::checks::check_length;
 use crate::elem::QuantElem;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::ops::FusedActivation;
 use crate::quant::QuantParams;
 use params::PoolParams;
@@ -55,7 +55,8 @@ enum Kind {
     Max,
 }
 
-/// The run shared by both ops: lengths checked, then the backend's kernel.
+/// The run shared by both ops: lengths and rows checked, then the
+/// backend's kernel on the output rows `rows` (numbered across images).
 fn run_pool<T: QuantElem>(
     op: &'static str,
     kind: Kind,
@@ -63,14 +64,28 @@ fn run_pool<T: QuantElem>(
     backend: Backend,
     input: &[T],
     output: &mut [T],
+    rows: Range<usize>,
 ) -> Result<()> {
     check_length(op, "input", p.shape.input_len(), input.len())?;
-    check_length(op, "output", p.shape.output_len(), output.len())?;
+    // `new()` checked that the whole output's length fits `usize`.
+    let total = p.shape.batch * p.shape.output_height;
+    if rows.start > rows.end || rows.end > total {
+        return Err(Error::Tile {
+            op,
+            what: "output rows",
+            start: rows.start,
+            end: rows.end,
+            limit: total,
+            grain: 1,
+        });
+    }
+    let row_len = p.shape.output_width * p.shape.channels;
+    check_length(op, "output", Some(rows.len() * row_len), output.len())?;
     match backend {
         Backend::Scalar => {
             match kind {
-                Kind::Average => scalar::average_pool(p, input, output),
-                Kind::Max => scalar::max_pool(p, input, output),
+                Kind::Average => scalar::average_pool(p, rows, input, output),
+                Kind::Max => scalar::max_pool(p, rows, input, output),
             }
             Ok(())
         }
@@ -78,12 +93,12 @@ fn run_pool<T: QuantElem>(
         Backend::Neon => {
             use crate::elem::{view, Slices};
             match (kind, view(input, output)) {
-                (Kind::Average, Slices::I8(i, o)) => neon::average_pool_i8(p, i, o),
-                (Kind::Average, Slices::U8(i, o)) => neon::average_pool_u8(p, i, o),
-                (Kind::Average, Slices::I16(i, o)) => neon::average_pool_i16(p, i, o),
-                (Kind::Max, Slices::I8(i, o)) => neon::max_pool_i8(p, i, o),
-                (Kind::Max, Slices::U8(i, o)) => neon::max_pool_u8(p, i, o),
-                (Kind::Max, Slices::I16(i, o)) => neon::max_pool_i16(p, i, o),
+                (Kind::Average, Slices::I8(i, o)) => neon::average_pool_i8(p, rows.clone(), i, o),
+                (Kind::Average, Slices::U8(i, o)) => neon::average_pool_u8(p, rows.clone(), i, o),
+                (Kind::Average, Slices::I16(i, o)) => neon::average_pool_i16(p, rows.clone(), i, o),
+                (Kind::Max, Slices::I8(i, o)) => neon::max_pool_i8(p, rows.clone(), i, o),
+                (Kind::Max, Slices::U8(i, o)) => neon::max_pool_u8(p, rows.clone(), i, o),
+                (Kind::Max, Slices::I16(i, o)) => neon::max_pool_i16(p, rows.clone(), i, o),
             }
             Ok(())
         }
@@ -153,7 +168,32 @@ macro_rules! pool_op {
             /// [`run`](Self::run) with the given backend (an error if it is not
             /// available here). Every backend gives the same bytes.
             pub fn run_with(&self, backend: Backend, input: &[T], output: &mut [T]) -> Result<()> {
-                run_pool($opname, $kind, &self.params, backend, input, output)
+                let rows = 0..self.output_rows();
+                run_pool($opname, $kind, &self.params, backend, input, output, rows)
+            }
+
+            /// Output rows across the images: `batch * output_height`, the
+            /// tiles of [`run_rows_with`](Self::run_rows_with).
+            pub fn output_rows(&self) -> usize {
+                self.params.shape.batch * self.params.shape.output_height
+            }
+
+            /// A tile: the output rows `rows` (row `r` is row
+            /// `r % output_height` of image `r / output_height`) from the
+            /// whole `input` into `output`, which holds just those rows
+            /// (`rows.len() * output_width * channels` elements). Each row
+            /// gets the bytes [`run`](Self::run) writes there. Errors: a
+            /// reversed range or one past [`output_rows`](Self::output_rows)
+            /// ([`Error::Tile`](crate::Error::Tile)), lengths that differ
+            /// ([`Error::Length`](crate::Error::Length)).
+            pub fn run_rows_with(
+                &self,
+                backend: Backend,
+                input: &[T],
+                output: &mut [T],
+                rows: Range<usize>,
+            ) -> Result<()> {
+                run_pool($opname, $kind, &self.params, backend, input, output, rows)
             }
         }
     };

@@ -10,6 +10,7 @@
 //! bytes are the scalar kernel's.
 
 use core::arch::aarch64::*;
+use core::ops::Range;
 
 use super::params::{Divisor, PoolParams, Window};
 use super::scalar::pixels;
@@ -210,9 +211,14 @@ fn reduce<R: Reduce>(r: R, w: Window, load: impl Fn(usize, usize) -> Block) -> B
 
 /// Every output pixel of the average pool (lengths checked by the caller).
 #[inline(always)]
-fn average_pool<T: QuantElem + NeonElem>(p: &PoolParams, input: &[T], output: &mut [T]) {
+fn average_pool<T: QuantElem + NeonElem>(
+    p: &PoolParams,
+    rows: Range<usize>,
+    input: &[T],
+    output: &mut [T],
+) {
     let c = p.shape.channels;
-    for (out, (b, oy, ox)) in output.chunks_exact_mut(c).zip(pixels(p)) {
+    for (out, (b, oy, ox)) in output.chunks_exact_mut(c).zip(pixels(p, rows)) {
         let w = p.shape.window(oy, ox);
         pixel(p, Average::new(p, w.count()), input, b, w, out);
     }
@@ -220,7 +226,12 @@ fn average_pool<T: QuantElem + NeonElem>(p: &PoolParams, input: &[T], output: &m
 
 /// Every output pixel of the max pool (lengths checked by the caller).
 #[inline(always)]
-fn max_pool<T: QuantElem + NeonElem>(p: &PoolParams, input: &[T], output: &mut [T]) {
+fn max_pool<T: QuantElem + NeonElem>(
+    p: &PoolParams,
+    rows: Range<usize>,
+    input: &[T],
+    output: &mut [T],
+) {
     // SAFETY: neon is a compile-time target feature (cfg on this module).
     let r = unsafe {
         Max {
@@ -229,7 +240,7 @@ fn max_pool<T: QuantElem + NeonElem>(p: &PoolParams, input: &[T], output: &mut [
         }
     };
     let c = p.shape.channels;
-    for (out, (b, oy, ox)) in output.chunks_exact_mut(c).zip(pixels(p)) {
+    for (out, (b, oy, ox)) in output.chunks_exact_mut(c).zip(pixels(p, rows)) {
         pixel(p, r, input, b, p.shape.window(oy, ox), out);
     }
 }
@@ -357,14 +368,19 @@ lanes16!(
 /// [`NARROW_SUM_AREA`] elements and fewer than 16 channels take the
 /// `i32` path.
 #[inline(always)]
-fn average_pool_own_lanes<T: Lanes16>(p: &PoolParams, input: &[T], output: &mut [T]) {
+fn average_pool_own_lanes<T: Lanes16>(
+    p: &PoolParams,
+    rows: Range<usize>,
+    input: &[T],
+    output: &mut [T],
+) {
     let s = p.shape;
     let c = s.channels;
     if c < BLOCK || s.filter_height * s.filter_width > NARROW_SUM_AREA {
-        return average_pool(p, input, output);
+        return average_pool(p, rows, input, output);
     }
     let whole = c - c % BLOCK;
-    for (out, (b, oy, ox)) in output.chunks_exact_mut(c).zip(pixels(p)) {
+    for (out, (b, oy, ox)) in output.chunks_exact_mut(c).zip(pixels(p, rows)) {
         let w = s.window(oy, ox);
         let average = Average::new(p, w.count());
         let at = |y: usize, x: usize| ((b * s.input_height + y) * s.input_width + x) * c;
@@ -397,15 +413,20 @@ fn average_pool_own_lanes<T: Lanes16>(p: &PoolParams, input: &[T], output: &mut 
 /// The max pool of an 8-bit type in its own lanes; fewer than 16 channels
 /// take the widened path (its stack-buffer tail).
 #[inline(always)]
-fn max_pool_own_lanes<T: Lanes16>(p: &PoolParams, input: &[T], output: &mut [T]) {
+fn max_pool_own_lanes<T: Lanes16>(
+    p: &PoolParams,
+    rows: Range<usize>,
+    input: &[T],
+    output: &mut [T],
+) {
     let s = p.shape;
     let c = s.channels;
     if c < BLOCK {
-        return max_pool(p, input, output);
+        return max_pool(p, rows, input, output);
     }
     let (lo, hi) = (T::splat16(p.act_min), T::splat16(p.act_max));
     let whole = c - c % BLOCK;
-    for (out, (b, oy, ox)) in output.chunks_exact_mut(c).zip(pixels(p)) {
+    for (out, (b, oy, ox)) in output.chunks_exact_mut(c).zip(pixels(p, rows)) {
         let w = s.window(oy, ox);
         let at = |y: usize, x: usize| ((b * s.input_height + y) * s.input_width + x) * c;
         let block = |ch: usize, out: &mut [T]| {
@@ -439,14 +460,14 @@ macro_rules! entry_points {
     ($($avg:ident, $avg_loop:ident, $max:ident, $max_loop:ident: $t:ty;)*) => {$(
         /// Average pool over this element type (the asm checks name it).
         #[inline(never)]
-        pub(crate) fn $avg(p: &PoolParams, input: &[$t], output: &mut [$t]) {
-            $avg_loop(p, input, output)
+        pub(crate) fn $avg(p: &PoolParams, rows: Range<usize>, input: &[$t], output: &mut [$t]) {
+            $avg_loop(p, rows, input, output)
         }
 
         /// Max pool over this element type (the asm checks name it).
         #[inline(never)]
-        pub(crate) fn $max(p: &PoolParams, input: &[$t], output: &mut [$t]) {
-            $max_loop(p, input, output)
+        pub(crate) fn $max(p: &PoolParams, rows: Range<usize>, input: &[$t], output: &mut [$t]) {
+            $max_loop(p, rows, input, output)
         }
     )*};
 }

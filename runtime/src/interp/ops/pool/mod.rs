@@ -1,7 +1,7 @@
 //! AVERAGE_POOL_2D and MAX_POOL_2D: TFLite's `Prepare` rules (rank 4,
 //! strides and filter at least 1, the SAME / VALID output shape, input and
 //! output quantized alike) and the library's pooling kernels on int8, uint8
-//! and int16.
+//! and int16, in tiles of output rows.
 
 use std::ops::Range;
 
@@ -28,24 +28,41 @@ enum Pooling<T: QuantElem> {
     Max(MaxPool2d<T>),
 }
 
-/// A prepared pooling node: input 0 into output 0, one tile.
+/// A prepared pooling node: input 0 into output 0, one tile per output row
+/// (rows numbered across the images).
 #[derive(Debug)]
 struct Pool<T: QuantElem> {
     op: Pooling<T>,
+    /// `batch * output_height`.
+    rows: usize,
+    /// Elements of one output row: `output_width * channels`.
+    row_len: usize,
 }
 
 impl<T: QuantElem + bytemuck::Pod + Send + Sync> Kernel for Pool<T> {
+    fn tiles(&self) -> usize {
+        self.rows
+    }
+
     fn run_tiles(
         &self,
         backend: Backend,
-        _tiles: Range<usize>,
+        tiles: Range<usize>,
         io: &mut Io<'_>,
     ) -> Result<(), String> {
         let input: &[T] = view(io.ins[0])?;
         let output: &mut [T] = view_mut(io.outs[0])?;
+        let band = tiles.start * self.row_len..tiles.end * self.row_len;
+        let Some(output) = output.get_mut(band) else {
+            return Err(format!(
+                "output of {} elements for rows {tiles:?} of {}",
+                output.len(),
+                self.row_len
+            ));
+        };
         match &self.op {
-            Pooling::Average(p) => p.run_with(backend, input, output),
-            Pooling::Max(p) => p.run_with(backend, input, output),
+            Pooling::Average(p) => p.run_rows_with(backend, input, output, tiles),
+            Pooling::Max(p) => p.run_rows_with(backend, input, output, tiles),
         }
         .map_err(|e| e.to_string())
     }
@@ -84,7 +101,11 @@ fn kernel<T: QuantElem + bytemuck::Pod + Send + Sync>(
     } else {
         Pooling::Max(MaxPool2d::<T>::new(shape, in_q, out_q, activation).map_err(e)?)
     };
-    Ok(Box::new(Pool { op: pooling }))
+    Ok(Box::new(Pool {
+        op: pooling,
+        rows: shape.batch * shape.output_height,
+        row_len: shape.output_width * shape.channels,
+    }))
 }
 
 /// TFLite's `Prepare` of AVERAGE_POOL_2D and MAX_POOL_2D.
