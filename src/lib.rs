@@ -86,8 +86,8 @@ pub use ops::threshold::{
 #[doc(hidden)]
 pub use ops::GemmPath;
 pub use ops::{
-    merge_heads, split_heads, Add, FusedActivation, LogSoftmax, Logistic, Method, Mul, Operand,
-    Softmax, Sub, Tanh,
+    merge_heads, split_heads, Add, AveragePool2d, FusedActivation, LogSoftmax, Logistic, MaxPool2d,
+    Method, Mul, Operand, Padding, Pool2dShape, Softmax, Sub, Tanh,
 };
 #[cfg(feature = "alloc")]
 pub use ops::{Conv2d, ConvGeometry, ConvQuantization, ConvRequantization, DepthwiseConv2d};

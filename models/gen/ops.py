@@ -473,11 +473,53 @@ def conv_cases():
     ]
     return [Case(name, doc, [("x", shape, F32, (-2.0, 2.0))], body, expect, references=CONV_REFERENCES, **opts)
             for name, doc, shape, body, expect, opts in specs]
+def pool_cases():
+    """AVERAGE_POOL_2D and MAX_POOL_2D over NHWC inputs: odd sizes, channel
+    counts off multiples of 16, windows clipped at every edge (SAME), and
+    the activations the converter fuses into the pool."""
+
+    def pool(kind, size, stride, padding, act=None):
+        op = tf.nn.avg_pool2d if kind == "avg" else tf.nn.max_pool2d
+
+        def body(x):
+            y = op(x, ksize=size, strides=stride, padding=padding)
+            if act is not None:
+                y = act(y)
+            return {"y": y}
+
+        return body
+
+    cases = []
+    for kind, op in (("avg", "AVERAGE_POOL_2D"), ("max", "MAX_POOL_2D")):
+        what = "average" if kind == "avg" else "max"
+        cases += [
+            Case(f"{kind}_pool_2x2_s2_valid", f"{what} pool 2x2 stride 2 VALID of [1, 8, 8, 20]",
+                 [("x", [1, 8, 8, 20], F32, (-4.0, 4.0))], pool(kind, 2, 2, "VALID"), [op]),
+            Case(f"{kind}_pool_3x3_s1_same", f"{what} pool 3x3 stride 1 SAME of [1, 7, 9, 19] (every edge clipped)",
+                 [("x", [1, 7, 9, 19], F32, (-4.0, 4.0))], pool(kind, 3, 1, "SAME"), [op]),
+            Case(f"{kind}_pool_3x3_s2_same", f"{what} pool 3x3 stride 2 SAME of [2, 9, 11, 35] (odd sizes)",
+                 [("x", [2, 9, 11, 35], F32, (-4.0, 4.0))], pool(kind, 3, 2, "SAME"), [op]),
+            Case(f"{kind}_pool_3x3_s2_same_even", f"{what} pool 3x3 stride 2 SAME of [1, 10, 8, 16] (padding only after)",
+                 [("x", [1, 10, 8, 16], F32, (-4.0, 4.0))], pool(kind, 3, 2, "SAME"), [op]),
+            Case(f"{kind}_pool_3x3_s2_valid", f"{what} pool 3x3 stride 2 VALID of [1, 9, 10, 17]",
+                 [("x", [1, 9, 10, 17], F32, (-4.0, 4.0))], pool(kind, 3, 2, "VALID"), [op]),
+            Case(f"{kind}_pool_2x3_s1x2_same", f"{what} pool 2x3 stride (1, 2) SAME of [1, 5, 7, 3]",
+                 [("x", [1, 5, 7, 3], F32, (-4.0, 4.0))], pool(kind, [2, 3], [1, 2], "SAME"), [op]),
+            Case(f"{kind}_pool_global_6x6", f"{what} pool 6x6 VALID of [1, 6, 6, 40] (global, as before a classifier)",
+                 [("x", [1, 6, 6, 40], F32, (-4.0, 4.0))], pool(kind, 6, 1, "VALID"), [op]),
+            Case(f"{kind}_pool_3x3_s2_same_relu", f"relu({what} pool 3x3 stride 2 SAME) of [1, 9, 9, 24]",
+                 [("x", [1, 9, 9, 24], F32, (-4.0, 4.0))], pool(kind, 3, 2, "SAME", tf.nn.relu), [op]),
+            Case(f"{kind}_pool_2x2_s2_same_relu6", f"relu6({what} pool 2x2 stride 2 SAME) of [1, 7, 7, 18]",
+                 [("x", [1, 7, 7, 18], F32, (-8.0, 8.0))], pool(kind, 2, 2, "SAME", tf.nn.relu6), [op]),
+            Case(f"{kind}_pool_int16", f"int16 {what} pool 3x3 stride 2 SAME of [1, 9, 9, 20]",
+                 [("x", [1, 9, 9, 20], F32, (-4.0, 4.0))], pool(kind, 3, 2, "SAME"), [op], int16=True),
+        ]
+    return cases
 
 
 def all_cases():
     cases = (fc_cases() + binary_cases() + batch_matmul_cases() + layout_cases() + conversion_cases()
-             + activation_cases() + rounding_cases() + conv_cases())
+             + activation_cases() + rounding_cases() + conv_cases() + pool_cases())
     names = [c.name for c in cases]
     assert len(names) == len(set(names)), "case names must be unique"
     return cases

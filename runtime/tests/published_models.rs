@@ -17,7 +17,7 @@ use tflite_common::*;
 /// Each published model and the builtin ops it uses that qneon does not
 /// prepare yet.
 const PUBLISHED: &[(&str, &[&str])] = &[
-    ("person_detect.tflite", &["AVERAGE_POOL_2D"]),
+    ("person_detect.tflite", &[]),
     ("mobilenet_v2_quantized_1x3x224x224.tflite", &["MEAN"]),
     ("micro_speech_quantized.tflite", &[]),
     // Its QUANTIZEs are int16 -> int8 and int16 -> int32, its SOFTMAX int8

@@ -98,6 +98,33 @@ fn single_op_models_equal_tflite_reference_kernels_bit_for_bit() {
 /// LOG_SOFTMAX runs TFLite's optimized kernel through `Method::Lut`.)
 const PENDING_LUT: &[&str] = &[];
 
+/// Single-op cases without LiteRT aarch64 outputs yet (made after the
+/// `litert_aarch64_builtin` references; `cargo xtask compare --refs-only`
+/// adds them): each must be absent from that manifest, so that the day its
+/// outputs are added this list has to shrink.
+const NO_AARCH64_REFS_YET: &[&str] = &[
+    "avg_pool_2x2_s2_valid",
+    "avg_pool_3x3_s1_same",
+    "avg_pool_3x3_s2_same",
+    "avg_pool_3x3_s2_same_even",
+    "avg_pool_3x3_s2_valid",
+    "avg_pool_2x3_s1x2_same",
+    "avg_pool_global_6x6",
+    "avg_pool_3x3_s2_same_relu",
+    "avg_pool_2x2_s2_same_relu6",
+    "avg_pool_int16",
+    "max_pool_2x2_s2_valid",
+    "max_pool_3x3_s1_same",
+    "max_pool_3x3_s2_same",
+    "max_pool_3x3_s2_same_even",
+    "max_pool_3x3_s2_valid",
+    "max_pool_2x3_s1x2_same",
+    "max_pool_global_6x6",
+    "max_pool_3x3_s2_same_relu",
+    "max_pool_2x2_s2_same_relu6",
+    "max_pool_int16",
+];
+
 /// `--softmax lut` (single rounding, the optimized kernels' DEQUANTIZE)
 /// against LiteRT's own aarch64 build with its builtin kernels, every case
 /// and run: these differ from the reference kernels where the int8 SOFTMAX
@@ -109,6 +136,13 @@ fn single_op_models_with_tables_equal_litert_aarch64_builtin_kernels() {
     let (mut compared, mut pending) = (0usize, Vec::new());
     for case in manifest["cases"].as_array().unwrap() {
         let name = case["name"].as_str().unwrap();
+        if NO_AARCH64_REFS_YET.contains(&name) {
+            assert!(
+                aarch64["ops"]["cases"][name].is_null(),
+                "{name} has aarch64 outputs now: remove it from NO_AARCH64_REFS_YET"
+            );
+            continue;
+        }
         let bytes = read_model(case["model"].as_str().unwrap());
         let expect_pending = PENDING_BOTH.contains(&name)
             || PENDING_SINGLE.contains(&name)

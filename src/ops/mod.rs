@@ -167,10 +167,12 @@ mod log_softmax;
 mod method;
 #[cfg(feature = "alloc")]
 mod no_norm;
+mod pool;
 mod quantize;
 mod requant;
 pub(crate) mod softmax;
 pub mod threshold;
+mod window;
 
 pub use activation::params::{Activation, ActivationParams};
 pub use activation::{Logistic, Tanh};
@@ -191,6 +193,7 @@ pub use log_softmax::LogSoftmax;
 pub use method::Method;
 #[cfg(feature = "alloc")]
 pub use no_norm::NoNorm;
+pub use pool::{AveragePool2d, MaxPool2d, Pool2dShape};
 pub use requant::FusedActivation;
 pub use softmax::params::SoftmaxParams;
 pub use softmax::Softmax;

@@ -11,6 +11,7 @@
 //! | `binary/` | ADD, SUB, MUL |
 //! | `batch_matmul/` | BATCH_MATMUL |
 //! | `conv/` | CONV_2D, DEPTHWISE_CONV_2D |
+//! | `pool/` | AVERAGE_POOL_2D, MAX_POOL_2D |
 //!
 //! Each family lists the builtin ops it prepares in its `OPS` table
 //! ([`Registration`]: op, name, prepare function), and [`REGISTRY`] below
@@ -36,6 +37,7 @@ mod fully_connected;
 mod kernel;
 mod movement;
 mod op;
+mod pool;
 mod strided_copy;
 
 use qneon_tflite::{BuiltinOp, Operator, Subgraph};
@@ -55,6 +57,7 @@ const REGISTRY: &[&[Registration]] = &[
     binary::OPS,
     batch_matmul::OPS,
     conv::OPS,
+    pool::OPS,
 ];
 
 /// The ops that prepare under [`TfliteKernels::Xnnpack`]: those whose

@@ -1,0 +1,177 @@
+//! AVERAGE_POOL_2D and MAX_POOL_2D: TFLite's `Prepare` rules (rank 4,
+//! strides and filter at least 1, the SAME / VALID output shape, input and
+//! output quantized alike) and the library's pooling kernels on int8, uint8
+//! and int16, in tiles of output rows.
+
+use std::ops::Range;
+
+use qneon::{AveragePool2d, Backend, MaxPool2d, Padding, Pool2dShape, QuantElem};
+use qneon_tflite::options::FusedActivation as TfActivation;
+use qneon_tflite::schema::BuiltinOptions;
+use qneon_tflite::{BuiltinOp, Options as OpOptions, TensorType};
+
+use super::buffers::{view, view_mut, Io};
+use super::kernel::{Kernel, PreparedOp, Registration};
+use super::op::Op;
+use crate::error::Result;
+
+/// The ops this family prepares.
+pub(crate) const OPS: &[Registration] = &[
+    Registration::new(BuiltinOp::AVERAGE_POOL_2D, "AVERAGE_POOL_2D", prepare),
+    Registration::new(BuiltinOp::MAX_POOL_2D, "MAX_POOL_2D", prepare),
+];
+
+/// One of the library's two pooling ops.
+#[derive(Debug)]
+enum Pooling<T: QuantElem> {
+    Average(AveragePool2d<T>),
+    Max(MaxPool2d<T>),
+}
+
+/// A prepared pooling node: input 0 into output 0, one tile per output row
+/// (rows numbered across the images).
+#[derive(Debug)]
+struct Pool<T: QuantElem> {
+    op: Pooling<T>,
+    /// `batch * output_height`.
+    rows: usize,
+    /// Elements of one output row: `output_width * channels`.
+    row_len: usize,
+}
+
+impl<T: QuantElem + bytemuck::Pod + Send + Sync> Kernel for Pool<T> {
+    fn tiles(&self) -> usize {
+        self.rows
+    }
+
+    fn run_tiles(
+        &self,
+        backend: Backend,
+        tiles: Range<usize>,
+        io: &mut Io<'_>,
+    ) -> Result<(), String> {
+        let input: &[T] = view(io.ins[0])?;
+        let output: &mut [T] = view_mut(io.outs[0])?;
+        let band = tiles.start * self.row_len..tiles.end * self.row_len;
+        let Some(output) = output.get_mut(band) else {
+            return Err(format!(
+                "output of {} elements for rows {tiles:?} of {}",
+                output.len(),
+                self.row_len
+            ));
+        };
+        match &self.op {
+            Pooling::Average(p) => p.run_rows_with(backend, input, output, tiles),
+            Pooling::Max(p) => p.run_rows_with(backend, input, output, tiles),
+        }
+        .map_err(|e| e.to_string())
+    }
+}
+
+/// The pooling options, TFLite's defaults (all zero) when the operator has
+/// none: the stride check then refuses it, as TFLite's `Prepare` does.
+fn options(op: &Op<'_, '_>) -> qneon_tflite::schema::Pool2DOptions {
+    match op.operator.options() {
+        OpOptions::Builtin(BuiltinOptions::Pool2DOptions(o)) => (**o).clone(),
+        _ => Default::default(),
+    }
+}
+
+/// TFLite's output size along one axis (`ComputeOutSize`, dilation 1), as
+/// a signed number: a VALID window larger than the input gives 0 or less.
+fn out_size(padding: Padding, input: i64, filter: i64, stride: i64) -> i64 {
+    match padding {
+        Padding::Same => (input + stride - 1) / stride,
+        Padding::Valid => (input + stride - filter) / stride,
+    }
+}
+
+/// The kernel of `builtin` on elements of type `T`.
+fn kernel<T: QuantElem + bytemuck::Pod + Send + Sync>(
+    op: &Op<'_, '_>,
+    shape: Pool2dShape,
+    activation: qneon::FusedActivation,
+) -> Result<Box<dyn Kernel>> {
+    let (input, output) = (op.input(0)?, op.output(0)?);
+    let in_q = op.per_tensor(input, "input")?;
+    let out_q = op.per_tensor(output, "output")?;
+    let e = |err: qneon::Error| op.kernel_error(err);
+    let pooling = if op.builtin == BuiltinOp::AVERAGE_POOL_2D {
+        Pooling::Average(AveragePool2d::<T>::new(shape, in_q, out_q, activation).map_err(e)?)
+    } else {
+        Pooling::Max(MaxPool2d::<T>::new(shape, in_q, out_q, activation).map_err(e)?)
+    };
+    Ok(Box::new(Pool {
+        op: pooling,
+        rows: shape.batch * shape.output_height,
+        row_len: shape.output_width * shape.channels,
+    }))
+}
+
+/// TFLite's `Prepare` of AVERAGE_POOL_2D and MAX_POOL_2D.
+fn prepare(op: &Op<'_, '_>) -> Result<PreparedOp> {
+    op.input_count(1, 1)?;
+    op.output_count(1)?;
+    let (input, output) = (op.input(0)?, op.output(0)?);
+    if input.dtype() != output.dtype()
+        || !matches!(
+            input.dtype(),
+            TensorType::Int8 | TensorType::Uint8 | TensorType::Int16
+        )
+    {
+        return Err(op.unsupported_types());
+    }
+    let &[batch, height, width, channels] = input.shape() else {
+        return Err(op.invalid(format!(
+            "input shape {:?} is not rank 4 (NHWC)",
+            input.shape()
+        )));
+    };
+    let o = options(op);
+    let (stride_h, stride_w) = (o.stride_h as i64, o.stride_w as i64);
+    let (filter_h, filter_w) = (o.filter_height as i64, o.filter_width as i64);
+    for (value, what) in [
+        (stride_h, "stride height"),
+        (stride_w, "stride width"),
+        (filter_h, "filter height"),
+        (filter_w, "filter width"),
+    ] {
+        if value <= 0 {
+            return Err(op.invalid(format!("{what} is {value}, must be at least 1")));
+        }
+    }
+    let padding = match o.padding {
+        0 => Padding::Same,
+        1 => Padding::Valid,
+        other => return Err(op.invalid(format!("padding code {other} is neither SAME nor VALID"))),
+    };
+    let activation = op.activation(TfActivation::from_code(o.fused_activation_function))?;
+    let out_h = out_size(padding, height as i64, filter_h, stride_h);
+    let out_w = out_size(padding, width as i64, filter_w, stride_w);
+    if out_h <= 0 || out_w <= 0 {
+        return Err(op.invalid(format!(
+            "a {filter_h}x{filter_w} VALID window does not fit the {height}x{width} input"
+        )));
+    }
+    op.expect_shape(output, &[batch, out_h as usize, out_w as usize, channels])?;
+    let shape = Pool2dShape::with_padding(
+        [batch, height, width, channels],
+        (filter_h as usize, filter_w as usize),
+        (stride_h as usize, stride_w as usize),
+        padding,
+    )
+    .map_err(|e| op.kernel_error(e))?;
+    let kernel = match input.dtype() {
+        TensorType::Int8 => kernel::<i8>(op, shape, activation)?,
+        TensorType::Uint8 => kernel::<u8>(op, shape, activation)?,
+        _ => kernel::<i16>(op, shape, activation)?,
+    };
+    Ok(PreparedOp {
+        kernel,
+        work: output.element_count() as u64,
+        unit: "element",
+        scratch_bytes: 0,
+        alias: false,
+        state_inputs: Vec::new(),
+    })
+}
