@@ -245,8 +245,15 @@ impl<T: QuantElem> ThresholdedSoftmax<T> {
     }
 
     /// The hits of `run_lut_neon`, counted (written while `hits` has room).
+    // Out of line: `run_with` is generic, so it is compiled into the
+    // caller's crate and inlined into whatever calls it; this row loop (the
+    // 12 table registers of the sum pass, the bound, the scan) then shared
+    // its registers with the caller's code and got spills that depended on
+    // the caller (qneon-bench's case closure: +0.75 instructions per
+    // element on rows of 16 when that closure changed). On its own it keeps
+    // one register allocation whoever calls it.
     #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
-    #[inline(always)]
+    #[inline(never)]
     fn lut_hits<const SIGNED: bool>(
         &self,
         lut: &SoftmaxLut,
