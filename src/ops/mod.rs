@@ -45,7 +45,6 @@
 //! ```text
 //! softmax/
 //!   mod.rs     the public op: new() and the one match of method x backend
-//!   params.rs  the params struct of Method::FixedPoint and its lane math
 //!   scalar.rs  Method::FixedPoint, Backend::Scalar (the reference loops)
 //!   neon.rs    Method::FixedPoint, Backend::Neon
 //!   lut.rs, lut_neon/, lut16.rs, lut16_neon.rs   Method::Lut (8-bit scalar,
@@ -55,12 +54,13 @@
 //!
 //! A family's files import its `params.rs` and the leaves ([`crate::fixedpoint`],
 //! [`crate::quant`], `simd`, `elem`, `checks`), never its own `mod.rs`;
-//! families import each other only through `params.rs` (log-softmax uses
-//! softmax's format constants) or a family's declared interface module
-//! (`softmax/row_math.rs`: the prepared methods and NEON row passes the
-//! thresholded softmax recomputes bit for bit; `gemm/kernels.rs`: the
-//! packing and NEON kernels the batch matrix product runs); a family's
-//! kernel files are private modules. Shared method pieces sit beside the families:
+//! families import each other only through `params.rs` or a family's
+//! declared interface module (`gemm/kernels.rs`: the packing and NEON
+//! kernels the batch matrix product runs); a family's kernel files are
+//! private modules. Shared pieces sit beside the families as leaves:
+//! `softmax_rows/` (softmax's prepared methods, its params and their lane
+//! math, and the NEON max and sum passes of 8-bit rows, which softmax,
+//! the thresholded softmax and log-softmax's format constants use),
 //! `dequant_f32/` (the `f32` row code of [`Method::DequantF32`]) and
 //! `requant/` (per-channel requantization of the layer ops).
 //!
@@ -170,7 +170,8 @@ mod no_norm;
 mod pool;
 mod quantize;
 mod requant;
-pub(crate) mod softmax;
+mod softmax;
+mod softmax_rows;
 pub mod threshold;
 mod window;
 
@@ -195,8 +196,8 @@ pub use method::Method;
 pub use no_norm::NoNorm;
 pub use pool::{AveragePool2d, MaxPool2d, Pool2dShape};
 pub use requant::FusedActivation;
-pub use softmax::params::SoftmaxParams;
 pub use softmax::Softmax;
+pub use softmax_rows::SoftmaxParams;
 
 // Each op's required output quantization, from the one table in `checks`
 // that `new()` checks against.

@@ -8,7 +8,7 @@ use crate::error::{Error, Result};
 use crate::fixedpoint::{
     exp_on_negative_values, log_x_for_x_greater_than_or_equal_to_1, FixedPoint, Lane,
 };
-use crate::ops::softmax::params::{ACCUMULATION_INTEGER_BITS, SCALED_DIFF_INTEGER_BITS};
+use crate::ops::softmax_rows::params::{ACCUMULATION_INTEGER_BITS, SCALED_DIFF_INTEGER_BITS};
 use crate::quant::{
     calculate_input_radius, multiply_by_quantized_multiplier, pow2, preprocess_softmax_scaling,
     quantize_multiplier, QuantParams,

@@ -8,33 +8,11 @@ use crate::elem::QuantElem;
 #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
 use crate::elem::{view, Slices};
 use crate::f32::BLOCK;
-use crate::ops::dequant_f32::{exp_block, f32_multiplier, sum_of_exps, QuantLanes, EXP_CACHE};
-use crate::quant::QuantParams;
+use crate::ops::dequant_f32::{exp_block, sum_of_exps, QuantLanes, EXP_CACHE};
+use crate::ops::softmax_rows::SoftmaxF32;
 use crate::simd::tail::map_blocks_at;
 #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
 use core::arch::aarch64::float32x4_t;
-
-/// Prepared `Method::DequantF32` softmax.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub(crate) struct SoftmaxF32 {
-    /// `beta * input_scale` (real units per input step), rounded once to `f32`.
-    pub(crate) input_multiplier: f32,
-    /// `1 / output_scale` in `f32`.
-    pub(crate) inv_output_scale: f32,
-    /// Output zero point.
-    pub(crate) output_zero_point: i32,
-}
-
-impl SoftmaxF32 {
-    /// From validated quantization (`beta` finite and > 0).
-    pub(crate) fn new(input: QuantParams, beta: f32, output: QuantParams) -> Self {
-        SoftmaxF32 {
-            input_multiplier: f32_multiplier(beta as f64 * input.scale as f64),
-            inv_output_scale: 1.0 / output.scale,
-            output_zero_point: output.zero_point,
-        }
-    }
-}
 
 /// Softmax of every `row_len`-long row (lengths checked by the caller).
 #[inline(always)]

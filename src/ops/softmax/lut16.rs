@@ -231,17 +231,6 @@ impl SoftmaxLut16 {
         self.exp_lut.lookup(symmetric as i16)
     }
 
-    /// Softmax of each `row_len`-long row (lengths checked by the caller).
-    /// The exps are cached in `output` between the two passes, as TFLite does.
-    pub(crate) fn run(&self, input: &[i16], output: &mut [i16], row_len: usize) {
-        for (row, out) in input
-            .chunks_exact(row_len)
-            .zip(output.chunks_exact_mut(row_len))
-        {
-            self.row(row, out);
-        }
-    }
-
     fn row(&self, row: &[i16], out: &mut [i16]) {
         let max = row.iter().copied().max().unwrap_or(i16::MIN);
         // Q16.15 in TFLite's i32; exps are in [0, 32767], so i64 cannot overflow.
@@ -278,6 +267,23 @@ impl SoftmaxLut16 {
         let reciprocal = self.one_over_one_plus_x_lut.lookup(symmetric as i16) as i64;
         let right_shift = (31 - headroom_plus_one) as u32;
         (reciprocal, right_shift)
+    }
+}
+
+/// int16 `Method::Lut` softmax, scalar backend: each `row_len`-long row
+/// (lengths checked by the caller). The exps are cached in `output` between
+/// the two passes, as TFLite does.
+pub(crate) fn softmax_scalar(
+    lut: &SoftmaxLut16,
+    input: &[i16],
+    output: &mut [i16],
+    row_len: usize,
+) {
+    for (row, out) in input
+        .chunks_exact(row_len)
+        .zip(output.chunks_exact_mut(row_len))
+    {
+        lut.row(row, out);
     }
 }
 

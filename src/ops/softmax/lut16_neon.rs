@@ -30,7 +30,7 @@
 
 #![cfg_attr(not(feature = "std"), allow(dead_code))]
 
-use super::lut16::{scale_exp, SoftmaxLut16};
+use super::lut16::{scale_exp, softmax_scalar, SoftmaxLut16};
 use core::arch::aarch64::*;
 
 /// Softmax of each `row_len`-long row (lengths checked by the caller; an
@@ -38,7 +38,7 @@ use core::arch::aarch64::*;
 pub(crate) fn softmax(lut: &SoftmaxLut16, input: &[i16], output: &mut [i16], row_len: usize) {
     match &lut.exp_by_diff.0 {
         Some(table) => softmax_lut_i16(lut, table, input, output, row_len),
-        None => lut.run(input, output, row_len),
+        None => softmax_scalar(lut, input, output, row_len),
     }
 }
 

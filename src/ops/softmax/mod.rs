@@ -27,7 +27,7 @@
 //! On NEON, 8-bit `Method::FixedPoint` runs no per-element fixed-point math:
 //! every per-element value above depends only on `d = max - x` (256 values),
 //! so `new()` computes `e(d)` and its Q12.19 sum term for every `d` with the
-//! reference's own code (`exact.rs`), and the kernel (`lut_neon/fixed.rs`,
+//! reference's own code (`ops/softmax_rows/exact.rs`), and the kernel (`lut_neon/fixed.rs`,
 //! `lut_neon/fixed_short.rs`) sums the terms by table lookups over their
 //! byte planes (an exact integer sum, as the reference's `i64` one), takes
 //! the reference's reciprocal of that same sum, and maps each row through
@@ -41,16 +41,7 @@
 //! bit for bit (see `lut16.rs`), and is less accurate (its exps are Q0.15 and
 //! floored at `exp(-10)`).
 
-// The tables are read by the NEON kernel only (other targets build none).
-#[cfg_attr(
-    not(all(target_arch = "aarch64", target_feature = "neon")),
-    allow(dead_code)
-)]
-mod exact;
 mod f32;
-// The split tables are read by the NEON kernel only, and the constructor
-// needs `std` (`f32::exp`).
-#[cfg_attr(not(all(target_arch = "aarch64", feature = "std")), allow(dead_code))]
 mod lut;
 mod lut16;
 #[cfg(all(target_arch = "aarch64", target_feature = "neon", feature = "std"))]
@@ -59,16 +50,11 @@ mod lut16_neon;
 mod lut_neon;
 #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
 mod neon;
-pub(crate) mod params;
-pub(crate) mod row_math;
 mod scalar;
 
-use self::exact::SoftmaxExact;
-use self::f32::SoftmaxF32;
-use self::lut::SoftmaxLut;
 use self::lut16::SoftmaxLut16;
-use self::params::SoftmaxParams;
 use super::method::{unsupported_method, Method};
+use super::softmax_rows::{SoftmaxExact, SoftmaxF32, SoftmaxLut, SoftmaxParams};
 use crate::backend::{unavailable, Backend};
 use crate::checks::check_rows;
 use crate::elem::{view, ElemKind, QuantElem};
@@ -205,7 +191,7 @@ fn lut16_rows<T: QuantElem>(
 ) -> Result<()> {
     match view(input, output).i16() {
         Some((input, output)) => {
-            kernel.run(input, output, row_len);
+            lut16::softmax_scalar(kernel, input, output, row_len);
             Ok(())
         }
         None => Err(crate::checks::not_int16()),
@@ -222,14 +208,14 @@ enum SoftmaxKernel {
     /// int16 [`Method::FixedPoint`]: everything is in the params.
     FixedPoint,
     /// 8-bit [`Method::FixedPoint`]: the reference's exps, sum terms (and,
-    /// per row, outputs) by `d = max - x` (see `exact.rs`); the scalar
+    /// per row, outputs) by `d = max - x` (see `softmax_rows/exact.rs`); the scalar
     /// backend runs the reference loop on the params. NEON targets only.
     #[cfg_attr(
         not(all(target_arch = "aarch64", target_feature = "neon")),
         allow(dead_code)
     )]
     FixedExact(SoftmaxExact),
-    /// 8-bit [`Method::Lut`]: TFLite's aarch64 exp table (see `lut.rs`).
+    /// 8-bit [`Method::Lut`]: TFLite's aarch64 exp table (see `softmax_rows/lut.rs`).
     Lut(SoftmaxLut),
     /// int16 [`Method::Lut`]: TFLite's two 513-entry tables and input rescaling.
     Lut16(SoftmaxLut16),

@@ -1,13 +1,13 @@
 //! Softmax, [`Method::FixedPoint`](crate::Method::FixedPoint), NEON, int16:
-//! the lane math of [`super::params`] on `int32x4_t`, 16 elements per block,
+//! the lane math of [`SoftmaxParams`] on `int32x4_t`, 16 elements per block,
 //! each row's exps cached between the sum and the output pass. The kernel
 //! (`softmax_i16`) is `#[inline(never)]` under a stable name for the asm
 //! checks. (8-bit rows take the exact tables of `lut_neon/fixed.rs`: there
 //! every per-element value depends on one of 256 differences.)
 
-use super::params::SoftmaxParams;
 use crate::elem::QuantElem;
 use crate::fixedpoint::{FixedPoint, Lane};
+use crate::ops::softmax_rows::SoftmaxParams;
 use crate::simd::keep_first;
 use crate::simd::neon::{
     load_block_i32, map4, store_block_i32, unswitch_on_shift, with_exp_cache, Block, NeonElem,

@@ -1,8 +1,8 @@
 //! Softmax, [`Method::FixedPoint`](crate::Method::FixedPoint), scalar: the
 //! reference loop, one `i32` lane at a time.
 
-use super::params::SoftmaxParams;
 use crate::elem::QuantElem;
+use crate::ops::softmax_rows::SoftmaxParams;
 
 /// Softmax of every `row_len`-long row; lengths were checked by the caller.
 pub(crate) fn softmax<T: QuantElem>(

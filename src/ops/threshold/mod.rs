@@ -61,12 +61,12 @@ mod model_tests;
 #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
 mod neon;
 mod scalar;
-mod softmax;
+mod softmax_8bit;
 mod softmax_f32;
 mod topk;
 
 pub use logistic::ThresholdedLogistic;
-pub use softmax::ThresholdedSoftmax;
+pub use softmax_8bit::ThresholdedSoftmax;
 pub use softmax_f32::ThresholdedSoftmaxF32;
 
 use crate::backend::{unavailable, Backend};

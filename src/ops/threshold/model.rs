@@ -28,7 +28,7 @@ use crate::error::{Error, Result};
 use crate::f32::{exp_kernel, Lane};
 use crate::fixedpoint::Q0_31;
 use crate::ops::dequant_f32::round_half_away;
-use crate::ops::softmax::row_math::{SoftmaxExact, SoftmaxF32, SoftmaxLut, SoftmaxParams};
+use crate::ops::softmax_rows::{SoftmaxExact, SoftmaxF32, SoftmaxLut, SoftmaxParams};
 use crate::ops::Method;
 use crate::quant::QuantParams;
 
@@ -121,7 +121,7 @@ impl Model {
         Ok(match method {
             Method::FixedPoint => {
                 let p = SoftmaxParams::new::<T>(input, beta, output)?;
-                // The reference's exps, by its own code (softmax/exact.rs).
+                // The reference's exps, by its own code (softmax_rows/exact.rs).
                 let exact = SoftmaxExact::new(&p);
                 let term = exact.exp.map(|e| p.sum_term(Q0_31::from_raw(e)) as u32);
                 let suffix_max = suffix_max(&exact.exp);

@@ -108,7 +108,7 @@ fn sweep<T: QuantElem>(method: Method, out: QuantParams, sums_exhaustive: u64) {
 #[cfg(feature = "std")]
 #[cfg_attr(miri, ignore = "every t at hundreds of sums")]
 fn lut_value_equals_the_reference_output() {
-    use crate::ops::softmax::row_math::SoftmaxLut;
+    use crate::ops::softmax_rows::SoftmaxLut;
     let mut state = 0x1234_5678_9abc_def1u64;
     for zp in [-128, 0] {
         let out = QuantParams::new(1.0 / 256.0, zp);

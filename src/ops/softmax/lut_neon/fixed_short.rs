@@ -27,10 +27,10 @@
 //! outputs, rewritten when those rows are done (the caller runs the rows
 //! whose window would pass the end of the slices another way).
 
-use super::blocks::{load_post, opaque, STEP};
 use crate::fixedpoint::{one_over_one_plus_x_for_x_in_0_1, Q0_31};
-use crate::ops::softmax::exact::{SoftmaxExact, PLANES};
-use crate::ops::softmax::params::ACCUMULATION_INTEGER_BITS;
+use crate::ops::softmax_rows::exact::{SoftmaxExact, PLANES};
+use crate::ops::softmax_rows::neon::blocks::{load_post, opaque, STEP};
+use crate::ops::softmax_rows::params::ACCUMULATION_INTEGER_BITS;
 use crate::simd::lookup::lookup4;
 use core::arch::aarch64::*;
 

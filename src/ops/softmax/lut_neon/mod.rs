@@ -41,29 +41,30 @@
 //! Rows of at most 16 bytes take `short` instead: four rows per group, the
 //! reciprocals on four lanes, the outputs by arithmetic rather than tables.
 //!
-//! Files: `blocks` (64-byte block walking, lane masks, row maximum),
-//! `sums` (the exp tables and the sum pass), `output` (the per-row output
-//! tables and the output pass), `rows64` (rows of exactly 64 bytes),
-//! `short` (rows of at most 16 bytes); the row shapes are chosen here.
+//! Files: `output` (the per-row output tables and the output pass),
+//! `rows64` (rows of exactly 64 bytes), `short` (rows of at most 16
+//! bytes), `fixed` and `fixed_short` (the exact `Method::FixedPoint`
+//! kernel); the row shapes are chosen here. The max and sum passes (64-byte
+//! block walking, lane masks, row maximum, the exp tables and their sums)
+//! are the shared row math in `ops/softmax_rows/neon/`, which the
+//! thresholded softmax runs too.
 
-mod blocks;
 mod fixed;
 mod fixed_short;
 mod output;
 mod rows64;
 mod short;
-mod sums;
 
-use self::blocks::{row_max, row_max_min, window_max, Masks, STEP};
-pub(crate) use self::fixed::{
-    row_max_sum as exact_row_max_sum, softmax_exact_i8, softmax_exact_u8,
-};
+pub(crate) use self::fixed::{softmax_exact_i8, softmax_exact_u8};
 use self::output::{
     look, output_table, rows_by_chunks, write_outputs_post, write_row, write_row_direct,
 };
 use self::rows64::rows64;
-use self::sums::{full_sum, load_tables, row_sum, window_sum, FullTables, SumTables};
-use super::lut::{SoftmaxLut, OUTPUT_ENTRIES};
+use crate::ops::softmax_rows::lut::{SoftmaxLut, OUTPUT_ENTRIES};
+use crate::ops::softmax_rows::neon::blocks::{row_max, row_max_min, window_max, Masks, STEP};
+use crate::ops::softmax_rows::neon::sums::{
+    full_sum, load_tables, row_sum, window_sum, FullTables, SumTables,
+};
 use core::arch::aarch64::*;
 
 /// The rest of a row once its maximum and sum are known: the multiplier, the
@@ -265,35 +266,5 @@ pub(crate) fn softmax(
         softmax_lut_i8(p, input, output, row_len)
     } else {
         softmax_lut_u8(p, input, output, row_len)
-    }
-}
-
-/// The maximum (as the raw byte) and the exact sum of `t[max - x]` of each
-/// `row_len`-long row, as `softmax` computes them, handed to `f(row, max,
-/// sum)` in row order: for the thresholded softmax, which needs them and
-/// not the outputs. The caller checked `row_len >= 1`.
-#[inline(always)]
-pub(crate) fn rows_max_sum<const SIGNED: bool>(
-    p: &SoftmaxLut,
-    input: &[u8],
-    row_len: usize,
-    mut f: impl FnMut(usize, u8, u64),
-) {
-    let masks = Masks::new(row_len);
-    for (r, row) in input.chunks_exact(row_len).enumerate() {
-        let (max, sum) = if p.split {
-            let max = row_max::<SIGNED>(row);
-            (max, row_sum(&load_tables(p), row, max, &masks))
-        } else if row_len >= STEP {
-            let (max, min) = row_max_min::<SIGNED>(row);
-            let d_chunks = max.wrapping_sub(min) as usize / 64 + 1;
-            let lo = d_chunks.min(p.low_chunks);
-            let hi = lo.min(p.high_chunks);
-            (max, full_sum(p, hi, lo, row, max, &masks))
-        } else {
-            let max = row_max::<SIGNED>(row);
-            (max, row_sum(&FullTables::<4, 4>(p), row, max, &masks))
-        };
-        f(r, max, sum);
     }
 }

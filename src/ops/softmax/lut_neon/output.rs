@@ -3,10 +3,10 @@
 //! (plus a `tbx` per further chunk) for every 16 elements; or, for short
 //! full-table rows, `t` looked up again and requantized lane by lane.
 
-use super::blocks::{load_post, opaque, Block, STEP};
-use super::sums::lookup_chunk;
 use crate::fixedpoint::Lane;
-use crate::ops::softmax::lut::SoftmaxLut;
+use crate::ops::softmax_rows::lut::SoftmaxLut;
+use crate::ops::softmax_rows::neon::blocks::{load_post, opaque, Block, STEP};
+use crate::ops::softmax_rows::neon::sums::lookup_chunk;
 use crate::simd::tail::map_tail;
 use core::arch::aarch64::*;
 

@@ -1,10 +1,10 @@
 //! Rows of exactly 64 bytes of the `Method::Lut` NEON kernel: one block per
 //! row, loaded once for all three passes.
 
-use super::blocks::{load_post, STEP};
 use super::output::output_table;
-use super::sums::{block_sum_split, load_tables};
-use crate::ops::softmax::lut::SoftmaxLut;
+use crate::ops::softmax_rows::lut::SoftmaxLut;
+use crate::ops::softmax_rows::neon::blocks::{load_post, STEP};
+use crate::ops::softmax_rows::neon::sums::{block_sum_split, load_tables};
 use core::arch::aarch64::*;
 
 /// Rows of exactly 64 bytes (split tables, one output chunk): each row is

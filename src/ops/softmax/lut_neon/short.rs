@@ -22,11 +22,11 @@
 //! outputs, rewritten when those rows are done; the caller runs the rows
 //! whose window would pass the end of the slices another way.
 
-use super::blocks::opaque;
 // The four-row group, its lane sums and per-lane splats are the exact
 // kernel's short-row helpers.
 use super::fixed_short::{lane, row_sums, GROUP};
-use crate::ops::softmax::lut::{Bytes64, SoftmaxLut};
+use crate::ops::softmax_rows::lut::{Bytes64, SoftmaxLut};
+use crate::ops::softmax_rows::neon::blocks::opaque;
 use core::arch::aarch64::*;
 
 /// Bytes of a window (the longest row this path takes).

@@ -1,30 +1,30 @@
 //! The sum pass of the `Method::Lut` NEON kernel: `t[max - x]` over a row,
 //! through the split tables pinned in registers or the full 256-entry tables
-//! loaded chunk by chunk (inline asm, see the module docs of `lut_neon`).
+//! loaded chunk by chunk (inline asm, see the module docs of `ops/softmax/lut_neon`).
 
 use super::blocks::{for_each_block, load_post, opaque, Block, Masks, FLUSH_EVERY, STEP, T0};
-use crate::ops::softmax::lut::SoftmaxLut;
+use crate::ops::softmax_rows::lut::SoftmaxLut;
 use core::arch::aarch64::*;
 
 /// The split exp tables in registers.
-pub(super) struct Tables {
-    pub(super) high: uint8x16x4_t,
-    pub(super) low0: uint8x16x4_t,
-    pub(super) low1: uint8x16x4_t,
+pub(crate) struct Tables {
+    pub(crate) high: uint8x16x4_t,
+    pub(crate) low0: uint8x16x4_t,
+    pub(crate) low1: uint8x16x4_t,
 }
 
 /// u16 partial sums of the high and low bytes, two registers each (so
 /// consecutive `uadalp`s do not wait on each other), and their u32 totals.
-pub(super) struct Partial {
-    pub(super) high: [uint16x8_t; 2],
-    pub(super) low: [uint16x8_t; 2],
-    pub(super) high32: uint32x4_t,
-    pub(super) low32: uint32x4_t,
+pub(crate) struct Partial {
+    pub(crate) high: [uint16x8_t; 2],
+    pub(crate) low: [uint16x8_t; 2],
+    pub(crate) high32: uint32x4_t,
+    pub(crate) low32: uint32x4_t,
 }
 
 impl Partial {
     #[inline(always)]
-    pub(super) fn new() -> Self {
+    pub(crate) fn new() -> Self {
         // SAFETY: register arithmetic; NEON is a compile-time target feature.
         let (z, z32) = unsafe { (vdupq_n_u16(0), vdupq_n_u32(0)) };
         Partial {
@@ -37,7 +37,7 @@ impl Partial {
 
     /// Adds the high and low bytes of 16 terms into sum registers `acc`.
     #[inline(always)]
-    pub(super) fn accumulate(&mut self, hi: uint8x16_t, lo: uint8x16_t, acc: usize) {
+    pub(crate) fn accumulate(&mut self, hi: uint8x16_t, lo: uint8x16_t, acc: usize) {
         // SAFETY: register arithmetic; NEON is a compile-time target feature.
         unsafe {
             self.high[acc] = vpadalq_u8(self.high[acc], hi);
@@ -53,7 +53,7 @@ impl Partial {
     /// allocation of the register-tuple operands varies from build to build,
     /// and some builds spill inside this loop (32 registers are just enough).
     #[inline(always)]
-    pub(super) fn add_block_split(
+    pub(crate) fn add_block_split(
         &mut self,
         tables: &Tables,
         maxv: uint8x16_t,
@@ -128,7 +128,7 @@ impl Partial {
     /// first chunk's `tbl` left, which the caller guarantees is their byte
     /// (every `d` of the block below `64 LO`, high bytes 0 from `64 HI` on).
     #[inline(always)]
-    pub(super) fn add_block_full<const HI: usize, const LO: usize>(
+    pub(crate) fn add_block_full<const HI: usize, const LO: usize>(
         &mut self,
         p: &SoftmaxLut,
         maxv: uint8x16_t,
@@ -181,7 +181,7 @@ impl Partial {
 
     /// Moves the u16 partial sums into the u32 totals.
     #[inline(always)]
-    pub(super) fn flush(&mut self) {
+    pub(crate) fn flush(&mut self) {
         // SAFETY: register arithmetic; NEON is a compile-time target feature.
         unsafe {
             let z = vdupq_n_u16(0);
@@ -194,7 +194,7 @@ impl Partial {
 
     /// The exact sum of the u32 totals of high and low bytes.
     #[inline(always)]
-    pub(super) fn total(&self) -> u64 {
+    pub(crate) fn total(&self) -> u64 {
         // SAFETY: register arithmetic; NEON is a compile-time target feature.
         // Each u32 lane holds at most row_len / 4 * 510, below 2^32 for rows
         // shorter than 2^24; the lanes are added in 64 bits.
@@ -213,7 +213,7 @@ impl Partial {
 /// # Safety
 /// `high` and `low` must be valid for reading 64 bytes.
 #[inline(always)]
-pub(super) unsafe fn lookup_chunk<const FIRST: bool, const HIGH: bool>(
+pub(crate) unsafe fn lookup_chunk<const FIRST: bool, const HIGH: bool>(
     high: *const u8,
     low: *const u8,
     d: &mut [uint8x16_t; 4],
@@ -328,7 +328,7 @@ pub(super) unsafe fn lookup_chunk<const FIRST: bool, const HIGH: bool>(
 
 /// The exp tables a row sums through: split tables in registers, or the
 /// full tables reloaded for every block.
-pub(super) trait SumTables {
+pub(crate) trait SumTables {
     /// Adds a 64-byte block of inputs, all counted.
     fn add(&self, partial: &mut Partial, maxv: uint8x16_t, b: Block);
     /// Loads the 64-byte block at `*src` and advances `src` past it.
@@ -382,7 +382,7 @@ impl SumTables for Tables {
 
 /// The full 256-entry tables, in memory, of which the first `LO` chunks of
 /// low bytes and `HI` of high bytes are looked up (see `add_block_full`).
-pub(super) struct FullTables<'a, const HI: usize, const LO: usize>(pub(super) &'a SoftmaxLut);
+pub(crate) struct FullTables<'a, const HI: usize, const LO: usize>(pub(crate) &'a SoftmaxLut);
 
 impl<const HI: usize, const LO: usize> SumTables for FullTables<'_, HI, LO> {
     #[inline(always)]
@@ -418,7 +418,7 @@ impl<const HI: usize, const LO: usize> SumTables for FullTables<'_, HI, LO> {
 /// blocks, then the last 64 bytes again with the lanes already counted
 /// masked off. Shorter rows: one padded block.
 #[inline(always)]
-pub(super) fn row_sum(tables: &impl SumTables, row: &[u8], max: u8, masks: &Masks) -> u64 {
+pub(crate) fn row_sum(tables: &impl SumTables, row: &[u8], max: u8, masks: &Masks) -> u64 {
     let mut partial = Partial::new();
     if row.len() < STEP {
         let extra = tables.add_padded(&mut partial, row, max);
@@ -458,7 +458,7 @@ pub(super) fn row_sum(tables: &impl SumTables, row: &[u8], max: u8, masks: &Mask
 
 /// Loads the split tables.
 #[inline(always)]
-pub(super) fn load_tables(p: &SoftmaxLut) -> Tables {
+pub(crate) fn load_tables(p: &SoftmaxLut) -> Tables {
     // Loaded where called (once per row), not hoisted out of the row loop,
     // where LLVM would keep them across the output pass and the rare calls
     // and spill them on every row instead; in asm so that each table is one
@@ -493,7 +493,7 @@ pub(super) fn load_tables(p: &SoftmaxLut) -> Tables {
 /// `row_sum` through the first `lo` low-byte and `hi` high-byte chunks of
 /// the full tables (`1 <= hi <= lo <= 4`).
 #[inline(always)]
-pub(super) fn full_sum(
+pub(crate) fn full_sum(
     p: &SoftmaxLut,
     hi: usize,
     lo: usize,
@@ -527,7 +527,7 @@ pub(super) fn full_sum(
 /// `add_block_split` (tables pinned to v16..v27); `d` is left intact for
 /// the output pass (the `d ^ 64` of the second low table go to temporaries).
 #[inline(always)]
-pub(super) fn block_sum_split(tables: &Tables, d: &[uint8x16_t; 4]) -> f32 {
+pub(crate) fn block_sum_split(tables: &Tables, d: &[uint8x16_t; 4]) -> f32 {
     let (h, l0, l1) = (&tables.high, &tables.low0, &tables.low1);
     let sum: float32x4_t;
     // SAFETY: register arithmetic on the operands (temporaries are outputs
@@ -586,7 +586,7 @@ pub(super) fn block_sum_split(tables: &Tables, d: &[uint8x16_t; 4]) -> f32 {
 
 /// Sum of a short row read as a 64-byte window (lanes past the row masked).
 #[inline(always)]
-pub(super) fn window_sum(tables: &impl SumTables, window: &[u8], max: u8, masks: &Masks) -> u64 {
+pub(crate) fn window_sum(tables: &impl SumTables, window: &[u8], max: u8, masks: &Masks) -> u64 {
     debug_assert!(window.len() == STEP);
     let mut partial = Partial::new();
     // SAFETY: the window is STEP bytes; the rest is register arithmetic.

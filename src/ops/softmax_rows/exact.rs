@@ -2,7 +2,7 @@
 //! kernel on NEON, prepared once by `Softmax::new`.
 //!
 //! For 8-bit input every per-element quantity of the reference loop
-//! (`scalar.rs`) depends on `d = max - x` alone, and `d` takes 256 values.
+//! (`ops/softmax/scalar.rs`) depends on `d = max - x` alone, and `d` takes 256 values.
 //! So `new()` runs that loop's own fixed-point code once per `d`:
 //!
 //! ```text
@@ -71,7 +71,7 @@ impl SoftmaxExact {
         let mut chunk_max = [0i32; 4];
         for (d, e) in exp.iter_mut().enumerate() {
             let diff = -(d as i32);
-            // The reference's condition and functions (scalar.rs).
+            // The reference's condition and functions (softmax's scalar.rs).
             if diff >= p.diff_min {
                 *e = p.exp_of_diff(diff).raw();
             }

@@ -1,4 +1,5 @@
-//! 64-byte block walking for the `Method::Lut` NEON kernel: whole blocks by
+//! 64-byte block walking for the 8-bit NEON softmax kernels (and the
+//! thresholded softmax's passes): whole blocks by
 //! pointer (the tail through [`read_tail`]), the post-incremented load, the
 //! lane masks of a row's last block, and the row maximum (and minimum).
 
@@ -6,22 +7,22 @@ use crate::simd::tail::read_tail;
 use core::arch::aarch64::*;
 
 /// Bytes per loop iteration.
-pub(super) const STEP: usize = 64;
+pub(crate) const STEP: usize = 64;
 /// Iterations after which the u16 sums are widened: each lane gains at most
 /// 2 * 255 per `uadalp`, two `uadalp`s per iteration, and 64 * 1020 < 65536.
-pub(super) const FLUSH_EVERY: usize = 64;
+pub(crate) const FLUSH_EVERY: usize = 64;
 /// `t[0]`: exp(0) in units of 2^-16. Lanes masked off in a full-table block
 /// read it (d = 0), and the row's sum drops it again.
-pub(super) const T0: u64 = 65535;
+pub(crate) const T0: u64 = 65535;
 
 /// Four registers of bytes.
-pub(super) type Block = uint8x16x4_t;
+pub(crate) type Block = uint8x16x4_t;
 
 /// `ptr`, hidden from the optimizer, so that loads through it stay where
 /// they are written: LLVM would otherwise hoist loop-invariant table loads
 /// out of the loops into more registers than there are, and spill them.
 #[inline(always)]
-pub(super) fn opaque<T>(ptr: *const T) -> *const T {
+pub(crate) fn opaque<T>(ptr: *const T) -> *const T {
     // As an address: the asm does not dereference it.
     let mut addr = ptr as usize;
     // SAFETY: an empty asm that claims to rewrite one general register; it
@@ -35,7 +36,7 @@ pub(super) fn opaque<T>(ptr: *const T) -> *const T {
 /// The row's bytes in 64-byte blocks: whole blocks straight from the slice,
 /// then the tail copied into a buffer filled with `pad` first.
 #[inline(always)]
-pub(super) fn for_each_block(row: &[u8], pad: u8, mut f: impl FnMut(Block)) {
+pub(crate) fn for_each_block(row: &[u8], pad: u8, mut f: impl FnMut(Block)) {
     let whole = row.len() - row.len() % STEP;
     for_each_whole_block(&row[..whole], &mut f);
     if whole < row.len() {
@@ -53,7 +54,7 @@ pub(super) fn for_each_block(row: &[u8], pad: u8, mut f: impl FnMut(Block)) {
 
 /// The whole 64-byte blocks of a row (the tail is the caller's).
 #[inline(always)]
-pub(super) fn for_each_whole_block(row: &[u8], mut f: impl FnMut(Block)) {
+pub(crate) fn for_each_whole_block(row: &[u8], mut f: impl FnMut(Block)) {
     let mut src = row.as_ptr();
     let mut blocks = row.len() / STEP;
     while blocks > 0 {
@@ -72,7 +73,7 @@ pub(super) fn for_each_whole_block(row: &[u8], mut f: impl FnMut(Block)) {
 /// repeated byte cannot change the maximum); shorter ones are padded with
 /// their first byte.
 #[inline(always)]
-pub(super) fn row_max<const SIGNED: bool>(row: &[u8]) -> u8 {
+pub(crate) fn row_max<const SIGNED: bool>(row: &[u8]) -> u8 {
     // SAFETY: register arithmetic; NEON is a compile-time target feature
     // (the cfg on this module).
     let mut acc = unsafe { vdupq_n_u8(if SIGNED { 0x80 } else { 0 }) };
@@ -113,7 +114,7 @@ pub(super) fn row_max<const SIGNED: bool>(row: &[u8]) -> u8 {
 /// # Safety
 /// `*src` must be valid for reading 64 bytes.
 #[inline(always)]
-pub(super) unsafe fn load_post(src: &mut *const u8) -> Block {
+pub(crate) unsafe fn load_post(src: &mut *const u8) -> Block {
     let (b0, b1, b2, b3);
     // SAFETY: the caller guarantees 64 readable bytes at *src; the asm reads
     // only them and writes its outputs and the pointer.
@@ -129,13 +130,13 @@ pub(super) unsafe fn load_post(src: &mut *const u8) -> Block {
 }
 
 /// Lane masks for a row's last block, computed once per call.
-pub(super) struct Masks {
+pub(crate) struct Masks {
     /// 0x80 in the masked lanes (split tables: `d | 0x80` adds 0).
-    pub(super) skip: [u8; STEP],
+    pub(crate) skip: [u8; STEP],
     /// 0 in the masked lanes, 0xff elsewhere (full tables: `d & 0` reads `t[0]`).
-    pub(super) keep: [u8; STEP],
+    pub(crate) keep: [u8; STEP],
     /// Number of masked lanes.
-    pub(super) masked: usize,
+    pub(crate) masked: usize,
 }
 
 impl Masks {
@@ -143,7 +144,7 @@ impl Masks {
     /// whose first `64 - row_len % 64` lanes (if not all) overlap the block
     /// before; shorter rows are read as one 64-byte window whose lanes from
     /// `row_len` on belong to the next rows.
-    pub(super) fn new(row_len: usize) -> Self {
+    pub(crate) fn new(row_len: usize) -> Self {
         let mut skip = [0u8; STEP];
         let mut keep = [0xffu8; STEP];
         let masked = if row_len >= STEP {
@@ -164,7 +165,7 @@ impl Masks {
 /// or unsigned (uint8), as raw bytes (an overlapping last block, as in
 /// `row_max`).
 #[inline(always)]
-pub(super) fn row_max_min<const SIGNED: bool>(row: &[u8]) -> (u8, u8) {
+pub(crate) fn row_max_min<const SIGNED: bool>(row: &[u8]) -> (u8, u8) {
     debug_assert!(row.len() >= STEP);
     // SAFETY: the caller passes rows of at least STEP bytes (full_rows is
     // only called for them), so the first 16 are in bounds.
@@ -209,7 +210,7 @@ pub(super) fn row_max_min<const SIGNED: bool>(row: &[u8]) -> (u8, u8) {
 /// Maximum of a short row read as a 64-byte window: the lanes `masks`
 /// marks (past the row) count as the type's minimum.
 #[inline(always)]
-pub(super) fn window_max<const SIGNED: bool>(window: &[u8], masks: &Masks) -> u8 {
+pub(crate) fn window_max<const SIGNED: bool>(window: &[u8], masks: &Masks) -> u8 {
     debug_assert!(window.len() == STEP);
     // SAFETY: the window and the mask are STEP bytes; the rest is register
     // arithmetic.

@@ -28,7 +28,7 @@ use crate::error::{Error, Result};
 use crate::f32::BLOCK;
 use crate::ops::dequant_f32::{sum_of_exps, QuantLanes};
 #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
-use crate::ops::softmax::row_math::SoftmaxLut;
+use crate::ops::softmax_rows::SoftmaxLut;
 use crate::ops::{Method, Softmax};
 use crate::quant::QuantParams;
 
@@ -245,8 +245,15 @@ impl<T: QuantElem> ThresholdedSoftmax<T> {
     }
 
     /// The hits of `run_lut_neon`, counted (written while `hits` has room).
+    // Out of line: `run_with` is generic, so it is compiled into the
+    // caller's crate and inlined into whatever calls it; this row loop (the
+    // 12 table registers of the sum pass, the bound, the scan) then shared
+    // its registers with the caller's code and got spills that depended on
+    // the caller (qneon-bench's case closure: +0.75 instructions per
+    // element on rows of 16 when that closure changed). On its own it keeps
+    // one register allocation whoever calls it.
     #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
-    #[inline(always)]
+    #[inline(never)]
     fn lut_hits<const SIGNED: bool>(
         &self,
         lut: &SoftmaxLut,
@@ -254,7 +261,7 @@ impl<T: QuantElem> ThresholdedSoftmax<T> {
         row_len: usize,
         hits: &mut [RowHit<T>],
     ) -> usize {
-        use crate::ops::softmax::row_math::rows_max_sum;
+        use crate::ops::softmax_rows::neon::rows_max_sum;
         let mut count = 0;
         rows_max_sum::<SIGNED>(lut, bytes, row_len, |r, max_byte, sum| {
             let row = &bytes[r * row_len..(r + 1) * row_len];
@@ -345,7 +352,8 @@ impl<T: QuantElem> ThresholdedSoftmax<T> {
     ) {
         use crate::elem::{view, Slices};
         use crate::f32::Lane;
-        use crate::ops::softmax::row_math::{exact_row_max_sum, rows_max_sum};
+        use crate::ops::softmax_rows::neon::exact_sums::exact_row_max_sum;
+        use crate::ops::softmax_rows::neon::rows_max_sum;
         use core::arch::aarch64::float32x4_t;
         let signed = T::KIND == ElemKind::I8;
         let widen = |b: u8| if signed { b as i8 as i32 } else { b as i32 };
