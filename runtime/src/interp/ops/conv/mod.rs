@@ -18,8 +18,8 @@ use crate::interp::options::{Options, Rounding, TfliteKernels};
 
 /// The ops this family prepares.
 pub(crate) const OPS: &[Registration] = &[
-    Registration::new(BuiltinOp::CONV_2D, "CONV_2D", prepare),
-    Registration::new(BuiltinOp::DEPTHWISE_CONV_2D, "DEPTHWISE_CONV_2D", prepare),
+    Registration::new(BuiltinOp::CONV_2D, "CONV_2D", prepare).xnnpack(),
+    Registration::new(BuiltinOp::DEPTHWISE_CONV_2D, "DEPTHWISE_CONV_2D", prepare).xnnpack(),
 ];
 
 /// The library's prepared convolution.
