@@ -272,6 +272,35 @@ fn kernels_xnnpack_reproduces_the_delegate_and_refuses_what_is_not_built() {
     let stdout = String::from_utf8_lossy(&result.stdout);
     assert!(stdout.contains("qneon cannot run 1 operators"), "{stdout}");
     assert!(stdout.contains("XNNPACK"), "{stdout}");
+    // inspect says, per op, which requantization each path takes.
+    for (kernels, arithmetic) in [
+        (
+            "reference",
+            "CONV_2D: ok, 1179648 MAC, requantization double",
+        ),
+        (
+            "optimized",
+            "CONV_2D: ok, 1179648 MAC, requantization single",
+        ),
+        (
+            "xnnpack",
+            "CONV_2D: ok, 1179648 MAC, requantization xnnpack-f32",
+        ),
+    ] {
+        let result = qneon(&[
+            "inspect",
+            path(&case.join("model.tflite")),
+            "--kernels",
+            kernels,
+        ]);
+        assert!(result.status.success());
+        let stdout = String::from_utf8_lossy(&result.stdout);
+        assert!(stdout.contains(arithmetic), "{kernels}: {stdout}");
+        assert!(
+            stdout.contains(&format!("--kernels {kernels} as given")),
+            "{stdout}"
+        );
+    }
     // --help says what the path reproduces.
     let help = String::from_utf8_lossy(&qneon(&["run", "--help"]).stdout).to_string();
     assert!(help.contains("xnnpack"), "{help}");

@@ -25,7 +25,7 @@ use qneon_tflite::BuiltinOp;
 use super::buffers::Io;
 use super::op::Op;
 use crate::error::Result;
-use crate::interp::options::TfliteKernels;
+use crate::interp::options::{Options, TfliteKernels};
 
 /// Elements per tile of the element-wise kernels: 16 KiB of int8, large
 /// enough that a tile's call overhead is noise, small enough that
@@ -103,6 +103,11 @@ impl PreparedOp {
 /// A family's `Prepare` of one op: TFLite's checks, then the kernel.
 pub(crate) type Prepare = fn(&Op<'_, '_>) -> Result<PreparedOp>;
 
+/// What inspect says of an op's arithmetic under the options: the
+/// requantization or float arithmetic the family's `Prepare` will choose
+/// (computed by the same function the `Prepare` calls).
+pub(crate) type Describe = fn(&Options, BuiltinOp) -> String;
+
 /// The kernel sets of TFLite whose bytes a registered op reproduces: the
 /// options' [`TfliteKernels`] an op prepares under.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -134,6 +139,9 @@ pub(crate) struct Registration {
     /// The kernel sets whose bytes the op reproduces; under any other the
     /// op is refused by name before its `Prepare` runs.
     pub paths: KernelPaths,
+    /// What the op's arithmetic is under given options, for ops whose
+    /// arithmetic depends on them; `None` for the rest.
+    pub arithmetic: Option<Describe>,
 }
 
 impl Registration {
@@ -148,6 +156,15 @@ impl Registration {
                 litert: true,
                 xnnpack: false,
             },
+            arithmetic: None,
+        }
+    }
+
+    /// The same row, with `describe` saying which arithmetic the op takes.
+    pub(crate) const fn arithmetic(self, describe: Describe) -> Registration {
+        Registration {
+            arithmetic: Some(describe),
+            ..self
         }
     }
 

@@ -76,6 +76,13 @@ pub(crate) fn op_name(operator: &Operator<'_>) -> String {
     }
 }
 
+/// Which arithmetic `operator` takes under `options` (its requantization,
+/// its float arithmetic), where its family says so.
+pub(crate) fn arithmetic(operator: &Operator<'_>, options: &Options) -> Option<String> {
+    let registration = registration(operator)?;
+    Some((registration.arithmetic?)(options, registration.op))
+}
+
 /// Prepares `operator` of `graph` with the family that registered its op.
 pub(crate) fn prepare(
     graph: &Subgraph<'_>,
