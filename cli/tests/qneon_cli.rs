@@ -217,3 +217,91 @@ fn inspect_lists_ops_plan_and_what_cannot_run() {
     let stdout = String::from_utf8_lossy(&result.stdout);
     assert!(!stdout.contains("qneon cannot run"), "{stdout}");
 }
+
+#[test]
+fn kernels_xnnpack_reproduces_the_delegate_and_refuses_what_is_not_built() {
+    // A convolution under --kernels xnnpack: the XNNPACK delegate's bytes
+    // (f32 requantization), which in this case differ from the reference
+    // kernels' in 5 of 8,192 elements (asserted below, so the flag is seen
+    // to change something).
+    let case = models().join("ops/conv_rounding");
+    let input = format!("x={}", path(&case.join("run0.input.x.npy")));
+    let mut outputs = Vec::new();
+    for kernels in ["xnnpack", "reference"] {
+        let out = std::env::temp_dir().join(format!(
+            "qneon-cli-kernels-{kernels}-{}",
+            std::process::id()
+        ));
+        std::fs::create_dir_all(&out).unwrap();
+        let result = qneon(&[
+            "run",
+            path(&case.join("model.tflite")),
+            "--input",
+            &input,
+            "--kernels",
+            kernels,
+            "--output-dir",
+            path(&out),
+        ]);
+        assert!(
+            result.status.success(),
+            "{kernels}: {}",
+            String::from_utf8_lossy(&result.stderr)
+        );
+        outputs.push(npy_data(&out.join("0.npy")));
+        std::fs::remove_dir_all(&out).unwrap();
+    }
+    assert_eq!(
+        outputs[0],
+        npy_data(&case.join("run0.litert_xnnpack.y.npy"))
+    );
+    assert_eq!(outputs[1], npy_data(&case.join("run0.litert_ref.y.npy")));
+    assert_ne!(
+        outputs[0], outputs[1],
+        "the two paths give the same bytes here"
+    );
+    // An op whose XNNPACK arithmetic is not built: refused by name.
+    let softmax = models().join("ops/softmax_int8/model.tflite");
+    let result = qneon(&["run", path(&softmax), "--kernels", "xnnpack"]);
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    assert_eq!(result.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("SOFTMAX"), "{stderr}");
+    assert!(stderr.contains("XNNPACK"), "{stderr}");
+    let result = qneon(&["inspect", path(&softmax), "--kernels", "xnnpack"]);
+    assert!(result.status.success());
+    let stdout = String::from_utf8_lossy(&result.stdout);
+    assert!(stdout.contains("qneon cannot run 1 operators"), "{stdout}");
+    assert!(stdout.contains("XNNPACK"), "{stdout}");
+    // inspect says, per op, which requantization each path takes.
+    for (kernels, arithmetic) in [
+        (
+            "reference",
+            "CONV_2D: ok, 1179648 MAC, requantization double",
+        ),
+        (
+            "optimized",
+            "CONV_2D: ok, 1179648 MAC, requantization single",
+        ),
+        (
+            "xnnpack",
+            "CONV_2D: ok, 1179648 MAC, requantization xnnpack-f32",
+        ),
+    ] {
+        let result = qneon(&[
+            "inspect",
+            path(&case.join("model.tflite")),
+            "--kernels",
+            kernels,
+        ]);
+        assert!(result.status.success());
+        let stdout = String::from_utf8_lossy(&result.stdout);
+        assert!(stdout.contains(arithmetic), "{kernels}: {stdout}");
+        assert!(
+            stdout.contains(&format!("--kernels {kernels} as given")),
+            "{stdout}"
+        );
+    }
+    // --help says what the path reproduces.
+    let help = String::from_utf8_lossy(&qneon(&["run", "--help"]).stdout).to_string();
+    assert!(help.contains("xnnpack"), "{help}");
+}

@@ -1,7 +1,8 @@
 //! `qneon_runtime::interp::Interpreter` on any bytes (seeded with the
 //! single-op models of `models/ops/`): `analyze`, then `new` under a 1 MiB
 //! memory budget in several configurations (both roundings, every
-//! activation method, both kernel sets, every backend), then `set_input`
+//! activation method, the three kernel sets (XNNPACK's: the convolutions
+//! and data movement, every other op refused), every backend), then `set_input`
 //! and `invoke`.
 //!
 //! Never a panic, and nothing allocated past the budget by a declared size
@@ -123,6 +124,7 @@ fn check(data: &[u8]) {
             Method::DequantF32,
             TfliteKernels::Reference,
         ),
+        (Rounding::Single, Method::FixedPoint, TfliteKernels::Xnnpack),
     ];
     for (rounding, softmax_method, kernels) in configurations {
         let options = Options {

@@ -128,12 +128,15 @@ const NO_AARCH64_REFS_YET: &[&str] = &[
 /// `--softmax lut` (single rounding, the optimized kernels' DEQUANTIZE)
 /// against LiteRT's own aarch64 build with its builtin kernels, every case
 /// and run: these differ from the reference kernels where the int8 SOFTMAX
-/// takes its table path (`softmax_int8_beta`) and in LOG_SOFTMAX.
+/// takes its table path (`softmax_int8_beta`) and in LOG_SOFTMAX, and
+/// CONV_2D's single rounding (DEPTHWISE_CONV_2D rounds twice there too,
+/// but see [`DEPTHWISE_TIES_UPWARD`]).
 #[test]
 fn single_op_models_with_tables_equal_litert_aarch64_builtin_kernels() {
     let aarch64 = manifest("litert_aarch64_builtin/manifest.json");
     let manifest = manifest("ops/manifest.json");
-    let (mut compared, mut pending) = (0usize, Vec::new());
+    let (mut compared, mut pending, mut not_reproduced) = (0usize, Vec::new(), Vec::new());
+    let mut ties_upward = 0usize;
     for case in manifest["cases"].as_array().unwrap() {
         let name = case["name"].as_str().unwrap();
         if NO_AARCH64_REFS_YET.contains(&name) {
@@ -147,17 +150,10 @@ fn single_op_models_with_tables_equal_litert_aarch64_builtin_kernels() {
         let expect_pending = PENDING_BOTH.contains(&name)
             || PENDING_SINGLE.contains(&name)
             || PENDING_LUT.contains(&name);
-        if aarch64["ops"]["cases"].get(name).is_none() {
-            // The convolution cases have no aarch64 outputs yet (they keep
-            // x86 LiteRT's builtin and XNNPACK outputs instead, compared in
-            // cnn_ops.rs); no other case may lack them.
-            assert!(
-                name.starts_with("conv_") || name.starts_with("depthwise_"),
-                "{name} has no LiteRT aarch64 outputs"
-            );
-            pending.push(name);
-            continue;
-        }
+        assert!(
+            aarch64["ops"]["cases"].get(name).is_some(),
+            "{name} has no LiteRT aarch64 outputs"
+        );
         for backend in qneon::Backend::available() {
             let options = Options {
                 backend,
@@ -180,13 +176,16 @@ fn single_op_models_with_tables_equal_litert_aarch64_builtin_kernels() {
                 }
                 for (output, ours, refs) in run_case(&mut interpreter, &case["tensors"], &run) {
                     let expected = npy(refs["litert_aarch64_builtin"].as_str().unwrap());
-                    assert_eq!(
-                        ours,
-                        expected.data,
+                    let what = format!(
                         "{name} {} output {output} vs LiteRT aarch64 builtin ({})",
                         run["name"],
                         backend.name()
                     );
+                    if DEPTHWISE_TIES_UPWARD.contains(&name) {
+                        ties_upward += ties_upward_differences(&ours, &expected.data, &what);
+                        continue;
+                    }
+                    assert_eq!(ours, expected.data, "{what}");
                     compared += 1;
                 }
             }
@@ -194,13 +193,65 @@ fn single_op_models_with_tables_equal_litert_aarch64_builtin_kernels() {
         if expect_pending {
             pending.push(name);
         }
+        if DEPTHWISE_TIES_UPWARD.contains(&name) {
+            // Listed cases must still show the other rounding somewhere,
+            // so that the list shrinks the day it is built.
+            assert!(
+                ties_upward > 0,
+                "{name} now equals LiteRT aarch64: unlist it"
+            );
+            not_reproduced.push(name);
+            ties_upward = 0;
+        }
     }
     println!(
-        "lut: compared {compared} outputs bit-exact; pending ({}): {}",
+        "lut: compared {compared} outputs bit-exact; pending ({}): {}; \
+         depthwise ties rounded upward, not reproduced ({}): {}",
         pending.len(),
-        pending.join(" ")
+        pending.join(" "),
+        not_reproduced.len(),
+        not_reproduced.join(" ")
     );
     assert!(compared > 0);
+}
+
+/// DEPTHWISE_CONV_2D cases whose LiteRT aarch64 builtin bytes qneon does
+/// not reproduce yet. They are byte for byte x86 LiteRT's builtin outputs
+/// (`litert_builtin` of `models/ops/`, all 20 depthwise runs), whose
+/// arithmetic `cnn_ops.rs` measured: double rounding whose final
+/// power-of-two divide rounds ties toward +infinity in 3x3 undilated
+/// depthwise layers (plain double rounding in the 5x5 and dilated ones,
+/// which pass above). `TfliteKernels::Optimized` rounds ties away from
+/// zero, so these cases differ by exactly +1 where a negative value lands
+/// on a half: checked element by element, never skipped. The other 3x3
+/// undilated cases (`depthwise_relu6`, `depthwise_relu_per_tensor`) meet
+/// no such tie and pass above.
+const DEPTHWISE_TIES_UPWARD: &[&str] = &[
+    "depthwise_3x3_same",
+    "depthwise_3x3_stride2_m2",
+    "depthwise_m8_one_channel",
+    "depthwise_rounding",
+];
+
+/// How many elements of `ours` differ from LiteRT's aarch64 `theirs`;
+/// panics unless every difference is LiteRT's value being ours plus one
+/// (a tie rounded up instead of away from zero).
+fn ties_upward_differences(ours: &[u8], theirs: &[u8], what: &str) -> usize {
+    assert_eq!(ours.len(), theirs.len(), "{what}");
+    let mut differing = 0;
+    for (i, (&a, &b)) in ours.iter().zip(theirs).enumerate() {
+        if a != b {
+            assert_eq!(
+                i16::from(b as i8) - i16::from(a as i8),
+                1,
+                "{what}: element {i} is {} here, {} there",
+                a as i8,
+                b as i8
+            );
+            differing += 1;
+        }
+    }
+    differing
 }
 
 #[test]

@@ -61,6 +61,10 @@ pub struct NodeInfo {
     pub scratch_bytes: usize,
     /// The output shares its input's bytes (a RESHAPE): nothing runs.
     pub aliased: bool,
+    /// Which arithmetic the op takes under the load's options (its
+    /// requantization, float arithmetic or method), for the ops whose
+    /// arithmetic the options choose; `None` for the others.
+    pub arithmetic: Option<String>,
 }
 
 /// Per-op results of preparing a model: what inspect reports.

@@ -27,7 +27,11 @@ pub enum TfliteKernels {
     /// last `len % 8` elements as the reference kernel does; FULLY_CONNECTED
     /// and CONV_2D apply the quantized multiplier in the options' rounding,
     /// DEPTHWISE_CONV_2D rounds twice (LiteRT 2.3's aarch64 kernels, as
-    /// measured).
+    /// measured). Not yet reproduced: LiteRT's aarch64 3x3 undilated
+    /// DEPTHWISE_CONV_2D rounds the final power-of-two divide's ties toward
+    /// +infinity, so where a negative value lands exactly on a half its byte
+    /// is one above this path's (4 of the 8 depthwise single-op cases; the
+    /// lut test of `tflite_models.rs` checks each such difference).
     Optimized,
     /// The XNNPACK delegate (what TFLite's Python `Interpreter` applies by
     /// default): CONV_2D and DEPTHWISE_CONV_2D scale their accumulators by

@@ -39,8 +39,12 @@ pub(crate) struct LoadArgs {
     /// bundled TFLite, TFLite Micro).
     #[arg(long, value_enum, default_value_t = RoundingArg::Single)]
     pub(crate) rounding: RoundingArg,
-    /// Whose float arithmetic DEQUANTIZE reproduces: reference (TFLite's
-    /// reference kernels) or optimized (its aarch64 builtin kernels).
+    /// Which TFLite kernel set's bytes to reproduce where they differ:
+    /// reference (TFLite's reference kernels), optimized (its aarch64
+    /// builtin kernels: DEQUANTIZE's float arithmetic, CONV_2D's single
+    /// rounding) or xnnpack (the XNNPACK delegate, TFLite's Python default:
+    /// CONV_2D and DEPTHWISE_CONV_2D requantize in f32 and round to even;
+    /// an op whose XNNPACK arithmetic is not built is refused by name).
     /// Default: optimized with --softmax lut, else reference.
     #[arg(long, value_enum)]
     pub(crate) kernels: Option<KernelsArg>,
@@ -91,6 +95,7 @@ pub(crate) struct InspectArgs {
 pub(crate) enum KernelsArg {
     Reference,
     Optimized,
+    Xnnpack,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -122,6 +127,7 @@ impl LoadArgs {
             kernels: match self.kernels {
                 Some(KernelsArg::Reference) => TfliteKernels::Reference,
                 Some(KernelsArg::Optimized) => TfliteKernels::Optimized,
+                Some(KernelsArg::Xnnpack) => TfliteKernels::Xnnpack,
                 None => TfliteKernels::matching(softmax_method),
             },
             backend,

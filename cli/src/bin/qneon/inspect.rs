@@ -54,7 +54,10 @@ pub(crate) fn inspect(args: InspectArgs) -> Result<(), String> {
     for (report, node) in analysis.reports.iter().zip(&analysis.nodes) {
         let status = match &report.status {
             Ok(()) if node.aliased => "ok (aliased, no copy)".to_string(),
-            Ok(()) => format!("ok, {} {}", node.work, node.unit),
+            Ok(()) => match &node.arithmetic {
+                Some(arithmetic) => format!("ok, {} {}, {arithmetic}", node.work, node.unit),
+                None => format!("ok, {} {}", node.work, node.unit),
+            },
             Err(e) => format!("CANNOT RUN: {e}"),
         };
         println!("  {} {}: {status}", report.index, report.op);
@@ -91,7 +94,10 @@ pub(crate) fn inspect(args: InspectArgs) -> Result<(), String> {
         .filter(|r| r.status.is_err())
         .collect();
     if failed.is_empty() {
-        println!("qneon can run every operator (--rounding and --softmax as given)");
+        println!(
+            "qneon can run every operator (--rounding, --softmax and --kernels {} as given)",
+            options.kernels.name()
+        );
     } else {
         let mut by_op: BTreeMap<&str, usize> = BTreeMap::new();
         for r in &failed {

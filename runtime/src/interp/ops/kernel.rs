@@ -25,6 +25,7 @@ use qneon_tflite::BuiltinOp;
 use super::buffers::Io;
 use super::op::Op;
 use crate::error::Result;
+use crate::interp::options::{Options, TfliteKernels};
 
 /// Elements per tile of the element-wise kernels: 16 KiB of int8, large
 /// enough that a tile's call overhead is noise, small enough that
@@ -102,6 +103,32 @@ impl PreparedOp {
 /// A family's `Prepare` of one op: TFLite's checks, then the kernel.
 pub(crate) type Prepare = fn(&Op<'_, '_>) -> Result<PreparedOp>;
 
+/// What inspect says of an op's arithmetic under the options: the
+/// requantization or float arithmetic the family's `Prepare` will choose
+/// (computed by the same function the `Prepare` calls).
+pub(crate) type Describe = fn(&Options, BuiltinOp) -> String;
+
+/// The kernel sets of TFLite whose bytes a registered op reproduces: the
+/// options' [`TfliteKernels`] an op prepares under.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct KernelPaths {
+    /// LiteRT's reference and optimized builtin kernels (every op has both:
+    /// where the two differ, the op follows the options' choice).
+    pub litert: bool,
+    /// The XNNPACK delegate's arithmetic.
+    pub xnnpack: bool,
+}
+
+impl KernelPaths {
+    /// Whether an op with these paths prepares under `kernels`.
+    pub(crate) const fn reproduces(self, kernels: TfliteKernels) -> bool {
+        match kernels {
+            TfliteKernels::Reference | TfliteKernels::Optimized => self.litert,
+            TfliteKernels::Xnnpack => self.xnnpack,
+        }
+    }
+}
+
 /// One builtin op a family prepares: the resolver's table row.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Registration {
@@ -109,10 +136,48 @@ pub(crate) struct Registration {
     /// TFLite's name of the op: what inspect, the profiler and errors show.
     pub name: &'static str,
     pub prepare: Prepare,
+    /// The kernel sets whose bytes the op reproduces; under any other the
+    /// op is refused by name before its `Prepare` runs.
+    pub paths: KernelPaths,
+    /// What the op's arithmetic is under given options, for ops whose
+    /// arithmetic depends on them; `None` for the rest.
+    pub arithmetic: Option<Describe>,
 }
 
 impl Registration {
+    /// An op that reproduces LiteRT's reference and optimized builtin
+    /// kernels (not XNNPACK's arithmetic, until [`Registration::xnnpack`]).
     pub(crate) const fn new(op: BuiltinOp, name: &'static str, prepare: Prepare) -> Registration {
-        Registration { op, name, prepare }
+        Registration {
+            op,
+            name,
+            prepare,
+            paths: KernelPaths {
+                litert: true,
+                xnnpack: false,
+            },
+            arithmetic: None,
+        }
+    }
+
+    /// The same row, with `describe` saying which arithmetic the op takes.
+    pub(crate) const fn arithmetic(self, describe: Describe) -> Registration {
+        Registration {
+            arithmetic: Some(describe),
+            ..self
+        }
+    }
+
+    /// The same row, also reproducing the XNNPACK delegate's bytes: its
+    /// arithmetic is built (the convolutions), or the op only moves bytes,
+    /// which every kernel set does alike.
+    pub(crate) const fn xnnpack(self) -> Registration {
+        Registration {
+            paths: KernelPaths {
+                xnnpack: true,
+                ..self.paths
+            },
+            ..self
+        }
     }
 }

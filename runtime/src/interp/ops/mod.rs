@@ -14,7 +14,8 @@
 //! | `pool/` | AVERAGE_POOL_2D, MAX_POOL_2D |
 //!
 //! Each family lists the builtin ops it prepares in its `OPS` table
-//! ([`Registration`]: op, name, prepare function), and [`REGISTRY`] below
+//! ([`Registration`]: op, name, prepare function, the kernel sets whose
+//! bytes it reproduces), and [`REGISTRY`] below
 //! collects the tables: TFLite Micro's op resolver, built at compile time.
 //! A prepared node's kernel is a `Box<dyn Kernel>` ([`kernel`]), so the
 //! driving loop, inspect and the profiler never name an op. Adding an op
@@ -40,10 +41,10 @@ mod op;
 mod pool;
 mod strided_copy;
 
-use qneon_tflite::{BuiltinOp, Operator, Subgraph};
+use qneon_tflite::{Operator, Subgraph};
 
 use crate::error::Result;
-use crate::interp::options::{Options, TfliteKernels};
+use crate::interp::options::Options;
 
 pub(crate) use buffers::{element_size, Ins, Io, Outs, INLINE};
 pub(crate) use kernel::{Kernel, Nop, PreparedOp, Registration};
@@ -58,21 +59,6 @@ const REGISTRY: &[&[Registration]] = &[
     batch_matmul::OPS,
     conv::OPS,
     pool::OPS,
-];
-
-/// The ops that prepare under [`TfliteKernels::Xnnpack`]: those whose
-/// bytes there are the XNNPACK delegate's (the convolutions' `f32`
-/// requantization, and data movement, which copies bytes in every kernel
-/// set).
-const XNNPACK_OPS: &[BuiltinOp] = &[
-    BuiltinOp::CONV_2D,
-    BuiltinOp::DEPTHWISE_CONV_2D,
-    BuiltinOp::RESHAPE,
-    BuiltinOp::TRANSPOSE,
-    BuiltinOp::GATHER,
-    BuiltinOp::STRIDED_SLICE,
-    BuiltinOp::PAD,
-    BuiltinOp::SPLIT,
 ];
 
 /// The registration of `operator`'s builtin op, if some family prepares it.
@@ -93,6 +79,13 @@ pub(crate) fn op_name(operator: &Operator<'_>) -> String {
     }
 }
 
+/// Which arithmetic `operator` takes under `options` (its requantization,
+/// its float arithmetic), where its family says so.
+pub(crate) fn arithmetic(operator: &Operator<'_>, options: &Options) -> Option<String> {
+    let registration = registration(operator)?;
+    Some((registration.arithmetic?)(options, registration.op))
+}
+
 /// Prepares `operator` of `graph` with the family that registered its op.
 pub(crate) fn prepare(
     graph: &Subgraph<'_>,
@@ -108,13 +101,14 @@ pub(crate) fn prepare(
         });
     };
     let op = op::Op::new(graph, operator, builtin, &name, options);
-    if options.kernels == TfliteKernels::Xnnpack && !XNNPACK_OPS.contains(&builtin) {
+    let Some(registration) = registration(operator) else {
+        return Err(op.unsupported("no kernel for this operator"));
+    };
+    if !registration.paths.reproduces(options.kernels) {
+        // Only XNNPACK lacks ops today: every row reproduces LiteRT's sets.
         return Err(op.unsupported("XNNPACK's arithmetic for this operator is not built yet"));
     }
-    match registration(operator) {
-        Some(registration) => (registration.prepare)(&op),
-        None => Err(op.unsupported("no kernel for this operator")),
-    }
+    (registration.prepare)(&op)
 }
 
 #[cfg(test)]
@@ -133,5 +127,26 @@ mod tests {
             );
         }
         assert!(!all.is_empty());
+    }
+
+    #[test]
+    fn every_op_reproduces_litert_and_xnnpack_ones_are_marked() {
+        use crate::interp::options::TfliteKernels;
+        let all: Vec<&Registration> = REGISTRY.iter().flat_map(|f| f.iter()).collect();
+        // The refusal in `prepare` names XNNPACK: it must be the only set
+        // an op can lack.
+        for r in &all {
+            assert!(r.paths.reproduces(TfliteKernels::Reference), "{}", r.name);
+            assert!(r.paths.reproduces(TfliteKernels::Optimized), "{}", r.name);
+        }
+        let xnnpack = |name: &str| {
+            all.iter()
+                .find(|r| r.name == name)
+                .is_some_and(|r| r.paths.reproduces(TfliteKernels::Xnnpack))
+        };
+        // Built XNNPACK arithmetic and pure data movement prepare under it;
+        // requantizing ops whose XNNPACK arithmetic is not built do not.
+        assert!(xnnpack("CONV_2D") && xnnpack("DEPTHWISE_CONV_2D") && xnnpack("RESHAPE"));
+        assert!(!xnnpack("FULLY_CONNECTED") && !xnnpack("SOFTMAX") && !xnnpack("ADD"));
     }
 }

@@ -14,11 +14,24 @@ use crate::error::Result;
 
 /// The ops this family prepares.
 pub(crate) const OPS: &[Registration] = &[
-    Registration::new(BuiltinOp::SOFTMAX, "SOFTMAX", prepare),
-    Registration::new(BuiltinOp::LOG_SOFTMAX, "LOG_SOFTMAX", prepare),
-    Registration::new(BuiltinOp::LOGISTIC, "LOGISTIC", prepare),
-    Registration::new(BuiltinOp::TANH, "TANH", prepare),
+    Registration::new(BuiltinOp::SOFTMAX, "SOFTMAX", prepare).arithmetic(describe),
+    Registration::new(BuiltinOp::LOG_SOFTMAX, "LOG_SOFTMAX", prepare).arithmetic(describe),
+    Registration::new(BuiltinOp::LOGISTIC, "LOGISTIC", prepare).arithmetic(describe),
+    Registration::new(BuiltinOp::TANH, "TANH", prepare).arithmetic(describe),
 ];
+
+/// What inspect says: the method the caller chose, which these ops run
+/// (but see [`activation_method`]'s int16 exception, which depends on the
+/// tensor and so is named rather than decided here).
+fn describe(options: &crate::interp::options::Options, builtin: BuiltinOp) -> String {
+    let requested = options.softmax_method;
+    let int16 = activation_method(builtin, TensorType::Int16, requested);
+    if int16 == requested {
+        format!("method {requested}")
+    } else {
+        format!("method {requested} (int16: {int16})")
+    }
+}
 
 /// One of the library's activations over a whole number of rows (SOFTMAX,
 /// LOG_SOFTMAX) or any run of elements (LOGISTIC, TANH): what lets one

@@ -18,8 +18,12 @@ use crate::interp::options::{Options, Rounding, TfliteKernels};
 
 /// The ops this family prepares.
 pub(crate) const OPS: &[Registration] = &[
-    Registration::new(BuiltinOp::CONV_2D, "CONV_2D", prepare),
-    Registration::new(BuiltinOp::DEPTHWISE_CONV_2D, "DEPTHWISE_CONV_2D", prepare),
+    Registration::new(BuiltinOp::CONV_2D, "CONV_2D", prepare)
+        .xnnpack()
+        .arithmetic(describe),
+    Registration::new(BuiltinOp::DEPTHWISE_CONV_2D, "DEPTHWISE_CONV_2D", prepare)
+        .xnnpack()
+        .arithmetic(describe),
 ];
 
 /// The library's prepared convolution.
@@ -73,6 +77,11 @@ fn requantization(options: &Options, builtin: BuiltinOp) -> ConvRequantization {
         }
         _ => ConvRequantization::Multiplier(Rounding::Double),
     }
+}
+
+/// What inspect says: the requantization [`requantization`] chooses.
+fn describe(options: &Options, builtin: BuiltinOp) -> String {
+    format!("requantization {}", requantization(options, builtin).name())
 }
 
 /// The options both ops share.

@@ -17,9 +17,19 @@ use crate::interp::options::{Rounding, TfliteKernels};
 /// The ops this family prepares.
 pub(crate) const OPS: &[Registration] = &[
     Registration::new(BuiltinOp::CAST, "CAST", cast),
-    Registration::new(BuiltinOp::DEQUANTIZE, "DEQUANTIZE", dequantize),
+    Registration::new(BuiltinOp::DEQUANTIZE, "DEQUANTIZE", dequantize).arithmetic(describe),
     Registration::new(BuiltinOp::QUANTIZE, "QUANTIZE", quantize),
 ];
+
+/// What inspect says of DEQUANTIZE: which kernel set's float arithmetic
+/// it takes (the choice `dequantize` makes).
+fn describe(options: &crate::interp::options::Options, _: BuiltinOp) -> String {
+    if options.kernels == TfliteKernels::Optimized {
+        "int8/uint8: f32 fma in blocks of 8 (optimized kernels)".to_string()
+    } else {
+        "f64 product rounded to f32 (reference kernels)".to_string()
+    }
+}
 
 /// The integer output types of QUANTIZE.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -14,11 +14,16 @@ use crate::error::Result;
 use crate::interp::options::{Options, Rounding, TfliteKernels};
 
 /// The ops this family prepares.
-pub(crate) const OPS: &[Registration] = &[Registration::new(
-    BuiltinOp::FULLY_CONNECTED,
-    "FULLY_CONNECTED",
-    prepare,
-)];
+pub(crate) const OPS: &[Registration] =
+    &[
+        Registration::new(BuiltinOp::FULLY_CONNECTED, "FULLY_CONNECTED", prepare)
+            .arithmetic(describe),
+    ];
+
+/// What inspect says: the requantization [`requantization`] chooses.
+fn describe(options: &Options, _: BuiltinOp) -> String {
+    format!("requantization {}", requantization(options).name())
+}
 
 /// A prepared FULLY_CONNECTED: `m` rows of depth `k` through the library's
 /// GEMM into `n` outputs each.

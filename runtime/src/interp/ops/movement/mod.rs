@@ -22,23 +22,26 @@ use super::buffers::Io;
 use super::kernel::{Kernel, Registration};
 use super::strided_copy::StridedCopy;
 
-/// The ops this family prepares.
+/// The ops this family prepares. All but CONCATENATION (which requantizes
+/// differently quantized inputs) only move bytes, alike in every kernel set,
+/// so they prepare under XNNPACK too.
 pub(crate) const OPS: &[Registration] = &[
-    Registration::new(BuiltinOp::RESHAPE, "RESHAPE", reshape::prepare),
-    Registration::new(BuiltinOp::TRANSPOSE, "TRANSPOSE", transpose::prepare),
-    Registration::new(BuiltinOp::GATHER, "GATHER", gather::prepare),
+    Registration::new(BuiltinOp::RESHAPE, "RESHAPE", reshape::prepare).xnnpack(),
+    Registration::new(BuiltinOp::TRANSPOSE, "TRANSPOSE", transpose::prepare).xnnpack(),
+    Registration::new(BuiltinOp::GATHER, "GATHER", gather::prepare).xnnpack(),
     Registration::new(
         BuiltinOp::STRIDED_SLICE,
         "STRIDED_SLICE",
         strided_slice::prepare,
-    ),
-    Registration::new(BuiltinOp::PAD, "PAD", pad::prepare),
+    )
+    .xnnpack(),
+    Registration::new(BuiltinOp::PAD, "PAD", pad::prepare).xnnpack(),
     Registration::new(
         BuiltinOp::CONCATENATION,
         "CONCATENATION",
         concat_split::prepare_concatenation,
     ),
-    Registration::new(BuiltinOp::SPLIT, "SPLIT", concat_split::prepare_split),
+    Registration::new(BuiltinOp::SPLIT, "SPLIT", concat_split::prepare_split).xnnpack(),
 ];
 
 /// TRANSPOSE and STRIDED_SLICE: input 0 to output 0 through the planned copy.
