@@ -182,10 +182,7 @@ pub use batch_matmul::MatMul;
 pub use binary::params::{AddParams, MulParams};
 pub use binary::{Add, Mul, Operand, Sub};
 #[cfg(feature = "alloc")]
-pub use conv::{
-    AxisPadding, Conv2d, ConvGeometry, ConvQuantization, ConvRequantization, DepthwiseConv2d,
-    Padding,
-};
+pub use conv::{Conv2d, ConvGeometry, ConvQuantization, ConvRequantization, DepthwiseConv2d};
 #[cfg(feature = "alloc")]
 pub use gemm::{Gemm, GemmPath};
 pub use heads::{merge_heads, split_heads};
@@ -198,6 +195,7 @@ pub use pool::{AveragePool2d, MaxPool2d, Pool2dShape};
 pub use requant::FusedActivation;
 pub use softmax::Softmax;
 pub use softmax_rows::SoftmaxParams;
+pub use window::{AxisPadding, Padding};
 
 // Each op's required output quantization, from the one table in `checks`
 // that `new()` checks against.
