@@ -2,7 +2,7 @@
 //! one asm block builds the row's output table by the floor formula
 //! (`table.rs`) and looks up its 64 outputs.
 
-use super::neon::build_split;
+use super::neon::{build_split, live_groups};
 use super::table::{Chunk, LogSoftmaxTables, CHUNK};
 use core::arch::aarch64::*;
 
@@ -173,7 +173,7 @@ pub(super) unsafe fn rows_out4<const SIGNED: bool>(
 /// entry `k` only:
 ///
 /// * usually `k` is the first multiple of 16 whose group starts below the
-///   type's range (`s[16 g] - B < (min + 1) 2^22`, counted on `heads`):
+///   type's range (`s[16 g] - B < (min + 1) 2^22`, `live_groups`):
 ///   outputs do not increase with `d` below the cut-off, so from there on
 ///   the formula itself gives the minimum, and the asm block builds the
 ///   groups as in `rows_out4` (on full-range data at the usual scales the
@@ -198,11 +198,7 @@ pub(super) unsafe fn rows_out4_cut<const SIGNED: bool>(
     chunks: usize,
 ) {
     debug_assert!((1..=4).contains(&chunks));
-    let (minimum, min_out) = if SIGNED {
-        (i8::MIN as u8, i8::MIN as i64)
-    } else {
-        (u8::MIN, 0)
-    };
+    let minimum = if SIGNED { i8::MIN as u8 } else { u8::MIN };
     let mut clamped = [0u8; ROW];
     // SAFETY: register arithmetic.
     let k = unsafe { vdupq_n_u8(CHUNK as u8) };
@@ -211,25 +207,7 @@ pub(super) unsafe fn rows_out4_cut<const SIGNED: bool>(
         let (groups, c, src) = if kept[i] <= reach[i] {
             // At most reach, so at most 255 (the min only tells the compiler).
             let kept = kept[i].min(255);
-            // s[d] - B < (min + 1) 2^22: the output is the minimum.
-            let below = (b[i] as i64 + ((min_out + 1) << 22))
-                .clamp(i32::MIN as i64, i32::MAX as i64) as i32;
-            // SAFETY: register arithmetic and loads of the 16 heads.
-            let live = unsafe {
-                let h = vld1q_s32_x4(t.heads.as_ptr());
-                let th = vdupq_n_s32(below);
-                let n = vaddq_s32(
-                    vaddq_s32(
-                        vreinterpretq_s32_u32(vcgeq_s32(h.0, th)),
-                        vreinterpretq_s32_u32(vcgeq_s32(h.1, th)),
-                    ),
-                    vaddq_s32(
-                        vreinterpretq_s32_u32(vcgeq_s32(h.2, th)),
-                        vreinterpretq_s32_u32(vcgeq_s32(h.3, th)),
-                    ),
-                );
-                vaddvq_s32(n).unsigned_abs() as usize
-            };
+            let live = live_groups::<SIGNED>(t, b[i]);
             let (groups, clamp) = if 16 * live < kept {
                 // Entry 16 live is in the built groups and gives the minimum.
                 ((16 * live / 16 + 1) as u64, 16 * live)
