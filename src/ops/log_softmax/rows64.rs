@@ -729,6 +729,85 @@ mod tests {
         assert_eq!((checked, checked_r0), (8, 2));
     }
 
+    /// Full-range rows of 64 (every byte equally likely) over input scales
+    /// from 0.05 to 4, NEON against the scalar reference, and a count of
+    /// the cut rows by how `rows_out4_cut` clamps them: at the start of the
+    /// first group below the type's range (`live_groups`), or at the
+    /// cut-off itself (large scales, where the cut-off comes within the
+    /// first group that reaches the minimum). Both must occur.
+    fn full_range_cut_rows<T: QuantElem>() {
+        let out_q = QuantParams::new(16.0 / 256.0, T::MAX);
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 32) as u8
+        };
+        let (mut by_live, mut by_kept) = (0, 0);
+        for scale in [0.05f32, 0.1, 0.2, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0] {
+            let p = LogSoftmaxParams::new::<T>(QuantParams::new(scale, 0), out_q).unwrap();
+            let t = LogSoftmaxTables::new(&p);
+            let input: Vec<u8> = (0..16 * ROW).map(|_| next()).collect();
+            let typed: Vec<T> = input
+                .iter()
+                .map(|&x| {
+                    T::from_i32(if T::MIN == 0 {
+                        x as i32
+                    } else {
+                        x as i8 as i32
+                    })
+                })
+                .collect();
+            let mut want = std::vec![T::from_i32(0); input.len()];
+            scalar::log_softmax(&p, &typed, &mut want, ROW);
+            let mut got = std::vec![0x5au8; input.len()];
+            let done = if T::MIN == 0 {
+                rows64_u8(&p, &t, &input, &mut got)
+            } else {
+                rows64_i8(&p, &t, &input, &mut got)
+            };
+            assert_eq!(done, 16);
+            let want: Vec<u8> = want.iter().map(|y| y.to_i32() as u8).collect();
+            assert_eq!(got, want, "scale {scale}");
+            for row in typed.chunks(ROW) {
+                let v: Vec<i32> = row.iter().map(|x| x.to_i32()).collect();
+                let (max, min) = (*v.iter().max().unwrap(), *v.iter().min().unwrap());
+                let sum: i64 = v.iter().map(|&x| t.term((max - x) as usize) as i64).sum();
+                let reach = (max - min) as usize;
+                let plan = t.plan(&p, &p.row_constants(sum), reach);
+                let Some(b) = plan.split else { continue };
+                if plan.kept > reach {
+                    continue;
+                }
+                let live = if T::MIN == 0 {
+                    super::super::neon::live_groups::<false>(&t, b)
+                } else {
+                    super::super::neon::live_groups::<true>(&t, b)
+                };
+                if 16 * live < plan.kept {
+                    by_live += 1;
+                } else {
+                    by_kept += 1;
+                }
+            }
+        }
+        assert!(
+            by_live > 0 && by_kept > 0,
+            "{by_live} rows clamped at a group, {by_kept} at the cut-off"
+        );
+    }
+
+    #[test]
+    fn int8_full_range_rows_of_64_clamped_both_ways() {
+        full_range_cut_rows::<i8>();
+    }
+
+    #[test]
+    fn uint8_full_range_rows_of_64_clamped_both_ways() {
+        full_range_cut_rows::<u8>();
+    }
+
     #[test]
     fn int8_rows_of_64_on_rounding_boundaries() {
         boundaries::<i8>();
