@@ -27,9 +27,9 @@
 //!    looked up in one asm block (`row_asm`). Otherwise, when every row
 //!    meets them up to its cut-off (`cut_plan`: the cut-off lies inside the
 //!    reach, as on full-range data, where `diff_min` is about -248 steps at
-//!    scale 0.1), `rows64_out::rows_out4_cut` clamps each cut row's
-//!    differences and builds its table only as far as it is not the type's
-//!    minimum; else the four rows go through the general kernel, whose
+//!    scale 0.1), `rows64_out::rows_out4_cut` clamps each row's
+//!    differences where its outputs reach the type's minimum (before its
+//!    cut-off or its reach) and builds its table only that far; else the four rows go through the general kernel, whose
 //!    per-row plan covers every case.
 //!
 //! Measured (`cargo xtask bench`, 9216 rows of 64, scale 0.1): about 242
@@ -731,10 +731,11 @@ mod tests {
 
     /// Full-range rows of 64 (every byte equally likely) over input scales
     /// from 0.05 to 4, NEON against the scalar reference, and a count of
-    /// the cut rows by how `rows_out4_cut` clamps them: at the start of the
-    /// first group below the type's range (`live_groups`), or at the
+    /// the rows by how `rows_out4_cut` clamps them: a cut row at the start
+    /// of the first group below the type's range (`live_groups`) or at the
     /// cut-off itself (large scales, where the cut-off comes within the
-    /// first group that reaches the minimum). Both must occur.
+    /// first group that reaches the minimum), a row not cut at that group
+    /// start when it lies within the row's reach. All three must occur.
     fn full_range_cut_rows<T: QuantElem>() {
         let out_q = QuantParams::new(16.0 / 256.0, T::MAX);
         let mut state = 0x9e37_79b9_7f4a_7c15u64;
@@ -744,7 +745,7 @@ mod tests {
             state ^= state << 17;
             (state >> 32) as u8
         };
-        let (mut by_live, mut by_kept) = (0, 0);
+        let (mut by_live, mut by_kept, mut uncut_by_live) = (0, 0, 0);
         for scale in [0.05f32, 0.1, 0.2, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0] {
             let p = LogSoftmaxParams::new::<T>(QuantParams::new(scale, 0), out_q).unwrap();
             let t = LogSoftmaxTables::new(&p);
@@ -777,15 +778,14 @@ mod tests {
                 let reach = (max - min) as usize;
                 let plan = t.plan(&p, &p.row_constants(sum), reach);
                 let Some(b) = plan.split else { continue };
-                if plan.kept > reach {
-                    continue;
-                }
                 let live = if T::MIN == 0 {
                     super::super::neon::live_groups::<false>(&t, b)
                 } else {
                     super::super::neon::live_groups::<true>(&t, b)
                 };
-                if 16 * live < plan.kept {
+                if plan.kept > reach {
+                    uncut_by_live += (16 * live <= reach) as usize;
+                } else if 16 * live < plan.kept {
                     by_live += 1;
                 } else {
                     by_kept += 1;
@@ -793,8 +793,9 @@ mod tests {
             }
         }
         assert!(
-            by_live > 0 && by_kept > 0,
-            "{by_live} rows clamped at a group, {by_kept} at the cut-off"
+            by_live > 0 && by_kept > 0 && uncut_by_live > 0,
+            "cut rows: {by_live} clamped at a group, {by_kept} at the cut-off; \
+             rows not cut: {uncut_by_live} clamped at a group"
         );
     }
 

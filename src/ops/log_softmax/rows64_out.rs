@@ -233,20 +233,24 @@ macro_rules! cut_row_asm {
 
 /// [`rows_out4`] for four rows of which some are cut off inside their
 /// reach (`kept[i] <= reach[i]`: differences `d >= kept` give the type
-/// minimum). A cut row's differences are clamped (`umin`, in the asm block)
-/// to a `k <= kept` past which every output is the minimum, and its table
+/// minimum). A row's differences are clamped (`umin`, in the asm block) to
+/// a `k` past which every output it may need is the minimum, and its table
 /// is built up to entry `k` only, entry `k` being the minimum:
 ///
 /// * usually `k = 16 live`, the start of the first group below the type's
-///   range (`s[16 g] - B < (min + 1) 2^22`, [`live_groups`]): outputs do
-///   not increase with `d` below the cut-off, so from there on the formula
-///   itself gives the minimum. The asm block builds the `live` groups
-///   before it as in `rows_out4` and stores the minimum at entry `16 live`
-///   (one byte: no lookup goes past it), not the group's 16 entries by the
-///   formula. On full-range data at the usual scales the outputs saturate
-///   well before the cut-off: about 10 groups, not 16.
-/// * else `k = kept`, the table built by `build_split` and entry `kept` set
-///   to the minimum (by the asm block, with no groups).
+///   range (`s[16 g] - B < (min + 1) 2^22`, [`live_groups`]), when that
+///   comes before the row's cut-off, or before the end of its reach if it
+///   is not cut: outputs do not increase with `d` below the cut-off, so
+///   from there on the formula itself gives the minimum. The asm block
+///   builds the `live` groups before it as in `rows_out4` and stores the
+///   minimum at entry `16 live` (one byte: no lookup goes past it). On
+///   full-range data at the usual scales the outputs saturate well before
+///   the cut-off: about 10 groups, not 16; the rows of such a group that
+///   are not cut (about half of them) saturate as early.
+/// * else, for a cut row, `k = kept`, the table built by `build_split` and
+///   entry `kept` set to the minimum (by the asm block, with no groups);
+///   a row neither cut nor saturating within its reach goes as in
+///   `rows_out4`.
 ///
 /// The lookups go through the chunks up to entry `k`.
 ///
@@ -273,18 +277,24 @@ pub(super) unsafe fn rows_out4_cut<const SIGNED: bool>(
         let (src, dst) = (src.wrapping_add(ROW * i), dst.wrapping_add(ROW * i));
         // SAFETY: register arithmetic.
         let (bv, m) = unsafe { (vdupq_n_s32(b[i]), vdupq_n_u8(max[i])) };
-        if kept[i] <= reach[i] {
+        let cut = kept[i] <= reach[i];
+        // The entries the row's lookups may need: up to its cut-off (past
+        // it every output is the minimum) or its reach.
+        let end = if cut { kept[i] } else { reach[i] + 1 };
+        let live = live_groups::<SIGNED>(t, b[i]);
+        // Groups the asm block builds and the clamp (where the block stores
+        // the minimum, after its groups); None: the whole reach, unclamped.
+        let clamped = if 16 * live < end {
+            Some((live, 16 * live))
+        } else if cut {
             // At most reach, so at most 255 (the min only tells the compiler).
             let kept = kept[i].min(255);
-            let live = live_groups::<SIGNED>(t, b[i]);
-            // Groups the asm block builds, the clamp, and the entry where
-            // the block stores the minimum (where its groups end).
-            let (groups, clamp) = if 16 * live < kept {
-                (live, 16 * live)
-            } else {
-                build_split::<SIGNED>(t, kept / 16 + 1, b[i], table);
-                (0, kept)
-            };
+            build_split::<SIGNED>(t, kept / 16 + 1, b[i], table);
+            Some((0, kept))
+        } else {
+            None
+        };
+        if let Some((groups, clamp)) = clamped {
             let out = table
                 .as_mut_ptr()
                 .cast::<u8>()
