@@ -34,8 +34,15 @@
 //!
 //! Measured (`cargo xtask bench`, 9216 rows of 64, scale 0.1): about 242
 //! instructions a row (3.78 an element), against 477 through the general
-//! kernel. On full-range uniform rows (`--data uniform`) 5.06 an element,
-//! where every group had gone through the general kernel (11.6).
+//! kernel. On full-range uniform rows (`--data uniform`) 4.66 an element
+//! (11.6 when every group went through the general kernel). By part, per
+//! element, bench data / uniform (region markers in a local build, which
+//! add about 0.07): maxima 0.21 / 0.21, sums 1.43 / 1.43, logarithms and
+//! checks 0.19 / 0.45, per-row set-up 0.25 / 0.72, table build 1.26 /
+//! 1.34, lookups and stores 0.51 / 0.58. Uniform rows pay for the second
+//! check (`cut_plan`, out of line) and, per row, for finding where the
+//! outputs saturate (`live_groups`) and clamping there; their tables and
+//! lookups cost about what the bench data's do.
 
 use super::blocks::{load, Block};
 use super::log_neon::log_x_for_x_greater_than_or_equal_to_1_x4;
