@@ -54,6 +54,10 @@ pub(crate) struct LogSoftmaxLut {
     pub(crate) input_scale: f32,
     /// Chunks of `exp` up to its last nonzero entry (at least 1: `t[0] = 1`).
     pub(crate) exp_chunks: usize,
+    /// Chunks of `exp` up to its last entry of at least `2^-24` (at least
+    /// 1). The rest cannot change a running `f32` sum that has reached 1:
+    /// they are below half an ulp of it, so the rounded sum stays put.
+    pub(crate) late_chunks: usize,
     /// The output scale (16/256).
     pub(crate) output_scale: f32,
     /// `in_scale / out_scale`.
@@ -83,9 +87,15 @@ impl LogSoftmaxLut {
             .iter()
             .rposition(|&t| t != 0.0)
             .map_or(1, |d| d / CHUNK + 1);
+        let half_ulp_of_one = f32::EPSILON / 2.0;
+        let late_chunks = exp
+            .iter()
+            .rposition(|&t| t >= half_ulp_of_one)
+            .map_or(1, |d| d / CHUNK + 1);
         LogSoftmaxLut {
             exp,
             exp_chunks,
+            late_chunks,
             planes,
             scaled_x,
             input_scale,

@@ -12,7 +12,10 @@
 //!    operation rounds once, so each step is the reference's `f32` addition
 //!    (lanes masked off add `+0.0`, which changes no positive sum). In asm:
 //!    LLVM would turn the multiply-add by one back into a lane move and an
-//!    `fadd`.
+//!    `fadd`. A row of several blocks reaching into the last chunk (full-range
+//!    data) looks up only the chunks of terms of at least `2^-24` once its
+//!    sum has reached 1 (at its maximum's block): the others are below half
+//!    an ulp of the sum and adding them, or `+0.0`, gives the same sums.
 //! 3. `pre = (in_scale * max + logf(sum)) / out_scale` by the scalar code.
 //! 4. the row's output table for `d` in `0..=reach`: `step * x` from a
 //!    prepared table (16 inputs per four-register load, descending `x`,
@@ -24,7 +27,10 @@
 //!    in `f32` and its truncation are exact integer arithmetic; other rows
 //!    (absurd scales, NaN) take the scalar formula entry by entry.
 //!    Then the output pass of `Method::FixedPoint`: a `tbl` (plus a `tbx`
-//!    per further chunk) for every 16 outputs.
+//!    per further chunk) for every 16 outputs. A row reaching into the last
+//!    chunk (full-range data) builds its table only up to the first group
+//!    that ends at the type's minimum (the outputs do not increase with
+//!    `d`) and clamps its lookups there (`umin`), through fewer chunks.
 
 use super::blocks::{load, row_max_min, span, Block, KEEP_FROM, KEEP_TO, STEP};
 use super::lut::LogSoftmaxLut;
@@ -133,9 +139,18 @@ fn add_block<const N: usize>(
 
 /// The reference's sequential `f32` sum of `t[max - x]` over a row's
 /// first `len` bytes (`row` as `row_max_min` takes it: the row, or a
-/// 64-byte window for `len < 64`).
+/// 64-byte window for `len < 64`), through `N` chunks, and through `M`
+/// (at most `N`, from `late_chunks`) once the sum has reached 1: it does
+/// at the row's maximum (term 1), and past that the terms of the later
+/// chunks are below half an ulp of the sum, so adding them (or `+0.0` in
+/// their place) gives the same `f32` sums.
 #[inline(always)]
-fn row_sum<const N: usize>(p: &LogSoftmaxLut, row: &[u8], len: usize, max: u8) -> f32 {
+fn row_sum<const N: usize, const M: usize>(
+    p: &LogSoftmaxLut,
+    row: &[u8],
+    len: usize,
+    max: u8,
+) -> f32 {
     let mut sum = 0.0f32;
     // SAFETY: register arithmetic.
     let maxv = unsafe { vdupq_n_u8(max) };
@@ -157,12 +172,37 @@ fn row_sum<const N: usize>(p: &LogSoftmaxLut, row: &[u8], len: usize, max: u8) -
     }
     let row = &row[..len];
     let mut src = row.as_ptr();
-    for _ in 0..row.len() / STEP {
-        // SAFETY: src points at one of the row's whole 64-byte blocks.
-        unsafe {
-            let b = load(src);
-            src = src.add(STEP);
-            add_block::<N>(p, &mut sum, maxv, b, None);
+    let blocks = row.len() / STEP;
+    if M < N && blocks > 1 {
+        let mut left = blocks;
+        while left > 0 {
+            // SAFETY: src points at one of the row's whole 64-byte blocks.
+            unsafe {
+                let b = load(src);
+                src = src.add(STEP);
+                add_block::<N>(p, &mut sum, maxv, b, None);
+            }
+            left -= 1;
+            if sum >= 1.0 {
+                break;
+            }
+        }
+        for _ in 0..left {
+            // SAFETY: as above (the blocks left).
+            unsafe {
+                let b = load(src);
+                src = src.add(STEP);
+                add_block::<M>(p, &mut sum, maxv, b, None);
+            }
+        }
+    } else {
+        for _ in 0..blocks {
+            // SAFETY: src points at one of the row's whole 64-byte blocks.
+            unsafe {
+                let b = load(src);
+                src = src.add(STEP);
+                add_block::<N>(p, &mut sum, maxv, b, None);
+            }
         }
     }
     let rest = row.len() % STEP;
@@ -177,6 +217,20 @@ fn row_sum<const N: usize>(p: &LogSoftmaxLut, row: &[u8], len: usize, max: u8) -
         }
     }
     sum
+}
+
+/// [`row_sum`] of a row reaching into the last chunk (full-range data),
+/// whose terms are usually too small to count once the sum reaches 1 (see
+/// `late_chunks`). Out of line, so that the rows of the other chunk counts
+/// keep their code.
+#[inline(never)]
+fn row_sum_4(p: &LogSoftmaxLut, row: &[u8], len: usize, max: u8) -> f32 {
+    match p.late_chunks {
+        1 => row_sum::<4, 1>(p, row, len, max),
+        2 => row_sum::<4, 2>(p, row, len, max),
+        3 => row_sum::<4, 3>(p, row, len, max),
+        _ => row_sum::<4, 4>(p, row, len, max),
+    }
 }
 
 /// The row's output bytes for `d` in `0..=reach` into `out`; `top` is the
@@ -241,14 +295,20 @@ fn rows<T: QuantElem, const SIGNED: bool>(
         let (max, min) = row_max_min::<SIGNED>(row_in, row_len);
         let reach = max.wrapping_sub(min) as usize;
         let sum = match (reach / CHUNK + 1).min(p.exp_chunks) {
-            1 => row_sum::<1>(p, row_in, row_len, max),
-            2 => row_sum::<2>(p, row_in, row_len, max),
-            3 => row_sum::<3>(p, row_in, row_len, max),
-            _ => row_sum::<4>(p, row_in, row_len, max),
+            1 => row_sum::<1, 1>(p, row_in, row_len, max),
+            2 => row_sum::<2, 2>(p, row_in, row_len, max),
+            3 => row_sum::<3, 3>(p, row_in, row_len, max),
+            // Rows of one block have no blocks after their maximum's.
+            _ if row_len >= 2 * STEP => row_sum_4(p, row_in, row_len, max),
+            _ => row_sum::<4, 4>(p, row_in, row_len, max),
         };
         let max_value = if SIGNED { max as i8 as i32 } else { max as i32 };
         let pre = p.precomputed(max_value, sum);
         let top = (T::MAX - max_value) as usize;
+        if reach >= 3 * CHUNK {
+            finish_wide::<T, SIGNED>(p, (top, reach, pre), &mut table, row_in, row_out, max);
+            continue;
+        }
         build_table::<T, SIGNED>(p, top, reach, pre, &mut table);
         match reach / CHUNK + 1 {
             1 => write_row::<1, false>(&table, row_in, row_out, max, 0),
@@ -257,6 +317,78 @@ fn rows<T: QuantElem, const SIGNED: bool>(
             _ => write_row::<4, false>(&table, row_in, row_out, max, 0),
         }
     }
+}
+
+/// The output table and the outputs of a row reaching into the last chunk
+/// (full-range data): the table built group by group until a group ends
+/// at the type's minimum (outputs do not increase with `d`, so every later
+/// entry is the minimum too), and the lookups clamped to that group's last
+/// entry, through the chunks up to it. Out of line, as [`row_sum_4`].
+#[inline(never)]
+fn finish_wide<T: QuantElem, const SIGNED: bool>(
+    p: &LogSoftmaxLut,
+    (top, reach, pre): (usize, usize, f32),
+    table: &mut [Chunk; 4],
+    row_in: &[u8],
+    row_out: &mut [u8],
+    max: u8,
+) {
+    let Some(k) = build_table_to_min::<SIGNED>(p, top, reach, pre, table) else {
+        build_table::<T, SIGNED>(p, top, reach, pre, table);
+        write_row::<4, false>(table, row_in, row_out, max, 0);
+        return;
+    };
+    // k < 256: the last entry of a group of 16.
+    match k / CHUNK + 1 {
+        1 => write_row::<1, true>(table, row_in, row_out, max, k as u8),
+        2 => write_row::<2, true>(table, row_in, row_out, max, k as u8),
+        3 => write_row::<3, true>(table, row_in, row_out, max, k as u8),
+        _ => write_row::<4, true>(table, row_in, row_out, max, k as u8),
+    }
+}
+
+/// [`build_table`]'s vector groups, stopping after the first group whose
+/// last entry is the type's minimum; returns that entry's `d`. `None` when
+/// no group below `reach / 16` ends at the minimum, or outside the bound
+/// of the vector formula (then nothing is known of the table).
+#[inline(always)]
+fn build_table_to_min<const SIGNED: bool>(
+    p: &LogSoftmaxLut,
+    top: usize,
+    reach: usize,
+    pre: f32,
+    out: &mut [Chunk; 4],
+) -> Option<usize> {
+    debug_assert!(top < 256 && top + reach <= 255);
+    let sx = |i: usize| p.scaled_x[i];
+    let (low, high) = (sx(top + reach) - pre, sx(top) - pre);
+    if !(low >= -EXACT_BOUND && high <= EXACT_BOUND) {
+        return None;
+    }
+    let minimum = if SIGNED { i8::MIN as u8 } else { u8::MIN };
+    let dst = out.as_mut_ptr().cast::<u8>();
+    // SAFETY: as in `build_table` (the same groups, possibly fewer).
+    unsafe {
+        let prev = vdupq_n_f32(pre);
+        let zp = vdupq_n_s16(p.output_zero_point as i16);
+        for g in 0..reach / 16 {
+            let x = vld1q_f32_x4(p.scaled_x.as_ptr().add(top + 16 * g));
+            let r = |v: float32x4_t| vcvtnq_s32_f32(vsubq_f32(v, prev));
+            let a = vqmovn_high_s32(vqmovn_s32(r(x.0)), r(x.1));
+            let b = vqmovn_high_s32(vqmovn_s32(r(x.2)), r(x.3));
+            let (a, b) = (vqaddq_s16(a, zp), vqaddq_s16(b, zp));
+            let q = if SIGNED {
+                vreinterpretq_u8_s8(vqmovn_high_s16(vqmovn_s16(a), b))
+            } else {
+                vqmovun_high_s16(vqmovun_s16(a), b)
+            };
+            vst1q_u8(dst.add(16 * g), q);
+            if vgetq_lane_u8::<15>(q) == minimum {
+                return Some(16 * g + 15);
+            }
+        }
+    }
+    None
 }
 
 /// `Method::Lut` log-softmax rows of int8 (named for the asm checks).
@@ -297,5 +429,129 @@ pub(crate) fn log_softmax<T: QuantElem>(
         }
         Slices::U8(i, o) => log_softmax_lut_u8(p, i, o, row_len),
         Slices::I16(i, o) => super::lut::log_softmax_scalar(p, i, o, row_len),
+    }
+}
+
+#[cfg(all(test, feature = "std"))]
+mod tests {
+    extern crate std;
+    use super::*;
+    use crate::QuantParams;
+    use std::vec::Vec;
+
+    /// The NEON sums of full-range rows reaching into the last chunk
+    /// against the reference's sequential `f32` sum, bit for bit: at input
+    /// scales where the last chunks stop counting once the sum reaches 1
+    /// (`late_chunks < 4`, so the blocks after the maximum's look up fewer
+    /// chunks) and where they still count (0.02); rows of 128 to 384
+    /// bytes with the maximum first, inside, or last.
+    fn sums_of_full_range_rows<T: QuantElem, const SIGNED: bool>() {
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 32) as u8
+        };
+        let value = |x: u8| if SIGNED { x as i8 as i32 } else { x as i32 };
+        let mut skipped = 0;
+        for scale in [0.02f32, 0.05, 0.1, 0.3] {
+            let p = LogSoftmaxLut::new::<T>(scale, QuantParams::new(16.0 / 256.0, T::MAX));
+            for len in [128usize, 200, 384] {
+                for at in [0, len / 3, len - 1] {
+                    let mut row: Vec<u8> = (0..len).map(|_| next()).collect();
+                    // The type's extremes in the row, the maximum at `at`.
+                    let (top, bottom) = if SIGNED { (0x7f, 0x80) } else { (0xff, 0) };
+                    row[(at + 1) % len] = bottom;
+                    row[at] = top;
+                    let (max, min) = row_max_min::<SIGNED>(&row, len);
+                    assert_eq!((max.wrapping_sub(min) as usize) / CHUNK + 1, 4);
+                    let mut want = 0.0f32;
+                    for &x in &row {
+                        want += p.exp[(value(max) - value(x)) as usize];
+                    }
+                    let got = row_sum_4(&p, &row, len, max);
+                    assert_eq!(
+                        got.to_bits(),
+                        want.to_bits(),
+                        "scale {scale} len {len} max at {at}"
+                    );
+                    skipped += (p.late_chunks < 4 && at < len - STEP) as usize;
+                }
+            }
+        }
+        // 0.05, 0.1 and 0.3 skip, for the rows whose maximum is not in the
+        // last block.
+        assert!(skipped >= 12, "{skipped} rows skipped chunks");
+    }
+
+    /// Full-range rows of 384 through the NEON kernel against the scalar
+    /// reference, at scales where the outputs reach the minimum within the
+    /// row's reach (the table built only that far, the lookups clamped) and
+    /// where they do not (0.01: the whole table); both must occur.
+    fn wide_rows<T: QuantElem, const SIGNED: bool>() {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 32) as u8
+        };
+        let value = |x: u8| if SIGNED { x as i8 as i32 } else { x as i32 };
+        let (mut clamped, mut whole) = (0, 0);
+        let len = 384;
+        for scale in [0.01f32, 0.05, 0.1, 0.3, 2.0] {
+            let p = LogSoftmaxLut::new::<T>(scale, QuantParams::new(16.0 / 256.0, T::MAX));
+            let input: Vec<u8> = (0..4 * len).map(|_| next()).collect();
+            let typed: Vec<T> = input.iter().map(|&x| T::from_i32(value(x))).collect();
+            let mut want = std::vec![T::from_i32(0); input.len()];
+            super::super::lut::log_softmax_scalar(&p, &typed, &mut want, len);
+            let mut got = std::vec![0x5au8; input.len()];
+            rows::<T, SIGNED>(&p, &input, &mut got, len);
+            let want: Vec<u8> = want.iter().map(|y| y.to_i32() as u8).collect();
+            assert_eq!(got, want, "scale {scale}");
+            for row in input.chunks(len) {
+                let (max, min) = row_max_min::<SIGNED>(row, len);
+                let reach = max.wrapping_sub(min) as usize;
+                if reach < 3 * CHUNK {
+                    continue;
+                }
+                let mut sum = 0.0f32;
+                for &x in row {
+                    sum += p.exp[(value(max) - value(x)) as usize];
+                }
+                let pre = p.precomputed(value(max), sum);
+                let top = (T::MAX - value(max)) as usize;
+                let mut table = [Chunk([0; CHUNK]); 4];
+                match build_table_to_min::<SIGNED>(&p, top, reach, pre, &mut table) {
+                    Some(_) => clamped += 1,
+                    None => whole += 1,
+                }
+            }
+        }
+        assert!(
+            clamped > 0 && whole > 0,
+            "{clamped} rows clamped, {whole} whole"
+        );
+    }
+
+    #[test]
+    fn int8_lut_full_range_rows_clamped_or_whole() {
+        wide_rows::<i8, true>();
+    }
+
+    #[test]
+    fn uint8_lut_full_range_rows_clamped_or_whole() {
+        wide_rows::<u8, false>();
+    }
+
+    #[test]
+    fn int8_lut_sums_of_full_range_rows_bit_exact() {
+        sums_of_full_range_rows::<i8, true>();
+    }
+
+    #[test]
+    fn uint8_lut_sums_of_full_range_rows_bit_exact() {
+        sums_of_full_range_rows::<u8, false>();
     }
 }

@@ -27,15 +27,22 @@
 //!    looked up in one asm block (`row_asm`). Otherwise, when every row
 //!    meets them up to its cut-off (`cut_plan`: the cut-off lies inside the
 //!    reach, as on full-range data, where `diff_min` is about -248 steps at
-//!    scale 0.1), `rows64_out::rows_out4_cut` clamps each cut row's
-//!    differences and builds its table only as far as it is not the type's
-//!    minimum; else the four rows go through the general kernel, whose
+//!    scale 0.1), `rows64_out::rows_out4_cut` clamps each row's
+//!    differences where its outputs reach the type's minimum (before its
+//!    cut-off or its reach) and builds its table only that far; else the four rows go through the general kernel, whose
 //!    per-row plan covers every case.
 //!
 //! Measured (`cargo xtask bench`, 9216 rows of 64, scale 0.1): about 242
 //! instructions a row (3.78 an element), against 477 through the general
-//! kernel. On full-range uniform rows (`--data uniform`) 5.06 an element,
-//! where every group had gone through the general kernel (11.6).
+//! kernel. On full-range uniform rows (`--data uniform`) 4.66 an element
+//! (11.6 when every group went through the general kernel). By part, per
+//! element, bench data / uniform (region markers in a local build, which
+//! add about 0.07): maxima 0.21 / 0.21, sums 1.43 / 1.43, logarithms and
+//! checks 0.19 / 0.45, per-row set-up 0.25 / 0.72, table build 1.26 /
+//! 1.34, lookups and stores 0.51 / 0.58. Uniform rows pay for the second
+//! check (`cut_plan`, out of line) and, per row, for finding where the
+//! outputs saturate (`live_groups`) and clamping there; their tables and
+//! lookups cost about what the bench data's do.
 
 use super::blocks::{load, Block};
 use super::log_neon::log_x_for_x_greater_than_or_equal_to_1_x4;
@@ -727,6 +734,86 @@ mod tests {
         // both residues at 0.1, only 2^22 - 1 at 0.3 and 1 (every s[d]
         // even there).
         assert_eq!((checked, checked_r0), (8, 2));
+    }
+
+    /// Full-range rows of 64 (every byte equally likely) over input scales
+    /// from 0.05 to 4, NEON against the scalar reference, and a count of
+    /// the rows by how `rows_out4_cut` clamps them: a cut row at the start
+    /// of the first group below the type's range (`live_groups`) or at the
+    /// cut-off itself (large scales, where the cut-off comes within the
+    /// first group that reaches the minimum), a row not cut at that group
+    /// start when it lies within the row's reach. All three must occur.
+    fn full_range_cut_rows<T: QuantElem>() {
+        let out_q = QuantParams::new(16.0 / 256.0, T::MAX);
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 32) as u8
+        };
+        let (mut by_live, mut by_kept, mut uncut_by_live) = (0, 0, 0);
+        for scale in [0.05f32, 0.1, 0.2, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0] {
+            let p = LogSoftmaxParams::new::<T>(QuantParams::new(scale, 0), out_q).unwrap();
+            let t = LogSoftmaxTables::new(&p);
+            let input: Vec<u8> = (0..16 * ROW).map(|_| next()).collect();
+            let typed: Vec<T> = input
+                .iter()
+                .map(|&x| {
+                    T::from_i32(if T::MIN == 0 {
+                        x as i32
+                    } else {
+                        x as i8 as i32
+                    })
+                })
+                .collect();
+            let mut want = std::vec![T::from_i32(0); input.len()];
+            scalar::log_softmax(&p, &typed, &mut want, ROW);
+            let mut got = std::vec![0x5au8; input.len()];
+            let done = if T::MIN == 0 {
+                rows64_u8(&p, &t, &input, &mut got)
+            } else {
+                rows64_i8(&p, &t, &input, &mut got)
+            };
+            assert_eq!(done, 16);
+            let want: Vec<u8> = want.iter().map(|y| y.to_i32() as u8).collect();
+            assert_eq!(got, want, "scale {scale}");
+            for row in typed.chunks(ROW) {
+                let v: Vec<i32> = row.iter().map(|x| x.to_i32()).collect();
+                let (max, min) = (*v.iter().max().unwrap(), *v.iter().min().unwrap());
+                let sum: i64 = v.iter().map(|&x| t.term((max - x) as usize) as i64).sum();
+                let reach = (max - min) as usize;
+                let plan = t.plan(&p, &p.row_constants(sum), reach);
+                let Some(b) = plan.split else { continue };
+                let live = if T::MIN == 0 {
+                    super::super::neon::live_groups::<false>(&t, b)
+                } else {
+                    super::super::neon::live_groups::<true>(&t, b)
+                };
+                if plan.kept > reach {
+                    uncut_by_live += (16 * live <= reach) as usize;
+                } else if 16 * live < plan.kept {
+                    by_live += 1;
+                } else {
+                    by_kept += 1;
+                }
+            }
+        }
+        assert!(
+            by_live > 0 && by_kept > 0 && uncut_by_live > 0,
+            "cut rows: {by_live} clamped at a group, {by_kept} at the cut-off; \
+             rows not cut: {uncut_by_live} clamped at a group"
+        );
+    }
+
+    #[test]
+    fn int8_full_range_rows_of_64_clamped_both_ways() {
+        full_range_cut_rows::<i8>();
+    }
+
+    #[test]
+    fn uint8_full_range_rows_of_64_clamped_both_ways() {
+        full_range_cut_rows::<u8>();
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! one asm block builds the row's output table by the floor formula
 //! (`table.rs`) and looks up its 64 outputs.
 
-use super::neon::build_split;
+use super::neon::{build_split, live_groups};
 use super::table::{Chunk, LogSoftmaxTables, CHUNK};
 use core::arch::aarch64::*;
 
@@ -165,23 +165,94 @@ pub(super) unsafe fn rows_out4<const SIGNED: bool>(
     }
 }
 
+/// One cut row, in one asm block: the first `g` (0..=15) groups of its
+/// output table as in `row_asm` (runs of 8, 4, 2 and 1 groups by the bits
+/// of `g`), then the type's minimum `{minb}` into the table entry at `out`
+/// (where the groups end, or wherever the caller points it when `g` is
+/// 0), then the 64 outputs `table[min(max - x, clamp)]` (`umin` by the
+/// bytes of `{cl}`) through `c + 1` (1..=4) table chunks.
+macro_rules! cut_row_asm {
+    ($narrow:literal, $s:expr, $out:expr, $b:expr, $g:expr, $minb:expr, $tab:expr, $src:expr, $dst:expr, $m:expr, $cl:expr, $c:expr, $k:expr) => {
+        core::arch::asm!(
+            "tbz {g:w}, #3, 3f",
+            group_lines!($narrow), group_lines!($narrow), group_lines!($narrow), group_lines!($narrow),
+            group_lines!($narrow), group_lines!($narrow), group_lines!($narrow), group_lines!($narrow),
+            "3:",
+            "tbz {g:w}, #2, 4f",
+            group_lines!($narrow), group_lines!($narrow), group_lines!($narrow), group_lines!($narrow),
+            "4:",
+            "tbz {g:w}, #1, 5f",
+            group_lines!($narrow), group_lines!($narrow),
+            "5:",
+            "tbz {g:w}, #0, 6f",
+            group_lines!($narrow),
+            "6:",
+            "strb {minb:w}, [{out}]",
+            "ld1 {{v0.16b-v3.16b}}, [{src}]",
+            "ld1 {{v16.16b-v19.16b}}, [{tab}], #64",
+            "sub v0.16b, {m:v}.16b, v0.16b",
+            "sub v1.16b, {m:v}.16b, v1.16b",
+            "sub v2.16b, {m:v}.16b, v2.16b",
+            "sub v3.16b, {m:v}.16b, v3.16b",
+            "umin v0.16b, v0.16b, {cl:v}.16b",
+            "umin v1.16b, v1.16b, {cl:v}.16b",
+            "umin v2.16b, v2.16b, {cl:v}.16b",
+            "umin v3.16b, v3.16b, {cl:v}.16b",
+            "tbl v4.16b, {{v16.16b-v19.16b}}, v0.16b",
+            "tbl v5.16b, {{v16.16b-v19.16b}}, v1.16b",
+            "tbl v6.16b, {{v16.16b-v19.16b}}, v2.16b",
+            "tbl v7.16b, {{v16.16b-v19.16b}}, v3.16b",
+            "tbz {c:w}, #1, 7f",
+            chunk_lines!(),
+            chunk_lines!(),
+            "7:",
+            "tbz {c:w}, #0, 8f",
+            chunk_lines!(),
+            "8:",
+            "st1 {{v4.16b-v7.16b}}, [{dst}]",
+            s = inout(reg) $s => _,
+            out = inout(reg) $out => _,
+            b = in(vreg) $b,
+            g = in(reg) $g,
+            minb = in(reg) $minb,
+            tab = inout(reg) $tab => _,
+            src = in(reg) $src,
+            dst = in(reg) $dst,
+            m = in(vreg) $m,
+            cl = in(vreg) $cl,
+            c = in(reg) $c,
+            k = in(vreg) $k,
+            out("v0") _, out("v1") _, out("v2") _, out("v3") _,
+            out("v4") _, out("v5") _, out("v6") _, out("v7") _,
+            out("v16") _, out("v17") _, out("v18") _, out("v19") _,
+            out("v20") _, out("v21") _, out("v22") _, out("v23") _,
+            options(nostack),
+        )
+    };
+}
+
 /// [`rows_out4`] for four rows of which some are cut off inside their
 /// reach (`kept[i] <= reach[i]`: differences `d >= kept` give the type
-/// minimum). A cut row's differences are clamped to a `k <= kept` past
-/// which every output is the minimum, by raising its inputs to at least
-/// `max - k` in a copy that the lookup reads, and its table is built up to
-/// entry `k` only:
+/// minimum). A row's differences are clamped (`umin`, in the asm block) to
+/// a `k` past which every output it may need is the minimum, and its table
+/// is built up to entry `k` only, entry `k` being the minimum:
 ///
-/// * usually `k` is the first multiple of 16 whose group starts below the
-///   type's range (`s[16 g] - B < (min + 1) 2^22`, counted on `heads`):
-///   outputs do not increase with `d` below the cut-off, so from there on
-///   the formula itself gives the minimum, and the asm block builds the
-///   groups as in `rows_out4` (on full-range data at the usual scales the
-///   outputs saturate well before the cut-off: about 10 groups, not 16);
-/// * else `k = kept`, the table built by `build_split` and entry `kept` set
-///   to the minimum.
+/// * usually `k = 16 live`, the start of the first group below the type's
+///   range (`s[16 g] - B < (min + 1) 2^22`, [`live_groups`]), when that
+///   comes before the row's cut-off, or before the end of its reach if it
+///   is not cut: outputs do not increase with `d` below the cut-off, so
+///   from there on the formula itself gives the minimum. The asm block
+///   builds the `live` groups before it as in `rows_out4` and stores the
+///   minimum at entry `16 live` (one byte: no lookup goes past it). On
+///   full-range data at the usual scales the outputs saturate well before
+///   the cut-off: about 10 groups, not 16; the rows of such a group that
+///   are not cut (about half of them) saturate as early.
+/// * else, for a cut row, `k = kept`, the table built by `build_split` and
+///   entry `kept` set to the minimum (by the asm block, with no groups);
+///   a row neither cut nor saturating within its reach goes as in
+///   `rows_out4`.
 ///
-/// The lookups go through the chunks a row's largest clamped `d` needs.
+/// The lookups go through the chunks up to entry `k`.
 ///
 /// # Safety
 /// As [`rows_out4`]; `kept[i]` at most `reach[i]` or above it.
@@ -198,91 +269,63 @@ pub(super) unsafe fn rows_out4_cut<const SIGNED: bool>(
     chunks: usize,
 ) {
     debug_assert!((1..=4).contains(&chunks));
-    let (minimum, min_out) = if SIGNED {
-        (i8::MIN as u8, i8::MIN as i64)
-    } else {
-        (u8::MIN, 0)
-    };
-    let mut clamped = [0u8; ROW];
+    let minimum = if SIGNED { i8::MIN as u8 } else { u8::MIN } as u32;
     // SAFETY: register arithmetic.
     let k = unsafe { vdupq_n_u8(CHUNK as u8) };
+    let s = t.scaled.as_ptr();
     for i in 0..GROUP {
-        let (row_src, dst) = (src.wrapping_add(ROW * i), dst.wrapping_add(ROW * i));
-        let (groups, c, src) = if kept[i] <= reach[i] {
+        let (src, dst) = (src.wrapping_add(ROW * i), dst.wrapping_add(ROW * i));
+        // SAFETY: register arithmetic.
+        let (bv, m) = unsafe { (vdupq_n_s32(b[i]), vdupq_n_u8(max[i])) };
+        let cut = kept[i] <= reach[i];
+        // The entries the row's lookups may need: up to its cut-off (past
+        // it every output is the minimum) or its reach.
+        let end = if cut { kept[i] } else { reach[i] + 1 };
+        let live = live_groups::<SIGNED>(t, b[i]);
+        // Groups the asm block builds and the clamp (where the block stores
+        // the minimum, after its groups); None: the whole reach, unclamped.
+        let clamped = if 16 * live < end {
+            Some((live, 16 * live))
+        } else if cut {
             // At most reach, so at most 255 (the min only tells the compiler).
             let kept = kept[i].min(255);
-            // s[d] - B < (min + 1) 2^22: the output is the minimum.
-            let below = (b[i] as i64 + ((min_out + 1) << 22))
-                .clamp(i32::MIN as i64, i32::MAX as i64) as i32;
-            // SAFETY: register arithmetic and loads of the 16 heads.
-            let live = unsafe {
-                let h = vld1q_s32_x4(t.heads.as_ptr());
-                let th = vdupq_n_s32(below);
-                let n = vaddq_s32(
-                    vaddq_s32(
-                        vreinterpretq_s32_u32(vcgeq_s32(h.0, th)),
-                        vreinterpretq_s32_u32(vcgeq_s32(h.1, th)),
-                    ),
-                    vaddq_s32(
-                        vreinterpretq_s32_u32(vcgeq_s32(h.2, th)),
-                        vreinterpretq_s32_u32(vcgeq_s32(h.3, th)),
-                    ),
-                );
-                vaddvq_s32(n).unsigned_abs() as usize
-            };
-            let (groups, clamp) = if 16 * live < kept {
-                // Entry 16 live is in the built groups and gives the minimum.
-                ((16 * live / 16 + 1) as u64, 16 * live)
-            } else {
-                build_split::<SIGNED>(t, kept / 16 + 1, b[i], table);
-                table[kept / CHUNK].0[kept % CHUNK] = minimum;
-                // The table is built: no groups in the asm.
-                (0u64, kept)
-            };
-            // max - clamp lies in min..=max (clamp <= kept <= reach): the
-            // same byte for either type.
-            let floor = max[i].wrapping_sub(clamp as u8);
-            // SAFETY: row i's 64 bytes at row_src lie within the caller's
-            // 256; the stores write the 64-byte local copy.
-            unsafe {
-                let f = vdupq_n_u8(floor);
-                let x = vld1q_u8_x4(row_src);
-                let raise = |v: uint8x16_t| {
-                    if SIGNED {
-                        vreinterpretq_u8_s8(vmaxq_s8(
-                            vreinterpretq_s8_u8(v),
-                            vreinterpretq_s8_u8(f),
-                        ))
-                    } else {
-                        vmaxq_u8(v, f)
-                    }
-                };
-                let y = uint8x16x4_t(raise(x.0), raise(x.1), raise(x.2), raise(x.3));
-                vst1q_u8_x4(clamped.as_mut_ptr(), y);
-            }
-            (groups, (clamp / CHUNK) as u64, clamped.as_ptr())
+            build_split::<SIGNED>(t, kept / 16 + 1, b[i], table);
+            Some((0, kept))
         } else {
-            (
-                (reach[i] / 16 + 1) as u64,
-                (reach[i] / CHUNK) as u64,
-                row_src,
-            )
+            None
         };
-        let out = table.as_mut_ptr().cast::<u8>();
-        let tab = table.as_ptr().cast::<u8>();
-        // SAFETY: as in `rows_out4`: the build (if any) reads at most 16
-        // groups of `scaled` and writes as many of `table`; the lookup
-        // reads `c + 1 <= 4` chunks of `table` and 64 bytes at `src` (the
-        // caller's row or the local copy), writes 64 at `dst` (within the
-        // caller's 256); each asm clobbers only the registers it names.
-        unsafe {
-            let bv = vdupq_n_s32(b[i]);
-            let m = vdupq_n_u8(max[i]);
-            let s = t.scaled.as_ptr();
-            if SIGNED {
-                row_asm!("sqshrn", s, out, bv, groups, tab, src, dst, m, c, k);
-            } else {
-                row_asm!("sqshrun", s, out, bv, groups, tab, src, dst, m, c, k);
+        if let Some((groups, clamp)) = clamped {
+            let out = table
+                .as_mut_ptr()
+                .cast::<u8>()
+                .wrapping_add(clamp - 16 * groups);
+            let tab = table.as_ptr().cast::<u8>();
+            let (g, c) = (groups as u64, (clamp / CHUNK) as u64);
+            // SAFETY: the build reads `groups <= 15` groups of 16 i32 of
+            // `scaled` and writes as many of `table`, the minimum goes to
+            // entry `clamp <= 255` of `table`; the lookup reads `c + 1 <=
+            // 4` chunks of `table` and row i's 64 bytes at `src`, writes 64
+            // at `dst` (within the caller's 256); the asm clobbers only the
+            // registers it names.
+            unsafe {
+                let cl = vdupq_n_u8(clamp as u8);
+                if SIGNED {
+                    cut_row_asm!("sqshrn", s, out, bv, g, minimum, tab, src, dst, m, cl, c, k);
+                } else {
+                    cut_row_asm!("sqshrun", s, out, bv, g, minimum, tab, src, dst, m, cl, c, k);
+                }
+            }
+        } else {
+            let out = table.as_mut_ptr().cast::<u8>();
+            let tab = table.as_ptr().cast::<u8>();
+            let (g, c) = ((reach[i] / 16 + 1) as u64, (reach[i] / CHUNK) as u64);
+            // SAFETY: as in `rows_out4`.
+            unsafe {
+                if SIGNED {
+                    row_asm!("sqshrn", s, out, bv, g, tab, src, dst, m, c, k);
+                } else {
+                    row_asm!("sqshrun", s, out, bv, g, tab, src, dst, m, c, k);
+                }
             }
         }
     }
