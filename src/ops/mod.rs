@@ -80,16 +80,16 @@
 //! * The `#[inline(never)]` NEON kernels that the asm checks name add the
 //!   method or path and then the element type:
 //!   `<op>[_<method or path>]_<type>` (`softmax_lut_i8`, `softmax_exact_u8`,
-//!   `log_softmax_i8`, `logistic_u8`, `gemm_dot`, `gemm_widening`). The raw
-//!   Q31 kernels are the one exception, `q31_<op>`: the bench tools read the
-//!   element size from that prefix. (Helpers inside a kernel that the asm
+//!   `log_softmax_i8`, `logistic_u8`, `softmax_q31`, `gemm_dot`,
+//!   `gemm_widening`); the bench tools read the element size from the type
+//!   suffix. (Helpers inside a kernel that the asm
 //!   checks also name, such as `lut_neon::other_rows`, keep names that say
 //!   what part of the row they do.)
 //!
 //! Suffixes: `_lut` a table method, `_exact` the table-driven exact
 //! [`Method::FixedPoint`] kernels, `_f32` [`Method::DequantF32`], `_dot` /
 //! `_widening` the GEMM's NEON paths, `_i8` / `_u8` / `_i16` the element
-//! type.
+//! type (`_q31` the raw Q31 kernels).
 
 /// The public methods every prepared op shares: `params`, `backend`, `run`,
 /// `run_with`; `rows` ops take a row length, `elements` ops do not. The op

@@ -167,12 +167,12 @@ fn softmax_on<const I: u32>(
     y: &mut [i32],
     row_len: usize,
 ) -> Result<()> {
-    on_backend!(backend, q31_softmax::<I>(x, y, row_len))
+    on_backend!(backend, softmax_q31::<I>(x, y, row_len))
 }
 
 /// The kernel for one integer-bit count on `backend`.
 fn logistic_on<const I: u32>(backend: Backend, x: &[i32], y: &mut [i32]) -> Result<()> {
-    on_backend!(backend, q31_logistic::<I>(x, y))
+    on_backend!(backend, logistic_q31::<I>(x, y))
 }
 
 /// The kernel for one integer-bit count on `backend`.
@@ -181,7 +181,7 @@ fn tanh_on<const I: u32, const I_PLUS_1: u32>(
     x: &[i32],
     y: &mut [i32],
 ) -> Result<()> {
-    on_backend!(backend, q31_tanh::<I, I_PLUS_1>(x, y))
+    on_backend!(backend, tanh_q31::<I, I_PLUS_1>(x, y))
 }
 
 // The raw kernels are not generic over the element types, so every

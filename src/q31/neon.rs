@@ -11,7 +11,7 @@ use core::arch::aarch64::*;
 
 /// Q31 softmax: input Q(I).(31-I), output Q0.31, per `row_len`-long row.
 #[inline(never)]
-pub(crate) fn q31_softmax<const I: u32>(input: &[i32], output: &mut [i32], row_len: usize) {
+pub(crate) fn softmax_q31<const I: u32>(input: &[i32], output: &mut [i32], row_len: usize) {
     // A row is never longer than the buffer: size the scratch from the data
     // (the caller's checks make row_len <= input.len() for non-empty input).
     debug_assert!(input.is_empty() || row_len <= input.len());
@@ -29,14 +29,14 @@ pub(crate) fn q31_softmax<const I: u32>(input: &[i32], output: &mut [i32], row_l
                 // Rows whose differences all fit the format (the usual case) take
                 // the one-exp loop.
                 match row.threshold {
-                    None => q31_softmax_row(
+                    None => softmax_row(
                         row_in,
                         row_out,
                         cache,
                         #[inline(always)]
                         |v| row.exp_in_range::<int32x4_t, I>(v),
                     ),
-                    Some(t) => q31_softmax_row(
+                    Some(t) => softmax_row(
                         row_in,
                         row_out,
                         cache,
@@ -73,7 +73,7 @@ fn i32_min_max(x: &[i32]) -> (i32, i32) {
 }
 
 #[inline(always)]
-fn q31_softmax_row(
+fn softmax_row(
     row_in: &[i32],
     row_out: &mut [i32],
     cache: Option<&mut [i32]>,
@@ -123,7 +123,7 @@ fn q31_softmax_row(
     // One loop per shift direction; exp * scale >= 0, so the right shift needs
     // no sign fix-up (the same value as the scalar kernel's rounding divide).
     match num_bits_over_unit {
-        n if n <= 0 => q31_output_pass(
+        n if n <= 0 => output_pass(
             row_in,
             row_out,
             cache_ptr,
@@ -134,7 +134,7 @@ fn q31_softmax_row(
                     .saturating_rounding_multiply_by_pot(-n)
             },
         ),
-        n if n <= 31 => q31_output_pass(
+        n if n <= 31 => output_pass(
             row_in,
             row_out,
             cache_ptr,
@@ -145,7 +145,7 @@ fn q31_softmax_row(
                     .rounding_divide_by_pot_non_negative(n as u32)
             },
         ),
-        _ => q31_output_pass(
+        _ => output_pass(
             row_in,
             row_out,
             cache_ptr,
@@ -158,7 +158,7 @@ fn q31_softmax_row(
 
 /// Writes `f(exp)` for the row, exps from the cache (or recomputed without one).
 #[inline(always)]
-fn q31_output_pass(
+fn output_pass(
     row_in: &[i32],
     row_out: &mut [i32],
     cache_ptr: Option<*mut i32>,
@@ -197,7 +197,7 @@ fn q31_output_pass(
 
 /// Q31 logistic: input Q(I).(31-I), output Q0.31.
 #[inline(never)]
-pub(crate) fn q31_logistic<const I: u32>(input: &[i32], output: &mut [i32]) {
+pub(crate) fn logistic_q31<const I: u32>(input: &[i32], output: &mut [i32]) {
     map_blocks::<BLOCK, _>(
         input,
         output,
@@ -225,7 +225,7 @@ pub(crate) fn q31_logistic<const I: u32>(input: &[i32], output: &mut [i32]) {
 
 /// Q31 tanh: input Q(I).(31-I), output Q0.31.
 #[inline(never)]
-pub(crate) fn q31_tanh<const I: u32, const I_PLUS_1: u32>(input: &[i32], output: &mut [i32]) {
+pub(crate) fn tanh_q31<const I: u32, const I_PLUS_1: u32>(input: &[i32], output: &mut [i32]) {
     map_blocks::<BLOCK, _>(
         input,
         output,

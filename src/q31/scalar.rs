@@ -5,7 +5,7 @@ use super::params::Q31Row;
 use crate::fixedpoint::{self, get_reciprocal, FixedPoint, Lane};
 
 /// Q31 softmax: input Q(I).(31-I), output Q0.31, per `row_len`-long row.
-pub(crate) fn q31_softmax<const I: u32>(input: &[i32], output: &mut [i32], row_len: usize) {
+pub(crate) fn softmax_q31<const I: u32>(input: &[i32], output: &mut [i32], row_len: usize) {
     for (row_in, row_out) in input
         .chunks_exact(row_len)
         .zip(output.chunks_exact_mut(row_len))
@@ -22,7 +22,7 @@ pub(crate) fn q31_softmax<const I: u32>(input: &[i32], output: &mut [i32], row_l
         let (scale, num_bits_over_unit) = get_reciprocal(sum_of_exps, 0);
         for (&x, y) in row_in.iter().zip(row_out.iter_mut()) {
             let product = exp(x).saturating_rounding_doubling_high_mul(scale);
-            *y = q31_scale_by_pot(product, num_bits_over_unit);
+            *y = scale_by_pot(product, num_bits_over_unit);
         }
     }
 }
@@ -30,7 +30,7 @@ pub(crate) fn q31_softmax<const I: u32>(input: &[i32], output: &mut [i32], row_l
 /// `x * 2^-n`: a saturating left shift for `n <= 0`, a rounding right shift
 /// otherwise; `x >= 0`, so shifts past 31 give 0.
 #[inline(always)]
-pub(crate) fn q31_scale_by_pot(x: i32, n: i32) -> i32 {
+pub(crate) fn scale_by_pot(x: i32, n: i32) -> i32 {
     if n <= 0 {
         x.saturating_rounding_multiply_by_pot(-n)
     } else if n <= 31 {
@@ -41,14 +41,14 @@ pub(crate) fn q31_scale_by_pot(x: i32, n: i32) -> i32 {
 }
 
 /// Q31 logistic: input Q(I).(31-I), output Q0.31.
-pub(crate) fn q31_logistic<const I: u32>(input: &[i32], output: &mut [i32]) {
+pub(crate) fn logistic_q31<const I: u32>(input: &[i32], output: &mut [i32]) {
     for (&x, y) in input.iter().zip(output.iter_mut()) {
         *y = fixedpoint::logistic(FixedPoint::<i32, I>::from_raw(x)).raw();
     }
 }
 
 /// Q31 tanh: input Q(I).(31-I), output Q0.31.
-pub(crate) fn q31_tanh<const I: u32, const I_PLUS_1: u32>(input: &[i32], output: &mut [i32]) {
+pub(crate) fn tanh_q31<const I: u32, const I_PLUS_1: u32>(input: &[i32], output: &mut [i32]) {
     for (&x, y) in input.iter().zip(output.iter_mut()) {
         *y = fixedpoint::tanh::<i32, I, I_PLUS_1>(FixedPoint::from_raw(x)).raw();
     }

@@ -155,7 +155,7 @@ pub fn analyse() -> Result<Vec<McaLoop>> {
     Ok(out)
 }
 
-/// Bytes per element of a kernel, from its name (`..._i8`, `q31_...`).
+/// Bytes per element of a kernel, from its name (`..._i8`, `..._q31`).
 fn element_size(symbol: &str) -> Option<u64> {
     // A bare type name (an entry's `element`) reads as a kernel `_i8` etc.
     let name = symbol.rsplit("::").next()?;
@@ -492,7 +492,7 @@ Block RThroughput: 5.0
     fn element_sizes_from_kernel_names() {
         assert_eq!(element_size("qneon::arch::neon::softmax_i8"), Some(1));
         assert_eq!(element_size("qneon::arch::neon::logistic_i16"), Some(2));
-        assert_eq!(element_size("qneon::arch::neon::q31_softmax"), Some(4));
+        assert_eq!(element_size("qneon::q31::neon::softmax_q31"), Some(4));
         assert_eq!(element_size("qneon::arch::neon_lut::lookup_u8"), Some(1));
         assert_eq!(element_size("qneon::arch::neon::mystery"), None);
         assert_eq!(element_size("u8"), Some(1));
