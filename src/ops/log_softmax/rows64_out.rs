@@ -2,7 +2,7 @@
 //! one asm block builds the row's output table by the floor formula
 //! (`table.rs`) and looks up its 64 outputs.
 
-use super::neon::{build_split, live_groups};
+use super::neon::build_split;
 use super::table::{Chunk, LogSoftmaxTables, CHUNK};
 use core::arch::aarch64::*;
 
@@ -231,14 +231,46 @@ macro_rules! cut_row_asm {
     };
 }
 
+/// The lanes of four rows that [`rows_out4_cut`] needs (lane `i` row `i`).
+#[derive(Clone, Copy)]
+pub(super) struct CutLanes {
+    /// `B` of each row (`L - 2^21 + 1 - zero_point 2^22`).
+    pub(super) b: int32x4_t,
+    /// The cut-off `-adjusted_diff_min`, before its clamp to `0..=256`.
+    pub(super) adjusted_diff_min: int32x4_t,
+    /// `max - min` of each row (0..=255).
+    pub(super) reach: int32x4_t,
+}
+
+/// [`live_groups`](super::neon::live_groups) of four rows at once, lane by lane: the number of the
+/// 16 heads with `s[16 g] >= B + (min + 1) 2^22` (saturated), each head
+/// broadcast (`ld4r`) and compared with all four rows' thresholds.
+#[inline(always)]
+fn live_groups4<const SIGNED: bool>(t: &LogSoftmaxTables, b: int32x4_t) -> int32x4_t {
+    let min_out: i32 = if SIGNED { i8::MIN as i32 } else { 0 };
+    // SAFETY: register arithmetic and loads of the 16 heads.
+    unsafe {
+        let below = vqaddq_s32(b, vdupq_n_s32((min_out + 1) << 22));
+        let h = t.heads.as_ptr();
+        let quad = |q: usize| {
+            let x = vld4q_dup_s32(h.add(4 * q));
+            let m = |v: int32x4_t| vreinterpretq_s32_u32(vcgeq_s32(v, below));
+            vaddq_s32(vaddq_s32(m(x.0), m(x.1)), vaddq_s32(m(x.2), m(x.3)))
+        };
+        let n = vaddq_s32(vaddq_s32(quad(0), quad(1)), vaddq_s32(quad(2), quad(3)));
+        vnegq_s32(n)
+    }
+}
+
 /// [`rows_out4`] for four rows of which some are cut off inside their
-/// reach (`kept[i] <= reach[i]`: differences `d >= kept` give the type
-/// minimum). A row's differences are clamped (`umin`, in the asm block) to
-/// a `k` past which every output it may need is the minimum, and its table
-/// is built up to entry `k` only, entry `k` being the minimum:
+/// reach (`kept <= reach`, with `kept = clamp(-adjusted_diff_min, 0, 256)`:
+/// differences `d >= kept` give the type minimum). A row's differences are
+/// clamped (`umin`, in the asm block) to a `k` past which every output it
+/// may need is the minimum, and its table is built up to entry `k` only,
+/// entry `k` being the minimum:
 ///
 /// * usually `k = 16 live`, the start of the first group below the type's
-///   range (`s[16 g] - B < (min + 1) 2^22`, [`live_groups`]), when that
+///   range (`s[16 g] - B < (min + 1) 2^22`, [`live_groups`](super::neon::live_groups)), when that
 ///   comes before the row's cut-off, or before the end of its reach if it
 ///   is not cut: outputs do not increase with `d` below the cut-off, so
 ///   from there on the formula itself gives the minimum. The asm block
@@ -252,80 +284,116 @@ macro_rules! cut_row_asm {
 ///   a row neither cut nor saturating within its reach goes as in
 ///   `rows_out4`.
 ///
-/// The lookups go through the chunks up to entry `k`.
+/// The lookups go through the chunks up to entry `k`. Which case a row
+/// takes, its `k` and its group count are worked out for the four rows
+/// at once on lanes.
 ///
 /// # Safety
-/// As [`rows_out4`]; `kept[i]` at most `reach[i]` or above it.
+/// As [`rows_out4`]; every row meets the conditions of the floor formula
+/// up to `min(reach, kept - 1)` (`rows64::cut_plan`).
 #[inline(never)]
-#[allow(clippy::too_many_arguments)]
 pub(super) unsafe fn rows_out4_cut<const SIGNED: bool>(
     t: &LogSoftmaxTables,
     table: &mut [Chunk; 4],
     (src, dst): (*const u8, *mut u8),
     max: &[u8; 16],
-    b: &[i32; GROUP],
-    reach: &[usize; GROUP],
-    kept: &[usize; GROUP],
+    lanes: &CutLanes,
     chunks: usize,
 ) {
     debug_assert!((1..=4).contains(&chunks));
     let minimum = if SIGNED { i8::MIN as u8 } else { u8::MIN } as u32;
+    let CutLanes {
+        b,
+        adjusted_diff_min,
+        reach,
+    } = *lanes;
+    let (mut bs, mut clamps) = ([0i32; GROUP], [0u8; 16]);
+    let (mut groups, mut kind) = ([0i32; GROUP], [0i32; GROUP]);
+    // SAFETY: register arithmetic and stores into local arrays of four
+    // i32 and sixteen bytes.
+    unsafe {
+        let splat = vdupq_n_s32;
+        // -adjusted_diff_min saturates (it is at least diff_min - 1, which
+        // may be i32::MIN), then the clamp.
+        let kept = vminq_s32(
+            vmaxq_s32(vqnegq_s32(adjusted_diff_min), splat(0)),
+            splat(256),
+        );
+        let n = live_groups4::<SIGNED>(t, b);
+        let cut = vcleq_s32(kept, reach);
+        // The entries the row's lookups may need: up to its cut-off (past
+        // it every output is the minimum) or its reach.
+        let end = vbslq_s32(cut, kept, vaddq_s32(reach, splat(1)));
+        let start = vshlq_n_s32::<4>(n);
+        let early = vcltq_s32(start, end);
+        // Where the minimum goes: 16 live, else the cut-off (at most the
+        // reach, 255); for a row neither cut nor saturating early, the
+        // reach (the last entry its lookups need). All three fit a byte.
+        let clamp = vbslq_s32(early, start, vbslq_s32(cut, kept, reach));
+        // Groups the asm block builds: live, none (`build_split` does), or
+        // the whole reach's.
+        let whole = vaddq_s32(vshrq_n_s32::<4>(reach), splat(1));
+        let g = vbslq_s32(early, n, vbslq_s32(cut, splat(0), whole));
+        // 0: clamped at 16 live; 1: clamped at the cut-off; 2: whole reach.
+        let k = vbslq_s32(early, splat(0), vbslq_s32(cut, splat(1), splat(2)));
+        let c16 = vmovn_u32(vreinterpretq_u32_s32(clamp));
+        vst1q_u8(
+            clamps.as_mut_ptr(),
+            vcombine_u8(vmovn_u16(vcombine_u16(c16, c16)), vdup_n_u8(0)),
+        );
+        vst1q_s32(bs.as_mut_ptr(), b);
+        vst1q_s32(groups.as_mut_ptr(), g);
+        vst1q_s32(kind.as_mut_ptr(), k);
+    }
     // SAFETY: register arithmetic.
     let k = unsafe { vdupq_n_u8(CHUNK as u8) };
     let s = t.scaled.as_ptr();
     for i in 0..GROUP {
         let (src, dst) = (src.wrapping_add(ROW * i), dst.wrapping_add(ROW * i));
-        // SAFETY: register arithmetic.
-        let (bv, m) = unsafe { (vdupq_n_s32(b[i]), vdupq_n_u8(max[i])) };
-        let cut = kept[i] <= reach[i];
-        // The entries the row's lookups may need: up to its cut-off (past
-        // it every output is the minimum) or its reach.
-        let end = if cut { kept[i] } else { reach[i] + 1 };
-        let live = live_groups::<SIGNED>(t, b[i]);
-        // Groups the asm block builds and the clamp (where the block stores
-        // the minimum, after its groups); None: the whole reach, unclamped.
-        let clamped = if 16 * live < end {
-            Some((live, 16 * live))
-        } else if cut {
-            // At most reach, so at most 255 (the min only tells the compiler).
-            let kept = kept[i].min(255);
-            build_split::<SIGNED>(t, kept / 16 + 1, b[i], table);
-            Some((0, kept))
-        } else {
-            None
+        // SAFETY: loads of local arrays (ld1r).
+        let (bv, m, cl) = unsafe {
+            (
+                vld1q_dup_s32(&bs[i]),
+                vld1q_dup_u8(&max[i]),
+                vld1q_dup_u8(&clamps[i]),
+            )
         };
-        if let Some((groups, clamp)) = clamped {
-            let out = table
-                .as_mut_ptr()
-                .cast::<u8>()
-                .wrapping_add(clamp - 16 * groups);
-            let tab = table.as_ptr().cast::<u8>();
-            let (g, c) = (groups as u64, (clamp / CHUNK) as u64);
-            // SAFETY: the build reads `groups <= 15` groups of 16 i32 of
-            // `scaled` and writes as many of `table`, the minimum goes to
-            // entry `clamp <= 255` of `table`; the lookup reads `c + 1 <=
-            // 4` chunks of `table` and row i's 64 bytes at `src`, writes 64
-            // at `dst` (within the caller's 256); the asm clobbers only the
-            // registers it names.
-            unsafe {
-                let cl = vdupq_n_u8(clamp as u8);
-                if SIGNED {
-                    cut_row_asm!("sqshrn", s, out, bv, g, minimum, tab, src, dst, m, cl, c, k);
-                } else {
-                    cut_row_asm!("sqshrun", s, out, bv, g, minimum, tab, src, dst, m, cl, c, k);
+        let clamp = clamps[i] as usize;
+        // At most 16 (a byte's reach / 16 + 1).
+        let groups = (groups[i] as usize).min(16);
+        let (g, c) = (groups as u64, (clamp / CHUNK) as u64);
+        let tab = table.as_ptr().cast::<u8>();
+        match kind[i] {
+            0 => {}
+            1 => build_split::<SIGNED>(t, clamp / 16 + 1, bs[i], table),
+            _ => {
+                let out = table.as_mut_ptr().cast::<u8>();
+                // SAFETY: as in `rows_out4`.
+                unsafe {
+                    if SIGNED {
+                        row_asm!("sqshrn", s, out, bv, g, tab, src, dst, m, c, k);
+                    } else {
+                        row_asm!("sqshrun", s, out, bv, g, tab, src, dst, m, c, k);
+                    }
                 }
+                continue;
             }
-        } else {
-            let out = table.as_mut_ptr().cast::<u8>();
-            let tab = table.as_ptr().cast::<u8>();
-            let (g, c) = ((reach[i] / 16 + 1) as u64, (reach[i] / CHUNK) as u64);
-            // SAFETY: as in `rows_out4`.
-            unsafe {
-                if SIGNED {
-                    row_asm!("sqshrn", s, out, bv, g, tab, src, dst, m, c, k);
-                } else {
-                    row_asm!("sqshrun", s, out, bv, g, tab, src, dst, m, c, k);
-                }
+        }
+        let out = table
+            .as_mut_ptr()
+            .cast::<u8>()
+            .wrapping_add(clamp.wrapping_sub(16 * groups));
+        // SAFETY: the build reads `groups <= 15` groups of 16 i32 of
+        // `scaled` and writes as many of `table`, the minimum goes to
+        // entry `clamp <= 255` of `table`; the lookup reads `c + 1 <= 4`
+        // chunks of `table` and row i's 64 bytes at `src`, writes 64 at
+        // `dst` (within the caller's 256); the asm clobbers only the
+        // registers it names.
+        unsafe {
+            if SIGNED {
+                cut_row_asm!("sqshrn", s, out, bv, g, minimum, tab, src, dst, m, cl, c, k);
+            } else {
+                cut_row_asm!("sqshrun", s, out, bv, g, minimum, tab, src, dst, m, cl, c, k);
             }
         }
     }
