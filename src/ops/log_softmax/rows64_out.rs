@@ -242,23 +242,58 @@ pub(super) struct CutLanes {
     pub(super) reach: int32x4_t,
 }
 
-/// [`live_groups`](super::neon::live_groups) of four rows at once, lane by lane: the number of the
-/// 16 heads with `s[16 g] >= B + (min + 1) 2^22` (saturated), each head
-/// broadcast (`ld4r`) and compared with all four rows' thresholds.
+/// Where the outputs of four rows reach the type's minimum, lane by lane:
+/// a group count `live` with `s[16 g] >= B + (min + 1) 2^22` (saturated)
+/// for every head before group `live` and not at head `live` (when
+/// `live < 16`), found by binary search over the 16 heads on the four
+/// lanes at once: each probe gathers one head per lane by `tbl` from the
+/// 64 bytes of heads. This is the count of [`live_groups`](super::neon::live_groups)
+/// where the heads fall with `g`; past `monotonic` they need not, and then
+/// `live` may be a later group where they fall below the threshold,
+/// which is as good for the caller: every entry from the first head below
+/// the threshold up to `monotonic` is the minimum (`s` does not increase
+/// there), and the caller clamps at `16 live` only below its end, at most
+/// `monotonic`.
 #[inline(always)]
 fn live_groups4<const SIGNED: bool>(t: &LogSoftmaxTables, b: int32x4_t) -> int32x4_t {
     let min_out: i32 = if SIGNED { i8::MIN as i32 } else { 0 };
-    // SAFETY: register arithmetic and loads of the 16 heads.
+    // One byte step on each of a lane's four bytes.
+    const R: u32 = 0x0101_0101;
+    // SAFETY: register arithmetic and loads of the 16 heads (64 bytes).
     unsafe {
         let below = vqaddq_s32(b, vdupq_n_s32((min_out + 1) << 22));
-        let h = t.heads.as_ptr();
-        let quad = |q: usize| {
-            let x = vld4q_dup_s32(h.add(4 * q));
-            let m = |v: int32x4_t| vreinterpretq_s32_u32(vcgeq_s32(v, below));
-            vaddq_s32(vaddq_s32(m(x.0), m(x.1)), vaddq_s32(m(x.2), m(x.3)))
+        let heads = vld1q_u8_x4(t.heads.as_ptr().cast::<u8>());
+        // A lane's byte indices of head k: 4k, 4k + 1, 4k + 2, 4k + 3.
+        let at = |k: u32| vdupq_n_u32(0x0302_0100 + 4 * k * R);
+        let ge = |pos: uint32x4_t| {
+            let h = vreinterpretq_s32_u8(vqtbl4q_u8(heads, vreinterpretq_u8_u32(pos)));
+            vcgeq_s32(h, below)
         };
-        let n = vaddq_s32(vaddq_s32(quad(0), quad(1)), vaddq_s32(quad(2), quad(3)));
-        vnegq_s32(n)
+        // Probe head idx + step - 1 with idx (heads known at or above)
+        // starting at 0 and steps 8, 4, 2, 1; a hit (all ones, -1) moves
+        // the next probe up by the next step, a miss down by it (4 bytes a
+        // head; `mls` by a mask of all ones adds).
+        let m8 = ge(at(7));
+        let p4 = vmlsq_u32(at(3), m8, vdupq_n_u32(4 * 8 * R));
+        let m4 = ge(p4);
+        let p2 = vmlsq_u32(
+            vsubq_u32(p4, vdupq_n_u32(4 * 2 * R)),
+            m4,
+            vdupq_n_u32(4 * 4 * R),
+        );
+        let m2 = ge(p2);
+        let p1 = vmlsq_u32(
+            vsubq_u32(p2, vdupq_n_u32(4 * R)),
+            m2,
+            vdupq_n_u32(4 * 2 * R),
+        );
+        let m1 = ge(p1);
+        // idx from the probe's top byte (4 idx + 3), then the last hit;
+        // idx is at most 14 here: head 15 at or above the threshold makes
+        // it 16 (the heads fall, so every head is then).
+        let idx = vshrq_n_u32::<26>(p1);
+        let m16 = vcgeq_s32(vld1q_dup_s32(&t.heads[15]), below);
+        vreinterpretq_s32_u32(vsubq_u32(vsubq_u32(idx, m1), m16))
     }
 }
 
@@ -301,17 +336,13 @@ pub(super) unsafe fn rows_out4_cut<const SIGNED: bool>(
     chunks: usize,
 ) {
     debug_assert!((1..=4).contains(&chunks));
-    let minimum = if SIGNED { i8::MIN as u8 } else { u8::MIN } as u32;
     let CutLanes {
         b,
         adjusted_diff_min,
         reach,
     } = *lanes;
-    let (mut bs, mut clamps) = ([0i32; GROUP], [0u8; 16]);
-    let (mut groups, mut kind) = ([0i32; GROUP], [0i32; GROUP]);
-    // SAFETY: register arithmetic and stores into local arrays of four
-    // i32 and sixteen bytes.
-    unsafe {
+    // SAFETY: register arithmetic.
+    let plan = unsafe {
         let splat = vdupq_n_s32;
         // -adjusted_diff_min saturates (it is at least diff_min - 1, which
         // may be i32::MIN), then the clamp.
@@ -319,13 +350,119 @@ pub(super) unsafe fn rows_out4_cut<const SIGNED: bool>(
             vmaxq_s32(vqnegq_s32(adjusted_diff_min), splat(0)),
             splat(256),
         );
-        let n = live_groups4::<SIGNED>(t, b);
+        let live = live_groups4::<SIGNED>(t, b);
         let cut = vcleq_s32(kept, reach);
         // The entries the row's lookups may need: up to its cut-off (past
         // it every output is the minimum) or its reach.
         let end = vbslq_s32(cut, kept, vaddq_s32(reach, splat(1)));
+        let start = vshlq_n_s32::<4>(live);
+        CutPlan {
+            kept,
+            live,
+            cut,
+            early: vcltq_s32(start, end),
+        }
+    };
+    // SAFETY: register arithmetic.
+    if unsafe { vminvq_u32(plan.early) } == 0 {
+        // SAFETY: as the caller guarantees.
+        unsafe { rows_out4_cut_mixed::<SIGNED>(t, table, (src, dst), max, lanes, &plan, chunks) };
+        return;
+    }
+    // Every row clamped at 16 live (full-range data at the usual scales):
+    // per row only its B, maximum, group count and clamp byte.
+    let minimum = if SIGNED { i8::MIN as u8 } else { u8::MIN } as u32;
+    let (mut bs, mut live, mut starts) = ([0i32; GROUP], [0i32; GROUP], [0u8; 16]);
+    // SAFETY: stores into local arrays of four i32 and sixteen bytes.
+    unsafe {
+        vst1q_s32(bs.as_mut_ptr(), b);
+        vst1q_s32(live.as_mut_ptr(), plan.live);
+        // 16 live is below the row's end (at most 256): a byte.
+        let start = vmovn_u32(vreinterpretq_u32_s32(vshlq_n_s32::<4>(plan.live)));
+        let start = vmovn_u16(vcombine_u16(start, start));
+        vst1q_u8(starts.as_mut_ptr(), vcombine_u8(start, start));
+    }
+    // SAFETY: register arithmetic.
+    let k = unsafe { vdupq_n_u8(CHUNK as u8) };
+    let s = t.scaled.as_ptr();
+    for i in 0..GROUP {
+        let (src, dst) = (src.wrapping_add(ROW * i), dst.wrapping_add(ROW * i));
+        // SAFETY: loads of local arrays (ld1r).
+        let (bv, m, cl) = unsafe {
+            (
+                vld1q_dup_s32(&bs[i]),
+                vld1q_dup_u8(&max[i]),
+                vld1q_dup_u8(&starts[i]),
+            )
+        };
+        // At most 15 (16 live < end <= 256).
+        let g = (live[i] as u64).min(15);
+        let (out, tab) = (table.as_mut_ptr().cast::<u8>(), table.as_ptr().cast::<u8>());
+        // The chunks up to entry 16 live: live / 4 further ones.
+        let c = g / 4;
+        // SAFETY: the build reads `g <= 15` groups of 16 i32 of `scaled`
+        // and writes as many of `table`, the minimum goes to entry `16 g
+        // <= 240`; the lookup reads `c + 1 <= 4` chunks of `table` and row
+        // i's 64 bytes at `src`, writes 64 at `dst` (within the caller's
+        // 256); the asm clobbers only the registers it names.
+        unsafe {
+            if SIGNED {
+                cut_row_asm!("sqshrn", s, out, bv, g, minimum, tab, src, dst, m, cl, c, k);
+            } else {
+                cut_row_asm!("sqshrun", s, out, bv, g, minimum, tab, src, dst, m, cl, c, k);
+            }
+        }
+    }
+}
+
+/// What [`rows_out4_cut`] works out for four rows on lanes (lane `i` row
+/// `i`; masks all ones where true).
+#[derive(Clone, Copy)]
+struct CutPlan {
+    /// The cut-off `clamp(-adjusted_diff_min, 0, 256)`.
+    kept: int32x4_t,
+    /// [`live_groups4`].
+    live: int32x4_t,
+    /// `kept <= reach`.
+    cut: uint32x4_t,
+    /// `16 live` before the row's end (its cut-off, else its reach + 1).
+    early: uint32x4_t,
+}
+
+/// [`rows_out4_cut`] when some row is not clamped at `16 live`: per row
+/// the case it takes, its clamp entry and group count (rare on full-range
+/// data: large scales, where the cut-off comes within the first group
+/// that reaches the minimum). Out of line, so that the common case keeps
+/// its code.
+///
+/// # Safety
+/// As [`rows_out4_cut`].
+#[inline(never)]
+unsafe fn rows_out4_cut_mixed<const SIGNED: bool>(
+    t: &LogSoftmaxTables,
+    table: &mut [Chunk; 4],
+    (src, dst): (*const u8, *mut u8),
+    max: &[u8; 16],
+    lanes: &CutLanes,
+    plan: &CutPlan,
+    chunks: usize,
+) {
+    debug_assert!((1..=4).contains(&chunks));
+    let minimum = if SIGNED { i8::MIN as u8 } else { u8::MIN } as u32;
+    let CutLanes { b, reach, .. } = *lanes;
+    let CutPlan {
+        kept,
+        live: n,
+        cut,
+        early,
+    } = *plan;
+    let (mut bs, mut clamps) = ([0i32; GROUP], [0u8; 16]);
+    let (mut groups, mut kind) = ([0i32; GROUP], [0i32; GROUP]);
+    // SAFETY: register arithmetic and stores into local arrays of four
+    // i32 and sixteen bytes.
+    unsafe {
+        let splat = vdupq_n_s32;
         let start = vshlq_n_s32::<4>(n);
-        let early = vcltq_s32(start, end);
         // Where the minimum goes: 16 live, else the cut-off (at most the
         // reach, 255); for a row neither cut nor saturating early, the
         // reach (the last entry its lookups need). All three fit a byte.
@@ -396,5 +533,84 @@ pub(super) unsafe fn rows_out4_cut<const SIGNED: bool>(
                 cut_row_asm!("sqshrun", s, out, bv, g, minimum, tab, src, dst, m, cl, c, k);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use super::*;
+    use crate::elem::QuantElem;
+    use crate::ops::log_softmax::neon::live_groups;
+    use crate::ops::log_softmax::params::LogSoftmaxParams;
+    use crate::QuantParams;
+
+    /// `live_groups4` against the 16-head count of `live_groups`, for `B`
+    /// on both sides of every head's threshold and at the i32 extremes,
+    /// over input scales whose tables do and do not fall past `monotonic`;
+    /// where the heads do not fall, the result must still be a group whose
+    /// head lies below the threshold after one at or above it.
+    fn live_on_lanes<T: QuantElem, const SIGNED: bool>() {
+        let out_q = QuantParams::new(16.0 / 256.0, T::MAX);
+        let min_out: i64 = if SIGNED { -128 } else { 0 };
+        let mut checked = 0;
+        for scale in [0.01f32, 0.05, 0.1, 0.3, 1.0, 4.0, 20.0] {
+            let p = LogSoftmaxParams::new::<T>(QuantParams::new(scale, 0), out_q).unwrap();
+            let t = LogSoftmaxTables::new(&p);
+            let falls = t.heads.windows(2).all(|w| w[0] >= w[1]);
+            let mut bs = std::vec![i32::MIN, i32::MIN + 1, i32::MAX - 1, i32::MAX, 0, -1];
+            for &h in &t.heads {
+                let b = h as i64 - ((min_out + 1) << 22);
+                for d in [-1i64, 0, 1] {
+                    bs.push((b + d).clamp(i32::MIN as i64, i32::MAX as i64) as i32);
+                }
+            }
+            for four in bs.chunks(4) {
+                let mut lanes = [0i32; GROUP];
+                lanes[..four.len()].copy_from_slice(four);
+                // SAFETY: a load and a store of local arrays of four.
+                let got = unsafe {
+                    let mut got = [0i32; GROUP];
+                    vst1q_s32(
+                        got.as_mut_ptr(),
+                        live_groups4::<SIGNED>(&t, vld1q_s32(lanes.as_ptr())),
+                    );
+                    got
+                };
+                for (&b, &live) in lanes.iter().zip(&got) {
+                    let want = live_groups::<SIGNED>(&t, b);
+                    let th =
+                        (b as i64 + ((min_out + 1) << 22)).clamp(i32::MIN as i64, i32::MAX as i64);
+                    if falls {
+                        assert_eq!(live as usize, want, "scale {scale}, B {b}");
+                    } else {
+                        let live = live as usize;
+                        assert!(live <= 16, "scale {scale}, B {b}: {live}");
+                        let first_below =
+                            t.heads.iter().position(|&h| (h as i64) < th).unwrap_or(16);
+                        assert!(
+                            live >= first_below,
+                            "scale {scale}, B {b}: {live} < {first_below}"
+                        );
+                        assert!(
+                            live == 16 || (t.heads[live] as i64) < th,
+                            "scale {scale}, B {b}"
+                        );
+                    }
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > 7 * 48);
+    }
+
+    #[test]
+    fn int8_live_groups_on_lanes() {
+        live_on_lanes::<i8, true>();
+    }
+
+    #[test]
+    fn uint8_live_groups_on_lanes() {
+        live_on_lanes::<u8, false>();
     }
 }
