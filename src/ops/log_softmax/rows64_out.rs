@@ -351,15 +351,14 @@ pub(super) unsafe fn rows_out4_cut<const SIGNED: bool>(
             splat(256),
         );
         let live = live_groups4::<SIGNED>(t, b);
-        let cut = vcleq_s32(kept, reach);
         // The entries the row's lookups may need: up to its cut-off (past
-        // it every output is the minimum) or its reach.
-        let end = vbslq_s32(cut, kept, vaddq_s32(reach, splat(1)));
+        // it every output is the minimum) or its reach, whichever ends first.
+        let end = vminq_s32(kept, vaddq_s32(reach, splat(1)));
         let start = vshlq_n_s32::<4>(live);
         CutPlan {
             kept,
             live,
-            cut,
+            cut: vcleq_s32(kept, reach),
             early: vcltq_s32(start, end),
         }
     };
@@ -395,14 +394,19 @@ pub(super) unsafe fn rows_out4_cut<const SIGNED: bool>(
                 vld1q_dup_u8(&starts[i]),
             )
         };
-        // At most 15 (16 live < end <= 256).
-        let g = (live[i] as u64).min(15);
+        // At most 15 (16 live < end <= 256); the asm block reads only its
+        // low four bits, so its reads and writes stay within the tables
+        // whatever the value.
+        let g = live[i] as u64;
         let (out, tab) = (table.as_mut_ptr().cast::<u8>(), table.as_ptr().cast::<u8>());
-        // The chunks up to entry 16 live: live / 4 further ones.
+        // The chunks up to entry 16 live: live / 4 further ones (the asm
+        // block reads the low two bits).
         let c = g / 4;
-        // SAFETY: the build reads `g <= 15` groups of 16 i32 of `scaled`
-        // and writes as many of `table`, the minimum goes to entry `16 g
-        // <= 240`; the lookup reads `c + 1 <= 4` chunks of `table` and row
+        // SAFETY: the build reads the low four bits of `g` (at most 15)
+        // groups of 16 i32 of `scaled` and writes as many of `table`, the
+        // minimum goes to the entry after them (at most 240); the lookup
+        // reads at most 4 chunks of `table` (the low two bits of `c`, plus
+        // one) and row
         // i's 64 bytes at `src`, writes 64 at `dst` (within the caller's
         // 256); the asm clobbers only the registers it names.
         unsafe {
