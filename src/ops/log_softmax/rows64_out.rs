@@ -336,36 +336,12 @@ pub(super) unsafe fn rows_out4_cut<const SIGNED: bool>(
     chunks: usize,
 ) {
     debug_assert!((1..=4).contains(&chunks));
-    let CutLanes {
-        b,
-        adjusted_diff_min,
-        reach,
-    } = *lanes;
-    // SAFETY: register arithmetic.
-    let plan = unsafe {
-        let splat = vdupq_n_s32;
-        // -adjusted_diff_min saturates (it is at least diff_min - 1, which
-        // may be i32::MIN), then the clamp.
-        let kept = vminq_s32(
-            vmaxq_s32(vqnegq_s32(adjusted_diff_min), splat(0)),
-            splat(256),
-        );
-        let live = live_groups4::<SIGNED>(t, b);
-        // The entries the row's lookups may need: up to its cut-off (past
-        // it every output is the minimum) or its reach, whichever ends first.
-        let end = vminq_s32(kept, vaddq_s32(reach, splat(1)));
-        let start = vshlq_n_s32::<4>(live);
-        CutPlan {
-            kept,
-            live,
-            cut: vcleq_s32(kept, reach),
-            early: vcltq_s32(start, end),
-        }
-    };
+    let b = lanes.b;
+    let plan = CutPlan::new::<SIGNED>(t, lanes);
     // SAFETY: register arithmetic.
     if unsafe { vminvq_u32(plan.early) } == 0 {
         // SAFETY: as the caller guarantees.
-        unsafe { rows_out4_cut_mixed::<SIGNED>(t, table, (src, dst), max, lanes, &plan, chunks) };
+        unsafe { rows_out4_cut_mixed::<SIGNED>(t, table, (src, dst), max, lanes, chunks) };
         return;
     }
     // Every row clamped at 16 live (full-range data at the usual scales):
@@ -433,6 +409,41 @@ struct CutPlan {
     early: uint32x4_t,
 }
 
+impl CutPlan {
+    /// The plan of four rows from their lanes (recomputed where needed
+    /// rather than passed on, so that the common case keeps it in
+    /// registers).
+    #[inline(always)]
+    fn new<const SIGNED: bool>(t: &LogSoftmaxTables, lanes: &CutLanes) -> Self {
+        let CutLanes {
+            b,
+            adjusted_diff_min,
+            reach,
+        } = *lanes;
+        // SAFETY: register arithmetic.
+        unsafe {
+            let splat = vdupq_n_s32;
+            // -adjusted_diff_min saturates (it is at least diff_min - 1, which
+            // may be i32::MIN), then the clamp.
+            let kept = vminq_s32(
+                vmaxq_s32(vqnegq_s32(adjusted_diff_min), splat(0)),
+                splat(256),
+            );
+            let live = live_groups4::<SIGNED>(t, b);
+            // The entries the row's lookups may need: up to its cut-off (past
+            // it every output is the minimum) or its reach, whichever ends first.
+            let end = vminq_s32(kept, vaddq_s32(reach, splat(1)));
+            let start = vshlq_n_s32::<4>(live);
+            CutPlan {
+                kept,
+                live,
+                cut: vcleq_s32(kept, reach),
+                early: vcltq_s32(start, end),
+            }
+        }
+    }
+}
+
 /// [`rows_out4_cut`] when some row is not clamped at `16 live`: per row
 /// the case it takes, its clamp entry and group count (rare on full-range
 /// data: large scales, where the cut-off comes within the first group
@@ -448,7 +459,6 @@ unsafe fn rows_out4_cut_mixed<const SIGNED: bool>(
     (src, dst): (*const u8, *mut u8),
     max: &[u8; 16],
     lanes: &CutLanes,
-    plan: &CutPlan,
     chunks: usize,
 ) {
     debug_assert!((1..=4).contains(&chunks));
@@ -459,7 +469,7 @@ unsafe fn rows_out4_cut_mixed<const SIGNED: bool>(
         live: n,
         cut,
         early,
-    } = *plan;
+    } = CutPlan::new::<SIGNED>(t, lanes);
     let (mut bs, mut clamps) = ([0i32; GROUP], [0u8; 16]);
     let (mut groups, mut kind) = ([0i32; GROUP], [0i32; GROUP]);
     // SAFETY: register arithmetic and stores into local arrays of four
