@@ -270,23 +270,19 @@ fn live_groups4<const SIGNED: bool>(t: &LogSoftmaxTables, b: int32x4_t) -> int32
             vcgeq_s32(h, below)
         };
         // Probe head idx + step - 1 with idx (heads known at or above)
-        // starting at 0 and steps 8, 4, 2, 1; a hit (all ones, -1) moves
-        // the next probe up by the next step, a miss down by it (4 bytes a
-        // head; `mls` by a mask of all ones adds).
+        // starting at 0 and steps 8, 4, 2, 1; a hit (all ones) moves the
+        // next probe up by the next step, a miss down by it: 4 index bytes
+        // a head, moved byte by byte (no byte leaves 0..64, so there is no
+        // carry between the bytes of a lane).
         let m8 = ge(at(7));
-        let p4 = vmlsq_u32(at(3), m8, vdupq_n_u32(4 * 8 * R));
-        let m4 = ge(p4);
-        let p2 = vmlsq_u32(
-            vsubq_u32(p4, vdupq_n_u32(4 * 2 * R)),
-            m4,
-            vdupq_n_u32(4 * 4 * R),
-        );
-        let m2 = ge(p2);
-        let p1 = vmlsq_u32(
-            vsubq_u32(p2, vdupq_n_u32(4 * R)),
-            m2,
-            vdupq_n_u32(4 * 2 * R),
-        );
+        let p4 = vbslq_u32(m8, at(11), at(3));
+        let step = |p: uint32x4_t, m: uint32x4_t, next: u8| {
+            let p = vsubq_u8(vreinterpretq_u8_u32(p), vdupq_n_u8(4 * next));
+            let up = vandq_u8(vreinterpretq_u8_u32(m), vdupq_n_u8(8 * next));
+            vreinterpretq_u32_u8(vaddq_u8(p, up))
+        };
+        let p2 = step(p4, ge(p4), 2);
+        let p1 = step(p2, ge(p2), 1);
         let m1 = ge(p1);
         // idx from the probe's top byte (4 idx + 3), then the last hit;
         // idx is at most 14 here: head 15 at or above the threshold makes
