@@ -236,7 +236,8 @@ macro_rules! cut_row_asm {
 pub(super) struct CutLanes {
     /// `B` of each row (`L - 2^21 + 1 - zero_point 2^22`).
     pub(super) b: int32x4_t,
-    /// The cut-off `-adjusted_diff_min`, before its clamp to `0..=256`.
+    /// The cut-off `-adjusted_diff_min`, before its clamp to `0..=256`;
+    /// negative on every lane (every row keeps some outputs).
     pub(super) adjusted_diff_min: int32x4_t,
     /// `max - min` of each row (0..=255).
     pub(super) reach: int32x4_t,
@@ -321,7 +322,7 @@ fn live_groups4<const SIGNED: bool>(t: &LogSoftmaxTables, b: int32x4_t) -> int32
 ///
 /// # Safety
 /// As [`rows_out4`]; every row meets the conditions of the floor formula
-/// up to `min(reach, kept - 1)` (`rows64::cut_plan`).
+/// up to `min(reach, kept - 1)` (`rows64::cut_plan`), with `kept > 0`.
 #[inline(never)]
 pub(super) unsafe fn rows_out4_cut<const SIGNED: bool>(
     t: &LogSoftmaxTables,
@@ -395,7 +396,8 @@ pub(super) unsafe fn rows_out4_cut<const SIGNED: bool>(
 /// `i`; masks all ones where true).
 #[derive(Clone, Copy)]
 struct CutPlan {
-    /// The cut-off `clamp(-adjusted_diff_min, 0, 256)`.
+    /// The cut-off `-adjusted_diff_min` (saturated; positive), used only
+    /// where it is at most `reach + 1 <= 256`.
     kept: int32x4_t,
     /// [`live_groups4`].
     live: int32x4_t,
@@ -420,11 +422,10 @@ impl CutPlan {
         unsafe {
             let splat = vdupq_n_s32;
             // -adjusted_diff_min saturates (it is at least diff_min - 1, which
-            // may be i32::MIN), then the clamp.
-            let kept = vminq_s32(
-                vmaxq_s32(vqnegq_s32(adjusted_diff_min), splat(0)),
-                splat(256),
-            );
+            // may be i32::MIN); it is positive (the callers check that), and
+            // only its minimum with reach + 1 <= 256 and its test against
+            // the reach are used, so the clamp to 0..=256 changes nothing.
+            let kept = vqnegq_s32(adjusted_diff_min);
             let live = live_groups4::<SIGNED>(t, b);
             // The entries the row's lookups may need: up to its cut-off (past
             // it every output is the minimum) or its reach, whichever ends first.
