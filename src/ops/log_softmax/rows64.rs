@@ -25,24 +25,28 @@
 //!    `Lane` code as the scalar constants. When all four rows meet them (the
 //!    common case), each row's output table is built and its 64 outputs
 //!    looked up in one asm block (`row_asm`). Otherwise, when every row
-//!    meets them up to its cut-off (`cut_plan`: the cut-off lies inside the
-//!    reach, as on full-range data, where `diff_min` is about -248 steps at
-//!    scale 0.1), `rows64_out::rows_out4_cut` clamps each row's
-//!    differences where its outputs reach the type's minimum (before its
-//!    cut-off or its reach) and builds its table only that far; else the four rows go through the general kernel, whose
-//!    per-row plan covers every case.
+//!    meets them up to its cut-off (the cut-off lies inside the reach, as
+//!    on full-range data, where `diff_min` is about -248 steps at scale
+//!    0.1: the same mask without the uncut test, and a positive cut-off;
+//!    `cut_plan` for rows reaching past `monotonic`),
+//!    `rows64_out::rows_out4_cut` clamps each row's differences where its
+//!    outputs reach the type's minimum (before its cut-off or its reach)
+//!    and builds its table only that far; else the four rows go through
+//!    the general kernel, whose per-row plan covers every case.
 //!
 //! Measured (`cargo xtask bench`, 9216 rows of 64, scale 0.1): about 242
 //! instructions a row (3.78 an element), against 477 through the general
-//! kernel. On full-range uniform rows (`--data uniform`) 4.66 an element
+//! kernel. On full-range uniform rows (`--data uniform`) 4.15 an element
 //! (11.6 when every group went through the general kernel). By part, per
 //! element, bench data / uniform (region markers in a local build, which
-//! add about 0.07): maxima 0.21 / 0.21, sums 1.43 / 1.43, logarithms and
-//! checks 0.19 / 0.45, per-row set-up 0.25 / 0.72, table build 1.26 /
-//! 1.34, lookups and stores 0.51 / 0.58. Uniform rows pay for the second
-//! check (`cut_plan`, out of line) and, per row, for finding where the
-//! outputs saturate (`live_groups`) and clamping there; their tables and
-//! lookups cost about what the bench data's do.
+//! add about 0.06): maxima and sums 1.63 / 1.63; logarithms and the uncut
+//! test 0.23 / 0.20 (with the call of `rows_out4` on the bench data); the
+//! cut test and the call of `rows_out4_cut` - / 0.07; its lane plan (the
+//! cut-offs, `live` by binary search, which rows clamp at `16 live`) -
+//! / 0.19; per-row set-up 0.05 / 0.10; tables, clamps and lookups 1.89 /
+//! 2.02 (8 more instructions a row: 5 for the clamp, `umin` and `strb`,
+//! the rest in the tables and chunks of rows that saturate later). The uniform rows' excess is the cut path's
+//! control (about 0.27, 69 instructions a group) and the clamp (0.13).
 
 use super::blocks::{load, Block};
 use super::log_neon::log_x_for_x_greater_than_or_equal_to_1_x4;
