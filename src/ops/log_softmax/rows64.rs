@@ -25,30 +25,34 @@
 //!    `Lane` code as the scalar constants. When all four rows meet them (the
 //!    common case), each row's output table is built and its 64 outputs
 //!    looked up in one asm block (`row_asm`). Otherwise, when every row
-//!    meets them up to its cut-off (`cut_plan`: the cut-off lies inside the
-//!    reach, as on full-range data, where `diff_min` is about -248 steps at
-//!    scale 0.1), `rows64_out::rows_out4_cut` clamps each row's
-//!    differences where its outputs reach the type's minimum (before its
-//!    cut-off or its reach) and builds its table only that far; else the four rows go through the general kernel, whose
-//!    per-row plan covers every case.
+//!    meets them up to its cut-off (the cut-off lies inside the reach, as
+//!    on full-range data, where `diff_min` is about -248 steps at scale
+//!    0.1: the same mask without the uncut test, and a positive cut-off;
+//!    `cut_plan` for rows reaching past `monotonic`),
+//!    `rows64_out::rows_out4_cut` clamps each row's differences where its
+//!    outputs reach the type's minimum (before its cut-off or its reach)
+//!    and builds its table only that far; else the four rows go through
+//!    the general kernel, whose per-row plan covers every case.
 //!
 //! Measured (`cargo xtask bench`, 9216 rows of 64, scale 0.1): about 242
 //! instructions a row (3.78 an element), against 477 through the general
-//! kernel. On full-range uniform rows (`--data uniform`) 4.66 an element
+//! kernel. On full-range uniform rows (`--data uniform`) 4.15 an element
 //! (11.6 when every group went through the general kernel). By part, per
 //! element, bench data / uniform (region markers in a local build, which
-//! add about 0.07): maxima 0.21 / 0.21, sums 1.43 / 1.43, logarithms and
-//! checks 0.19 / 0.45, per-row set-up 0.25 / 0.72, table build 1.26 /
-//! 1.34, lookups and stores 0.51 / 0.58. Uniform rows pay for the second
-//! check (`cut_plan`, out of line) and, per row, for finding where the
-//! outputs saturate (`live_groups`) and clamping there; their tables and
-//! lookups cost about what the bench data's do.
+//! add about 0.06): maxima and sums 1.63 / 1.63; logarithms and the uncut
+//! test 0.23 / 0.20 (with the call of `rows_out4` on the bench data); the
+//! cut test and the call of `rows_out4_cut` - / 0.07; its lane plan (the
+//! cut-offs, `live` by binary search, which rows clamp at `16 live`) -
+//! / 0.19; per-row set-up 0.05 / 0.10; tables, clamps and lookups 1.89 /
+//! 2.02 (8 more instructions a row: 5 for the clamp, `umin` and `strb`,
+//! the rest in the tables and chunks of rows that saturate later). The uniform rows' excess is the cut path's
+//! control (about 0.27, 69 instructions a group) and the clamp (0.13).
 
 use super::blocks::{load, Block};
 use super::log_neon::log_x_for_x_greater_than_or_equal_to_1_x4;
 use super::neon::{log_softmax_i8, log_softmax_u8};
 use super::params::LogSoftmaxParams;
-use super::rows64_out::{rows_out4, rows_out4_cut};
+use super::rows64_out::{rows_out4, rows_out4_cut, CutLanes};
 use super::table::{Chunk, LogSoftmaxTables, CHUNK};
 use crate::fixedpoint::Lane;
 use crate::quant::multiply_by_quantized_multiplier;
@@ -384,14 +388,14 @@ unsafe fn group<const SIGNED: bool>(
             vld1q_s32(reach.map(|r| t.scaled[r]).as_ptr()),
         )
     };
-    // Every lane all ones where the floor formula covers the whole row:
-    // L > s[0]; kept (-adjusted_diff_min) > reach; reach < monotonic; and
-    // s[reach] - L >= i32::MIN.
-    let ok = log
+    // Every lane all ones where the floor formula holds up to the reach:
+    // L > s[0]; reach < monotonic; and s[reach] - L >= i32::MIN.
+    let formula = log
         .mask_if_greater_than(splat(t.scaled[0]))
-        .and(reach_v.neg().mask_if_greater_than(adjusted_diff_min))
         .and(splat(t.monotonic as i32).mask_if_greater_than(reach_v))
         .and(shifted.mask_if_greater_than(s_reach).not());
+    // ... and covers the whole row: kept (-adjusted_diff_min) > reach.
+    let ok = formula.and(reach_v.neg().mask_if_greater_than(adjusted_diff_min));
     // SAFETY: register arithmetic.
     let all = unsafe { vminvq_u32(vreinterpretq_u32_s32(ok)) != 0 };
     let mut maxs = [0u8; 16];
@@ -401,6 +405,23 @@ unsafe fn group<const SIGNED: bool>(
         let bs = outputs_b(p, log);
         // SAFETY: as the caller guarantees; chunks is 1..=4.
         unsafe { rows_out4::<SIGNED>(t, table, (src, dst), &maxs, &bs, &reach, chunks) };
+        return;
+    }
+    // Rows cut inside their reach (full-range data): the formula holding up
+    // to the reach implies `cut_plan`'s conditions (its `last` is at most
+    // the reach, and `s` does not increase below `monotonic`, so `s[last] >=
+    // s[reach]`), given kept > 0 (adjusted_diff_min < 0).
+    let cut_ok = formula.and(splat(0).mask_if_greater_than(adjusted_diff_min));
+    // SAFETY: register arithmetic.
+    if unsafe { vminvq_u32(vreinterpretq_u32_s32(cut_ok)) != 0 } {
+        let lanes = CutLanes {
+            b: outputs_b_lanes(p, log),
+            adjusted_diff_min,
+            reach: reach_v,
+        };
+        // SAFETY: as the caller guarantees; chunks is 1..=4; every row
+        // meets `cut_plan`'s conditions.
+        unsafe { rows_out4_cut::<SIGNED>(t, table, (src, dst), &maxs, &lanes, chunks) };
     } else {
         let lanes = Uncovered {
             log,
@@ -409,16 +430,22 @@ unsafe fn group<const SIGNED: bool>(
             reach: reach_v,
         };
         // SAFETY: as the caller guarantees.
-        unsafe { uncovered::<SIGNED>(p, t, (src, dst), &lanes, (&maxs, &reach, chunks), table) };
+        unsafe { uncovered::<SIGNED>(p, t, (src, dst), &lanes, (&maxs, chunks), table) };
     }
 }
 
-/// `B = L - 2^21 + 1 - zero_point 2^22` of four rows (an i32 for `L > 0`
-/// and a zero point in 0..=255, checked by the caller).
+/// `B = L - 2^21 + 1 - zero_point 2^22` of four rows on lanes (an i32 for
+/// `L > 0` and a zero point in 0..=255, checked by the caller).
+#[inline(always)]
+fn outputs_b_lanes(p: &LogSoftmaxParams, log: int32x4_t) -> int32x4_t {
+    let offset = 1 - (1 << (OUTPUT_SHIFT - 1)) - (p.output_zero_point << OUTPUT_SHIFT);
+    log.add(<int32x4_t as Lane>::splat(offset))
+}
+
+/// [`outputs_b_lanes`] as an array.
 #[inline(always)]
 fn outputs_b(p: &LogSoftmaxParams, log: int32x4_t) -> [i32; GROUP] {
-    let offset = 1 - (1 << (OUTPUT_SHIFT - 1)) - (p.output_zero_point << OUTPUT_SHIFT);
-    let b = log.add(<int32x4_t as Lane>::splat(offset));
+    let b = outputs_b_lanes(p, log);
     let mut bs = [0i32; GROUP];
     // SAFETY: a store into a local array of four.
     unsafe { vst1q_s32(bs.as_mut_ptr(), b) };
@@ -435,10 +462,10 @@ struct Uncovered {
     reach: int32x4_t,
 }
 
-/// Four rows of which some fall outside the uncut floor formula: when
-/// every row is covered by it up to its cut-off ([`cut_plan`]: every row of
-/// full-range data at the usual scales, whose cut-off lies inside its
-/// reach), `rows_out4_cut`; else (rare: a log-sum at or below 0, a
+/// Four rows of which some fall outside both tests of `group`: when
+/// every row is covered by the floor formula up to its cut-off
+/// ([`cut_plan`]: a row reaching past `monotonic` whose cut-off comes
+/// before it), `rows_out4_cut`; else (rare: a log-sum at or below 0, a
 /// difference that wraps, a row reaching past the monotonic part of the
 /// table) the general kernel, whose row-by-row plan covers every case. Out
 /// of line, so that the common case's loop stays as it was.
@@ -451,7 +478,7 @@ unsafe fn uncovered<const SIGNED: bool>(
     t: &LogSoftmaxTables,
     (src, dst): (*const u8, *mut u8),
     lanes: &Uncovered,
-    (maxs, reach, chunks): (&[u8; 16], &[usize; GROUP], usize),
+    (maxs, chunks): (&[u8; 16], usize),
     table: &mut [Chunk; 4],
 ) {
     let Uncovered {
@@ -460,10 +487,15 @@ unsafe fn uncovered<const SIGNED: bool>(
         adjusted_diff_min,
         reach: reach_v,
     } = *lanes;
-    if let Some(kept) = cut_plan(t, log, shifted, adjusted_diff_min, reach_v) {
-        let bs = outputs_b(p, log);
-        // SAFETY: as the caller guarantees; chunks is 1..=4.
-        unsafe { rows_out4_cut::<SIGNED>(t, table, (src, dst), maxs, &bs, reach, &kept, chunks) };
+    if cut_plan(t, log, shifted, adjusted_diff_min, reach_v) {
+        let lanes = CutLanes {
+            b: outputs_b_lanes(p, log),
+            adjusted_diff_min,
+            reach: reach_v,
+        };
+        // SAFETY: as the caller guarantees; chunks is 1..=4; every row
+        // meets `cut_plan`'s conditions.
+        unsafe { rows_out4_cut::<SIGNED>(t, table, (src, dst), maxs, &lanes, chunks) };
         return;
     }
     // SAFETY: the caller's 256 bytes at src and dst, which its slices own
@@ -486,8 +518,8 @@ unsafe fn uncovered<const SIGNED: bool>(
 /// (differences `d >= kept` give the type minimum) and `last = min(reach,
 /// kept - 1)`, the floor formula gives every kept output when `kept > 0`,
 /// `L > s[0]`, `last < monotonic` and `s[last] - L >= i32::MIN`. Returns
-/// the rows' `kept` when all four rows meet them (checked only after the
-/// uncut test of `group` fails, so that its cost stays off the common case).
+/// whether all four rows meet them (checked only when `group`'s two tests
+/// fail: rows reaching past `monotonic` whose `last` does not).
 #[inline(always)]
 fn cut_plan(
     t: &LogSoftmaxTables,
@@ -495,7 +527,7 @@ fn cut_plan(
     shifted: int32x4_t,
     adjusted_diff_min: int32x4_t,
     reach_v: int32x4_t,
-) -> Option<[usize; GROUP]> {
+) -> bool {
     let splat = <int32x4_t as Lane>::splat;
     // SAFETY: register arithmetic, stores into local arrays of four and a
     // load of one.
@@ -516,12 +548,7 @@ fn cut_plan(
             .and(log.mask_if_greater_than(splat(t.scaled[0])))
             .and(splat(t.monotonic as i32).mask_if_greater_than(last_v))
             .and(shifted.mask_if_greater_than(s_last).not());
-        if vminvq_u32(vreinterpretq_u32_s32(ok)) == 0 {
-            return None;
-        }
-        let mut kept = [0i32; GROUP];
-        vst1q_s32(kept.as_mut_ptr(), kept_v);
-        Some(kept.map(|k| k as usize))
+        vminvq_u32(vreinterpretq_u32_s32(ok)) != 0
     }
 }
 
