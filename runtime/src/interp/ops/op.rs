@@ -128,6 +128,28 @@ impl<'a> Op<'_, 'a> {
         self.unsupported(format!("no kernel for dtypes {}", self.signature()))
     }
 
+    /// The int8 layer signature the requantizing layers take (int8 input,
+    /// weights and output, an optional int32 bias: FULLY_CONNECTED,
+    /// CONV_2D, DEPTHWISE_CONV_2D); anything else is an unsupported type.
+    pub fn int8_layer_types(
+        &self,
+        input: &Tensor<'_>,
+        weights: &Tensor<'_>,
+        output: &Tensor<'_>,
+        bias: Option<&Tensor<'_>>,
+    ) -> Result<()> {
+        let int8 = TensorType::Int8;
+        let ok = input.dtype() == int8
+            && weights.dtype() == int8
+            && output.dtype() == int8
+            && bias.is_none_or(|b| b.dtype() == TensorType::Int32);
+        if ok {
+            Ok(())
+        } else {
+            Err(self.unsupported_types())
+        }
+    }
+
     pub fn elem(&self, t: &Tensor<'_>) -> Result<usize> {
         element_size(t.dtype()).ok_or_else(|| self.unsupported_types())
     }

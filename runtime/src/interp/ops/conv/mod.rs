@@ -8,7 +8,7 @@ use std::ops::Range;
 use qneon::ops::conv::{ConvGeometry, Padding};
 use qneon::{Backend, Conv2d, ConvQuantization, ConvRequantization, DepthwiseConv2d};
 use qneon_tflite::schema::BuiltinOptions;
-use qneon_tflite::{BuiltinOp, Options as OpOptions, Tensor, TensorType};
+use qneon_tflite::{BuiltinOp, Options as OpOptions, Tensor};
 
 use super::buffers::{view, view_mut, Io};
 use super::kernel::{Kernel, PreparedOp, Registration};
@@ -149,13 +149,7 @@ fn prepare(op: &Op<'_, '_>) -> Result<PreparedOp> {
     op.output_count(1)?;
     let (input, filter, output) = (op.input(0)?, op.input(1)?, op.output(0)?);
     let bias = op.optional_input(2);
-    let types_ok = input.dtype() == TensorType::Int8
-        && filter.dtype() == TensorType::Int8
-        && output.dtype() == TensorType::Int8
-        && bias.is_none_or(|b| b.dtype() == TensorType::Int32);
-    if !types_ok {
-        return Err(op.unsupported_types());
-    }
+    op.int8_layer_types(input, filter, output, bias)?;
     let o = window_options(op)?;
     let padding = match o.padding {
         0 => Padding::Same,

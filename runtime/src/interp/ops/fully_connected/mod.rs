@@ -5,7 +5,7 @@ use std::ops::Range;
 
 use qneon::{Backend, Requantization};
 use qneon_tflite::options::WeightsFormat;
-use qneon_tflite::{BuiltinOp, Options as OpOptions, TensorType};
+use qneon_tflite::{BuiltinOp, Options as OpOptions};
 
 use super::buffers::{tile_elements, view, view_mut, Io};
 use super::kernel::{Kernel, PreparedOp, Registration};
@@ -177,13 +177,7 @@ fn prepare(op: &Op<'_, '_>) -> Result<PreparedOp> {
     op.output_count(1)?;
     let (input, weights, output) = (op.input(0)?, op.input(1)?, op.output(0)?);
     let bias = op.optional_input(2);
-    let types_ok = input.dtype() == TensorType::Int8
-        && weights.dtype() == TensorType::Int8
-        && output.dtype() == TensorType::Int8
-        && bias.is_none_or(|b| b.dtype() == TensorType::Int32);
-    if !types_ok {
-        return Err(op.unsupported_types());
-    }
+    op.int8_layer_types(input, weights, output, bias)?;
     let o = match op.operator.options() {
         OpOptions::Builtin(qneon_tflite::schema::BuiltinOptions::FullyConnectedOptions(o)) => {
             (**o).clone()
