@@ -289,6 +289,12 @@ def layout_cases():
         Case("split_three_axis0", "split [6, 5] into three on axis 0",
              [("x", [6, 5], F32, (-2.0, 2.0))],
              lambda x: dict(zip(("a", "b", "c"), tf.split(x, 3, axis=0))), ["SPLIT"]),
+        Case("space_to_depth_2", "space_to_depth [1, 6, 4, 3] by blocks of 2",
+             [("x", [1, 6, 4, 3], F32, (-1.0, 1.0))],
+             lambda x: {"y": tf.nn.space_to_depth(x, 2)}, ["SPACE_TO_DEPTH"]),
+        Case("space_to_depth_3_batch2", "space_to_depth [2, 3, 9, 2] by blocks of 3",
+             [("x", [2, 3, 9, 2], F32, (-1.0, 1.0))],
+             lambda x: {"y": tf.nn.space_to_depth(x, 3)}, ["SPACE_TO_DEPTH"]),
     ]
 
 

@@ -1,5 +1,6 @@
-//! Data movement: RESHAPE, TRANSPOSE, GATHER, STRIDED_SLICE, PAD,
-//! CONCATENATION, SPLIT, one file per op with its `Prepare` and its copy
+//! Data movement: RESHAPE (with SQUEEZE and EXPAND_DIMS), TRANSPOSE, GATHER,
+//! STRIDED_SLICE, PAD, CONCATENATION, SPLIT, SPACE_TO_DEPTH and
+//! DEPTH_TO_SPACE, a file per op (or pair) with its `Prepare` and its copy
 //! plan. No arithmetic: every copy is a [`StridedCopy`] planned at load
 //! (GATHER's indices are read at run time), so one implementation serves
 //! every dtype.
@@ -7,6 +8,7 @@
 //! [`StridedCopy`]: super::strided_copy::StridedCopy
 
 pub(crate) mod concat_split;
+pub(crate) mod depth_space;
 pub(crate) mod gather;
 pub(crate) mod pad;
 pub(crate) mod reshape;
@@ -42,6 +44,25 @@ pub(crate) const OPS: &[Registration] = &[
         concat_split::prepare_concatenation,
     ),
     Registration::new(BuiltinOp::SPLIT, "SPLIT", concat_split::prepare_split).xnnpack(),
+    Registration::new(BuiltinOp::SQUEEZE, "SQUEEZE", reshape::prepare_squeeze).xnnpack(),
+    Registration::new(
+        BuiltinOp::EXPAND_DIMS,
+        "EXPAND_DIMS",
+        reshape::prepare_expand_dims,
+    )
+    .xnnpack(),
+    Registration::new(
+        BuiltinOp::SPACE_TO_DEPTH,
+        "SPACE_TO_DEPTH",
+        depth_space::prepare_space_to_depth,
+    )
+    .xnnpack(),
+    Registration::new(
+        BuiltinOp::DEPTH_TO_SPACE,
+        "DEPTH_TO_SPACE",
+        depth_space::prepare_depth_to_space,
+    )
+    .xnnpack(),
 ];
 
 /// TRANSPOSE and STRIDED_SLICE: input 0 to output 0 through the planned copy.
