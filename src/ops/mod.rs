@@ -164,6 +164,7 @@ mod dequant_f32;
 mod gemm;
 mod heads;
 mod log_softmax;
+mod mean;
 mod method;
 #[cfg(feature = "alloc")]
 mod no_norm;
@@ -188,6 +189,7 @@ pub use gemm::{Gemm, GemmPath};
 pub use heads::{merge_heads, split_heads};
 pub use log_softmax::params::LogSoftmaxParams;
 pub use log_softmax::LogSoftmax;
+pub use mean::{Mean, MeanKernels};
 pub use method::Method;
 #[cfg(feature = "alloc")]
 pub use no_norm::NoNorm;

@@ -12,6 +12,7 @@
 //! | `batch_matmul/` | BATCH_MATMUL |
 //! | `conv/` | CONV_2D, DEPTHWISE_CONV_2D |
 //! | `pool/` | AVERAGE_POOL_2D, MAX_POOL_2D |
+//! | `reduce/` | MEAN |
 //!
 //! Each family lists the builtin ops it prepares in its `OPS` table
 //! ([`Registration`]: op, name, prepare function, the kernel sets whose
@@ -39,6 +40,7 @@ mod kernel;
 mod movement;
 mod op;
 mod pool;
+mod reduce;
 mod strided_copy;
 
 use qneon_tflite::{Operator, Subgraph};
@@ -59,6 +61,7 @@ const REGISTRY: &[&[Registration]] = &[
     batch_matmul::OPS,
     conv::OPS,
     pool::OPS,
+    reduce::OPS,
 ];
 
 /// The registration of `operator`'s builtin op, if some family prepares it.
