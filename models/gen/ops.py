@@ -517,9 +517,37 @@ def pool_cases():
     return cases
 
 
+def mean_cases():
+    """MEAN (tf.reduce_mean): over height and width of NHWC inputs with and
+    without keep_dims (keep_dims with axes {1, 2} is the optimized kernels'
+    height-width path, the rest their reference arithmetic), odd sizes and
+    channel counts off multiples of 16, a single axis, the last axis. The
+    converter calibrates the output's range apart from the input's, so
+    input and output scales differ."""
+
+    def mean(axes, keep):
+        def body(x):
+            return {"y": tf.reduce_mean(x, axis=axes, keepdims=keep)}
+
+        return body
+
+    return [
+        Case("mean_hw_keep", "mean over H, W of [1, 7, 7, 40], keep_dims (MobileNet's global pool)",
+             [("x", [1, 7, 7, 40], F32, (-4.0, 4.0))], mean([1, 2], True), ["MEAN"]),
+        Case("mean_hw_keep_odd", "mean over H, W of [2, 9, 11, 35], keep_dims (odd sizes, 2 images)",
+             [("x", [2, 9, 11, 35], F32, (-4.0, 4.0))], mean([1, 2], True), ["MEAN"]),
+        Case("mean_hw", "mean over H, W of [1, 5, 9, 19] without keep_dims",
+             [("x", [1, 5, 9, 19], F32, (-4.0, 4.0))], mean([1, 2], False), ["MEAN"]),
+        Case("mean_h_keep", "mean over H alone of [2, 6, 5, 24], keep_dims",
+             [("x", [2, 6, 5, 24], F32, (-4.0, 4.0))], mean([1], True), ["MEAN"]),
+        Case("mean_last", "mean over the last axis of [3, 4, 50] without keep_dims",
+             [("x", [3, 4, 50], F32, (-2.0, 6.0))], mean([-1], False), ["MEAN"]),
+    ]
+
+
 def all_cases():
     cases = (fc_cases() + binary_cases() + batch_matmul_cases() + layout_cases() + conversion_cases()
-             + activation_cases() + rounding_cases() + conv_cases() + pool_cases())
+             + activation_cases() + rounding_cases() + conv_cases() + pool_cases() + mean_cases())
     names = [c.name for c in cases]
     assert len(names) == len(set(names)), "case names must be unique"
     return cases
