@@ -545,9 +545,37 @@ def mean_cases():
     ]
 
 
+def relu_cases():
+    """RELU, RELU6, RELU_N1_TO_1 and LEAKY_RELU on their own: the converter
+    calibrates the output range apart from the input's, so every case
+    requantizes; sizes off multiples of 64 (the table kernel's block)."""
+
+    def unary(f):
+        def body(x):
+            return {"y": f(x)}
+
+        return body
+
+    return [
+        Case("relu", "relu of [1, 9, 9, 20]",
+             [("x", [1, 9, 9, 20], F32, (-4.0, 4.0))], unary(tf.nn.relu), ["RELU"]),
+        Case("relu6", "relu6 of [2, 7, 5, 13], inputs beyond 6",
+             [("x", [2, 7, 5, 13], F32, (-3.0, 9.0))], unary(tf.nn.relu6), ["RELU6"]),
+        Case("relu_n1_to_1", "clip to [-1, 1] of [3, 37]",
+             [("x", [3, 37], F32, (-2.5, 2.0))], unary(lambda x: tf.clip_by_value(x, -1.0, 1.0)),
+             ["RELU_N1_TO_1"]),
+        Case("leaky_relu_0_2", "leaky relu alpha 0.2 of [1, 6, 6, 19]",
+             [("x", [1, 6, 6, 19], F32, (-4.0, 4.0))], unary(lambda x: tf.nn.leaky_relu(x, alpha=0.2)),
+             ["LEAKY_RELU"]),
+        Case("leaky_relu_0_01", "leaky relu alpha 0.01 of [5, 41]",
+             [("x", [5, 41], F32, (-6.0, 3.0))], unary(lambda x: tf.nn.leaky_relu(x, alpha=0.01)),
+             ["LEAKY_RELU"]),
+    ]
+
+
 def all_cases():
     cases = (fc_cases() + binary_cases() + batch_matmul_cases() + layout_cases() + conversion_cases()
-             + activation_cases() + rounding_cases() + conv_cases() + pool_cases() + mean_cases())
+             + activation_cases() + rounding_cases() + conv_cases() + pool_cases() + mean_cases() + relu_cases())
     names = [c.name for c in cases]
     assert len(names) == len(set(names)), "case names must be unique"
     return cases

@@ -160,6 +160,7 @@ mod binary;
 #[cfg(feature = "alloc")]
 pub mod conv;
 mod dequant_f32;
+mod elementwise;
 #[cfg(feature = "alloc")]
 mod gemm;
 mod heads;
@@ -184,6 +185,7 @@ pub use binary::params::{AddParams, MulParams};
 pub use binary::{Add, Mul, Operand, Sub};
 #[cfg(feature = "alloc")]
 pub use conv::{Conv2d, ConvGeometry, ConvQuantization, ConvRequantization, DepthwiseConv2d};
+pub use elementwise::{LeakyRelu, Relu, ReluKind};
 #[cfg(feature = "alloc")]
 pub use gemm::{Gemm, GemmPath};
 pub use heads::{merge_heads, split_heads};

@@ -13,6 +13,7 @@
 //! | `conv/` | CONV_2D, DEPTHWISE_CONV_2D |
 //! | `pool/` | AVERAGE_POOL_2D, MAX_POOL_2D |
 //! | `reduce/` | MEAN |
+//! | `relu/` | RELU, RELU6, RELU_N1_TO_1, LEAKY_RELU |
 //!
 //! Each family lists the builtin ops it prepares in its `OPS` table
 //! ([`Registration`]: op, name, prepare function, the kernel sets whose
@@ -41,6 +42,7 @@ mod movement;
 mod op;
 mod pool;
 mod reduce;
+mod relu;
 mod strided_copy;
 
 use qneon_tflite::{Operator, Subgraph};
@@ -62,6 +64,7 @@ const REGISTRY: &[&[Registration]] = &[
     conv::OPS,
     pool::OPS,
     reduce::OPS,
+    relu::OPS,
 ];
 
 /// The registration of `operator`'s builtin op, if some family prepares it.
