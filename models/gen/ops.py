@@ -546,7 +546,7 @@ def mean_cases():
 
 
 def relu_cases():
-    """RELU, RELU6, RELU_N1_TO_1 and LEAKY_RELU on their own: the converter
+    """RELU, RELU6, RELU_N1_TO_1, LEAKY_RELU and HARD_SWISH on their own: the converter
     calibrates the output range apart from the input's, so every case
     requantizes; sizes off multiples of 64 (the table kernel's block)."""
 
@@ -567,6 +567,12 @@ def relu_cases():
         Case("leaky_relu_0_2", "leaky relu alpha 0.2 of [1, 6, 6, 19]",
              [("x", [1, 6, 6, 19], F32, (-4.0, 4.0))], unary(lambda x: tf.nn.leaky_relu(x, alpha=0.2)),
              ["LEAKY_RELU"]),
+        Case("hard_swish", "x * relu6(x + 3) / 6 of [1, 7, 7, 24] (MobileNetV3's activation)",
+             [("x", [1, 7, 7, 24], F32, (-5.0, 5.0))], unary(lambda x: x * tf.nn.relu6(x + 3.0) * (1.0 / 6.0)),
+             ["HARD_SWISH"]),
+        Case("hard_swish_wide", "hard swish of [2, 45] over a wide range",
+             [("x", [2, 45], F32, (-12.0, 20.0))], unary(lambda x: x * tf.nn.relu6(x + 3.0) * (1.0 / 6.0)),
+             ["HARD_SWISH"]),
         Case("leaky_relu_0_01", "leaky relu alpha 0.01 of [5, 41]",
              [("x", [5, 41], F32, (-6.0, 3.0))], unary(lambda x: tf.nn.leaky_relu(x, alpha=0.01)),
              ["LEAKY_RELU"]),

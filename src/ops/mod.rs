@@ -185,7 +185,7 @@ pub use binary::params::{AddParams, MulParams};
 pub use binary::{Add, Mul, Operand, Sub};
 #[cfg(feature = "alloc")]
 pub use conv::{Conv2d, ConvGeometry, ConvQuantization, ConvRequantization, DepthwiseConv2d};
-pub use elementwise::{LeakyRelu, Relu, ReluKind};
+pub use elementwise::{HardSwish, LeakyRelu, Relu, ReluKind};
 #[cfg(feature = "alloc")]
 pub use gemm::{Gemm, GemmPath};
 pub use heads::{merge_heads, split_heads};

@@ -1,7 +1,8 @@
 //! Element-wise activations of CNNs on int8 and uint8, as TFLite's
 //! quantized kernels compute them: RELU, RELU6 and RELU_N1_TO_1 (its
 //! `ReluX`, requantizing when input and output scales differ) and
-//! LEAKY_RELU (two multipliers, one for each sign).
+//! LEAKY_RELU (two multipliers, one for each sign) and HARD_SWISH (its
+//! 16-bit fixed-point "reluish" arithmetic, see `params.rs`).
 //!
 //! ```text
 //! relu:       y = clamp(zp_out + M(x - zp_in), lo, hi)
@@ -34,7 +35,7 @@ use crate::elem::QuantElem;
 use crate::error::Result;
 use crate::quant::QuantParams;
 pub use params::ReluKind;
-use params::{table, LeakyReluParams, ReluParams};
+use params::{table, HardSwishParams, LeakyReluParams, ReluParams};
 
 /// The run both ops share: the scalar arithmetic `f` element by element,
 /// or the table on NEON.
@@ -167,6 +168,59 @@ impl<T: QuantElem> LeakyRelu<T> {
         let p = self.params;
         run_table(
             "leaky_relu",
+            |x| p.apply(x),
+            &self.table,
+            backend,
+            input,
+            output,
+        )
+    }
+}
+
+/// Quantized HARD_SWISH on int8 or uint8, bit-exact with TFLite's 16-bit
+/// fixed-point kernel. Element-wise: any range of elements is a tile.
+/// `run()` allocates nothing.
+#[derive(Clone, Debug)]
+pub struct HardSwish<T: QuantElem> {
+    params: HardSwishParams,
+    table: [u8; 256],
+    backend: Backend,
+    _type: PhantomData<T>,
+}
+
+impl<T: QuantElem> HardSwish<T> {
+    /// Prepares `y = x * relu6(x + 3) / 6` from `input` to `output`
+    /// quantization. Errors: `s_in / (128 s_out)` of 1 or more (TFLite's
+    /// output exponent rule) or an input scale whose reluish exponent falls
+    /// outside `-31..=31` ([`Error::OutOfDomain`](crate::Error::OutOfDomain)),
+    /// scales not finite and `> 0`, zero points outside the type, int16.
+    pub fn new(input: QuantParams, output: QuantParams) -> Result<Self> {
+        let params = HardSwishParams::new::<T>(input, output)?;
+        Ok(HardSwish {
+            table: table::<T>(|x| params.apply(x)),
+            params,
+            backend: Backend::best(),
+            _type: PhantomData,
+        })
+    }
+
+    /// The backend [`run`](Self::run) uses.
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    /// Applies the activation element-wise with the best backend. Errors
+    /// if the lengths differ.
+    pub fn run(&self, input: &[T], output: &mut [T]) -> Result<()> {
+        self.run_with(self.backend, input, output)
+    }
+
+    /// [`run`](Self::run) with the given backend (an error if it is not
+    /// available here). Every backend gives the same bytes.
+    pub fn run_with(&self, backend: Backend, input: &[T], output: &mut [T]) -> Result<()> {
+        let p = self.params;
+        run_table(
+            "hard_swish",
             |x| p.apply(x),
             &self.table,
             backend,

@@ -160,3 +160,115 @@ pub(crate) fn table<T: QuantElem>(f: impl Fn(i32) -> i32) -> [u8; 256] {
     }
     t
 }
+
+/// TFLite's quantized `HARD_SWISH` (`x * relu6(x + 3) / 6`) in its 16-bit
+/// fixed point: the input difference on a "hires" scale `s_in / 128`, the
+/// "reluish" factor (the input on a scale where 3.0 is 2^15, saturated,
+/// moved to `[0, 1]`), their product by a truncating doubling high
+/// multiply, then the output shift. Both multipliers are Q0.31 ones
+/// rounded to Q0.15 (`DownScaleInt32ToInt16Multiplier`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct HardSwishParams {
+    pub input_zero_point: i32,
+    pub output_zero_point: i32,
+    /// Q0.15 multiplier of `f32(s_in / 128 / s_out)`; its exponent is at
+    /// most 0 (TFLite's `Prepare` rule).
+    pub output_multiplier: i16,
+    pub output_exponent: i32,
+    /// Q0.15 multiplier of `f32(s_in / 128 / (3 / 32768))`.
+    pub reluish_multiplier: i16,
+    pub reluish_exponent: i32,
+}
+
+/// A Q0.31 multiplier rounded to Q0.15, saturating near 2^31.
+fn q15(m: i32) -> i16 {
+    const OFFSET: i32 = 1 << 15;
+    if m >= i32::MAX - OFFSET {
+        return i16::MAX;
+    }
+    ((m + OFFSET) >> 16) as i16
+}
+
+/// `value * 2^amount` saturated to `i16` (`amount` at most 30 here).
+fn saturating_left_shift(value: i16, amount: i32) -> i16 {
+    let r = (value as i64) << amount;
+    r.clamp(i16::MIN as i64, i16::MAX as i64) as i16
+}
+
+/// `a * b / 2^15` truncated toward zero, `MIN * MIN` saturated (NEON
+/// `sqdmulh.8h`).
+fn saturating_doubling_high_mul(a: i16, b: i16) -> i16 {
+    if a == i16::MIN && b == i16::MIN {
+        return i16::MAX;
+    }
+    ((a as i32 * b as i32) / (1 << 15)) as i16
+}
+
+/// gemmlowp's rounding divide by `2^e` (ties away from zero) of a 16-bit
+/// value, computed in `int` as the C++ promotes it (`e` up to 31).
+fn rounding_divide_by_pot16(x: i16, e: i32) -> i16 {
+    use crate::fixedpoint::Lane;
+    Lane::rounding_divide_by_pot(x as i32, e as u32) as i16
+}
+
+impl HardSwishParams {
+    pub(crate) fn new<T: QuantElem>(input: QuantParams, output: QuantParams) -> Result<Self> {
+        check::<T>("hard_swish", input, output)?;
+        // In f32, as TFLite's Prepare.
+        let hires_scale = (1.0f32 / 128.0) * input.scale;
+        let reluish_scale = 3.0f32 / 32768.0;
+        let out = Rounding::Double.quantize_multiplier((hires_scale / output.scale) as f64)?;
+        let reluish = Rounding::Double.quantize_multiplier((hires_scale / reluish_scale) as f64)?;
+        if out.shift > 0 {
+            return Err(Error::OutOfDomain {
+                op: "hard_swish",
+                what: "input scale / (128 * output scale)",
+                value: (hires_scale / output.scale) as f64,
+                requirement: "below 1 (TFLite requires an output exponent of at most 0)",
+            });
+        }
+        if !(-31..=31).contains(&reluish.shift) || out.shift < -31 {
+            return Err(Error::OutOfDomain {
+                op: "hard_swish",
+                what: "input scale",
+                value: input.scale as f64,
+                requirement: "with a reluish exponent in -31..=31",
+            });
+        }
+        Ok(HardSwishParams {
+            input_zero_point: input.zero_point,
+            output_zero_point: output.zero_point,
+            output_multiplier: q15(out.multiplier),
+            output_exponent: out.shift,
+            reluish_multiplier: q15(reluish.multiplier),
+            reluish_exponent: reluish.shift,
+        })
+    }
+
+    /// The output of one input value, before the saturation to the type.
+    pub(crate) fn apply(&self, x: i32) -> i32 {
+        use crate::fixedpoint::gemmlowp16::srdhm;
+        // |x - zp| <= 255: exact in i16, and so is 128 times it.
+        let v = (x - self.input_zero_point) as i16;
+        let hires = v.wrapping_mul(128);
+        let preshift_output = srdhm(hires, self.output_multiplier);
+        let mut reluish = hires;
+        let e = self.reluish_exponent;
+        if e > 0 {
+            reluish = saturating_left_shift(reluish, e - 1);
+        }
+        reluish = srdhm(reluish, self.reluish_multiplier);
+        if e > 0 {
+            reluish = saturating_left_shift(reluish, 1);
+        }
+        if e < 0 {
+            reluish = rounding_divide_by_pot16(reluish, -e);
+        }
+        // [-1, 1] to [0, 1] in Q0.15, in int as the C++.
+        let reluish = ((reluish as i32 + (1 << 15)) >> 1) as i16;
+        let preshift = saturating_doubling_high_mul(reluish, preshift_output);
+        let y = rounding_divide_by_pot16(preshift, -self.output_exponent);
+        // The C++ adds in int and stores into int16 before the clamp.
+        (y as i32 + self.output_zero_point) as i16 as i32
+    }
+}

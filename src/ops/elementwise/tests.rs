@@ -126,3 +126,33 @@ fn bad_parameters_are_errors() {
     let relu = Relu::<i8>::new(ReluKind::Relu, q, q).unwrap();
     assert!(relu.run(&[0; 3], &mut [0; 4]).is_err());
 }
+
+#[test]
+fn hard_swish_follows_the_real_function_and_backends_agree() {
+    let hard_swish = |r: f64| r * (r + 3.0).clamp(0.0, 6.0) / 6.0;
+    for (qin, qout) in [
+        (QuantParams::new(0.05, -10), QuantParams::new(0.03, -100)),
+        (QuantParams::new(0.1, 0), QuantParams::new(0.1, 0)),
+        (QuantParams::new(0.02, 30), QuantParams::new(0.004, -128)),
+    ] {
+        let op = HardSwish::<i8>::new(qin, qout).unwrap();
+        let input = all_i8();
+        let mut scalar = std::vec![0i8; input.len()];
+        op.run_with(Backend::Scalar, &input, &mut scalar).unwrap();
+        for (&x, &y) in input.iter().zip(&scalar) {
+            let ideal = quantize(qout, hard_swish(real(qin, x as i32)), -128, 127);
+            // 16-bit fixed point: the reluish factor carries about 2^-15
+            // relative error and the product truncates; one step covers it.
+            assert!((y as f64 - ideal).abs() <= 1.0, "{x} -> {y}, ideal {ideal}");
+        }
+        let mut best = std::vec![0i8; input.len()];
+        op.run_with(Backend::best(), &input, &mut best).unwrap();
+        assert_eq!(best, scalar);
+    }
+    // The output exponent must be at most 0: s_in / 128 >= s_out refused.
+    let q = QuantParams::new(1.0, 0);
+    assert!(matches!(
+        HardSwish::<i8>::new(q, QuantParams::new(1.0 / 256.0, 0)),
+        Err(Error::OutOfDomain { .. })
+    ));
+}

@@ -13,7 +13,7 @@
 //! | `conv/` | CONV_2D, DEPTHWISE_CONV_2D |
 //! | `pool/` | AVERAGE_POOL_2D, MAX_POOL_2D |
 //! | `reduce/` | MEAN |
-//! | `relu/` | RELU, RELU6, RELU_N1_TO_1, LEAKY_RELU |
+//! | `elementwise/` | RELU, RELU6, RELU_N1_TO_1, LEAKY_RELU, HARD_SWISH |
 //!
 //! Each family lists the builtin ops it prepares in its `OPS` table
 //! ([`Registration`]: op, name, prepare function, the kernel sets whose
@@ -36,13 +36,13 @@ mod binary;
 mod buffers;
 mod conv;
 mod convert;
+mod elementwise;
 mod fully_connected;
 mod kernel;
 mod movement;
 mod op;
 mod pool;
 mod reduce;
-mod relu;
 mod strided_copy;
 
 use qneon_tflite::{Operator, Subgraph};
@@ -64,7 +64,7 @@ const REGISTRY: &[&[Registration]] = &[
     conv::OPS,
     pool::OPS,
     reduce::OPS,
-    relu::OPS,
+    elementwise::OPS,
 ];
 
 /// The registration of `operator`'s builtin op, if some family prepares it.

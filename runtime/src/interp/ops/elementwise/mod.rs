@@ -1,4 +1,4 @@
-//! RELU, RELU6, RELU_N1_TO_1 and LEAKY_RELU on int8 and uint8: TFLite's
+//! RELU, RELU6, RELU_N1_TO_1, LEAKY_RELU and HARD_SWISH on int8 and uint8: TFLite's
 //! `Prepare` rules (one input, one output of the same type and shape, per
 //! tensor quantization) and the library's element-wise kernels, which
 //! requantize when the input and output scales differ, in tiles of
@@ -6,7 +6,7 @@
 
 use std::ops::Range;
 
-use qneon::{Backend, LeakyRelu, QuantElem, Relu, ReluKind};
+use qneon::{Backend, HardSwish, LeakyRelu, QuantElem, Relu, ReluKind};
 use qneon_tflite::schema::BuiltinOptions;
 use qneon_tflite::{BuiltinOp, Options as OpOptions, TensorType};
 
@@ -21,13 +21,15 @@ pub(crate) const OPS: &[Registration] = &[
     Registration::new(BuiltinOp::RELU6, "RELU6", prepare),
     Registration::new(BuiltinOp::RELU_N1_TO_1, "RELU_N1_TO_1", prepare),
     Registration::new(BuiltinOp::LEAKY_RELU, "LEAKY_RELU", prepare),
+    Registration::new(BuiltinOp::HARD_SWISH, "HARD_SWISH", prepare),
 ];
 
-/// One of the library's two prepared ops.
+/// One of the library's prepared element-wise ops.
 #[derive(Debug)]
 enum Clamp<T: QuantElem> {
     Relu(Relu<T>),
     Leaky(LeakyRelu<T>),
+    HardSwish(HardSwish<T>),
 }
 
 /// A prepared node: input 0 into output 0, element-wise.
@@ -58,6 +60,7 @@ impl<T: QuantElem + bytemuck::Pod + Send + Sync> Kernel for ReluNode<T> {
         match &self.op {
             Clamp::Relu(r) => r.run_with(backend, input, output),
             Clamp::Leaky(l) => l.run_with(backend, input, output),
+            Clamp::HardSwish(h) => h.run_with(backend, input, output),
         }
         .map_err(|e| e.to_string())
     }
@@ -77,6 +80,7 @@ fn kernel<T: QuantElem + bytemuck::Pod + Send + Sync>(op: &Op<'_, '_>) -> Result
         BuiltinOp::RELU => relu(ReluKind::Relu)?,
         BuiltinOp::RELU6 => relu(ReluKind::Relu6)?,
         BuiltinOp::RELU_N1_TO_1 => relu(ReluKind::ReluN1To1)?,
+        BuiltinOp::HARD_SWISH => Clamp::HardSwish(HardSwish::<T>::new(in_q, out_q).map_err(e)?),
         _ => {
             let alpha = match op.operator.options() {
                 OpOptions::Builtin(BuiltinOptions::LeakyReluOptions(o)) => o.alpha,
@@ -90,7 +94,7 @@ fn kernel<T: QuantElem + bytemuck::Pod + Send + Sync>(op: &Op<'_, '_>) -> Result
     Ok(PreparedOp::elements(ReluNode { op: clamp, len }, len))
 }
 
-/// TFLite's `Prepare` of the four ops on quantized 8-bit data.
+/// TFLite's `Prepare` of the five ops on quantized 8-bit data.
 fn prepare(op: &Op<'_, '_>) -> Result<PreparedOp> {
     op.input_count(1, 1)?;
     op.output_count(1)?;
