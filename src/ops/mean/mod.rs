@@ -64,7 +64,8 @@ impl<T: QuantElem> Mean<T> {
     /// ([`Error::ZeroDimension`](crate::Error::ZeroDimension)), an element
     /// count that overflows `usize`, scales not finite and `> 0`, zero
     /// points outside the type (int16: not 0), the optimized height-width
-    /// kernel on uint8 or int16 ([`Error::Unsupported`](crate::Error::Unsupported)).
+    /// kernel on uint8 (TFLite's is another, not built here:
+    /// [`Error::Unsupported`](crate::Error::Unsupported)).
     pub fn new(
         dims: &[usize],
         axes: &[i32],

@@ -259,11 +259,14 @@ impl MeanParams {
         let layout = Layout::new(dims, &reduce[..rank]);
         debug_assert_eq!(layout.inputs, inputs);
         let count = layout.count;
+        // TFLite's optimized kernels take their height-width kernel for
+        // 8-bit types only; int16 keeps the reference arithmetic.
         let height_width = kernels == MeanKernels::Optimized
             && keep_dims
+            && T::NAME != "int16"
             && is_height_width(rank, &resolved[..n_resolved]);
         let (path, multiplier, sum_offset, output_offset) = if height_width {
-            if T::NAME != "int8" {
+            if T::NAME == "uint8" {
                 // uint8 takes another optimized kernel (optimized_ops::Mean),
                 // not built here.
                 return Err(Error::Unsupported {

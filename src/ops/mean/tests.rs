@@ -163,6 +163,17 @@ fn paths_are_chosen_as_tflite_chooses_them() {
     assert!(!new(&[1, 4, 4, 8], &[1, 2], true, MeanKernels::Reference).is_height_width());
     assert!(!new(&[1, 4, 4, 8], &[1], true, MeanKernels::Optimized).is_height_width());
     assert!(!new(&[4, 4, 8], &[0, 1], true, MeanKernels::Optimized).is_height_width());
+    // int16 keeps the reference arithmetic on the optimized path.
+    let int16 = Mean::<i16>::new(
+        &[1, 4, 4, 8],
+        &[1, 2],
+        true,
+        q,
+        q,
+        MeanKernels::Optimized,
+        Rounding::Double,
+    );
+    assert!(!int16.unwrap().is_height_width());
     assert_eq!(
         new(&[1, 4, 4, 8], &[1, 2], true, MeanKernels::Reference).output_dims(),
         &[1, 1, 1, 8]
