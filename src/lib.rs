@@ -86,8 +86,9 @@ pub use ops::threshold::{
 #[doc(hidden)]
 pub use ops::GemmPath;
 pub use ops::{
-    merge_heads, split_heads, Add, AveragePool2d, FusedActivation, LogSoftmax, Logistic, MaxPool2d,
-    Method, Mul, Operand, Padding, Pool2dShape, Softmax, Sub, Tanh,
+    merge_heads, split_heads, Add, AveragePool2d, FusedActivation, HardSwish, LeakyRelu,
+    LogSoftmax, Logistic, MaxPool2d, Mean, MeanKernels, Method, Mul, Operand, Padding, Pool2dShape,
+    Relu, ReluKind, Softmax, Sub, Tanh,
 };
 #[cfg(feature = "alloc")]
 pub use ops::{Conv2d, ConvGeometry, ConvQuantization, ConvRequantization, DepthwiseConv2d};

@@ -523,9 +523,71 @@ def pool_cases():
     return cases
 
 
+def mean_cases():
+    """MEAN (tf.reduce_mean): over height and width of NHWC inputs with and
+    without keep_dims (keep_dims with axes {1, 2} is the optimized kernels'
+    height-width path, the rest their reference arithmetic), odd sizes and
+    channel counts off multiples of 16, a single axis, the last axis. The
+    converter calibrates the output's range apart from the input's, so
+    input and output scales differ."""
+
+    def mean(axes, keep):
+        def body(x):
+            return {"y": tf.reduce_mean(x, axis=axes, keepdims=keep)}
+
+        return body
+
+    return [
+        Case("mean_hw_keep", "mean over H, W of [1, 7, 7, 40], keep_dims (MobileNet's global pool)",
+             [("x", [1, 7, 7, 40], F32, (-4.0, 4.0))], mean([1, 2], True), ["MEAN"]),
+        Case("mean_hw_keep_odd", "mean over H, W of [2, 9, 11, 35], keep_dims (odd sizes, 2 images)",
+             [("x", [2, 9, 11, 35], F32, (-4.0, 4.0))], mean([1, 2], True), ["MEAN"]),
+        Case("mean_hw", "mean over H, W of [1, 5, 9, 19] without keep_dims",
+             [("x", [1, 5, 9, 19], F32, (-4.0, 4.0))], mean([1, 2], False), ["MEAN"]),
+        Case("mean_h_keep", "mean over H alone of [2, 6, 5, 24], keep_dims",
+             [("x", [2, 6, 5, 24], F32, (-4.0, 4.0))], mean([1], True), ["MEAN"]),
+        Case("mean_last", "mean over the last axis of [3, 4, 50] without keep_dims",
+             [("x", [3, 4, 50], F32, (-2.0, 6.0))], mean([-1], False), ["MEAN"]),
+    ]
+
+
+def relu_cases():
+    """RELU, RELU6, RELU_N1_TO_1, LEAKY_RELU and HARD_SWISH on their own: the converter
+    calibrates the output range apart from the input's, so every case
+    requantizes; sizes off multiples of 64 (the table kernel's block)."""
+
+    def unary(f):
+        def body(x):
+            return {"y": f(x)}
+
+        return body
+
+    return [
+        Case("relu", "relu of [1, 9, 9, 20]",
+             [("x", [1, 9, 9, 20], F32, (-4.0, 4.0))], unary(tf.nn.relu), ["RELU"]),
+        Case("relu6", "relu6 of [2, 7, 5, 13], inputs beyond 6",
+             [("x", [2, 7, 5, 13], F32, (-3.0, 9.0))], unary(tf.nn.relu6), ["RELU6"]),
+        Case("relu_n1_to_1", "clip to [-1, 1] of [3, 37]",
+             [("x", [3, 37], F32, (-2.5, 2.0))], unary(lambda x: tf.clip_by_value(x, -1.0, 1.0)),
+             ["RELU_N1_TO_1"]),
+        Case("leaky_relu_0_2", "leaky relu alpha 0.2 of [1, 6, 6, 19]",
+             [("x", [1, 6, 6, 19], F32, (-4.0, 4.0))], unary(lambda x: tf.nn.leaky_relu(x, alpha=0.2)),
+             ["LEAKY_RELU"]),
+        Case("hard_swish", "x * relu6(x + 3) / 6 of [1, 7, 7, 24] (MobileNetV3's activation)",
+             [("x", [1, 7, 7, 24], F32, (-5.0, 5.0))], unary(lambda x: x * tf.nn.relu6(x + 3.0) * (1.0 / 6.0)),
+             ["HARD_SWISH"]),
+        Case("hard_swish_wide", "hard swish of [2, 45] over a wide range",
+             [("x", [2, 45], F32, (-12.0, 20.0))], unary(lambda x: x * tf.nn.relu6(x + 3.0) * (1.0 / 6.0)),
+             ["HARD_SWISH"]),
+        Case("leaky_relu_0_01", "leaky relu alpha 0.01 of [5, 41]",
+             [("x", [5, 41], F32, (-6.0, 3.0))], unary(lambda x: tf.nn.leaky_relu(x, alpha=0.01)),
+             ["LEAKY_RELU"]),
+    ]
+
+
 def all_cases():
     cases = (fc_cases() + binary_cases() + batch_matmul_cases() + layout_cases() + conversion_cases()
-             + activation_cases() + rounding_cases() + conv_cases() + pool_cases())
+             + activation_cases() + rounding_cases() + conv_cases() + pool_cases() + mean_cases() + relu_cases())
     names = [c.name for c in cases]
     assert len(names) == len(set(names)), "case names must be unique"
     return cases

@@ -18,7 +18,7 @@ use tflite_common::*;
 /// prepare yet.
 const PUBLISHED: &[(&str, &[&str])] = &[
     ("person_detect.tflite", &[]),
-    ("mobilenet_v2_quantized_1x3x224x224.tflite", &["MEAN"]),
+    ("mobilenet_v2_quantized_1x3x224x224.tflite", &[]),
     ("micro_speech_quantized.tflite", &[]),
     // Its QUANTIZEs are int16 -> int8 and int16 -> int32, its SOFTMAX int8
     // -> int16 (TFLite Micro's kernels take them).
@@ -36,6 +36,26 @@ const PUBLISHED: &[(&str, &[&str])] = &[
         &["UNIDIRECTIONAL_SEQUENCE_LSTM"],
     ),
 ];
+
+/// Runs of runnable models (file, reference, run index) whose bytes still
+/// differ from one reference, with the operator found responsible. The runnable test checks that each listed
+/// pair still differs (so a fix must remove its row) and every other pair
+/// is equal.
+///
+/// MobileNetV2 on the aarch64 builtin kernels: its one FULLY_CONNECTED
+/// (1280 -> 1000, batch 1) goes through LiteRT's custom GEMV
+/// (`cpu_backend_gemm_custom_gemv.h`: one output column, at least 4 rows
+/// and 8 columns), which requantizes with `sqrdmulh` and a rounding shift
+/// with ties upward (double rounding), where qneon's optimized
+/// FULLY_CONNECTED rounds once as ruy does: 1 output of 1,000 differs on
+/// run 0 (run 1 happens to be equal). Its MEAN input and output equal LiteRT's there (all 62,720 and
+/// 1,280 bytes, dumped under qemu), and the GEMV arithmetic recomputed from
+/// LiteRT's own MEAN output gives all 1,000 outputs.
+const KNOWN_DIVERGENCES: &[(&str, &str, usize)] = &[(
+    "mobilenet_v2_quantized_1x3x224x224.tflite",
+    "litert_aarch64_builtin",
+    0,
+)];
 
 #[test]
 fn published_models_are_refused_only_by_their_unsupported_operators() {
@@ -159,6 +179,7 @@ fn runnable_published_models_equal_litert_on_every_kernel_path() {
                         .map(|f| f.as_str().unwrap().to_string())
                         .collect()
                 };
+                let diverges = KNOWN_DIVERGENCES.contains(&(file, reference, run_index));
                 for backend in [qneon::Backend::Scalar, qneon::Backend::best()] {
                     let mut options = options(rounding, method);
                     options.kernels = kernels;
@@ -169,6 +190,19 @@ fn runnable_published_models_equal_litert_on_every_kernel_path() {
                         interpreter.set_input(i, data).unwrap();
                     }
                     interpreter.invoke().unwrap();
+                    let equal = files.iter().enumerate().all(|(i, expected)| {
+                        interpreter.output(i).unwrap() == &npy(expected).data[..]
+                    });
+                    if diverges {
+                        // Listed: it must still differ somewhere (else the
+                        // row is stale and must go).
+                        assert!(
+                            !equal,
+                            "{file} run {run_index}: {reference} on {backend:?} now matches; \
+                             remove its KNOWN_DIVERGENCES row"
+                        );
+                        continue;
+                    }
                     for (i, expected) in files.iter().enumerate() {
                         assert_eq!(
                             interpreter.output(i).unwrap(),

@@ -160,10 +160,12 @@ mod binary;
 #[cfg(feature = "alloc")]
 pub mod conv;
 mod dequant_f32;
+mod elementwise;
 #[cfg(feature = "alloc")]
 mod gemm;
 mod heads;
 mod log_softmax;
+mod mean;
 mod method;
 #[cfg(feature = "alloc")]
 mod no_norm;
@@ -183,11 +185,13 @@ pub use binary::params::{AddParams, MulParams};
 pub use binary::{Add, Mul, Operand, Sub};
 #[cfg(feature = "alloc")]
 pub use conv::{Conv2d, ConvGeometry, ConvQuantization, ConvRequantization, DepthwiseConv2d};
+pub use elementwise::{HardSwish, LeakyRelu, Relu, ReluKind};
 #[cfg(feature = "alloc")]
 pub use gemm::{Gemm, GemmPath};
 pub use heads::{merge_heads, split_heads};
 pub use log_softmax::params::LogSoftmaxParams;
 pub use log_softmax::LogSoftmax;
+pub use mean::{Mean, MeanKernels};
 pub use method::Method;
 #[cfg(feature = "alloc")]
 pub use no_norm::NoNorm;

@@ -12,6 +12,8 @@
 //! | `batch_matmul/` | BATCH_MATMUL |
 //! | `conv/` | CONV_2D, DEPTHWISE_CONV_2D |
 //! | `pool/` | AVERAGE_POOL_2D, MAX_POOL_2D |
+//! | `reduce/` | MEAN |
+//! | `elementwise/` | RELU, RELU6, RELU_N1_TO_1, LEAKY_RELU, HARD_SWISH |
 //!
 //! Each family lists the builtin ops it prepares in its `OPS` table
 //! ([`Registration`]: op, name, prepare function, the kernel sets whose
@@ -34,11 +36,13 @@ mod binary;
 mod buffers;
 mod conv;
 mod convert;
+mod elementwise;
 mod fully_connected;
 mod kernel;
 mod movement;
 mod op;
 mod pool;
+mod reduce;
 mod strided_copy;
 
 use qneon_tflite::{Operator, Subgraph};
@@ -59,6 +63,8 @@ const REGISTRY: &[&[Registration]] = &[
     batch_matmul::OPS,
     conv::OPS,
     pool::OPS,
+    reduce::OPS,
+    elementwise::OPS,
 ];
 
 /// The registration of `operator`'s builtin op, if some family prepares it.
