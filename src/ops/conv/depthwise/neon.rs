@@ -1,0 +1,505 @@
+//! The NEON depthwise convolution, bit-exact with the scalar loops
+//! (`super::super::scalar::conv`).
+//!
+//! Work runs by output row, then by block of 16 output channels (8 where
+//! at most 8 remain), then along the row. Per block and output pixel, the
+//! accumulators start at the bias; each tap inside the image loads the
+//! block's input bytes, subtracts the input zero point while widening to
+//! 16 bits (`ssubl`: `x - zp` fits, `-128 - 127` included), and multiplies
+//! them into 32 bits by the weights, packed at `new()` as 16-bit values
+//! (`smlal`/`smlal2`). How a block finds its input bytes ([`Gather`]):
+//!
+//! * depth multiplier 1: output channel `c` reads input channel `c`, the
+//!   bytes load as they are;
+//! * one input channel (a first layer of `1 x M` filters): every lane reads
+//!   the same byte (`ld1r`);
+//! * otherwise: the 16 bytes from input channel `c0 / m` permuted by a
+//!   table prepared per block (`tbl`), lane `k` taking `(c0 + k) / m`.
+//!
+//! 3x3 and 5x5 windows wholly inside the image run with the tap loops
+//! unrolled; windows at the edges loop over the taps inside the image.
+//! Loads that could reach past the input (a partial block's, the table
+//! path's) go through a stack copy when they would; lanes past the last
+//! channel have zero weights and are not stored.
+//!
+//! The output stage is the scalar one on four lanes at a time
+//! (`requantize_lanes`, `requantize_single`, the ties-upward `srshl`, or
+//! XNNPACK's `f32` product rounded by `fcvtns`), then saturating narrows,
+//! the zero point added with 16-bit saturation and the activation clamp:
+//! the scalar bytes (a value beyond 16 bits saturates the byte either way;
+//! XNNPACK's clamp before rounding equals one after it, the bounds being
+//! integers).
+
+use alloc::vec::Vec;
+use core::arch::aarch64::*;
+use core::ops::Range;
+
+use super::super::geometry::ConvGeometry;
+use super::super::params::{ChannelScales, OutputStage};
+use crate::error::Result;
+use crate::ops::requant::neon::requantize_single;
+use crate::ops::requant::{requantize_lanes, try_filled, ChannelMultiplier};
+
+/// Output channels per block (the widest kernel's lanes).
+const BLOCK: usize = 16;
+
+/// How a block's lanes find their input bytes.
+#[derive(Clone, Debug)]
+enum Gather {
+    /// Depth multiplier 1: lane `k` of block `c0` reads channel `c0 + k`.
+    Direct,
+    /// One input channel: every lane reads it.
+    Broadcast,
+    /// Lane `k` of block `b` reads byte `table[b][k]` of the 16 from
+    /// channel `start[b]`.
+    Table {
+        start: Vec<usize>,
+        table: Vec<[u8; 16]>,
+    },
+}
+
+/// Which arithmetic the output stage runs (see [`ChannelScales`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stage {
+    Double,
+    Single,
+    TiesUpward,
+    SingleInBlocksOf8,
+    F32,
+}
+
+/// The per-channel arrays of the output stage, padded to whole blocks
+/// (padding lanes: multiplier 0, scale 0; never stored).
+#[derive(Clone, Debug)]
+struct LaneStage {
+    stage: Stage,
+    multiplier: Vec<i32>,
+    left_shift: Vec<i32>,
+    neg_right_shift: Vec<i32>,
+    /// Single rounding's `-(31 - shift)`.
+    neg_total_shift: Vec<i64>,
+    /// -1 on the channels [`Stage::SingleInBlocksOf8`] rounds once.
+    single_lanes: Vec<i32>,
+    scales: Vec<f32>,
+    zero_point: i16,
+    act_min: i8,
+    act_max: i8,
+}
+
+/// A depthwise layer's weights, bias and output stage in the kernel's
+/// layout, prepared once.
+#[derive(Clone, Debug)]
+pub(crate) struct Packed {
+    /// Taps per filter (`kernel_height * kernel_width`).
+    taps: usize,
+    /// `[block][tap][16 lanes]`, zero past the last channel.
+    weights: Vec<i16>,
+    /// Padded to whole blocks.
+    bias: Vec<i32>,
+    gather: Gather,
+    stage: LaneStage,
+    input_zero_point: i8,
+}
+
+impl Packed {
+    /// Packs `weights` (`[channel][tap]`, the scalar loops' order).
+    pub(crate) fn new(
+        op: &'static str,
+        g: &ConvGeometry,
+        depth_multiplier: usize,
+        weights: &[i8],
+        bias: &[i32],
+        input_zero_point: i32,
+        stage: &OutputStage,
+    ) -> Result<Packed> {
+        let channels = g.output_channels;
+        let taps = g.kernel_height * g.kernel_width;
+        let blocks = channels.div_ceil(BLOCK);
+        let padded = blocks * BLOCK;
+        let mut w = try_filled(op, "packed weights", 0i16, padded * taps)?;
+        for c in 0..channels {
+            let (b, lane) = (c / BLOCK, c % BLOCK);
+            for t in 0..taps {
+                w[(b * taps + t) * BLOCK + lane] = weights[c * taps + t] as i16;
+            }
+        }
+        let mut padded_bias = try_filled(op, "packed bias", 0i32, padded)?;
+        padded_bias[..channels].copy_from_slice(bias);
+        let gather = if depth_multiplier == 1 {
+            Gather::Direct
+        } else if g.input_channels == 1 {
+            Gather::Broadcast
+        } else {
+            let m = depth_multiplier;
+            let mut start = try_filled(op, "gather table", 0usize, blocks)?;
+            let mut table = try_filled(op, "gather table", [0u8; 16], blocks)?;
+            for b in 0..blocks {
+                let c0 = b * BLOCK;
+                start[b] = c0 / m;
+                // (c0 + k) / m - c0 / m <= k < 16.
+                table[b] = core::array::from_fn(|k| ((c0 + k) / m - c0 / m) as u8);
+            }
+            Gather::Table { start, table }
+        };
+        Ok(Packed {
+            taps,
+            weights: w,
+            bias: padded_bias,
+            gather,
+            stage: LaneStage::new(op, stage, channels, padded)?,
+            input_zero_point: input_zero_point as i8,
+        })
+    }
+}
+
+impl LaneStage {
+    fn new(op: &'static str, s: &OutputStage, channels: usize, padded: usize) -> Result<Self> {
+        let mut l = LaneStage {
+            stage: Stage::Double,
+            multiplier: try_filled(op, "multipliers", 0, padded)?,
+            left_shift: try_filled(op, "multipliers", 0, padded)?,
+            neg_right_shift: try_filled(op, "multipliers", 0, padded)?,
+            neg_total_shift: Vec::new(),
+            single_lanes: Vec::new(),
+            scales: Vec::new(),
+            zero_point: s.zero_point as i16,
+            act_min: s.act_min as i8,
+            act_max: s.act_max as i8,
+        };
+        let fixed = |l: &mut LaneStage, m: &crate::ops::requant::ChannelMultipliers| {
+            l.multiplier[..channels].copy_from_slice(&m.multiplier[..channels]);
+            l.left_shift[..channels].copy_from_slice(&m.left_shift[..channels]);
+            l.neg_right_shift[..channels].copy_from_slice(&m.neg_right_shift[..channels]);
+        };
+        let total = |l: &mut LaneStage, m: &crate::ops::requant::ChannelMultipliers| {
+            let mut v = try_filled(op, "multipliers", -32i64, padded)?;
+            v[..channels].copy_from_slice(&m.neg_total_shift[..channels]);
+            l.neg_total_shift = v;
+            Ok::<(), crate::error::Error>(())
+        };
+        match &s.scales {
+            ChannelScales::Fixed(m) => {
+                fixed(&mut l, m);
+                if m.rounding == crate::quant::Rounding::Single {
+                    // Single rounding reads the multiplier and total shift.
+                    l.stage = Stage::Single;
+                    total(&mut l, m)?;
+                }
+            }
+            ChannelScales::TiesUpward(m) => {
+                fixed(&mut l, m);
+                l.stage = Stage::TiesUpward;
+            }
+            ChannelScales::SingleInBlocksOf8 {
+                single,
+                double,
+                single_channels,
+            } => {
+                // Both roundings quantize the multiplier alike (every shift
+                // is at most 30 here): one multiplier array serves both.
+                debug_assert_eq!(single.multiplier, double.multiplier);
+                fixed(&mut l, double);
+                total(&mut l, single)?;
+                let mut lanes = try_filled(op, "multipliers", 0i32, padded)?;
+                lanes[..*single_channels].fill(-1);
+                l.single_lanes = lanes;
+                l.stage = Stage::SingleInBlocksOf8;
+            }
+            ChannelScales::F32(scales) => {
+                let mut v = try_filled(op, "scales", 0.0f32, padded)?;
+                v[..channels].copy_from_slice(&scales[..channels]);
+                l.scales = v;
+                l.stage = Stage::F32;
+            }
+        }
+        Ok(l)
+    }
+}
+
+/// Which lanes a block has and how it loads them.
+#[derive(Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+enum Load {
+    /// 16 channels in place (depth multiplier 1, a whole block).
+    Whole16,
+    /// 8 channels in place (depth multiplier 1, the last 8).
+    Whole8,
+    /// Fewer channels in place, read through a stack copy near the end.
+    Partial,
+    /// One input channel for every lane.
+    Broadcast,
+    /// Permuted by the block's table.
+    Table,
+}
+
+const WHOLE16: u8 = Load::Whole16 as u8;
+const WHOLE8: u8 = Load::Whole8 as u8;
+const PARTIAL: u8 = Load::Partial as u8;
+const BROADCAST: u8 = Load::Broadcast as u8;
+const TABLE: u8 = Load::Table as u8;
+
+/// Output rows `rows` (checked by the caller: `input` and `output` are the
+/// whole NHWC tensors of `g`, `rows` within `batch * output_height`).
+pub(crate) fn depthwise_rows(
+    p: &Packed,
+    g: &ConvGeometry,
+    input: &[i8],
+    output: &mut [i8],
+    rows: Range<usize>,
+) {
+    let square = g.kernel_height == g.kernel_width;
+    match g.kernel_height {
+        3 if square => rows_with::<3>(p, g, input, output, rows),
+        5 if square => rows_with::<5>(p, g, input, output, rows),
+        _ => rows_with::<0>(p, g, input, output, rows),
+    }
+}
+
+/// The row loop; `K` (3, 5, or 0 for any) is the kernel's side for the
+/// unrolled interior path.
+fn rows_with<const K: usize>(
+    p: &Packed,
+    g: &ConvGeometry,
+    input: &[i8],
+    output: &mut [i8],
+    rows: Range<usize>,
+) {
+    let in_row = g.input_width * g.input_channels;
+    let in_image = g.input_height * in_row;
+    let out_row = g.output_width * g.output_channels;
+    let channels = g.output_channels;
+    for r in rows {
+        let (b, oy) = (r / g.output_height, r % g.output_height);
+        let image = &input[b * in_image..][..in_image];
+        let out = &mut output[r * out_row..][..out_row];
+        for block in 0..channels.div_ceil(BLOCK) {
+            let lanes = (channels - block * BLOCK).min(BLOCK);
+            let load = match (&p.gather, lanes) {
+                (Gather::Direct, 16) => Load::Whole16,
+                (Gather::Direct, 8) => Load::Whole8,
+                (Gather::Direct, _) => Load::Partial,
+                (Gather::Broadcast, _) => Load::Broadcast,
+                (Gather::Table { .. }, _) => Load::Table,
+            };
+            let row = RowBlock {
+                p,
+                g,
+                oy,
+                block,
+                lanes,
+            };
+            match (load, lanes <= 8) {
+                (Load::Whole16, _) => block_row::<WHOLE16, 4, K>(&row, image, out),
+                (Load::Whole8, _) => block_row::<WHOLE8, 2, K>(&row, image, out),
+                (Load::Partial, true) => block_row::<PARTIAL, 2, K>(&row, image, out),
+                (Load::Partial, false) => block_row::<PARTIAL, 4, K>(&row, image, out),
+                (Load::Broadcast, true) => block_row::<BROADCAST, 2, K>(&row, image, out),
+                (Load::Broadcast, false) => block_row::<BROADCAST, 4, K>(&row, image, out),
+                (Load::Table, true) => block_row::<TABLE, 2, K>(&row, image, out),
+                (Load::Table, false) => block_row::<TABLE, 4, K>(&row, image, out),
+            }
+        }
+    }
+}
+
+/// One block of channels along one output row.
+struct RowBlock<'a> {
+    p: &'a Packed,
+    g: &'a ConvGeometry,
+    oy: usize,
+    block: usize,
+    /// Channels of the block (at most 16; at most 8 when `N` is 2).
+    lanes: usize,
+}
+
+/// One block of channels (`N` accumulators of 4 lanes) along one output
+/// row, loading its input as `LOAD` says; `K` as [`rows_with`].
+#[inline(never)]
+fn block_row<const LOAD: u8, const N: usize, const K: usize>(
+    rb: &RowBlock<'_>,
+    image: &[i8],
+    out: &mut [i8],
+) {
+    let (p, g) = (rb.p, rb.g);
+    let c0 = rb.block * BLOCK;
+    let kw = g.kernel_width;
+    let (y0, ys) = ConvGeometry::taps(
+        rb.oy,
+        g.stride_height,
+        g.pad_top,
+        g.dilation_height,
+        g.kernel_height,
+        g.input_height,
+    );
+    let in_row = g.input_width * g.input_channels;
+    let (start, table) = match &p.gather {
+        Gather::Direct => (c0, [0u8; 16]),
+        Gather::Broadcast => (0, [0u8; 16]),
+        Gather::Table { start, table } => (start[rb.block], table[rb.block]),
+    };
+    let weights = &p.weights[rb.block * p.taps * BLOCK..][..p.taps * BLOCK];
+    let bias = &p.bias[c0..c0 + BLOCK];
+    let (dy, dx) = (
+        g.dilation_height * in_row,
+        g.dilation_width * g.input_channels,
+    );
+    // SAFETY: neon is a compile-time target feature (cfg on this module).
+    let (zp, table) = unsafe { (vdupq_n_s8(p.input_zero_point), vld1q_u8(table.as_ptr())) };
+    let full_rows = ys.len() == g.kernel_height;
+    for ox in 0..g.output_width {
+        let (x0, xs) = ConvGeometry::taps(
+            ox,
+            g.stride_width,
+            g.pad_left,
+            g.dilation_width,
+            kw,
+            g.input_width,
+        );
+        // SAFETY: `bias` holds 16 values (a whole padded block).
+        let mut acc: [int32x4_t; 4] =
+            unsafe { core::array::from_fn(|j| vld1q_s32(bias.as_ptr().add(4 * j))) };
+        if K != 0 && full_rows && xs.len() == K {
+            // The whole window is inside the image: y0, x0 >= 0.
+            let base = y0 as usize * in_row + x0 as usize * g.input_channels + start;
+            for ky in 0..K {
+                for kx in 0..K {
+                    let at = base + ky * dy + kx * dx;
+                    let w = &weights[(ky * K + kx) * BLOCK..][..BLOCK];
+                    // SAFETY: `at` is the block's first input byte of a tap
+                    // inside the image; `tap` reads within `image` (see it).
+                    unsafe { tap::<LOAD, N>(&mut acc, image, at, zp, table, w) };
+                }
+            }
+        } else {
+            for ky in ys.clone() {
+                let iy = (y0 + (ky * g.dilation_height) as isize) as usize;
+                for kx in xs.clone() {
+                    let ix = (x0 + (kx * g.dilation_width) as isize) as usize;
+                    let at = iy * in_row + ix * g.input_channels + start;
+                    let w = &weights[(ky * kw + kx) * BLOCK..][..BLOCK];
+                    // SAFETY: as above (taps() keeps taps inside the image).
+                    unsafe { tap::<LOAD, N>(&mut acc, image, at, zp, table, w) };
+                }
+            }
+        }
+        let dst = &mut out[ox * g.output_channels + c0..][..rb.lanes];
+        // SAFETY: `c0 + 16` is within the padded per-channel arrays; the
+        // stores write `dst`'s 16 or 8 bytes, or go through a stack copy.
+        unsafe {
+            let bytes = output_stage::<N>(acc, &p.stage, c0);
+            if N == 4 && rb.lanes == 16 {
+                vst1q_s8(dst.as_mut_ptr(), bytes);
+            } else if N == 2 && rb.lanes == 8 {
+                vst1_s8(dst.as_mut_ptr(), vget_low_s8(bytes));
+            } else {
+                let mut copy = [0i8; 16];
+                vst1q_s8(copy.as_mut_ptr(), bytes);
+                dst.copy_from_slice(&copy[..rb.lanes]);
+            }
+        }
+    }
+}
+
+/// Accumulates one tap: the block's input bytes from `image[at..]` less
+/// the zero point, times the tap's 16 weights `w`.
+///
+/// # Safety
+/// `at` is the offset of the block's first input byte at a tap inside the
+/// image: for `WHOLE16` 16 bytes and for `WHOLE8` 8 bytes from it are in
+/// `image`, for `BROADCAST` one; `PARTIAL` and `TABLE` check their 16.
+#[inline(always)]
+unsafe fn tap<const LOAD: u8, const N: usize>(
+    acc: &mut [int32x4_t; 4],
+    image: &[i8],
+    at: usize,
+    zp: int8x16_t,
+    table: uint8x16_t,
+    w: &[i16],
+) {
+    debug_assert!(at < image.len() && w.len() == BLOCK);
+    // SAFETY: the caller's bounds (above); the stack copy covers the rest.
+    unsafe {
+        let ptr = image.as_ptr().add(at);
+        let x: int8x16_t = match LOAD {
+            WHOLE16 => vld1q_s8(ptr),
+            WHOLE8 => vcombine_s8(vld1_s8(ptr), vdup_n_s8(0)),
+            BROADCAST => vld1q_dup_s8(ptr),
+            _ => {
+                let v = if image.len() - at >= 16 {
+                    vld1q_s8(ptr)
+                } else {
+                    let mut copy = [0i8; 16];
+                    copy[..image.len() - at].copy_from_slice(&image[at..]);
+                    vld1q_s8(copy.as_ptr())
+                };
+                if LOAD == TABLE {
+                    vqtbl1q_s8(v, table)
+                } else {
+                    v
+                }
+            }
+        };
+        let lo = vsubl_s8(vget_low_s8(x), vget_low_s8(zp));
+        let w0 = vld1q_s16(w.as_ptr());
+        acc[0] = vmlal_s16(acc[0], vget_low_s16(lo), vget_low_s16(w0));
+        acc[1] = vmlal_high_s16(acc[1], lo, w0);
+        if N == 4 {
+            let hi = vsubl_high_s8(x, zp);
+            let w1 = vld1q_s16(w.as_ptr().add(8));
+            acc[2] = vmlal_s16(acc[2], vget_low_s16(hi), vget_low_s16(w1));
+            acc[3] = vmlal_high_s16(acc[3], hi, w1);
+        }
+    }
+}
+
+/// The output bytes of the block at channel `c0` (the first `4 * N` lanes
+/// meaningful).
+///
+/// # Safety
+/// `c0 + 16` is within the stage's padded arrays.
+#[inline(always)]
+unsafe fn output_stage<const N: usize>(acc: [int32x4_t; 4], s: &LaneStage, c0: usize) -> int8x16_t {
+    // SAFETY: the caller's bound on `c0`; each load reads 4 (or 2) values.
+    unsafe {
+        let mut v = [vdupq_n_s32(0); 4];
+        for j in 0..N {
+            let c = c0 + 4 * j;
+            let a = acc[j];
+            let fixed = || ChannelMultiplier {
+                left_shift: vld1q_s32(s.left_shift.as_ptr().add(c)),
+                multiplier: vld1q_s32(s.multiplier.as_ptr().add(c)),
+                neg_right_shift: vld1q_s32(s.neg_right_shift.as_ptr().add(c)),
+            };
+            let single = || {
+                let t = s.neg_total_shift.as_ptr().add(c);
+                requantize_single(
+                    a,
+                    vld1q_s32(s.multiplier.as_ptr().add(c)),
+                    &[vld1q_s64(t), vld1q_s64(t.add(2))],
+                )
+            };
+            v[j] = match s.stage {
+                Stage::Double => requantize_lanes(a, &fixed()),
+                Stage::Single => single(),
+                Stage::TiesUpward => {
+                    let m = fixed();
+                    let x = vqrdmulhq_s32(vqshlq_s32(a, m.left_shift), m.multiplier);
+                    vrshlq_s32(x, m.neg_right_shift)
+                }
+                Stage::SingleInBlocksOf8 => {
+                    let mask = vreinterpretq_u32_s32(vld1q_s32(s.single_lanes.as_ptr().add(c)));
+                    vbslq_s32(mask, single(), requantize_lanes(a, &fixed()))
+                }
+                Stage::F32 => vcvtnq_s32_f32(vmulq_f32(
+                    vcvtq_f32_s32(a),
+                    vld1q_f32(s.scales.as_ptr().add(c)),
+                )),
+            };
+        }
+        let zp = vdupq_n_s16(s.zero_point);
+        let lo = vqaddq_s16(vqmovn_high_s32(vqmovn_s32(v[0]), v[1]), zp);
+        let hi = vqaddq_s16(vqmovn_high_s32(vqmovn_s32(v[2]), v[3]), zp);
+        let o = vqmovn_high_s16(vqmovn_s16(lo), hi);
+        vminq_s8(vmaxq_s8(o, vdupq_n_s8(s.act_min)), vdupq_n_s8(s.act_max))
+    }
+}
