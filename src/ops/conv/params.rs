@@ -38,10 +38,13 @@ pub enum ConvRequantization {
     DoubleTiesUpward,
     /// LiteRT's aarch64 optimized general depthwise kernel: its output stage
     /// (`optimized_ops::Quantize`) requantizes the channels in whole blocks
-    /// of 8 (channel `c < 8 * (channels / 8)`) in NEON with single rounding
-    /// (ties toward +infinity) and the last `channels % 8` one by one with
-    /// double rounding.
-    SingleInBlocksOf8,
+    /// of 8 (channel `c < 8 * (channels / 8)`) in NEON, with the shift
+    /// split as `right = min(shift, -1)`, `left = shift - right`:
+    /// `srshl(sqrdmulh(acc << left, multiplier), right)`, ties of both
+    /// roundings toward +infinity (for `shift <= -1` this is
+    /// [`DoubleTiesUpward`](Self::DoubleTiesUpward)); the last
+    /// `channels % 8` one by one with double rounding.
+    TiesUpwardInBlocksOf8,
 }
 
 impl From<Rounding> for ConvRequantization {
@@ -57,7 +60,7 @@ impl ConvRequantization {
             ConvRequantization::Multiplier(r) => r.name(),
             ConvRequantization::XnnpackF32 => "xnnpack-f32",
             ConvRequantization::DoubleTiesUpward => "double-ties-upward",
-            ConvRequantization::SingleInBlocksOf8 => "single-in-blocks-of-8",
+            ConvRequantization::TiesUpwardInBlocksOf8 => "ties-upward-in-blocks-of-8",
         }
     }
 }
@@ -87,12 +90,14 @@ pub(crate) enum ChannelScales {
     F32(Vec<f32>),
     /// Double-rounding multipliers whose final divide rounds ties upward.
     TiesUpward(ChannelMultipliers),
-    /// Single rounding for channels below `single_channels`, double for the
-    /// rest (each array holds every channel).
-    SingleInBlocksOf8 {
-        single: ChannelMultipliers,
+    /// Channels below `block_channels`: `blocks`' shifts split for
+    /// [`ConvRequantization::TiesUpwardInBlocksOf8`] (every right shift at
+    /// least 1), rounded as [`ChannelScales::TiesUpward`]; the rest
+    /// `double` (each array holds every channel).
+    TiesUpwardInBlocksOf8 {
+        blocks: ChannelMultipliers,
         double: ChannelMultipliers,
-        single_channels: usize,
+        block_channels: usize,
     },
 }
 
@@ -153,16 +158,25 @@ impl OutputStage {
                 ChannelScales::TiesUpward(multipliers(Rounding::Double)?),
                 activation.range_i8(output),
             ),
-            ConvRequantization::SingleInBlocksOf8 => (
-                ChannelScales::SingleInBlocksOf8 {
-                    // Double rounding's limit (scales below 2^30) keeps
-                    // every shift within single rounding's too.
-                    double: multipliers(Rounding::Double)?,
-                    single: multipliers(Rounding::Single)?,
-                    single_channels: channels / 8 * 8,
-                },
-                activation.range_i8(output),
-            ),
+            ConvRequantization::TiesUpwardInBlocksOf8 => {
+                let double = multipliers(Rounding::Double)?;
+                let mut blocks = double.clone();
+                for c in 0..channels {
+                    let shift = blocks.left_shift[c] + blocks.neg_right_shift[c];
+                    let right = shift.min(-1);
+                    // At most 31: double rounding's shifts are at most 30.
+                    blocks.left_shift[c] = shift - right;
+                    blocks.neg_right_shift[c] = right;
+                }
+                (
+                    ChannelScales::TiesUpwardInBlocksOf8 {
+                        blocks,
+                        double,
+                        block_channels: channels / 8 * 8,
+                    },
+                    activation.range_i8(output),
+                )
+            }
             ConvRequantization::XnnpackF32 => {
                 let mut scales = try_filled(op, "scales", 0.0f32, channels)?;
                 for (c, s) in scales.iter_mut().enumerate() {
@@ -195,19 +209,13 @@ impl OutputStage {
     pub fn finish(&self, c: usize, acc: i32) -> i8 {
         match &self.scales {
             ChannelScales::Fixed(m) => self.finish_fixed(m.requantize(c, acc)),
-            ChannelScales::TiesUpward(m) => {
-                let q = m.channel(c);
-                let x = acc
-                    .shl_lanes(q.left_shift)
-                    .saturating_rounding_doubling_high_mul(q.multiplier);
-                self.finish_fixed(rounding_shift_ties_upward(x, q.neg_right_shift))
-            }
-            ChannelScales::SingleInBlocksOf8 {
-                single,
+            ChannelScales::TiesUpward(m) => self.finish_fixed(ties_upward(m, c, acc)),
+            ChannelScales::TiesUpwardInBlocksOf8 {
+                blocks,
                 double,
-                single_channels,
-            } => self.finish_fixed(if c < *single_channels {
-                single.requantize(c, acc)
+                block_channels,
+            } => self.finish_fixed(if c < *block_channels {
+                ties_upward(blocks, c, acc)
             } else {
                 double.requantize(c, acc)
             }),
@@ -231,6 +239,17 @@ impl OutputStage {
         y.saturating_add(self.zero_point)
             .clamp(self.act_min, self.act_max) as i8
     }
+}
+
+/// Channel `c`'s `srshl(sqrdmulh(acc << left, multiplier), right)`: both
+/// roundings' ties toward +infinity, the left shift saturating.
+#[inline(always)]
+fn ties_upward(m: &ChannelMultipliers, c: usize, acc: i32) -> i32 {
+    let q = m.channel(c);
+    let x = acc
+        .shl_lanes(q.left_shift)
+        .saturating_rounding_doubling_high_mul(q.multiplier);
+    rounding_shift_ties_upward(x, q.neg_right_shift)
 }
 
 /// `x / 2^-neg_exponent` rounded to nearest with ties toward +infinity

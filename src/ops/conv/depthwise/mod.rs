@@ -35,8 +35,9 @@ use super::params::ConvRequantization;
 /// pixel wide or high unless it is 1x1. That kernel rounds the final
 /// divide's ties upward ([`ConvRequantization::DoubleTiesUpward`]). Every
 /// other layer runs its general kernel, whose output stage requantizes
-/// whole blocks of 8 channels with single rounding and the rest with
-/// double ([`ConvRequantization::SingleInBlocksOf8`]).
+/// whole blocks of 8 channels rounding ties upward too (with its own split
+/// of non-negative shifts) and the rest with plain double rounding
+/// ([`ConvRequantization::TiesUpwardInBlocksOf8`]).
 pub fn litert_aarch64_requantization(
     g: &ConvGeometry,
     depth_multiplier: usize,
@@ -44,7 +45,7 @@ pub fn litert_aarch64_requantization(
     if fast_3x3_supported(g, depth_multiplier) {
         ConvRequantization::DoubleTiesUpward
     } else {
-        ConvRequantization::SingleInBlocksOf8
+        ConvRequantization::TiesUpwardInBlocksOf8
     }
 }
 

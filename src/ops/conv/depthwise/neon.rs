@@ -64,7 +64,7 @@ enum Stage {
     Double,
     Single,
     TiesUpward,
-    SingleInBlocksOf8,
+    TiesUpwardInBlocksOf8,
     F32,
 }
 
@@ -78,8 +78,11 @@ struct LaneStage {
     neg_right_shift: Vec<i32>,
     /// Single rounding's `-(31 - shift)`.
     neg_total_shift: Vec<i64>,
-    /// -1 on the channels [`Stage::SingleInBlocksOf8`] rounds once.
-    single_lanes: Vec<i32>,
+    /// [`Stage::TiesUpwardInBlocksOf8`]: -1 on the channels of whole
+    /// blocks of 8, their split shifts.
+    block_lanes: Vec<i32>,
+    block_left_shift: Vec<i32>,
+    block_neg_right_shift: Vec<i32>,
     scales: Vec<f32>,
     zero_point: i16,
     act_min: i8,
@@ -160,7 +163,9 @@ impl LaneStage {
             left_shift: try_filled(op, "multipliers", 0, padded)?,
             neg_right_shift: try_filled(op, "multipliers", 0, padded)?,
             neg_total_shift: Vec::new(),
-            single_lanes: Vec::new(),
+            block_lanes: Vec::new(),
+            block_left_shift: Vec::new(),
+            block_neg_right_shift: Vec::new(),
             scales: Vec::new(),
             zero_point: s.zero_point as i16,
             act_min: s.act_min as i8,
@@ -190,20 +195,23 @@ impl LaneStage {
                 fixed(&mut l, m);
                 l.stage = Stage::TiesUpward;
             }
-            ChannelScales::SingleInBlocksOf8 {
-                single,
+            ChannelScales::TiesUpwardInBlocksOf8 {
+                blocks,
                 double,
-                single_channels,
+                block_channels,
             } => {
-                // Both roundings quantize the multiplier alike (every shift
-                // is at most 30 here): one multiplier array serves both.
-                debug_assert_eq!(single.multiplier, double.multiplier);
                 fixed(&mut l, double);
-                total(&mut l, single)?;
+                let padded_copy = |v: &[i32]| {
+                    let mut p = try_filled(op, "multipliers", 0i32, padded)?;
+                    p[..channels].copy_from_slice(&v[..channels]);
+                    Ok::<_, crate::error::Error>(p)
+                };
+                l.block_left_shift = padded_copy(&blocks.left_shift)?;
+                l.block_neg_right_shift = padded_copy(&blocks.neg_right_shift)?;
                 let mut lanes = try_filled(op, "multipliers", 0i32, padded)?;
-                lanes[..*single_channels].fill(-1);
-                l.single_lanes = lanes;
-                l.stage = Stage::SingleInBlocksOf8;
+                lanes[..*block_channels].fill(-1);
+                l.block_lanes = lanes;
+                l.stage = Stage::TiesUpwardInBlocksOf8;
             }
             ChannelScales::F32(scales) => {
                 let mut v = try_filled(op, "scales", 0.0f32, padded)?;
@@ -483,12 +491,18 @@ unsafe fn output_stage<const N: usize>(acc: [int32x4_t; 4], s: &LaneStage, c0: u
                 Stage::Single => single(),
                 Stage::TiesUpward => {
                     let m = fixed();
-                    let x = vqrdmulhq_s32(vqshlq_s32(a, m.left_shift), m.multiplier);
-                    vrshlq_s32(x, m.neg_right_shift)
+                    ties_upward(a, m.left_shift, m.multiplier, m.neg_right_shift)
                 }
-                Stage::SingleInBlocksOf8 => {
-                    let mask = vreinterpretq_u32_s32(vld1q_s32(s.single_lanes.as_ptr().add(c)));
-                    vbslq_s32(mask, single(), requantize_lanes(a, &fixed()))
+                Stage::TiesUpwardInBlocksOf8 => {
+                    let m = fixed();
+                    let blocks = ties_upward(
+                        a,
+                        vld1q_s32(s.block_left_shift.as_ptr().add(c)),
+                        m.multiplier,
+                        vld1q_s32(s.block_neg_right_shift.as_ptr().add(c)),
+                    );
+                    let mask = vreinterpretq_u32_s32(vld1q_s32(s.block_lanes.as_ptr().add(c)));
+                    vbslq_s32(mask, blocks, requantize_lanes(a, &m))
                 }
                 Stage::F32 => vcvtnq_s32_f32(vmulq_f32(
                     vcvtq_f32_s32(a),
@@ -502,4 +516,18 @@ unsafe fn output_stage<const N: usize>(acc: [int32x4_t; 4], s: &LaneStage, c0: u
         let o = vqmovn_high_s16(vqmovn_s16(lo), hi);
         vminq_s8(vmaxq_s8(o, vdupq_n_s8(s.act_min)), vdupq_n_s8(s.act_max))
     }
+}
+
+/// `srshl(sqrdmulh(acc << left, multiplier), neg_right)`: both roundings'
+/// ties toward +infinity, the left shift saturating (`sqshl`), as the
+/// scalar `ties_upward`.
+#[inline(always)]
+fn ties_upward(
+    acc: int32x4_t,
+    left: int32x4_t,
+    multiplier: int32x4_t,
+    neg_right: int32x4_t,
+) -> int32x4_t {
+    // SAFETY: neon is a compile-time target feature (cfg on this module).
+    unsafe { vrshlq_s32(vqrdmulhq_s32(vqshlq_s32(acc, left), multiplier), neg_right) }
 }

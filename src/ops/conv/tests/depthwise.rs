@@ -13,7 +13,7 @@ const ALL: [ConvRequantization; 5] = [
     ConvRequantization::Multiplier(Rounding::Single),
     ConvRequantization::XnnpackF32,
     ConvRequantization::DoubleTiesUpward,
-    ConvRequantization::SingleInBlocksOf8,
+    ConvRequantization::TiesUpwardInBlocksOf8,
 ];
 
 const ACTIVATIONS: [FusedActivation; 3] = [
@@ -22,17 +22,13 @@ const ACTIVATIONS: [FusedActivation; 3] = [
     FusedActivation::Relu6,
 ];
 
-/// Double rounding whose last divide rounds ties toward +infinity.
-fn double_ties_upward(acc: i64, real: f64) -> i64 {
-    let (m, e) = quantized(real);
-    let x = (acc << e.max(0)).clamp(i32::MIN as i64, i32::MAX as i64);
-    // The doubling high product rounds ties toward +infinity (both forms).
-    let high = if x == i32::MIN as i64 && m == i32::MIN as i64 {
-        i32::MAX as i64
-    } else {
-        (x * m + (1 << 30)) >> 31
-    };
-    let right = (-e).max(0);
+/// `(x << left)` saturated, its doubling high product with the Q0.31
+/// `m` and then a divide by `2^right`, both rounding ties toward
+/// +infinity.
+fn ties_upward(acc: i64, m: i64, left: i32, right: i32) -> i64 {
+    let x = (acc << left).clamp(i32::MIN as i64, i32::MAX as i64);
+    // m < 2^31: no saturation.
+    let high = (x * m + (1 << 30)) >> 31;
     if right == 0 {
         return high;
     }
@@ -54,12 +50,14 @@ fn expected_any(
 ) -> i8 {
     let real = input as f64 * weight as f64 / output.scale as f64;
     let acc32 = acc as i32 as i64;
+    let (m, e) = quantized(real);
     let y = match r {
-        ConvRequantization::DoubleTiesUpward => double_ties_upward(acc32, real),
-        ConvRequantization::SingleInBlocksOf8 if c < channels / 8 * 8 => {
-            single_rounding(acc32, real)
+        ConvRequantization::DoubleTiesUpward => ties_upward(acc32, m, e.max(0), (-e).max(0)),
+        // LiteRT's blocks shift right by at least 1.
+        ConvRequantization::TiesUpwardInBlocksOf8 if c < channels / 8 * 8 => {
+            ties_upward(acc32, m, e - e.min(-1), -e.min(-1))
         }
-        ConvRequantization::SingleInBlocksOf8 => double_rounding(acc32, real),
+        ConvRequantization::TiesUpwardInBlocksOf8 => double_rounding(acc32, real),
         other => return expected(acc, input, weight, output, act, other),
     };
     let (lo, hi) = act.range_i8(output);
@@ -280,13 +278,15 @@ fn depthwise_i8_neon_equals_scalar_kernel_paths() {
 /// A multiplier of 1/4 (mantissa 2^30, shift -1) puts accumulators of
 /// 2 mod 4 on ties: LiteRT's 3x3 kernel rounds them toward +infinity where
 /// double rounding goes away from zero; its general kernel's whole blocks
-/// of 8 channels round once (also upward), the rest twice.
+/// of 8 channels round them upward too, the rest away from zero. With a
+/// multiplier of 3/4 (shift 0), the blocks split the shift into 1 left
+/// and 1 right and round twice.
 #[test]
 fn depthwise_litert_ties() {
     let g = geometry(Padding::Valid, [1, 1, 1, 9], 9, [1, 1], [1, 1], [1, 1]);
-    let run = |r: ConvRequantization, x: i8| -> Vec<i8> {
+    let run_scaled = |r: ConvRequantization, x: i8, input_scale: f32| -> Vec<i8> {
         let q = ConvQuantization {
-            input: QuantParams::new(0.25, 0),
+            input: QuantParams::new(input_scale, 0),
             weight_scales: &[1.0],
             output: QuantParams::new(1.0, 0),
             activation: FusedActivation::None,
@@ -302,14 +302,28 @@ fn depthwise_litert_ties() {
         assert!(outs.windows(2).all(|w| w[0] == w[1]), "{r:?} {x}");
         outs[0].to_vec()
     };
+    let run = |r, x| run_scaled(r, x, 0.25);
     // -6 / 4 = -1.5.
     assert_eq!(run(ConvRequantization::DoubleTiesUpward, -6), [-1; 9]);
     let mut blocks = vec![-1i8; 8];
     blocks.push(-2);
-    assert_eq!(run(ConvRequantization::SingleInBlocksOf8, -6), blocks);
+    assert_eq!(run(ConvRequantization::TiesUpwardInBlocksOf8, -6), blocks);
     // 10 / 4 = 2.5: up and away agree.
     assert_eq!(run(ConvRequantization::DoubleTiesUpward, 10), [3; 9]);
-    assert_eq!(run(ConvRequantization::SingleInBlocksOf8, 10), [3; 9]);
+    assert_eq!(run(ConvRequantization::TiesUpwardInBlocksOf8, 10), [3; 9]);
+    // Scale 3/4 (shift 0): -1 * 3/4 = -0.75 rounds once to -1 (3x3 kernel,
+    // double rounding); the blocks' split gives round(-1.5) = -1 upward,
+    // then -1 / 2 = -0.5 upward: 0.
+    assert_eq!(
+        run_scaled(ConvRequantization::DoubleTiesUpward, -1, 0.75),
+        [-1; 9]
+    );
+    let mut split = vec![0i8; 8];
+    split.push(-1);
+    assert_eq!(
+        run_scaled(ConvRequantization::TiesUpwardInBlocksOf8, -1, 0.75),
+        split
+    );
 }
 
 /// Which LiteRT kernel (and so rounding) a layer gets: its 3x3 kernel's
@@ -333,7 +347,7 @@ fn depthwise_litert_aarch64_kernel_choice() {
         DepthwiseConv2d::litert_aarch64_requantization(&g, m)
     };
     let up = ConvRequantization::DoubleTiesUpward;
-    let blocks = ConvRequantization::SingleInBlocksOf8;
+    let blocks = ConvRequantization::TiesUpwardInBlocksOf8;
     assert_eq!(pick([1, 9, 7, 8], 1, [3, 3], 1, 1, Padding::Same), up);
     assert_eq!(pick([1, 24, 24, 32], 1, [3, 3], 1, 1, Padding::Same), up);
     assert_eq!(pick([1, 9, 7, 8], 1, [3, 3], 2, 1, Padding::Same), up);

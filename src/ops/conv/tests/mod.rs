@@ -198,7 +198,7 @@ fn expected(
             (y + output.zero_point as i64).clamp(lo, hi) as i8
         }
         // They depend on the channel: `depthwise::expected_any`.
-        ConvRequantization::DoubleTiesUpward | ConvRequantization::SingleInBlocksOf8 => {
+        ConvRequantization::DoubleTiesUpward | ConvRequantization::TiesUpwardInBlocksOf8 => {
             unreachable!("{r:?} is checked per channel")
         }
     }
