@@ -97,7 +97,7 @@ fn check_layer(
     let taps = kernel[0] * kernel[1];
     let mut weights: Vec<i8> = (0..taps * channels).map(|_| rng.i8()).collect();
     // A zero channel now and then.
-    if rng.next() % 3 == 0 {
+    if rng.next().is_multiple_of(3) {
         let c = rng.next() as usize % channels;
         for t in 0..taps {
             weights[t * channels + c] = 0;
@@ -106,7 +106,7 @@ fn check_layer(
     let bias: Vec<i32> = (0..channels)
         .map(|_| rng.range(bias_range.0, bias_range.1))
         .collect();
-    let per_channel = rng.next() % 2 == 0;
+    let per_channel = rng.next().is_multiple_of(2);
     let scales: Vec<f32> = if per_channel {
         (0..channels)
             .map(|_| 0.0005 + rng.range(0, 3000) as f32 * 1e-5)
@@ -181,7 +181,7 @@ fn depthwise_i8_neon_equals_scalar_random_shapes() {
     let mut checked = 0;
     while checked < 60 {
         let multiplier = [1, 1, 1, 2, 3, 8][rng.next() as usize % 6];
-        let in_channels = if rng.next() % 5 == 0 {
+        let in_channels = if rng.next().is_multiple_of(5) {
             1
         } else {
             1 + rng.next() as usize % 40
@@ -192,27 +192,34 @@ fn depthwise_i8_neon_equals_scalar_random_shapes() {
             _ => 1 + rng.next() as usize % 6,
         };
         let k = side(&mut rng);
-        let kernel = if rng.next() % 4 == 0 {
+        let kernel = if rng.next().is_multiple_of(4) {
             [k, side(&mut rng)]
         } else {
             [k, k]
         };
-        let s = 1 + rng.next() as usize % 2 + (rng.next() % 8 == 0) as usize;
-        let stride = [s, if rng.next() % 6 == 0 { 3 - s.min(2) } else { s }];
-        let d = if rng.next() % 5 == 0 { 2 } else { 1 };
-        let dilation = [d, if rng.next() % 4 == 0 { 1 } else { d }];
+        let s = 1 + rng.next() as usize % 2 + (rng.next().is_multiple_of(8)) as usize;
+        let stride = [
+            s,
+            if rng.next().is_multiple_of(6) {
+                3 - s.min(2)
+            } else {
+                s
+            },
+        ];
+        let d = if rng.next().is_multiple_of(5) { 2 } else { 1 };
+        let dilation = [d, if rng.next().is_multiple_of(4) { 1 } else { d }];
         let input = [
-            1 + (rng.next() % 4 == 0) as usize,
+            1 + (rng.next().is_multiple_of(4)) as usize,
             1 + rng.next() as usize % 11,
             1 + rng.next() as usize % 11,
             in_channels,
         ];
-        let padding = if rng.next() % 3 == 0 {
+        let padding = if rng.next().is_multiple_of(3) {
             Padding::Valid
         } else {
             Padding::Same
         };
-        let bias_range = if rng.next() % 6 == 0 {
+        let bias_range = if rng.next().is_multiple_of(6) {
             (-(1 << 30), 1 << 30)
         } else {
             (-20_000, 20_000)
@@ -225,6 +232,16 @@ fn depthwise_i8_neon_equals_scalar_random_shapes() {
     }
 }
 
+/// Input shape, depth multiplier, kernel, strides, dilations, padding.
+type Shape = (
+    [usize; 4],
+    usize,
+    [usize; 2],
+    [usize; 2],
+    [usize; 2],
+    Padding,
+);
+
 /// The fixed shapes the kernel's paths are built for, each once: a whole
 /// 16-lane block and a last block of 8 (3x3 stride 1 and 2 SAME, MobileNet's
 /// layers), 5x5, the first layer of one input channel times 8 (micro_speech's
@@ -233,14 +250,7 @@ fn depthwise_i8_neon_equals_scalar_random_shapes() {
 #[test]
 fn depthwise_i8_neon_equals_scalar_kernel_paths() {
     let mut rng = Rng(77);
-    let cases: [(
-        [usize; 4],
-        usize,
-        [usize; 2],
-        [usize; 2],
-        [usize; 2],
-        Padding,
-    ); 9] = [
+    let cases: [Shape; 9] = [
         ([1, 9, 11, 16], 1, [3, 3], [1, 1], [1, 1], Padding::Same),
         ([1, 9, 11, 24], 1, [3, 3], [2, 2], [1, 1], Padding::Same),
         ([1, 8, 8, 8], 1, [3, 3], [2, 2], [1, 1], Padding::Same),
