@@ -353,40 +353,60 @@ fn block_row<const LOAD: u8, const N: usize, const K: usize>(
     );
     // SAFETY: neon is a compile-time target feature (cfg on this module).
     let (zp, table) = unsafe { (vdupq_n_s8(p.input_zero_point), vld1q_u8(table.as_ptr())) };
-    let full_rows = ys.len() == g.kernel_height;
+    // The columns whose window lies inside the image: from the first whose
+    // first tap is at or after column 0 to the last whose last tap is
+    // before the image's end (an empty range when none).
+    let reach = (kw - 1) * g.dilation_width;
+    let first_inside = g.pad_left.div_ceil(g.stride_width);
+    let end_inside = if g.input_width + g.pad_left > reach {
+        ((g.input_width - 1 + g.pad_left - reach) / g.stride_width + 1).min(g.output_width)
+    } else {
+        0
+    };
+    let interior = if K != 0 && ys.len() == K && kw == K {
+        first_inside..end_inside.max(first_inside)
+    } else {
+        0..0
+    };
+    // One bounds check for the unrolled taps (their offsets are constants).
+    let fixed = &weights[..K * K * BLOCK];
     for ox in 0..g.output_width {
-        let (x0, xs) = ConvGeometry::taps(
-            ox,
-            g.stride_width,
-            g.pad_left,
-            g.dilation_width,
-            kw,
-            g.input_width,
-        );
         // SAFETY: `bias` holds 16 values (a whole padded block).
         let mut acc: [int32x4_t; 4] =
             unsafe { core::array::from_fn(|j| vld1q_s32(bias.as_ptr().add(4 * j))) };
-        if K != 0 && full_rows && xs.len() == K {
-            // The whole window is inside the image: y0, x0 >= 0.
-            let base = y0 as usize * in_row + x0 as usize * g.input_channels + start;
+        if interior.contains(&ox) {
+            // The whole window is inside the image: its origin is >= 0.
+            let base = (y0 as usize) * in_row
+                + (ox * g.stride_width - g.pad_left) * g.input_channels
+                + start;
             for ky in 0..K {
                 for kx in 0..K {
                     let at = base + ky * dy + kx * dx;
-                    let w = &weights[(ky * K + kx) * BLOCK..][..BLOCK];
+                    let w = &fixed[(ky * K + kx) * BLOCK..][..BLOCK];
                     // SAFETY: `at` is the block's first input byte of a tap
                     // inside the image; `tap` reads within `image` (see it).
                     unsafe { tap::<LOAD, N>(&mut acc, image, at, zp, table, w) };
                 }
             }
         } else {
+            let (x0, xs) = ConvGeometry::taps(
+                ox,
+                g.stride_width,
+                g.pad_left,
+                g.dilation_width,
+                kw,
+                g.input_width,
+            );
             for ky in ys.clone() {
                 let iy = (y0 + (ky * g.dilation_height) as isize) as usize;
-                for kx in xs.clone() {
-                    let ix = (x0 + (kx * g.dilation_width) as isize) as usize;
-                    let at = iy * in_row + ix * g.input_channels + start;
-                    let w = &weights[(ky * kw + kx) * BLOCK..][..BLOCK];
+                // The row's taps inside the image, checked once.
+                let row = &weights[(ky * kw + xs.start) * BLOCK..(ky * kw + xs.end) * BLOCK];
+                let ix0 = (x0 + (xs.start * g.dilation_width) as isize) as usize;
+                let mut at = iy * in_row + ix0 * g.input_channels + start;
+                for w in row.chunks_exact(BLOCK) {
                     // SAFETY: as above (taps() keeps taps inside the image).
                     unsafe { tap::<LOAD, N>(&mut acc, image, at, zp, table, w) };
+                    at += dx;
                 }
             }
         }
