@@ -370,10 +370,44 @@ fn block_row<const LOAD: u8, const N: usize, const K: usize>(
     };
     // One bounds check for the unrolled taps (their offsets are constants).
     let fixed = &weights[..K * K * BLOCK];
-    for ox in 0..g.output_width {
+    let step = g.stride_width * g.input_channels;
+    let mut ox = 0;
+    while ox < g.output_width {
         // SAFETY: `bias` holds 16 values (a whole padded block).
         let mut acc: [int32x4_t; 4] =
             unsafe { core::array::from_fn(|j| vld1q_s32(bias.as_ptr().add(4 * j))) };
+        if interior.contains(&ox) && interior.contains(&(ox + 1)) {
+            // Two neighbouring windows inside the image share each tap's
+            // weights.
+            let mut next = acc;
+            let base = (y0 as usize) * in_row
+                + (ox * g.stride_width - g.pad_left) * g.input_channels
+                + start;
+            for ky in 0..K {
+                for kx in 0..K {
+                    let at = base + ky * dy + kx * dx;
+                    let w = &fixed[(ky * K + kx) * BLOCK..][..BLOCK];
+                    // SAFETY: `at` and `at + step` are the block's first
+                    // input bytes of taps inside the image; `tap` reads
+                    // within `image` (see it).
+                    unsafe {
+                        tap::<LOAD, N>(&mut acc, image, at, zp, table, w);
+                        tap::<LOAD, N>(&mut next, image, at + step, zp, table, w);
+                    }
+                }
+            }
+            store::<N>(acc, p, out, ox * g.output_channels + c0, c0, rb.lanes);
+            store::<N>(
+                next,
+                p,
+                out,
+                (ox + 1) * g.output_channels + c0,
+                c0,
+                rb.lanes,
+            );
+            ox += 2;
+            continue;
+        }
         if interior.contains(&ox) {
             // The whole window is inside the image: its origin is >= 0.
             let base = (y0 as usize) * in_row
@@ -410,20 +444,35 @@ fn block_row<const LOAD: u8, const N: usize, const K: usize>(
                 }
             }
         }
-        let dst = &mut out[ox * g.output_channels + c0..][..rb.lanes];
-        // SAFETY: `c0 + 16` is within the padded per-channel arrays; the
-        // stores write `dst`'s 16 or 8 bytes, or go through a stack copy.
-        unsafe {
-            let bytes = output_stage::<N>(acc, &p.stage, c0);
-            if N == 4 && rb.lanes == 16 {
-                vst1q_s8(dst.as_mut_ptr(), bytes);
-            } else if N == 2 && rb.lanes == 8 {
-                vst1_s8(dst.as_mut_ptr(), vget_low_s8(bytes));
-            } else {
-                let mut copy = [0i8; 16];
-                vst1q_s8(copy.as_mut_ptr(), bytes);
-                dst.copy_from_slice(&copy[..rb.lanes]);
-            }
+        store::<N>(acc, p, out, ox * g.output_channels + c0, c0, rb.lanes);
+        ox += 1;
+    }
+}
+
+/// Requantizes one pixel's block (channel `c0 % 16 == 0` of the layer,
+/// `lanes` of them) and stores its bytes at `out[at..at + lanes]`.
+#[inline(always)]
+fn store<const N: usize>(
+    acc: [int32x4_t; 4],
+    p: &Packed,
+    out: &mut [i8],
+    at: usize,
+    c0: usize,
+    lanes: usize,
+) {
+    let dst = &mut out[at..][..lanes];
+    // SAFETY: `c0 + 16` is within the padded per-channel arrays; the
+    // stores write `dst`'s 16 or 8 bytes, or go through a stack copy.
+    unsafe {
+        let bytes = output_stage::<N>(acc, &p.stage, c0);
+        if N == 4 && lanes == 16 {
+            vst1q_s8(dst.as_mut_ptr(), bytes);
+        } else if N == 2 && lanes == 8 {
+            vst1_s8(dst.as_mut_ptr(), vget_low_s8(bytes));
+        } else {
+            let mut copy = [0i8; 16];
+            vst1q_s8(copy.as_mut_ptr(), bytes);
+            dst.copy_from_slice(&copy[..lanes]);
         }
     }
 }
