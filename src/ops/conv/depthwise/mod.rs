@@ -19,6 +19,8 @@
 
 #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
 pub(crate) mod neon;
+#[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+mod pack;
 
 use super::geometry::ConvGeometry;
 use super::params::ConvRequantization;
@@ -83,4 +85,4 @@ fn fast_3x3_supported(g: &ConvGeometry, depth_multiplier: usize) -> bool {
 }
 
 #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
-pub(crate) use self::neon::Packed;
+pub(crate) use self::pack::Packed;
