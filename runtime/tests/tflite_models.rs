@@ -128,15 +128,16 @@ const NO_AARCH64_REFS_YET: &[&str] = &[
 /// `--softmax lut` (single rounding, the optimized kernels' DEQUANTIZE)
 /// against LiteRT's own aarch64 build with its builtin kernels, every case
 /// and run: these differ from the reference kernels where the int8 SOFTMAX
-/// takes its table path (`softmax_int8_beta`) and in LOG_SOFTMAX, and
-/// CONV_2D's single rounding (DEPTHWISE_CONV_2D rounds twice there too,
-/// but see [`DEPTHWISE_TIES_UPWARD`]).
+/// takes its table path (`softmax_int8_beta`) and in LOG_SOFTMAX,
+/// CONV_2D's single rounding, and DEPTHWISE_CONV_2D's two roundings (the
+/// 3x3 kernel's ties upward, the general kernel's on whole blocks of 8
+/// channels; [`DEPTHWISE_KERNEL_CASES`] lists the cases where
+/// these part from plain double rounding).
 #[test]
 fn single_op_models_with_tables_equal_litert_aarch64_builtin_kernels() {
     let aarch64 = manifest("litert_aarch64_builtin/manifest.json");
     let manifest = manifest("ops/manifest.json");
-    let (mut compared, mut pending, mut not_reproduced) = (0usize, Vec::new(), Vec::new());
-    let mut ties_upward = 0usize;
+    let (mut compared, mut pending) = (0usize, Vec::new());
     for case in manifest["cases"].as_array().unwrap() {
         let name = case["name"].as_str().unwrap();
         if NO_AARCH64_REFS_YET.contains(&name) {
@@ -181,10 +182,6 @@ fn single_op_models_with_tables_equal_litert_aarch64_builtin_kernels() {
                         run["name"],
                         backend.name()
                     );
-                    if DEPTHWISE_TIES_UPWARD.contains(&name) {
-                        ties_upward += ties_upward_differences(&ours, &expected.data, &what);
-                        continue;
-                    }
                     assert_eq!(ours, expected.data, "{what}");
                     compared += 1;
                 }
@@ -193,65 +190,69 @@ fn single_op_models_with_tables_equal_litert_aarch64_builtin_kernels() {
         if expect_pending {
             pending.push(name);
         }
-        if DEPTHWISE_TIES_UPWARD.contains(&name) {
-            // Listed cases must still show the other rounding somewhere,
-            // so that the list shrinks the day it is built.
-            assert!(
-                ties_upward > 0,
-                "{name} now equals LiteRT aarch64: unlist it"
-            );
-            not_reproduced.push(name);
-            ties_upward = 0;
-        }
     }
     println!(
-        "lut: compared {compared} outputs bit-exact; pending ({}): {}; \
-         depthwise ties rounded upward, not reproduced ({}): {}",
+        "lut: compared {compared} outputs bit-exact; pending ({}): {}",
         pending.len(),
-        pending.join(" "),
-        not_reproduced.len(),
-        not_reproduced.join(" ")
+        pending.join(" ")
     );
     assert!(compared > 0);
 }
 
-/// DEPTHWISE_CONV_2D cases whose LiteRT aarch64 builtin bytes qneon does
-/// not reproduce yet. They are byte for byte x86 LiteRT's builtin outputs
-/// (`litert_builtin` of `models/ops/`, all 20 depthwise runs), whose
-/// arithmetic `cnn_ops.rs` measured: double rounding whose final
-/// power-of-two divide rounds ties toward +infinity in 3x3 undilated
-/// depthwise layers (plain double rounding in the 5x5 and dilated ones,
-/// which pass above). `TfliteKernels::Optimized` rounds ties away from
-/// zero, so these cases differ by exactly +1 where a negative value lands
-/// on a half: checked element by element, never skipped. The other 3x3
-/// undilated cases (`depthwise_relu6`, `depthwise_relu_per_tensor`) meet
-/// no such tie and pass above.
-const DEPTHWISE_TIES_UPWARD: &[&str] = &[
+/// DEPTHWISE_CONV_2D cases where LiteRT's aarch64 builtin kernels part
+/// from plain double rounding (which `TfliteKernels::Optimized` used to
+/// apply, leaving these +1 on negative ties): the 3x3 kernel's ties upward
+/// (`depthwise_3x3_same`, `depthwise_rounding`) and the general kernel's on
+/// whole blocks of 8 channels (`depthwise_3x3_stride2_m2`, 4 x 2 channels;
+/// `depthwise_m8_one_channel`, 1 x 8). The test above holds
+/// them bit-exact; this one checks that they still tell the roundings
+/// apart, so that the test above would fail with plain double rounding.
+const DEPTHWISE_KERNEL_CASES: &[&str] = &[
     "depthwise_3x3_same",
     "depthwise_3x3_stride2_m2",
     "depthwise_m8_one_channel",
     "depthwise_rounding",
 ];
 
-/// How many elements of `ours` differ from LiteRT's aarch64 `theirs`;
-/// panics unless every difference is LiteRT's value being ours plus one
-/// (a tie rounded up instead of away from zero).
-fn ties_upward_differences(ours: &[u8], theirs: &[u8], what: &str) -> usize {
-    assert_eq!(ours.len(), theirs.len(), "{what}");
-    let mut differing = 0;
-    for (i, (&a, &b)) in ours.iter().zip(theirs).enumerate() {
-        if a != b {
-            assert_eq!(
-                i16::from(b as i8) - i16::from(a as i8),
-                1,
-                "{what}: element {i} is {} here, {} there",
-                a as i8,
-                b as i8
-            );
-            differing += 1;
+#[test]
+fn depthwise_litert_aarch64_cases_differ_from_plain_double_rounding() {
+    let aarch64 = manifest("litert_aarch64_builtin/manifest.json");
+    let manifest = manifest("ops/manifest.json");
+    for &name in DEPTHWISE_KERNEL_CASES {
+        let case = manifest["cases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == name)
+            .unwrap_or_else(|| panic!("no case {name}"));
+        let bytes = read_model(case["model"].as_str().unwrap());
+        // The reference kernels' arithmetic: plain double rounding.
+        let options = Options {
+            kernels: qneon_runtime::interp::TfliteKernels::Reference,
+            ..options(Rounding::Single, Method::Lut)
+        };
+        let mut interpreter = Interpreter::new(bytes.as_bytes(), options).unwrap();
+        let mut differing = 0usize;
+        for run in case["runs"].as_array().unwrap() {
+            let files = &aarch64["ops"]["cases"][name][run["name"].as_str().unwrap()];
+            let mut run = run.clone();
+            for (output, refs) in run["outputs"].as_object_mut().unwrap() {
+                refs["litert_aarch64_builtin"] = files[output.as_str()].clone();
+            }
+            for (_, ours, refs) in run_case(&mut interpreter, &case["tensors"], &run) {
+                let expected = npy(refs["litert_aarch64_builtin"].as_str().unwrap());
+                differing += ours
+                    .iter()
+                    .zip(&expected.data)
+                    .filter(|(a, b)| a != b)
+                    .count();
+            }
         }
+        assert!(
+            differing > 0,
+            "{name}: plain double rounding equals LiteRT aarch64 here"
+        );
     }
-    differing
 }
 
 #[test]

@@ -31,6 +31,7 @@
 //! runs the scalar loops. Work splits by output rows ([`Conv2d::run_rows`]):
 //! every output element depends on its own window only.
 
+pub mod depthwise;
 mod geometry;
 mod params;
 mod scalar;
@@ -398,6 +399,9 @@ fn is_pointwise(g: &ConvGeometry, filter_depth: usize) -> bool {
 pub struct DepthwiseConv2d {
     prepared: Prepared,
     backend: Backend,
+    /// The NEON kernel's layout of the weights and output stage.
+    #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+    packed: Box<depthwise::Packed>,
 }
 
 impl DepthwiseConv2d {
@@ -451,20 +455,55 @@ impl DepthwiseConv2d {
             }
         }
         prepared.weights = w;
+        #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+        let packed = Box::new(depthwise::Packed::new(
+            DEPTHWISE,
+            &geometry,
+            depth_multiplier,
+            &prepared.weights,
+            &prepared.bias,
+            prepared.input_zero_point,
+            &prepared.stage,
+        )?);
         Ok(DepthwiseConv2d {
             prepared,
             backend: Backend::best(),
+            #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+            packed,
         })
     }
 
-    /// Output rows `rows` (checked): the scalar loops on every backend.
+    /// The requantization LiteRT's aarch64 optimized kernels apply to a
+    /// layer of this geometry and multiplier (see
+    /// [`depthwise::litert_aarch64_requantization`]).
+    pub fn litert_aarch64_requantization(
+        geometry: &ConvGeometry,
+        depth_multiplier: usize,
+    ) -> ConvRequantization {
+        depthwise::litert_aarch64_requantization(geometry, depth_multiplier)
+    }
+
+    /// Output rows `rows` (checked): the NEON kernel, or the scalar loops
+    /// for [`Backend::Scalar`].
     fn dispatch(
         &self,
-        _backend: Backend,
+        backend: Backend,
         input: &[i8],
         output: &mut [i8],
         rows: Range<usize>,
     ) -> Result<()> {
+        #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+        if backend == Backend::Neon {
+            depthwise::neon::depthwise_rows(
+                &self.packed,
+                &self.prepared.geometry,
+                input,
+                output,
+                rows,
+            );
+            return Ok(());
+        }
+        let _ = backend;
         self.prepared.run_scalar(input, output, rows);
         Ok(())
     }

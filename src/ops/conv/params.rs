@@ -4,9 +4,10 @@
 
 use alloc::vec::Vec;
 
-use super::super::requant::{try_filled, ChannelMultipliers, FusedActivation};
+use super::super::requant::{try_filled, ChannelLane, ChannelMultipliers, FusedActivation};
 use crate::checks::{check_length, check_scale, check_zero_point};
 use crate::error::{Error, Result};
+use crate::fixedpoint::Lane;
 use crate::quant::{QuantParams, Rounding};
 
 /// How a convolution scales its int32 accumulator to output units: the
@@ -26,6 +27,24 @@ pub enum ConvRequantization {
     /// zero point added. The fused activation's bounds are quantized as
     /// XNNPACK does (`lrintf(bound / scale + zero_point)`, in `f32`).
     XnnpackF32,
+    /// LiteRT's aarch64 optimized 3x3 depthwise kernel
+    /// (`DepthwiseConvOutputRounding::kUpward`): double rounding whose final
+    /// power-of-two divide rounds ties toward +infinity (a bare rounding
+    /// shift, `srshl`) instead of away from zero. TFLite takes that kernel
+    /// for the layers [`DepthwiseConv2d::litert_aarch64_requantization`]
+    /// names.
+    ///
+    /// [`DepthwiseConv2d::litert_aarch64_requantization`]: super::DepthwiseConv2d::litert_aarch64_requantization
+    DoubleTiesUpward,
+    /// LiteRT's aarch64 optimized general depthwise kernel: its output stage
+    /// (`optimized_ops::Quantize`) requantizes the channels in whole blocks
+    /// of 8 (channel `c < 8 * (channels / 8)`) in NEON, with the shift
+    /// split as `right = min(shift, -1)`, `left = shift - right`:
+    /// `srshl(sqrdmulh(acc << left, multiplier), right)`, ties of both
+    /// roundings toward +infinity (for `shift <= -1` this is
+    /// [`DoubleTiesUpward`](Self::DoubleTiesUpward)); the last
+    /// `channels % 8` one by one with double rounding.
+    TiesUpwardInBlocksOf8,
 }
 
 impl From<Rounding> for ConvRequantization {
@@ -40,6 +59,8 @@ impl ConvRequantization {
         match self {
             ConvRequantization::Multiplier(r) => r.name(),
             ConvRequantization::XnnpackF32 => "xnnpack-f32",
+            ConvRequantization::DoubleTiesUpward => "double-ties-upward",
+            ConvRequantization::TiesUpwardInBlocksOf8 => "ties-upward-in-blocks-of-8",
         }
     }
 }
@@ -67,6 +88,17 @@ pub(crate) enum ChannelScales {
     Fixed(ChannelMultipliers),
     /// XNNPACK's `f32` scales.
     F32(Vec<f32>),
+    /// Double-rounding multipliers whose final divide rounds ties upward.
+    TiesUpward(ChannelMultipliers),
+    /// Channels below `block_channels`: `blocks`' shifts split for
+    /// [`ConvRequantization::TiesUpwardInBlocksOf8`] (every right shift at
+    /// least 1), rounded as [`ChannelScales::TiesUpward`]; the rest
+    /// `double` (each array holds every channel).
+    TiesUpwardInBlocksOf8 {
+        blocks: ChannelMultipliers,
+        double: ChannelMultipliers,
+        block_channels: usize,
+    },
 }
 
 /// Everything a convolution's output stage needs, prepared once.
@@ -103,22 +135,45 @@ impl OutputStage {
             check_scale("weight scale", s)?;
         }
         let scale_of = |c: usize| weight_scales[if weight_scales.len() == 1 { 0 } else { c }];
+        let multipliers = |rounding: Rounding| {
+            let per_channel: Vec<f32> = (0..channels).map(scale_of).collect();
+            ChannelMultipliers::new(
+                op,
+                "weight scale",
+                "with double rounding the effective output scale, input scale * weight \
+                 scale / output scale, must be below 2^30",
+                input.scale as f64,
+                &per_channel,
+                output.scale as f64,
+                channels,
+                rounding,
+            )
+        };
         let (scales, (act_min, act_max)) = match requantization {
-            ConvRequantization::Multiplier(rounding) => {
-                let per_channel: Vec<f32> = (0..channels).map(scale_of).collect();
-                let multipliers = ChannelMultipliers::new(
-                    op,
-                    "weight scale",
-                    "with double rounding the effective output scale, input scale * weight \
-                     scale / output scale, must be below 2^30",
-                    input.scale as f64,
-                    &per_channel,
-                    output.scale as f64,
-                    channels,
-                    rounding,
-                )?;
+            ConvRequantization::Multiplier(rounding) => (
+                ChannelScales::Fixed(multipliers(rounding)?),
+                activation.range_i8(output),
+            ),
+            ConvRequantization::DoubleTiesUpward => (
+                ChannelScales::TiesUpward(multipliers(Rounding::Double)?),
+                activation.range_i8(output),
+            ),
+            ConvRequantization::TiesUpwardInBlocksOf8 => {
+                let double = multipliers(Rounding::Double)?;
+                let mut blocks = double.clone();
+                for c in 0..channels {
+                    let shift = blocks.left_shift[c] + blocks.neg_right_shift[c];
+                    let right = shift.min(-1);
+                    // At most 31: double rounding's shifts are at most 30.
+                    blocks.left_shift[c] = shift - right;
+                    blocks.neg_right_shift[c] = right;
+                }
                 (
-                    ChannelScales::Fixed(multipliers),
+                    ChannelScales::TiesUpwardInBlocksOf8 {
+                        blocks,
+                        double,
+                        block_channels: channels / 8 * 8,
+                    },
                     activation.range_i8(output),
                 )
             }
@@ -153,11 +208,17 @@ impl OutputStage {
     #[inline(always)]
     pub fn finish(&self, c: usize, acc: i32) -> i8 {
         match &self.scales {
-            ChannelScales::Fixed(m) => {
-                let y = m.requantize(c, acc);
-                y.saturating_add(self.zero_point)
-                    .clamp(self.act_min, self.act_max) as i8
-            }
+            ChannelScales::Fixed(m) => self.finish_fixed(m.requantize(c, acc)),
+            ChannelScales::TiesUpward(m) => self.finish_fixed(ties_upward(m, c, acc)),
+            ChannelScales::TiesUpwardInBlocksOf8 {
+                blocks,
+                double,
+                block_channels,
+            } => self.finish_fixed(if c < *block_channels {
+                ties_upward(blocks, c, acc)
+            } else {
+                double.requantize(c, acc)
+            }),
             ChannelScales::F32(scales) => {
                 // Clamp before rounding: the bounds are integers, so this
                 // equals rounding first, and keeps the value small.
@@ -168,6 +229,39 @@ impl OutputStage {
             }
         }
     }
+}
+
+impl OutputStage {
+    /// A requantized value's output byte: the zero point added (saturating)
+    /// and the activation's clamp.
+    #[inline(always)]
+    fn finish_fixed(&self, y: i32) -> i8 {
+        y.saturating_add(self.zero_point)
+            .clamp(self.act_min, self.act_max) as i8
+    }
+}
+
+/// Channel `c`'s `srshl(sqrdmulh(acc << left, multiplier), right)`: both
+/// roundings' ties toward +infinity, the left shift saturating.
+#[inline(always)]
+fn ties_upward(m: &ChannelMultipliers, c: usize, acc: i32) -> i32 {
+    let q = m.channel(c);
+    let x = acc
+        .shl_lanes(q.left_shift)
+        .saturating_rounding_doubling_high_mul(q.multiplier);
+    rounding_shift_ties_upward(x, q.neg_right_shift)
+}
+
+/// `x / 2^-neg_exponent` rounded to nearest with ties toward +infinity
+/// (NEON `srshl` by a negative amount, in `-31..=0`).
+#[inline(always)]
+pub(crate) fn rounding_shift_ties_upward(x: i32, neg_exponent: i32) -> i32 {
+    debug_assert!((-31..=0).contains(&neg_exponent));
+    if neg_exponent == 0 {
+        return x;
+    }
+    let n = neg_exponent.unsigned_abs();
+    ((x as i64 + (1i64 << (n - 1))) >> n) as i32
 }
 
 /// The activation range the XNNPACK delegate gives its int8 operators:

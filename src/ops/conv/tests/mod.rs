@@ -11,6 +11,7 @@ use std::vec::Vec;
 use super::*;
 use crate::quant::Rounding;
 
+mod depthwise;
 mod edges;
 mod shapes;
 
@@ -195,6 +196,10 @@ fn expected(
             };
             let y = (acc32 as i32 as f32 * scale).round_ties_even() as i64;
             (y + output.zero_point as i64).clamp(lo, hi) as i8
+        }
+        // They depend on the channel: `depthwise::expected_any`.
+        ConvRequantization::DoubleTiesUpward | ConvRequantization::TiesUpwardInBlocksOf8 => {
+            unreachable!("{r:?} is checked per channel")
         }
     }
 }

@@ -66,22 +66,47 @@ impl Kernel for Convolution {
 /// Which arithmetic a convolution reproduces. Measured on LiteRT 2.3
 /// (issue 26): its reference CONV_2D and DEPTHWISE_CONV_2D requantize
 /// with double rounding, its optimized (aarch64 builtin) CONV_2D with
-/// single rounding and DEPTHWISE_CONV_2D with double; TF 2.19's bundled
-/// TFLite rounds twice everywhere ([`Rounding::Double`]); the XNNPACK
-/// delegate scales in `f32`.
-fn requantization(options: &Options, builtin: BuiltinOp) -> ConvRequantization {
+/// single rounding; TF 2.19's bundled TFLite rounds twice everywhere
+/// ([`Rounding::Double`]); the XNNPACK delegate scales in `f32`. LiteRT's
+/// aarch64 optimized DEPTHWISE_CONV_2D rounds as the kernel it picks for
+/// the layer (`depthwise`: its geometry and multiplier):
+/// [`DepthwiseConv2d::litert_aarch64_requantization`] (double rounding
+/// with ties upward in its 3x3 kernel, and on whole blocks of 8 channels
+/// in its general one).
+fn requantization(
+    options: &Options,
+    builtin: BuiltinOp,
+    depthwise: Option<(&ConvGeometry, usize)>,
+) -> ConvRequantization {
     match (options.kernels, options.rounding) {
         (TfliteKernels::Xnnpack, _) => ConvRequantization::XnnpackF32,
         (TfliteKernels::Optimized, Rounding::Single) if builtin == BuiltinOp::CONV_2D => {
             ConvRequantization::Multiplier(Rounding::Single)
         }
+        (TfliteKernels::Optimized, Rounding::Single) => match depthwise {
+            Some((g, m)) => DepthwiseConv2d::litert_aarch64_requantization(g, m),
+            None => ConvRequantization::Multiplier(Rounding::Double),
+        },
         _ => ConvRequantization::Multiplier(Rounding::Double),
     }
 }
 
 /// What inspect says: the requantization [`requantization`] chooses.
 fn describe(options: &Options, builtin: BuiltinOp) -> String {
-    format!("requantization {}", requantization(options, builtin).name())
+    if builtin == BuiltinOp::DEPTHWISE_CONV_2D
+        && (options.kernels, options.rounding) == (TfliteKernels::Optimized, Rounding::Single)
+    {
+        return format!(
+            "requantization {} (LiteRT's aarch64 3x3 kernel) or {} (its general kernel), \
+             as the layer's shape picks",
+            ConvRequantization::DoubleTiesUpward.name(),
+            ConvRequantization::TiesUpwardInBlocksOf8.name()
+        );
+    }
+    format!(
+        "requantization {}",
+        requantization(options, builtin, None).name()
+    )
 }
 
 /// The options both ops share.
@@ -260,7 +285,11 @@ fn prepare(op: &Op<'_, '_>) -> Result<PreparedOp> {
         weight_scales: &scales,
         output: out_q,
         activation,
-        requantization: requantization(op.options, op.builtin),
+        requantization: requantization(
+            op.options,
+            op.builtin,
+            depthwise.then_some((&geometry, depth_multiplier)),
+        ),
     };
     let layer = if depthwise {
         Layer::Depthwise(Box::new(

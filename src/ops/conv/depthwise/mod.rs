@@ -1,0 +1,88 @@
+//! What the depthwise convolution prepares beyond the scalar loops' data:
+//! the weights and per-channel output parameters in the NEON kernel's
+//! layout ([`Packed`], aarch64 only), and which requantization LiteRT's
+//! aarch64 optimized kernels apply to a layer
+//! ([`litert_aarch64_requantization`]).
+//!
+//! The NEON kernel ([`neon`]) computes each output pixel's channels in
+//! blocks of 16 (or 8) lanes:
+//!
+//! ```text
+//! acc[lane] = bias[c] + sum over taps inside the image:
+//!               (x[tap][input channel of c] - input_zero_point) * w[c][tap]
+//! ```
+//!
+//! `x - input_zero_point` is one widening subtract (`ssubl`, it fits 16
+//! bits), the product accumulates into 32 bits (`smlal`), so taps in the
+//! padding are skipped exactly as the scalar loops skip them, and no bias
+//! folding has to know which taps a window reaches.
+
+#[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+pub(crate) mod neon;
+#[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+mod pack;
+
+use super::geometry::ConvGeometry;
+use super::params::ConvRequantization;
+
+/// The requantization LiteRT 2.x's aarch64 optimized int8
+/// DEPTHWISE_CONV_2D applies to a layer (its `DepthwiseConvWithRounding`
+/// for per-channel int8, outside Android's dot-product kernels).
+///
+/// Its 3x3 kernel (`Fast3x3FilterKernelSupported` for per-channel int8)
+/// takes a layer with a 3x3 filter, depth multiplier 1, equal strides of 1
+/// or 2, no dilation, equal paddings of 0 or 1 before the image, input
+/// channels a multiple of 8, a last window that ends inside the image
+/// (padding 0) or at most one past it (padding 1), and not an image one
+/// pixel wide or high unless it is 1x1. That kernel rounds the final
+/// divide's ties upward ([`ConvRequantization::DoubleTiesUpward`]). Every
+/// other layer runs its general kernel, whose output stage requantizes
+/// whole blocks of 8 channels rounding ties upward too (with its own split
+/// of non-negative shifts) and the rest with plain double rounding
+/// ([`ConvRequantization::TiesUpwardInBlocksOf8`]).
+pub fn litert_aarch64_requantization(
+    g: &ConvGeometry,
+    depth_multiplier: usize,
+) -> ConvRequantization {
+    if fast_3x3_supported(g, depth_multiplier) {
+        ConvRequantization::DoubleTiesUpward
+    } else {
+        ConvRequantization::TiesUpwardInBlocksOf8
+    }
+}
+
+/// TFLite's `Fast3x3FilterKernelSupported` (per-channel int8: the shift
+/// test applies to a shift of 0, so it always passes).
+fn fast_3x3_supported(g: &ConvGeometry, depth_multiplier: usize) -> bool {
+    let shape_ok = g.kernel_height == 3
+        && g.kernel_width == 3
+        && depth_multiplier == 1
+        && matches!(g.stride_width, 1 | 2)
+        && g.stride_height == g.stride_width
+        && matches!(g.pad_left, 0 | 1)
+        && g.pad_top == g.pad_left
+        && g.input_channels.is_multiple_of(8)
+        && g.dilation_width == 1
+        && g.dilation_height == 1;
+    if !shape_ok {
+        return false;
+    }
+    // The last window's end, one past its last tap (padded coordinates
+    // shifted back to the image's: may be past the image).
+    let end_x = (g.output_width - 1) * g.stride_width + 3 - g.pad_left;
+    let end_y = (g.output_height - 1) * g.stride_height + 3 - g.pad_top;
+    if g.pad_left == 0 {
+        return end_x <= g.input_width && end_y <= g.input_height;
+    }
+    if end_x > g.input_width + 1 || end_y > g.input_height + 1 {
+        return false;
+    }
+    // One-pixel-wide or one-pixel-high images only as 1x1.
+    if g.input_width == 1 || g.input_height == 1 {
+        return g.input_width == g.input_height;
+    }
+    true
+}
+
+#[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+pub(crate) use self::pack::Packed;

@@ -1,0 +1,384 @@
+//! The depthwise convolution's NEON kernel against the scalar loops on
+//! randomized shapes (every path of the kernel: 3x3 and 5x5 interiors,
+//! edges, partial blocks, one input channel, permuted multipliers), and
+//! LiteRT's two aarch64 requantizations against the oracle.
+
+use std::vec;
+use std::vec::Vec;
+
+use super::*;
+
+const ALL: [ConvRequantization; 5] = [
+    ConvRequantization::Multiplier(Rounding::Double),
+    ConvRequantization::Multiplier(Rounding::Single),
+    ConvRequantization::XnnpackF32,
+    ConvRequantization::DoubleTiesUpward,
+    ConvRequantization::TiesUpwardInBlocksOf8,
+];
+
+const ACTIVATIONS: [FusedActivation; 3] = [
+    FusedActivation::None,
+    FusedActivation::Relu,
+    FusedActivation::Relu6,
+];
+
+/// `(x << left)` saturated, its doubling high product with the Q0.31
+/// `m` and then a divide by `2^right`, both rounding ties toward
+/// +infinity.
+fn ties_upward(acc: i64, m: i64, left: i32, right: i32) -> i64 {
+    let x = (acc << left).clamp(i32::MIN as i64, i32::MAX as i64);
+    // m < 2^31: no saturation.
+    let high = (x * m + (1 << 30)) >> 31;
+    if right == 0 {
+        return high;
+    }
+    (high + (1 << (right - 1))) >> right
+}
+
+/// The oracle's byte for LiteRT's aarch64 requantizations of channel `c`
+/// of `channels`, or the common paths through [`expected`].
+#[allow(clippy::too_many_arguments)]
+fn expected_any(
+    acc: i64,
+    c: usize,
+    channels: usize,
+    input: f32,
+    weight: f32,
+    output: QuantParams,
+    act: FusedActivation,
+    r: ConvRequantization,
+) -> i8 {
+    let real = input as f64 * weight as f64 / output.scale as f64;
+    let acc32 = acc as i32 as i64;
+    let (m, e) = quantized(real);
+    let y = match r {
+        ConvRequantization::DoubleTiesUpward => ties_upward(acc32, m, e.max(0), (-e).max(0)),
+        // LiteRT's blocks shift right by at least 1.
+        ConvRequantization::TiesUpwardInBlocksOf8 if c < channels / 8 * 8 => {
+            ties_upward(acc32, m, e - e.min(-1), -e.min(-1))
+        }
+        ConvRequantization::TiesUpwardInBlocksOf8 => double_rounding(acc32, real),
+        other => return expected(acc, input, weight, output, act, other),
+    };
+    let (lo, hi) = act.range_i8(output);
+    (y + output.zero_point as i64).clamp(lo as i64, hi as i64) as i8
+}
+
+/// One random layer checked on every requantization and activation: the
+/// scalar loops against the oracle, every backend against the scalar
+/// loops (also one row at a time). Returns false when the random geometry
+/// is not a valid one (VALID padding with a window larger than the input).
+#[allow(clippy::too_many_arguments)]
+fn check_layer(
+    rng: &mut Rng,
+    input_shape: [usize; 4],
+    multiplier: usize,
+    kernel: [usize; 2],
+    stride: [usize; 2],
+    dilation: [usize; 2],
+    padding: Padding,
+    bias_range: (i32, i32),
+) -> bool {
+    let channels = input_shape[3] * multiplier;
+    let Ok(g) = ConvGeometry::tflite(
+        "test",
+        padding,
+        input_shape,
+        channels,
+        kernel,
+        stride,
+        dilation,
+    ) else {
+        return false;
+    };
+    let input: Vec<i8> = (0..input_shape.iter().product::<usize>())
+        .map(|_| rng.i8())
+        .collect();
+    let taps = kernel[0] * kernel[1];
+    let mut weights: Vec<i8> = (0..taps * channels).map(|_| rng.i8()).collect();
+    // A zero channel now and then.
+    if rng.next().is_multiple_of(3) {
+        let c = rng.next() as usize % channels;
+        for t in 0..taps {
+            weights[t * channels + c] = 0;
+        }
+    }
+    let bias: Vec<i32> = (0..channels)
+        .map(|_| rng.range(bias_range.0, bias_range.1))
+        .collect();
+    let per_channel = rng.next().is_multiple_of(2);
+    let scales: Vec<f32> = if per_channel {
+        (0..channels)
+            .map(|_| 0.0005 + rng.range(0, 3000) as f32 * 1e-5)
+            .collect()
+    } else {
+        vec![0.0031]
+    };
+    let input_q = QuantParams::new(0.047, rng.range(-128, 127));
+    let output_q = QuantParams::new(0.05 + rng.range(0, 100) as f32 * 1e-3, rng.range(-128, 127));
+    let acc = naive_acc(
+        &g,
+        Kind::Depthwise { multiplier },
+        &input,
+        &weights,
+        &bias,
+        input_q.zero_point,
+    );
+    for r in ALL {
+        for act in ACTIVATIONS {
+            let q = ConvQuantization {
+                input: input_q,
+                weight_scales: &scales,
+                output: output_q,
+                activation: act,
+                requantization: r,
+            };
+            let op = DepthwiseConv2d::new(g, multiplier, &weights, Some(&bias), &q).unwrap();
+            let mut scalar = vec![0x55u8 as i8; acc.len()];
+            op.run_rows(Backend::Scalar, &input, &mut scalar, 0..op.rows())
+                .unwrap();
+            for (i, (&got, &a)) in scalar.iter().zip(&acc).enumerate() {
+                let c = i % channels;
+                let s = scales[if per_channel { c } else { 0 }];
+                let want = expected_any(a, c, channels, input_q.scale, s, output_q, act, r);
+                assert_eq!(got, want, "{g:?} m {multiplier} {r:?} {act:?} element {i}");
+            }
+            for backend in Backend::available() {
+                let mut whole = vec![0x11u8 as i8; acc.len()];
+                op.run_rows(backend, &input, &mut whole, 0..op.rows())
+                    .unwrap();
+                let mut rows = vec![0x22u8 as i8; acc.len()];
+                for row in (0..op.rows()).rev() {
+                    op.run_rows(backend, &input, &mut rows, row..row + 1)
+                        .unwrap();
+                }
+                for out in [&whole, &rows] {
+                    if *out != scalar {
+                        let i = out.iter().zip(&scalar).position(|(a, b)| a != b).unwrap();
+                        panic!(
+                            "{} differs from scalar at element {i} (channel {}): {} vs {}; \
+                             {g:?} m {multiplier} {r:?} {act:?}",
+                            backend.name(),
+                            i % channels,
+                            out[i],
+                            scalar[i]
+                        );
+                    }
+                }
+            }
+        }
+    }
+    true
+}
+
+/// Randomized shapes: odd sizes, channel counts around the blocks of 8 and
+/// 16, multipliers 1, 2, 3 and 8, one input channel, kernels 1x1 to 6x6
+/// (3x3 and 5x5 most), strides 1 to 3, dilations, both paddings, biases up
+/// to saturation.
+#[test]
+fn depthwise_i8_neon_equals_scalar_random_shapes() {
+    let mut rng = Rng(0x5eed_d3e9);
+    let mut checked = 0;
+    while checked < 60 {
+        let multiplier = [1, 1, 1, 2, 3, 8][rng.next() as usize % 6];
+        let in_channels = if rng.next().is_multiple_of(5) {
+            1
+        } else {
+            1 + rng.next() as usize % 40
+        };
+        let side = |rng: &mut Rng| match rng.next() % 4 {
+            0 | 1 => 3,
+            2 => 5,
+            _ => 1 + rng.next() as usize % 6,
+        };
+        let k = side(&mut rng);
+        let kernel = if rng.next().is_multiple_of(4) {
+            [k, side(&mut rng)]
+        } else {
+            [k, k]
+        };
+        let s = 1 + rng.next() as usize % 2 + (rng.next().is_multiple_of(8)) as usize;
+        let stride = [
+            s,
+            if rng.next().is_multiple_of(6) {
+                3 - s.min(2)
+            } else {
+                s
+            },
+        ];
+        let d = if rng.next().is_multiple_of(5) { 2 } else { 1 };
+        let dilation = [d, if rng.next().is_multiple_of(4) { 1 } else { d }];
+        let input = [
+            1 + (rng.next().is_multiple_of(4)) as usize,
+            1 + rng.next() as usize % 11,
+            1 + rng.next() as usize % 11,
+            in_channels,
+        ];
+        let padding = if rng.next().is_multiple_of(3) {
+            Padding::Valid
+        } else {
+            Padding::Same
+        };
+        let bias_range = if rng.next().is_multiple_of(6) {
+            (-(1 << 30), 1 << 30)
+        } else {
+            (-20_000, 20_000)
+        };
+        if check_layer(
+            &mut rng, input, multiplier, kernel, stride, dilation, padding, bias_range,
+        ) {
+            checked += 1;
+        }
+    }
+}
+
+/// Input shape, depth multiplier, kernel, strides, dilations, padding.
+type Shape = (
+    [usize; 4],
+    usize,
+    [usize; 2],
+    [usize; 2],
+    [usize; 2],
+    Padding,
+);
+
+/// The fixed shapes the kernel's paths are built for, each once: a whole
+/// 16-lane block and a last block of 8 (3x3 stride 1 and 2 SAME, MobileNet's
+/// layers), 5x5, the first layer of one input channel times 8 (micro_speech's
+/// 10x8 stride 2), channel counts of 24 and 13 (a partial block), a
+/// multiplier of 2 across blocks (the table path), dilation 2.
+#[test]
+fn depthwise_i8_neon_equals_scalar_kernel_paths() {
+    let mut rng = Rng(77);
+    let cases: [Shape; 9] = [
+        ([1, 9, 11, 16], 1, [3, 3], [1, 1], [1, 1], Padding::Same),
+        ([1, 9, 11, 24], 1, [3, 3], [2, 2], [1, 1], Padding::Same),
+        ([1, 8, 8, 8], 1, [3, 3], [2, 2], [1, 1], Padding::Same),
+        ([1, 10, 7, 32], 1, [5, 5], [1, 1], [1, 1], Padding::Same),
+        ([1, 13, 10, 1], 8, [10, 8], [2, 2], [1, 1], Padding::Same),
+        ([1, 7, 6, 13], 1, [3, 3], [1, 1], [1, 1], Padding::Valid),
+        ([1, 7, 9, 12], 2, [3, 3], [2, 2], [1, 1], Padding::Same),
+        ([1, 11, 9, 20], 1, [3, 3], [1, 1], [2, 2], Padding::Same),
+        ([2, 6, 5, 3], 3, [5, 5], [2, 1], [1, 2], Padding::Same),
+    ];
+    for (input, m, kernel, stride, dilation, padding) in cases {
+        assert!(check_layer(
+            &mut rng,
+            input,
+            m,
+            kernel,
+            stride,
+            dilation,
+            padding,
+            (-(1 << 30), 1 << 30)
+        ));
+        assert!(check_layer(
+            &mut rng,
+            input,
+            m,
+            kernel,
+            stride,
+            dilation,
+            padding,
+            (-30_000, 30_000)
+        ));
+    }
+}
+
+/// A multiplier of 1/4 (mantissa 2^30, shift -1) puts accumulators of
+/// 2 mod 4 on ties: LiteRT's 3x3 kernel rounds them toward +infinity where
+/// double rounding goes away from zero; its general kernel's whole blocks
+/// of 8 channels round them upward too, the rest away from zero. With a
+/// multiplier of 3/4 (shift 0), the blocks split the shift into 1 left
+/// and 1 right and round twice.
+#[test]
+fn depthwise_litert_ties() {
+    let g = geometry(Padding::Valid, [1, 1, 1, 9], 9, [1, 1], [1, 1], [1, 1]);
+    let run_scaled = |r: ConvRequantization, x: i8, input_scale: f32| -> Vec<i8> {
+        let q = ConvQuantization {
+            input: QuantParams::new(input_scale, 0),
+            weight_scales: &[1.0],
+            output: QuantParams::new(1.0, 0),
+            activation: FusedActivation::None,
+            requantization: r,
+        };
+        let op = DepthwiseConv2d::new(g, 1, &[1; 9], None, &q).unwrap();
+        let mut outs = Vec::new();
+        for backend in Backend::available() {
+            let mut out = [0i8; 9];
+            op.run_rows(backend, &[x; 9], &mut out, 0..1).unwrap();
+            outs.push(out);
+        }
+        assert!(outs.windows(2).all(|w| w[0] == w[1]), "{r:?} {x}");
+        outs[0].to_vec()
+    };
+    let run = |r, x| run_scaled(r, x, 0.25);
+    // -6 / 4 = -1.5.
+    assert_eq!(run(ConvRequantization::DoubleTiesUpward, -6), [-1; 9]);
+    let mut blocks = vec![-1i8; 8];
+    blocks.push(-2);
+    assert_eq!(run(ConvRequantization::TiesUpwardInBlocksOf8, -6), blocks);
+    // 10 / 4 = 2.5: up and away agree.
+    assert_eq!(run(ConvRequantization::DoubleTiesUpward, 10), [3; 9]);
+    assert_eq!(run(ConvRequantization::TiesUpwardInBlocksOf8, 10), [3; 9]);
+    // Scale 3/4 (shift 0): -1 * 3/4 = -0.75 rounds once to -1 (3x3 kernel,
+    // double rounding); the blocks' split gives round(-1.5) = -1 upward,
+    // then -1 / 2 = -0.5 upward: 0.
+    assert_eq!(
+        run_scaled(ConvRequantization::DoubleTiesUpward, -1, 0.75),
+        [-1; 9]
+    );
+    let mut split = vec![0i8; 8];
+    split.push(-1);
+    assert_eq!(
+        run_scaled(ConvRequantization::TiesUpwardInBlocksOf8, -1, 0.75),
+        split
+    );
+}
+
+/// Which LiteRT kernel (and so rounding) a layer gets: its 3x3 kernel's
+/// conditions, one at a time.
+#[test]
+fn depthwise_litert_aarch64_kernel_choice() {
+    let pick = |input: [usize; 4],
+                m: usize,
+                kernel: [usize; 2],
+                stride: usize,
+                dilation: usize,
+                padding: Padding| {
+        let g = geometry(
+            padding,
+            input,
+            input[3] * m,
+            kernel,
+            [stride, stride],
+            [dilation, dilation],
+        );
+        DepthwiseConv2d::litert_aarch64_requantization(&g, m)
+    };
+    let up = ConvRequantization::DoubleTiesUpward;
+    let blocks = ConvRequantization::TiesUpwardInBlocksOf8;
+    assert_eq!(pick([1, 9, 7, 8], 1, [3, 3], 1, 1, Padding::Same), up);
+    assert_eq!(pick([1, 24, 24, 32], 1, [3, 3], 1, 1, Padding::Same), up);
+    assert_eq!(pick([1, 9, 7, 8], 1, [3, 3], 2, 1, Padding::Same), up);
+    assert_eq!(pick([1, 9, 7, 8], 1, [3, 3], 1, 1, Padding::Valid), up);
+    // Input channels not a multiple of 8.
+    assert_eq!(pick([1, 8, 9, 6], 1, [3, 3], 2, 1, Padding::Same), blocks);
+    // A multiplier, a 5x5 filter, dilation, stride 3.
+    assert_eq!(pick([1, 9, 7, 4], 2, [3, 3], 2, 1, Padding::Same), blocks);
+    assert_eq!(pick([1, 9, 9, 1], 8, [3, 3], 2, 1, Padding::Same), blocks);
+    assert_eq!(pick([1, 9, 7, 8], 1, [5, 5], 1, 1, Padding::Same), blocks);
+    assert_eq!(
+        pick([1, 11, 10, 8], 1, [3, 3], 1, 2, Padding::Valid),
+        blocks
+    );
+    assert_eq!(pick([1, 9, 9, 8], 1, [3, 3], 3, 1, Padding::Same), blocks);
+    // SAME at stride 2 over an odd size pads 1 before and 1 after (taken);
+    // over an even size 0 before and 1 after: padding 0 with a window past
+    // the image (refused).
+    assert_eq!(pick([1, 9, 9, 8], 1, [3, 3], 2, 1, Padding::Same), up);
+    assert_eq!(pick([1, 8, 8, 8], 1, [3, 3], 2, 1, Padding::Same), blocks);
+    // One pixel wide but not one pixel high.
+    assert_eq!(pick([1, 5, 1, 8], 1, [3, 3], 1, 1, Padding::Same), blocks);
+    assert_eq!(pick([1, 1, 1, 8], 1, [3, 3], 1, 1, Padding::Same), up);
+}
