@@ -19,6 +19,9 @@ REFERENCES = ["litert_ref", "tf219_ref"]
 # The convolutions' three kernel paths differ in their requantization: each
 # case also keeps LiteRT's optimized builtin kernels' and XNNPACK's outputs.
 CONV_REFERENCES = REFERENCES + ["litert_builtin", "litert_xnnpack"]
+# The XNNPACK delegate takes some of the other ops with arithmetic of its own
+# (and leaves the rest to the builtin kernels): their cases keep its outputs.
+XNNPACK_REFERENCES = REFERENCES + ["litert_xnnpack"]
 RUNS = 2
 CALIBRATION_SAMPLES = 16
 
@@ -518,8 +521,12 @@ def pool_cases():
 
 
 def all_cases():
-    cases = (fc_cases() + binary_cases() + batch_matmul_cases() + layout_cases() + conversion_cases()
-             + activation_cases() + rounding_cases() + conv_cases() + pool_cases())
+    delegated = (fc_cases() + binary_cases() + batch_matmul_cases() + layout_cases() + conversion_cases()
+                 + activation_cases() + rounding_cases())
+    for case in delegated:
+        if case.references == REFERENCES:
+            case.references = XNNPACK_REFERENCES
+    cases = delegated + conv_cases() + pool_cases()
     names = [c.name for c in cases]
     assert len(names) == len(set(names)), "case names must be unique"
     return cases

@@ -108,6 +108,17 @@ pub(crate) fn requantize_real_f64(acc: int32x4_t, real: &[float64x2_t; 2]) -> in
     }
 }
 
+/// [`Requantization::XnnpackF32`](crate::quant::Requantization::XnnpackF32)
+/// of 4 accumulators: `scvtf` to `f32` (rounded to nearest, as the scalar
+/// `acc as f32`), one `fmul` by each lane's scale, `fcvtns` (round to
+/// nearest, ties to even, saturating): [`requantize_xnnpack_f32`](crate::quant::requantize_xnnpack_f32)
+/// lane by lane.
+#[inline(always)]
+pub(crate) fn requantize_xnnpack_f32(acc: int32x4_t, scale: float32x4_t) -> int32x4_t {
+    // SAFETY: neon is a compile-time target feature (cfg on this module).
+    unsafe { vcvtnq_s32_f32(vmulq_f32(vcvtq_f32_s32(acc), scale)) }
+}
+
 /// The output stage of 16 requantized values: add the output zero point and
 /// clamp, as `output_stage`, with the clamp to `[-128, 127]` done by the
 /// saturating narrows. Saturating `i32 -> i16` first and then adding the zero

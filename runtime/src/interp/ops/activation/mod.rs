@@ -14,8 +14,16 @@ use crate::error::Result;
 
 /// The ops this family prepares.
 pub(crate) const OPS: &[Registration] = &[
-    Registration::new(BuiltinOp::SOFTMAX, "SOFTMAX", prepare).arithmetic(describe),
-    Registration::new(BuiltinOp::LOG_SOFTMAX, "LOG_SOFTMAX", prepare).arithmetic(describe),
+    // LiteRT 2.3's XNNPACK delegate takes only float SOFTMAX and has no
+    // LOG_SOFTMAX: the quantized ones run in the builtin kernels. It takes
+    // int8 LOGISTIC and TANH (with a table of its own, not built here yet)
+    // and leaves int16 ones to the builtin kernels.
+    Registration::new(BuiltinOp::SOFTMAX, "SOFTMAX", prepare)
+        .left_by_xnnpack()
+        .arithmetic(describe),
+    Registration::new(BuiltinOp::LOG_SOFTMAX, "LOG_SOFTMAX", prepare)
+        .left_by_xnnpack()
+        .arithmetic(describe),
     Registration::new(BuiltinOp::LOGISTIC, "LOGISTIC", prepare).arithmetic(describe),
     Registration::new(BuiltinOp::TANH, "TANH", prepare).arithmetic(describe),
 ];

@@ -16,15 +16,24 @@ use crate::interp::options::{Rounding, TfliteKernels};
 
 /// The ops this family prepares.
 pub(crate) const OPS: &[Registration] = &[
-    Registration::new(BuiltinOp::CAST, "CAST", cast),
-    Registration::new(BuiltinOp::DEQUANTIZE, "DEQUANTIZE", dequantize).arithmetic(describe),
+    // The XNNPACK delegate leaves CAST to the builtin kernels; it takes
+    // DEQUANTIZE (qs8 -> f32: `f32(q - zero_point) * scale`, one f32
+    // product, which is the reference kernel's f64 product rounded once to
+    // f32: the same bytes) and QUANTIZE (its own f32 scaling, not built).
+    Registration::new(BuiltinOp::CAST, "CAST", cast).left_by_xnnpack(),
+    Registration::new(BuiltinOp::DEQUANTIZE, "DEQUANTIZE", dequantize)
+        .xnnpack()
+        .arithmetic(describe),
     Registration::new(BuiltinOp::QUANTIZE, "QUANTIZE", quantize),
 ];
 
 /// What inspect says of DEQUANTIZE: which kernel set's float arithmetic
 /// it takes (the choice `dequantize` makes).
 fn describe(options: &crate::interp::options::Options, _: BuiltinOp) -> String {
-    if options.kernels == TfliteKernels::Optimized {
+    if options.kernels == TfliteKernels::Xnnpack {
+        "f32 product (XNNPACK: equal to the reference kernels' f64 product rounded to f32)"
+            .to_string()
+    } else if options.kernels == TfliteKernels::Optimized {
         "int8/uint8: f32 fma in blocks of 8 (optimized kernels)".to_string()
     } else {
         "f64 product rounded to f32 (reference kernels)".to_string()
