@@ -87,7 +87,7 @@ pub use ops::threshold::{
 pub use ops::GemmPath;
 pub use ops::{
     merge_heads, split_heads, Add, AveragePool2d, FusedActivation, LogSoftmax, Logistic, MaxPool2d,
-    Method, Mul, Operand, Padding, Pool2dShape, Softmax, Sub, Tanh,
+    Method, Mul, Operand, Padding, Pool2dShape, Softmax, Sub, Tanh, XnnpackAdd, XnnpackMul,
 };
 #[cfg(feature = "alloc")]
 pub use ops::{Conv2d, ConvGeometry, ConvQuantization, ConvRequantization, DepthwiseConv2d};

@@ -158,6 +158,7 @@ mod tests {
         // takes whose XNNPACK arithmetic is not built do not.
         assert!(xnnpack("CONV_2D") && xnnpack("DEPTHWISE_CONV_2D") && xnnpack("RESHAPE"));
         assert!(xnnpack("FULLY_CONNECTED") && xnnpack("BATCH_MATMUL") && xnnpack("SOFTMAX"));
+        assert!(xnnpack("ADD") && xnnpack("SUB") && xnnpack("MUL"));
         assert!(!xnnpack("QUANTIZE") && !xnnpack("LOGISTIC") && !xnnpack("TANH"));
         let left = |name: &str| {
             all.iter()
