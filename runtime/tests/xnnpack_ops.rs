@@ -114,6 +114,8 @@ fn single_op_models_equal_litert_xnnpack_bit_for_bit() {
     for family in [
         "fc_",
         "add_",
+        "logistic_",
+        "tanh_",
         "sub_",
         "mul_",
         "batch_matmul",
