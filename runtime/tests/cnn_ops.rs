@@ -136,17 +136,18 @@ fn conv_paths_differ_on_the_rounding_cases() {
 }
 
 /// An op the XNNPACK delegate takes whose XNNPACK arithmetic is not built
-/// (QUANTIZE) is refused under it, naming the op.
+/// (CONCATENATION of differently quantized inputs) is refused under it,
+/// naming the op.
 #[test]
 fn xnnpack_kernels_refuse_ops_not_built() {
-    let bytes = read_model("ops/quantize_float_to_int8/model.tflite");
+    let bytes = read_model("ops/concat_three_ranges/model.tflite");
     let options = reference_options("litert_xnnpack");
     match Interpreter::new(bytes.as_bytes(), options) {
         Err(Error::UnsupportedOp { op, missing, .. }) => {
-            assert_eq!(op, "QUANTIZE");
+            assert_eq!(op, "CONCATENATION");
             assert!(missing.contains("XNNPACK"), "{missing}");
         }
-        other => panic!("QUANTIZE under xnnpack: {other:?}"),
+        other => panic!("CONCATENATION under xnnpack: {other:?}"),
     }
     assert_eq!(TfliteKernels::Xnnpack.name(), "xnnpack");
 }

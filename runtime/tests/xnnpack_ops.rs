@@ -122,6 +122,8 @@ fn single_op_models_equal_litert_xnnpack_bit_for_bit() {
         "softmax_",
         "log_softmax_",
         "dequantize_",
+        "quantize_",
+        "cast_",
         "transpose_",
         "gather_",
     ] {
