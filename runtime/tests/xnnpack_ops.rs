@@ -17,11 +17,12 @@ const REFERENCE: &str = "litert_xnnpack";
 /// Ops the delegate takes whose XNNPACK arithmetic is not built yet: a
 /// model with one is refused under `TfliteKernels::Xnnpack`, naming it
 /// (checked below), never run with another arithmetic.
-const NOT_BUILT: &[&str] = &["QUANTIZE", "LOGISTIC", "TANH", "CONCATENATION"];
+const NOT_BUILT: &[&str] = &["AVERAGE_POOL_2D", "MAX_POOL_2D"];
 
 /// The options that reproduce the delegate: single rounding (LiteRT's
-/// build), the table method (the optimized kernels' int8 SOFTMAX and
-/// LOG_SOFTMAX, which the delegate leaves to them), XNNPACK's kernels.
+/// build), XNNPACK's kernels, and for SOFTMAX and LOG_SOFTMAX (which the
+/// delegate leaves to the builtin kernels) the method of the x86 builtin
+/// kernels ([`builtin_method`]).
 fn xnnpack_options(backend: qneon::Backend, case: &str) -> Options {
     Options {
         kernels: TfliteKernels::Xnnpack,
@@ -124,6 +125,8 @@ fn single_op_models_equal_litert_xnnpack_bit_for_bit() {
         "dequantize_",
         "quantize_",
         "cast_",
+        "requantize_",
+        "concat_",
         "transpose_",
         "gather_",
     ] {
@@ -153,4 +156,47 @@ fn xnnpack_mul_differs_from_litert_reference_somewhere() {
         }
     }
     assert!(differing > 0, "no MUL byte parts XNNPACK from LiteRT");
+}
+
+/// The 1-layer MobileBert under `TfliteKernels::Xnnpack` against LiteRT's
+/// XNNPACK outputs, every committed input set, on the best backend: every
+/// byte of both logits.
+#[test]
+fn mobilebert_1_layer_equals_litert_xnnpack_bit_for_bit() {
+    let manifest = manifest("mobilebert_squad/manifest.json");
+    let model = &manifest["models"]["1l"];
+    let bytes = read_model(model["model"].as_str().unwrap());
+    let options = Options {
+        kernels: TfliteKernels::Xnnpack,
+        backend: qneon::Backend::best(),
+        ..options(Rounding::Single, Method::FixedPoint)
+    };
+    let mut interpreter = Interpreter::new(bytes.as_bytes(), options).expect("MobileBert 1l");
+    let mut compared = 0usize;
+    for (case, inputs) in manifest["inputs"].as_object().unwrap() {
+        let files = &model["outputs"][case][REFERENCE];
+        let run = serde_json::json!({
+            "inputs": inputs,
+            "outputs": {
+                "start_logits": { REFERENCE: files["start_logits"] },
+                "end_logits": { REFERENCE: files["end_logits"] },
+            },
+        });
+        for (output, ours, refs) in run_case(&mut interpreter, &model["tensors"], &run) {
+            let expected = npy(refs[REFERENCE].as_str().unwrap());
+            assert_eq!(ours.len(), expected.data.len(), "{case} {output}");
+            let differing: Vec<usize> = (0..ours.len())
+                .filter(|&i| ours[i] != expected.data[i])
+                .collect();
+            assert!(
+                differing.is_empty(),
+                "MobileBert 1l {case} {output} vs {REFERENCE}: {} of {} bytes differ, first at {}",
+                differing.len(),
+                ours.len(),
+                differing[0]
+            );
+            compared += 1;
+        }
+    }
+    assert_eq!(compared, 6, "three input sets, two logits each");
 }
