@@ -72,7 +72,7 @@ impl XnnpackAdd {
         let a_ratio = a.scale / output.scale;
         let b_ratio = if subtract { -b.scale } else { b.scale } / output.scale;
         for r in [a_ratio, b_ratio] {
-            if !(r.abs() >= 1.0 / 1024.0 && r.abs() < 256.0) {
+            if !(1.0 / 1024.0..256.0).contains(&r.abs()) {
                 return Err(Error::Unsupported {
                     op,
                     dtype: "int8",
@@ -161,7 +161,7 @@ impl XnnpackMul {
     ) -> Result<XnnpackMul> {
         check(a, b, output)?;
         let scale = a.scale * b.scale / output.scale;
-        if !(scale >= 1.0 / 65536.0 && scale < 256.0) {
+        if !(1.0 / 65536.0..256.0).contains(&scale) {
             return Err(Error::Unsupported {
                 op: "xnnpack mul",
                 dtype: "int8",
