@@ -29,6 +29,8 @@ mod operand;
 pub(crate) mod params;
 mod scalar;
 mod xnnpack;
+#[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+mod xnnpack_neon;
 
 pub use self::operand::Operand;
 use self::params::{AddFast, AddParams, MulParams, StageMode, ADD_LEFT_SHIFT};

@@ -123,8 +123,23 @@ impl XnnpackAdd {
         y.clamp(self.act_min, self.act_max) as i8
     }
 
-    /// `output = a op b` over the operands' elements (scalar on every
-    /// backend: no NEON kernel of this arithmetic yet).
+    /// The prepared values, for the NEON kernel: `(a_multiplier,
+    /// b_multiplier, bias, shift, output_zero_point, act_min, act_max)`.
+    #[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
+    pub(super) fn parts(&self) -> (i32, i32, i32, u32, i32, i32, i32) {
+        (
+            self.a_multiplier,
+            self.b_multiplier,
+            self.bias,
+            self.shift,
+            self.output_zero_point,
+            self.act_min,
+            self.act_max,
+        )
+    }
+
+    /// `output = a op b` over the operands' elements on `backend` (the
+    /// same bytes on each).
     pub fn run_operands(
         &self,
         backend: Backend,
@@ -132,9 +147,13 @@ impl XnnpackAdd {
         b: Operand<'_>,
         output: &mut [i8],
     ) -> Result<()> {
-        run(backend, "xnnpack add", a, b, output, |x, y| {
-            self.element(x, y)
-        })
+        checked(backend, "xnnpack add", a, b, output)?;
+        match backend {
+            #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+            Backend::Neon => super::xnnpack_neon::add(self, a, b, output),
+            _ => scalar(a, b, output, |x, y| self.element(x, y)),
+        }
+        Ok(())
     }
 }
 
@@ -189,8 +208,22 @@ impl XnnpackMul {
         (round_ties_even_f32(y) as i32 + self.output_zero_point) as i8
     }
 
-    /// `output = a * b` over the operands' elements (scalar on every
-    /// backend: no NEON kernel of this arithmetic yet).
+    /// The prepared values, for the NEON kernel: `(a_zero_point,
+    /// b_zero_point, scale, output_zero_point, lo, hi)`.
+    #[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
+    pub(super) fn parts(&self) -> (i32, i32, f32, i32, f32, f32) {
+        (
+            self.a_zero_point,
+            self.b_zero_point,
+            self.scale,
+            self.output_zero_point,
+            self.lo,
+            self.hi,
+        )
+    }
+
+    /// `output = a * b` over the operands' elements on `backend` (the
+    /// same bytes on each).
     pub fn run_operands(
         &self,
         backend: Backend,
@@ -198,9 +231,13 @@ impl XnnpackMul {
         b: Operand<'_>,
         output: &mut [i8],
     ) -> Result<()> {
-        run(backend, "xnnpack mul", a, b, output, |x, y| {
-            self.element(x, y)
-        })
+        checked(backend, "xnnpack mul", a, b, output)?;
+        match backend {
+            #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+            Backend::Neon => super::xnnpack_neon::mul(self, a, b, output),
+            _ => scalar(a, b, output, |x, y| self.element(x, y)),
+        }
+        Ok(())
     }
 }
 
@@ -215,19 +252,22 @@ fn check(a: QuantParams, b: QuantParams, output: QuantParams) -> Result<()> {
     Ok(())
 }
 
-/// `f` over every element pair of the operands.
-fn run(
+/// The backend is available and the operands' lengths fit `output`.
+fn checked(
     backend: Backend,
     op: &'static str,
     a: Operand<'_>,
     b: Operand<'_>,
-    output: &mut [i8],
-    f: impl Fn(i8, i8) -> i8,
+    output: &[i8],
 ) -> Result<()> {
     if !backend.is_available() {
         return Err(unavailable(backend));
     }
-    check_lengths(op, a, b, output.len())?;
+    check_lengths(op, a, b, output.len())
+}
+
+/// The scalar kernel: `f` over every element pair of the operands.
+fn scalar(a: Operand<'_>, b: Operand<'_>, output: &mut [i8], f: impl Fn(i8, i8) -> i8) {
     let at = |o: Operand<'_>, i: usize| -> i8 {
         match o {
             Operand::Slice(s) => s[i],
@@ -238,7 +278,6 @@ fn run(
     for (i, out) in output.iter_mut().enumerate() {
         *out = f(at(a, i), at(b, i));
     }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -312,6 +351,70 @@ mod tests {
         assert_eq!(mul.element(7, 1), 4);
         assert_eq!(mul.element(-5, 1), -2);
         assert_eq!(mul.element(127, 127), 127);
+    }
+
+    /// Every backend gives the scalar kernel's bytes: random quantizations
+    /// (ratios across XNNPACK's limits), activations, slice, scalar and row
+    /// operands, lengths off the 16-element block.
+    #[test]
+    fn xnnpack_binary_backends_equal_scalar() {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let mut compared = 0usize;
+        for round in 0..400 {
+            let mut scale = |lo: i32, span: u64| {
+                2f32.powi(lo + (next() % span) as i32) * (1.0 + (next() % 1000) as f32 / 1000.0)
+            };
+            let (sa, sb, so) = (scale(-9, 6), scale(-9, 6), scale(-8, 5));
+            let mut zp = || (next() % 256) as i32 - 128;
+            let (qa, qb, qo) = (q(sa, zp()), q(sb, zp()), q(so, zp()));
+            let activation = match round % 3 {
+                0 => FusedActivation::None,
+                1 => FusedActivation::Relu,
+                _ => FusedActivation::Relu6,
+            };
+            let n = 1 + (next() % 70) as usize;
+            let x: alloc::vec::Vec<i8> = (0..n).map(|_| next() as i8).collect();
+            let y: alloc::vec::Vec<i8> = (0..n).map(|_| next() as i8).collect();
+            let row = &y[..n.min(5)];
+            let len_for_row = row.len() * (n / row.len());
+            let cases: [(Operand<'_>, Operand<'_>, usize); 4] = [
+                (Operand::Slice(&x), Operand::Slice(&y), n),
+                (Operand::Slice(&x), Operand::Scalar(y[0]), n),
+                (Operand::Scalar(x[0]), Operand::Slice(&y), n),
+                (
+                    Operand::Slice(&x[..len_for_row]),
+                    Operand::Row(row),
+                    len_for_row,
+                ),
+            ];
+            let add = XnnpackAdd::new(qa, qb, qo, activation, round % 2 == 1);
+            let mul = XnnpackMul::new(qa, qb, qo, activation);
+            for (a, b, len) in cases {
+                let mut want = alloc::vec![0i8; len];
+                let mut got = alloc::vec![0i8; len];
+                for backend in Backend::available() {
+                    if let Ok(op) = &add {
+                        op.run_operands(Backend::Scalar, a, b, &mut want).unwrap();
+                        op.run_operands(backend, a, b, &mut got).unwrap();
+                        assert_eq!(got, want, "add {backend:?} {qa:?} {qb:?} {qo:?}");
+                        compared += 1;
+                    }
+                    if let Ok(op) = &mul {
+                        op.run_operands(Backend::Scalar, a, b, &mut want).unwrap();
+                        op.run_operands(backend, a, b, &mut got).unwrap();
+                        assert_eq!(got, want, "mul {backend:?} {qa:?} {qb:?} {qo:?}");
+                        compared += 1;
+                    }
+                }
+            }
+        }
+        assert!(compared > 1000, "{compared}");
     }
 
     #[test]
