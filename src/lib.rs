@@ -88,7 +88,7 @@ pub use ops::GemmPath;
 pub use ops::{
     merge_heads, split_heads, Add, AveragePool2d, FusedActivation, HardSwish, LeakyRelu,
     LogSoftmax, Logistic, MaxPool2d, Mean, MeanKernels, Method, Mul, Operand, Padding, Pool2dShape,
-    Relu, ReluKind, Softmax, Sub, Tanh,
+    Relu, ReluKind, Softmax, Sub, Tanh, XnnpackAdd, XnnpackMul,
 };
 #[cfg(feature = "alloc")]
 pub use ops::{Conv2d, ConvGeometry, ConvQuantization, ConvRequantization, DepthwiseConv2d};

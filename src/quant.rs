@@ -129,6 +129,14 @@ pub enum Requantization {
     /// result saturated to `i32` (where the C++ cast would be undefined).
     /// LiteRT's reference `FULLY_CONNECTED`.
     RealF64,
+    /// The XNNPACK delegate's `fp32` requantization (its qs8 / qc8w GEMM):
+    /// `f32(acc) * scale` with `scale = f32(input_scale) *
+    /// f32(weight_scale) / f32(output_scale)` (each operation rounded in
+    /// `f32`), rounded to nearest with ties to even, saturated to `i32`
+    /// ([`requantize_xnnpack_f32`]). Its fused activation's bounds are
+    /// quantized as XNNPACK does
+    /// ([`FusedActivation::range_i8_xnnpack`](crate::ops::requant::FusedActivation::range_i8_xnnpack)).
+    XnnpackF32,
 }
 
 impl Default for Requantization {
@@ -145,11 +153,12 @@ impl From<Rounding> for Requantization {
 }
 
 impl Requantization {
-    /// `"single"`, `"double"` or `"real-f64"`.
+    /// `"single"`, `"double"`, `"real-f64"` or `"xnnpack-f32"`.
     pub const fn name(self) -> &'static str {
         match self {
             Requantization::Multiplier(r) => r.name(),
             Requantization::RealF64 => "real-f64",
+            Requantization::XnnpackF32 => "xnnpack-f32",
         }
     }
 }
@@ -162,6 +171,36 @@ pub fn requantize_real_f64(acc: i32, real: f64) -> i32 {
     let y = libm_round(acc as f64 * real);
     // `as` saturates (and the product is never NaN for a finite `real`).
     y as i32
+}
+
+/// Rounds an `f32` to the nearest integer, ties to even (C's `rintf` in
+/// the default rounding mode, NEON `frintn`), as an `f32`.
+#[inline(always)]
+pub fn round_ties_even_f32(x: f32) -> f32 {
+    /// 2^23: from here up every `f32` is an integer, and adding it to a
+    /// magnitude below it leaves exactly the integer part plus the rounding.
+    const INTEGRAL: f32 = 8_388_608.0;
+    let magnitude = x.abs();
+    if magnitude >= INTEGRAL {
+        return x;
+    }
+    // |x| + 2^23 lies in [2^23, 2^24), where the spacing is 1: the addition
+    // rounds |x| to an integer, ties to even (2^23 is even).
+    let rounded = (magnitude + INTEGRAL) - INTEGRAL;
+    if x.is_sign_negative() {
+        -rounded
+    } else {
+        rounded
+    }
+}
+
+/// [`Requantization::XnnpackF32`] of one accumulator: `f32(acc) * scale`
+/// rounded to nearest, ties to even, saturated to `i32` (NEON `fcvtns`).
+/// `scale` must be finite.
+#[inline(always)]
+pub fn requantize_xnnpack_f32(acc: i32, scale: f32) -> i32 {
+    // `as` saturates (the product is finite: |acc| < 2^31, scale finite).
+    round_ties_even_f32(acc as f32 * scale) as i32
 }
 
 /// The single-rounding `MultiplyByQuantizedMultiplier`:

@@ -86,9 +86,10 @@ impl Case {
             weight_scales,
             output,
             act: rng.below(3) as u8,
-            requantization: match rng.below(3) {
+            requantization: match rng.below(4) {
                 0 => Rounding::Single.into(),
                 1 => Rounding::Double.into(),
+                2 => Requantization::XnnpackF32,
                 _ => Requantization::RealF64,
             },
         }
@@ -125,7 +126,22 @@ impl Case {
 
     /// TFLite's `FullyConnectedPerChannel`, in `i64`.
     fn oracle(&self) -> Vec<i8> {
-        let range = activation_range(self.act, self.output.scale, self.output.zero_point);
+        let range = match self.requantization {
+            // XNNPACK quantizes the bounds in f32, rounding ties to even.
+            Requantization::XnnpackF32 => {
+                let q = |real: f32| {
+                    (real / self.output.scale + self.output.zero_point as f32)
+                        .clamp(-128.0, 127.0)
+                        .round_ties_even() as i64
+                };
+                match self.act {
+                    0 => (-128, 127),
+                    1 => (q(0.0), 127),
+                    _ => (q(0.0), q(6.0)),
+                }
+            }
+            _ => activation_range(self.act, self.output.scale, self.output.zero_point),
+        };
         let mut out = Vec::with_capacity(self.m * self.n);
         for row in self.x.chunks_exact(self.k) {
             for c in 0..self.n {
@@ -149,6 +165,11 @@ impl Case {
                     // std's `round` is half away from zero, as C's; the
                     // saturating cast stands for the C++'s undefined one.
                     Requantization::RealF64 => (acc as f64 * real).round() as i32 as i64,
+                    // XNNPACK: the scale and the product in f32, ties to even.
+                    Requantization::XnnpackF32 => {
+                        let scale = self.input.scale * self.weight_scales[c] / self.output.scale;
+                        (acc as i32 as f32 * scale).round_ties_even() as i32 as i64
+                    }
                 };
                 out.push(output(requantized, self.output.zero_point, range));
             }
@@ -320,8 +341,15 @@ fn extreme_cases() -> Vec<Case> {
                     c.input.zero_point = 127;
                 }
                 3 => {
-                    // Tiny output scale: everything saturates.
-                    c.output.scale = 1e-9;
+                    // Tiny output scale: everything saturates (XNNPACK
+                    // refuses scale ratios of 256 or more: just below).
+                    c.output.scale = match c.requantization {
+                        Requantization::XnnpackF32 => {
+                            let w = c.weight_scales.iter().fold(0.0f32, |a, &b| a.max(b));
+                            c.input.scale * w / 200.0
+                        }
+                        _ => 1e-9,
+                    };
                 }
                 4 => {
                     // Biases near +-2^30, small products.

@@ -118,6 +118,9 @@ enum QneonRequantization
   QNEON_REQUANTIZATION_DOUBLE = 1,
   // `round(double(acc) * real)`: LiteRT's reference fully connected.
   QNEON_REQUANTIZATION_REAL_F64 = 2,
+  // `float(acc) * scale` rounded to even, the scale in `float`: the
+  // XNNPACK delegate's fully connected.
+  QNEON_REQUANTIZATION_XNNPACK_F32 = 3,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L

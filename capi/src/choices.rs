@@ -32,6 +32,9 @@ pub enum QneonRequantization {
     Double = 1,
     /// `round(double(acc) * real)`: LiteRT's reference fully connected.
     RealF64 = 2,
+    /// `float(acc) * scale` rounded to even, the scale in `float`: the
+    /// XNNPACK delegate's fully connected.
+    XnnpackF32 = 3,
 }
 
 /// The activation fused into an int8 op's output clamp (qneon's
@@ -109,11 +112,12 @@ pub(crate) fn requantization(value: u32) -> Result<Requantization, Failure> {
         0 => Ok(Requantization::Multiplier(Rounding::Single)),
         1 => Ok(Requantization::Multiplier(Rounding::Double)),
         2 => Ok(Requantization::RealF64),
+        3 => Ok(Requantization::XnnpackF32),
         v => Err(out_of_range(
             v,
             "requantization",
             "QNEON_REQUANTIZATION_SINGLE",
-            2,
+            3,
         )),
     }
 }

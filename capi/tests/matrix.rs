@@ -29,6 +29,7 @@ fn gemm_gives_the_librarys_bytes_and_replaces_weights() {
             Requantization::Multiplier(Rounding::Double),
         ),
         (QneonRequantization::RealF64, Requantization::RealF64),
+        (QneonRequantization::XnnpackF32, Requantization::XnnpackF32),
     ] {
         for with_bias in [false, true] {
             let bias_ptr = if with_bias {
@@ -146,13 +147,13 @@ fn gemm_gives_the_librarys_bytes_and_replaces_weights() {
                 scales.as_ptr(),
                 qo,
                 0,
-                3,
+                4,
                 &mut h
             ),
             QneonStatus::InvalidArgument
         );
         assert!(
-            last_error().starts_with("requantization 3 is not a QneonRequantization"),
+            last_error().starts_with("requantization 4 is not a QneonRequantization"),
             "{}",
             last_error()
         );

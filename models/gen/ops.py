@@ -19,6 +19,9 @@ REFERENCES = ["litert_ref", "tf219_ref"]
 # The convolutions' three kernel paths differ in their requantization: each
 # case also keeps LiteRT's optimized builtin kernels' and XNNPACK's outputs.
 CONV_REFERENCES = REFERENCES + ["litert_builtin", "litert_xnnpack"]
+# The XNNPACK delegate takes some of the other ops with arithmetic of its own
+# (and leaves the rest to the builtin kernels): their cases keep its outputs.
+XNNPACK_REFERENCES = REFERENCES + ["litert_xnnpack"]
 RUNS = 2
 CALIBRATION_SAMPLES = 16
 
@@ -372,8 +375,27 @@ def activation_cases():
         Case("log_softmax_int8_wide", "int8 log-softmax of [4, 16] in [-60, 60]",
              [("x", [4, 16], F32, (-60.0, 60.0))],
              lambda x: {"y": tf.nn.log_softmax(x)}, ["LOG_SOFTMAX"]),
+        # Every input byte once: the whole 256-entry table of each kernel
+        # path (XNNPACK builds its own from float math).
+        Case("logistic_int8_all_bytes", "int8 logistic of [2, 128] in [-8, 8], every input byte once",
+             [("x", [2, 128], F32, (-8.0, 8.0))],
+             lambda x: {"y": tf.sigmoid(x)}, ["LOGISTIC"], test_inputs=all_bytes([2, 128])),
+        Case("tanh_int8_all_bytes", "int8 tanh of [2, 128] in [-3, 3], every input byte once",
+             [("x", [2, 128], F32, (-3.0, 3.0))],
+             lambda x: {"y": tf.tanh(x)}, ["TANH"], test_inputs=all_bytes([2, 128])),
     ]
     return cases
+
+
+def all_bytes(shape):
+    """Test inputs of every int8 value once: ascending in run 0, shuffled
+    in run 1."""
+    def make(rng, run):
+        values = np.arange(-128, 128, dtype=np.int8)
+        if run == 1:
+            rng.shuffle(values)
+        return {"x": values.reshape(shape)}
+    return make
 
 
 def rounding_cases():
@@ -586,8 +608,12 @@ def relu_cases():
 
 
 def all_cases():
-    cases = (fc_cases() + binary_cases() + batch_matmul_cases() + layout_cases() + conversion_cases()
-             + activation_cases() + rounding_cases() + conv_cases() + pool_cases() + mean_cases() + relu_cases())
+    delegated = (fc_cases() + binary_cases() + batch_matmul_cases() + layout_cases() + conversion_cases()
+                 + activation_cases() + rounding_cases())
+    for case in delegated:
+        if case.references == REFERENCES:
+            case.references = XNNPACK_REFERENCES
+    cases = delegated + conv_cases() + pool_cases() + mean_cases() + relu_cases()
     names = [c.name for c in cases]
     assert len(names) == len(set(names)), "case names must be unique"
     return cases

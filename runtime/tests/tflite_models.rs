@@ -123,6 +123,9 @@ const NO_AARCH64_REFS_YET: &[&str] = &[
     "max_pool_3x3_s2_same_relu",
     "max_pool_2x2_s2_same_relu6",
     "max_pool_int16",
+    // Every int8 byte through LOGISTIC / TANH (made for the XNNPACK path).
+    "logistic_int8_all_bytes",
+    "tanh_int8_all_bytes",
 ];
 
 /// `--softmax lut` (single rounding, the optimized kernels' DEQUANTIZE)

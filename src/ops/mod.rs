@@ -182,7 +182,7 @@ pub use activation::{Logistic, Tanh};
 #[cfg(feature = "alloc")]
 pub use batch_matmul::MatMul;
 pub use binary::params::{AddParams, MulParams};
-pub use binary::{Add, Mul, Operand, Sub};
+pub use binary::{Add, Mul, Operand, Sub, XnnpackAdd, XnnpackMul};
 #[cfg(feature = "alloc")]
 pub use conv::{Conv2d, ConvGeometry, ConvQuantization, ConvRequantization, DepthwiseConv2d};
 pub use elementwise::{HardSwish, LeakyRelu, Relu, ReluKind};

@@ -34,12 +34,22 @@ pub enum TfliteKernels {
     /// lut test of `tflite_models.rs` checks each such difference).
     Optimized,
     /// The XNNPACK delegate (what TFLite's Python `Interpreter` applies by
-    /// default): CONV_2D and DEPTHWISE_CONV_2D scale their accumulators by
-    /// the `f32` product `input_scale * filter_scale / output_scale` and
-    /// round to even ([`qneon::ConvRequantization::XnnpackF32`]). Only the
-    /// ops whose XNNPACK arithmetic is built prepare under it (the
-    /// convolutions and the pure data movement); any other op is an
-    /// unsupported-op error naming it.
+    /// default), as LiteRT 2.3's x86_64 build runs it. The ops it takes run
+    /// in XNNPACK's arithmetic: CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED
+    /// and BATCH_MATMUL (when input 2's zero point is 0) scale their
+    /// accumulators by the `f32` product `input_scale * filter_scale /
+    /// output_scale` and round to even ([`qneon::ConvRequantization::XnnpackF32`],
+    /// [`qneon::Requantization::XnnpackF32`]); ADD and SUB a fixed-point sum
+    /// of its own, MUL an `f32` product rounded to even
+    /// ([`qneon::XnnpackAdd`], [`qneon::XnnpackMul`]); int8 / uint8
+    /// LOGISTIC and TANH its float-built table; QUANTIZE its `f32` and
+    /// 8-fraction-bit converts; DEQUANTIZE its `f32` product (the reference
+    /// kernels' bytes); the data movers move bytes. The ops it leaves to
+    /// the builtin kernels (int8 SOFTMAX and LOG_SOFTMAX, int16 activations,
+    /// CAST, BATCH_MATMUL with a non-zero input-2 zero point, ADD / SUB /
+    /// MUL / QUANTIZE at scale ratios XNNPACK refuses) take
+    /// [`TfliteKernels::Optimized`]'s arithmetic. Ops whose XNNPACK path is
+    /// not built (the pools) are unsupported-op errors naming them.
     Xnnpack,
 }
 

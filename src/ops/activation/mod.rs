@@ -237,6 +237,30 @@ macro_rules! activation_op {
                 })
             }
 
+            /// The XNNPACK delegate's 8-bit op (int8 or uint8): a lookup
+            /// through the table XNNPACK builds from float math
+            /// (`Table256::from_xnnpack`). Validates as [`new`](Self::new);
+            /// int16 is refused ([`Error::Unsupported`]: XNNPACK has no
+            /// int16 table).
+            #[cfg(feature = "std")]
+            pub fn new_xnnpack(input: QuantParams, output: QuantParams) -> Result<Self> {
+                if T::MAX - T::MIN != 255 {
+                    return Err(Error::Unsupported {
+                        op: $opname,
+                        dtype: T::NAME,
+                        reason: "XNNPACK's table is for int8 and uint8 only",
+                    });
+                }
+                let params = ActivationParams::new::<T>($activation, input, output)?;
+                let table = Table256::from_xnnpack::<T>($activation, input, output);
+                Ok($name {
+                    params,
+                    kernel: ActivationKernel::Table256(table),
+                    backend: Backend::best(),
+                    _type: PhantomData,
+                })
+            }
+
             /// The prepared method's kernel on lengths already checked.
             fn run_kernel(&self, backend: Backend, input: &[T], output: &mut [T]) -> Result<()> {
                 self.kernel.run(&self.params, backend, input, output)

@@ -87,6 +87,44 @@ impl Table256 {
         Table256(table)
     }
 
+    /// The table the XNNPACK delegate builds for its qs8 / qu8 sigmoid and
+    /// tanh (XNNPACK's reference operator run over every input byte), step
+    /// for step: dequantize in `f32` as `(f32(q) - f32(zero_point)) *
+    /// scale`; sigmoid as `e / (1 + e)` with `e = exp(f64(x))` in `f64`,
+    /// rounded to `f32` (1 above `x = 100`, 0 below -100), tanh as `f32`
+    /// `tanh`; quantize as `x * (1 / output_scale) + zero_point` in `f32`
+    /// (the reciprocal rounded to `f32` first), rounded to nearest with ties
+    /// to even, clamped to the type. `T` is `i8` or `u8`; the quantization
+    /// is taken as given (validate it first).
+    #[cfg(feature = "std")]
+    pub(crate) fn from_xnnpack<T: QuantElem>(
+        activation: Activation,
+        input: QuantParams,
+        output: QuantParams,
+    ) -> Table256 {
+        /// Beyond this magnitude XNNPACK's sigmoid returns its limit.
+        const SIGMOID_SATURATION: f32 = 100.0;
+        debug_assert!(T::MAX - T::MIN == 255, "Table256 is for 8-bit types");
+        let inverse_scale = 1.0f32 / output.scale;
+        let mut table = [0u8; 256];
+        for v in T::MIN..=T::MAX {
+            let x = (v as f32 - input.zero_point as f32) * input.scale;
+            let y: f32 = match activation {
+                Activation::Logistic if x > SIGMOID_SATURATION => 1.0,
+                Activation::Logistic if x < -SIGMOID_SATURATION => 0.0,
+                Activation::Logistic => {
+                    let e = (x as f64).exp();
+                    (e / (1.0 + e)) as f32
+                }
+                Activation::Tanh => x.tanh(),
+            };
+            let q = crate::quant::round_ties_even_f32(y * inverse_scale + output.zero_point as f32);
+            let clamped = q.clamp(T::MIN as f32, T::MAX as f32) as i32;
+            table[v as u8 as usize] = clamped as u8;
+        }
+        Table256(table)
+    }
+
     /// The scalar FixedPoint kernel over all 256 inputs of `T` (`i8` or `u8`):
     /// a lookup through this table gives the bytes `Method::FixedPoint` gives.
     // With std, `Method::Lut` uses `from_float`; this one is then for tests.
@@ -129,6 +167,47 @@ pub(crate) fn lookup_i8(table: &Table256, input: &[i8], output: &mut [i8]) {
 mod tests {
     extern crate std;
     use super::*;
+
+    /// XNNPACK's table and TFLite's interpreter's are built from other
+    /// float recipes (ties to even against away from zero, `f64` sigmoid
+    /// against `f32`): over a sweep of input scales they stay within one
+    /// step, and on a tie they part: logistic(0) = 0.5 exactly at output
+    /// scale 1 gives XNNPACK's 0 and TFLite's 1.
+    #[cfg(feature = "std")]
+    #[test]
+    fn xnnpack_table_parts_from_tflite_table_on_ties_only_by_one_step() {
+        for activation in [Activation::Logistic, Activation::Tanh] {
+            let output = match activation {
+                Activation::Logistic => QuantParams::new(1.0 / 256.0, -128),
+                Activation::Tanh => QuantParams::new(1.0 / 128.0, 0),
+            };
+            for k in 1..200 {
+                let input = QuantParams::new(k as f32 / 512.0, (k % 7) - 3);
+                let x = Table256::from_xnnpack::<i8>(activation, input, output);
+                let t = Table256::from_float::<i8>(activation, input, output);
+                for (a, b) in x.0.iter().zip(t.0.iter()) {
+                    let (a, b) = (*a as i8 as i32, *b as i8 as i32);
+                    assert!(
+                        (a - b).abs() <= 1,
+                        "{activation:?} scale {}: {a} vs {b}",
+                        input.scale
+                    );
+                }
+            }
+        }
+        let (input, output) = (QuantParams::new(0.1, 0), QuantParams::new(1.0, 0));
+        let x = Table256::from_xnnpack::<i8>(Activation::Logistic, input, output);
+        let t = Table256::from_float::<i8>(Activation::Logistic, input, output);
+        assert_eq!((x.0[0], t.0[0]), (0, 1));
+        // Saturation at |x| > 100: exactly 1 and 0.
+        let wide = QuantParams::new(1.0, 0);
+        let x = Table256::from_xnnpack::<i8>(
+            Activation::Logistic,
+            wide,
+            QuantParams::new(1.0 / 256.0, -128),
+        );
+        assert_eq!((x.0[127] as i8, x.0[128] as i8), (127, -128));
+    }
     use crate::backend::Backend;
     use crate::elem::ElemKind;
     use crate::error::Result;

@@ -49,7 +49,7 @@ use super::requant::{try_filled, ChannelMultipliers};
 use crate::backend::{Backend, CpuFeatures};
 use crate::checks::{check_length, check_scale, check_zero_point};
 use crate::error::{Error, Result};
-use crate::quant::{QuantParams, Rounding};
+use crate::quant::{QuantParams, Requantization, Rounding};
 use alloc::vec::Vec;
 
 const OP: &str = "batch_matmul";
@@ -99,7 +99,7 @@ impl MatMul {
         lhs: QuantParams,
         rhs: QuantParams,
         output: QuantParams,
-        rounding: Rounding,
+        requantization: impl Into<Requantization>,
     ) -> Result<MatMul> {
         for (dim, what) in [(m, "m (rows)"), (n, "n (columns)"), (k, "k (depth)")] {
             if dim == 0 {
@@ -139,7 +139,7 @@ impl MatMul {
             &try_filled(OP, "channel scales", rhs_scale as f32, n)?,
             output_scale,
             n_padded,
-            rounding,
+            requantization,
         )?;
         let block_shifts = block_shifts(OP, &multipliers, n_padded / NR)?;
         let path = if CpuFeatures::detect().dotprod {

@@ -28,9 +28,13 @@ mod neon;
 mod operand;
 pub(crate) mod params;
 mod scalar;
+mod xnnpack;
+#[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+mod xnnpack_neon;
 
 pub use self::operand::Operand;
 use self::params::{AddFast, AddParams, MulParams, StageMode, ADD_LEFT_SHIFT};
+pub use self::xnnpack::{XnnpackAdd, XnnpackMul};
 use super::requant::FusedActivation;
 use crate::backend::{unavailable, Backend};
 use crate::checks::{check_scale, check_zero_point};

@@ -82,7 +82,7 @@ fn apply<const MODE: u8>(x: int32x4_t, m: int32x4_t, neg_r: int32x4_t) -> int32x
 /// outside `i8` on the same side). `CLAMP`: the activation range is
 /// narrower than `[-128, 127]`.
 #[inline(always)]
-fn narrow<const CLAMP: bool>(
+pub(super) fn narrow<const CLAMP: bool>(
     v: [int32x4_t; 4],
     zp: int16x8_t,
     min: int8x16_t,
@@ -195,7 +195,7 @@ fn drive<const A_SPLAT: bool, const B_SPLAT: bool>(
 /// Runs `drive` with the splat flags of the operands, row by row for a
 /// [`Operand::Row`].
 #[inline(always)]
-fn drive_operands(
+pub(super) fn drive_operands(
     a: Operand<'_>,
     b: Operand<'_>,
     output: &mut [i8],

@@ -121,7 +121,9 @@ impl Gemm {
     /// * `activation`: fused into the output clamp;
     /// * `requantization`: how the accumulators are scaled to the output: a
     ///   [`Rounding`] of the quantized multipliers (a `Rounding` converts),
-    ///   or [`Requantization::RealF64`], LiteRT's reference kernel.
+    ///   or [`Requantization::RealF64`], LiteRT's reference kernel, or
+    ///   [`Requantization::XnnpackF32`], the XNNPACK delegate's (whose
+    ///   activation bounds are quantized as XNNPACK does).
     ///
     /// Errors: `n` or `k` zero ([`Error::ZeroDimension`]), `weights`, `bias` or
     /// `weight_scales` of the wrong length ([`Error::Length`]), a scale that is
@@ -182,7 +184,7 @@ impl Gemm {
             Some(b) => b.to_vec(),
             None => alloc::vec![0; n],
         };
-        let (act_min, act_max) = activation.range_i8(output);
+        let (act_min, act_max) = activation.range_i8_for(output, multipliers.requantization);
         let path = if CpuFeatures::detect().dotprod {
             GemmPath::Dot
         } else {

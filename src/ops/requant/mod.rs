@@ -29,8 +29,13 @@ use crate::checks::check_scale;
 use crate::error::{Error, Result};
 use crate::fixedpoint::{libm_round, Lane};
 use crate::quant::{
-    requantize_real_f64, QuantParams, QuantizedMultiplier, Requantization, Rounding,
+    requantize_real_f64, requantize_xnnpack_f32, round_ties_even_f32, QuantParams,
+    QuantizedMultiplier, Requantization, Rounding,
 };
+
+/// XNNPACK refuses a GEMM or convolution requantization scale at or above
+/// this (`requantization scale ... is greater or equal to 256.0`).
+pub(crate) const XNNPACK_MAX_SCALE: f32 = 256.0;
 
 /// An activation fused into an operator's output requantization, as TFLite
 /// fuses it: a clamp of the quantized output to the activation's range.
@@ -63,6 +68,32 @@ impl FusedActivation {
             FusedActivation::None => (qmin, qmax),
             FusedActivation::Relu => (qmin.max(quantize(0.0)), qmax),
             FusedActivation::Relu6 => (qmin.max(quantize(0.0)), qmax.min(quantize(6.0))),
+        }
+    }
+
+    /// The int8 output range the XNNPACK delegate gives its operators: the
+    /// real bounds (RELU `[0, inf)`, RELU6 `[0, 6]`) quantized as
+    /// `lrintf(clamp(bound / scale + zero_point, -128, 127))`, all in `f32`
+    /// (ties to even). `output.scale` must be finite and `> 0`.
+    pub fn range_i8_xnnpack(self, output: QuantParams) -> (i32, i32) {
+        let quantize = |real: f32| -> i32 {
+            let q = (real / output.scale + output.zero_point as f32).clamp(-128.0, 127.0);
+            round_ties_even_f32(q) as i32
+        };
+        match self {
+            FusedActivation::None => (-128, 127),
+            FusedActivation::Relu => (quantize(0.0), 127),
+            FusedActivation::Relu6 => (quantize(0.0), quantize(6.0)),
+        }
+    }
+
+    /// The output range under `requantization`: XNNPACK's
+    /// ([`FusedActivation::range_i8_xnnpack`]) for its arithmetic, TFLite's
+    /// ([`FusedActivation::range_i8`]) otherwise.
+    pub fn range_i8_for(self, output: QuantParams, requantization: Requantization) -> (i32, i32) {
+        match requantization {
+            Requantization::XnnpackF32 => self.range_i8_xnnpack(output),
+            _ => self.range_i8(output),
         }
     }
 }
@@ -175,6 +206,10 @@ pub(crate) struct ChannelMultipliers {
     /// padding). Empty otherwise.
     #[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
     pub real: alloc::vec::Vec<f64>,
+    /// [`Requantization::XnnpackF32`]: each channel's
+    /// `f32(input_scale) * f32(channel_scale) / f32(output_scale)` (0 for
+    /// padding). Empty otherwise.
+    pub scale_f32: alloc::vec::Vec<f32>,
     /// Q0.31 mantissas.
     pub multiplier: alloc::vec::Vec<i32>,
     /// `max(shift, 0)` (double rounding's left shift; 0 for single rounding
@@ -216,11 +251,15 @@ impl ChannelMultipliers {
         let requantization = requantization.into();
         let rounding = match requantization {
             Requantization::Multiplier(r) => r,
-            Requantization::RealF64 => Rounding::Single,
+            Requantization::RealF64 | Requantization::XnnpackF32 => Rounding::Single,
         };
         let mut real = match requantization {
             Requantization::RealF64 => try_filled(op, "multipliers", 0.0, padded_len)?,
-            Requantization::Multiplier(_) => alloc::vec::Vec::new(),
+            _ => alloc::vec::Vec::new(),
+        };
+        let mut scale_f32 = match requantization {
+            Requantization::XnnpackF32 => try_filled(op, "multipliers", 0.0f32, padded_len)?,
+            _ => alloc::vec::Vec::new(),
         };
         let mut multiplier = try_filled(op, "multipliers", 0, padded_len)?;
         let mut left_shift = try_filled(op, "multipliers", 0, padded_len)?;
@@ -237,6 +276,18 @@ impl ChannelMultipliers {
             let effective = input_scale * s / output_scale;
             if let Some(r) = real.get_mut(c) {
                 *r = effective;
+            }
+            if let Some(f) = scale_f32.get_mut(c) {
+                // The scales are f32 values: the f64 arguments hold them exactly.
+                *f = input_scale as f32 * s as f32 / output_scale as f32;
+                if !f.is_finite() || *f >= XNNPACK_MAX_SCALE {
+                    return Err(Error::Unsupported {
+                        op,
+                        dtype: "int8",
+                        reason: "XNNPACK's requantization scale, input scale * weight scale \
+                                 / output scale in f32, must be below 256",
+                    });
+                }
             }
             let q = rounding.quantize_multiplier(effective)?;
             if q.shift > 30 {
@@ -259,6 +310,7 @@ impl ChannelMultipliers {
             requantization,
             rounding,
             real,
+            scale_f32,
             multiplier,
             left_shift,
             neg_right_shift,
@@ -282,6 +334,7 @@ impl ChannelMultipliers {
     pub fn requantize(&self, c: usize, acc: i32) -> i32 {
         match self.requantization {
             Requantization::RealF64 => requantize_real_f64(acc, self.real[c]),
+            Requantization::XnnpackF32 => requantize_xnnpack_f32(acc, self.scale_f32[c]),
             Requantization::Multiplier(Rounding::Double) => requantize_lanes(acc, &self.channel(c)),
             Requantization::Multiplier(Rounding::Single) => {
                 Rounding::Single.multiply(acc, self.quantized(c))

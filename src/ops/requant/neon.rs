@@ -108,6 +108,17 @@ pub(crate) fn requantize_real_f64(acc: int32x4_t, real: &[float64x2_t; 2]) -> in
     }
 }
 
+/// [`Requantization::XnnpackF32`](crate::quant::Requantization::XnnpackF32)
+/// of 4 accumulators: `scvtf` to `f32` (rounded to nearest, as the scalar
+/// `acc as f32`), one `fmul` by each lane's scale, `fcvtns` (round to
+/// nearest, ties to even, saturating): [`requantize_xnnpack_f32`](crate::quant::requantize_xnnpack_f32)
+/// lane by lane.
+#[inline(always)]
+pub(crate) fn requantize_xnnpack_f32(acc: int32x4_t, scale: float32x4_t) -> int32x4_t {
+    // SAFETY: neon is a compile-time target feature (cfg on this module).
+    unsafe { vcvtnq_s32_f32(vmulq_f32(vcvtq_f32_s32(acc), scale)) }
+}
+
 /// The output stage of 16 requantized values: add the output zero point and
 /// clamp, as `output_stage`, with the clamp to `[-128, 127]` done by the
 /// saturating narrows. Saturating `i32 -> i16` first and then adding the zero
@@ -260,6 +271,52 @@ mod tests {
                 (1.0 + (next() >> 11) as f64 / (1u64 << 53) as f64) * 2f64.powi(e)
             });
             check_real(acc, real);
+        }
+    }
+
+    /// `requantize_xnnpack_f32` on 4 lanes against the scalar reference.
+    fn check_xnnpack(acc: [i32; 4], scale: [f32; 4]) {
+        // SAFETY: neon is a compile-time target feature (cfg on this module);
+        // every load and store is of a 4-element array.
+        let got = unsafe {
+            let v = requantize_xnnpack_f32(vld1q_s32(acc.as_ptr()), vld1q_f32(scale.as_ptr()));
+            let mut out = [0i32; 4];
+            vst1q_s32(out.as_mut_ptr(), v);
+            out
+        };
+        for j in 0..4 {
+            let expected = crate::quant::requantize_xnnpack_f32(acc[j], scale[j]);
+            assert_eq!(got[j], expected, "acc {} scale {:e}", acc[j], scale[j]);
+        }
+    }
+
+    #[test]
+    fn xnnpack_f32_lanes_equal_the_scalar_reference() {
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        // Ties to even (odd * 2^(s-1) at scale 2^-s), saturation, random.
+        for s in 0u32..=20 {
+            let r = 1.0 / (1u64 << s) as f32;
+            for odd in [-7, -3, -1, 1, 3, 7] {
+                let acc = odd << s.saturating_sub(1);
+                check_xnnpack([acc, -acc, acc + 1, acc - 1], [r; 4]);
+            }
+        }
+        check_xnnpack([i32::MIN, i32::MAX, -1, 1], [255.0; 4]);
+        check_xnnpack([i32::MIN, i32::MAX, 0, 7], [1.0, 1.0, 1e-30, 3.5]);
+        for _ in 0..200_000 {
+            let sh = next() % 31;
+            let acc: [i32; 4] = core::array::from_fn(|_| next() as i32 >> sh);
+            let scale: [f32; 4] = core::array::from_fn(|_| {
+                let e = (next() % 40) as i32 - 32;
+                (1.0 + (next() >> 41) as f32 / (1u32 << 23) as f32) * 2f32.powi(e)
+            });
+            check_xnnpack(acc, scale);
         }
     }
 

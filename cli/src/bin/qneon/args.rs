@@ -43,8 +43,10 @@ pub(crate) struct LoadArgs {
     /// reference (TFLite's reference kernels), optimized (its aarch64
     /// builtin kernels: DEQUANTIZE's float arithmetic, CONV_2D's single
     /// rounding) or xnnpack (the XNNPACK delegate, TFLite's Python default:
-    /// CONV_2D and DEPTHWISE_CONV_2D requantize in f32 and round to even;
-    /// an op whose XNNPACK arithmetic is not built is refused by name).
+    /// the ops it takes in XNNPACK's arithmetic, e.g. CONV_2D and
+    /// FULLY_CONNECTED requantize in f32 and round to even; the ops it
+    /// leaves, e.g. int8 SOFTMAX, in the builtin kernels'; an op whose
+    /// XNNPACK path is not built is refused by name).
     /// Default: optimized with --softmax lut, else reference.
     #[arg(long, value_enum)]
     pub(crate) kernels: Option<KernelsArg>,

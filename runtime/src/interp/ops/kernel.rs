@@ -117,6 +117,10 @@ pub(crate) struct KernelPaths {
     pub litert: bool,
     /// The XNNPACK delegate's arithmetic.
     pub xnnpack: bool,
+    /// The XNNPACK delegate leaves the op to TFLite's builtin kernels (it
+    /// refuses its types): under [`TfliteKernels::Xnnpack`] the op prepares
+    /// with [`TfliteKernels::Optimized`]'s arithmetic.
+    pub left_by_xnnpack: bool,
 }
 
 impl KernelPaths {
@@ -125,6 +129,20 @@ impl KernelPaths {
         match kernels {
             TfliteKernels::Reference | TfliteKernels::Optimized => self.litert,
             TfliteKernels::Xnnpack => self.xnnpack,
+        }
+    }
+
+    /// The options an op with these paths prepares with: the caller's, or
+    /// under [`TfliteKernels::Xnnpack`] for an op the delegate leaves to the
+    /// builtin kernels, the same with [`TfliteKernels::Optimized`].
+    pub(crate) fn prepare_options(self, options: &Options) -> Options {
+        if self.left_by_xnnpack && options.kernels == TfliteKernels::Xnnpack {
+            Options {
+                kernels: TfliteKernels::Optimized,
+                ..*options
+            }
+        } else {
+            *options
         }
     }
 }
@@ -155,6 +173,7 @@ impl Registration {
             paths: KernelPaths {
                 litert: true,
                 xnnpack: false,
+                left_by_xnnpack: false,
             },
             arithmetic: None,
         }
@@ -175,6 +194,21 @@ impl Registration {
         Registration {
             paths: KernelPaths {
                 xnnpack: true,
+                ..self.paths
+            },
+            ..self
+        }
+    }
+
+    /// The same row, for an op the XNNPACK delegate never takes (LiteRT
+    /// 2.3's delegate refuses its quantized types): under
+    /// [`TfliteKernels::Xnnpack`] it runs in the builtin kernels, so it
+    /// prepares with [`TfliteKernels::Optimized`]'s arithmetic.
+    pub(crate) const fn left_by_xnnpack(self) -> Registration {
+        Registration {
+            paths: KernelPaths {
+                xnnpack: true,
+                left_by_xnnpack: true,
                 ..self.paths
             },
             ..self

@@ -89,7 +89,14 @@ pub(crate) fn op_name(operator: &Operator<'_>) -> String {
 /// its float arithmetic), where its family says so.
 pub(crate) fn arithmetic(operator: &Operator<'_>, options: &Options) -> Option<String> {
     let registration = registration(operator)?;
-    Some((registration.arithmetic?)(options, registration.op))
+    use crate::interp::options::TfliteKernels;
+    let describe = registration.arithmetic?;
+    let paths = registration.paths;
+    if paths.left_by_xnnpack && options.kernels == TfliteKernels::Xnnpack {
+        let builtin = describe(&paths.prepare_options(options), registration.op);
+        return Some(format!("left to the builtin kernels by XNNPACK: {builtin}"));
+    }
+    Some(describe(options, registration.op))
 }
 
 /// Prepares `operator` of `graph` with the family that registered its op.
@@ -106,10 +113,12 @@ pub(crate) fn prepare(
             missing: "custom operators are not supported".to_string(),
         });
     };
-    let op = op::Op::new(graph, operator, builtin, &name, options);
     let Some(registration) = registration(operator) else {
+        let op = op::Op::new(graph, operator, builtin, &name, options);
         return Err(op.unsupported("no kernel for this operator"));
     };
+    let options = registration.paths.prepare_options(options);
+    let op = op::Op::new(graph, operator, builtin, &name, &options);
     if !registration.paths.reproduces(options.kernels) {
         // Only XNNPACK lacks ops today: every row reproduces LiteRT's sets.
         return Err(op.unsupported("XNNPACK's arithmetic for this operator is not built yet"));
@@ -150,9 +159,18 @@ mod tests {
                 .find(|r| r.name == name)
                 .is_some_and(|r| r.paths.reproduces(TfliteKernels::Xnnpack))
         };
-        // Built XNNPACK arithmetic and pure data movement prepare under it;
-        // requantizing ops whose XNNPACK arithmetic is not built do not.
+        // Built XNNPACK arithmetic, pure data movement and the ops the
+        // delegate leaves to the builtin kernels prepare under it; ops it
+        // takes whose XNNPACK arithmetic is not built do not.
         assert!(xnnpack("CONV_2D") && xnnpack("DEPTHWISE_CONV_2D") && xnnpack("RESHAPE"));
-        assert!(!xnnpack("FULLY_CONNECTED") && !xnnpack("SOFTMAX") && !xnnpack("ADD"));
+        assert!(xnnpack("FULLY_CONNECTED") && xnnpack("BATCH_MATMUL") && xnnpack("SOFTMAX"));
+        assert!(xnnpack("ADD") && xnnpack("SUB") && xnnpack("MUL"));
+        assert!(xnnpack("LOGISTIC") && xnnpack("TANH") && xnnpack("QUANTIZE"));
+        let left = |name: &str| {
+            all.iter()
+                .any(|r| r.name == name && r.paths.left_by_xnnpack)
+        };
+        assert!(left("SOFTMAX") && left("LOG_SOFTMAX") && left("CAST"));
+        assert!(!left("FULLY_CONNECTED") && !left("CONV_2D"));
     }
 }

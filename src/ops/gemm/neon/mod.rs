@@ -35,7 +35,9 @@ pub(crate) mod widening;
 
 use super::pack::{KC, NR};
 use super::params::{GemmView, Tile};
-use crate::ops::requant::neon::{requantize, requantize_real_f64, requantize_single};
+use crate::ops::requant::neon::{
+    requantize, requantize_real_f64, requantize_single, requantize_xnnpack_f32,
+};
 use crate::ops::requant::ChannelMultiplier;
 use crate::quant::{Requantization, Rounding};
 use core::arch::aarch64::*;
@@ -46,6 +48,8 @@ const STAGE_DOUBLE: u8 = 0;
 const STAGE_SINGLE: u8 = 1;
 /// [`BlockParams::stage`]: the real multiplier in `f64`.
 const STAGE_REAL_F64: u8 = 2;
+/// [`BlockParams::stage`]: XNNPACK's `f32` scale, rounded to even.
+const STAGE_XNNPACK_F32: u8 = 3;
 
 /// The 8 channels of one weight block: bias and multipliers as two vectors.
 #[derive(Clone, Copy)]
@@ -110,6 +114,7 @@ impl BlockParams {
             Requantization::Multiplier(Rounding::Double) => STAGE_DOUBLE,
             Requantization::Multiplier(Rounding::Single) => STAGE_SINGLE,
             Requantization::RealF64 => STAGE_REAL_F64,
+            Requantization::XnnpackF32 => STAGE_XNNPACK_F32,
         };
         let wide: [int64x2_t; 4] = match stage {
             STAGE_SINGLE => {
@@ -123,6 +128,18 @@ impl BlockParams {
                 core::array::from_fn(|h| unsafe {
                     vreinterpretq_s64_f64(vld1q_f64(t.as_ptr().add(2 * h)))
                 })
+            }
+            STAGE_XNNPACK_F32 => {
+                let t = &m.scale_f32[c..c + NR];
+                // SAFETY: t holds 8 values (sliced above); 4 h + 4 <= 8. The
+                // 8 f32 scales take the first two vectors, as bits.
+                let s: [int64x2_t; 2] = core::array::from_fn(|h| unsafe {
+                    vreinterpretq_s64_f32(vld1q_f32(t.as_ptr().add(4 * h)))
+                });
+                // SAFETY: neon is a compile-time target feature (cfg on this module).
+                [s[0], s[1], unsafe { vdupq_n_s64(0) }, unsafe {
+                    vdupq_n_s64(0)
+                }]
             }
             // SAFETY: neon is a compile-time target feature (cfg on this module).
             _ => [unsafe { vdupq_n_s64(0) }; 4],
@@ -197,6 +214,7 @@ pub(super) fn store_tile<const R: usize>(
     match p.stage {
         STAGE_SINGLE => with!(stage STAGE_SINGLE),
         STAGE_REAL_F64 => with!(stage STAGE_REAL_F64),
+        STAGE_XNNPACK_F32 => with!(stage STAGE_XNNPACK_F32),
         _ => {}
     }
     match (p.any_left_shift, p.all_right_shift, p.clamp) {
@@ -247,6 +265,15 @@ fn store_tile_with<
                 (
                     requantize_real_f64(acc[r][0], &[real[0], real[1]]),
                     requantize_real_f64(acc[r][1], &[real[2], real[3]]),
+                )
+            } else if STAGE == STAGE_XNNPACK_F32 {
+                // SAFETY: neon is a compile-time target feature (cfg on this
+                // module); the first two vectors hold f32 bits (`load`).
+                let scale: [float32x4_t; 2] =
+                    core::array::from_fn(|h| unsafe { vreinterpretq_f32_s64(t[h]) });
+                (
+                    requantize_xnnpack_f32(acc[r][0], scale[0]),
+                    requantize_xnnpack_f32(acc[r][1], scale[1]),
                 )
             } else {
                 (

@@ -11,13 +11,26 @@ use super::buffers::{tile_elements, view, view_mut, Io};
 use super::kernel::{Kernel, PreparedOp, Registration, CHUNK};
 use super::op::Op;
 use crate::error::Result;
+use crate::interp::options::TfliteKernels;
 
 /// The ops this family prepares.
 pub(crate) const OPS: &[Registration] = &[
-    Registration::new(BuiltinOp::SOFTMAX, "SOFTMAX", prepare).arithmetic(describe),
-    Registration::new(BuiltinOp::LOG_SOFTMAX, "LOG_SOFTMAX", prepare).arithmetic(describe),
-    Registration::new(BuiltinOp::LOGISTIC, "LOGISTIC", prepare).arithmetic(describe),
-    Registration::new(BuiltinOp::TANH, "TANH", prepare).arithmetic(describe),
+    // LiteRT 2.3's XNNPACK delegate takes only float SOFTMAX and has no
+    // LOG_SOFTMAX: the quantized ones run in the builtin kernels. It takes
+    // int8 and uint8 LOGISTIC and TANH (with a table of its own) and leaves
+    // int16 ones to the builtin kernels.
+    Registration::new(BuiltinOp::SOFTMAX, "SOFTMAX", prepare)
+        .left_by_xnnpack()
+        .arithmetic(describe),
+    Registration::new(BuiltinOp::LOG_SOFTMAX, "LOG_SOFTMAX", prepare)
+        .left_by_xnnpack()
+        .arithmetic(describe),
+    Registration::new(BuiltinOp::LOGISTIC, "LOGISTIC", prepare)
+        .xnnpack()
+        .arithmetic(describe),
+    Registration::new(BuiltinOp::TANH, "TANH", prepare)
+        .xnnpack()
+        .arithmetic(describe),
 ];
 
 /// What inspect says: the method the caller chose, which these ops run
@@ -25,6 +38,12 @@ pub(crate) const OPS: &[Registration] = &[
 /// tensor and so is named rather than decided here).
 fn describe(options: &crate::interp::options::Options, builtin: BuiltinOp) -> String {
     let requested = options.softmax_method;
+    if options.kernels == TfliteKernels::Xnnpack {
+        // SOFTMAX and LOG_SOFTMAX are left by the delegate (described with
+        // the optimized kernels' options), so only these two come here.
+        let int16 = activation_method(builtin, TensorType::Int16, requested);
+        return format!("int8/uint8: XNNPACK's table; int16 (builtin): method {int16}");
+    }
     let int16 = activation_method(builtin, TensorType::Int16, requested);
     if int16 == requested {
         format!("method {requested}")
@@ -129,6 +148,29 @@ impl<A: LibraryActivation> Kernel for Activation<A> {
     }
 }
 
+/// XNNPACK's table kernel of LOGISTIC or TANH on 8-bit elements `T`.
+fn xnnpack_kernel<T: QuantElem + bytemuck::Pod + Send + Sync>(
+    op: &Op<'_, '_>,
+    len: usize,
+) -> Result<Box<dyn Kernel>> {
+    let (in_q, out_q) = (
+        op.per_tensor(op.input(0)?, "input")?,
+        op.per_tensor(op.output(0)?, "output")?,
+    );
+    let e = |err: qneon::Error| op.kernel_error(err);
+    Ok(match op.builtin {
+        BuiltinOp::LOGISTIC => {
+            let logistic = qneon::Logistic::<T>::new_xnnpack(in_q, out_q).map_err(e)?;
+            Box::new(Activation::new(logistic, len, len))
+        }
+        BuiltinOp::TANH => {
+            let tanh = qneon::Tanh::<T>::new_xnnpack(in_q, out_q).map_err(e)?;
+            Box::new(Activation::new(tanh, len, len))
+        }
+        _ => return Err(op.unsupported_types()),
+    })
+}
+
 /// The kernel of `builtin` on elements of type `T`.
 fn kernel<T: QuantElem + bytemuck::Pod + Send + Sync>(
     op: &Op<'_, '_>,
@@ -188,7 +230,11 @@ fn prepare(op: &Op<'_, '_>) -> Result<PreparedOp> {
     if row == 0 || len == 0 {
         return Err(op.invalid("empty input"));
     }
+    let xnnpack = op.options.kernels == TfliteKernels::Xnnpack
+        && matches!(op.builtin, BuiltinOp::LOGISTIC | BuiltinOp::TANH);
     let kernel = match input.dtype() {
+        TensorType::Int8 if xnnpack => xnnpack_kernel::<i8>(op, len)?,
+        TensorType::Uint8 if xnnpack => xnnpack_kernel::<u8>(op, len)?,
         TensorType::Int8 => kernel::<i8>(op, method, row, len)?,
         TensorType::Uint8 => kernel::<u8>(op, method, row, len)?,
         TensorType::Int16 => kernel::<i16>(op, method, row, len)?,

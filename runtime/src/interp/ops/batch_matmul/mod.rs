@@ -4,7 +4,7 @@
 
 use std::ops::Range;
 
-use qneon::Backend;
+use qneon::{Backend, Requantization};
 use qneon_tflite::{BuiltinOp, Options as OpOptions, TensorType};
 
 use super::buffers::{tile_elements, view, view_mut, Io};
@@ -12,18 +12,50 @@ use super::kernel::{Kernel, PreparedOp, Registration};
 use super::op::Op;
 use super::strided_copy::broadcast_shape;
 use crate::error::Result;
-use crate::interp::options::Rounding;
+use crate::interp::options::{Options, Rounding, TfliteKernels};
 
 /// Most dimensions TFLite's BATCH_MATMUL takes (two matrix dimensions and
 /// up to three batch dimensions).
 const MAX_RANK: usize = 5;
 
 /// The ops this family prepares.
-pub(crate) const OPS: &[Registration] = &[Registration::new(
-    BuiltinOp::BATCH_MATMUL,
-    "BATCH_MATMUL",
-    prepare,
-)];
+pub(crate) const OPS: &[Registration] =
+    &[
+        Registration::new(BuiltinOp::BATCH_MATMUL, "BATCH_MATMUL", prepare)
+            .xnnpack()
+            .arithmetic(describe),
+    ];
+
+/// What inspect says: the requantization [`requantization`] chooses.
+fn describe(options: &Options, _: BuiltinOp) -> String {
+    match options.kernels {
+        TfliteKernels::Xnnpack => format!(
+            "requantization {} (input 2 zero point 0, taken by XNNPACK), else {} (left to \
+             the builtin kernels)",
+            Requantization::XnnpackF32.name(),
+            lite_rt_rounding(options.rounding).name()
+        ),
+        _ => format!(
+            "requantization {}",
+            lite_rt_rounding(options.rounding).name()
+        ),
+    }
+}
+
+/// The requantization of a BATCH_MATMUL whose right-hand operand has zero
+/// point `rhs_zero_point`. LiteRT 2.3's XNNPACK delegate takes an int8
+/// BATCH_MATMUL only when that zero point is 0 (measured on `models/ops`:
+/// `batch_matmul_rank4`, zero point 0, is delegated; the four cases of zero
+/// point -26 run in the builtin kernel); it then runs XNNPACK's qs8 GEMM,
+/// whose x86 requantization is `f32` rounded to even
+/// ([`Requantization::XnnpackF32`]). Otherwise [`lite_rt_rounding`].
+fn requantization(options: &Options, rhs_zero_point: i32) -> Requantization {
+    if options.kernels == TfliteKernels::Xnnpack && rhs_zero_point == 0 {
+        Requantization::XnnpackF32
+    } else {
+        Requantization::Multiplier(lite_rt_rounding(options.rounding))
+    }
+}
 
 /// A prepared BATCH_MATMUL: one library product per output matrix, the
 /// operands' matrices picked through the broadcast batch. A tile is one
@@ -210,7 +242,7 @@ fn prepare(op: &Op<'_, '_>) -> Result<PreparedOp> {
         lhs_q,
         rhs_q,
         out_q,
-        lite_rt_rounding(op.options.rounding),
+        requantization(op.options, rhs_q.zero_point),
     )
     .map_err(|e| op.kernel_error(e))?;
     let batches: Vec<(usize, usize)> = operand_batches(batch_a, &batch)

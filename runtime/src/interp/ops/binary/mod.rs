@@ -14,13 +14,39 @@ use super::kernel::{Kernel, PreparedOp, Registration, CHUNK};
 use super::op::Op;
 use super::strided_copy::broadcast_shape;
 use crate::error::Result;
+use crate::interp::options::{Options, TfliteKernels};
 
 /// The ops this family prepares.
 pub(crate) const OPS: &[Registration] = &[
-    Registration::new(BuiltinOp::ADD, "ADD", prepare),
-    Registration::new(BuiltinOp::SUB, "SUB", prepare),
-    Registration::new(BuiltinOp::MUL, "MUL", prepare),
+    Registration::new(BuiltinOp::ADD, "ADD", prepare)
+        .xnnpack()
+        .arithmetic(describe),
+    Registration::new(BuiltinOp::SUB, "SUB", prepare)
+        .xnnpack()
+        .arithmetic(describe),
+    Registration::new(BuiltinOp::MUL, "MUL", prepare)
+        .xnnpack()
+        .arithmetic(describe),
 ];
+
+/// What inspect says: the arithmetic [`prepare`] builds under the options.
+fn describe(options: &Options, builtin: BuiltinOp) -> String {
+    let xnnpack = options.kernels == TfliteKernels::Xnnpack;
+    match (builtin, xnnpack) {
+        (BuiltinOp::MUL, true) => format!(
+            "XNNPACK fp32 (f32 product scale, ties to even; outside its scale limits the builtin \
+             {})",
+            MUL_ROUNDING.name()
+        ),
+        (BuiltinOp::MUL, false) => format!("rounding {}", MUL_ROUNDING.name()),
+        (_, true) => format!(
+            "XNNPACK fixed point (multipliers at a common shift; outside its scale limits the \
+             builtin {})",
+            options.rounding.name()
+        ),
+        (_, false) => format!("rounding {}", options.rounding.name()),
+    }
+}
 
 /// A binary int8 element-wise kernel of the library on one innermost run:
 /// each operand a slice as long as `output` or one repeated value.
@@ -51,7 +77,13 @@ macro_rules! elementwise_int8 {
     )*};
 }
 
-elementwise_int8!(qneon::Add, qneon::Sub, qneon::Mul);
+elementwise_int8!(
+    qneon::Add,
+    qneon::Sub,
+    qneon::Mul,
+    qneon::XnnpackAdd,
+    qneon::XnnpackMul
+);
 
 /// The rounding of int8 MUL in both of the interpreter's modes: LiteRT
 /// 2.3's reference MUL (what `Rounding::Single` is to reproduce) gives the
@@ -393,6 +425,22 @@ fn prepare(op: &Op<'_, '_>) -> Result<PreparedOp> {
         op.per_tensor(output, "output")?,
     );
     let rounding = op.options.rounding;
+    if op.options.kernels == TfliteKernels::Xnnpack {
+        // The delegate takes the op unless XNNPACK refuses its scale ratios
+        // (then the builtin kernel below runs it, as in LiteRT).
+        let xnnpack: qneon::Result<Box<dyn ElementwiseInt8>> = match builtin {
+            BuiltinOp::ADD | BuiltinOp::SUB => {
+                qneon::XnnpackAdd::new(qa, qb, qo, activation, builtin == BuiltinOp::SUB)
+                    .map(|k| Box::new(k) as _)
+            }
+            _ => qneon::XnnpackMul::new(qa, qb, qo, activation).map(|k| Box::new(k) as _),
+        };
+        match xnnpack {
+            Ok(kernel) => return binary(op, kernel, a.shape(), b.shape(), &shape, output),
+            Err(qneon::Error::Unsupported { .. }) => {}
+            Err(e) => return Err(op.kernel_error(e)),
+        }
+    }
     let built: qneon::Result<Box<dyn ElementwiseInt8>> = match builtin {
         BuiltinOp::ADD => {
             qneon::Add::new(qa, qb, qo, activation, rounding).map(|k| Box::new(k) as _)
@@ -406,7 +454,20 @@ fn prepare(op: &Op<'_, '_>) -> Result<PreparedOp> {
         _ => return Err(op.unsupported("not an element-wise binary op")),
     };
     let kernel = built.map_err(|e| op.kernel_error(e))?;
-    let runs = BroadcastRuns::new(a.shape(), b.shape(), &shape).map_err(|e| op.invalid(e))?;
+    binary(op, kernel, a.shape(), b.shape(), &shape, output)
+}
+
+/// The prepared op of `kernel` over the broadcast of shapes `a` and `b` to
+/// `shape`.
+fn binary(
+    op: &Op<'_, '_>,
+    kernel: Box<dyn ElementwiseInt8>,
+    a: &[usize],
+    b: &[usize],
+    shape: &[usize],
+    output: &qneon_tflite::Tensor<'_>,
+) -> Result<PreparedOp> {
+    let runs = BroadcastRuns::new(a, b, shape).map_err(|e| op.invalid(e))?;
     Ok(PreparedOp {
         kernel: Box::new(Binary { kernel, runs }),
         work: output.element_count() as u64,

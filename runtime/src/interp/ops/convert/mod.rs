@@ -16,20 +16,50 @@ use crate::interp::options::{Rounding, TfliteKernels};
 
 /// The ops this family prepares.
 pub(crate) const OPS: &[Registration] = &[
-    Registration::new(BuiltinOp::CAST, "CAST", cast),
-    Registration::new(BuiltinOp::DEQUANTIZE, "DEQUANTIZE", dequantize).arithmetic(describe),
-    Registration::new(BuiltinOp::QUANTIZE, "QUANTIZE", quantize),
+    // The XNNPACK delegate leaves CAST to the builtin kernels; it takes
+    // DEQUANTIZE (qs8 -> f32: `f32(q - zero_point) * scale`, one f32
+    // product, which is the reference kernel's f64 product rounded once to
+    // f32: the same bytes) and int8 / uint8 QUANTIZE (its own arithmetic,
+    // `Convert::XnnpackQuantize` and `Convert::XnnpackRequantizeI8`).
+    Registration::new(BuiltinOp::CAST, "CAST", cast).left_by_xnnpack(),
+    Registration::new(BuiltinOp::DEQUANTIZE, "DEQUANTIZE", dequantize)
+        .xnnpack()
+        .arithmetic(describe),
+    Registration::new(BuiltinOp::QUANTIZE, "QUANTIZE", quantize)
+        .xnnpack()
+        .arithmetic(describe_quantize),
 ];
 
 /// What inspect says of DEQUANTIZE: which kernel set's float arithmetic
 /// it takes (the choice `dequantize` makes).
 fn describe(options: &crate::interp::options::Options, _: BuiltinOp) -> String {
-    if options.kernels == TfliteKernels::Optimized {
+    if options.kernels == TfliteKernels::Xnnpack {
+        "f32 product (XNNPACK: equal to the reference kernels' f64 product rounded to f32)"
+            .to_string()
+    } else if options.kernels == TfliteKernels::Optimized {
         "int8/uint8: f32 fma in blocks of 8 (optimized kernels)".to_string()
     } else {
         "f64 product rounded to f32 (reference kernels)".to_string()
     }
 }
+
+/// What inspect says of QUANTIZE: the arithmetic `quantize` chooses.
+fn describe_quantize(options: &crate::interp::options::Options, _: BuiltinOp) -> String {
+    if options.kernels == TfliteKernels::Xnnpack {
+        "XNNPACK: float -> int8/uint8 x * f32(1 / scale) rounded to even; int8 -> int8 a \
+         multiplier of 8 fraction bits (ratios in [2^-8, 2^7]); otherwise the builtin kernels'"
+            .to_string()
+    } else {
+        format!(
+            "float: round(x / scale) half away from zero; int8 -> int8: rounding {}",
+            options.rounding.name()
+        )
+    }
+}
+
+/// XNNPACK's int8 -> int8 convert takes input / output scale ratios in
+/// `[2^-8, 2^7]` only (the delegate leaves others to the builtin kernel).
+const XNNPACK_REQUANTIZE_RATIOS: (f32, f32) = (1.0 / 256.0, 128.0);
 
 /// The integer output types of QUANTIZE.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -87,6 +117,21 @@ pub(crate) enum Convert {
         input_zero_point: i32,
         output_zero_point: i32,
     },
+    /// QUANTIZE float32 -> int8 / uint8 as XNNPACK's `f32 -> qs8 / qu8`
+    /// convert: `x * inverse_scale` (`inverse_scale = f32(1 / scale)`,
+    /// rounded once) clamped to the type less the zero point, rounded to
+    /// nearest with ties to even, plus the zero point. NaN gives the zero
+    /// point here (XNNPACK's x86 kernels' NaN byte depends on the kernel).
+    XnnpackQuantize {
+        to: IntType,
+        inverse_scale: f32,
+        zero_point: i32,
+    },
+    /// QUANTIZE int8 -> int8 as XNNPACK's `qs8` convert: `multiplier =
+    /// lrintf(256 * f32(input_scale / output_scale))`, then per element
+    /// `clamp((bias + x * multiplier) >> 8, -128, 127)` with `bias =
+    /// (output_zero_point << 8) - multiplier * input_zero_point + 128`.
+    XnnpackRequantizeI8 { multiplier: i32, bias: i32 },
 }
 
 /// A prepared conversion of `len` elements, in tiles of [`CHUNK`]
@@ -129,7 +174,8 @@ impl Convert {
             Convert::CastI32F32 => (4, 4),
             Convert::Dequantize { from, .. } => (from.size(), 4),
             Convert::Quantize { to, .. } => (4, to.size()),
-            Convert::RequantizeI8 { .. } => (1, 1),
+            Convert::RequantizeI8 { .. } | Convert::XnnpackRequantizeI8 { .. } => (1, 1),
+            Convert::XnnpackQuantize { to, .. } => (4, to.size()),
         }
     }
 
@@ -238,6 +284,49 @@ impl Convert {
                     *o = scaled.saturating_add(*output_zero_point).clamp(-128, 127) as i8;
                 }
             }
+            Convert::XnnpackQuantize {
+                to,
+                inverse_scale,
+                zero_point,
+            } => {
+                let input: &[f32] = view(input_bytes)?;
+                let (lo, hi) = to.range();
+                let (lo, hi) = (
+                    (lo as i32 - zero_point) as f32,
+                    (hi as i32 - zero_point) as f32,
+                );
+                // Clamping before rounding equals rounding first (integer
+                // bounds); NaN stays NaN through `clamp` and converts to 0.
+                let q = |x: f32| {
+                    qneon::quant::round_ties_even_f32((x * inverse_scale).clamp(lo, hi)) as i32
+                        + zero_point
+                };
+                match to {
+                    IntType::I8 => {
+                        let output: &mut [i8] = view_mut(output_bytes)?;
+                        output
+                            .iter_mut()
+                            .zip(input)
+                            .for_each(|(o, &x)| *o = q(x) as i8);
+                    }
+                    IntType::U8 => {
+                        let output: &mut [u8] = output_bytes;
+                        output
+                            .iter_mut()
+                            .zip(input)
+                            .for_each(|(o, &x)| *o = q(x) as u8);
+                    }
+                    IntType::I16 => return Err("XNNPACK has no int16 QUANTIZE".to_string()),
+                }
+            }
+            Convert::XnnpackRequantizeI8 { multiplier, bias } => {
+                let input: &[i8] = view(input_bytes)?;
+                let output: &mut [i8] = view_mut(output_bytes)?;
+                for (o, &x) in output.iter_mut().zip(input) {
+                    let acc = bias.wrapping_add((x as i32).wrapping_mul(*multiplier));
+                    *o = (acc >> 8).clamp(-128, 127) as i8;
+                }
+            }
         }
         Ok(())
     }
@@ -310,6 +399,36 @@ fn dequantize(op: &Op<'_, '_>) -> Result<PreparedOp> {
     .kernel(output.element_count()))
 }
 
+/// QUANTIZE in XNNPACK's arithmetic, where its delegate takes the op:
+/// float32 to int8 / uint8, and int8 to int8 at scale ratios XNNPACK
+/// accepts; `None` where the builtin kernel runs it.
+fn xnnpack_quantize(
+    op: &Op<'_, '_>,
+    from: TensorType,
+    to: IntType,
+    out_q: qneon::QuantParams,
+) -> Result<Option<Convert>> {
+    Ok(match (from, to) {
+        (TensorType::Float32, IntType::I8 | IntType::U8) => Some(Convert::XnnpackQuantize {
+            to,
+            inverse_scale: 1.0 / out_q.scale,
+            zero_point: out_q.zero_point,
+        }),
+        (TensorType::Int8, IntType::I8) => {
+            let in_q = op.per_tensor(op.input(0)?, "input")?;
+            let ratio = in_q.scale / out_q.scale;
+            let (lo, hi) = XNNPACK_REQUANTIZE_RATIOS;
+            if !(ratio >= lo && ratio <= hi) {
+                return Ok(None);
+            }
+            let multiplier = qneon::quant::round_ties_even_f32(256.0 * ratio) as i32;
+            let bias = (out_q.zero_point << 8) - multiplier * in_q.zero_point + 0x80;
+            Some(Convert::XnnpackRequantizeI8 { multiplier, bias })
+        }
+        _ => None,
+    })
+}
+
 fn quantize(op: &Op<'_, '_>) -> Result<PreparedOp> {
     op.input_count(1, 1)?;
     op.output_count(1)?;
@@ -317,6 +436,11 @@ fn quantize(op: &Op<'_, '_>) -> Result<PreparedOp> {
     op.same_shape(input, output)?;
     let to = int_type(output.dtype()).ok_or_else(|| op.unsupported_types())?;
     let out_q = op.per_tensor(output, "output")?;
+    if op.options.kernels == TfliteKernels::Xnnpack {
+        if let Some(convert) = xnnpack_quantize(op, input.dtype(), to, out_q)? {
+            return Ok(convert.kernel(output.element_count()));
+        }
+    }
     match input.dtype() {
         TensorType::Float32 => Ok(Convert::Quantize {
             to,
@@ -348,5 +472,61 @@ fn quantize(op: &Op<'_, '_>) -> Result<PreparedOp> {
             .kernel(output.element_count()))
         }
         _ => Err(op.unsupported_types()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run_f32_to_i8(convert: &Convert, input: &[f32]) -> Vec<i8> {
+        let bytes: Vec<u8> = input.iter().flat_map(|x| x.to_ne_bytes()).collect();
+        let mut out = vec![0u8; input.len()];
+        convert.run(&bytes, &mut out).unwrap();
+        out.into_iter().map(|b| b as i8).collect()
+    }
+
+    /// XNNPACK's QUANTIZE rounds ties to even where TFLite's rounds them
+    /// away from zero: 2.5 and -2.5 steps give 2 and -2 (TFLite: 3, -3).
+    #[test]
+    fn xnnpack_quantize_rounds_ties_to_even_and_saturates() {
+        let xnn = Convert::XnnpackQuantize {
+            to: IntType::I8,
+            inverse_scale: 1.0 / 0.5,
+            zero_point: 1,
+        };
+        let tflite = Convert::Quantize {
+            to: IntType::I8,
+            scale: 0.5,
+            zero_point: 1,
+        };
+        let input = [1.25f32, -1.25, 1.75, 1000.0, -1000.0, f32::NAN];
+        assert_eq!(run_f32_to_i8(&xnn, &input), [3, -1, 5, 127, -128, 1]);
+        assert_eq!(run_f32_to_i8(&tflite, &input)[..5], [4, -2, 5, 127, -128]);
+    }
+
+    /// XNNPACK's int8 requantize: 8 fraction bits, the 128 of the bias
+    /// rounding half up; within one step of the real value everywhere.
+    #[test]
+    fn xnnpack_requantize_is_within_a_step_of_the_real_value() {
+        let (in_scale, in_zp, out_scale, out_zp) = (0.03f32, -7, 0.05f32, 3);
+        let ratio = in_scale / out_scale;
+        let multiplier = qneon::quant::round_ties_even_f32(256.0 * ratio) as i32;
+        assert_eq!(multiplier, 154); // 256 * 0.6 = 153.6
+        let bias = (out_zp << 8) - multiplier * in_zp + 0x80;
+        let convert = Convert::XnnpackRequantizeI8 { multiplier, bias };
+        let input: Vec<u8> = (i8::MIN..=i8::MAX).map(|x| x as u8).collect();
+        let mut out = vec![0u8; 256];
+        convert.run(&input, &mut out).unwrap();
+        for (&x, &y) in input.iter().zip(&out) {
+            let real = (x as i8 as i32 - in_zp) as f64 * ratio as f64 + out_zp as f64;
+            let y = y as i8 as f64;
+            assert!(
+                (y - real.clamp(-128.0, 127.0)).abs() <= 1.0,
+                "{x}: {y} vs {real}"
+            );
+        }
+        // x = 8: (768 + 1078 + 128 + 1232) >> 8 = 3206 >> 8 = 12.
+        assert_eq!(out[136] as i8, 12); // input 8 (byte 136 of the sweep)
     }
 }

@@ -17,6 +17,7 @@ use crate::interp::options::{Options, Rounding, TfliteKernels};
 pub(crate) const OPS: &[Registration] =
     &[
         Registration::new(BuiltinOp::FULLY_CONNECTED, "FULLY_CONNECTED", prepare)
+            .xnnpack()
             .arithmetic(describe),
     ];
 
@@ -158,9 +159,12 @@ impl Kernel for FullyConnected {
 /// quantized multiplier = 35.49999999: 35 in single rounding, LiteRT 36),
 /// and the designed input of `models/gen/probe_fc_rounding.py`. Its optimized
 /// kernels apply the quantized multiplier in single rounding, TF 2.19's
-/// reference kernels in double rounding.
+/// reference kernels in double rounding. The XNNPACK delegate takes every
+/// int8 FULLY_CONNECTED with constant weights (its qs8 / qc8w GEMM) and
+/// scales in `f32`, rounding to even ([`Requantization::XnnpackF32`]).
 fn requantization(options: &Options) -> Requantization {
     match (options.rounding, options.kernels) {
+        (_, TfliteKernels::Xnnpack) => Requantization::XnnpackF32,
         (Rounding::Single, TfliteKernels::Reference) => Requantization::RealF64,
         (rounding, _) => Requantization::Multiplier(rounding),
     }

@@ -24,9 +24,12 @@ use super::buffers::Io;
 use super::kernel::{Kernel, Registration};
 use super::strided_copy::StridedCopy;
 
-/// The ops this family prepares. All but CONCATENATION (which requantizes
-/// differently quantized inputs) only move bytes, alike in every kernel set,
-/// so they prepare under XNNPACK too.
+/// The ops this family prepares. They move bytes, alike in every kernel
+/// set, so they prepare under XNNPACK too; CONCATENATION also requantizes
+/// differently quantized inputs, but LiteRT's XNNPACK delegate takes it
+/// only when every input has the output's scale and zero point (pure
+/// data movement) and leaves the others to the builtin kernel, whose
+/// arithmetic this family's is.
 pub(crate) const OPS: &[Registration] = &[
     Registration::new(BuiltinOp::RESHAPE, "RESHAPE", reshape::prepare).xnnpack(),
     Registration::new(BuiltinOp::TRANSPOSE, "TRANSPOSE", transpose::prepare).xnnpack(),
@@ -42,7 +45,8 @@ pub(crate) const OPS: &[Registration] = &[
         BuiltinOp::CONCATENATION,
         "CONCATENATION",
         concat_split::prepare_concatenation,
-    ),
+    )
+    .xnnpack(),
     Registration::new(BuiltinOp::SPLIT, "SPLIT", concat_split::prepare_split).xnnpack(),
     Registration::new(BuiltinOp::SQUEEZE, "SQUEEZE", reshape::prepare_squeeze).xnnpack(),
     Registration::new(
