@@ -26,14 +26,14 @@ fn npy_data(file: &Path) -> Vec<u8> {
 }
 
 /// A model qneon cannot run: the single-op LOG_SOFTMAX model turned into a
-/// RELU (builtin code 19, an op without options and without a qneon
-/// kernel), written to a temporary file. The FlatBuffers walk: root table
+/// FLOOR (builtin code 8, an op without options that TFLite defines for
+/// floats only, so without a qneon kernel), written to a temporary file. The FlatBuffers walk: root table
 /// -> Model field 1 (`operator_codes`) -> each OperatorCode's fields 0
 /// (`deprecated_builtin_code`, i8) and 3 (`builtin_code`, i32); Model field
 /// 2 (`subgraphs`) -> SubGraph field 3 (`operators`) -> each Operator's
 /// field 3 (`builtin_options_type`, u8) set to NONE.
-fn relu_model() -> PathBuf {
-    const RELU: u8 = 19;
+fn floor_model() -> PathBuf {
+    const FLOOR: u8 = 8;
     let mut bytes = std::fs::read(models().join("ops/log_softmax_int8/model.tflite")).unwrap();
     let u32_at =
         |b: &[u8], at: usize| u32::from_le_bytes(b[at..at + 4].try_into().unwrap()) as usize;
@@ -64,9 +64,9 @@ fn relu_model() -> PathBuf {
     for code in tables(&bytes, model, 1) {
         let deprecated = field(&bytes, code, 0).expect("deprecated_builtin_code");
         assert_eq!(bytes[deprecated], 50, "the model's op is LOG_SOFTMAX");
-        bytes[deprecated] = RELU;
+        bytes[deprecated] = FLOOR;
         if let Some(builtin) = field(&bytes, code, 3) {
-            bytes[builtin..builtin + 4].copy_from_slice(&(RELU as i32).to_le_bytes());
+            bytes[builtin..builtin + 4].copy_from_slice(&(FLOOR as i32).to_le_bytes());
         }
     }
     for graph in tables(&bytes, model, 2) {
@@ -76,7 +76,7 @@ fn relu_model() -> PathBuf {
             }
         }
     }
-    let out = std::env::temp_dir().join(format!("qneon-cli-relu-{}.tflite", std::process::id()));
+    let out = std::env::temp_dir().join(format!("qneon-cli-floor-{}.tflite", std::process::id()));
     std::fs::write(&out, bytes).unwrap();
     out
 }
@@ -171,8 +171,8 @@ fn exit_status_is_2_for_usage_and_1_for_model_or_input_errors() {
         ),
         (
             // An operator qneon has no kernel for: a load error naming it.
-            vec!["run".into(), path(&relu_model()).into()],
-            "(RELU) is not supported",
+            vec!["run".into(), path(&floor_model()).into()],
+            "(FLOOR) is not supported",
         ),
     ];
     for (args, message) in cases {
@@ -201,11 +201,11 @@ fn inspect_lists_ops_plan_and_what_cannot_run() {
     assert!(!stdout.contains("CANNOT RUN"), "{stdout}");
     assert!(!stdout.contains("qneon cannot run"), "{stdout}");
     // An operator without a kernel: inspect names it and why.
-    let result = qneon(&["inspect", path(&relu_model())]);
+    let result = qneon(&["inspect", path(&floor_model())]);
     assert!(result.status.success());
     let stdout = String::from_utf8_lossy(&result.stdout);
     assert!(stdout.contains("qneon cannot run 1 operators"), "{stdout}");
-    assert!(stdout.contains("RELU"), "{stdout}");
+    assert!(stdout.contains("FLOOR"), "{stdout}");
     // LOG_SOFTMAX runs with every method now, the tables included.
     let result = qneon(&[
         "inspect",
