@@ -140,7 +140,8 @@ impl Implicit {
     /// The im2col rows of output pixels `pixels` (numbered over the batch:
     /// pixel `p` is output row `p / output_width`, column `p %
     /// output_width`) into `dst`, input channels from `channel` on: taps
-    /// outside the image hold the input zero point.
+    /// outside the image hold the input zero point. The rows' taps are
+    /// found once per output row, the columns' once per pixel.
     fn gather(
         &self,
         g: &ConvGeometry,
@@ -149,15 +150,22 @@ impl Implicit {
         pixels: Range<usize>,
         channel: usize,
     ) {
-        let (kw, depth, cin) = (g.kernel_width, self.depth, g.input_channels);
+        let (kh, kw, depth, cin) = (
+            g.kernel_height,
+            g.kernel_width,
+            self.depth,
+            g.input_channels,
+        );
         let in_row = g.input_width * cin;
         let image_len = g.input_height * in_row;
         // A whole row of taps is one contiguous run of the input when the
         // columns are adjacent and each pixel's channels are all read.
         let runs = g.dilation_width == 1 && depth == cin;
-        let mut row = pixels.start / g.output_width;
-        let mut ox = pixels.start % g.output_width;
-        for patch in dst.chunks_exact_mut(self.patch) {
+        let mut patches = dst.chunks_exact_mut(self.patch);
+        let mut p = pixels.start;
+        while p < pixels.end {
+            let (row, first) = (p / g.output_width, p % g.output_width);
+            let end = g.output_width.min(first + (pixels.end - p));
             let (b, oy) = (row / g.output_height, row % g.output_height);
             let image = &input[b * image_len..][..image_len];
             let (y0, ys) = ConvGeometry::taps(
@@ -165,60 +173,67 @@ impl Implicit {
                 g.stride_height,
                 g.pad_top,
                 g.dilation_height,
-                g.kernel_height,
+                kh,
                 g.input_height,
             );
-            let (x0, xs) = ConvGeometry::taps(
-                ox,
-                g.stride_width,
-                g.pad_left,
-                g.dilation_width,
-                kw,
-                g.input_width,
-            );
-            if ys.len() < g.kernel_height || xs.len() < kw {
-                patch.fill(self.input_zero_point);
-            }
-            for ky in ys {
-                // In the image: taps() kept only such rows and columns.
-                let iy = (y0 + (ky * g.dilation_height) as isize) as usize;
-                let line = &image[iy * in_row..][..in_row];
-                let taps = &mut patch[ky * kw * depth..][..kw * depth];
-                if runs {
-                    let ix = (x0 + xs.start as isize) as usize;
-                    copy_small(
-                        &mut taps[xs.start * depth..xs.end * depth],
-                        &line[ix * cin..][..xs.len() * cin],
-                    );
-                } else {
-                    for kx in xs.clone() {
-                        let ix = (x0 + (kx * g.dilation_width) as isize) as usize;
+            for (ox, patch) in (first..end).zip(&mut patches) {
+                let (x0, xs) = ConvGeometry::taps(
+                    ox,
+                    g.stride_width,
+                    g.pad_left,
+                    g.dilation_width,
+                    kw,
+                    g.input_width,
+                );
+                if ys.len() < kh || xs.len() < kw {
+                    patch.fill(self.input_zero_point);
+                }
+                for ky in ys.clone() {
+                    // In the image: taps() kept only such rows and columns.
+                    let iy = (y0 + (ky * g.dilation_height) as isize) as usize;
+                    let line = &image[iy * in_row..][..in_row];
+                    let taps = &mut patch[ky * kw * depth..][..kw * depth];
+                    if runs {
+                        let ix = (x0 + xs.start as isize) as usize;
                         copy_small(
-                            &mut taps[kx * depth..][..depth],
-                            &line[ix * cin + channel..][..depth],
+                            &mut taps[xs.start * depth..xs.end * depth],
+                            &line[ix * cin..][..xs.len() * cin],
                         );
+                    } else {
+                        for kx in xs.clone() {
+                            let ix = (x0 + (kx * g.dilation_width) as isize) as usize;
+                            copy_small(
+                                &mut taps[kx * depth..][..depth],
+                                &line[ix * cin + channel..][..depth],
+                            );
+                        }
                     }
                 }
             }
-            ox += 1;
-            if ox == g.output_width {
-                ox = 0;
-                row += 1;
-            }
+            p += end - first;
         }
     }
 }
 
-/// `dst.copy_from_slice(src)`, byte by byte below 16 bytes: a first layer's
-/// runs are a few bytes long (9 for 3 taps of 3 channels), where a call to
-/// `memcpy` costs more than the copy.
+/// `dst.copy_from_slice(src)` (equal lengths). Below 16 bytes, two
+/// overlapping 8- or 4-byte moves (or single bytes below 4): a first
+/// layer's runs are a few bytes long (9 for 3 taps of 3 channels), where a
+/// call to `memcpy` costs more than the copy.
 #[inline(always)]
 fn copy_small(dst: &mut [i8], src: &[i8]) {
-    if src.len() < 16 {
+    let n = src.len();
+    debug_assert_eq!(dst.len(), n);
+    if n >= 16 {
+        dst.copy_from_slice(src);
+    } else if n >= 8 {
+        dst[..8].copy_from_slice(&src[..8]);
+        dst[n - 8..n].copy_from_slice(&src[n - 8..]);
+    } else if n >= 4 {
+        dst[..4].copy_from_slice(&src[..4]);
+        dst[n - 4..n].copy_from_slice(&src[n - 4..]);
+    } else {
         for (d, &s) in dst.iter_mut().zip(src) {
             *d = s;
         }
-    } else {
-        dst.copy_from_slice(src);
     }
 }
