@@ -176,7 +176,21 @@ impl Implicit {
                 kh,
                 g.input_height,
             );
+            // Every row of taps in the image and whole runs: a pixel whose
+            // columns are in the image too is `kernel_height` copies of
+            // `kernel_width * depth` bytes, found without the taps' search.
+            let inner = runs && ys.len() == kh;
+            let run = kw * depth;
             for (ox, patch) in (first..end).zip(&mut patches) {
+                let x0 = (ox * g.stride_width) as isize - g.pad_left as isize;
+                if inner && x0 >= 0 && x0 as usize + kw <= g.input_width {
+                    let at = y0 as usize * in_row + x0 as usize * cin;
+                    for (ky, taps) in patch.chunks_exact_mut(run).enumerate() {
+                        let src = at + ky * g.dilation_height * in_row;
+                        copy_small(taps, &image[src..src + run]);
+                    }
+                    continue;
+                }
                 let (x0, xs) = ConvGeometry::taps(
                     ox,
                     g.stride_width,
