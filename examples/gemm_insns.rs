@@ -2,7 +2,7 @@
 //! instruction-counting emulator: count the runs with `reps` = R and 2R and
 //! divide the difference by `R * m * n * k`.
 //!
-//! `gemm_insns M N K REPS [dot|widening|scalar] [double|single]` (defaults:
+//! `gemm_insns M N K REPS [dot|mmla|widening|scalar] [double|single]` (defaults:
 //! 384 128 512 1 dot double).
 
 use qneon::ops::GemmPath;
@@ -53,6 +53,7 @@ fn main() {
         let r = match path {
             "dot" => g.run_neon_path(GemmPath::Dot, &x, &mut y, m),
             "widening" => g.run_neon_path(GemmPath::Widening, &x, &mut y, m),
+            "mmla" => g.run_neon_path(GemmPath::Mmla, &x, &mut y, m),
             _ => g.run_with(Backend::Scalar, &x, &mut y, m),
         };
         r.expect("run");

@@ -218,7 +218,7 @@ fn check_set_weights(rng: &mut Rng, m: usize, n: usize, k: usize, transposed: bo
         &want,
     );
     #[cfg(target_arch = "aarch64")]
-    for path in [GemmPath::Dot, GemmPath::Widening] {
+    for (path, _) in neon::neon_paths() {
         let mut out = vec![0x3c; m * n];
         g.run_neon_path(path, &second.x, &mut out, m).unwrap();
         assert_same(&format!("set_weights, {path:?}"), &second, &out, &want);
@@ -436,10 +436,21 @@ mod neon {
         );
     }
 
+    /// Every NEON path this CPU has, each with its output poison: `sdot`
+    /// and the widening path always (dotprod is required), `smmla` when
+    /// the CPU has i8mm (`qemu-aarch64 -cpu max`, not `-cpu neoverse-n1`).
+    pub(super) fn neon_paths() -> Vec<(GemmPath, i8)> {
+        let mut paths = vec![(GemmPath::Dot, 0x55u8 as i8), (GemmPath::Widening, -0x56)];
+        if CpuFeatures::detect().i8mm {
+            paths.push((GemmPath::Mmla, 0x2b));
+        }
+        paths
+    }
+
     fn check_neon(case: &Case) {
         let g = case.gemm();
         let want = case.run_scalar(&g);
-        for (path, poison) in [(GemmPath::Dot, 0x55u8 as i8), (GemmPath::Widening, -0x56)] {
+        for (path, poison) in neon_paths() {
             let mut out = vec![poison; case.m * case.n];
             g.run_neon_path(path, &case.x, &mut out, case.m).unwrap();
             assert_same(&format!("{path:?} vs scalar"), case, &out, &want);
@@ -537,10 +548,15 @@ mod neon {
     }
 
     #[test]
-    fn gemm_i8_best_path_is_sdot_under_qemu_max() {
+    fn gemm_i8_best_path_is_smmla_with_i8mm_else_sdot() {
         require_dotprod();
         let c = Case::random(&mut Rng::new(13), 2, 2, 2);
-        assert_eq!(c.gemm().path(), GemmPath::Dot);
+        let want = if CpuFeatures::detect().i8mm {
+            GemmPath::Mmla
+        } else {
+            GemmPath::Dot
+        };
+        assert_eq!(c.gemm().path(), want);
         assert_eq!(c.gemm().backend(), Backend::Neon);
     }
 }

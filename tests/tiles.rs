@@ -33,8 +33,12 @@ fn gemm_runs() -> Vec<(Backend, Option<GemmPath>)> {
     if Backend::Neon.is_available() {
         runs.push((Backend::Neon, None));
         runs.push((Backend::Neon, Some(GemmPath::Widening)));
-        if qneon::CpuFeatures::detect().dotprod {
+        let cpu = qneon::CpuFeatures::detect();
+        if cpu.dotprod {
             runs.push((Backend::Neon, Some(GemmPath::Dot)));
+        }
+        if cpu.dotprod && cpu.i8mm {
+            runs.push((Backend::Neon, Some(GemmPath::Mmla)));
         }
     }
     runs

@@ -253,6 +253,12 @@ impl MatMul {
                         backend: "neon (sdot)",
                     })
                 }
+                // No smmla kernel here: the batch matrix product runs sdot.
+                GemmPath::Mmla => {
+                    return Err(Error::BackendUnavailable {
+                        backend: "neon (smmla, not in the batch matrix product)",
+                    })
+                }
                 GemmPath::Widening => false,
             };
             neon::matmul(self, dot, lhs, rhs, output, scratch_bytes, scratch_words);

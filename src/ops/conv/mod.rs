@@ -27,12 +27,16 @@
 //! kernel equals byte for byte. On NEON, a pointwise CONV_2D (1x1 kernel,
 //! stride 1, no padding, one group) under a quantized multiplier runs
 //! through [`Gemm`] (it is a fully connected layer over the
-//! pixels, with the same per-channel arithmetic); every other layer still
-//! runs the scalar loops. Work splits by output rows ([`Conv2d::run_rows`]):
-//! every output element depends on its own window only.
+//! pixels, with the same per-channel arithmetic); every other CONV_2D
+//! under a quantized multiplier runs as an implicit GEMM (`igemm`: the
+//! windows of a few pixels gathered into a bounded scratch, then the same
+//! GEMM), and the XNNPACK path and depthwise layers run the scalar loops.
+//! Work splits by output rows ([`Conv2d::run_rows`]): every output element
+//! depends on its own window only.
 
 pub mod depthwise;
 mod geometry;
+mod igemm;
 mod params;
 mod scalar;
 
@@ -41,6 +45,7 @@ use alloc::vec::Vec;
 use core::ops::Range;
 
 pub use self::geometry::{AxisPadding, ConvGeometry, Padding};
+use self::igemm::Implicit;
 pub use self::params::ConvRequantization;
 use self::params::OutputStage;
 use self::scalar::Layer;
@@ -234,7 +239,16 @@ pub struct Conv2d {
     /// under a quantized multiplier: the same arithmetic as a fully
     /// connected layer over the pixels, so the GEMM's NEON kernels run it.
     pointwise: Option<Box<Gemm>>,
+    /// Any other layer under a quantized multiplier: an implicit GEMM over
+    /// a scratch of a few pixels' windows.
+    implicit: Option<Box<Implicit>>,
 }
+
+/// The scratch [`Conv2d::run_rows`] keeps on the stack for the implicit
+/// GEMM; a layer whose one pixel's window is larger runs the scalar loops
+/// there (and the implicit GEMM through
+/// [`Conv2d::run_rows_with_scratch`]).
+const STACK_SCRATCH: usize = 4096;
 
 const CONV: &str = "conv_2d";
 const DEPTHWISE: &str = "depthwise_conv_2d";
@@ -333,15 +347,74 @@ impl Conv2d {
             }
             _ => None,
         };
+        let implicit = match quantization.requantization {
+            ConvRequantization::Multiplier(rounding) if pointwise.is_none() => {
+                Some(Box::new(Implicit::new(
+                    &geometry,
+                    filter_depth,
+                    weights,
+                    bias,
+                    quantization,
+                    rounding,
+                )?))
+            }
+            _ => None,
+        };
         Ok(Conv2d {
             prepared,
             backend: Backend::best(),
             pointwise,
+            implicit,
         })
     }
 
+    /// The scratch bytes [`run_rows_with_scratch`](Self::run_rows_with_scratch)
+    /// needs: the im2col rows of a few output pixels (at most 256, at
+    /// least 8, about 16 KiB), or 0 for a layer that needs none (a
+    /// pointwise layer, the XNNPACK path).
+    pub fn scratch_bytes(&self) -> usize {
+        self.implicit.as_ref().map_or(0, |i| i.scratch_bytes())
+    }
+
+    /// [`run_rows`](Self::run_rows) with a caller's `scratch` of at least
+    /// [`scratch_bytes`](Self::scratch_bytes) bytes (its contents do not
+    /// matter, and are overwritten), so that no layer falls back to the
+    /// scalar loops for want of stack scratch. The same bytes as `run_rows`.
+    /// [`Error::Length`] for a shorter scratch.
+    pub fn run_rows_with_scratch(
+        &self,
+        backend: Backend,
+        input: &[i8],
+        output: &mut [i8],
+        rows: Range<usize>,
+        scratch: &mut [i8],
+    ) -> Result<()> {
+        self.prepared.check(CONV, backend, input, output, &rows)?;
+        if scratch.len() < self.scratch_bytes() {
+            return Err(Error::Length {
+                op: CONV,
+                what: "scratch (at least scratch_bytes())",
+                expected: self.scratch_bytes(),
+                got: scratch.len(),
+            });
+        }
+        match &self.implicit {
+            Some(implicit) if backend != Backend::Scalar => implicit.run(
+                &self.prepared.geometry,
+                backend,
+                input,
+                output,
+                rows,
+                scratch,
+            ),
+            _ => self.dispatch(backend, input, output, rows),
+        }
+    }
+
     /// Output rows `rows` (checked) with `backend`: a pointwise layer's
-    /// rows through the GEMM on NEON, every other layer (and
+    /// rows through the GEMM on NEON, other layers under a quantized
+    /// multiplier through the implicit GEMM over [`STACK_SCRATCH`] bytes of
+    /// stack (when one pixel's window fits), every other layer (and
     /// [`Backend::Scalar`]) the scalar loops.
     fn dispatch(
         &self,
@@ -363,11 +436,24 @@ impl Conv2d {
                     rows.len() * pixels,
                 )
             }
-            _ => {
-                self.prepared.run_scalar(input, output, rows);
-                Ok(())
-            }
+            _ => match &self.implicit {
+                Some(implicit) if backend != Backend::Scalar && self.scratch_fits_stack() => {
+                    let mut scratch = [0i8; STACK_SCRATCH];
+                    let g = &self.prepared.geometry;
+                    implicit.run(g, backend, input, output, rows, &mut scratch)
+                }
+                _ => {
+                    self.prepared.run_scalar(input, output, rows);
+                    Ok(())
+                }
+            },
         }
+    }
+
+    /// One pixel's im2col row fits [`STACK_SCRATCH`].
+    fn scratch_fits_stack(&self) -> bool {
+        let g = &self.prepared.geometry;
+        g.kernel_height * g.kernel_width * self.prepared.depth <= STACK_SCRATCH
     }
 
     /// Input channels each filter reads.

@@ -26,10 +26,12 @@
 //! point into the bias (`bias[n] - input_zero_point * sum_k w[n][k]`, the same
 //! value modulo 2^32), so the NEON inner loops multiply raw int8 values.
 //!
-//! NEON has two paths, bit-exact with each other and with the scalar
-//! reference: `sdot` (FEAT_DotProd, detected at run time) on an 8 x 8 tile of
-//! int32 accumulators, and a widening multiply-accumulate fallback
-//! (`smull` + `sadalp`) on a 4 x 8 tile.
+//! NEON has three paths, bit-exact with each other and with the scalar
+//! reference, chosen at `new()` from the CPU's features: `smmla`
+//! (FEAT_I8MM) on an 8 x 8 tile of 2 x 2 blocks, `sdot` (FEAT_DotProd) on an
+//! 8 x 8 tile of int32 accumulators, and a widening multiply-accumulate
+//! fallback (`smull` + `sadalp`) on a 4 x 8 tile. All three read the same
+//! packed weights.
 //!
 //! The work splits into independent `M x N` tiles ([`Gemm::run_tile`]):
 //! every output element depends on its input row and its channel only, and
@@ -65,6 +67,9 @@ const OP: &str = "gemm";
 pub enum GemmPath {
     /// `sdot` on an 8 x 8 tile; needs the dotprod extension.
     Dot,
+    /// `smmla` on an 8 x 8 tile of 2 x 2 blocks; needs the i8mm extension
+    /// (and dotprod, whose kernel runs depths past its panel).
+    Mmla,
     /// `smull` + `sadalp` on a 4 x 8 tile; plain NEON.
     Widening,
 }
@@ -185,7 +190,10 @@ impl Gemm {
             None => alloc::vec![0; n],
         };
         let (act_min, act_max) = activation.range_i8_for(output, multipliers.requantization);
-        let path = if CpuFeatures::detect().dotprod {
+        let cpu = CpuFeatures::detect();
+        let path = if cpu.i8mm && cpu.dotprod {
+            GemmPath::Mmla
+        } else if cpu.dotprod {
             GemmPath::Dot
         } else {
             GemmPath::Widening
@@ -352,7 +360,8 @@ impl Gemm {
         self.backend
     }
 
-    /// The NEON path `run` uses on this CPU (`Dot` when it has dotprod).
+    /// The NEON path `run` uses on this CPU (`Mmla` when it has i8mm and
+    /// dotprod, `Dot` when dotprod alone, else `Widening`).
     #[doc(hidden)]
     pub fn path(&self) -> GemmPath {
         self.path
@@ -415,7 +424,7 @@ impl Gemm {
     pub fn tile_grain(&self) -> (usize, usize) {
         let rows = match (self.backend, self.path) {
             (Backend::Scalar, _) => 1,
-            (_, GemmPath::Dot) => 8,
+            (_, GemmPath::Dot | GemmPath::Mmla) => 8,
             (_, GemmPath::Widening) => 4,
         };
         (rows, NR)
@@ -553,6 +562,27 @@ impl Gemm {
                 GemmPath::Dot => {
                     return Err(Error::BackendUnavailable {
                         backend: "neon (sdot)",
+                    })
+                }
+                GemmPath::Mmla if CpuFeatures::detect().i8mm && CpuFeatures::detect().dotprod => {
+                    if !empty {
+                        let view = self.params.view();
+                        // SAFETY: the CPU has i8mm and dotprod (checked just
+                        // above); the input and the tile's output were
+                        // checked by the caller.
+                        unsafe {
+                            if at_origin {
+                                neon::mmla::gemm_mmla::<true>(&view, input, output, tile)
+                            } else {
+                                neon::mmla::gemm_mmla::<false>(&view, input, output, tile)
+                            }
+                        };
+                    }
+                    return Ok(());
+                }
+                GemmPath::Mmla => {
+                    return Err(Error::BackendUnavailable {
+                        backend: "neon (smmla)",
                     })
                 }
                 GemmPath::Widening => {

@@ -13,6 +13,7 @@ use crate::quant::Rounding;
 
 mod depthwise;
 mod edges;
+mod implicit;
 mod shapes;
 
 /// A small deterministic generator (64-bit LCG, high bits).
@@ -290,6 +291,24 @@ fn check(case: &Case, seed: u64) {
                         && filter_depth == g.input_channels
                         && !matches!(r, ConvRequantization::XnnpackF32);
                     assert_eq!(op.pointwise.is_some(), pointwise);
+                    let multiplier = !matches!(r, ConvRequantization::XnnpackF32);
+                    assert_eq!(op.implicit.is_some(), multiplier && !pointwise);
+                    assert_eq!(op.scratch_bytes() > 0, op.implicit.is_some());
+                    // With the caller's scratch (tiles of another size than
+                    // run's stack scratch), the same bytes again.
+                    let mut scratch = vec![0x77u8 as i8; op.scratch_bytes()];
+                    for backend in Backend::available() {
+                        let mut other = vec![0x22u8 as i8; acc.len()];
+                        op.run_rows_with_scratch(
+                            backend,
+                            &input,
+                            &mut other,
+                            0..op.rows(),
+                            &mut scratch,
+                        )
+                        .unwrap();
+                        assert_eq!(other, out, "{r:?} {act:?} {} scratch", backend.name());
+                    }
                     // Any split into row tiles gives the same bytes.
                     let mut tiled = vec![0x33u8 as i8; acc.len()];
                     let half = op.rows() / 2;

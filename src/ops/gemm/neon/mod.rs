@@ -11,6 +11,10 @@
 //!   per 16 bytes of depth, two 4-register loads of weights and two of rows,
 //!   64 `sdot`s (1024 MACs). Deeper inputs are read in place
 //!   (`gemm_dot_rows`: 8 row loads and 4 weight pair loads per step).
+//! * [`mmla::gemm_mmla`]: `smmla` (FEAT_I8MM) on the same 8 x 8 tile as 16
+//!   blocks of 2 x 2, over a stack panel of row pairs: per 16 bytes of
+//!   depth 32 `smmla`s, 8 `zip`s pairing the packed weights' channels and
+//!   four 4-register loads (1024 MACs). Deeper inputs run `gemm_dot`.
 //! * [`widening::gemm_widening`]: `smull`/`smull2` to 16 bits and `sadalp` into 32 bits
 //!   on a 4 x 8 tile (a product of two int8 fits 16 bits, -128 * -128
 //!   included, and `sadalp` widens before adding: nothing can overflow). The
@@ -30,6 +34,7 @@
 //! the 8-bit result either way).
 
 pub(crate) mod dot;
+pub(crate) mod mmla;
 pub(crate) mod pack;
 pub(crate) mod widening;
 

@@ -56,7 +56,12 @@ impl Kernel for Convolution {
         let output: &mut [i8] = view_mut(io.outs[0])?;
         let rows = tiles.start.min(self.rows)..tiles.end.min(self.rows);
         let result = match &self.layer {
-            Layer::Conv(c) => c.run_rows(backend, input, output, rows),
+            Layer::Conv(c) => {
+                // The implicit GEMM's few pixels of windows, planned in the
+                // arena (`scratch_bytes` below).
+                let scratch: &mut [i8] = view_mut(&mut *io.scratch)?;
+                c.run_rows_with_scratch(backend, input, output, rows, scratch)
+            }
             Layer::Depthwise(d) => d.run_rows(backend, input, output, rows),
         };
         result.map_err(|e| e.to_string())
@@ -308,13 +313,17 @@ fn prepare(op: &Op<'_, '_>) -> Result<PreparedOp> {
                 .map_err(|e| op.kernel_error(e))?,
         ))
     };
+    let scratch_bytes = match &layer {
+        Layer::Conv(c) => c.scratch_bytes(),
+        Layer::Depthwise(_) => 0,
+    };
     let rows = geometry.batch * geometry.output_height;
     let macs = output.element_count() * kernel[0] * kernel[1] * filter_depth;
     Ok(PreparedOp {
         kernel: Box::new(Convolution { layer, rows }),
         work: macs as u64,
         unit: "MAC",
-        scratch_bytes: 0,
+        scratch_bytes,
         alias: false,
         state_inputs: Vec::new(),
     })

@@ -1,0 +1,271 @@
+//! The `smmla` path of the NEON GEMM (FEAT_I8MM): the 8 x 8 tile of int32
+//! accumulators as 16 blocks of 2 rows x 2 channels, one `smmla` each per 8
+//! depth bytes (32 MACs, twice an `sdot`'s 16).
+//!
+//! `smmla` multiplies a 2 x 8 matrix of int8 (two rows of 8 bytes in one
+//! register) by the transpose of another and adds the 2 x 2 int32 product
+//! to its accumulator, lanes `(row 0, column 0), (0, 1), (1, 0), (1, 1)`.
+//! The rows are copied into a stack panel of row pairs (per 8 depth bytes,
+//! rows `2i` and `2i + 1` side by side: one `zip1`/`zip2` of 64-bit lanes
+//! per pair and 16 bytes); the weights stay in the GEMM's packed layout
+//! (shared with `sdot`, the widening path, the scalar reference and the
+//! batch matrix product) and are paired in registers: a 4-byte `zip` of
+//! two depth groups gives two channels' 8 depth bytes. At the end, 64-bit
+//! `zip`s turn the 2 x 2 blocks back into the rows of 8 channels the shared
+//! output stage takes, and the bias is added (the sum wraps, so the order
+//! of the additions does not change it): the bytes of every other path.
+//!
+//! Depths past [`PANEL_DEPTH`] run the `sdot` kernel (rows read in place).
+
+use super::dot::gemm_dot;
+use super::{initial_acc, row_pointers, store_tile, tail_rows, tile_origin, BlockParams};
+use crate::ops::gemm::pack::{KC, NR};
+use crate::ops::gemm::params::{GemmView, Tile};
+use core::arch::aarch64::*;
+
+/// The deepest input (in bytes, a multiple of 16) copied into the stack
+/// panel of row pairs (8 KiB, as the `sdot` path's).
+const PANEL_DEPTH: usize = 1024;
+
+/// Copies rows `row..row + 8` (rows past `row + mr` repeat the last one) of
+/// the `k`-deep input into `panel` as row pairs: depth bytes `16 i` to
+/// `16 i + 16` are the 128 bytes at `128 i`, first 64 bytes of depths `16 i`
+/// to `16 i + 8` for pairs `(0, 1), (2, 3), (4, 5), (6, 7)` (16 bytes each,
+/// the even row first), then 64 bytes of depths `16 i + 8` to `16 i + 16`
+/// alike. The depth past `k` is zero.
+#[inline(always)]
+fn fill_pairs(panel: &mut [i8; 8 * PANEL_DEPTH], input: &[i8], k: usize, row: usize, mr: usize) {
+    let whole = k / KC;
+    debug_assert!(k.div_ceil(KC) * KC <= PANEL_DEPTH);
+    let rows = row_pointers::<8>(input, k, row, mr);
+    let store = |at: usize, x: &[int8x16_t; 8], panel: &mut [i8; 8 * PANEL_DEPTH]| {
+        // SAFETY: neon is a compile-time target feature (cfg on this
+        // module); the caller keeps at + 128 <= 8 * PANEL_DEPTH.
+        unsafe {
+            let pair = |p: usize, high: bool| {
+                let (a, b) = (
+                    vreinterpretq_s64_s8(x[2 * p]),
+                    vreinterpretq_s64_s8(x[2 * p + 1]),
+                );
+                vreinterpretq_s8_s64(if high {
+                    vzip2q_s64(a, b)
+                } else {
+                    vzip1q_s64(a, b)
+                })
+            };
+            let dst = panel.as_mut_ptr().add(at);
+            let low = int8x16x4_t(
+                pair(0, false),
+                pair(1, false),
+                pair(2, false),
+                pair(3, false),
+            );
+            let high = int8x16x4_t(pair(0, true), pair(1, true), pair(2, true), pair(3, true));
+            vst1q_s8_x4(dst, low);
+            vst1q_s8_x4(dst.add(64), high);
+        }
+    };
+    for i in 0..whole {
+        // SAFETY: each row pointer starts a k-byte input row and
+        // 16 (i + 1) <= k.
+        let x: [int8x16_t; 8] = core::array::from_fn(|r| unsafe { vld1q_s8(rows[r].add(i * KC)) });
+        // 128 (i + 1) <= 8 k_padded <= 8 * PANEL_DEPTH.
+        store(i * 8 * KC, &x, panel);
+    }
+    if !k.is_multiple_of(KC) {
+        let mut buf = [[0i8; KC]; 8];
+        tail_rows(input, k, row, mr, &mut buf);
+        // SAFETY: each buffer row holds 16 bytes.
+        let x: [int8x16_t; 8] = core::array::from_fn(|r| unsafe { vld1q_s8(buf[r].as_ptr()) });
+        store(whole * 8 * KC, &x, panel);
+    }
+}
+
+/// `chunks` steps of 16 depth bytes on the 8 x 8 tile, `acc[i][j]` the
+/// 2 x 2 block of row pair `i` and channel pair `j`, from a panel of row
+/// pairs (see [`fill_pairs`]) and a packed weight block: per step two
+/// 4-register loads of weights and two of row pairs, 8 `zip`s pairing the
+/// weights' channels, 32 `smmla`s.
+///
+/// # Safety
+/// The CPU must have i8mm; `chunks >= 1`; `x` and `w` must each be valid
+/// for reading `128 chunks` bytes.
+#[inline(always)]
+unsafe fn mmla_panel(acc: &mut [[int32x4_t; 4]; 4], x: *const i8, w: *const i8, chunks: usize) {
+    debug_assert!(chunks >= 1);
+    // Weights: v0-v7 = packed vectors 2g + h (depth group g of 4 bytes,
+    // channels 4h..4h + 4); zip1/zip2 of groups (0, 1) then (2, 3), .4s,
+    // give channel pairs (0, 1), (2, 3) from h = 0 and (4, 5), (6, 7) from
+    // h = 1 in v12-v15. Row pairs in v8-v11; acc[i][j] in v(16 + 4i + j).
+    // Written in assembly: `smmla` has no stable intrinsic.
+    // SAFETY: reads 128 chunks bytes at each of x and w (the caller's
+    // guarantee), chunks >= 1; smmla needs i8mm, which every caller
+    // (`gemm_mmla`) enables. No stack, no writes to memory.
+    unsafe {
+        core::arch::asm!(
+            "2:",
+            "ld1 {{v0.16b, v1.16b, v2.16b, v3.16b}}, [{w}], #64",
+            "ld1 {{v4.16b, v5.16b, v6.16b, v7.16b}}, [{w}], #64",
+            "ld1 {{v8.16b, v9.16b, v10.16b, v11.16b}}, [{x}], #64",
+            "zip1 v12.4s, v0.4s, v2.4s",
+            "zip2 v13.4s, v0.4s, v2.4s",
+            "zip1 v14.4s, v1.4s, v3.4s",
+            "zip2 v15.4s, v1.4s, v3.4s",
+            "smmla v16.4s, v8.16b, v12.16b",
+            "smmla v17.4s, v8.16b, v13.16b",
+            "smmla v18.4s, v8.16b, v14.16b",
+            "smmla v19.4s, v8.16b, v15.16b",
+            "smmla v20.4s, v9.16b, v12.16b",
+            "smmla v21.4s, v9.16b, v13.16b",
+            "smmla v22.4s, v9.16b, v14.16b",
+            "smmla v23.4s, v9.16b, v15.16b",
+            "smmla v24.4s, v10.16b, v12.16b",
+            "smmla v25.4s, v10.16b, v13.16b",
+            "smmla v26.4s, v10.16b, v14.16b",
+            "smmla v27.4s, v10.16b, v15.16b",
+            "smmla v28.4s, v11.16b, v12.16b",
+            "smmla v29.4s, v11.16b, v13.16b",
+            "smmla v30.4s, v11.16b, v14.16b",
+            "smmla v31.4s, v11.16b, v15.16b",
+            "ld1 {{v8.16b, v9.16b, v10.16b, v11.16b}}, [{x}], #64",
+            "zip1 v12.4s, v4.4s, v6.4s",
+            "zip2 v13.4s, v4.4s, v6.4s",
+            "zip1 v14.4s, v5.4s, v7.4s",
+            "zip2 v15.4s, v5.4s, v7.4s",
+            "smmla v16.4s, v8.16b, v12.16b",
+            "smmla v17.4s, v8.16b, v13.16b",
+            "smmla v18.4s, v8.16b, v14.16b",
+            "smmla v19.4s, v8.16b, v15.16b",
+            "smmla v20.4s, v9.16b, v12.16b",
+            "smmla v21.4s, v9.16b, v13.16b",
+            "smmla v22.4s, v9.16b, v14.16b",
+            "smmla v23.4s, v9.16b, v15.16b",
+            "smmla v24.4s, v10.16b, v12.16b",
+            "smmla v25.4s, v10.16b, v13.16b",
+            "smmla v26.4s, v10.16b, v14.16b",
+            "smmla v27.4s, v10.16b, v15.16b",
+            "smmla v28.4s, v11.16b, v12.16b",
+            "smmla v29.4s, v11.16b, v13.16b",
+            "smmla v30.4s, v11.16b, v14.16b",
+            "smmla v31.4s, v11.16b, v15.16b",
+            "subs {chunks}, {chunks}, #1",
+            "b.ne 2b",
+            w = inout(reg) w => _,
+            x = inout(reg) x => _,
+            chunks = inout(reg) chunks => _,
+            inout("v16") acc[0][0],
+            inout("v17") acc[0][1],
+            inout("v18") acc[0][2],
+            inout("v19") acc[0][3],
+            inout("v20") acc[1][0],
+            inout("v21") acc[1][1],
+            inout("v22") acc[1][2],
+            inout("v23") acc[1][3],
+            inout("v24") acc[2][0],
+            inout("v25") acc[2][1],
+            inout("v26") acc[2][2],
+            inout("v27") acc[2][3],
+            inout("v28") acc[3][0],
+            inout("v29") acc[3][1],
+            inout("v30") acc[3][2],
+            inout("v31") acc[3][3],
+            out("v0") _,
+            out("v1") _,
+            out("v2") _,
+            out("v3") _,
+            out("v4") _,
+            out("v5") _,
+            out("v6") _,
+            out("v7") _,
+            out("v8") _,
+            out("v9") _,
+            out("v10") _,
+            out("v11") _,
+            out("v12") _,
+            out("v13") _,
+            out("v14") _,
+            out("v15") _,
+            options(readonly, nostack),
+        );
+    }
+}
+
+/// The 2 x 2 blocks as rows of 8 channels (row `2i` from the low halves of
+/// row pair `i`'s blocks, row `2i + 1` from the high halves), each added to
+/// its starting value `init` (bias and row offset).
+#[inline(always)]
+fn unpair(blocks: &[[int32x4_t; 4]; 4], init: &[[int32x4_t; 2]; 8]) -> [[int32x4_t; 2]; 8] {
+    // SAFETY: neon is a compile-time target feature (cfg on this module).
+    core::array::from_fn(|r| unsafe {
+        let b = &blocks[r / 2];
+        let join = |lo: int32x4_t, hi: int32x4_t| {
+            let (lo, hi) = (vreinterpretq_s64_s32(lo), vreinterpretq_s64_s32(hi));
+            vreinterpretq_s32_s64(if r % 2 == 0 {
+                vzip1q_s64(lo, hi)
+            } else {
+                vzip2q_s64(lo, hi)
+            })
+        };
+        [
+            vaddq_s32(init[r][0], join(b[0], b[1])),
+            vaddq_s32(init[r][1], join(b[2], b[3])),
+        ]
+    })
+}
+
+/// The `smmla` path on the tile `t` (the whole output when `Gemm::run`
+/// calls it): for each 8 rows of the tile, the rows are copied into a panel
+/// of row pairs and every weight block of the tile runs over it. Depths
+/// past [`PANEL_DEPTH`] run [`gemm_dot`].
+///
+/// # Safety
+/// The CPU must have the i8mm and dotprod extensions. `input` holds the
+/// whole `m x k` input, `rows.end <= m`, and `output` the tile, as
+/// `Gemm::run_tile` checks (see [`Tile`]); with `AT_ORIGIN` the tile starts
+/// at row 0 and channel 0 (see `tile_origin`).
+#[target_feature(enable = "dotprod,i8mm")]
+#[inline(never)]
+pub(crate) unsafe fn gemm_mmla<const AT_ORIGIN: bool>(
+    g: &GemmView<'_>,
+    input: &[i8],
+    output: &mut [i8],
+    t: &Tile,
+) {
+    const MR: usize = 8;
+    debug_assert!(input.len() >= t.rows.end * g.k && !t.rows.is_empty());
+    debug_assert!(output.len() >= (t.rows.len() - 1) * t.stride + t.cols.len());
+    if g.k_padded > PANEL_DEPTH {
+        // SAFETY: the caller's guarantees (dotprod included).
+        return unsafe { gemm_dot::<AT_ORIGIN>(g, input, output, t) };
+    }
+    let k = g.k;
+    let chunks = g.k_padded / KC;
+    let block_bytes = NR * g.k_padded;
+    let (first_row, first_block, end_block) = tile_origin::<AT_ORIGIN>(t);
+    let (rows, width, stride) = (
+        t.rows.end - first_row,
+        t.cols.end - first_block * NR,
+        t.stride,
+    );
+    let weights = &g.packed[first_block * block_bytes..end_block * block_bytes];
+    let mut panel = [0i8; 8 * PANEL_DEPTH];
+    let mut out_row = 0;
+    while out_row < rows {
+        let (row, mr) = (first_row + out_row, MR.min(rows - out_row));
+        fill_pairs(&mut panel, input, k, row, mr);
+        for (i, w) in weights.chunks_exact(block_bytes).enumerate() {
+            let p = BlockParams::load(g, first_block + i);
+            let out_col = i * NR;
+            let nr = NR.min(width - out_col);
+            let mut blocks = [[vdupq_n_s32(0); 4]; 4];
+            // SAFETY: the panel holds 8 * PANEL_DEPTH >= 128 chunks bytes
+            // (k_padded = 16 chunks <= PANEL_DEPTH), the block 8 k_padded =
+            // 128 chunks bytes; the CPU has i8mm (this function's feature).
+            unsafe { mmla_panel(&mut blocks, panel.as_ptr(), w.as_ptr(), chunks) };
+            let init = initial_acc::<MR>(p.bias, g.row_offsets, row, mr);
+            let acc = unpair(&blocks, &init);
+            store_tile::<MR>(&acc, &p, output, stride, out_row, mr, out_col, nr);
+        }
+        out_row += MR;
+    }
+}
