@@ -137,6 +137,13 @@ pub enum Requantization {
     /// quantized as XNNPACK does
     /// ([`FusedActivation::range_i8_xnnpack`](crate::ops::requant::FusedActivation::range_i8_xnnpack)).
     XnnpackF32,
+    /// LiteRT's aarch64 custom GEMV (its optimized FULLY_CONNECTED on one
+    /// input row, at least 4 output channels and 8 inputs):
+    /// `srshl(sqrdmulh(acc << left, multiplier), -right)` with the
+    /// [`QuantizedMultiplier`] of the real multiplier
+    /// ([`requantize_gemv_ties_upward`]): two roundings, the last one's ties
+    /// toward +infinity, the left shift wrapping.
+    GemvTiesUpward,
 }
 
 impl Default for Requantization {
@@ -153,12 +160,14 @@ impl From<Rounding> for Requantization {
 }
 
 impl Requantization {
-    /// `"single"`, `"double"`, `"real-f64"` or `"xnnpack-f32"`.
+    /// `"single"`, `"double"`, `"real-f64"`, `"xnnpack-f32"` or
+    /// `"gemv-ties-upward"`.
     pub const fn name(self) -> &'static str {
         match self {
             Requantization::Multiplier(r) => r.name(),
             Requantization::RealF64 => "real-f64",
             Requantization::XnnpackF32 => "xnnpack-f32",
+            Requantization::GemvTiesUpward => "gemv-ties-upward",
         }
     }
 }
@@ -201,6 +210,31 @@ pub fn round_ties_even_f32(x: f32) -> f32 {
 pub fn requantize_xnnpack_f32(acc: i32, scale: f32) -> i32 {
     // `as` saturates (the product is finite: |acc| < 2^31, scale finite).
     round_ties_even_f32(acc as f32 * scale) as i32
+}
+
+/// [`Requantization::GemvTiesUpward`] of one accumulator, the multiplier's
+/// `shift` in `-31..=30`: `acc` shifted left by `max(shift, 0)` (wrapping,
+/// NEON `shl`), the rounding doubling high product with `multiplier`
+/// (saturating), then shifted right by `max(-shift, 0)` rounding to nearest
+/// with ties toward +infinity (NEON `srshl`).
+#[inline(always)]
+pub fn requantize_gemv_ties_upward(acc: i32, multiplier: i32, shift: i32) -> i32 {
+    let shift = shift.clamp(-31, 30);
+    let x = acc.wrapping_shl(shift.max(0) as u32);
+    let high = crate::fixedpoint::Lane::saturating_rounding_doubling_high_mul(x, multiplier);
+    rounding_shift_ties_upward(high, shift.min(0))
+}
+
+/// `x / 2^-neg_exponent` rounded to nearest with ties toward +infinity
+/// (NEON `srshl` by a negative amount, in `-31..=0`).
+#[inline(always)]
+pub(crate) fn rounding_shift_ties_upward(x: i32, neg_exponent: i32) -> i32 {
+    debug_assert!((-31..=0).contains(&neg_exponent));
+    if neg_exponent == 0 {
+        return x;
+    }
+    let n = neg_exponent.unsigned_abs();
+    ((x as i64 + (1i64 << (n - 1))) >> n) as i32
 }
 
 /// The single-rounding `MultiplyByQuantizedMultiplier`:

@@ -86,10 +86,11 @@ impl Case {
             weight_scales,
             output,
             act: rng.below(3) as u8,
-            requantization: match rng.below(4) {
+            requantization: match rng.below(5) {
                 0 => Rounding::Single.into(),
                 1 => Rounding::Double.into(),
                 2 => Requantization::XnnpackF32,
+                3 => Requantization::GemvTiesUpward,
                 _ => Requantization::RealF64,
             },
         }
@@ -169,6 +170,19 @@ impl Case {
                     Requantization::XnnpackF32 => {
                         let scale = self.input.scale * self.weight_scales[c] / self.output.scale;
                         (acc as i32 as f32 * scale).round_ties_even() as i32 as i64
+                    }
+                    // LiteRT's aarch64 GEMV: shl (wrapping), sqrdmulh, srshl.
+                    Requantization::GemvTiesUpward => {
+                        let (mult, shift) = quantize_multiplier_single(real);
+                        let shifted = (acc as i32).wrapping_shl(shift.max(0) as u32) as i64;
+                        let high = ((shifted * mult as i64 + (1 << 30)) >> 31)
+                            .clamp(i32::MIN as i64, i32::MAX as i64);
+                        let right = (-shift).max(0);
+                        if right == 0 {
+                            high
+                        } else {
+                            (high + (1 << (right - 1))) >> right
+                        }
                     }
                 };
                 out.push(output(requantized, self.output.zero_point, range));

@@ -158,6 +158,19 @@ def fc_cases():
     ww = np.random.default_rng(7).normal(0, 1, size=[16, 8]) * np.logspace(-3, np.log10(30), 8)
     ww = tf.constant(ww.astype(np.float32))
     bw = weights(8, [8], 5.0)
+    # Batch 1 (a matrix times one column): LiteRT's aarch64 optimized
+    # FULLY_CONNECTED takes its custom GEMV path there when the output has at
+    # least 4 channels and the input at least 8 (its own rounding); the
+    # narrow case stays below the 8 inputs.
+    wg = weights(11, [256, 2048], 0.1)
+    bg = weights(12, [2048], 0.3)
+    cases.append(Case("fc_batch1_gemv", "[1, 256] @ W[256, 2048] + b, per-tensor weights: one row, as a classifier head",
+                      [("x", [1, 256], F32, (-3.0, 3.0))],
+                      lambda x: {"y": tf.matmul(x, wg) + bg}, ["FULLY_CONNECTED"], per_tensor=True))
+    wn = weights(13, [6, 512], 0.5)
+    cases.append(Case("fc_batch1_narrow", "[1, 6] @ W[6, 512]: one row of 6 inputs (fewer than 8)",
+                      [("x", [1, 6], F32, (-3.0, 3.0))],
+                      lambda x: {"y": tf.matmul(x, wn)}, ["FULLY_CONNECTED"], per_tensor=True))
     cases.append(Case("fc_wide_scales", "input in [-2000, 500], per-channel weight scales from ~1e-3 to ~30",
                       [("x", [4, 16], F32, (-2000.0, 500.0))],
                       lambda x: {"y": tf.matmul(x, ww) + bw}, ["FULLY_CONNECTED"]))

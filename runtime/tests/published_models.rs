@@ -42,20 +42,10 @@ const PUBLISHED: &[(&str, &[&str])] = &[
 /// pair still differs (so a fix must remove its row) and every other pair
 /// is equal.
 ///
-/// MobileNetV2 on the aarch64 builtin kernels: its one FULLY_CONNECTED
-/// (1280 -> 1000, batch 1) goes through LiteRT's custom GEMV
-/// (`cpu_backend_gemm_custom_gemv.h`: one output column, at least 4 rows
-/// and 8 columns), which requantizes with `sqrdmulh` and a rounding shift
-/// with ties upward (double rounding), where qneon's optimized
-/// FULLY_CONNECTED rounds once as ruy does: 1 output of 1,000 differs on
-/// run 0 (run 1 happens to be equal). Its MEAN input and output equal LiteRT's there (all 62,720 and
-/// 1,280 bytes, dumped under qemu), and the GEMV arithmetic recomputed from
-/// LiteRT's own MEAN output gives all 1,000 outputs.
-const KNOWN_DIVERGENCES: &[(&str, &str, usize)] = &[(
-    "mobilenet_v2_quantized_1x3x224x224.tflite",
-    "litert_aarch64_builtin",
-    0,
-)];
+/// None now: MobileNetV2's run 0 on the aarch64 builtin kernels was one until
+/// FULLY_CONNECTED took LiteRT's custom GEMV rounding for one input row
+/// (`Requantization::GemvTiesUpward`).
+const KNOWN_DIVERGENCES: &[(&str, &str, usize)] = &[];
 
 #[test]
 fn published_models_are_refused_only_by_their_unsupported_operators() {

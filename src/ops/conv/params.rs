@@ -8,7 +8,7 @@ use super::super::requant::{try_filled, ChannelLane, ChannelMultipliers, FusedAc
 use crate::checks::{check_length, check_scale, check_zero_point};
 use crate::error::{Error, Result};
 use crate::fixedpoint::Lane;
-use crate::quant::{QuantParams, Rounding};
+use crate::quant::{rounding_shift_ties_upward, QuantParams, Rounding};
 
 /// How a convolution scales its int32 accumulator to output units: the
 /// arithmetic of one of TFLite's kernel paths.
@@ -250,18 +250,6 @@ fn ties_upward(m: &ChannelMultipliers, c: usize, acc: i32) -> i32 {
         .shl_lanes(q.left_shift)
         .saturating_rounding_doubling_high_mul(q.multiplier);
     rounding_shift_ties_upward(x, q.neg_right_shift)
-}
-
-/// `x / 2^-neg_exponent` rounded to nearest with ties toward +infinity
-/// (NEON `srshl` by a negative amount, in `-31..=0`).
-#[inline(always)]
-pub(crate) fn rounding_shift_ties_upward(x: i32, neg_exponent: i32) -> i32 {
-    debug_assert!((-31..=0).contains(&neg_exponent));
-    if neg_exponent == 0 {
-        return x;
-    }
-    let n = neg_exponent.unsigned_abs();
-    ((x as i64 + (1i64 << (n - 1))) >> n) as i32
 }
 
 /// The activation range the XNNPACK delegate gives its int8 operators:

@@ -29,8 +29,8 @@ use crate::checks::check_scale;
 use crate::error::{Error, Result};
 use crate::fixedpoint::{libm_round, Lane};
 use crate::quant::{
-    requantize_real_f64, requantize_xnnpack_f32, round_ties_even_f32, QuantParams,
-    QuantizedMultiplier, Requantization, Rounding,
+    requantize_gemv_ties_upward, requantize_real_f64, requantize_xnnpack_f32, round_ties_even_f32,
+    QuantParams, QuantizedMultiplier, Requantization, Rounding,
 };
 
 /// XNNPACK refuses a GEMM or convolution requantization scale at or above
@@ -251,7 +251,10 @@ impl ChannelMultipliers {
         let requantization = requantization.into();
         let rounding = match requantization {
             Requantization::Multiplier(r) => r,
-            Requantization::RealF64 | Requantization::XnnpackF32 => Rounding::Single,
+            // LiteRT's multipliers (its GEMV is in its single-rounding build).
+            Requantization::RealF64
+            | Requantization::XnnpackF32
+            | Requantization::GemvTiesUpward => Rounding::Single,
         };
         let mut real = match requantization {
             Requantization::RealF64 => try_filled(op, "multipliers", 0.0, padded_len)?,
@@ -335,6 +338,10 @@ impl ChannelMultipliers {
         match self.requantization {
             Requantization::RealF64 => requantize_real_f64(acc, self.real[c]),
             Requantization::XnnpackF32 => requantize_xnnpack_f32(acc, self.scale_f32[c]),
+            Requantization::GemvTiesUpward => {
+                let q = self.quantized(c);
+                requantize_gemv_ties_upward(acc, q.multiplier, q.shift)
+            }
             Requantization::Multiplier(Rounding::Double) => requantize_lanes(acc, &self.channel(c)),
             Requantization::Multiplier(Rounding::Single) => {
                 Rounding::Single.multiply(acc, self.quantized(c))

@@ -119,6 +119,23 @@ pub(crate) fn requantize_xnnpack_f32(acc: int32x4_t, scale: float32x4_t) -> int3
     unsafe { vcvtnq_s32_f32(vmulq_f32(vcvtq_f32_s32(acc), scale)) }
 }
 
+/// [`Requantization::GemvTiesUpward`](crate::quant::Requantization::GemvTiesUpward)
+/// on lanes: `srshl(sqrdmulh(shl(acc, left), multiplier), neg_right)`, the
+/// left shift wrapping, as [`requantize_gemv_ties_upward`](crate::quant::requantize_gemv_ties_upward).
+#[inline(always)]
+pub(crate) fn requantize_gemv_ties_upward(
+    acc: int32x4_t,
+    m: &ChannelMultiplier<int32x4_t>,
+) -> int32x4_t {
+    // SAFETY: neon is a compile-time target feature (cfg on this module).
+    unsafe {
+        vrshlq_s32(
+            vqrdmulhq_s32(vshlq_s32(acc, m.left_shift), m.multiplier),
+            m.neg_right_shift,
+        )
+    }
+}
+
 /// The output stage of 16 requantized values: add the output zero point and
 /// clamp, as `output_stage`, with the clamp to `[-128, 127]` done by the
 /// saturating narrows. Saturating `i32 -> i16` first and then adding the zero

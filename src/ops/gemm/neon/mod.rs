@@ -41,7 +41,8 @@ pub(crate) mod widening;
 use super::pack::{KC, NR};
 use super::params::{GemmView, Tile};
 use crate::ops::requant::neon::{
-    requantize, requantize_real_f64, requantize_single, requantize_xnnpack_f32,
+    requantize, requantize_gemv_ties_upward, requantize_real_f64, requantize_single,
+    requantize_xnnpack_f32,
 };
 use crate::ops::requant::ChannelMultiplier;
 use crate::quant::{Requantization, Rounding};
@@ -55,6 +56,8 @@ const STAGE_SINGLE: u8 = 1;
 const STAGE_REAL_F64: u8 = 2;
 /// [`BlockParams::stage`]: XNNPACK's `f32` scale, rounded to even.
 const STAGE_XNNPACK_F32: u8 = 3;
+/// [`BlockParams::stage`]: LiteRT's aarch64 GEMV, ties of the last shift up.
+const STAGE_GEMV_TIES_UPWARD: u8 = 4;
 
 /// The 8 channels of one weight block: bias and multipliers as two vectors.
 #[derive(Clone, Copy)]
@@ -120,6 +123,7 @@ impl BlockParams {
             Requantization::Multiplier(Rounding::Single) => STAGE_SINGLE,
             Requantization::RealF64 => STAGE_REAL_F64,
             Requantization::XnnpackF32 => STAGE_XNNPACK_F32,
+            Requantization::GemvTiesUpward => STAGE_GEMV_TIES_UPWARD,
         };
         let wide: [int64x2_t; 4] = match stage {
             STAGE_SINGLE => {
@@ -220,6 +224,7 @@ pub(super) fn store_tile<const R: usize>(
         STAGE_SINGLE => with!(stage STAGE_SINGLE),
         STAGE_REAL_F64 => with!(stage STAGE_REAL_F64),
         STAGE_XNNPACK_F32 => with!(stage STAGE_XNNPACK_F32),
+        STAGE_GEMV_TIES_UPWARD => with!(stage STAGE_GEMV_TIES_UPWARD),
         _ => {}
     }
     match (p.any_left_shift, p.all_right_shift, p.clamp) {
@@ -270,6 +275,11 @@ fn store_tile_with<
                 (
                     requantize_real_f64(acc[r][0], &[real[0], real[1]]),
                     requantize_real_f64(acc[r][1], &[real[2], real[3]]),
+                )
+            } else if STAGE == STAGE_GEMV_TIES_UPWARD {
+                (
+                    requantize_gemv_ties_upward(acc[r][0], &p.mult[0]),
+                    requantize_gemv_ties_upward(acc[r][1], &p.mult[1]),
                 )
             } else if STAGE == STAGE_XNNPACK_F32 {
                 // SAFETY: neon is a compile-time target feature (cfg on this

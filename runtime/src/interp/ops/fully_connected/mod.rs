@@ -21,9 +21,20 @@ pub(crate) const OPS: &[Registration] =
             .arithmetic(describe),
     ];
 
-/// What inspect says: the requantization [`requantization`] chooses.
+/// What inspect says: the requantization [`requantization`] chooses, and
+/// the one of a single input row where that differs.
 fn describe(options: &Options, _: BuiltinOp) -> String {
-    format!("requantization {}", requantization(options).name())
+    let rows = requantization(options, (2, 4, 8));
+    let one_row = requantization(options, (1, 4, 8));
+    if rows == one_row {
+        format!("requantization {}", rows.name())
+    } else {
+        format!(
+            "requantization {} ({} on one input row of >= 8 inputs into >= 4 outputs)",
+            rows.name(),
+            one_row.name()
+        )
+    }
 }
 
 /// A prepared FULLY_CONNECTED: `m` rows of depth `k` through the library's
@@ -162,10 +173,23 @@ impl Kernel for FullyConnected {
 /// reference kernels in double rounding. The XNNPACK delegate takes every
 /// int8 FULLY_CONNECTED with constant weights (its qs8 / qc8w GEMM) and
 /// scales in `f32`, rounding to even ([`Requantization::XnnpackF32`]).
-fn requantization(options: &Options) -> Requantization {
+///
+/// LiteRT's aarch64 optimized kernels multiply one input row (`rows` 1) by
+/// the weights with a custom GEMV when there are at least 4 output channels
+/// and 8 inputs (`cpu_backend_gemm`'s matrix-times-vector path), which rounds
+/// the last shift's ties upward ([`Requantization::GemvTiesUpward`]).
+/// Measured: the single-op model `fc_batch1_gemv` (one of 2048 outputs per
+/// run parts from single rounding, by +1) and MobileNetV2's classifier
+/// (1280 inputs, 1000 outputs); `fc_batch1_narrow` (6 inputs) rounds once.
+fn requantization(
+    options: &Options,
+    (rows, outputs, depth): (usize, usize, usize),
+) -> Requantization {
+    let gemv = rows == 1 && outputs >= 4 && depth >= 8;
     match (options.rounding, options.kernels) {
         (_, TfliteKernels::Xnnpack) => Requantization::XnnpackF32,
         (Rounding::Single, TfliteKernels::Reference) => Requantization::RealF64,
+        (Rounding::Single, TfliteKernels::Optimized) if gemv => Requantization::GemvTiesUpward,
         (rounding, _) => Requantization::Multiplier(rounding),
     }
 }
@@ -268,7 +292,7 @@ fn prepare(op: &Op<'_, '_>) -> Result<PreparedOp> {
         &scales,
         out_q,
         activation,
-        requantization(op.options),
+        requantization(op.options, (m, n, k)),
     )
     .map_err(|e| op.kernel_error(e))?;
     Ok(PreparedOp {
