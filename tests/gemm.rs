@@ -175,7 +175,7 @@ impl Case {
                     Requantization::GemvTiesUpward => {
                         let (mult, shift) = quantize_multiplier_single(real);
                         let shifted = (acc as i32).wrapping_shl(shift.max(0) as u32) as i64;
-                        let high = ((shifted * mult as i64 + (1 << 30)) >> 31)
+                        let high = ((shifted * mult + (1 << 30)) >> 31)
                             .clamp(i32::MIN as i64, i32::MAX as i64);
                         let right = (-shift).max(0);
                         if right == 0 {
