@@ -26,11 +26,32 @@ impl Kernel for Pad {
     /// Fills the output, then copies the input into its interior.
     fn run_tiles(&self, _: Backend, _: Range<usize>, io: &mut Io<'_>) -> Result<(), String> {
         let output = &mut *io.outs[0];
-        for chunk in output.chunks_exact_mut(self.fill.len()) {
-            chunk.copy_from_slice(&self.fill);
-        }
+        fill_with(output, &self.fill);
         self.copy.run(io.ins[0], output);
         Ok(())
+    }
+}
+
+/// `output` filled with copies of `pattern` (one element), whole ones only:
+/// a memset for one-byte elements, else the pattern then copies of what is
+/// already filled, doubling (element by element it cost MobileNetV2's 18
+/// PADs 63% of the model's instructions, 32 per element).
+fn fill_with(output: &mut [u8], pattern: &[u8]) {
+    if let [byte] = pattern {
+        output.fill(*byte);
+        return;
+    }
+    let whole = output.len() / pattern.len().max(1) * pattern.len();
+    let output = &mut output[..whole];
+    if output.is_empty() {
+        return;
+    }
+    output[..pattern.len()].copy_from_slice(pattern);
+    let mut filled = pattern.len();
+    while filled < output.len() {
+        let take = filled.min(output.len() - filled);
+        output.copy_within(..take, filled);
+        filled += take;
     }
 }
 
@@ -96,4 +117,26 @@ pub fn pad(
         output_shape.iter().product::<usize>() * elem,
         elem,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fill_with;
+
+    #[test]
+    fn fill_repeats_the_element_over_whole_elements_only() {
+        for (len, pattern) in [(7, &[9u8][..]), (10, &[1, 2][..]), (13, &[5, 6, 7, 8][..])] {
+            let mut out = vec![0xEE; len];
+            fill_with(&mut out, pattern);
+            let whole = len / pattern.len() * pattern.len();
+            for (i, &b) in out.iter().enumerate() {
+                let expected = if i < whole {
+                    pattern[i % pattern.len()]
+                } else {
+                    0xEE
+                };
+                assert_eq!(b, expected, "{len} {pattern:?} at {i}");
+            }
+        }
+    }
 }
