@@ -192,7 +192,7 @@ impl OutputStage {
                 }
                 (
                     ChannelScales::F32(scales),
-                    xnnpack_range(activation, output),
+                    activation.range_i8_xnnpack(output),
                 )
             }
         };
@@ -250,19 +250,4 @@ fn ties_upward(m: &ChannelMultipliers, c: usize, acc: i32) -> i32 {
         .shl_lanes(q.left_shift)
         .saturating_rounding_doubling_high_mul(q.multiplier);
     rounding_shift_ties_upward(x, q.neg_right_shift)
-}
-
-/// The activation range the XNNPACK delegate gives its int8 operators:
-/// the real bounds (RELU `[0, inf)`, RELU6 `[0, 6]`) quantized as
-/// `lrintf(clamp(bound / scale + zero_point, -128, 127))` in `f32`.
-fn xnnpack_range(activation: FusedActivation, output: QuantParams) -> (i32, i32) {
-    let quantize = |real: f32| -> i32 {
-        let q = (real / output.scale + output.zero_point as f32).clamp(-128.0, 127.0);
-        round_ties_even_small(q) as i32
-    };
-    match activation {
-        FusedActivation::None => (-128, 127),
-        FusedActivation::Relu => (quantize(0.0), 127),
-        FusedActivation::Relu6 => (quantize(0.0), quantize(6.0)),
-    }
 }
