@@ -623,10 +623,11 @@ def relu_cases():
 def all_cases():
     delegated = (fc_cases() + binary_cases() + batch_matmul_cases() + layout_cases() + conversion_cases()
                  + activation_cases() + rounding_cases())
-    for case in delegated:
+    pools = pool_cases()
+    for case in delegated + pools:
         if case.references == REFERENCES:
             case.references = XNNPACK_REFERENCES
-    cases = delegated + conv_cases() + pool_cases() + mean_cases() + relu_cases()
+    cases = delegated + conv_cases() + pools + mean_cases() + relu_cases()
     names = [c.name for c in cases]
     assert len(names) == len(set(names)), "case names must be unique"
     return cases

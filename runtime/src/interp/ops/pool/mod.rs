@@ -14,12 +14,54 @@ use super::buffers::{view, view_mut, Io};
 use super::kernel::{Kernel, PreparedOp, Registration};
 use super::op::Op;
 use crate::error::Result;
+use crate::interp::options::{Options, TfliteKernels};
 
-/// The ops this family prepares.
+/// The ops this family prepares. Under XNNPACK (see [`xnnpack_takes`]) the
+/// delegate leaves int8 AVERAGE_POOL_2D to TFLite, whose arithmetic this is,
+/// and takes MAX_POOL_2D, whose maximum is exact in every kernel set.
 pub(crate) const OPS: &[Registration] = &[
-    Registration::new(BuiltinOp::AVERAGE_POOL_2D, "AVERAGE_POOL_2D", prepare),
-    Registration::new(BuiltinOp::MAX_POOL_2D, "MAX_POOL_2D", prepare),
+    Registration::new(BuiltinOp::AVERAGE_POOL_2D, "AVERAGE_POOL_2D", prepare)
+        .xnnpack()
+        .arithmetic(describe),
+    Registration::new(BuiltinOp::MAX_POOL_2D, "MAX_POOL_2D", prepare)
+        .xnnpack()
+        .arithmetic(describe),
 ];
+
+/// What inspect says: whose arithmetic the op runs in.
+fn describe(options: &Options, builtin: BuiltinOp) -> String {
+    match (options.kernels == TfliteKernels::Xnnpack, builtin) {
+        (true, BuiltinOp::AVERAGE_POOL_2D) => {
+            "left to the builtin kernels by XNNPACK (int8, int16): TFLite's rounded average".into()
+        }
+        (true, _) => "XNNPACK's max pooling (NONE or RELU: the same bytes as TFLite's)".into(),
+        (false, BuiltinOp::AVERAGE_POOL_2D) => "TFLite's rounded average".into(),
+        (false, _) => "TFLite's max pooling".into(),
+    }
+}
+
+/// Under `TfliteKernels::Xnnpack`, the cases whose bytes are XNNPACK's or
+/// TFLite's alike; the others are refused by name. LiteRT 2.3's delegate
+/// leaves int8 and int16 AVERAGE_POOL_2D to TFLite and takes uint8 (its own
+/// qu8 average, not built here). It leaves int16 MAX_POOL_2D to TFLite and
+/// takes the 8-bit ones: the maximum is exact,
+/// and the activation bounds it quantizes itself (`lrintf(bound / scale +
+/// zero_point)` in `f32`) equal TFLite's for NONE and RELU (bound 0 is the
+/// zero point either way) but may part on a tie for RELU6 (not built).
+fn xnnpack_takes(op: &Op<'_, '_>, dtype: TensorType, activation: TfActivation) -> Result<()> {
+    match (op.builtin, dtype, activation) {
+        (BuiltinOp::AVERAGE_POOL_2D, TensorType::Uint8, _) => Err(op.unsupported(
+            "uint8 AVERAGE_POOL_2D in XNNPACK's arithmetic (its qu8 average is not built)",
+        )),
+        (BuiltinOp::AVERAGE_POOL_2D, _, _) => Ok(()),
+        // int16 is left to TFLite.
+        (_, TensorType::Int16, _) => Ok(()),
+        (_, _, TfActivation::None | TfActivation::Relu) => Ok(()),
+        (_, _, other) => Err(op.unsupported(format!(
+            "MAX_POOL_2D with fused {other} in XNNPACK's arithmetic (its bound rounding is not built)"
+        ))),
+    }
+}
 
 /// One of the library's two pooling ops.
 #[derive(Debug)]
@@ -145,7 +187,11 @@ fn prepare(op: &Op<'_, '_>) -> Result<PreparedOp> {
         1 => Padding::Valid,
         other => return Err(op.invalid(format!("padding code {other} is neither SAME nor VALID"))),
     };
-    let activation = op.activation(TfActivation::from_code(o.fused_activation_function))?;
+    let tf_activation = TfActivation::from_code(o.fused_activation_function);
+    if op.options.kernels == TfliteKernels::Xnnpack {
+        xnnpack_takes(op, input.dtype(), tf_activation)?;
+    }
+    let activation = op.activation(tf_activation)?;
     let out_h = out_size(padding, height as i64, filter_h, stride_h);
     let out_w = out_size(padding, width as i64, filter_w, stride_w);
     if out_h <= 0 || out_w <= 0 {
