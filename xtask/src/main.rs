@@ -22,7 +22,6 @@ mod report;
 mod run;
 mod setup;
 mod test;
-mod tflite_schema;
 mod util;
 
 use std::process::ExitCode;
@@ -117,10 +116,6 @@ commands:
   capi-header           regenerate the C API's per-type functions from
                         qneon::catalogue, then capi/include/qneon.h
                         (cbindgen)
-  tflite-schema [--check]
-                        regenerate tflite/src/generated.rs from
-                        tflite/schema/tflite.fbs (planus 1.2); --check
-                        fails if the committed file is stale instead
   help                  show this message
 ";
 
@@ -142,7 +137,6 @@ fn main() -> ExitCode {
         "msrv" => msrv::cli(rest),
         "fuzz" => fuzz::cli(rest),
         "miri" => miri::cli(rest),
-        "tflite-schema" => tflite_schema::cli(rest),
         "help" | "-h" | "--help" => {
             print!("{USAGE}");
             Ok(())

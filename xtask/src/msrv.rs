@@ -3,7 +3,8 @@
 //!
 //! The claim is `rust-version` in the workspace `Cargo.toml` (every crate
 //! inherits it). This command installs that toolchain with rustup if it is
-//! missing (minimal profile), builds the library in its default features and
+//! missing (minimal profile and `rustfmt`, which the `.tflite` reader's
+//! build script needs), builds the library in its default features and
 //! checks every crate and target of the workspace with it, against the
 //! committed lockfile, in `target/msrv` (so the usual build is untouched).
 
@@ -57,26 +58,41 @@ fn rust_version(manifest: &str) -> Option<String> {
     })
 }
 
-/// Installs `version` with rustup unless it is there.
+/// Installs `version` with rustup unless it is there, with `rustfmt`: the
+/// `.tflite` reader's build script generates its FlatBuffers code with
+/// planus, which formats it with the toolchain's `rustfmt`.
 fn ensure_toolchain(version: &str) -> Result {
     if util::which("rustup").is_none() {
         bail!("msrv: rustup is needed to install Rust {version}");
     }
     let installed = util::capture(Command::new("rustup").args(["toolchain", "list"]))?;
-    if installed
+    if !installed
         .lines()
         .any(|l| l.starts_with(&format!("{version}-")))
     {
+        eprintln!("msrv: installing Rust {version} (minimal profile, with rustfmt)");
+        return util::run(Command::new("rustup").args([
+            "toolchain",
+            "install",
+            version,
+            "--profile",
+            "minimal",
+            "--component",
+            "rustfmt",
+        ]));
+    }
+    let components = util::capture(Command::new("rustup").args([
+        "component",
+        "list",
+        "--installed",
+        "--toolchain",
+        version,
+    ]))?;
+    if components.lines().any(|l| l.starts_with("rustfmt")) {
         return Ok(());
     }
-    eprintln!("msrv: installing Rust {version} (minimal profile)");
-    util::run(Command::new("rustup").args([
-        "toolchain",
-        "install",
-        version,
-        "--profile",
-        "minimal",
-    ]))
+    eprintln!("msrv: adding rustfmt to Rust {version}");
+    util::run(Command::new("rustup").args(["component", "add", "rustfmt", "--toolchain", version]))
 }
 
 #[cfg(test)]

@@ -5,8 +5,7 @@
 //! `.cargo/config.toml`); the library built in every feature combination
 //! (default, `no_std`, `alloc`) for the host and the `no_std` ones for
 //! bare-metal aarch64, each build one part; the library's API tests
-//! without `std`; the `.tflite` reader's generated code current (`cargo
-//! xtask tflite-schema --check`); the C API (header current, C example on the host and
+//! without `std`; the C API (header current, C example on the host and
 //! under qemu); the asm checks; the benches compile (host);
 //! `qneon-bench`, `qneon run` (on small `.tflite` models) and the
 //! self-checking examples run on the host, in the test profile (optimized,
@@ -20,7 +19,7 @@ use std::process::Command;
 
 use crate::counts::{sum_results, Counts};
 use crate::util::{self, bail, Reported, Result, BARE_METAL_TARGET, CLI_PACKAGE, TARGET};
-use crate::{asm, capi, setup, tflite_schema};
+use crate::{asm, capi, setup};
 
 struct Part {
     name: String,
@@ -104,19 +103,6 @@ pub fn cli(args: &[String]) -> Result {
     // The C API: header current, the C example's bytes on the host (and
     // under qemu) equal the library's.
     parts.push(capi_part(host_only));
-    // The .tflite reader's generated FlatBuffers code is current.
-    parts.push(timed(|| match tflite_schema::is_current() {
-        Ok(()) => Part {
-            name: "tflite generated code current".into(),
-            counts: Counts {
-                passed: 1,
-                failed: 0,
-            },
-            problem: None,
-            seconds: 0.0,
-        },
-        Err(e) => failed_part("tflite generated code current", e.to_string()),
-    }));
     if !host_only {
         // The benches hold no target-specific code: their host build below
         // checks them (an aarch64 build of criterion cost minutes of CI).
