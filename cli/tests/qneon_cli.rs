@@ -260,14 +260,14 @@ fn kernels_xnnpack_reproduces_the_delegate_and_refuses_what_is_not_built() {
         outputs[0], outputs[1],
         "the two paths give the same bytes here"
     );
-    // An op whose XNNPACK path is not built (MEAN): refused by name.
-    let mean = models().join("ops/mean_hw_keep/model.tflite");
-    let result = qneon(&["run", path(&mean), "--kernels", "xnnpack"]);
+    // An op whose XNNPACK path is not built (HARD_SWISH): refused by name.
+    let hard_swish = models().join("ops/hard_swish/model.tflite");
+    let result = qneon(&["run", path(&hard_swish), "--kernels", "xnnpack"]);
     let stderr = String::from_utf8_lossy(&result.stderr);
     assert_eq!(result.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains("MEAN"), "{stderr}");
+    assert!(stderr.contains("HARD_SWISH"), "{stderr}");
     assert!(stderr.contains("XNNPACK"), "{stderr}");
-    let result = qneon(&["inspect", path(&mean), "--kernels", "xnnpack"]);
+    let result = qneon(&["inspect", path(&hard_swish), "--kernels", "xnnpack"]);
     assert!(result.status.success());
     let stdout = String::from_utf8_lossy(&result.stdout);
     assert!(stdout.contains("qneon cannot run 1 operators"), "{stdout}");

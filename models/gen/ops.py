@@ -624,10 +624,11 @@ def all_cases():
     delegated = (fc_cases() + binary_cases() + batch_matmul_cases() + layout_cases() + conversion_cases()
                  + activation_cases() + rounding_cases())
     pools = pool_cases()
-    for case in delegated + pools:
+    means = mean_cases()
+    for case in delegated + pools + means:
         if case.references == REFERENCES:
             case.references = XNNPACK_REFERENCES
-    cases = delegated + conv_cases() + pools + mean_cases() + relu_cases()
+    cases = delegated + conv_cases() + pools + means + relu_cases()
     names = [c.name for c in cases]
     assert len(names) == len(set(names)), "case names must be unique"
     return cases

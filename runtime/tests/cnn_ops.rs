@@ -135,18 +135,18 @@ fn conv_paths_differ_on_the_rounding_cases() {
     }
 }
 
-/// An op whose XNNPACK path is not built (MEAN) is refused under it,
-/// naming the op.
+/// An op whose XNNPACK path is not built (HARD_SWISH) is refused under
+/// it, naming the op.
 #[test]
 fn xnnpack_kernels_refuse_ops_not_built() {
-    let bytes = read_model("ops/mean_hw_keep/model.tflite");
+    let bytes = read_model("ops/hard_swish/model.tflite");
     let options = reference_options("litert_xnnpack");
     match Interpreter::new(bytes.as_bytes(), options) {
         Err(Error::UnsupportedOp { op, missing, .. }) => {
-            assert_eq!(op, "MEAN");
+            assert_eq!(op, "HARD_SWISH");
             assert!(missing.contains("XNNPACK"), "{missing}");
         }
-        other => panic!("MEAN under xnnpack: {other:?}"),
+        other => panic!("HARD_SWISH under xnnpack: {other:?}"),
     }
     assert_eq!(TfliteKernels::Xnnpack.name(), "xnnpack");
 }

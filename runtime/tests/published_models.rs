@@ -121,6 +121,12 @@ fn reference_settings() -> Vec<(&'static str, Rounding, Method, TfliteKernels)> 
             Method::Lut,
             TfliteKernels::Optimized,
         ),
+        (
+            "litert_xnnpack",
+            Rounding::Single,
+            Method::Lut,
+            TfliteKernels::Xnnpack,
+        ),
     ]
 }
 

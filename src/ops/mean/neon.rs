@@ -28,6 +28,8 @@ struct Multiply {
     half_up: bool,
     lanes: ChannelMultiplier<int32x4_t>,
     neg_total_shift: [int64x2_t; 2],
+    /// XNNPACK's `f32` scale and zero ([`Path::Xnnpack`]).
+    xnnpack: Option<(float32x4_t, float32x4_t)>,
 }
 
 impl Multiply {
@@ -45,12 +47,21 @@ impl Multiply {
                     neg_right_shift: vdupq_n_s32(q.shift.min(0)),
                 },
                 neg_total_shift: [total, total],
+                xnnpack: (p.path == Path::Xnnpack)
+                    .then(|| (vdupq_n_f32(p.xnnpack.scale), vdupq_n_f32(p.xnnpack.zero))),
             }
         }
     }
 
     #[inline(always)]
     fn apply(&self, x: int32x4_t) -> int32x4_t {
+        if let Some((scale, zero)) = self.xnnpack {
+            // A separate multiply and add (no fused `fmla`), as the scalar
+            // code; `fcvtns` rounds ties to even and saturates, which the
+            // narrowing then carries to the type's bounds.
+            // SAFETY: neon is a compile-time target feature (cfg on this module).
+            return unsafe { vcvtnq_s32_f32(vaddq_f32(vmulq_f32(vcvtq_f32_s32(x), scale), zero)) };
+        }
         match self.rounding {
             Rounding::Single => requantize_single(x, self.lanes.multiplier, &self.neg_total_shift),
             Rounding::Double if self.half_up => {

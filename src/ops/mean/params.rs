@@ -22,6 +22,12 @@ pub enum MeanKernels {
     /// (int8, `keep_dims`, rank 4, axes exactly `{1, 2}`), the reference
     /// kernel for every other case.
     Optimized,
+    /// The XNNPACK delegate's 8-bit mean (its `reduce` with the mean
+    /// operator, `qs8` / `qu8`), for every shape: the raw sum converted to
+    /// `f32`, times a scale, plus a zero point, both prepared in `f32`,
+    /// rounded to nearest with ties to even and clamped to the type.
+    /// int8 and uint8 only (the delegate leaves int16 to TFLite).
+    Xnnpack,
 }
 
 /// How a sum becomes an output: which of TFLite's two arithmetics.
@@ -34,6 +40,43 @@ pub(crate) enum Path {
     /// multiplier of `s_in / (n * s_out)` (computed in `f32`), plus a bias
     /// `zp_out - round(zp_in * s_in / s_out)` (in `f32`).
     HeightWidth,
+    /// XNNPACK's: `rint(f32(sum) * scale + zero)` clamped, no integer
+    /// multiplier ([`MeanParams::xnnpack`]).
+    Xnnpack,
+}
+
+/// XNNPACK's mean conversion of a raw sum, prepared in `f32` as XNNPACK
+/// prepares it: `scale = f32(s_in / s_out) * f32(1 / n)`,
+/// `zero = f32(zp_out) - f32(n * zp_in) * scale`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct XnnpackScale {
+    pub scale: f32,
+    pub zero: f32,
+}
+
+impl XnnpackScale {
+    fn new(input: QuantParams, output: QuantParams, count: usize) -> XnnpackScale {
+        // Each step is one f32 operation, in XNNPACK's order (its reduce
+        // parameters, then its int32 -> quantized conversion with the input
+        // zero point folded into the output's).
+        let ratio = input.scale / output.scale;
+        let scale = ratio * (1.0f32 / count as f32);
+        // `(int32) n * zp_in` with the zero point a `float`: the count
+        // converted, then one f32 product.
+        let folded = (count as i32) as f32 * input.zero_point as f32;
+        XnnpackScale {
+            scale,
+            zero: output.zero_point as f32 - folded * scale,
+        }
+    }
+
+    /// The output value of `sum` before clamping: `f32(sum) * scale +
+    /// zero`, two roundings (XNNPACK's x86 build does not fuse them),
+    /// then to nearest, ties to even.
+    #[inline(always)]
+    pub(crate) fn apply(&self, sum: i32) -> f32 {
+        crate::quant::round_ties_even_f32(sum as f32 * self.scale + self.zero)
+    }
 }
 
 /// The reduction as loops: up to [`MAX_RANK`] groups of merged dimensions
@@ -152,6 +195,8 @@ pub(crate) struct MeanParams {
     pub path: Path,
     pub rounding: Rounding,
     pub multiplier: QuantizedMultiplier,
+    /// XNNPACK's conversion ([`Path::Xnnpack`]; unused on the others).
+    pub xnnpack: XnnpackScale,
     /// Subtracted from each sum (wrapping, as TFLite's `int32` cast):
     /// `zp_in * n` on the reference path, 0 on the height-width one.
     pub sum_offset: i32,
@@ -259,6 +304,34 @@ impl MeanParams {
         let layout = Layout::new(dims, &reduce[..rank]);
         debug_assert_eq!(layout.inputs, inputs);
         let count = layout.count;
+        let xnnpack = XnnpackScale::new(input, output, count);
+        let (output_rank, output_dims) = output_shape(dims, &reduce[..rank], keep_dims);
+        if kernels == MeanKernels::Xnnpack {
+            if T::NAME == "int16" {
+                // The delegate takes 8-bit means only.
+                return Err(Error::Unsupported {
+                    op,
+                    dtype: T::NAME,
+                    reason: "XNNPACK's mean is 8-bit only (TFLite keeps int16 means)",
+                });
+            }
+            return Ok(MeanParams {
+                layout,
+                path: Path::Xnnpack,
+                rounding,
+                multiplier: QuantizedMultiplier {
+                    multiplier: 0,
+                    shift: 0,
+                },
+                xnnpack,
+                sum_offset: 0,
+                output_offset: 0,
+                vector_channels: 0,
+                channels: 1,
+                output_rank,
+                output_dims,
+            });
+        }
         // TFLite's optimized kernels take their height-width kernel for
         // 8-bit types only; int16 keeps the reference arithmetic.
         let height_width = kernels == MeanKernels::Optimized
@@ -301,23 +374,14 @@ impl MeanParams {
         };
         let (vector_channels, channels) = match path {
             Path::HeightWidth => (dims[3] / 16 * 16, dims[3]),
-            Path::Reference => (0, 1),
+            Path::Reference | Path::Xnnpack => (0, 1),
         };
-        let mut output_dims = [1usize; MAX_RANK];
-        let mut output_rank = 0;
-        for d in 0..rank {
-            if !reduce[d] {
-                output_dims[output_rank] = dims[d];
-                output_rank += 1;
-            } else if keep_dims {
-                output_rank += 1;
-            }
-        }
         Ok(MeanParams {
             layout,
             path,
             rounding,
             multiplier,
+            xnnpack,
             sum_offset,
             output_offset,
             vector_channels,
@@ -337,6 +401,12 @@ impl MeanParams {
     /// of the height-width path's two arithmetics its channel takes).
     #[inline(always)]
     pub(crate) fn requantize<T: QuantElem>(&self, sum: i32, index: usize) -> T {
+        if self.path == Path::Xnnpack {
+            // Clamped in f32 as XNNPACK does; the bounds are integers, so
+            // clamping the rounded value equals saturating it.
+            let y = self.xnnpack.apply(sum);
+            return T::saturate(y.clamp(i32::MIN as f32, i32::MAX as f32) as i32);
+        }
         let x = sum.wrapping_sub(self.sum_offset);
         let vector_lane = self.rounding == Rounding::Double
             && self.vector_channels > 0
@@ -348,6 +418,23 @@ impl MeanParams {
         };
         T::saturate(scaled.saturating_add(self.output_offset))
     }
+}
+
+/// The output shape TFLite's `Prepare` gives, as (rank, dimensions padded
+/// with 1s): the kept dimensions in order, the reduced ones as 1s in place
+/// with `keep_dims` and dropped without.
+fn output_shape(dims: &[usize], reduce: &[bool], keep_dims: bool) -> (usize, [usize; MAX_RANK]) {
+    let mut out = [1usize; MAX_RANK];
+    let mut rank = 0;
+    for (&d, &r) in dims.iter().zip(reduce) {
+        if !r {
+            out[rank] = d;
+            rank += 1;
+        } else if keep_dims {
+            rank += 1;
+        }
+    }
+    (rank, out)
 }
 
 /// The double-rounding multiply of TFLite's NEON 4-row helper:

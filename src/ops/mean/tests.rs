@@ -69,7 +69,11 @@ fn check_i8(
     let input: Vec<i8> = (0..len).map(|_| rng.next() as i8).collect();
     let wide: Vec<i32> = input.iter().map(|&x| x as i32).collect();
     let (sums, n) = brute_sums(dims, axes, &wide);
-    for kernels in [MeanKernels::Reference, MeanKernels::Optimized] {
+    for kernels in [
+        MeanKernels::Reference,
+        MeanKernels::Optimized,
+        MeanKernels::Xnnpack,
+    ] {
         for rounding in [Rounding::Single, Rounding::Double] {
             let mean = Mean::<i8>::new(dims, axes, keep, qin, qout, kernels, rounding).unwrap();
             assert_eq!(mean.output_len(), sums.len());
@@ -127,17 +131,12 @@ fn uint8_backends_agree_and_follow_the_real_mean() {
         .collect();
     let wide: Vec<i32> = input.iter().map(|&x| x as i32).collect();
     let (sums, n) = brute_sums(&dims, &[1, 2], &wide);
-    for rounding in [Rounding::Single, Rounding::Double] {
-        let mean = Mean::<u8>::new(
-            &dims,
-            &[1, 2],
-            false,
-            qin,
-            qout,
-            MeanKernels::Reference,
-            rounding,
-        )
-        .unwrap();
+    for (kernels, rounding) in [
+        (MeanKernels::Reference, Rounding::Single),
+        (MeanKernels::Reference, Rounding::Double),
+        (MeanKernels::Xnnpack, Rounding::Single),
+    ] {
+        let mean = Mean::<u8>::new(&dims, &[1, 2], false, qin, qout, kernels, rounding).unwrap();
         let mut scalar = std::vec![0u8; sums.len()];
         mean.run_with(Backend::Scalar, &input, &mut scalar).unwrap();
         for (&y, &sum) in scalar.iter().zip(&sums) {
@@ -331,4 +330,39 @@ fn bad_parameters_are_errors() {
         mean.run(&[0; 6], &mut [0; 3]),
         Err(Error::Length { .. })
     ));
+}
+
+/// XNNPACK's mean rounds `f32(sum) * scale + zero` once more than the
+/// fixed-point paths: where the exact mean lies on a half step it rounds
+/// ties to even, and the zero point folded into `zero` in `f32`. A 2-element
+/// mean with equal scales: sum 1 is 0.5 steps (ties to even: 0), sum 3 is
+/// 1.5 (to 2), sum -1 is -0.5 (to -0, i.e. 0); TFLite's single-rounding
+/// fixed point rounds halves upward (1, 2, 0).
+#[test]
+fn xnnpack_mean_rounds_ties_to_even_in_f32() {
+    let q = QuantParams::new(0.5, 0);
+    let dims = [3usize, 2];
+    let input = [0i8, 1, 1, 2, -1, 0];
+    let mut out = [0i8; 3];
+    for (kernels, expected) in [
+        (MeanKernels::Xnnpack, [0i8, 2, 0]),
+        (MeanKernels::Reference, [1, 2, 0]),
+    ] {
+        let mean = Mean::<i8>::new(&dims, &[1], false, q, q, kernels, Rounding::Single).unwrap();
+        for backend in [Backend::Scalar, Backend::best()] {
+            mean.run_with(backend, &input, &mut out).unwrap();
+            assert_eq!(out, expected, "{kernels:?} {backend:?}");
+        }
+    }
+    // The delegate takes 8-bit means only.
+    let int16 = Mean::<i16>::new(
+        &dims,
+        &[1],
+        false,
+        q,
+        q,
+        MeanKernels::Xnnpack,
+        Rounding::Single,
+    );
+    assert!(matches!(int16, Err(Error::Unsupported { .. })), "{int16:?}");
 }
