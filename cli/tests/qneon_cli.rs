@@ -260,14 +260,15 @@ fn kernels_xnnpack_reproduces_the_delegate_and_refuses_what_is_not_built() {
         outputs[0], outputs[1],
         "the two paths give the same bytes here"
     );
-    // An op whose XNNPACK path is not built (HARD_SWISH): refused by name.
-    let hard_swish = models().join("ops/hard_swish/model.tflite");
-    let result = qneon(&["run", path(&hard_swish), "--kernels", "xnnpack"]);
+    // An op whose XNNPACK path is not built (a RELU6-fused MAX_POOL_2D):
+    // refused by name.
+    let pool = models().join("ops/max_pool_2x2_s2_same_relu6/model.tflite");
+    let result = qneon(&["run", path(&pool), "--kernels", "xnnpack"]);
     let stderr = String::from_utf8_lossy(&result.stderr);
     assert_eq!(result.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains("HARD_SWISH"), "{stderr}");
+    assert!(stderr.contains("MAX_POOL_2D"), "{stderr}");
     assert!(stderr.contains("XNNPACK"), "{stderr}");
-    let result = qneon(&["inspect", path(&hard_swish), "--kernels", "xnnpack"]);
+    let result = qneon(&["inspect", path(&pool), "--kernels", "xnnpack"]);
     assert!(result.status.success());
     let stdout = String::from_utf8_lossy(&result.stdout);
     assert!(stdout.contains("qneon cannot run 1 operators"), "{stdout}");

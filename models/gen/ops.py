@@ -625,10 +625,11 @@ def all_cases():
                  + activation_cases() + rounding_cases())
     pools = pool_cases()
     means = mean_cases()
-    for case in delegated + pools + means:
+    relus = relu_cases()
+    for case in delegated + pools + means + relus:
         if case.references == REFERENCES:
             case.references = XNNPACK_REFERENCES
-    cases = delegated + conv_cases() + pools + means + relu_cases()
+    cases = delegated + conv_cases() + pools + means + relus
     names = [c.name for c in cases]
     assert len(names) == len(set(names)), "case names must be unique"
     return cases

@@ -135,18 +135,18 @@ fn conv_paths_differ_on_the_rounding_cases() {
     }
 }
 
-/// An op whose XNNPACK path is not built (HARD_SWISH) is refused under
-/// it, naming the op.
+/// An op whose XNNPACK path is not built (a RELU6-fused MAX_POOL_2D) is
+/// refused under it, naming the op.
 #[test]
 fn xnnpack_kernels_refuse_ops_not_built() {
-    let bytes = read_model("ops/hard_swish/model.tflite");
+    let bytes = read_model("ops/max_pool_2x2_s2_same_relu6/model.tflite");
     let options = reference_options("litert_xnnpack");
     match Interpreter::new(bytes.as_bytes(), options) {
         Err(Error::UnsupportedOp { op, missing, .. }) => {
-            assert_eq!(op, "HARD_SWISH");
+            assert_eq!(op, "MAX_POOL_2D");
             assert!(missing.contains("XNNPACK"), "{missing}");
         }
-        other => panic!("HARD_SWISH under xnnpack: {other:?}"),
+        other => panic!("RELU6 MAX_POOL_2D under xnnpack: {other:?}"),
     }
     assert_eq!(TfliteKernels::Xnnpack.name(), "xnnpack");
 }

@@ -142,7 +142,20 @@ impl<T: QuantElem> LeakyRelu<T> {
     /// ([`Error::OutOfDomain`](crate::Error::OutOfDomain)), scales not
     /// finite and `> 0`, zero points outside the type, int16.
     pub fn new(alpha: f32, input: QuantParams, output: QuantParams) -> Result<Self> {
-        let params = LeakyReluParams::new::<T>(alpha, input, output)?;
+        Self::with(LeakyReluParams::new::<T>(alpha, input, output)?)
+    }
+
+    /// The same op in the XNNPACK delegate's arithmetic (its `vlrelu`: the
+    /// two slopes as multipliers with 8 fractional bits, see `params.rs`).
+    /// Errors beyond [`new`](Self::new)'s: scale ratios XNNPACK refuses
+    /// ([`Error::Unsupported`](crate::Error::Unsupported): `s_in / s_out`
+    /// or its product with `alpha` outside `[2^-8, 2^7]`), where the
+    /// delegate leaves the op to TFLite.
+    pub fn new_xnnpack(alpha: f32, input: QuantParams, output: QuantParams) -> Result<Self> {
+        Self::with(LeakyReluParams::new_xnnpack::<T>(alpha, input, output)?)
+    }
+
+    fn with(params: LeakyReluParams) -> Result<Self> {
         Ok(LeakyRelu {
             table: table::<T>(|x| params.apply(x)),
             params,

@@ -101,16 +101,32 @@ impl ReluParams {
     }
 }
 
-/// TFLite's quantized `LEAKY_RELU`: `x - zp_in` times the identity
-/// multiplier `f32(s_in / s_out)` where it is at least 0, times the alpha
-/// multiplier `f32(s_in * alpha / s_out)` below, plus `zp_out`, saturated
-/// to the type.
+/// Quantized `LEAKY_RELU` in one of two arithmetics:
+///
+/// * TFLite's: `x - zp_in` times the identity multiplier `f32(s_in /
+///   s_out)` where it is at least 0, times the alpha multiplier
+///   `f32(s_in * alpha / s_out)` below, plus `zp_out`, saturated;
+/// * XNNPACK's (its `qs8` / `qu8` `vlrelu`): 8 fractional bits,
+///   `((x - zp_in) * m + 128) >> 8` plus `zp_out`, saturated, with
+///   `m = lrintf(256 * r)` for `r = f32(s_in / s_out)` where `x - zp_in >=
+///   0` and `r = f32(f32(s_in / s_out) * alpha)` below.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) struct LeakyReluParams {
     pub input_zero_point: i32,
     pub output_zero_point: i32,
-    pub identity: QuantizedMultiplier,
-    pub alpha: QuantizedMultiplier,
+    pub slopes: LeakySlopes,
+}
+
+/// The two slopes of a [`LeakyReluParams`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum LeakySlopes {
+    /// TFLite's `MultiplyByQuantizedMultiplier` pair (double rounding).
+    Tflite {
+        identity: QuantizedMultiplier,
+        alpha: QuantizedMultiplier,
+    },
+    /// XNNPACK's multipliers with 8 fractional bits (Q8).
+    Xnnpack { positive: i32, negative: i32 },
 }
 
 impl LeakyReluParams {
@@ -119,23 +135,53 @@ impl LeakyReluParams {
         input: QuantParams,
         output: QuantParams,
     ) -> Result<Self> {
-        check::<T>("leaky_relu", input, output)?;
-        if !(alpha.is_finite() && alpha >= 0.0) {
-            return Err(Error::OutOfDomain {
-                op: "leaky_relu",
-                what: "alpha",
-                value: alpha as f64,
-                requirement: "finite and >= 0 (a negative one has no quantized multiplier)",
-            });
-        }
+        check_alpha::<T>(alpha, input, output)?;
         // In f32, in TFLite's order: s_in * alpha / s_out.
         let alpha_real = input.scale * alpha / output.scale;
         let identity_real = input.scale / output.scale;
         Ok(LeakyReluParams {
             input_zero_point: input.zero_point,
             output_zero_point: output.zero_point,
-            identity: Rounding::Double.quantize_multiplier(identity_real as f64)?,
-            alpha: Rounding::Double.quantize_multiplier(alpha_real as f64)?,
+            slopes: LeakySlopes::Tflite {
+                identity: Rounding::Double.quantize_multiplier(identity_real as f64)?,
+                alpha: Rounding::Double.quantize_multiplier(alpha_real as f64)?,
+            },
+        })
+    }
+
+    /// XNNPACK's arithmetic. Errors beyond [`new`](Self::new)'s: the ratios
+    /// XNNPACK refuses ([`Error::Unsupported`]; the delegate then leaves
+    /// the op to TFLite): `s_in / s_out` outside `[2^-8, 2^7]`, the
+    /// negative ratio above `2^7` or below `2^-8` in magnitude (alpha 0
+    /// among them).
+    pub(crate) fn new_xnnpack<T: QuantElem>(
+        alpha: f32,
+        input: QuantParams,
+        output: QuantParams,
+    ) -> Result<Self> {
+        check_alpha::<T>(alpha, input, output)?;
+        // Each an f32 operation, in XNNPACK's order.
+        let positive = input.scale / output.scale;
+        let negative = positive * alpha;
+        let limits = |r: f32| (1.0f32 / 256.0..=128.0).contains(&r);
+        if !limits(positive) || !limits(negative) {
+            return Err(Error::Unsupported {
+                op: "leaky_relu",
+                dtype: T::NAME,
+                reason: "XNNPACK takes input/output scale ratios (and their product with alpha) \
+                         in [2^-8, 2^7] only",
+            });
+        }
+        // Both products are exact (a power-of-two factor); `round_ties_even`
+        // is lrintf's default rounding.
+        let q8 = |r: f32| crate::quant::round_ties_even_f32(256.0 * r) as i32;
+        Ok(LeakyReluParams {
+            input_zero_point: input.zero_point,
+            output_zero_point: output.zero_point,
+            slopes: LeakySlopes::Xnnpack {
+                positive: q8(positive),
+                negative: q8(negative),
+            },
         })
     }
 
@@ -143,11 +189,34 @@ impl LeakyReluParams {
     #[inline(always)]
     pub(crate) fn apply(&self, x: i32) -> i32 {
         let v = x - self.input_zero_point;
-        let m = if v >= 0 { self.identity } else { self.alpha };
-        Rounding::Double
-            .multiply(v, m)
-            .saturating_add(self.output_zero_point)
+        match self.slopes {
+            LeakySlopes::Tflite { identity, alpha } => {
+                let m = if v >= 0 { identity } else { alpha };
+                Rounding::Double
+                    .multiply(v, m)
+                    .saturating_add(self.output_zero_point)
+            }
+            LeakySlopes::Xnnpack { positive, negative } => {
+                // |v| <= 255 and |m| <= 2^15: no overflow.
+                let m = if v >= 0 { positive } else { negative };
+                ((v * m + 128) >> 8) + self.output_zero_point
+            }
+        }
     }
+}
+
+/// Checks a LEAKY_RELU's quantization and alpha.
+fn check_alpha<T: QuantElem>(alpha: f32, input: QuantParams, output: QuantParams) -> Result<()> {
+    check::<T>("leaky_relu", input, output)?;
+    if !(alpha.is_finite() && alpha >= 0.0) {
+        return Err(Error::OutOfDomain {
+            op: "leaky_relu",
+            what: "alpha",
+            value: alpha as f64,
+            requirement: "finite and >= 0 (a negative one has no quantized multiplier)",
+        });
+    }
+    Ok(())
 }
 
 /// The 256 outputs of an 8-bit op, indexed by the input's bit pattern

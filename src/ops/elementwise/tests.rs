@@ -156,3 +156,58 @@ fn hard_swish_follows_the_real_function_and_backends_agree() {
         Err(Error::OutOfDomain { .. })
     ));
 }
+
+/// XNNPACK's LEAKY_RELU: within one step of the real function (its Q8
+/// multipliers are off by at most half of 2^-8 of the ratio, times at most
+/// 255, plus the final rounding), backends equal, a hand-computed case
+/// exact, and the ratios XNNPACK refuses refused.
+#[test]
+fn xnnpack_leaky_relu_q8_slopes() {
+    let qin = QuantParams::new(0.04, 3);
+    for alpha in [0.01f32, 0.2, 1.5] {
+        for qout in [qin, QuantParams::new(0.02, -20)] {
+            let leaky = LeakyRelu::<i8>::new_xnnpack(alpha, qin, qout).unwrap();
+            let input = all_i8();
+            let mut scalar = std::vec![0i8; input.len()];
+            leaky
+                .run_with(Backend::Scalar, &input, &mut scalar)
+                .unwrap();
+            for (&x, &y) in input.iter().zip(&scalar) {
+                let r = real(qin, x as i32);
+                let r = if r >= 0.0 { r } else { alpha as f64 * r };
+                let ideal = quantize(qout, r, -128, 127);
+                assert!(
+                    (y as f64 - ideal).abs() <= 1.0,
+                    "alpha {alpha}: {x} -> {y}, ideal {ideal}"
+                );
+            }
+            let mut best = std::vec![0i8; input.len()];
+            leaky.run_with(Backend::best(), &input, &mut best).unwrap();
+            assert_eq!(best, scalar, "alpha {alpha}");
+        }
+    }
+    // Equal scales, alpha 1/2: multipliers 256 and 128, so y = v for v >= 0
+    // and floor((v + 1) / 2) below (TFLite's rounds -1/2 to 0 as well, but
+    // -3/2 to -1 where this gives floor(-1) = -1 and -5/2 to -2).
+    let q = QuantParams::new(0.5, 0);
+    let leaky = LeakyRelu::<i8>::new_xnnpack(0.5, q, q).unwrap();
+    let mut out = [0i8; 6];
+    leaky
+        .run_with(Backend::Scalar, &[-128, -5, -3, -1, 0, 127], &mut out)
+        .unwrap();
+    assert_eq!(out, [-64, -2, -1, 0, 0, 127]);
+    for (alpha, qout) in [
+        (0.0f32, q),                        // negative ratio 0
+        (0.001, q),                         // below 2^-8
+        (0.5, QuantParams::new(0.001, 0)),  // 500 > 2^7
+        (0.5, QuantParams::new(1000.0, 0)), // 2^-11 < 2^-8
+    ] {
+        assert!(
+            matches!(
+                LeakyRelu::<i8>::new_xnnpack(alpha, q, qout),
+                Err(crate::Error::Unsupported { .. })
+            ),
+            "alpha {alpha}, {qout:?}"
+        );
+    }
+}

@@ -2,7 +2,15 @@
 //! `Prepare` rules (one input, one output of the same type and shape, per
 //! tensor quantization) and the library's element-wise kernels, which
 //! requantize when the input and output scales differ, in tiles of
-//! [`CHUNK`] elements. XNNPACK's versions are not built (refused by name).
+//! [`CHUNK`] elements.
+//!
+//! Under `--kernels xnnpack`: LEAKY_RELU takes XNNPACK's arithmetic (its
+//! Q8 slopes), or TFLite's where XNNPACK refuses the scale ratios (as the
+//! delegate then leaves the op); the RELU family and HARD_SWISH run as the
+//! builtin kernels do (the delegate's HARD_SWISH is float-only; measured:
+//! LiteRT 2.3 with its default delegate gives the builtin bytes on every
+//! input of the single-op RELU, RELU6, RELU_N1_TO_1 and HARD_SWISH models,
+//! whose input and output scales differ).
 
 use std::ops::Range;
 
@@ -14,15 +22,27 @@ use super::buffers::{view, view_mut, Io};
 use super::kernel::{Kernel, PreparedOp, Registration, CHUNK};
 use super::op::Op;
 use crate::error::Result;
+use crate::interp::options::{Options, TfliteKernels};
 
 /// The ops this family prepares.
 pub(crate) const OPS: &[Registration] = &[
-    Registration::new(BuiltinOp::RELU, "RELU", prepare),
-    Registration::new(BuiltinOp::RELU6, "RELU6", prepare),
-    Registration::new(BuiltinOp::RELU_N1_TO_1, "RELU_N1_TO_1", prepare),
-    Registration::new(BuiltinOp::LEAKY_RELU, "LEAKY_RELU", prepare),
-    Registration::new(BuiltinOp::HARD_SWISH, "HARD_SWISH", prepare),
+    Registration::new(BuiltinOp::RELU, "RELU", prepare).left_by_xnnpack(),
+    Registration::new(BuiltinOp::RELU6, "RELU6", prepare).left_by_xnnpack(),
+    Registration::new(BuiltinOp::RELU_N1_TO_1, "RELU_N1_TO_1", prepare).left_by_xnnpack(),
+    Registration::new(BuiltinOp::LEAKY_RELU, "LEAKY_RELU", prepare)
+        .arithmetic(describe)
+        .xnnpack(),
+    Registration::new(BuiltinOp::HARD_SWISH, "HARD_SWISH", prepare).left_by_xnnpack(),
 ];
+
+/// What inspect says of LEAKY_RELU.
+fn describe(options: &Options, _: BuiltinOp) -> String {
+    if options.kernels == TfliteKernels::Xnnpack {
+        "XNNPACK's Q8 slopes (TFLite's arithmetic where XNNPACK refuses the scale ratios)".into()
+    } else {
+        "TFLite's two multipliers, double rounding".into()
+    }
+}
 
 /// One of the library's prepared element-wise ops.
 #[derive(Debug)]
@@ -87,7 +107,24 @@ fn kernel<T: QuantElem + bytemuck::Pod + Send + Sync>(op: &Op<'_, '_>) -> Result
                 // The schema's default.
                 _ => 0.0,
             };
-            Clamp::Leaky(LeakyRelu::<T>::new(alpha, in_q, out_q).map_err(e)?)
+            let xnnpack = if op.options.kernels == TfliteKernels::Xnnpack {
+                LeakyRelu::<T>::new_xnnpack(alpha, in_q, out_q)
+            } else {
+                Err(qneon::Error::Unsupported {
+                    op: "leaky_relu",
+                    dtype: T::NAME,
+                    reason: "not XNNPACK",
+                })
+            };
+            match xnnpack {
+                Ok(leaky) => Clamp::Leaky(leaky),
+                // Outside XNNPACK's ratios the delegate leaves the op to
+                // TFLite, whose arithmetic follows.
+                Err(qneon::Error::Unsupported { .. }) => {
+                    Clamp::Leaky(LeakyRelu::<T>::new(alpha, in_q, out_q).map_err(e)?)
+                }
+                Err(err) => return Err(e(err)),
+            }
         }
     };
     let len = output.element_count();
