@@ -1,5 +1,9 @@
 //! The `qneon` binary: outputs, outputs.json, exit statuses.
 
+#[path = "../../runtime/tests/tflite_common/flat.rs"]
+#[allow(dead_code)]
+mod flat;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -260,9 +264,10 @@ fn kernels_xnnpack_reproduces_the_delegate_and_refuses_what_is_not_built() {
         outputs[0], outputs[1],
         "the two paths give the same bytes here"
     );
-    // An op whose XNNPACK path is not built (a RELU6-fused MAX_POOL_2D):
-    // refused by name.
-    let pool = models().join("ops/max_pool_2x2_s2_same_relu6/model.tflite");
+    // An op whose XNNPACK path is not built (a uint8 RELU6-fused
+    // MAX_POOL_2D): refused by name.
+    let pool = std::env::temp_dir().join(format!("qneon-cli-pool-{}.tflite", std::process::id()));
+    std::fs::write(&pool, flat::uint8_relu6_max_pool()).unwrap();
     let result = qneon(&["run", path(&pool), "--kernels", "xnnpack"]);
     let stderr = String::from_utf8_lossy(&result.stderr);
     assert_eq!(result.status.code(), Some(1), "{stderr}");
@@ -273,6 +278,7 @@ fn kernels_xnnpack_reproduces_the_delegate_and_refuses_what_is_not_built() {
     let stdout = String::from_utf8_lossy(&result.stdout);
     assert!(stdout.contains("qneon cannot run 1 operators"), "{stdout}");
     assert!(stdout.contains("XNNPACK"), "{stdout}");
+    std::fs::remove_file(&pool).unwrap();
     // An op the delegate leaves to the builtin kernels (int8 SOFTMAX):
     // inspect says so.
     let softmax = models().join("ops/softmax_int8/model.tflite");

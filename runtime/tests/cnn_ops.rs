@@ -135,18 +135,22 @@ fn conv_paths_differ_on_the_rounding_cases() {
     }
 }
 
-/// An op whose XNNPACK path is not built (a RELU6-fused MAX_POOL_2D) is
-/// refused under it, naming the op.
+/// An op whose XNNPACK path is not built (a uint8 RELU6-fused
+/// MAX_POOL_2D) is refused under it, naming the op; the other paths run it.
 #[test]
 fn xnnpack_kernels_refuse_ops_not_built() {
-    let bytes = read_model("ops/max_pool_2x2_s2_same_relu6/model.tflite");
+    let bytes = qneon_tflite::ModelBytes::copy_from(&tflite_common::flat::uint8_relu6_max_pool());
+    for reference in ["litert_ref", "tf219_ref"] {
+        Interpreter::new(bytes.as_bytes(), reference_options(reference))
+            .unwrap_or_else(|e| panic!("{reference}: {e}"));
+    }
     let options = reference_options("litert_xnnpack");
     match Interpreter::new(bytes.as_bytes(), options) {
         Err(Error::UnsupportedOp { op, missing, .. }) => {
             assert_eq!(op, "MAX_POOL_2D");
             assert!(missing.contains("XNNPACK"), "{missing}");
         }
-        other => panic!("RELU6 MAX_POOL_2D under xnnpack: {other:?}"),
+        other => panic!("uint8 RELU6 MAX_POOL_2D under xnnpack: {other:?}"),
     }
     assert_eq!(TfliteKernels::Xnnpack.name(), "xnnpack");
 }

@@ -131,3 +131,73 @@ pub fn file(model: &Table) -> Vec<u8> {
     patch(&mut buf, 0, root);
     buf
 }
+
+/// A one-op model: a uint8 2x2 stride-2 VALID MAX_POOL_2D with a fused
+/// RELU6, `[1, 4, 4, 3]` to `[1, 2, 2, 3]`, scale 0.05 and zero point 128
+/// on both sides. Every kernel set of TFLite runs it; qneon's XNNPACK path
+/// refuses it (XNNPACK's uint8 activation bounds are not built), so tests
+/// use it as the example of that refusal.
+pub fn uint8_relu6_max_pool() -> Vec<u8> {
+    use Field as F;
+    const UINT8: u8 = 3;
+    const MAX_POOL_2D: u8 = 17;
+    const POOL_2D_OPTIONS: u8 = 5;
+    const RELU6: u8 = 3;
+    const VALID: u8 = 1;
+    let tensor = |name: &str, shape: Vec<i32>| {
+        Table(vec![
+            (0, F::I32s(shape)),
+            (1, F::U8(UINT8)),
+            (2, F::U32(0)),
+            (3, F::Str(name.to_string())),
+            (
+                4,
+                F::Table(Table(vec![
+                    (2, F::F32s(vec![0.05])),
+                    (3, F::I64s(vec![128])),
+                ])),
+            ),
+        ])
+    };
+    let options = Table(vec![
+        (0, F::U8(VALID)),
+        (1, F::I32(2)),
+        (2, F::I32(2)),
+        (3, F::I32(2)),
+        (4, F::I32(2)),
+        (5, F::U8(RELU6)),
+    ]);
+    let operator = Table(vec![
+        (0, F::U32(0)),
+        (1, F::I32s(vec![0])),
+        (2, F::I32s(vec![1])),
+        (3, F::U8(POOL_2D_OPTIONS)),
+        (4, F::Table(options)),
+    ]);
+    let subgraph = Table(vec![
+        (
+            0,
+            F::Tables(vec![
+                tensor("x", vec![1, 4, 4, 3]),
+                tensor("y", vec![1, 2, 2, 3]),
+            ]),
+        ),
+        (1, F::I32s(vec![0])),
+        (2, F::I32s(vec![1])),
+        (3, F::Tables(vec![operator])),
+        (4, F::Str("main".to_string())),
+    ]);
+    file(&Table(vec![
+        (0, F::U32(3)),
+        (
+            1,
+            F::Tables(vec![Table(vec![
+                (0, F::U8(MAX_POOL_2D)),
+                (2, F::I32(1)),
+                (3, F::I32(MAX_POOL_2D as i32)),
+            ])]),
+        ),
+        (2, F::Tables(vec![subgraph])),
+        (4, F::Tables(vec![Table(vec![])])),
+    ]))
+}

@@ -149,6 +149,25 @@ macro_rules! pool_op {
                 &self.params.shape
             }
 
+            /// The same op clamping to `[min, max]` instead of the range
+            /// TFLite quantizes from the fused activation (another
+            /// runtime's quantization of the same bounds, e.g. XNNPACK's).
+            /// Errors: a range not inside the type or with `min > max`
+            /// ([`Error::OutOfDomain`](crate::Error::OutOfDomain)).
+            pub fn with_activation_range(mut self, min: i32, max: i32) -> Result<Self> {
+                if min > max || min < T::MIN || max > T::MAX {
+                    return Err(crate::Error::OutOfDomain {
+                        op: $opname,
+                        what: "activation range",
+                        value: if min > max { min as f64 } else { max as f64 },
+                        requirement: "min <= max, both inside the element type",
+                    });
+                }
+                self.params.act_min = min;
+                self.params.act_max = max;
+                Ok(self)
+            }
+
             /// The output range `[min, max]` the fused activation clamps to.
             pub fn activation_range(&self) -> (i32, i32) {
                 (self.params.act_min, self.params.act_max)

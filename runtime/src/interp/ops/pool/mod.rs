@@ -34,7 +34,9 @@ fn describe(options: &Options, builtin: BuiltinOp) -> String {
         (true, BuiltinOp::AVERAGE_POOL_2D) => {
             "left to the builtin kernels by XNNPACK (int8, int16): TFLite's rounded average".into()
         }
-        (true, _) => "XNNPACK's max pooling (NONE or RELU: the same bytes as TFLite's)".into(),
+        (true, _) => {
+            "XNNPACK's max pooling (int8: its own quantized activation bounds, ties to even)".into()
+        }
         (false, BuiltinOp::AVERAGE_POOL_2D) => "TFLite's rounded average".into(),
         (false, _) => "TFLite's max pooling".into(),
     }
@@ -44,10 +46,12 @@ fn describe(options: &Options, builtin: BuiltinOp) -> String {
 /// TFLite's alike; the others are refused by name. LiteRT 2.3's delegate
 /// leaves int8 and int16 AVERAGE_POOL_2D to TFLite and takes uint8 (its own
 /// qu8 average, not built here). It leaves int16 MAX_POOL_2D to TFLite and
-/// takes the 8-bit ones: the maximum is exact,
-/// and the activation bounds it quantizes itself (`lrintf(bound / scale +
-/// zero_point)` in `f32`) equal TFLite's for NONE and RELU (bound 0 is the
-/// zero point either way) but may part on a tie for RELU6 (not built).
+/// takes the 8-bit ones: the maximum is exact, and the activation bounds
+/// it quantizes itself (`lrintf(clamp(bound / scale + zero_point))` in
+/// `f32`, [`qneon::FusedActivation::range_i8_xnnpack`]) equal TFLite's for
+/// NONE and RELU (bound 0 is the zero point either way) and may part on a
+/// tie for RELU6: int8 max pools take XNNPACK's bounds; uint8 RELU6 ones
+/// are refused (XNNPACK's uint8 bounds are not built).
 fn xnnpack_takes(op: &Op<'_, '_>, dtype: TensorType, activation: TfActivation) -> Result<()> {
     match (op.builtin, dtype, activation) {
         (BuiltinOp::AVERAGE_POOL_2D, TensorType::Uint8, _) => Err(op.unsupported(
@@ -57,6 +61,7 @@ fn xnnpack_takes(op: &Op<'_, '_>, dtype: TensorType, activation: TfActivation) -
         // int16 is left to TFLite.
         (_, TensorType::Int16, _) => Ok(()),
         (_, _, TfActivation::None | TfActivation::Relu) => Ok(()),
+        (_, TensorType::Int8, TfActivation::Relu6) => Ok(()),
         (_, _, other) => Err(op.unsupported(format!(
             "MAX_POOL_2D with fused {other} in XNNPACK's arithmetic (its bound rounding is not built)"
         ))),
@@ -141,7 +146,13 @@ fn kernel<T: QuantElem + bytemuck::Pod + Send + Sync>(
     let pooling = if op.builtin == BuiltinOp::AVERAGE_POOL_2D {
         Pooling::Average(AveragePool2d::<T>::new(shape, in_q, out_q, activation).map_err(e)?)
     } else {
-        Pooling::Max(MaxPool2d::<T>::new(shape, in_q, out_q, activation).map_err(e)?)
+        let max = MaxPool2d::<T>::new(shape, in_q, out_q, activation).map_err(e)?;
+        if op.options.kernels == TfliteKernels::Xnnpack && T::NAME == "int8" {
+            let (lo, hi) = activation.range_i8_xnnpack(out_q);
+            Pooling::Max(max.with_activation_range(lo, hi).map_err(e)?)
+        } else {
+            Pooling::Max(max)
+        }
     };
     Ok(Box::new(Pool {
         op: pooling,
