@@ -14,6 +14,7 @@
 //! once, uncounted, in `target/compare/<model>/ref/`).
 
 mod cpuinfo;
+mod litert_copy;
 mod measure;
 mod qneon;
 mod sysroot;
@@ -140,13 +141,15 @@ pub fn cli(args: &[String]) -> Result {
     if opts.refs_only {
         return refs_only(&layout, &root, cpu, &opts);
     }
-    let models = if opts.models.is_empty() {
+    let defaults = opts.models.is_empty();
+    let models = if defaults {
         default_models()?
     } else {
         opts.models.clone()
     };
     let models = checked_models(&models)?;
     compare(
+        defaults,
         &layout,
         &root,
         cpu,
@@ -156,12 +159,19 @@ pub fn cli(args: &[String]) -> Result {
     )
 }
 
-/// The `.tflite` files directly in `models/` (the whole models; the
-/// single-op cases in `models/ops/` all share the stem `model` and are
-/// measured one `--model` at a time), or the fixture when there are none.
+/// The `.tflite` files directly in `models/` and in `models/tflite_micro/`
+/// (the whole models, generated and published; the single-op cases in
+/// `models/ops/` all share the stem `model` and are measured one `--model`
+/// at a time), or the fixture when there are none. Of these, the ones
+/// qneon cannot run yet are skipped with a note (an explicit `--model` it
+/// cannot run is an error).
 fn default_models() -> Result<Vec<PathBuf>> {
-    let mut models = top_level_tflite(&util::root().join("models"));
+    let models_dir = util::root().join("models");
+    let mut models = top_level_tflite(&models_dir);
     models.sort();
+    let mut published = top_level_tflite(&models_dir.join("tflite_micro"));
+    published.sort();
+    models.extend(published);
     if models.is_empty() {
         eprintln!("compare: no .tflite files in models/; measuring {FIXTURE}");
         models.push(util::root().join(FIXTURE));
@@ -210,9 +220,11 @@ fn compare_dir() -> PathBuf {
 /// A LiteRT run of the first batch: counted with a resolver, or the
 /// reference kernels' outputs alone.
 #[derive(Clone, Copy)]
+/// Each holds the model (which names the output folder) and the file
+/// LiteRT loads.
 enum LiteRtTask<'a> {
-    Counted(&'a PathBuf, Resolver),
-    Reference(&'a PathBuf),
+    Counted(&'a PathBuf, &'a PathBuf, Resolver),
+    Reference(&'a PathBuf, &'a PathBuf),
 }
 
 fn model_dir(model: &Path) -> PathBuf {
@@ -221,6 +233,7 @@ fn model_dir(model: &Path) -> PathBuf {
 }
 
 fn compare(
+    defaults: bool,
     layout: &sysroot::Layout,
     root: &Path,
     cpu: &str,
@@ -232,17 +245,48 @@ fn compare(
     let plugin = plugin::insn_plugin()?;
     let qneon_binary = util::build_aarch64_release(qneon::BIN)?;
     // Before anything is measured: a model qneon cannot run fails here,
-    // with what it cannot run, rather than after the LiteRT runs.
+    // with what it cannot run, rather than after the LiteRT runs (among the
+    // default models it is skipped).
+    let mut runnable = Vec::new();
     for model in models {
-        qneon::preflight(&qneon_binary, cpu, model)?;
+        match qneon::preflight(&qneon_binary, cpu, model) {
+            Ok(()) => runnable.push(model.clone()),
+            Err(e) if defaults => eprintln!("compare: skipping {e}"),
+            Err(e) => return Err(e),
+        }
+    }
+    let models = &runnable[..];
+    // What LiteRT loads: the model, or a copy where LiteRT refuses the
+    // published file (see `litert_copy`).
+    let mut litert_models = Vec::new();
+    for model in models {
+        let (copy, changed) = litert_copy::litert_copy(&fs::read(model)?)
+            .map_err(|e| format!("{}: {e}", model.display()))?;
+        if changed == 0 {
+            litert_models.push(model.clone());
+            continue;
+        }
+        let dir = model_dir(model);
+        fs::create_dir_all(&dir)?;
+        let path = dir.join(format!(
+            "{}.litert.tflite",
+            model.file_stem().unwrap_or_default().to_string_lossy()
+        ));
+        fs::write(&path, copy)?;
+        eprintln!(
+            "compare: LiteRT runs {} ({changed} rank-1 tensors' quantized_dimension set to 0)",
+            path.display()
+        );
+        litert_models.push(path);
     }
     let tasks: Vec<LiteRtTask> = models
         .iter()
-        .flat_map(|m| {
+        .zip(&litert_models)
+        .flat_map(|(m, l)| {
             Resolver::ALL
-                .map(|r| LiteRtTask::Counted(m, r))
+                .map(|r| LiteRtTask::Counted(m, l, r))
                 .into_iter()
-                .chain([LiteRtTask::Reference(m)])
+                .chain([LiteRtTask::Reference(m, l)])
         })
         .collect();
     util::step(format!(
@@ -252,14 +296,14 @@ fn compare(
     ));
     let measurements: Vec<Option<Measurement>> =
         util::parallel(&tasks, jobs, "LiteRT run(s)", |_, task| match *task {
-            LiteRtTask::Counted(model, resolver) => {
+            LiteRtTask::Counted(model, litert_model, resolver) => {
                 let out_dir = model_dir(model).join(resolver.name());
                 let job = Job {
                     layout,
                     root,
                     cpu,
                     plugin: &plugin,
-                    model,
+                    model: litert_model,
                     resolver,
                     reps,
                     out_dir: &out_dir,
@@ -273,14 +317,14 @@ fn compare(
                 );
                 Ok(Some(m))
             }
-            LiteRtTask::Reference(model) => {
+            LiteRtTask::Reference(model, litert_model) => {
                 let out_dir = model_dir(model).join(measure::REF_RESOLVER);
                 let _ = fs::remove_dir_all(&out_dir);
                 measure::litert_outputs(
                     layout,
                     root,
                     cpu,
-                    model,
+                    litert_model,
                     measure::REF_RESOLVER,
                     &[],
                     &out_dir,
@@ -339,6 +383,7 @@ fn compare(
                 instructions: q.per_inference,
                 bit_exact_lut: q.bit_exact_lut,
                 bit_exact_fixed: q.bit_exact_fixed,
+                bit_exact_xnnpack: q.bit_exact_xnnpack,
                 xnnpack_max_abs_diff: q.xnnpack_max_abs_diff,
                 op_types: q.op_types,
             }),
@@ -356,7 +401,8 @@ fn compare(
     fs::write(&path, table::to_text(&all)?)?;
     println!(
         "\nguest instructions per inference (qemu -cpu {cpu}); qneon with --softmax lut; \
-              bit-exact: qneon lut vs LiteRT builtin, qneon fixed vs LiteRT reference kernels:\n"
+              bit-exact: qneon lut vs LiteRT builtin, qneon fixed vs LiteRT reference kernels, \
+              qneon --kernels xnnpack vs LiteRT+XNNPACK:\n"
     );
     print!("{}", table::format_table(&rows));
     eprintln!(

@@ -9,6 +9,11 @@
 //! * `bit_exact.lut`: those outputs against the builtin resolver's bytes;
 //! * `bit_exact.fixed`: a `--softmax fixed` run against the reference
 //!   resolver's (`BUILTIN_REF`) bytes;
+//! * `bit_exact.xnnpack`: a `--kernels xnnpack` run against the XNNPACK
+//!   delegate's bytes (`None` where qneon refuses an op under that path);
+//! * per op type, the MACs of its matrix products (from `qneon run`'s
+//!   per-op work), to set instructions beside the `sdot` and `smmla`
+//!   floors;
 //! * the largest difference between the LUT outputs and XNNPACK's.
 //!
 //! A model qneon cannot load is an error naming what it cannot run, found
@@ -84,12 +89,15 @@ pub struct Job<'a> {
 pub struct QneonResult {
     /// Guest instructions per inference, `--softmax lut`.
     pub per_inference: u64,
-    /// Per op type, most first.
-    pub op_types: Vec<(String, u64)>,
+    /// Per op type, most first: (op, instructions, MACs) per inference.
+    pub op_types: Vec<(String, u64, u64)>,
     /// LUT outputs == builtin resolver's bytes.
     pub bit_exact_lut: bool,
     /// FixedPoint outputs == reference resolver's bytes.
     pub bit_exact_fixed: bool,
+    /// `--kernels xnnpack` outputs == the XNNPACK delegate's bytes (`None`:
+    /// qneon refuses the model under that path).
+    pub bit_exact_xnnpack: Option<bool>,
     /// max |qneon LUT - XNNPACK| over every output element, in the
     /// outputs' own units (`None` if their dtypes or shapes differ).
     pub xnnpack_max_abs_diff: Option<f64>,
@@ -194,7 +202,7 @@ fn max_abs_diff(a: &[NpyArray], b: &[NpyArray]) -> Option<f64> {
 fn qneon_run(
     job: &Job,
     inputs: &[String],
-    softmax: &str,
+    (softmax, kernels): (&str, &str),
     reps: u64,
     dir: &Path,
     counted: Option<&Path>,
@@ -209,7 +217,14 @@ fn qneon_run(
     };
     cmd.arg("run")
         .arg(job.model)
-        .args(["--softmax", softmax, "--rounding", "single"])
+        .args([
+            "--softmax",
+            softmax,
+            "--rounding",
+            "single",
+            "--kernels",
+            kernels,
+        ])
         .arg("--reps")
         .arg(reps.to_string())
         .arg("--output-dir")
@@ -222,13 +237,19 @@ fn qneon_run(
     Ok(cmd)
 }
 
-/// Per op type region counts of a counted run.
-fn type_counts(dir: &Path, count_file: &Path) -> Result<(u64, BTreeMap<String, u64>)> {
+/// Per op type region counts of a counted run, and MACs per invoke.
+type TypeCounts = (u64, BTreeMap<String, u64>, BTreeMap<String, u64>);
+
+fn type_counts(dir: &Path, count_file: &Path) -> Result<TypeCounts> {
     let read = |p: &Path| fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()));
     let runner = RunnerReport::from_json(&serde_json::from_str(&read(&dir.join("run.json"))?)?)?;
     let regions = Regions::parse(&read(count_file)?)?;
     let mut by_type: BTreeMap<String, Vec<u16>> = BTreeMap::new();
+    let mut macs: BTreeMap<String, u64> = BTreeMap::new();
     for op in &runner.ops {
+        if op.unit == "MAC" {
+            *macs.entry(op.op.clone()).or_default() += op.work;
+        }
         let ids = by_type.entry(op.op.clone()).or_default();
         if !ids.contains(&op.region) {
             ids.push(op.region);
@@ -238,7 +259,7 @@ fn type_counts(dir: &Path, count_file: &Path) -> Result<(u64, BTreeMap<String, u
         .into_iter()
         .map(|(op, ids)| (op, ids.iter().map(|&r| regions.get(r)).sum()))
         .collect();
-    Ok((regions.total, counts))
+    Ok((regions.total, counts, macs))
 }
 
 /// Measures qneon on `job.model` (see the module doc).
@@ -250,6 +271,7 @@ pub fn measure(job: &Job) -> Result<QneonResult> {
     let inputs = litert_inputs(job.builtin_dir)?;
     let mut totals = [0u64; 2];
     let mut types: [BTreeMap<String, u64>; 2] = Default::default();
+    let mut macs = BTreeMap::new();
     let mut dirs: Vec<PathBuf> = Vec::new();
     for k in 0..2 {
         let multiple = k as u64 + 1;
@@ -259,12 +281,12 @@ pub fn measure(job: &Job) -> Result<QneonResult> {
         util::capture(&mut qneon_run(
             job,
             &inputs,
-            "lut",
+            ("lut", "optimized"),
             multiple * job.reps,
             &dir,
             Some(&count_file),
         )?)?;
-        (totals[k], types[k]) = type_counts(&dir, &count_file)?;
+        (totals[k], types[k], macs) = type_counts(&dir, &count_file)?;
         dirs.push(dir);
     }
     let lut = outputs(&dirs[1], false)?;
@@ -279,22 +301,55 @@ pub fn measure(job: &Job) -> Result<QneonResult> {
         bail!("qneon: the 2R run counted {twice} instructions, the R run {once}");
     }
     let per = |a: u64, b: u64| (b.saturating_sub(a) as f64 / job.reps as f64).round() as u64;
-    let mut op_types: Vec<(String, u64)> = types[1]
+    let mut op_types: Vec<(String, u64, u64)> = types[1]
         .iter()
-        .map(|(op, &n)| (op.clone(), per(types[0].get(op).copied().unwrap_or(0), n)))
+        .map(|(op, &n)| {
+            let insns = per(types[0].get(op).copied().unwrap_or(0), n);
+            (op.clone(), insns, macs.get(op).copied().unwrap_or(0))
+        })
         .collect();
     op_types.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
 
     let fixed_dir = job.out_dir.join("fixed");
     fs::create_dir_all(&fixed_dir)?;
-    util::capture(&mut qneon_run(job, &inputs, "fixed", 1, &fixed_dir, None)?)?;
+    util::capture(&mut qneon_run(
+        job,
+        &inputs,
+        ("fixed", "reference"),
+        1,
+        &fixed_dir,
+        None,
+    )?)?;
     let fixed = outputs(&fixed_dir, false)?;
+
+    // The XNNPACK path: uncounted, once; a model with an op whose XNNPACK
+    // arithmetic is not built is refused (exit status 1) and gets no mark.
+    let xnnpack_dir = job.out_dir.join("xnnpack");
+    fs::create_dir_all(&xnnpack_dir)?;
+    let bit_exact_xnnpack = match util::capture(&mut qneon_run(
+        job,
+        &inputs,
+        ("lut", "xnnpack"),
+        1,
+        &xnnpack_dir,
+        None,
+    )?) {
+        Ok(_) => Some(bit_exact(
+            &outputs(&xnnpack_dir, false)?,
+            &outputs(job.xnnpack_dir, true)?,
+        )),
+        Err(e) => {
+            eprintln!("  {}: --kernels xnnpack refused: {e}", job.model.display());
+            None
+        }
+    };
 
     Ok(QneonResult {
         per_inference: per(once, twice),
         op_types,
         bit_exact_lut: bit_exact(&lut, &outputs(job.builtin_dir, true)?),
         bit_exact_fixed: bit_exact(&fixed, &outputs(job.ref_dir, true)?),
+        bit_exact_xnnpack,
         xnnpack_max_abs_diff: max_abs_diff(&lut, &outputs(job.xnnpack_dir, true)?),
     })
 }

@@ -36,10 +36,14 @@ pub struct QneonColumns {
     pub bit_exact_lut: bool,
     /// `--softmax fixed` outputs == LiteRT reference kernels' bytes.
     pub bit_exact_fixed: bool,
+    /// `--kernels xnnpack` outputs == the XNNPACK delegate's bytes (`None`:
+    /// not run, or refused by qneon).
+    pub bit_exact_xnnpack: Option<bool>,
     /// max |qneon LUT - XNNPACK| over the output elements.
     pub xnnpack_max_abs_diff: Option<f64>,
-    /// Instructions per inference per op type, most first.
-    pub op_types: Vec<(String, u64)>,
+    /// Per op type, most first: instructions and MACs per inference (MACs
+    /// 0 for ops without a matrix product).
+    pub op_types: Vec<(String, u64, u64)>,
 }
 
 impl Row {
@@ -56,11 +60,12 @@ impl Row {
             "bit_exact": q.map(|q| json!({
                 "lut_vs_litert_builtin": q.bit_exact_lut,
                 "fixed_vs_litert_ref": q.bit_exact_fixed,
+                "xnnpack_vs_litert_xnnpack": q.bit_exact_xnnpack,
             })),
             "xnnpack_vs_qneon_max_abs_diff": q.and_then(|q| q.xnnpack_max_abs_diff),
             "qneon_op_types": q.map(|q| q.op_types
                 .iter()
-                .map(|(op, n)| json!({"op": op, "instructions": n}))
+                .map(|(op, n, macs)| json!({"op": op, "instructions": n, "macs": macs}))
                 .collect::<Vec<_>>()),
         })
     }
@@ -90,8 +95,10 @@ impl Row {
                 .as_array()
                 .ok_or_else(|| format!("compare.json row without `qneon_op_types`: {value}"))?
             {
+                // Rows written before MACs were counted have none.
+                let macs = t["macs"].as_u64().unwrap_or(0);
                 match (t["op"].as_str(), t["instructions"].as_u64()) {
-                    (Some(op), Some(n)) => op_types.push((op.to_string(), n)),
+                    (Some(op), Some(n)) => op_types.push((op.to_string(), n, macs)),
                     _ => bail!("compare.json: bad qneon_op_types entry {t}"),
                 }
             }
@@ -99,6 +106,7 @@ impl Row {
                 instructions: count("qneon")?,
                 bit_exact_lut: flag("lut_vs_litert_builtin")?,
                 bit_exact_fixed: flag("fixed_vs_litert_ref")?,
+                bit_exact_xnnpack: value["bit_exact"]["xnnpack_vs_litert_xnnpack"].as_bool(),
                 xnnpack_max_abs_diff: value["xnnpack_vs_qneon_max_abs_diff"].as_f64(),
                 op_types,
             })
@@ -166,9 +174,10 @@ pub fn format_table(rows: &[Row]) -> String {
         "qneon/xnnpack",
         "bit-exact lut",
         "bit-exact fixed",
+        "bit-exact xnnpack",
         "max |qneon-xnnpack|",
     ];
-    const COLUMNS: usize = 11;
+    const COLUMNS: usize = 12;
     let mut cells: Vec<[String; COLUMNS]> = vec![header.map(str::to_string)];
     for row in rows {
         let q = row.qneon.as_ref();
@@ -195,6 +204,9 @@ pub fn format_table(rows: &[Row]) -> String {
             q.map(|q| yes_no(q.bit_exact_lut).to_string())
                 .unwrap_or_else(dash),
             q.map(|q| yes_no(q.bit_exact_fixed).to_string())
+                .unwrap_or_else(dash),
+            q.and_then(|q| q.bit_exact_xnnpack)
+                .map(|b| yes_no(b).to_string())
                 .unwrap_or_else(dash),
             q.and_then(|q| q.xnnpack_max_abs_diff)
                 .map(|d| format!("{d:.6}"))
@@ -224,15 +236,27 @@ pub fn format_table(rows: &[Row]) -> String {
     for row in rows {
         let Some(q) = &row.qneon else { continue };
         out += &format!(
-            "\nqneon per op type, {} (-cpu {}), instructions per inference:\n",
+            "\nqneon per op type, {} (-cpu {}), instructions per inference; for matrix \
+             products their MACs, instructions per MAC and the floors MACs/16 (sdot) and \
+             MACs/32 (smmla):\n",
             row.model, row.cpu
         );
-        for (op, n) in &q.op_types {
+        for (op, n, macs) in &q.op_types {
             out += &format!(
-                "  {op:<20} {:>16}  {:>5.1}%\n",
+                "  {op:<20} {:>16}  {:>5.1}%",
                 util::thousands(*n),
                 100.0 * *n as f64 / q.instructions.max(1) as f64
             );
+            if *macs > 0 {
+                out += &format!(
+                    "  {:>14} MAC  {:>6.3}/MAC  sdot floor {:>12}  i8mm floor {:>12}",
+                    util::thousands(*macs),
+                    *n as f64 / *macs as f64,
+                    util::thousands(macs.div_ceil(16)),
+                    util::thousands(macs.div_ceil(32))
+                );
+            }
+            out.push('\n');
         }
     }
     out
@@ -258,8 +282,12 @@ mod tests {
             instructions: r.tflite_xnnpack / 2,
             bit_exact_lut: true,
             bit_exact_fixed: false,
+            bit_exact_xnnpack: Some(true),
             xnnpack_max_abs_diff: Some(0.125),
-            op_types: vec![("FULLY_CONNECTED".into(), 400), ("SOFTMAX".into(), 17)],
+            op_types: vec![
+                ("FULLY_CONNECTED".into(), 400, 3200),
+                ("SOFTMAX".into(), 17, 0),
+            ],
         });
         r
     }
@@ -278,6 +306,11 @@ mod tests {
         assert_eq!(value["rows"][1]["qneon"], 500);
         assert_eq!(value["rows"][1]["bit_exact"]["lut_vs_litert_builtin"], true);
         assert_eq!(value["rows"][1]["bit_exact"]["fixed_vs_litert_ref"], false);
+        assert_eq!(
+            value["rows"][1]["bit_exact"]["xnnpack_vs_litert_xnnpack"],
+            true
+        );
+        assert_eq!(value["rows"][1]["qneon_op_types"][0]["macs"], 3200);
         assert_eq!(value["rows"][1]["qneon_op_types"][1]["op"], "SOFTMAX");
         assert_eq!(parse(&text).unwrap(), rows);
     }
@@ -333,7 +366,19 @@ mod tests {
         let cells: Vec<&str> = lines[1].split_whitespace().collect();
         assert_eq!(
             cells[6..],
-            ["500", "0.50", "yes", "NO", "0.125000"],
+            ["500", "0.50", "yes", "NO", "yes", "0.125000"],
+            "{table}"
+        );
+        // A matrix product's line sets its instructions beside its floors:
+        // 3,200 MACs, 400 instructions: 0.125 per MAC, 200 and 100.
+        assert!(
+            table
+                .lines()
+                .any(|l| l.trim_start().starts_with("FULLY_CONNECTED")
+                    && l.contains("3,200 MAC")
+                    && l.contains("0.125/MAC")
+                    && l.contains("sdot floor          200")
+                    && l.contains("i8mm floor          100")),
             "{table}"
         );
         assert!(
