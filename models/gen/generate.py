@@ -27,11 +27,12 @@ sys.stdout.reconfigure(line_buffering=True)
 
 import common  # noqa: E402,F401  (sets the TensorFlow environment first)
 import mobilebert  # noqa: E402
+import nets  # noqa: E402
 import ops  # noqa: E402
 import published  # noqa: E402
 
 MODELS_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PARTS = ("mobilebert", "ops", "published")
+PARTS = ("mobilebert", "ops", "published", "nets")
 
 
 def generated_files(root, parts):
@@ -45,6 +46,8 @@ def generated_files(root, parts):
             sub = "mobilebert_squad"
         elif part == "published":
             sub = os.path.join("tflite_micro", "refs")
+        elif part == "nets":
+            sub = "nets"
         else:
             sub = "ops"
         base = os.path.join(root, sub)
@@ -63,6 +66,8 @@ def generate(out_dir, parts, layer_counts):
         ops.generate(out_dir)
     if "published" in parts:
         published.generate(out_dir)
+    if "nets" in parts:
+        nets.generate(out_dir)
     print(f"generated in {time.time() - t0:.1f} s")
 
 

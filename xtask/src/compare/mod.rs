@@ -159,8 +159,9 @@ pub fn cli(args: &[String]) -> Result {
     )
 }
 
-/// The `.tflite` files directly in `models/` and in `models/tflite_micro/`
-/// (the whole models, generated and published; the single-op cases in
+/// The `.tflite` files directly in `models/`, `models/nets/` and
+/// `models/tflite_micro/` (the whole models, generated and published; the
+/// single-op cases in
 /// `models/ops/` all share the stem `model` and are measured one `--model`
 /// at a time), or the fixture when there are none. Of these, the ones
 /// qneon cannot run yet are skipped with a note (an explicit `--model` it
@@ -169,9 +170,11 @@ fn default_models() -> Result<Vec<PathBuf>> {
     let models_dir = util::root().join("models");
     let mut models = top_level_tflite(&models_dir);
     models.sort();
-    let mut published = top_level_tflite(&models_dir.join("tflite_micro"));
-    published.sort();
-    models.extend(published);
+    for sub in ["nets", "tflite_micro"] {
+        let mut more = top_level_tflite(&models_dir.join(sub));
+        more.sort();
+        models.extend(more);
+    }
     if models.is_empty() {
         eprintln!("compare: no .tflite files in models/; measuring {FIXTURE}");
         models.push(util::root().join(FIXTURE));
