@@ -1,5 +1,5 @@
 //! Data movement: RESHAPE (with SQUEEZE and EXPAND_DIMS), TRANSPOSE, GATHER,
-//! STRIDED_SLICE, PAD, CONCATENATION, SPLIT, SPACE_TO_DEPTH and
+//! STRIDED_SLICE, PAD, PADV2, CONCATENATION, SPLIT, SPACE_TO_DEPTH and
 //! DEPTH_TO_SPACE, a file per op (or pair) with its `Prepare` and its copy
 //! plan. No arithmetic: every copy is a [`StridedCopy`] planned at load
 //! (GATHER's indices are read at run time), so one implementation serves
@@ -41,6 +41,7 @@ pub(crate) const OPS: &[Registration] = &[
     )
     .xnnpack(),
     Registration::new(BuiltinOp::PAD, "PAD", pad::prepare).xnnpack(),
+    Registration::new(BuiltinOp::PADV2, "PADV2", pad::prepare).xnnpack(),
     Registration::new(
         BuiltinOp::CONCATENATION,
         "CONCATENATION",
