@@ -12,73 +12,90 @@ use crate::elem::{ElemKind, QuantElem};
 macro_rules! kernels {
     ($t:ty, $v:ty, $lanes:expr, $ld:ident, $st:ident, $dup:ident, $max:ident, $min:ident,
      $slices:ident, $scalar:ident) => {
-        /// `out[i] = max(a[i], b[i])` (`min` unless `MAX`); all three of
-        /// one length.
+        /// `out[i] = max(a[i], b[i])` (`min` unless `max`); all three of
+        /// one length. Not generic, so that the library's own object code
+        /// holds it (both loops) for the asm checks.
         #[inline(never)]
-        pub(crate) fn $slices<const MAX: bool>(a: &[$t], b: &[$t], out: &mut [$t]) {
-            const LANES: usize = $lanes;
-            let n = out.len().min(a.len()).min(b.len());
-            // SAFETY: neon is a compile-time target feature (cfg on this
-            // module); every pointer below is `p + i` with `i + LANES <= n`,
-            // the length of all three slices (or the stack buffers' LANES).
-            unsafe {
-                let step = |pa: *const $t, pb: *const $t, po: *mut $t| {
-                    let (x, y) = ($ld(pa), $ld(pb));
-                    $st(po, if MAX { $max(x, y) } else { $min(x, y) });
-                };
-                if n < LANES {
-                    let (mut ba, mut bb, mut bo) =
-                        ([0 as $t; LANES], [0 as $t; LANES], [0 as $t; LANES]);
-                    ba[..n].copy_from_slice(&a[..n]);
-                    bb[..n].copy_from_slice(&b[..n]);
-                    step(ba.as_ptr(), bb.as_ptr(), bo.as_mut_ptr());
-                    out[..n].copy_from_slice(&bo[..n]);
-                    return;
+        pub(crate) fn $slices(max: bool, a: &[$t], b: &[$t], out: &mut [$t]) {
+            #[inline(always)]
+            fn body<const MAX: bool>(a: &[$t], b: &[$t], out: &mut [$t]) {
+                const LANES: usize = $lanes;
+                let n = out.len().min(a.len()).min(b.len());
+                // SAFETY: neon is a compile-time target feature (cfg on this
+                // module); every pointer below is `p + i` with `i + LANES <= n`,
+                // the length of all three slices (or the stack buffers' LANES).
+                unsafe {
+                    let step = |pa: *const $t, pb: *const $t, po: *mut $t| {
+                        let (x, y) = ($ld(pa), $ld(pb));
+                        $st(po, if MAX { $max(x, y) } else { $min(x, y) });
+                    };
+                    if n < LANES {
+                        let (mut ba, mut bb, mut bo) =
+                            ([0 as $t; LANES], [0 as $t; LANES], [0 as $t; LANES]);
+                        ba[..n].copy_from_slice(&a[..n]);
+                        bb[..n].copy_from_slice(&b[..n]);
+                        step(ba.as_ptr(), bb.as_ptr(), bo.as_mut_ptr());
+                        out[..n].copy_from_slice(&bo[..n]);
+                        return;
+                    }
+                    let (pa, pb, po) = (a.as_ptr(), b.as_ptr(), out.as_mut_ptr());
+                    let mut i = 0;
+                    while i + LANES <= n {
+                        step(pa.add(i), pb.add(i), po.add(i));
+                        i += LANES;
+                    }
+                    if i < n {
+                        let last = n - LANES;
+                        step(pa.add(last), pb.add(last), po.add(last));
+                    }
                 }
-                let (pa, pb, po) = (a.as_ptr(), b.as_ptr(), out.as_mut_ptr());
-                let mut i = 0;
-                while i + LANES <= n {
-                    step(pa.add(i), pb.add(i), po.add(i));
-                    i += LANES;
-                }
-                if i < n {
-                    let last = n - LANES;
-                    step(pa.add(last), pb.add(last), po.add(last));
-                }
+            }
+            if max {
+                body::<true>(a, b, out)
+            } else {
+                body::<false>(a, b, out)
             }
         }
 
-        /// `out[i] = max(a[i], v)` (`min` unless `MAX`); `a` as long as `out`.
+        /// `out[i] = max(a[i], v)` (`min` unless `max`); `a` as long as `out`.
         #[inline(never)]
-        pub(crate) fn $scalar<const MAX: bool>(a: &[$t], v: $t, out: &mut [$t]) {
-            const LANES: usize = $lanes;
-            let n = out.len().min(a.len());
-            // SAFETY: neon is a compile-time target feature (cfg on this
-            // module); every pointer below is `p + i` with `i + LANES <= n`,
-            // the length of both slices (or the stack buffers' LANES).
-            unsafe {
-                let y = $dup(v);
-                let step = |pa: *const $t, po: *mut $t| {
-                    let x = $ld(pa);
-                    $st(po, if MAX { $max(x, y) } else { $min(x, y) });
-                };
-                if n < LANES {
-                    let (mut ba, mut bo) = ([0 as $t; LANES], [0 as $t; LANES]);
-                    ba[..n].copy_from_slice(&a[..n]);
-                    step(ba.as_ptr(), bo.as_mut_ptr());
-                    out[..n].copy_from_slice(&bo[..n]);
-                    return;
+        pub(crate) fn $scalar(max: bool, a: &[$t], v: $t, out: &mut [$t]) {
+            #[inline(always)]
+            fn body<const MAX: bool>(a: &[$t], v: $t, out: &mut [$t]) {
+                const LANES: usize = $lanes;
+                let n = out.len().min(a.len());
+                // SAFETY: neon is a compile-time target feature (cfg on this
+                // module); every pointer below is `p + i` with `i + LANES <= n`,
+                // the length of both slices (or the stack buffers' LANES).
+                unsafe {
+                    let y = $dup(v);
+                    let step = |pa: *const $t, po: *mut $t| {
+                        let x = $ld(pa);
+                        $st(po, if MAX { $max(x, y) } else { $min(x, y) });
+                    };
+                    if n < LANES {
+                        let (mut ba, mut bo) = ([0 as $t; LANES], [0 as $t; LANES]);
+                        ba[..n].copy_from_slice(&a[..n]);
+                        step(ba.as_ptr(), bo.as_mut_ptr());
+                        out[..n].copy_from_slice(&bo[..n]);
+                        return;
+                    }
+                    let (pa, po) = (a.as_ptr(), out.as_mut_ptr());
+                    let mut i = 0;
+                    while i + LANES <= n {
+                        step(pa.add(i), po.add(i));
+                        i += LANES;
+                    }
+                    if i < n {
+                        let last = n - LANES;
+                        step(pa.add(last), po.add(last));
+                    }
                 }
-                let (pa, po) = (a.as_ptr(), out.as_mut_ptr());
-                let mut i = 0;
-                while i + LANES <= n {
-                    step(pa.add(i), po.add(i));
-                    i += LANES;
-                }
-                if i < n {
-                    let last = n - LANES;
-                    step(pa.add(last), po.add(last));
-                }
+            }
+            if max {
+                body::<true>(a, v, out)
+            } else {
+                body::<false>(a, v, out)
             }
         }
     };
@@ -149,11 +166,7 @@ pub(super) fn slices<T: QuantElem>(max: bool, a: &[T], b: &[T], out: &mut [T]) {
             let (a, b) = unsafe { (same::<T, $t>(a), same::<T, $t>(b)) };
             // SAFETY: as above.
             let out = unsafe { same_mut::<T, $t>(out) };
-            if max {
-                $k::<true>(a, b, out)
-            } else {
-                $k::<false>(a, b, out)
-            }
+            $k(max, a, b, out)
         }};
     }
     match T::KIND {
@@ -170,11 +183,7 @@ pub(super) fn scalar<T: QuantElem>(max: bool, a: &[T], v: T, out: &mut [T]) {
             // SAFETY: T::KIND says T is this type.
             let (a, out) = unsafe { (same::<T, $t>(a), same_mut::<T, $t>(out)) };
             let v = v.to_i32() as $t;
-            if max {
-                $k::<true>(a, v, out)
-            } else {
-                $k::<false>(a, v, out)
-            }
+            $k(max, a, v, out)
         }};
     }
     match T::KIND {

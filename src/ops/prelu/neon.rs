@@ -47,6 +47,7 @@ unsafe fn block<T: NeonElem>(
 
 /// `out[i] = prelu(x[i], alpha[i])`, or with one `alpha` for all when
 /// `alphas` is `None`; `x`, `alphas` and `out` of one length.
+#[inline(always)]
 fn run<T: QuantElem + NeonElem>(
     p: &PreluParams,
     x: &[T],
@@ -91,27 +92,26 @@ fn run<T: QuantElem + NeonElem>(
     }
 }
 
-/// PRELU of a run whose alphas are a slice as long as it.
-#[inline(never)]
-pub(crate) fn prelu<T: QuantElem + NeonElem>(
-    p: &PreluParams,
-    x: &[T],
-    alphas: &[T],
-    out: &mut [T],
-) {
-    run(p, x, Some(alphas), T::default(), out)
+/// The entry points of one 8-bit type, not generic, so that the library's
+/// own object code holds them for the asm checks.
+macro_rules! entry_points {
+    ($t:ty, $slices:ident, $scalar:ident) => {
+        /// PRELU of a run whose alphas are a slice as long as it.
+        #[inline(never)]
+        pub(crate) fn $slices(p: &PreluParams, x: &[$t], alphas: &[$t], out: &mut [$t]) {
+            run(p, x, Some(alphas), 0, out)
+        }
+
+        /// PRELU of a run with one alpha.
+        #[inline(never)]
+        pub(crate) fn $scalar(p: &PreluParams, x: &[$t], alpha: $t, out: &mut [$t]) {
+            run(p, x, None, alpha, out)
+        }
+    };
 }
 
-/// PRELU of a run with one alpha.
-#[inline(never)]
-pub(crate) fn prelu_scalar_alpha<T: QuantElem + NeonElem>(
-    p: &PreluParams,
-    x: &[T],
-    alpha: T,
-    out: &mut [T],
-) {
-    run(p, x, None, alpha, out)
-}
+entry_points!(i8, prelu_i8, prelu_scalar_alpha_i8);
+entry_points!(u8, prelu_u8, prelu_scalar_alpha_u8);
 
 /// `T`'s slice as the concrete type `U` that [`QuantElem::KIND`] names.
 ///
@@ -133,8 +133,8 @@ unsafe fn same_mut<T, U>(s: &mut [T]) -> &mut [U] {
     unsafe { core::slice::from_raw_parts_mut(s.as_mut_ptr() as *mut U, s.len()) }
 }
 
-/// [`prelu`] or [`prelu_scalar_alpha`] (alphas `Err(alpha)`) for the 8-bit
-/// type `T` (`new()` refuses int16).
+/// The entry point of the 8-bit type `T` for a slice of alphas (`Ok`) or
+/// one (`Err`) (`new()` refuses int16).
 pub(super) fn dispatch<T: QuantElem>(
     p: &PreluParams,
     x: &[T],
@@ -143,19 +143,19 @@ pub(super) fn dispatch<T: QuantElem>(
 ) {
     use crate::elem::ElemKind;
     macro_rules! go {
-        ($t:ty) => {{
+        ($t:ty, $slices:ident, $scalar:ident) => {{
             // SAFETY: T::KIND says T is this type.
             let (x, out) = unsafe { (same::<T, $t>(x), same_mut::<T, $t>(out)) };
             match alphas {
                 // SAFETY: as above.
-                Ok(a) => prelu::<$t>(p, x, unsafe { same::<T, $t>(a) }, out),
-                Err(a) => prelu_scalar_alpha::<$t>(p, x, a.to_i32() as $t, out),
+                Ok(a) => $slices(p, x, unsafe { same::<T, $t>(a) }, out),
+                Err(a) => $scalar(p, x, a.to_i32() as $t, out),
             }
         }};
     }
     match T::KIND {
-        ElemKind::I8 => go!(i8),
-        ElemKind::U8 => go!(u8),
+        ElemKind::I8 => go!(i8, prelu_i8, prelu_scalar_alpha_i8),
+        ElemKind::U8 => go!(u8, prelu_u8, prelu_scalar_alpha_u8),
         ElemKind::I16 => {
             for (i, (o, &v)) in out.iter_mut().zip(x).enumerate() {
                 let a = match alphas {

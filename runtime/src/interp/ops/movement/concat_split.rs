@@ -91,6 +91,15 @@ pub(crate) fn rescale_float(options: &Options) -> RescaleFloat {
     }
 }
 
+/// What inspect says of CONCATENATION under `options`.
+pub(crate) fn describe_concatenation(options: &Options, _: qneon_tflite::BuiltinOp) -> String {
+    let float = match rescale_float(options) {
+        RescaleFloat::Fused => "product and sum fused, as LiteRT's aarch64 build",
+        RescaleFloat::Separate => "product and sum rounded apart, as LiteRT's x86-64 build",
+    };
+    format!("byte copies; uint8 inputs quantized apart from the output rescaled in f32 ({float})")
+}
+
 /// A prepared SPLIT: the data through copy `i` into output `i`.
 #[derive(Debug)]
 pub(crate) struct Split(Vec<StridedCopy>);

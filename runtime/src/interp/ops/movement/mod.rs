@@ -29,7 +29,9 @@ use super::strided_copy::StridedCopy;
 /// differently quantized inputs, but LiteRT's XNNPACK delegate takes it
 /// only when every input has the output's scale and zero point (pure
 /// data movement) and leaves the others to the builtin kernel, whose
-/// arithmetic this family's is.
+/// arithmetic this family's is (uint8 only: int8 and int16 inputs must be
+/// quantized as the output; the x86-64 build's rounding, as the XNNPACK
+/// references were made there).
 pub(crate) const OPS: &[Registration] = &[
     Registration::new(BuiltinOp::RESHAPE, "RESHAPE", reshape::prepare).xnnpack(),
     Registration::new(BuiltinOp::TRANSPOSE, "TRANSPOSE", transpose::prepare).xnnpack(),
@@ -47,7 +49,8 @@ pub(crate) const OPS: &[Registration] = &[
         "CONCATENATION",
         concat_split::prepare_concatenation,
     )
-    .xnnpack(),
+    .xnnpack()
+    .arithmetic(concat_split::describe_concatenation),
     Registration::new(BuiltinOp::SPLIT, "SPLIT", concat_split::prepare_split).xnnpack(),
     Registration::new(BuiltinOp::SQUEEZE, "SQUEEZE", reshape::prepare_squeeze).xnnpack(),
     Registration::new(
