@@ -1,5 +1,6 @@
 //! MAXIMUM and MINIMUM: TFLite's `Prepare` rules (two inputs of one type,
-//! the output of that type, shapes that broadcast, at most rank 5) and the
+//! the output of that type, shapes that broadcast, at most rank 5 where
+//! they differ) and the
 //! library's raw comparison on int8, uint8 and int16 over the broadcast
 //! walk. Every kernel set compares the stored values, whatever the
 //! quantization (TFLite checks none; its converter quantizes both inputs
@@ -30,7 +31,8 @@ pub(crate) const OPS: &[Registration] = &[
         .arithmetic(describe),
 ];
 
-/// Most dimensions of the broadcast (TFLite's `MaximumMinimumBroadcastSlow`).
+/// Most dimensions of a broadcast (TFLite's `MaximumMinimumBroadcastSlow`;
+/// equal shapes it runs element by element).
 const MAX_RANK: usize = 5;
 
 /// What inspect says.
@@ -87,7 +89,8 @@ fn prepare(op: &Op<'_, '_>) -> Result<PreparedOp> {
         )));
     }
     let shape = broadcast_shape(a.shape(), b.shape()).map_err(|e| op.invalid(e))?;
-    if shape.len() > MAX_RANK {
+    // Equal shapes go element by element at any rank.
+    if a.shape() != b.shape() && shape.len() > MAX_RANK {
         return Err(op.unsupported(format!(
             "rank {} broadcast (TFLite's kernel takes at most {MAX_RANK})",
             shape.len()
