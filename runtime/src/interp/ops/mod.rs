@@ -183,5 +183,9 @@ mod tests {
         };
         assert!(left("SOFTMAX") && left("LOG_SOFTMAX") && left("CAST"));
         assert!(!left("FULLY_CONNECTED") && !left("CONV_2D"));
+        // Raw comparisons and byte moves are alike in every set; the
+        // delegate leaves quantized PRELU and ARG_MAX / ARG_MIN to TFLite.
+        assert!(xnnpack("MAXIMUM") && xnnpack("MINIMUM") && xnnpack("PADV2"));
+        assert!(!left("MAXIMUM") && left("PRELU") && left("ARG_MAX") && left("ARG_MIN"));
     }
 }
