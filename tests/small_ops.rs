@@ -340,6 +340,12 @@ fn prelu_refuses_int16_and_bad_quantization() {
     assert!(Prelu::<i8>::new(q(0.1, 0), q(f32::NAN, 0), q(0.1, 0)).is_err());
     assert!(Prelu::<i8>::new(q(0.1, 0), q(0.1, 0), q(0.0, 0)).is_err());
     assert!(Prelu::<u8>::new(q(0.1, -1), q(0.1, 0), q(0.1, 0)).is_err());
+    // A ratio of 2^31 needs a left shift TFLite's int32 cannot take.
+    assert!(matches!(
+        Prelu::<i8>::new(q(2.0e9, 0), q(0.1, 0), q(0.5, 0)),
+        Err(qneon::Error::OutOfDomain { .. })
+    ));
+    assert!(Prelu::<i8>::new(q(1.0e8, 0), q(0.1, 0), q(0.5, 0)).is_ok());
 }
 
 fn naive_arg(kind: ArgKind, x: &[i8], outer: usize, axis: usize, inner: usize) -> Vec<i64> {

@@ -55,12 +55,25 @@ impl PreluParams {
         // In f32, in TFLite's order, then widened for QuantizeMultiplier.
         let identity = input.scale / output.scale;
         let product = input.scale * alpha.scale / output.scale;
+        let quantize = |real: f32, what: &'static str| {
+            let q = Rounding::Double.quantize_multiplier(real as f64)?;
+            // TFLite shifts left by `1 << shift` in int32: 30 at most.
+            if q.shift > 30 {
+                return Err(Error::OutOfDomain {
+                    op: "prelu",
+                    what,
+                    value: real as f64,
+                    requirement: "below 2^30 (a left shift of at most 30 bits)",
+                });
+            }
+            Ok(q)
+        };
         Ok(PreluParams {
             input_zero_point: input.zero_point,
             alpha_zero_point: alpha.zero_point,
             output_zero_point: output.zero_point,
-            identity: Rounding::Double.quantize_multiplier(identity as f64)?,
-            alpha: Rounding::Double.quantize_multiplier(product as f64)?,
+            identity: quantize(identity, "input / output scale ratio")?,
+            alpha: quantize(product, "input * alpha / output scale ratio")?,
             min: T::MIN,
             max: T::MAX,
         })
