@@ -7,6 +7,11 @@
 
 use qneon::BroadcastOperand;
 
+/// Most dimensions outside a run (the odometer lives on the stack: invoke
+/// allocates nothing). Merging leaves at most one less than the output's
+/// rank, and TFLite broadcasts these ops to rank 5 at most.
+const MAX_OUTER: usize = 8;
+
 /// How an operand appears inside each run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Form {
@@ -97,6 +102,11 @@ impl BroadcastWalk {
                 inner *= n;
             }
         }
+        if dims.len() > MAX_OUTER {
+            return Err(format!(
+                "shapes {a:?} and {b:?} to {output:?}: more than {MAX_OUTER} broadcast dimensions"
+            ));
+        }
         let count = |s: &[usize]| s.iter().product::<usize>();
         Ok(BroadcastWalk {
             outer: dims.iter().map(|d| d.0).collect(),
@@ -145,7 +155,7 @@ impl BroadcastWalk {
                 })
             };
         let rank = self.outer.len();
-        let mut index = vec![0usize; rank];
+        let mut index = [0usize; MAX_OUTER];
         let (mut at_a, mut at_b) = (0usize, 0usize);
         for out in output.chunks_exact_mut(inner) {
             f(
