@@ -90,6 +90,10 @@ pub use ops::{
     LogSoftmax, Logistic, MaxPool2d, Mean, MeanKernels, Method, Mul, Operand, Padding, Pool2dShape,
     Relu, ReluKind, Softmax, Sub, Tanh, XnnpackAdd, XnnpackMul,
 };
+pub use ops::{
+    ArgIndex, ArgKind, ArgMinMax, BroadcastOperand, ConcatRescale, MinMax, MinMaxKind, Prelu,
+    RescaleFloat,
+};
 #[cfg(feature = "alloc")]
 pub use ops::{Conv2d, ConvGeometry, ConvQuantization, ConvRequantization, DepthwiseConv2d};
 #[cfg(feature = "alloc")]

@@ -28,7 +28,8 @@ CALIBRATION_SAMPLES = 16
 
 class Case:
     def __init__(self, name, doc, inputs, body, expect, *, int16=False, per_tensor=False,
-                 io=None, calibration=None, test_inputs=None, softmax_beta=None, references=None):
+                 io=None, calibration=None, test_inputs=None, softmax_beta=None, references=None,
+                 rewrite=None):
         """`inputs`: [(name, shape, dtype, (lo, hi))], the float range each
         representative sample is drawn from (uniform), or for int32 inputs
         the integer range. `body(**inputs)` returns {output name: tensor}.
@@ -38,7 +39,8 @@ class Case:
         the default test inputs. `softmax_beta` rewrites the SOFTMAX beta after
         conversion (the converter never emits beta != 1 itself).
         `references`: the runtimes whose outputs are kept, default
-        `REFERENCES`."""
+        `REFERENCES`. `rewrite(model_bytes)` edits the converted model (types
+        or quantizations the converter never emits)."""
         self.name = name
         self.doc = doc
         self.inputs = inputs
@@ -52,6 +54,7 @@ class Case:
         self.test_inputs = test_inputs
         self.softmax_beta = softmax_beta
         self.references = references or REFERENCES
+        self.rewrite = rewrite
 
     def seed(self):
         return zlib.crc32(self.name.encode())
@@ -620,6 +623,212 @@ def relu_cases():
     ]
 
 
+def to_uint8(model_bytes, requantize=None):
+    """The model with every int8 tensor made uint8 holding the same real
+    values (zero points + 128, constant bytes + 128): TFLite's uint8 kernels,
+    which the converter no longer emits. `requantize` maps a tensor name to
+    a new (scale, zero point) for it (inputs quantized apart from the
+    output, as CONCATENATION's rescaling path takes them)."""
+    from tensorflow.lite.python import schema_py_generated as schema
+    from tensorflow.lite.tools import flatbuffer_utils
+
+    model = flatbuffer_utils.read_model_from_bytearray(bytearray(model_bytes))
+    inputs = {}
+    for sig in model.signatureDefs or []:
+        for t in list(sig.inputs) + list(sig.outputs):
+            name = t.name.decode() if isinstance(t.name, bytes) else t.name
+            inputs[t.tensorIndex] = name
+    changed = 0
+    for sg in model.subgraphs:
+        for index, t in enumerate(sg.tensors):
+            if t.type != schema.TensorType.INT8:
+                continue
+            t.type = schema.TensorType.UINT8
+            q = t.quantization
+            if q is not None and q.zeroPoint is not None:
+                q.zeroPoint = [int(z) + 128 for z in q.zeroPoint]
+            buf = model.buffers[t.buffer]
+            if buf.data is not None and len(buf.data):
+                buf.data = (np.asarray(buf.data, np.uint8) ^ 0x80).astype(np.uint8)
+            name = inputs.get(index)
+            if requantize and name in requantize:
+                scale, zero_point = requantize[name]
+                q.scale = [float(scale)]
+                q.zeroPoint = [int(zero_point)]
+            changed += 1
+    if changed == 0:
+        raise RuntimeError("no int8 tensor to make uint8")
+    if requantize and not set(requantize) <= set(inputs.values()):
+        raise RuntimeError(f"no signature tensors {sorted(set(requantize) - set(inputs.values()))}")
+    return bytes(flatbuffer_utils.convert_object_to_bytearray(model))
+
+
+def small_op_cases():
+    """MAXIMUM, MINIMUM (raw comparisons, TFLite's broadcasting to rank 5,
+    constant and scalar operands, int16), PRELU (keras PReLU's alpha shared
+    over height and width, full and row alphas), ARG_MAX / ARG_MIN (int32
+    and int64 outputs, every axis kind, inputs full of ties), PADV2 (a
+    constant pad value inside and outside the input's range) and
+    CONCATENATION of differently quantized uint8 inputs (TFLite's rescaling
+    path). The uint8 cases are int8 models made uint8 by `to_uint8` (the
+    converter emits no uint8 kernels)."""
+
+    def binary(f):
+        def body(x, y):
+            return {"z": f(x, y)}
+
+        return body
+
+    def unary(f):
+        def body(x):
+            return {"y": f(x)}
+
+        return body
+
+    def prelu(shape, seed):
+        # keras PReLU's formula with its alpha as a constant (the converter
+        # fuses it into one PRELU); alpha of both signs.
+        alpha = np.random.default_rng(seed).uniform(-0.8, 1.6, size=shape).astype(np.float32)
+        neg_alpha = tf.constant(-alpha)
+        return unary(lambda x: tf.nn.relu(x) + tf.nn.relu(-x) * neg_alpha)
+
+    def ties(shape, values):
+        def make(rng, run):
+            return {"x": rng.integers(-values, values, size=shape).astype(np.int8)}
+
+        return make
+
+    def same_range(shapes, lo, hi):
+        # Every sample spans exactly [lo, hi] in each input: the converter
+        # then gives the inputs one quantization and inserts no QUANTIZE.
+        def make(rng):
+            sample = {}
+            for name, shape in shapes.items():
+                a = rng.uniform(lo, hi, size=shape).astype(np.float32)
+                a.reshape(-1)[:2] = [lo, hi]
+                sample[name] = a
+            return sample
+
+        return make
+
+    const19 = weights(41, [19], 1.5)
+    row = weights(42, [1, 1, 7], 1.0)
+    u8 = lambda case: case.__setattr__("rewrite", to_uint8) or case  # noqa: E731
+    cases = [
+        Case("maximum_same_shape", "maximum of two [1, 7, 7, 19] inputs",
+             [("x", [1, 7, 7, 19], F32, (-3.0, 3.0)), ("y", [1, 7, 7, 19], F32, (-3.0, 3.0))],
+             binary(tf.maximum), ["MAXIMUM"]),
+        Case("maximum_broadcast_rank4", "maximum of [2, 1, 5, 7] and [1, 3, 1, 7]",
+             [("x", [2, 1, 5, 7], F32, (-2.0, 2.0)), ("y", [1, 3, 1, 7], F32, (-2.0, 2.0))],
+             binary(tf.maximum), ["MAXIMUM"]),
+        Case("maximum_const_channels", "maximum of [1, 5, 6, 19] and a constant [19]",
+             [("x", [1, 5, 6, 19], F32, (-3.0, 3.0))],
+             unary(lambda x: tf.maximum(x, const19)), ["MAXIMUM"]),
+        Case("maximum_scalar", "maximum of [3, 37] and the scalar -0.75",
+             [("x", [3, 37], F32, (-2.0, 2.0))],
+             unary(lambda x: tf.maximum(x, -0.75)), ["MAXIMUM"]),
+        Case("minimum_same_shape", "minimum of two [2, 33] inputs",
+             [("x", [2, 33], F32, (-3.0, 3.0)), ("y", [2, 33], F32, (-3.0, 3.0))],
+             binary(tf.minimum), ["MINIMUM"]),
+        Case("minimum_broadcast_rank5", "minimum of [2, 1, 3, 1, 5] and [1, 2, 1, 4, 5] (rank 5)",
+             [("x", [2, 1, 3, 1, 5], F32, (-2.0, 2.0)), ("y", [1, 2, 1, 4, 5], F32, (-2.0, 2.0))],
+             binary(tf.minimum), ["MINIMUM"]),
+        Case("minimum_scalar_first", "minimum of the scalar 1.25 and [1, 4, 4, 21] (constant first operand)",
+             [("x", [1, 4, 4, 21], F32, (-2.0, 3.0))],
+             unary(lambda x: tf.minimum(1.25, x)), ["MINIMUM"]),
+        Case("minimum_row", "minimum of [1, 6, 5, 7] and a constant [1, 1, 7]",
+             [("x", [1, 6, 5, 7], F32, (-2.0, 2.0))],
+             unary(lambda x: tf.minimum(x, row)), ["MINIMUM"]),
+        Case("maximum_int16", "int16 maximum of [2, 3, 45] and [3, 1]",
+             [("x", [2, 3, 45], F32, (-3.0, 3.0)), ("y", [3, 1], F32, (-3.0, 3.0))],
+             binary(tf.maximum), ["MAXIMUM"], int16=True,
+             calibration=same_range({"x": [2, 3, 45], "y": [3, 1]}, -3.0, 3.0)),
+        Case("minimum_int16", "int16 minimum of two [4, 29] inputs",
+             [("x", [4, 29], F32, (-3.0, 3.0)), ("y", [4, 29], F32, (-3.0, 3.0))],
+             binary(tf.minimum), ["MINIMUM"], int16=True,
+             calibration=same_range({"x": [4, 29], "y": [4, 29]}, -3.0, 3.0)),
+        u8(Case("maximum_uint8", "uint8 maximum of [2, 1, 5, 7] and [1, 3, 1, 7] (an int8 model made uint8)",
+                [("x", [2, 1, 5, 7], F32, (-2.0, 2.0)), ("y", [1, 3, 1, 7], F32, (-2.0, 2.0))],
+                binary(tf.maximum), ["MAXIMUM"])),
+        u8(Case("minimum_uint8", "uint8 minimum of [3, 37] and the scalar 0.5",
+                [("x", [3, 37], F32, (-2.0, 2.0))],
+                unary(lambda x: tf.minimum(x, 0.5)), ["MINIMUM"])),
+        Case("prelu_shared_hw", "keras PReLU(shared_axes=[1, 2]) of [1, 8, 8, 19]: alpha [1, 1, 19]",
+             [("x", [1, 8, 8, 19], F32, (-4.0, 4.0))], prelu([1, 1, 19], 43), ["PRELU"]),
+        Case("prelu_shared_hw_batch2", "keras PReLU(shared_axes=[1, 2]) of [2, 7, 9, 13]",
+             [("x", [2, 7, 9, 13], F32, (-3.0, 5.0))], prelu([1, 1, 13], 44), ["PRELU"]),
+        Case("prelu_full_alpha", "keras PReLU() of [1, 5, 6, 7]: alpha [5, 6, 7], one per element",
+             [("x", [1, 5, 6, 7], F32, (-4.0, 4.0))], prelu([5, 6, 7], 45), ["PRELU"]),
+        Case("prelu_rows", "keras PReLU() of [4, 37]: alpha [37]",
+             [("x", [4, 37], F32, (-6.0, 2.0))], prelu([37], 46), ["PRELU"]),
+        u8(Case("prelu_uint8", "uint8 keras PReLU(shared_axes=[1, 2]) of [1, 6, 6, 21] (an int8 model made uint8)",
+                [("x", [1, 6, 6, 21], F32, (-4.0, 4.0))], prelu([1, 1, 21], 47), ["PRELU"])),
+        Case("arg_max_last_int32", "argmax over the last axis of [2, 5, 37], int32 output",
+             [("x", [2, 5, 37], F32, (-3.0, 3.0))],
+             unary(lambda x: tf.math.argmax(x, axis=-1, output_type=tf.int32)), ["ARG_MAX"], io=(tf.int8, None)),
+        Case("arg_max_axis1_int64", "argmax over axis 1 of [3, 6, 4, 5], int64 output",
+             [("x", [3, 6, 4, 5], F32, (-3.0, 3.0))],
+             unary(lambda x: tf.math.argmax(x, axis=1)), ["ARG_MAX"], io=(tf.int8, None)),
+        Case("arg_max_ties", "argmax over the last axis of [4, 9, 24] with values in -3..3 (ties: the first index)",
+             [("x", [4, 9, 24], F32, (-3.0, 3.0))],
+             unary(lambda x: tf.math.argmax(x, axis=-1, output_type=tf.int32)), ["ARG_MAX"], io=(tf.int8, None),
+             test_inputs=ties([4, 9, 24], 3)),
+        Case("arg_max_axis0_ties", "argmax over axis 0 of [5, 3, 8] with values in -2..2",
+             [("x", [5, 3, 8], F32, (-3.0, 3.0))],
+             unary(lambda x: tf.math.argmax(x, axis=0, output_type=tf.int32)), ["ARG_MAX"], io=(tf.int8, None),
+             test_inputs=ties([5, 3, 8], 2)),
+        Case("arg_min_last_ties", "argmin over the last axis of [3, 4, 30] with values in -3..3, int32 output",
+             [("x", [3, 4, 30], F32, (-3.0, 3.0))],
+             unary(lambda x: tf.math.argmin(x, axis=-1, output_type=tf.int32)), ["ARG_MIN"], io=(tf.int8, None),
+             test_inputs=ties([3, 4, 30], 3)),
+        Case("arg_min_axis2_int64", "argmin over axis 2 of [2, 3, 7, 5], int64 output",
+             [("x", [2, 3, 7, 5], F32, (-3.0, 3.0))],
+             unary(lambda x: tf.math.argmin(x, axis=2)), ["ARG_MIN"], io=(tf.int8, None)),
+        u8(Case("arg_max_uint8", "uint8 argmax over the last axis of [6, 40] (an int8 model made uint8)",
+                [("x", [6, 40], F32, (-3.0, 3.0))],
+                unary(lambda x: tf.math.argmax(x, axis=-1, output_type=tf.int32)), ["ARG_MAX"],
+                io=(tf.int8, None))),
+        Case("padv2_value_inside", "pad [1, 5, 6, 7] by one pixel with 1.5 (PADV2)",
+             [("x", [1, 5, 6, 7], F32, (-2.0, 4.0))],
+             unary(lambda x: tf.pad(x, [[0, 0], [1, 1], [1, 1], [0, 0]], constant_values=1.5)), ["PADV2"]),
+        Case("padv2_value_outside", "pad [2, 5, 4] by [[1, 0], [2, 1], [0, 3]] with -10 (past the input's range)",
+             [("x", [2, 5, 4], F32, (-1.0, 3.0))],
+             unary(lambda x: tf.pad(x, [[1, 0], [2, 1], [0, 3]], constant_values=-10.0)), ["PADV2"]),
+        u8(Case("padv2_uint8", "uint8 pad [1, 6, 3, 5] with -0.5 (an int8 model made uint8)",
+                [("x", [1, 6, 3, 5], F32, (-2.0, 2.0))],
+                unary(lambda x: tf.pad(x, [[0, 0], [2, 0], [1, 2], [0, 0]], constant_values=-0.5)), ["PADV2"])),
+    ]
+    # CONCATENATION's uint8 rescaling: inputs calibrated alike (one
+    # CONCATENATION, no QUANTIZE), then requantized apart from the output.
+    concat_inputs = [("a", [1, 5, 3, 4], F32, (-2.0, 2.0)), ("b", [1, 5, 3, 6], F32, (-2.0, 2.0)),
+                     ("c", [1, 5, 3, 3], F32, (-2.0, 2.0))]
+    concat = lambda a, b, c: {"z": tf.concat([a, b, c], -1)}  # noqa: E731
+    cases += [
+        Case("concat_uint8_rescale", "uint8 concatenation of [1, 5, 3, 4], [1, 5, 3, 6], [1, 5, 3, 3] on the last "
+             "axis, inputs a and c quantized apart from the output (scale 0.021 zero point 101, scale 0.0093 zero "
+             "point 250), b as the output (copied)",
+             concat_inputs, concat, ["CONCATENATION"],
+             rewrite=lambda m: to_uint8(m, {"a": (0.021, 101), "c": (0.0093, 250)})),
+        Case("concat_uint8_rescale_axis1", "uint8 concatenation on axis 1 of [2, 3, 4, 2], [2, 5, 4, 2], "
+             "every input quantized apart from the output",
+             [("a", [2, 3, 4, 2], F32, (-2.0, 2.0)), ("b", [2, 5, 4, 2], F32, (-2.0, 2.0))],
+             lambda a, b: {"z": tf.concat([a, b], 1)}, ["CONCATENATION"],
+             rewrite=lambda m: to_uint8(m, {"a": (0.0117, 0), "b": (0.033, 128)})),
+        Case("concat_uint8_rescale_tie", "uint8 concatenation of [1, 4, 8, 8] (every byte once) and [1, 4, 8, 3] "
+             "on the last axis, a at scale 0.08474978 zero point 136 into an output at scale 0.014528548 zero point "
+             "191: a's byte 133 lands on -17.5 with the product and the sum rounded apart and on -17.499987 fused",
+             [("a", [1, 4, 8, 8], F32, (-2.0, 2.0)), ("b", [1, 4, 8, 3], F32, (-2.0, 2.0))],
+             lambda a, b: {"z": tf.concat([a, b], -1)}, ["CONCATENATION"],
+             rewrite=lambda m: to_uint8(m, {"a": (0.08474978, 136), "z": (0.014528548, 191)}),
+             test_inputs=lambda rng, run: {
+                 "a": rng.permutation(256).astype(np.uint8).reshape([1, 4, 8, 8]),
+                 "b": rng.integers(0, 256, size=[1, 4, 8, 3]).astype(np.uint8)}),
+    ]
+    for case in cases:
+        case.references = CONV_REFERENCES
+    return cases
+
+
 def all_cases():
     delegated = (fc_cases() + binary_cases() + batch_matmul_cases() + layout_cases() + conversion_cases()
                  + activation_cases() + rounding_cases())
@@ -629,7 +838,7 @@ def all_cases():
     for case in delegated + pools + means + relus:
         if case.references == REFERENCES:
             case.references = XNNPACK_REFERENCES
-    cases = delegated + conv_cases() + pools + means + relus
+    cases = delegated + conv_cases() + pools + means + relus + small_op_cases()
     names = [c.name for c in cases]
     assert len(names) == len(set(names)), "case names must be unique"
     return cases
@@ -664,6 +873,8 @@ def convert_case(case):
                          per_tensor=case.per_tensor, input_type=input_type, output_type=output_type)
     if case.softmax_beta is not None:
         tfl = set_softmax_beta(tfl, case.softmax_beta)
+    if case.rewrite is not None:
+        tfl = case.rewrite(tfl)
     return tfl
 
 

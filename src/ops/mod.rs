@@ -154,9 +154,12 @@ macro_rules! op_methods {
 }
 
 mod activation;
+mod arg_min_max;
 #[cfg(feature = "alloc")]
 mod batch_matmul;
 mod binary;
+mod broadcast;
+mod concat_rescale;
 #[cfg(feature = "alloc")]
 pub mod conv;
 mod dequant_f32;
@@ -167,9 +170,11 @@ mod heads;
 mod log_softmax;
 mod mean;
 mod method;
+mod minmax;
 #[cfg(feature = "alloc")]
 mod no_norm;
 mod pool;
+mod prelu;
 mod quantize;
 mod requant;
 mod softmax;
@@ -179,10 +184,13 @@ mod window;
 
 pub use activation::params::{Activation, ActivationParams};
 pub use activation::{Logistic, Tanh};
+pub use arg_min_max::{ArgIndex, ArgKind, ArgMinMax};
 #[cfg(feature = "alloc")]
 pub use batch_matmul::MatMul;
 pub use binary::params::{AddParams, MulParams};
 pub use binary::{Add, Mul, Operand, Sub, XnnpackAdd, XnnpackMul};
+pub use broadcast::BroadcastOperand;
+pub use concat_rescale::{ConcatRescale, RescaleFloat};
 #[cfg(feature = "alloc")]
 pub use conv::{Conv2d, ConvGeometry, ConvQuantization, ConvRequantization, DepthwiseConv2d};
 pub use elementwise::{HardSwish, LeakyRelu, Relu, ReluKind};
@@ -193,9 +201,11 @@ pub use log_softmax::params::LogSoftmaxParams;
 pub use log_softmax::LogSoftmax;
 pub use mean::{Mean, MeanKernels};
 pub use method::Method;
+pub use minmax::{MinMax, MinMaxKind};
 #[cfg(feature = "alloc")]
 pub use no_norm::NoNorm;
 pub use pool::{AveragePool2d, MaxPool2d, Pool2dShape};
+pub use prelu::Prelu;
 pub use requant::FusedActivation;
 pub use softmax::Softmax;
 pub use softmax_rows::SoftmaxParams;

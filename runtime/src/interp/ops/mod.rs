@@ -4,7 +4,7 @@
 //!
 //! | folder | ops |
 //! | --- | --- |
-//! | `movement/` | RESHAPE, TRANSPOSE, GATHER, STRIDED_SLICE, PAD, CONCATENATION, SPLIT |
+//! | `movement/` | RESHAPE, TRANSPOSE, GATHER, STRIDED_SLICE, PAD, PADV2, CONCATENATION, SPLIT |
 //! | `convert/` | CAST, DEQUANTIZE, QUANTIZE |
 //! | `activation/` | SOFTMAX, LOG_SOFTMAX, LOGISTIC, TANH |
 //! | `fully_connected/` | FULLY_CONNECTED |
@@ -14,6 +14,9 @@
 //! | `pool/` | AVERAGE_POOL_2D, MAX_POOL_2D |
 //! | `reduce/` | MEAN |
 //! | `elementwise/` | RELU, RELU6, RELU_N1_TO_1, LEAKY_RELU, HARD_SWISH |
+//! | `minmax/` | MAXIMUM, MINIMUM |
+//! | `prelu/` | PRELU |
+//! | `arg_min_max/` | ARG_MAX, ARG_MIN |
 //!
 //! Each family lists the builtin ops it prepares in its `OPS` table
 //! ([`Registration`]: op, name, prepare function, the kernel sets whose
@@ -26,22 +29,27 @@
 //! The families share leaves only: `kernel.rs` (the kernel trait, what a
 //! `Prepare` returns, the registration row), `op.rs` (the operator being
 //! prepared, TFLite's common checks, the errors), `buffers.rs` (a node's
-//! bytes and their typed views) and `strided_copy.rs` (the one copy
-//! primitive). The arithmetic of each requantizing op is the library's;
+//! bytes and their typed views), `strided_copy.rs` (the one copy
+//! primitive) and `broadcast_walk.rs` (two operands' broadcast as runs for
+//! the library's kernels of any element type). The arithmetic of each requantizing op is the library's;
 //! the data movement and the float conversions are here.
 
 mod activation;
+mod arg_min_max;
 mod batch_matmul;
 mod binary;
+mod broadcast_walk;
 mod buffers;
 mod conv;
 mod convert;
 mod elementwise;
 mod fully_connected;
 mod kernel;
+mod minmax;
 mod movement;
 mod op;
 mod pool;
+mod prelu;
 mod reduce;
 mod strided_copy;
 
@@ -65,6 +73,9 @@ const REGISTRY: &[&[Registration]] = &[
     pool::OPS,
     reduce::OPS,
     elementwise::OPS,
+    minmax::OPS,
+    prelu::OPS,
+    arg_min_max::OPS,
 ];
 
 /// The registration of `operator`'s builtin op, if some family prepares it.
@@ -172,5 +183,9 @@ mod tests {
         };
         assert!(left("SOFTMAX") && left("LOG_SOFTMAX") && left("CAST"));
         assert!(!left("FULLY_CONNECTED") && !left("CONV_2D"));
+        // Raw comparisons and byte moves are alike in every set; the
+        // delegate leaves quantized PRELU and ARG_MAX / ARG_MIN to TFLite.
+        assert!(xnnpack("MAXIMUM") && xnnpack("MINIMUM") && xnnpack("PADV2"));
+        assert!(!left("MAXIMUM") && left("PRELU") && left("ARG_MAX") && left("ARG_MIN"));
     }
 }

@@ -1,5 +1,8 @@
 //! CONCATENATION and SPLIT: one copy per part between each part and its
-//! columns of the joined tensor.
+//! columns of the joined tensor. A uint8 CONCATENATION of inputs quantized
+//! apart from the output maps those inputs' bytes through the library's
+//! [`ConcatRescale`] table instead (TFLite's `ConcatenationWithScaling`);
+//! TFLite refuses int8 and int16 inputs quantized apart from the output.
 
 use qneon_tflite::options::FusedActivation as TfActivation;
 use qneon_tflite::Options as OpOptions;
@@ -7,12 +10,14 @@ use qneon_tflite::Options as OpOptions;
 use crate::error::Result;
 use std::ops::Range;
 
-use qneon::Backend;
+use qneon::{Backend, ConcatRescale, RescaleFloat};
+use qneon_tflite::TensorType;
 
 use crate::interp::ops::buffers::Io;
 use crate::interp::ops::kernel::{Kernel, PreparedOp};
 use crate::interp::ops::op::Op;
 use crate::interp::ops::strided_copy::StridedCopy;
+use crate::interp::options::{Options, TfliteKernels};
 
 /// A prepared CONCATENATION: input `i` through copy `i` into the output.
 #[derive(Debug)]
@@ -26,6 +31,73 @@ impl Kernel for Concat {
         }
         Ok(())
     }
+}
+
+/// One input of a rescaling CONCATENATION: its rows of `row` bytes go to
+/// column `column` of the output's rows, rescaled where the input is
+/// quantized apart from the output.
+#[derive(Debug)]
+struct RescaledPart {
+    row: usize,
+    column: usize,
+    rescale: Option<ConcatRescale>,
+}
+
+/// A prepared uint8 CONCATENATION with rescaled inputs.
+#[derive(Debug)]
+pub(crate) struct ConcatRescaled {
+    outer: usize,
+    joined_row: usize,
+    parts: Vec<RescaledPart>,
+}
+
+impl Kernel for ConcatRescaled {
+    /// Every input row into its columns of the output, rescaled or copied.
+    fn run_tiles(&self, _: Backend, _: Range<usize>, io: &mut Io<'_>) -> Result<(), String> {
+        let output = &mut *io.outs[0];
+        for (part, input) in self.parts.iter().zip(&io.ins) {
+            if input.len() != self.outer * part.row || output.len() != self.outer * self.joined_row
+            {
+                return Err(format!(
+                    "concatenation buffers of {} and {} bytes for {} rows",
+                    input.len(),
+                    output.len(),
+                    self.outer
+                ));
+            }
+            for o in 0..self.outer {
+                let src = &input[o * part.row..(o + 1) * part.row];
+                let at = o * self.joined_row + part.column;
+                let dst = &mut output[at..at + part.row];
+                match &part.rescale {
+                    Some(rescale) => rescale.run(src, dst).map_err(|e| e.to_string())?,
+                    None => dst.copy_from_slice(src),
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// How the kernel set evaluates `x * scale + bias` in its uint8 rescaling:
+/// LiteRT's aarch64 build (the optimized kernels' target) contracts it
+/// into one fused multiply-add; its x86-64 build, whose reference kernels
+/// and XNNPACK runs (the delegate leaves a rescaling CONCATENATION to the
+/// builtin kernels) the references come from, rounds twice.
+pub(crate) fn rescale_float(options: &Options) -> RescaleFloat {
+    match options.kernels {
+        TfliteKernels::Optimized => RescaleFloat::Fused,
+        _ => RescaleFloat::Separate,
+    }
+}
+
+/// What inspect says of CONCATENATION under `options`.
+pub(crate) fn describe_concatenation(options: &Options, _: qneon_tflite::BuiltinOp) -> String {
+    let float = match rescale_float(options) {
+        RescaleFloat::Fused => "product and sum fused, as LiteRT's aarch64 build",
+        RescaleFloat::Separate => "product and sum rounded apart, as LiteRT's x86-64 build",
+    };
+    format!("byte copies; uint8 inputs quantized apart from the output rescaled in f32 ({float})")
 }
 
 /// A prepared SPLIT: the data through copy `i` into output `i`.
@@ -63,6 +135,7 @@ pub(crate) fn prepare_concatenation(op: &Op<'_, '_>) -> Result<PreparedOp> {
     let rank = output.shape().len();
     let axis = op.normalize_axis(axis, rank)?;
     let mut parts = Vec::with_capacity(n);
+    let mut rescaled: Vec<(usize, ConcatRescale)> = Vec::new();
     for i in 0..n {
         let input = op.input(i)?;
         if input.dtype() != output.dtype() {
@@ -75,9 +148,21 @@ pub(crate) fn prepare_concatenation(op: &Op<'_, '_>) -> Result<PreparedOp> {
                 output.shape()
             )));
         }
-        // int8: TFLite requires every input quantized as the output (no
-        // rescaling kernel for int8).
-        op.quantization_equal(input, output)?;
+        // int8 and int16: TFLite requires every input quantized as the
+        // output (no rescaling kernel); uint8 rescales the others.
+        if output.dtype() == TensorType::Uint8 {
+            let (q, out_q) = (
+                op.per_tensor(input, &format!("input {i}"))?,
+                op.per_tensor(output, "output")?,
+            );
+            if q != out_q {
+                let rescale = ConcatRescale::new(q, out_q, rescale_float(op.options))
+                    .map_err(|e| op.kernel_error(e))?;
+                rescaled.push((i, rescale));
+            }
+        } else {
+            op.quantization_equal(input, output)?;
+        }
         parts.push(s[axis]);
     }
     if parts.iter().sum::<usize>() != output.shape()[axis] {
@@ -85,6 +170,26 @@ pub(crate) fn prepare_concatenation(op: &Op<'_, '_>) -> Result<PreparedOp> {
     }
     let outer: usize = output.shape()[..axis].iter().product();
     let inner: usize = output.shape()[axis + 1..].iter().product::<usize>() * elem;
+    if !rescaled.is_empty() {
+        let joined_row = output.shape()[axis] * inner;
+        let mut column = 0;
+        let mut kernel_parts = Vec::with_capacity(n);
+        for (i, &part) in parts.iter().enumerate() {
+            let rescale = rescaled.iter().position(|(j, _)| *j == i);
+            kernel_parts.push(RescaledPart {
+                row: part * inner,
+                column,
+                rescale: rescale.map(|k| rescaled[k].1.clone()),
+            });
+            column += part * inner;
+        }
+        let kernel = ConcatRescaled {
+            outer,
+            joined_row,
+            parts: kernel_parts,
+        };
+        return Ok(PreparedOp::elements(kernel, output.element_count()));
+    }
     let copies = join_parts(outer, inner, &parts, true).map_err(|e| op.copy_error(e))?;
     Ok(PreparedOp::elements(Concat(copies), output.element_count()))
 }

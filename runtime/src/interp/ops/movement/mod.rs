@@ -1,5 +1,5 @@
 //! Data movement: RESHAPE (with SQUEEZE and EXPAND_DIMS), TRANSPOSE, GATHER,
-//! STRIDED_SLICE, PAD, CONCATENATION, SPLIT, SPACE_TO_DEPTH and
+//! STRIDED_SLICE, PAD, PADV2, CONCATENATION, SPLIT, SPACE_TO_DEPTH and
 //! DEPTH_TO_SPACE, a file per op (or pair) with its `Prepare` and its copy
 //! plan. No arithmetic: every copy is a [`StridedCopy`] planned at load
 //! (GATHER's indices are read at run time), so one implementation serves
@@ -29,7 +29,9 @@ use super::strided_copy::StridedCopy;
 /// differently quantized inputs, but LiteRT's XNNPACK delegate takes it
 /// only when every input has the output's scale and zero point (pure
 /// data movement) and leaves the others to the builtin kernel, whose
-/// arithmetic this family's is.
+/// arithmetic this family's is (uint8 only: int8 and int16 inputs must be
+/// quantized as the output; the x86-64 build's rounding, as the XNNPACK
+/// references were made there).
 pub(crate) const OPS: &[Registration] = &[
     Registration::new(BuiltinOp::RESHAPE, "RESHAPE", reshape::prepare).xnnpack(),
     Registration::new(BuiltinOp::TRANSPOSE, "TRANSPOSE", transpose::prepare).xnnpack(),
@@ -41,12 +43,14 @@ pub(crate) const OPS: &[Registration] = &[
     )
     .xnnpack(),
     Registration::new(BuiltinOp::PAD, "PAD", pad::prepare).xnnpack(),
+    Registration::new(BuiltinOp::PADV2, "PADV2", pad::prepare).xnnpack(),
     Registration::new(
         BuiltinOp::CONCATENATION,
         "CONCATENATION",
         concat_split::prepare_concatenation,
     )
-    .xnnpack(),
+    .xnnpack()
+    .arithmetic(concat_split::describe_concatenation),
     Registration::new(BuiltinOp::SPLIT, "SPLIT", concat_split::prepare_split).xnnpack(),
     Registration::new(BuiltinOp::SQUEEZE, "SQUEEZE", reshape::prepare_squeeze).xnnpack(),
     Registration::new(

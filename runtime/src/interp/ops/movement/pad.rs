@@ -1,7 +1,9 @@
-//! PAD: the output filled with the pad value (the zero point of a quantized
-//! type, else 0), then the input copied into its interior.
+//! PAD and PADV2: the output filled with the pad value (PAD: the zero point
+//! of a quantized type, else 0; PADV2: its one-element constant value
+//! tensor, quantized as the output), then the input copied into its
+//! interior.
 
-use qneon_tflite::TensorType;
+use qneon_tflite::{BuiltinOp, Tensor, TensorType};
 
 use crate::error::Result;
 use std::ops::Range;
@@ -55,10 +57,14 @@ fn fill_with(output: &mut [u8], pattern: &[u8]) {
     }
 }
 
-/// TFLite's `Prepare` of PAD: constant non-negative paddings, the padded
-/// output shape, and the pad value.
+/// TFLite's `Prepare` of PAD and PADV2: constant non-negative paddings, the
+/// padded output shape, and the pad value.
 pub(crate) fn prepare(op: &Op<'_, '_>) -> Result<PreparedOp> {
-    op.input_count(2, 2)?;
+    if op.builtin == BuiltinOp::PADV2 {
+        op.input_count(3, 3)?;
+    } else {
+        op.input_count(2, 2)?;
+    }
     op.output_count(1)?;
     let (input, output) = (op.input(0)?, op.output(0)?);
     if input.dtype() != output.dtype() {
@@ -77,10 +83,17 @@ pub(crate) fn prepare(op: &Op<'_, '_>) -> Result<PreparedOp> {
         .map(|d| input.shape()[d] + before[d] + paddings[2 * d + 1] as usize)
         .collect();
     op.expect_shape(output, &expected)?;
-    // The pad value: the output zero point for quantized types, else 0.
-    let fill: Vec<u8> = match input.dtype() {
-        TensorType::Int8 | TensorType::Uint8 | TensorType::Int16 => {
-            op.quantization_equal(input, output)?;
+    let quantized = matches!(
+        input.dtype(),
+        TensorType::Int8 | TensorType::Uint8 | TensorType::Int16
+    );
+    if quantized {
+        op.quantization_equal(input, output)?;
+    }
+    let fill: Vec<u8> = match op.optional_input(2) {
+        Some(value) if op.builtin == BuiltinOp::PADV2 => pad_value(op, value, output, elem)?,
+        // PAD: the output zero point for quantized types, else 0.
+        _ if quantized => {
             let zero_point = op.per_tensor(output, "output")?.zero_point;
             match input.dtype() {
                 TensorType::Int16 => (zero_point as i16).to_le_bytes().to_vec(),
@@ -94,6 +107,52 @@ pub(crate) fn prepare(op: &Op<'_, '_>) -> Result<PreparedOp> {
         Pad { copy, fill },
         output.element_count(),
     ))
+}
+
+/// PADV2's pad value, one element's bytes: TFLite requires one element of
+/// the input's type and, for quantized types, the output's scale and zero
+/// point (the stored value is then copied as it is).
+fn pad_value(
+    op: &Op<'_, '_>,
+    value: &Tensor<'_>,
+    output: &Tensor<'_>,
+    elem: usize,
+) -> Result<Vec<u8>> {
+    if value.dtype() != output.dtype() {
+        return Err(op.invalid(format!(
+            "constant value has dtype {}, the input's is {} (TFLite requires them equal)",
+            value.dtype().name(),
+            output.dtype().name()
+        )));
+    }
+    if value.element_count() != 1 {
+        return Err(op.invalid(format!(
+            "constant value has {} elements, TFLite requires 1",
+            value.element_count()
+        )));
+    }
+    if matches!(
+        output.dtype(),
+        TensorType::Int8 | TensorType::Uint8 | TensorType::Int16
+    ) {
+        let (v, o) = (
+            op.per_tensor(value, "constant value")?,
+            op.per_tensor(output, "output")?,
+        );
+        if v != o {
+            return Err(op.invalid(format!(
+                "constant value quantization {v:?} differs from the output's {o:?} (TFLite \
+                 requires them equal)"
+            )));
+        }
+    }
+    if !value.is_constant() {
+        return Err(op.unsupported("constant value must be constant (dynamic pad value)"));
+    }
+    match value.data() {
+        Some(bytes) if bytes.len() == elem => Ok(bytes.to_vec()),
+        _ => Err(op.invalid("constant value has no data of one element")),
+    }
 }
 
 /// PAD: the input copied into the interior of the output; the caller fills
