@@ -674,9 +674,42 @@ def transpose_conv_cases():
         ("tconv_rounding", "3x3, stride 2, SAME, [1, 8, 8, 32] to [1, 16, 16, 32]: 8192 outputs, where the roundings part",
          [1, 8, 8, 32], [3, 3], [1, 16, 16, 32], {}, {}),
     ]
-    return [Case(name, doc, [("x", shape, F32, (-2.0, 2.0))], tconv(shape, k, out, 70 + 2 * i, **t), T,
-                 references=CONV_REFERENCES, **opts)
-            for i, (name, doc, shape, k, out, t, opts) in enumerate(specs)]
+    cases = [Case(name, doc, [("x", shape, F32, (-2.0, 2.0))], tconv(shape, k, out, 70 + 2 * i, **t), T,
+                  references=CONV_REFERENCES, **opts)
+             for i, (name, doc, shape, k, out, t, opts) in enumerate(specs)]
+    # The converter calibrates a fused activation's output range to the
+    # activation's, which makes the clamp a no-op; these two set the fused
+    # activation after conversion on a layer calibrated without one (output
+    # range about [-12, 12]), so that RELU and RELU6 clamp.
+    for act, code in (("relu", 1), ("relu6", 3)):
+        case = Case(f"tconv_set_{act}", f"3x3, stride 2, SAME, [1, 4, 5, 6] to [1, 8, 10, 17], "
+                    f"fused {act.upper()} set after conversion (the clamp visible)",
+                    [("x", [1, 4, 5, 6], F32, (-4.0, 4.0))],
+                    tconv([1, 4, 5, 6], [3, 3], [1, 8, 10, 17], 100 + code), T, references=CONV_REFERENCES)
+        case.rewrite = set_fused_activation(code)
+        cases.append(case)
+    return cases
+
+
+def set_fused_activation(code):
+    """A rewrite setting every TRANSPOSE_CONV's fused activation to `code`
+    (1 RELU, 3 RELU6)."""
+    def rewrite(model_bytes):
+        from tensorflow.lite.python import schema_py_generated as schema
+        from tensorflow.lite.tools import flatbuffer_utils
+
+        model = flatbuffer_utils.read_model_from_bytearray(bytearray(model_bytes))
+        changed = 0
+        for sg in model.subgraphs:
+            for op in sg.operators:
+                c = model.operatorCodes[op.opcodeIndex]
+                if max(c.builtinCode, c.deprecatedBuiltinCode) == schema.BuiltinOperator.TRANSPOSE_CONV:
+                    op.builtinOptions.fusedActivationFunction = code
+                    changed += 1
+        if changed == 0:
+            raise RuntimeError("no TRANSPOSE_CONV to set the activation of")
+        return bytes(flatbuffer_utils.convert_object_to_bytearray(model))
+    return rewrite
 
 
 def all_cases():
@@ -722,6 +755,8 @@ def convert_case(case):
                          per_tensor=case.per_tensor, input_type=input_type, output_type=output_type)
     if case.softmax_beta is not None:
         tfl = set_softmax_beta(tfl, case.softmax_beta)
+    if getattr(case, "rewrite", None) is not None:
+        tfl = case.rewrite(tfl)
     return tfl
 
 
