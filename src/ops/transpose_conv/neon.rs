@@ -15,6 +15,8 @@ use super::{Packed, BLOCK};
 use crate::ops::conv::OutputStage;
 
 /// Output rows `rows` of the whole NHWC `output` (checked by the caller).
+/// Out of line: one call per tile, and the asm check finds it by name.
+#[inline(never)]
 pub(crate) fn transpose_conv(
     g: &TransposeConvGeometry,
     packed: &Packed,
