@@ -98,6 +98,8 @@ pub use ops::{
 pub use ops::{Conv2d, ConvGeometry, ConvQuantization, ConvRequantization, DepthwiseConv2d};
 #[cfg(feature = "alloc")]
 pub use ops::{Gemm, MatMul, NoNorm};
+#[cfg(feature = "alloc")]
+pub use ops::{TransposeConv2d, TransposeConvGeometry};
 pub use quant::{QuantParams, Requantization, Rounding};
 
 /// The README's Rust examples, compiled and run by `cargo test --doc` (they

@@ -829,6 +829,98 @@ def small_op_cases():
     return cases
 
 
+def transpose_conv_cases():
+    """TRANSPOSE_CONV (tf.nn.conv2d_transpose) at its edges: the decoder's
+    stride-2 upsample with 2x2, 3x3 and 4x4 kernels under SAME, stride 1,
+    VALID, odd sizes, output sizes that are not input * stride (SAME's and
+    VALID's extra row and column, an output_padding), unequal strides, a
+    kernel smaller than its stride (which XNNPACK's delegate leaves to the
+    builtin kernels), per-tensor weights, with and without bias, fused RELU
+    and RELU6, 1 / 3 / 17 / 32 output channels, two images, and a layer large
+    enough that the paths' roundings part."""
+    def tconv(x_shape, k, out_shape, seed, *, stride=(2, 2), padding="SAME", bias=True, act=None):
+        w = weights(seed, [k[0], k[1], out_shape[-1], x_shape[-1]], 0.4)
+        b = weights(seed + 1, [out_shape[-1]], 0.5)
+
+        def body(x):
+            y = tf.nn.conv2d_transpose(x, w, out_shape, strides=[1, stride[0], stride[1], 1], padding=padding)
+            if bias:
+                y = y + b
+            return {"y": act(y) if act else y}
+        return body
+
+    T = ["TRANSPOSE_CONV"]
+    specs = [
+        # (name, doc, input shape, kernel, output shape, options of tconv, Case options)
+        ("tconv_3x3_s2_same", "3x3, stride 2, SAME, [1, 5, 6, 8] to [1, 10, 12, 17] + bias",
+         [1, 5, 6, 8], [3, 3], [1, 10, 12, 17], {}, {}),
+        ("tconv_4x4_s2_same", "4x4, stride 2, SAME, [1, 4, 5, 16] to [1, 8, 10, 32] + bias",
+         [1, 4, 5, 16], [4, 4], [1, 8, 10, 32], {}, {}),
+        ("tconv_2x2_s2_same", "2x2, stride 2, SAME (the decoder upsample), [1, 6, 5, 32] to [1, 12, 10, 16]",
+         [1, 6, 5, 32], [2, 2], [1, 12, 10, 16], {}, {}),
+        ("tconv_3x3_s1_same", "3x3, stride 1, SAME, [1, 7, 5, 3] to one channel [1, 7, 5, 1]",
+         [1, 7, 5, 3], [3, 3], [1, 7, 5, 1], {"stride": (1, 1)}, {}),
+        ("tconv_3x3_s2_valid", "3x3, stride 2, VALID, [1, 4, 5, 3] to [1, 9, 11, 3]",
+         [1, 4, 5, 3], [3, 3], [1, 9, 11, 3], {"padding": "VALID"}, {}),
+        ("tconv_3x3_s2_valid_extra", "3x3, stride 2, VALID, [1, 4, 5, 3] to [1, 10, 12, 17] (an output_padding of 1)",
+         [1, 4, 5, 3], [3, 3], [1, 10, 12, 17], {"padding": "VALID"}, {}),
+        ("tconv_3x3_s2_same_odd", "3x3, stride 2, SAME, [1, 5, 5, 4] to odd [1, 9, 9, 3] (not input * stride)",
+         [1, 5, 5, 4], [3, 3], [1, 9, 9, 3], {}, {}),
+        ("tconv_5x3_s2x1_same", "5x3, strides (2, 1), SAME, [1, 4, 6, 3] to [1, 8, 6, 17]",
+         [1, 4, 6, 3], [5, 3], [1, 8, 6, 17], {"stride": (2, 1)}, {}),
+        ("tconv_1x1_s2_same", "1x1, stride 2, SAME, [1, 4, 4, 8] to [1, 8, 8, 8]: a kernel below its stride",
+         [1, 4, 4, 8], [1, 1], [1, 8, 8, 8], {}, {}),
+        ("tconv_no_bias", "3x3, stride 2, SAME, no bias, [1, 5, 4, 6] to [1, 10, 8, 17]",
+         [1, 5, 4, 6], [3, 3], [1, 10, 8, 17], {"bias": False}, {}),
+        ("tconv_per_tensor", "3x3, stride 2, SAME, per-tensor weights, [1, 5, 6, 8] to [1, 10, 12, 17]",
+         [1, 5, 6, 8], [3, 3], [1, 10, 12, 17], {}, {"per_tensor": True}),
+        ("tconv_relu", "4x4, stride 2, SAME, fused RELU, [1, 3, 4, 5] to [1, 6, 8, 3]",
+         [1, 3, 4, 5], [4, 4], [1, 6, 8, 3], {"act": tf.nn.relu}, {}),
+        ("tconv_relu6", "3x3, stride 2, SAME, fused RELU6, [1, 4, 4, 8] to [1, 8, 8, 17]",
+         [1, 4, 4, 8], [3, 3], [1, 8, 8, 17], {"act": tf.nn.relu6}, {}),
+        ("tconv_batch2", "3x3, stride 2, SAME, two images [2, 3, 4, 3] to [2, 6, 8, 5]",
+         [2, 3, 4, 3], [3, 3], [2, 6, 8, 5], {}, {}),
+        ("tconv_rounding", "3x3, stride 2, SAME, [1, 8, 8, 32] to [1, 16, 16, 32]: 8192 outputs, where the roundings part",
+         [1, 8, 8, 32], [3, 3], [1, 16, 16, 32], {}, {}),
+    ]
+    cases = [Case(name, doc, [("x", shape, F32, (-2.0, 2.0))], tconv(shape, k, out, 70 + 2 * i, **t), T,
+                  references=CONV_REFERENCES, **opts)
+             for i, (name, doc, shape, k, out, t, opts) in enumerate(specs)]
+    # The converter calibrates a fused activation's output range to the
+    # activation's, which makes the clamp a no-op; these two set the fused
+    # activation after conversion on a layer calibrated without one (output
+    # range about [-12, 12]), so that RELU and RELU6 clamp.
+    for act, code in (("relu", 1), ("relu6", 3)):
+        case = Case(f"tconv_set_{act}", f"3x3, stride 2, SAME, [1, 4, 5, 6] to [1, 8, 10, 17], "
+                    f"fused {act.upper()} set after conversion (the clamp visible)",
+                    [("x", [1, 4, 5, 6], F32, (-4.0, 4.0))],
+                    tconv([1, 4, 5, 6], [3, 3], [1, 8, 10, 17], 100 + code), T, references=CONV_REFERENCES)
+        case.rewrite = set_fused_activation(code)
+        cases.append(case)
+    return cases
+
+
+def set_fused_activation(code):
+    """A rewrite setting every TRANSPOSE_CONV's fused activation to `code`
+    (1 RELU, 3 RELU6)."""
+    def rewrite(model_bytes):
+        from tensorflow.lite.python import schema_py_generated as schema
+        from tensorflow.lite.tools import flatbuffer_utils
+
+        model = flatbuffer_utils.read_model_from_bytearray(bytearray(model_bytes))
+        changed = 0
+        for sg in model.subgraphs:
+            for op in sg.operators:
+                c = model.operatorCodes[op.opcodeIndex]
+                if max(c.builtinCode, c.deprecatedBuiltinCode) == schema.BuiltinOperator.TRANSPOSE_CONV:
+                    op.builtinOptions.fusedActivationFunction = code
+                    changed += 1
+        if changed == 0:
+            raise RuntimeError("no TRANSPOSE_CONV to set the activation of")
+        return bytes(flatbuffer_utils.convert_object_to_bytearray(model))
+    return rewrite
+
+
 def all_cases():
     delegated = (fc_cases() + binary_cases() + batch_matmul_cases() + layout_cases() + conversion_cases()
                  + activation_cases() + rounding_cases())
@@ -839,6 +931,7 @@ def all_cases():
         if case.references == REFERENCES:
             case.references = XNNPACK_REFERENCES
     cases = delegated + conv_cases() + pools + means + relus + small_op_cases()
+    cases += transpose_conv_cases()
     names = [c.name for c in cases]
     assert len(names) == len(set(names)), "case names must be unique"
     return cases

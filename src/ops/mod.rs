@@ -180,6 +180,8 @@ mod requant;
 mod softmax;
 mod softmax_rows;
 pub mod threshold;
+#[cfg(feature = "alloc")]
+mod transpose_conv;
 mod window;
 
 pub use activation::params::{Activation, ActivationParams};
@@ -209,6 +211,8 @@ pub use prelu::Prelu;
 pub use requant::FusedActivation;
 pub use softmax::Softmax;
 pub use softmax_rows::SoftmaxParams;
+#[cfg(feature = "alloc")]
+pub use transpose_conv::{TransposeConv2d, TransposeConvGeometry};
 pub use window::{AxisPadding, Padding};
 
 // Each op's required output quantization, from the one table in `checks`

@@ -47,7 +47,7 @@ use core::ops::Range;
 pub use self::geometry::{AxisPadding, ConvGeometry, Padding};
 use self::igemm::Implicit;
 pub use self::params::ConvRequantization;
-use self::params::OutputStage;
+pub(crate) use self::params::OutputStage;
 use self::scalar::Layer;
 use super::gemm::Gemm;
 use super::requant::{try_filled, FusedActivation};

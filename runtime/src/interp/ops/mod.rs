@@ -17,6 +17,7 @@
 //! | `minmax/` | MAXIMUM, MINIMUM |
 //! | `prelu/` | PRELU |
 //! | `arg_min_max/` | ARG_MAX, ARG_MIN |
+//! | `transpose_conv/` | TRANSPOSE_CONV |
 //!
 //! Each family lists the builtin ops it prepares in its `OPS` table
 //! ([`Registration`]: op, name, prepare function, the kernel sets whose
@@ -52,6 +53,7 @@ mod pool;
 mod prelu;
 mod reduce;
 mod strided_copy;
+mod transpose_conv;
 
 use qneon_tflite::{Operator, Subgraph};
 
@@ -76,6 +78,7 @@ const REGISTRY: &[&[Registration]] = &[
     minmax::OPS,
     prelu::OPS,
     arg_min_max::OPS,
+    transpose_conv::OPS,
 ];
 
 /// The registration of `operator`'s builtin op, if some family prepares it.
