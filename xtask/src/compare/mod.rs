@@ -251,9 +251,13 @@ fn compare(
     // with what it cannot run, rather than after the LiteRT runs (among the
     // default models it is skipped).
     let mut runnable = Vec::new();
+    let mut arenas = Vec::new();
     for model in models {
         match qneon::preflight(&qneon_binary, cpu, model) {
-            Ok(()) => runnable.push(model.clone()),
+            Ok(arena) => {
+                runnable.push(model.clone());
+                arenas.push(arena);
+            }
             Err(e) if defaults => eprintln!("compare: skipping {e}"),
             Err(e) => return Err(e),
         }
@@ -369,7 +373,12 @@ fn compare(
 
     let mut rows = Vec::new();
     let counted: Vec<&Measurement> = measurements.iter().flatten().collect();
-    for ((model, pair), q) in models.iter().zip(counted.chunks(2)).zip(qneon_results) {
+    for (((model, pair), q), arena) in models
+        .iter()
+        .zip(counted.chunks(2))
+        .zip(qneon_results)
+        .zip(arenas)
+    {
         let per = |r: Resolver| -> Result<u64> {
             match pair.iter().find(|m| m.resolver == r) {
                 Some(m) => m.per_inference(),
@@ -387,6 +396,7 @@ fn compare(
                 bit_exact_lut: q.bit_exact_lut,
                 bit_exact_fixed: q.bit_exact_fixed,
                 bit_exact_xnnpack: q.bit_exact_xnnpack,
+                arena_bytes: Some(arena),
                 xnnpack_max_abs_diff: q.xnnpack_max_abs_diff,
                 op_types: q.op_types,
             }),

@@ -38,8 +38,9 @@ pub const BIN: &str = "qneon";
 const LOADS: &str = "qneon can run every operator";
 
 /// Checks that qneon loads `model` (`qneon inspect` under qemu), or fails
-/// with the operators it cannot run.
-pub fn preflight(binary: &Path, cpu: &str, model: &Path) -> Result {
+/// with the operators it cannot run; returns the bytes of its arena plan
+/// (every non-constant tensor and every op's scratch, placed by lifetime).
+pub fn preflight(binary: &Path, cpu: &str, model: &Path) -> Result<u64> {
     let stdout = util::capture(
         Command::new("qemu-aarch64")
             .args(["-cpu", cpu])
@@ -48,7 +49,10 @@ pub fn preflight(binary: &Path, cpu: &str, model: &Path) -> Result {
             .arg(model),
     )?;
     if stdout.lines().any(|l| l.starts_with(LOADS)) {
-        return Ok(());
+        return match arena_bytes(&stdout) {
+            Some(bytes) => Ok(bytes),
+            None => bail!("qneon inspect {}: no `arena plan:` line", model.display()),
+        };
     }
     let problems: Vec<&str> = stdout
         .lines()
@@ -63,6 +67,14 @@ pub fn preflight(binary: &Path, cpu: &str, model: &Path) -> Result {
             problems.join("\n  ")
         }
     )
+}
+
+/// The `N` of `qneon inspect`'s `arena plan: N bytes ...` line.
+fn arena_bytes(inspect: &str) -> Option<u64> {
+    inspect.lines().find_map(|l| {
+        let rest = l.strip_prefix("arena plan: ")?;
+        rest.split(' ').next()?.parse().ok()
+    })
 }
 
 /// Everything one qneon measurement needs.
@@ -369,6 +381,13 @@ mod tests {
             shape: vec![data.len() / size],
             data,
         }
+    }
+
+    #[test]
+    fn reads_the_arena_plan() {
+        let text = "ops...\narena plan: 64512 bytes for 31 buffers (sum ... 241028 bytes, 3.7x)\n";
+        assert_eq!(arena_bytes(text), Some(64512));
+        assert_eq!(arena_bytes("no plan here"), None);
     }
 
     #[test]

@@ -39,6 +39,8 @@ pub struct QneonColumns {
     /// `--kernels xnnpack` outputs == the XNNPACK delegate's bytes (`None`:
     /// not run, or refused by qneon).
     pub bit_exact_xnnpack: Option<bool>,
+    /// qneon's arena plan in bytes (activations and scratch, by lifetime).
+    pub arena_bytes: Option<u64>,
     /// max |qneon LUT - XNNPACK| over the output elements.
     pub xnnpack_max_abs_diff: Option<f64>,
     /// Per op type, most first: instructions and MACs per inference (MACs
@@ -63,6 +65,7 @@ impl Row {
                 "xnnpack_vs_litert_xnnpack": q.bit_exact_xnnpack,
             })),
             "xnnpack_vs_qneon_max_abs_diff": q.and_then(|q| q.xnnpack_max_abs_diff),
+            "qneon_arena_bytes": q.and_then(|q| q.arena_bytes),
             "qneon_op_types": q.map(|q| q.op_types
                 .iter()
                 .map(|(op, n, macs)| json!({"op": op, "instructions": n, "macs": macs}))
@@ -107,6 +110,7 @@ impl Row {
                 bit_exact_lut: flag("lut_vs_litert_builtin")?,
                 bit_exact_fixed: flag("fixed_vs_litert_ref")?,
                 bit_exact_xnnpack: value["bit_exact"]["xnnpack_vs_litert_xnnpack"].as_bool(),
+                arena_bytes: value["qneon_arena_bytes"].as_u64(),
                 xnnpack_max_abs_diff: value["xnnpack_vs_qneon_max_abs_diff"].as_f64(),
                 op_types,
             })
@@ -176,8 +180,9 @@ pub fn format_table(rows: &[Row]) -> String {
         "bit-exact fixed",
         "bit-exact xnnpack",
         "max |qneon-xnnpack|",
+        "qneon arena",
     ];
-    const COLUMNS: usize = 12;
+    const COLUMNS: usize = 13;
     let mut cells: Vec<[String; COLUMNS]> = vec![header.map(str::to_string)];
     for row in rows {
         let q = row.qneon.as_ref();
@@ -210,6 +215,9 @@ pub fn format_table(rows: &[Row]) -> String {
                 .unwrap_or_else(dash),
             q.and_then(|q| q.xnnpack_max_abs_diff)
                 .map(|d| format!("{d:.6}"))
+                .unwrap_or_else(dash),
+            q.and_then(|q| q.arena_bytes)
+                .map(util::thousands)
                 .unwrap_or_else(dash),
         ]);
     }
@@ -283,6 +291,7 @@ mod tests {
             bit_exact_lut: true,
             bit_exact_fixed: false,
             bit_exact_xnnpack: Some(true),
+            arena_bytes: Some(65536),
             xnnpack_max_abs_diff: Some(0.125),
             op_types: vec![
                 ("FULLY_CONNECTED".into(), 400, 3200),
@@ -366,7 +375,7 @@ mod tests {
         let cells: Vec<&str> = lines[1].split_whitespace().collect();
         assert_eq!(
             cells[6..],
-            ["500", "0.50", "yes", "NO", "yes", "0.125000"],
+            ["500", "0.50", "yes", "NO", "yes", "0.125000", "65,536"],
             "{table}"
         );
         // A matrix product's line sets its instructions beside its floors:
