@@ -172,6 +172,8 @@ mod no_norm;
 mod pool;
 mod quantize;
 mod requant;
+#[cfg(feature = "alloc")]
+mod resize;
 mod softmax;
 mod softmax_rows;
 pub mod threshold;
@@ -197,6 +199,11 @@ pub use method::Method;
 pub use no_norm::NoNorm;
 pub use pool::{AveragePool2d, MaxPool2d, Pool2dShape};
 pub use requant::FusedActivation;
+#[cfg(feature = "alloc")]
+pub use resize::{
+    BilinearArithmetic, NearestIndexing, ResizeBilinear, ResizeCoordinates, ResizeNearestNeighbor,
+    ResizeShape, MAX_RESIZE_SIZE,
+};
 pub use softmax::Softmax;
 pub use softmax_rows::SoftmaxParams;
 pub use window::{AxisPadding, Padding};

@@ -14,6 +14,7 @@
 //! | `pool/` | AVERAGE_POOL_2D, MAX_POOL_2D |
 //! | `reduce/` | MEAN |
 //! | `elementwise/` | RELU, RELU6, RELU_N1_TO_1, LEAKY_RELU, HARD_SWISH |
+//! | `resize/` | RESIZE_NEAREST_NEIGHBOR, RESIZE_BILINEAR |
 //!
 //! Each family lists the builtin ops it prepares in its `OPS` table
 //! ([`Registration`]: op, name, prepare function, the kernel sets whose
@@ -43,6 +44,7 @@ mod movement;
 mod op;
 mod pool;
 mod reduce;
+mod resize;
 mod strided_copy;
 
 use qneon_tflite::{Operator, Subgraph};
@@ -65,6 +67,7 @@ const REGISTRY: &[&[Registration]] = &[
     pool::OPS,
     reduce::OPS,
     elementwise::OPS,
+    resize::OPS,
 ];
 
 /// The registration of `operator`'s builtin op, if some family prepares it.
