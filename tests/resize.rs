@@ -320,9 +320,9 @@ fn bilinear_q10_roundings_differ_on_negative_ties() {
 }
 
 /// XNNPACK's resize-bilinear by definition: f32 source coordinates
-/// (legacy and align_corners: `o * scale` clamped; half-pixel: `o * scale
-/// + (0.5 * scale - 0.5)` clamped to the input), Q11 fractions rounded to
-/// even, then its integer steps.
+/// (legacy and align_corners: `o * scale` clamped; half-pixel: `o *
+/// scale + (0.5 * scale - 0.5)` clamped to the input), Q11 fractions
+/// rounded to even, then its integer steps.
 fn xnnpack_bilinear<T: QuantElem>(s: &ResizeShape, input: &[T], c: ResizeCoordinates) -> Vec<T> {
     let axis = |o: usize, input: usize, output: usize| -> (usize, usize, i32) {
         let adjust = (c.align_corners && output != 1) as usize;
@@ -386,14 +386,23 @@ fn bilinear_xnnpack_q11_equals_its_formula_int8_and_uint8() {
     }
 }
 
-/// TFLite's two `f32` uint8 kernels by definition: the reference one's
-/// products left to right in its corner order, the optimized one's
-/// weights multiplied first; both `+ 0.5` and truncated.
+/// How the `f32` formula below is evaluated.
+#[derive(Clone, Copy, PartialEq)]
+enum FloatOrder {
+    /// The reference kernel: products left to right in its corner order.
+    Reference,
+    /// The optimized kernel: the four weights first.
+    Weights,
+    /// The optimized kernel as LiteRT's aarch64 build contracts it.
+    WeightsFused,
+}
+
+/// TFLite's two `f32` uint8 kernels by definition, `+ 0.5` and truncated.
 fn tflite_bilinear_f32(
     s: &ResizeShape,
     input: &[u8],
     c: ResizeCoordinates,
-    weights_first: bool,
+    order: FloatOrder,
 ) -> Vec<u8> {
     let axis = |o: usize, input: usize, output: usize| -> (usize, usize, f32) {
         let scale = if c.align_corners && output > 1 {
@@ -401,10 +410,10 @@ fn tflite_bilinear_f32(
         } else {
             input as f32 / output as f32
         };
-        let v = if c.half_pixel_centers {
-            (o as f32 + 0.5) * scale - 0.5
-        } else {
-            o as f32 * scale
+        let v = match (c.half_pixel_centers, order) {
+            (true, FloatOrder::WeightsFused) => (o as f32 + 0.5).mul_add(scale, -0.5),
+            (true, _) => (o as f32 + 0.5) * scale - 0.5,
+            (false, _) => o as f32 * scale,
         };
         let lo = (v.floor() as i64).max(0) as usize;
         let hi = (v.ceil() as i64).min(input as i64 - 1) as usize;
@@ -420,13 +429,17 @@ fn tflite_bilinear_f32(
             for ox in 0..s.output_width {
                 let (x0, x1, dx) = axis(ox, s.input_width, s.output_width);
                 for ch in 0..s.channels {
-                    let v = if weights_first {
-                        let w = [
-                            (1.0 - dy) * (1.0 - dx),
-                            (1.0 - dy) * dx,
-                            dy * (1.0 - dx),
-                            dy * dx,
-                        ];
+                    let w = [
+                        (1.0 - dy) * (1.0 - dx),
+                        (1.0 - dy) * dx,
+                        dy * (1.0 - dx),
+                        dy * dx,
+                    ];
+                    let v = if order == FloatOrder::WeightsFused {
+                        let sum = at(b, y0, x0, ch).mul_add(w[0], at(b, y0, x1, ch) * w[1]);
+                        let sum = at(b, y1, x0, ch).mul_add(w[2], sum);
+                        at(b, y1, x1, ch).mul_add(w[3], sum) + 0.5
+                    } else if order == FloatOrder::Weights {
                         at(b, y0, x0, ch) * w[0]
                             + at(b, y0, x1, ch) * w[1]
                             + at(b, y1, x0, ch) * w[2]
@@ -452,11 +465,18 @@ fn bilinear_uint8_float_kernels_equal_their_formulas() {
     for (n, s) in shapes(9).iter().enumerate() {
         for c in BILINEAR_OPTIONS {
             let input = data::<u8>(s.input_len().unwrap(), n as u64);
-            for (arithmetic, weights_first) in [
-                (BilinearArithmetic::Float, false),
-                (BilinearArithmetic::FloatWeights, true),
+            for (arithmetic, order) in [
+                (BilinearArithmetic::Float, FloatOrder::Reference),
+                (
+                    BilinearArithmetic::FloatWeights { fused: false },
+                    FloatOrder::Weights,
+                ),
+                (
+                    BilinearArithmetic::FloatWeights { fused: true },
+                    FloatOrder::WeightsFused,
+                ),
             ] {
-                let expected = tflite_bilinear_f32(s, &input, c, weights_first);
+                let expected = tflite_bilinear_f32(s, &input, c, order);
                 let op = ResizeBilinear::<u8>::new(*s, c, arithmetic, q(), q()).unwrap();
                 check_everywhere(
                     &format!("{s:?} {c:?} {arithmetic:?}"),
@@ -467,6 +487,29 @@ fn bilinear_uint8_float_kernels_equal_their_formulas() {
             }
         }
     }
+}
+
+#[test]
+fn bilinear_uint8_float_orders_differ_somewhere() {
+    // The three evaluations are not the same function: a sweep finds
+    // bytes where each pair parts (so the test above tells them apart).
+    let (mut reference_weights, mut weights_fused) = (0, 0);
+    for (n, s) in shapes(9).iter().enumerate() {
+        for c in BILINEAR_OPTIONS {
+            let input = data::<u8>(s.input_len().unwrap(), n as u64);
+            let f = |order| tflite_bilinear_f32(s, &input, c, order);
+            let reference = f(FloatOrder::Reference);
+            let weights = f(FloatOrder::Weights);
+            let fused = f(FloatOrder::WeightsFused);
+            let differ = |a: &[u8], b: &[u8]| a.iter().zip(b).filter(|(x, y)| x != y).count();
+            reference_weights += differ(&reference, &weights);
+            weights_fused += differ(&weights, &fused);
+        }
+    }
+    assert!(
+        reference_weights > 0 && weights_fused > 0,
+        "{reference_weights} {weights_fused}"
+    );
 }
 
 #[test]

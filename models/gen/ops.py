@@ -28,7 +28,8 @@ CALIBRATION_SAMPLES = 16
 
 class Case:
     def __init__(self, name, doc, inputs, body, expect, *, int16=False, per_tensor=False,
-                 io=None, calibration=None, test_inputs=None, softmax_beta=None, references=None):
+                 io=None, calibration=None, test_inputs=None, softmax_beta=None, references=None,
+                 rewrite=None):
         """`inputs`: [(name, shape, dtype, (lo, hi))], the float range each
         representative sample is drawn from (uniform), or for int32 inputs
         the integer range. `body(**inputs)` returns {output name: tensor}.
@@ -38,7 +39,8 @@ class Case:
         the default test inputs. `softmax_beta` rewrites the SOFTMAX beta after
         conversion (the converter never emits beta != 1 itself).
         `references`: the runtimes whose outputs are kept, default
-        `REFERENCES`."""
+        `REFERENCES`. `rewrite(model_bytes)` edits the converted model (for
+        what the converter never emits)."""
         self.name = name
         self.doc = doc
         self.inputs = inputs
@@ -52,6 +54,7 @@ class Case:
         self.test_inputs = test_inputs
         self.softmax_beta = softmax_beta
         self.references = references or REFERENCES
+        self.rewrite = rewrite
 
     def seed(self):
         return zlib.crc32(self.name.encode())
@@ -620,6 +623,25 @@ def relu_cases():
     ]
 
 
+def int8_to_uint8(model_bytes):
+    """Returns the model with every int8 tensor made uint8, its zero points
+    raised by 128 (the same real values)."""
+    from tensorflow.lite.python import schema_py_generated as schema
+    from tensorflow.lite.tools import flatbuffer_utils
+
+    model = flatbuffer_utils.read_model_from_bytearray(bytearray(model_bytes))
+    changed = 0
+    for sg in model.subgraphs:
+        for t in sg.tensors:
+            if t.type == schema.TensorType.INT8:
+                t.type = schema.TensorType.UINT8
+                t.quantization.zeroPoint = [z + 128 for z in t.quantization.zeroPoint]
+                changed += 1
+    if changed == 0:
+        raise RuntimeError("no int8 tensor to make uint8")
+    return bytes(flatbuffer_utils.convert_object_to_bytearray(model))
+
+
 def resize_cases():
     """RESIZE_NEAREST_NEIGHBOR and RESIZE_BILINEAR: 2x upsampling (a
     detector's neck), non-integer factors, downscaling, a 1x1 input, two
@@ -669,6 +691,25 @@ def resize_cases():
             case(f"resize_{short}_int16", f"int16 {what} resize of [1, 7, 5, 17] to 12x9 (tf.image.resize)",
                  [1, 7, 5, 17], [12, 9], method, "half_pixel", int16=True),
         ]
+    # uint8: the converter makes int8 ops only; these are its int8 models
+    # with every int8 tensor made uint8 (zero points + 128), as older
+    # uint8-quantized graphs carry them. LiteRT's uint8 bilinear kernels
+    # compute in f32 (reference and optimized apart, aarch64 with fused
+    # multiply-adds), XNNPACK in its Q11 integers.
+    cases += [
+        case("resize_bilinear_uint8_2x", "uint8 bilinear 2x upsampling of [1, 10, 10, 32] to 20x20 (legacy coordinates)",
+             [1, 10, 10, 32], [20, 20], "bilinear", "legacy", rewrite=int8_to_uint8),
+        case("resize_bilinear_uint8_half_pixel", "uint8 bilinear resize of [1, 7, 5, 32] to 12x9 (tf.image.resize)",
+             [1, 7, 5, 32], [12, 9], "bilinear", "half_pixel", rewrite=int8_to_uint8),
+        case("resize_bilinear_uint8_align_corners", "uint8 bilinear resize of [1, 7, 5, 17] to 12x9 with align_corners",
+             [1, 7, 5, 17], [12, 9], "bilinear", "align", rewrite=int8_to_uint8),
+        case("resize_bilinear_uint8_down_half_pixel",
+             "uint8 bilinear downscaling of [2, 9, 11, 17] to 4x5 (tf.image.resize, 2 images)",
+             [2, 9, 11, 17], [4, 5], "bilinear", "half_pixel", rewrite=int8_to_uint8),
+        case("resize_nearest_uint8_down_26_to_22",
+             "uint8 nearest-neighbour downscaling of [1, 26, 26, 3] to 22x22 (legacy coordinates)",
+             [1, 26, 26, 3], [22, 22], "nearest", "legacy", rewrite=int8_to_uint8),
+    ]
     # Where LiteRT's two nearest-neighbour kernels part: output 11 of 22
     # maps to 11 * 26 / 22 = 13 exactly; the reference's f32 product gives
     # 12.99.. (row and column 12), the optimized Q16 scale 13.
@@ -721,6 +762,8 @@ def convert_case(case):
                          per_tensor=case.per_tensor, input_type=input_type, output_type=output_type)
     if case.softmax_beta is not None:
         tfl = set_softmax_beta(tfl, case.softmax_beta)
+    if case.rewrite is not None:
+        tfl = case.rewrite(tfl)
     return tfl
 
 

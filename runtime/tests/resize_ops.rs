@@ -67,9 +67,9 @@ fn ours(case: &serde_json::Value, run: &serde_json::Value, options: Options) -> 
 #[test]
 fn resize_models_equal_every_kernel_path_on_every_backend() {
     let cases = resize_cases();
-    // 9 shapes per op, and the nearest-neighbour downscale where LiteRT's
-    // two kernels part (models/gen/ops.py, resize_cases()).
-    assert_eq!(cases.len(), 19);
+    // 9 shapes per op, 5 uint8 ones, and the nearest-neighbour downscale
+    // where LiteRT's two kernels part (models/gen/ops.py, resize_cases()).
+    assert_eq!(cases.len(), 24);
     let references = [
         "litert_ref",
         "tf219_ref",
@@ -108,8 +108,8 @@ fn resize_models_equal_every_kernel_path_on_every_backend() {
             }
         }
     }
-    // 19 cases x 2 runs x 4 references x the backends.
-    assert_eq!(compared, 152 * qneon::Backend::available().count());
+    // 24 cases x 2 runs x 4 references x the backends.
+    assert_eq!(compared, 192 * qneon::Backend::available().count());
 }
 
 /// The paths really differ where the tests above say they do, so a case
@@ -416,11 +416,10 @@ fn broken_prepare_rules_are_errors_naming_the_op() {
     );
 }
 
-/// uint8: the converter makes no uint8 resize, so these models are built
-/// here. Nearest neighbour copies whole pixels; bilinear takes TFLite's
-/// reference and optimized `f32` kernels and XNNPACK's Q11 one (the
-/// library's tests check each against its formula); the optimized
-/// kernel's 8x half-pixel path is refused by name.
+/// uint8 models built here (beside the generated `resize_*_uint8_*`
+/// cases): nearest neighbour copies whole pixels; bilinear takes TFLite's
+/// reference and optimized `f32` kernels and XNNPACK's Q11 one; the
+/// optimized kernel's 8x half-pixel path is refused by name.
 #[test]
 fn uint8_models_take_each_paths_kernel() {
     let run = |op: &OneResize, reference: &str| op.run(reference_options(reference)).1;

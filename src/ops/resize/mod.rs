@@ -240,6 +240,16 @@ impl<T: QuantElem> ResizeBilinear<T> {
                 reason: "XNNPACK's bilinear interpolation takes int8 and uint8 only",
             });
         }
+        if arithmetic == (BilinearArithmetic::FloatWeights { fused: true })
+            && !cfg!(feature = "std")
+        {
+            return Err(Error::Unsupported {
+                op: Self::OP,
+                dtype: T::NAME,
+                reason:
+                    "the fused multiply-adds of LiteRT's aarch64 float kernel need the std feature",
+            });
+        }
         check_quantization::<T>(Self::OP, input, output)?;
         let params = BilinearParams {
             shape,

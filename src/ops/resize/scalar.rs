@@ -3,7 +3,7 @@
 
 use core::ops::Range;
 
-use super::params::{round_q20, xnnpack_q11, BilinearArithmetic, ResizeShape, Tap};
+use super::params::{mul_add, round_q20, xnnpack_q11, BilinearArithmetic, ResizeShape, Tap};
 use super::BilinearParams;
 use crate::elem::QuantElem;
 
@@ -125,7 +125,7 @@ fn pixel<T: QuantElem>(
                 *o = T::saturate(v as i32);
             }
         }
-        BilinearArithmetic::FloatWeights => {
+        BilinearArithmetic::FloatWeights { fused } => {
             let dy = ty.pos - ty.lo as f32;
             let dx = tx.pos - tx.lo as f32;
             let w = [
@@ -135,11 +135,14 @@ fn pixel<T: QuantElem>(
                 dy * dx,
             ];
             for (o, (((a, b), c), d)) in out.iter_mut().zip(corners) {
-                let v = a.to_i32() as f32 * w[0]
-                    + b.to_i32() as f32 * w[1]
-                    + c.to_i32() as f32 * w[2]
-                    + d.to_i32() as f32 * w[3]
-                    + 0.5;
+                let (a, b) = (a.to_i32() as f32, b.to_i32() as f32);
+                let (c, d) = (c.to_i32() as f32, d.to_i32() as f32);
+                let v = if fused {
+                    let sum = mul_add(a, w[0], b * w[1]);
+                    mul_add(d, w[3], mul_add(c, w[2], sum)) + 0.5
+                } else {
+                    a * w[0] + b * w[1] + c * w[2] + d * w[3] + 0.5
+                };
                 *o = T::saturate(v as i32);
             }
         }

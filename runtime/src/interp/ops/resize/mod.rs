@@ -122,13 +122,13 @@ fn bilinear_arithmetic(
                 && s.output_width >= 8
                 && s.output_height == 8 * s.input_height
                 && s.output_width == 8 * s.input_width;
-            if c.half_pixel_centers && !c.align_corners && s.channels % 8 == 0 && eight {
+            if c.half_pixel_centers && !c.align_corners && s.channels.is_multiple_of(8) && eight {
                 return Err(op.unsupported(
                     "uint8 8x upsampling with half_pixel_centers in LiteRT's optimized kernel \
                      (its 8x8x8 block path is not built)",
                 ));
             }
-            BilinearArithmetic::FloatWeights
+            BilinearArithmetic::FloatWeights { fused: true }
         }
     })
 }
