@@ -201,12 +201,15 @@ fn resize_rows<T: Byte, I: Interpolate>(
 #[inline(always)]
 fn pixel<T: Byte, I: Interpolate>(corners: [&[T]; 4], out: &mut [T], f: I) {
     let c = out.len();
-    // SAFETY (each block below): every corner slice and `out` hold `c`
-    // elements, and each block reads or writes 8 of them starting at most
-    // at `c - 8`; neon is a compile-time target feature.
-    let block = |at: usize, out: &mut [T]| unsafe {
-        let [a, b, d, e] = corners.map(|s| T::load(s.as_ptr().add(at)));
-        T::store(out.as_mut_ptr().add(at), f.block(a, b, d, e));
+    let block = |at: usize, out: &mut [T]| {
+        debug_assert!(at + LANES <= c);
+        // SAFETY: every corner slice and `out` hold `c` elements, and a
+        // block reads or writes 8 of them from `at <= c - 8` (both callers
+        // below); neon is a compile-time target feature.
+        unsafe {
+            let [a, b, d, e] = corners.map(|s| T::load(s.as_ptr().add(at)));
+            T::store(out.as_mut_ptr().add(at), f.block(a, b, d, e));
+        }
     };
     if c >= LANES {
         let mut at = 0;
