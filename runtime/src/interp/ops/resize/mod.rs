@@ -11,7 +11,8 @@
 //! except in LiteRT's optimized 8-bit kernel without options (a Q16 scale);
 //! the XNNPACK delegate leaves it to the builtin kernels. Bilinear is
 //! TFLite's Q10 integer kernel on int8 (both kernel sets) and int16, its
-//! `f32` kernels on uint8 (one reference, one optimized), and XNNPACK's Q11
+//! `f32` kernels on uint8 (one reference, one optimized, the latter with
+//! the fused multiply-adds of LiteRT's aarch64 build), and XNNPACK's Q11
 //! kernel on int8 and uint8 under the delegate, which leaves int16 to the
 //! builtin kernels.
 
@@ -61,7 +62,7 @@ fn describe(options: &Options, builtin: BuiltinOp) -> String {
             format!("TFLite's Q10 interpolation, {rounding} rounding (int8, int16); its f32 reference kernel (uint8)")
         }
         TfliteKernels::Optimized => {
-            format!("TFLite's Q10 interpolation, {rounding} rounding (int8, int16); its optimized f32 kernel (uint8)")
+            format!("TFLite's Q10 interpolation, {rounding} rounding (int8, int16); its optimized f32 kernel with the aarch64 build's fused multiply-adds (uint8)")
         }
         TfliteKernels::Xnnpack => format!(
             "XNNPACK's Q11 interpolation (int8, uint8); int16 left to the builtin kernels: \
