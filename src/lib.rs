@@ -95,6 +95,11 @@ pub use ops::{
     RescaleFloat,
 };
 #[cfg(feature = "alloc")]
+pub use ops::{
+    BilinearArithmetic, NearestIndexing, ResizeBilinear, ResizeCoordinates, ResizeNearestNeighbor,
+    ResizeShape, MAX_RESIZE_SIZE,
+};
+#[cfg(feature = "alloc")]
 pub use ops::{Conv2d, ConvGeometry, ConvQuantization, ConvRequantization, DepthwiseConv2d};
 #[cfg(feature = "alloc")]
 pub use ops::{Gemm, MatMul, NoNorm};

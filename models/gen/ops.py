@@ -921,6 +921,84 @@ def set_fused_activation(code):
     return rewrite
 
 
+def resize_cases():
+    """RESIZE_NEAREST_NEIGHBOR and RESIZE_BILINEAR: 2x upsampling (a
+    detector's neck), non-integer factors, downscaling, a 1x1 input, two
+    images, channel counts 3 / 17 / 32, int16, and each coordinate option
+    as TensorFlow emits it: `tf.image.resize` (half_pixel_centers) and
+    `tf.compat.v1.image.resize_*` (align_corners true or false, the legacy
+    convention without either). Input and output share one quantization
+    (the converter's rule for both ops)."""
+
+    def resize(method, size, mode):
+        def body(x):
+            if mode == "half_pixel":
+                y = tf.image.resize(x, size, method=method)
+            elif method == "nearest":
+                y = tf.compat.v1.image.resize_nearest_neighbor(x, size, align_corners=mode == "align")
+            else:
+                y = tf.compat.v1.image.resize_bilinear(x, size, align_corners=mode == "align")
+            return {"y": y}
+
+        return body
+
+    def case(name, doc, shape, size, method, mode, **opts):
+        op = "RESIZE_NEAREST_NEIGHBOR" if method == "nearest" else "RESIZE_BILINEAR"
+        return Case(name, doc, [("x", shape, F32, (-4.0, 4.0))], resize(method, size, mode), [op],
+                    references=XNNPACK_REFERENCES, **opts)
+
+    cases = []
+    for method, short in (("nearest", "nearest"), ("bilinear", "bilinear")):
+        what = "nearest-neighbour" if method == "nearest" else "bilinear"
+        cases += [
+            case(f"resize_{short}_2x", f"{what} 2x upsampling of [1, 10, 10, 32] to 20x20 (legacy coordinates)",
+                 [1, 10, 10, 32], [20, 20], method, "legacy"),
+            case(f"resize_{short}_2x_half_pixel", f"{what} 2x upsampling of [1, 8, 6, 17] to 16x12 (tf.image.resize)",
+                 [1, 8, 6, 17], [16, 12], method, "half_pixel"),
+            case(f"resize_{short}_align_corners", f"{what} resize of [1, 7, 5, 17] to 12x9 with align_corners",
+                 [1, 7, 5, 17], [12, 9], method, "align"),
+            case(f"resize_{short}_7x5_to_12x9", f"{what} resize of [1, 7, 5, 3] to 12x9 (legacy coordinates)",
+                 [1, 7, 5, 3], [12, 9], method, "legacy"),
+            case(f"resize_{short}_7x5_to_12x9_half_pixel", f"{what} resize of [1, 7, 5, 32] to 12x9 (tf.image.resize)",
+                 [1, 7, 5, 32], [12, 9], method, "half_pixel"),
+            case(f"resize_{short}_down_half_pixel", f"{what} downscaling of [2, 9, 11, 17] to 4x5 (tf.image.resize, 2 images)",
+                 [2, 9, 11, 17], [4, 5], method, "half_pixel"),
+            case(f"resize_{short}_down_align_corners", f"{what} downscaling of [1, 9, 11, 3] to 4x5 with align_corners",
+                 [1, 9, 11, 3], [4, 5], method, "align"),
+            case(f"resize_{short}_1x1", f"{what} resize of a 1x1 input [2, 1, 1, 3] to 3x4 (legacy coordinates, 2 images)",
+                 [2, 1, 1, 3], [3, 4], method, "legacy"),
+            case(f"resize_{short}_int16", f"int16 {what} resize of [1, 7, 5, 17] to 12x9 (tf.image.resize)",
+                 [1, 7, 5, 17], [12, 9], method, "half_pixel", int16=True),
+        ]
+    # uint8: the converter makes int8 ops only; these are its int8 models
+    # with every int8 tensor made uint8 (zero points + 128), as older
+    # uint8-quantized graphs carry them. LiteRT's uint8 bilinear kernels
+    # compute in f32 (reference and optimized apart, aarch64 with fused
+    # multiply-adds), XNNPACK in its Q11 integers.
+    cases += [
+        case("resize_bilinear_uint8_2x", "uint8 bilinear 2x upsampling of [1, 10, 10, 32] to 20x20 (legacy coordinates)",
+             [1, 10, 10, 32], [20, 20], "bilinear", "legacy", rewrite=to_uint8),
+        case("resize_bilinear_uint8_half_pixel", "uint8 bilinear resize of [1, 7, 5, 32] to 12x9 (tf.image.resize)",
+             [1, 7, 5, 32], [12, 9], "bilinear", "half_pixel", rewrite=to_uint8),
+        case("resize_bilinear_uint8_align_corners", "uint8 bilinear resize of [1, 7, 5, 17] to 12x9 with align_corners",
+             [1, 7, 5, 17], [12, 9], "bilinear", "align", rewrite=to_uint8),
+        case("resize_bilinear_uint8_down_half_pixel",
+             "uint8 bilinear downscaling of [2, 9, 11, 17] to 4x5 (tf.image.resize, 2 images)",
+             [2, 9, 11, 17], [4, 5], "bilinear", "half_pixel", rewrite=to_uint8),
+        case("resize_nearest_uint8_down_26_to_22",
+             "uint8 nearest-neighbour downscaling of [1, 26, 26, 3] to 22x22 (legacy coordinates)",
+             [1, 26, 26, 3], [22, 22], "nearest", "legacy", rewrite=to_uint8),
+    ]
+    # Where LiteRT's two nearest-neighbour kernels part: output 11 of 22
+    # maps to 11 * 26 / 22 = 13 exactly; the reference's f32 product gives
+    # 12.99.. (row and column 12), the optimized Q16 scale 13.
+    cases.append(case("resize_nearest_down_26_to_22",
+                      "nearest-neighbour downscaling of [1, 26, 26, 3] to 22x22 (legacy coordinates; "
+                      "LiteRT's reference and optimized kernels pick other source pixels)",
+                      [1, 26, 26, 3], [22, 22], "nearest", "legacy"))
+    return cases
+
+
 def all_cases():
     delegated = (fc_cases() + binary_cases() + batch_matmul_cases() + layout_cases() + conversion_cases()
                  + activation_cases() + rounding_cases())
@@ -931,7 +1009,7 @@ def all_cases():
         if case.references == REFERENCES:
             case.references = XNNPACK_REFERENCES
     cases = delegated + conv_cases() + pools + means + relus + small_op_cases()
-    cases += transpose_conv_cases()
+    cases += transpose_conv_cases() + resize_cases()
     names = [c.name for c in cases]
     assert len(names) == len(set(names)), "case names must be unique"
     return cases

@@ -177,6 +177,8 @@ mod pool;
 mod prelu;
 mod quantize;
 mod requant;
+#[cfg(feature = "alloc")]
+mod resize;
 mod softmax;
 mod softmax_rows;
 pub mod threshold;
@@ -209,6 +211,11 @@ pub use no_norm::NoNorm;
 pub use pool::{AveragePool2d, MaxPool2d, Pool2dShape};
 pub use prelu::Prelu;
 pub use requant::FusedActivation;
+#[cfg(feature = "alloc")]
+pub use resize::{
+    BilinearArithmetic, NearestIndexing, ResizeBilinear, ResizeCoordinates, ResizeNearestNeighbor,
+    ResizeShape, MAX_RESIZE_SIZE,
+};
 pub use softmax::Softmax;
 pub use softmax_rows::SoftmaxParams;
 #[cfg(feature = "alloc")]

@@ -18,6 +18,7 @@
 //! | `prelu/` | PRELU |
 //! | `arg_min_max/` | ARG_MAX, ARG_MIN |
 //! | `transpose_conv/` | TRANSPOSE_CONV |
+//! | `resize/` | RESIZE_NEAREST_NEIGHBOR, RESIZE_BILINEAR |
 //!
 //! Each family lists the builtin ops it prepares in its `OPS` table
 //! ([`Registration`]: op, name, prepare function, the kernel sets whose
@@ -52,6 +53,7 @@ mod op;
 mod pool;
 mod prelu;
 mod reduce;
+mod resize;
 mod strided_copy;
 mod transpose_conv;
 
@@ -79,6 +81,7 @@ const REGISTRY: &[&[Registration]] = &[
     prelu::OPS,
     arg_min_max::OPS,
     transpose_conv::OPS,
+    resize::OPS,
 ];
 
 /// The registration of `operator`'s builtin op, if some family prepares it.
