@@ -172,7 +172,7 @@ fn block_row<const LOAD: u8, const N: usize, const K: usize>(
     // `c0 + 16` is within the padded per-channel arrays (whole blocks).
     let (zp, table, stage, bias) = unsafe {
         (
-            vdupq_n_s8(p.input_zero_point),
+            vld1q_s8(p.input_zero_point.as_ptr()),
             vld1q_u8(table.as_ptr()),
             BlockStage::load(&p.stage, c0, paired),
             core::array::from_fn::<int32x4_t, 4, _>(|j| {
