@@ -197,7 +197,9 @@ fn block_row<const LOAD: u8, const N: usize, const K: usize>(
     } else {
         0
     };
-    let interior = if ys.len() == kh && kw == kwi {
+    // Any other window size runs the interior loops for pairs only (a
+    // single pixel is no faster there than on the edge path).
+    let interior = if ys.len() == kh && kw == kwi && (K != 0 || paired) {
         first_inside..end_inside.max(first_inside)
     } else {
         0..0
@@ -227,9 +229,9 @@ fn block_row<const LOAD: u8, const N: usize, const K: usize>(
             // SAFETY: both windows are inside the image (see `pair_tap`).
             unsafe {
                 if LOAD == WHOLE8 && step == 8 {
-                    pair_window::<LOAD, true>(&mut acc, image, &taps, step, zp, fixed);
+                    pair_window::<LOAD, true, K>(&mut acc, image, &taps, step, zp, fixed);
                 } else {
-                    pair_window::<LOAD, false>(&mut acc, image, &taps, step, zp, fixed);
+                    pair_window::<LOAD, false, K>(&mut acc, image, &taps, step, zp, fixed);
                 }
             }
             store_pair(stage.bytes::<4>(&acc), out, ox * oc + c0, oc, rb.lanes);
@@ -310,12 +312,12 @@ struct Window {
 
 /// Accumulates two neighbouring windows (`w.base` and `w.base + step`) of
 /// a block of at most 8 channels into the paired lanes of `acc` (see
-/// [`pair_tap`]).
+/// [`pair_tap`]); `K` as [`rows_with`].
 ///
 /// # Safety
 /// Both windows lie inside the image.
 #[inline(always)]
-unsafe fn pair_window<const LOAD: u8, const CONTIGUOUS: bool>(
+unsafe fn pair_window<const LOAD: u8, const CONTIGUOUS: bool, const K: usize>(
     acc: &mut [int32x4_t; 4],
     image: &[i8],
     w: &Window,
@@ -323,12 +325,24 @@ unsafe fn pair_window<const LOAD: u8, const CONTIGUOUS: bool>(
     zp: int8x16_t,
     fixed: &[i16],
 ) {
-    for ky in 0..w.kh {
-        for kx in 0..w.kw {
-            let at = w.base + ky * w.dy + kx * w.dx;
-            let weights = &fixed[(ky * w.kw + kx) * BLOCK..][..BLOCK];
+    if K != 0 {
+        for ky in 0..K {
+            for kx in 0..K {
+                let at = w.base + ky * w.dy + kx * w.dx;
+                let weights = &fixed[(ky * K + kx) * BLOCK..][..BLOCK];
+                // SAFETY: the caller's windows.
+                unsafe { pair_tap::<LOAD, CONTIGUOUS>(acc, image, at, step, zp, weights) };
+            }
+        }
+        return;
+    }
+    // Any size: a row of taps at a time, walking the input by `dx`.
+    for (ky, row) in fixed.chunks_exact(w.kw * BLOCK).take(w.kh).enumerate() {
+        let mut at = w.base + ky * w.dy;
+        for weights in row.chunks_exact(BLOCK) {
             // SAFETY: the caller's windows.
             unsafe { pair_tap::<LOAD, CONTIGUOUS>(acc, image, at, step, zp, weights) };
+            at += w.dx;
         }
     }
 }
