@@ -21,6 +21,8 @@
 pub(crate) mod neon;
 #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
 mod pack;
+#[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+mod stage;
 
 use super::geometry::ConvGeometry;
 use super::params::ConvRequantization;

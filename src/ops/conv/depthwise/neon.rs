@@ -16,27 +16,25 @@
 //! * otherwise: the 16 bytes from input channel `c0 / m` permuted by a
 //!   table prepared per block (`tbl`), lane `k` taking `(c0 + k) / m`.
 //!
-//! 3x3 and 5x5 windows wholly inside the image run with the tap loops
-//! unrolled; windows at the edges loop over the taps inside the image.
-//! Loads that could reach past the input (a partial block's, the table
-//! path's) go through a stack copy when they would; lanes past the last
-//! channel have zero weights and are not stored.
+//! Windows wholly inside the image run the interior loops (3x3 and 5x5
+//! unrolled), two neighbouring pixels at a time sharing each tap's
+//! weights; windows at the edges loop over the taps inside the image.
+//! Blocks of at most 8 channels read in place or broadcast put those two
+//! pixels side by side in one 16-lane vector (lanes 0 to 7 and 8 to 15),
+//! so their taps and output stage run full width. Loads that could reach
+//! past the input (a partial block's, the table path's) go through a
+//! stack copy when they would; lanes past the last channel have zero
+//! weights and are not stored.
 //!
-//! The output stage is the scalar one on four lanes at a time
-//! (`requantize_lanes`, `requantize_single`, the ties-upward `srshl`, or
-//! XNNPACK's `f32` product rounded by `fcvtns`), then saturating narrows,
-//! the zero point added with 16-bit saturation and the activation clamp:
-//! the scalar bytes (a value beyond 16 bits saturates the byte either way;
-//! XNNPACK's clamp before rounding equals one after it, the bounds being
-//! integers).
+//! The output stage ([`BlockStage`]) loads a block's per-channel
+//! parameters once per output row.
 
 use core::arch::aarch64::*;
 use core::ops::Range;
 
 use super::super::geometry::ConvGeometry;
-use super::pack::{Gather, LaneStage, Packed, Stage, BLOCK};
-use crate::ops::requant::neon::requantize_single;
-use crate::ops::requant::{requantize_lanes, ChannelMultiplier};
+use super::pack::{Gather, Packed, BLOCK};
+use super::stage::BlockStage;
 
 /// Which lanes a block has and how it loads them.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -160,13 +158,35 @@ fn block_row<const LOAD: u8, const N: usize, const K: usize>(
         Gather::Table { start, table } => (start[rb.block], table[rb.block]),
     };
     let weights = &p.weights[rb.block * p.taps * BLOCK..][..p.taps * BLOCK];
-    let bias = &p.bias[c0..c0 + BLOCK];
     let (dy, dx) = (
         g.dilation_height * in_row,
         g.dilation_width * g.input_channels,
     );
-    // SAFETY: neon is a compile-time target feature (cfg on this module).
-    let (zp, table) = unsafe { (vdupq_n_s8(p.input_zero_point), vld1q_u8(table.as_ptr())) };
+    // Blocks of at most 8 channels read in place or broadcast run two
+    // neighbouring interior pixels in one 16-lane vector: the first pixel
+    // in lanes 0 to 7, the second in lanes 8 to 15, sharing each tap's
+    // weights and one output stage.
+    let paired = N == 2 && (LOAD == WHOLE8 || LOAD == BROADCAST);
+    let lane_channel = |j: usize| c0 + 4 * if paired { j % 2 } else { j };
+    // SAFETY: neon is a compile-time target feature (cfg on this module);
+    // `c0 + 16` is within the padded per-channel arrays (whole blocks).
+    let (zp, table, stage, bias) = unsafe {
+        (
+            vld1q_s8(p.input_zero_point.as_ptr()),
+            vld1q_u8(table.as_ptr()),
+            BlockStage::load(&p.stage, c0, paired),
+            core::array::from_fn::<int32x4_t, 4, _>(|j| {
+                vld1q_s32(p.bias[..c0 + BLOCK].as_ptr().add(lane_channel(j)))
+            }),
+        )
+    };
+    // The window's sides for the interior path: constants for the
+    // unrolled 3x3 and 5x5 loops.
+    let (kh, kwi) = if K != 0 {
+        (K, K)
+    } else {
+        (g.kernel_height, kw)
+    };
     // The columns whose window lies inside the image: from the first whose
     // first tap is at or after column 0 to the last whose last tap is
     // before the image's end (an empty range when none).
@@ -177,30 +197,56 @@ fn block_row<const LOAD: u8, const N: usize, const K: usize>(
     } else {
         0
     };
-    let interior = if K != 0 && ys.len() == K && kw == K {
+    // Any other window size runs the interior loops for pairs only (a
+    // single pixel is no faster there than on the edge path).
+    let interior = if ys.len() == kh && kw == kwi && (K != 0 || paired) {
         first_inside..end_inside.max(first_inside)
     } else {
         0..0
     };
-    // One bounds check for the unrolled taps (their offsets are constants).
-    let fixed = &weights[..K * K * BLOCK];
+    // One bounds check for the interior taps (constant offsets when `K`
+    // is not 0).
+    let fixed = &weights[..kh * kwi * BLOCK];
     let step = g.stride_width * g.input_channels;
+    let oc = g.output_channels;
+    // The block's first input byte of a window inside the image (its
+    // origin is >= 0).
+    let window = |ox: usize| {
+        (y0 as usize) * in_row + (ox * g.stride_width - g.pad_left) * g.input_channels + start
+    };
     let mut ox = 0;
     while ox < g.output_width {
-        // SAFETY: `bias` holds 16 values (a whole padded block).
-        let mut acc: [int32x4_t; 4] =
-            unsafe { core::array::from_fn(|j| vld1q_s32(bias.as_ptr().add(4 * j))) };
-        if interior.contains(&ox) && interior.contains(&(ox + 1)) {
+        let mut acc = bias;
+        let pair_inside = interior.contains(&ox) && interior.contains(&(ox + 1));
+        if paired && pair_inside {
+            let taps = Window {
+                base: window(ox),
+                dy,
+                dx,
+                kh,
+                kw: kwi,
+            };
+            // SAFETY: both windows are inside the image (see `pair_tap`).
+            unsafe {
+                if LOAD == WHOLE8 && step == 8 {
+                    pair_window::<LOAD, true, K>(&mut acc, image, &taps, step, zp, fixed);
+                } else {
+                    pair_window::<LOAD, false, K>(&mut acc, image, &taps, step, zp, fixed);
+                }
+            }
+            store_pair(stage.bytes::<4>(&acc), out, ox * oc + c0, oc, rb.lanes);
+            ox += 2;
+            continue;
+        }
+        if pair_inside {
             // Two neighbouring windows inside the image share each tap's
             // weights.
             let mut next = acc;
-            let base = (y0 as usize) * in_row
-                + (ox * g.stride_width - g.pad_left) * g.input_channels
-                + start;
-            for ky in 0..K {
-                for kx in 0..K {
+            let base = window(ox);
+            for ky in 0..kh {
+                for kx in 0..kwi {
                     let at = base + ky * dy + kx * dx;
-                    let w = &fixed[(ky * K + kx) * BLOCK..][..BLOCK];
+                    let w = &fixed[(ky * kwi + kx) * BLOCK..][..BLOCK];
                     // SAFETY: `at` and `at + step` are the block's first
                     // input bytes of taps inside the image; `tap` reads
                     // within `image` (see it).
@@ -210,27 +256,17 @@ fn block_row<const LOAD: u8, const N: usize, const K: usize>(
                     }
                 }
             }
-            store::<N>(acc, p, out, ox * g.output_channels + c0, c0, rb.lanes);
-            store::<N>(
-                next,
-                p,
-                out,
-                (ox + 1) * g.output_channels + c0,
-                c0,
-                rb.lanes,
-            );
+            store(stage.bytes::<N>(&acc), out, ox * oc + c0, rb.lanes);
+            store(stage.bytes::<N>(&next), out, (ox + 1) * oc + c0, rb.lanes);
             ox += 2;
             continue;
         }
         if interior.contains(&ox) {
-            // The whole window is inside the image: its origin is >= 0.
-            let base = (y0 as usize) * in_row
-                + (ox * g.stride_width - g.pad_left) * g.input_channels
-                + start;
-            for ky in 0..K {
-                for kx in 0..K {
+            let base = window(ox);
+            for ky in 0..kh {
+                for kx in 0..kwi {
                     let at = base + ky * dy + kx * dx;
-                    let w = &fixed[(ky * K + kx) * BLOCK..][..BLOCK];
+                    let w = &fixed[(ky * kwi + kx) * BLOCK..][..BLOCK];
                     // SAFETY: `at` is the block's first input byte of a tap
                     // inside the image; `tap` reads within `image` (see it).
                     unsafe { tap::<LOAD, N>(&mut acc, image, at, zp, table, w) };
@@ -258,30 +294,109 @@ fn block_row<const LOAD: u8, const N: usize, const K: usize>(
                 }
             }
         }
-        store::<N>(acc, p, out, ox * g.output_channels + c0, c0, rb.lanes);
+        store(stage.bytes::<N>(&acc), out, ox * oc + c0, rb.lanes);
         ox += 1;
     }
 }
 
-/// Requantizes one pixel's block (channel `c0 % 16 == 0` of the layer,
-/// `lanes` of them) and stores its bytes at `out[at..at + lanes]`.
+/// The taps of a window inside the image: `base` is the block's input
+/// offset at its first tap, `dy` and `dx` the offsets between rows and
+/// columns of taps, `kh x kw` its size.
+struct Window {
+    base: usize,
+    dy: usize,
+    dx: usize,
+    kh: usize,
+    kw: usize,
+}
+
+/// Accumulates two neighbouring windows (`w.base` and `w.base + step`) of
+/// a block of at most 8 channels into the paired lanes of `acc` (see
+/// [`pair_tap`]); `K` as [`rows_with`].
+///
+/// # Safety
+/// Both windows lie inside the image.
 #[inline(always)]
-fn store<const N: usize>(
-    acc: [int32x4_t; 4],
-    p: &Packed,
-    out: &mut [i8],
-    at: usize,
-    c0: usize,
-    lanes: usize,
+unsafe fn pair_window<const LOAD: u8, const CONTIGUOUS: bool, const K: usize>(
+    acc: &mut [int32x4_t; 4],
+    image: &[i8],
+    w: &Window,
+    step: usize,
+    zp: int8x16_t,
+    fixed: &[i16],
 ) {
-    let dst = &mut out[at..][..lanes];
-    // SAFETY: `c0 + 16` is within the padded per-channel arrays; the
-    // stores write `dst`'s 16 or 8 bytes, or go through a stack copy.
+    if K != 0 {
+        for ky in 0..K {
+            for kx in 0..K {
+                let at = w.base + ky * w.dy + kx * w.dx;
+                let weights = &fixed[(ky * K + kx) * BLOCK..][..BLOCK];
+                // SAFETY: the caller's windows.
+                unsafe { pair_tap::<LOAD, CONTIGUOUS>(acc, image, at, step, zp, weights) };
+            }
+        }
+        return;
+    }
+    // Any size: a row of taps at a time, walking the input by `dx`.
+    for (ky, row) in fixed.chunks_exact(w.kw * BLOCK).take(w.kh).enumerate() {
+        let mut at = w.base + ky * w.dy;
+        for weights in row.chunks_exact(BLOCK) {
+            // SAFETY: the caller's windows.
+            unsafe { pair_tap::<LOAD, CONTIGUOUS>(acc, image, at, step, zp, weights) };
+            at += w.dx;
+        }
+    }
+}
+
+/// Accumulates one tap of two pixels of a block of at most 8 channels:
+/// the first pixel's input bytes (at `at`) in lanes 0 to 7, the second's
+/// (at `at + step`) in lanes 8 to 15, both times the tap's first 8
+/// weights. `CONTIGUOUS`: `step` is 8, one 16-byte load reads both.
+///
+/// # Safety
+/// `at` and `at + step` are the block's first input bytes at taps inside
+/// the image: in place (`WHOLE8`) 8 bytes from each are in `image`,
+/// broadcast one.
+#[inline(always)]
+unsafe fn pair_tap<const LOAD: u8, const CONTIGUOUS: bool>(
+    acc: &mut [int32x4_t; 4],
+    image: &[i8],
+    at: usize,
+    step: usize,
+    zp: int8x16_t,
+    w: &[i16],
+) {
+    debug_assert!(at + step < image.len() && w.len() == BLOCK);
+    // SAFETY: the caller's bounds (above); `w` holds 16 values.
     unsafe {
-        let bytes = output_stage::<N>(acc, &p.stage, c0);
-        if N == 4 && lanes == 16 {
+        let ptr = image.as_ptr().add(at);
+        let x = if LOAD == BROADCAST {
+            vcombine_s8(vld1_dup_s8(ptr), vld1_dup_s8(ptr.add(step)))
+        } else if CONTIGUOUS {
+            vld1q_s8(ptr)
+        } else {
+            vcombine_s8(vld1_s8(ptr), vld1_s8(ptr.add(step)))
+        };
+        let first = vsubl_s8(vget_low_s8(x), vget_low_s8(zp));
+        let second = vsubl_high_s8(x, zp);
+        let w0 = vld1q_s16(w.as_ptr());
+        acc[0] = vmlal_s16(acc[0], vget_low_s16(first), vget_low_s16(w0));
+        acc[1] = vmlal_high_s16(acc[1], first, w0);
+        acc[2] = vmlal_s16(acc[2], vget_low_s16(second), vget_low_s16(w0));
+        acc[3] = vmlal_high_s16(acc[3], second, w0);
+    }
+}
+
+/// Stores one pixel's output bytes (the first `lanes` of `bytes`) at
+/// `out[at..at + lanes]`.
+#[inline(always)]
+fn store(bytes: int8x16_t, out: &mut [i8], at: usize, lanes: usize) {
+    let dst = &mut out[at..][..lanes];
+    // SAFETY: the stores write `dst`'s 16 or 8 bytes, or go through a
+    // stack copy.
+    unsafe {
+        if lanes == 16 {
             vst1q_s8(dst.as_mut_ptr(), bytes);
-        } else if N == 2 && lanes == 8 {
+        } else if lanes == 8 {
             vst1_s8(dst.as_mut_ptr(), vget_low_s8(bytes));
         } else {
             let mut copy = [0i8; 16];
@@ -289,6 +404,23 @@ fn store<const N: usize>(
             dst.copy_from_slice(&copy[..lanes]);
         }
     }
+}
+
+/// Stores two neighbouring pixels' paired output bytes: lanes
+/// `0..lanes` at `out[at..]`, lanes `8..8 + lanes` one pixel (`pixel`
+/// bytes) later; one 16-byte store when the pixels are 8 channels each.
+#[inline(always)]
+fn store_pair(bytes: int8x16_t, out: &mut [i8], at: usize, pixel: usize, lanes: usize) {
+    if lanes == 8 && pixel == 8 {
+        let dst = &mut out[at..][..16];
+        // SAFETY: writes `dst`'s 16 bytes.
+        unsafe { vst1q_s8(dst.as_mut_ptr(), bytes) };
+        return;
+    }
+    // SAFETY: neon is a compile-time target feature (cfg on this module).
+    let second = unsafe { vextq_s8::<8>(bytes, bytes) };
+    store(bytes, out, at, lanes);
+    store(second, out, at + pixel, lanes);
 }
 
 /// Accumulates one tap: the block's input bytes from `image[at..]` less
@@ -341,76 +473,4 @@ unsafe fn tap<const LOAD: u8, const N: usize>(
             acc[3] = vmlal_high_s16(acc[3], hi, w1);
         }
     }
-}
-
-/// The output bytes of the block at channel `c0` (the first `4 * N` lanes
-/// meaningful).
-///
-/// # Safety
-/// `c0 + 16` is within the stage's padded arrays.
-#[inline(always)]
-unsafe fn output_stage<const N: usize>(acc: [int32x4_t; 4], s: &LaneStage, c0: usize) -> int8x16_t {
-    // SAFETY: the caller's bound on `c0`; each load reads 4 (or 2) values.
-    unsafe {
-        let mut v = [vdupq_n_s32(0); 4];
-        for j in 0..N {
-            let c = c0 + 4 * j;
-            let a = acc[j];
-            let fixed = || ChannelMultiplier {
-                left_shift: vld1q_s32(s.left_shift.as_ptr().add(c)),
-                multiplier: vld1q_s32(s.multiplier.as_ptr().add(c)),
-                neg_right_shift: vld1q_s32(s.neg_right_shift.as_ptr().add(c)),
-            };
-            let single = || {
-                let t = s.neg_total_shift.as_ptr().add(c);
-                requantize_single(
-                    a,
-                    vld1q_s32(s.multiplier.as_ptr().add(c)),
-                    &[vld1q_s64(t), vld1q_s64(t.add(2))],
-                )
-            };
-            v[j] = match s.stage {
-                Stage::Double => requantize_lanes(a, &fixed()),
-                Stage::Single => single(),
-                Stage::TiesUpward => {
-                    let m = fixed();
-                    ties_upward(a, m.left_shift, m.multiplier, m.neg_right_shift)
-                }
-                Stage::TiesUpwardInBlocksOf8 => {
-                    let m = fixed();
-                    let blocks = ties_upward(
-                        a,
-                        vld1q_s32(s.block_left_shift.as_ptr().add(c)),
-                        m.multiplier,
-                        vld1q_s32(s.block_neg_right_shift.as_ptr().add(c)),
-                    );
-                    let mask = vreinterpretq_u32_s32(vld1q_s32(s.block_lanes.as_ptr().add(c)));
-                    vbslq_s32(mask, blocks, requantize_lanes(a, &m))
-                }
-                Stage::F32 => vcvtnq_s32_f32(vmulq_f32(
-                    vcvtq_f32_s32(a),
-                    vld1q_f32(s.scales.as_ptr().add(c)),
-                )),
-            };
-        }
-        let zp = vdupq_n_s16(s.zero_point);
-        let lo = vqaddq_s16(vqmovn_high_s32(vqmovn_s32(v[0]), v[1]), zp);
-        let hi = vqaddq_s16(vqmovn_high_s32(vqmovn_s32(v[2]), v[3]), zp);
-        let o = vqmovn_high_s16(vqmovn_s16(lo), hi);
-        vminq_s8(vmaxq_s8(o, vdupq_n_s8(s.act_min)), vdupq_n_s8(s.act_max))
-    }
-}
-
-/// `srshl(sqrdmulh(acc << left, multiplier), neg_right)`: both roundings'
-/// ties toward +infinity, the left shift saturating (`sqshl`), as the
-/// scalar `ties_upward`.
-#[inline(always)]
-fn ties_upward(
-    acc: int32x4_t,
-    left: int32x4_t,
-    multiplier: int32x4_t,
-    neg_right: int32x4_t,
-) -> int32x4_t {
-    // SAFETY: neon is a compile-time target feature (cfg on this module).
-    unsafe { vrshlq_s32(vqrdmulhq_s32(vqshlq_s32(acc, left), multiplier), neg_right) }
 }

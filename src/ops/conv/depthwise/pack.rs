@@ -71,7 +71,10 @@ pub(crate) struct Packed {
     pub(super) bias: Vec<i32>,
     pub(super) gather: Gather,
     pub(super) stage: LaneStage,
-    pub(super) input_zero_point: i8,
+    /// The input zero point in every lane, loaded as a vector (a splat
+    /// the compiler cannot see, so the high halves widen with `ssubl2`
+    /// rather than an `ext` and `ssubl`).
+    pub(super) input_zero_point: [i8; BLOCK],
 }
 
 impl Packed {
@@ -120,7 +123,7 @@ impl Packed {
             bias: padded_bias,
             gather,
             stage: LaneStage::new(op, stage, channels, padded)?,
-            input_zero_point: input_zero_point as i8,
+            input_zero_point: [input_zero_point as i8; BLOCK],
         })
     }
 }

@@ -382,3 +382,32 @@ fn depthwise_litert_aarch64_kernel_choice() {
     assert_eq!(pick([1, 5, 1, 8], 1, [3, 3], 1, 1, Padding::Same), blocks);
     assert_eq!(pick([1, 1, 1, 8], 1, [3, 3], 1, 1, Padding::Same), up);
 }
+
+/// The paired path (two pixels of a block of at most 8 channels in one
+/// 16-lane vector) on each of its loads and stores: 8 channels with
+/// stride 1 (one 16-byte load, one 16-byte store) and stride 2
+/// (person_detect's second and first layers: in place, and one input
+/// channel times 8), a last block of 8 after 16 channels (two 8-byte
+/// stores), fewer than 8 broadcast lanes (stores through the stack), and
+/// windows other than 3x3 and 5x5 (the interior loops not unrolled).
+#[test]
+fn depthwise_i8_neon_equals_scalar_paired_pixels() {
+    let mut rng = Rng(0x9a12);
+    let cases: [Shape; 8] = [
+        ([1, 9, 12, 8], 1, [3, 3], [1, 1], [1, 1], Padding::Same),
+        ([1, 9, 13, 8], 1, [3, 3], [2, 2], [1, 1], Padding::Same),
+        ([1, 12, 13, 1], 8, [3, 3], [2, 2], [1, 1], Padding::Same),
+        ([1, 7, 10, 24], 1, [3, 3], [1, 1], [1, 1], Padding::Same),
+        ([1, 8, 11, 1], 3, [3, 3], [1, 1], [1, 1], Padding::Valid),
+        ([1, 13, 12, 1], 8, [4, 3], [2, 2], [1, 1], Padding::Same),
+        ([1, 6, 14, 8], 1, [2, 4], [1, 1], [1, 2], Padding::Same),
+        ([2, 8, 9, 8], 1, [5, 5], [1, 1], [1, 1], Padding::Same),
+    ];
+    for (input, m, kernel, stride, dilation, padding) in cases {
+        for bias_range in [(-(1 << 30), 1 << 30), (-30_000, 30_000)] {
+            assert!(check_layer(
+                &mut rng, input, m, kernel, stride, dilation, padding, bias_range
+            ));
+        }
+    }
+}

@@ -1,0 +1,149 @@
+//! The depthwise kernel's output stage with one block's per-channel
+//! parameters in registers ([`BlockStage`]), loaded once per block and
+//! output row rather than once per pixel.
+//!
+//! Each requantization is the scalar one on four lanes at a time
+//! (`requantize_lanes`, `requantize_single`, the ties-upward `srshl`, or
+//! XNNPACK's `f32` product rounded by `fcvtns`), then saturating narrows,
+//! the zero point added with 16-bit saturation and the activation clamp:
+//! the scalar bytes (a value beyond 16 bits saturates the byte either way;
+//! XNNPACK's clamp before rounding equals one after it, the bounds being
+//! integers).
+
+use core::arch::aarch64::*;
+
+use super::pack::{LaneStage, Stage};
+use crate::ops::requant::neon::requantize_single;
+use crate::ops::requant::{requantize_lanes, ChannelMultiplier};
+
+/// A block's output stage parameters, four lanes per vector. In the
+/// paired layout (two pixels of at most 8 channels side by side), vectors
+/// 2 and 3 repeat vectors 0 and 1: lanes 8 to 15 are the same channels
+/// as lanes 0 to 7. Vectors a stage does not read are zero.
+pub(super) struct BlockStage {
+    stage: Stage,
+    fixed: [ChannelMultiplier<int32x4_t>; 4],
+    /// Single rounding's `-(31 - shift)`, two lanes per vector.
+    neg_total_shift: [int64x2_t; 8],
+    /// [`Stage::TiesUpwardInBlocksOf8`]: all ones on the channels of whole
+    /// blocks of 8, and their split shifts.
+    block_lanes: [uint32x4_t; 4],
+    block_left_shift: [int32x4_t; 4],
+    block_neg_right_shift: [int32x4_t; 4],
+    /// [`Stage::F32`]: each lane's `f32` scale.
+    scales: [float32x4_t; 4],
+    zero_point: int16x8_t,
+    act_min: int8x16_t,
+    act_max: int8x16_t,
+}
+
+impl BlockStage {
+    /// Loads the parameters of channels `c0..c0 + 16`, or with `paired`
+    /// those of `c0..c0 + 8` twice.
+    ///
+    /// # Safety
+    /// `c0 + 16` is within the stage's padded per-channel arrays.
+    #[inline(always)]
+    pub(super) unsafe fn load(s: &LaneStage, c0: usize, paired: bool) -> BlockStage {
+        let channel = |j: usize| c0 + 4 * if paired { j % 2 } else { j };
+        // SAFETY: every load reads 4 values (2 for the 64-bit ones) at
+        // `channel(j) + 2 * h < c0 + 16`, within the arrays the stage
+        // fills (the caller's bound); the others are not read.
+        unsafe {
+            let i32s = |v: &[i32]| -> [int32x4_t; 4] {
+                if v.is_empty() {
+                    [vdupq_n_s32(0); 4]
+                } else {
+                    core::array::from_fn(|j| vld1q_s32(v.as_ptr().add(channel(j))))
+                }
+            };
+            let multiplier = i32s(&s.multiplier);
+            let left_shift = i32s(&s.left_shift);
+            let neg_right_shift = i32s(&s.neg_right_shift);
+            let neg_total_shift = if s.stage == Stage::Single {
+                core::array::from_fn(|i| {
+                    vld1q_s64(s.neg_total_shift.as_ptr().add(channel(i / 2) + 2 * (i % 2)))
+                })
+            } else {
+                [vdupq_n_s64(0); 8]
+            };
+            let scales = if s.stage == Stage::F32 {
+                core::array::from_fn(|j| vld1q_f32(s.scales.as_ptr().add(channel(j))))
+            } else {
+                [vdupq_n_f32(0.0); 4]
+            };
+            BlockStage {
+                stage: s.stage,
+                fixed: core::array::from_fn(|j| ChannelMultiplier {
+                    left_shift: left_shift[j],
+                    multiplier: multiplier[j],
+                    neg_right_shift: neg_right_shift[j],
+                }),
+                neg_total_shift,
+                block_lanes: i32s(&s.block_lanes).map(|v| vreinterpretq_u32_s32(v)),
+                block_left_shift: i32s(&s.block_left_shift),
+                block_neg_right_shift: i32s(&s.block_neg_right_shift),
+                scales,
+                zero_point: vdupq_n_s16(s.zero_point),
+                act_min: vdupq_n_s8(s.act_min),
+                act_max: vdupq_n_s8(s.act_max),
+            }
+        }
+    }
+
+    /// The output bytes of `acc`'s first `4 * N` lanes (the rest zero).
+    #[inline(always)]
+    pub(super) fn bytes<const N: usize>(&self, acc: &[int32x4_t; 4]) -> int8x16_t {
+        // SAFETY: neon is a compile-time target feature (cfg on this module).
+        unsafe {
+            let mut v = [vdupq_n_s32(0); 4];
+            for j in 0..N {
+                let a = acc[j];
+                let m = &self.fixed[j];
+                v[j] = match self.stage {
+                    Stage::Double => requantize_lanes(a, m),
+                    Stage::Single => requantize_single(
+                        a,
+                        m.multiplier,
+                        &[self.neg_total_shift[2 * j], self.neg_total_shift[2 * j + 1]],
+                    ),
+                    Stage::TiesUpward => {
+                        ties_upward(a, m.left_shift, m.multiplier, m.neg_right_shift)
+                    }
+                    Stage::TiesUpwardInBlocksOf8 => {
+                        let blocks = ties_upward(
+                            a,
+                            self.block_left_shift[j],
+                            m.multiplier,
+                            self.block_neg_right_shift[j],
+                        );
+                        vbslq_s32(self.block_lanes[j], blocks, requantize_lanes(a, m))
+                    }
+                    Stage::F32 => vcvtnq_s32_f32(vmulq_f32(vcvtq_f32_s32(a), self.scales[j])),
+                };
+            }
+            let lo = vqaddq_s16(vqmovn_high_s32(vqmovn_s32(v[0]), v[1]), self.zero_point);
+            let o = if N == 2 {
+                vcombine_s8(vqmovn_s16(lo), vdup_n_s8(0))
+            } else {
+                let hi = vqaddq_s16(vqmovn_high_s32(vqmovn_s32(v[2]), v[3]), self.zero_point);
+                vqmovn_high_s16(vqmovn_s16(lo), hi)
+            };
+            vminq_s8(vmaxq_s8(o, self.act_min), self.act_max)
+        }
+    }
+}
+
+/// `srshl(sqrdmulh(acc << left, multiplier), neg_right)`: both roundings'
+/// ties toward +infinity, the left shift saturating (`sqshl`), as the
+/// scalar `ties_upward`.
+#[inline(always)]
+fn ties_upward(
+    acc: int32x4_t,
+    left: int32x4_t,
+    multiplier: int32x4_t,
+    neg_right: int32x4_t,
+) -> int32x4_t {
+    // SAFETY: neon is a compile-time target feature (cfg on this module).
+    unsafe { vrshlq_s32(vqrdmulhq_s32(vqshlq_s32(acc, left), multiplier), neg_right) }
+}
