@@ -369,10 +369,32 @@ fn requantize_single_in_range(
             vmull_s32(vget_low_s32(acc), vget_low_s32(multiplier)),
             neg_total_shift[0],
         );
-        let hi = vrshlq_s64(vmull_high_s32(acc, multiplier), neg_total_shift[1]);
+        let hi = vrshlq_s64(mull_high(acc, multiplier), neg_total_shift[1]);
         // Lanes 0 and 2 of each are the low halves of its two products.
         vuzp1q_s32(vreinterpretq_s32_s64(lo), vreinterpretq_s32_s64(hi))
     }
+}
+
+/// `vmull_high_s32` as one `smull2`. With the multipliers kept in
+/// registers across a group's row tiles, the compiler hoists their high
+/// halves out of the loop and then splits every product of the
+/// accumulators' high halves into `ext` + `smull`: 16 more instructions
+/// per 8 x 8 tile.
+#[inline(always)]
+fn mull_high(a: int32x4_t, b: int32x4_t) -> int64x2_t {
+    let product: int64x2_t;
+    // SAFETY: `smull2` on vector registers has no memory, stack or flag
+    // effects; neon is a compile-time target feature (cfg on this module).
+    unsafe {
+        core::arch::asm!(
+            "smull2 {p:v}.2d, {a:v}.4s, {b:v}.4s",
+            p = lateout(vreg) product,
+            a = in(vreg) a,
+            b = in(vreg) b,
+            options(pure, nomem, nostack, preserves_flags),
+        );
+    }
+    product
 }
 
 /// The starting accumulators of an `R x 8` tile at rows `row..row + mr`:
