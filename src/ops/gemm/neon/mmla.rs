@@ -12,8 +12,10 @@
 //! batch matrix product) and are paired in registers: a 4-byte `zip` of
 //! two depth groups gives two channels' 8 depth bytes. At the end, 64-bit
 //! `zip`s turn the 2 x 2 blocks back into the rows of 8 channels the shared
-//! output stage takes, and the bias is added (the sum wraps, so the order
-//! of the additions does not change it): the bytes of every other path.
+//! output stage takes. The blocks start from the bias (in their lanes), or,
+//! with row offsets, from zero and the bias and offsets are added after
+//! the zips (the sum wraps, so the order of the additions does not change
+//! it): the bytes of every other path.
 //!
 //! Depths past [`PANEL_DEPTH`] run the `sdot` kernel (rows read in place).
 
@@ -194,9 +196,10 @@ unsafe fn mmla_panel(acc: &mut [[int32x4_t; 4]; 4], x: *const i8, w: *const i8, 
 
 /// The 2 x 2 blocks as rows of 8 channels (row `2i` from the low halves of
 /// row pair `i`'s blocks, row `2i + 1` from the high halves), each added to
-/// its starting value `init` (bias and row offset).
+/// its starting value `init` (bias and row offset) when there is one (the
+/// blocks may have started from the bias already, see [`paired_bias`]).
 #[inline(always)]
-fn unpair(blocks: &[[int32x4_t; 4]; 4], init: &[[int32x4_t; 2]; 8]) -> [[int32x4_t; 2]; 8] {
+fn unpair(blocks: &[[int32x4_t; 4]; 4], init: Option<&[[int32x4_t; 2]; 8]>) -> [[int32x4_t; 2]; 8] {
     // SAFETY: neon is a compile-time target feature (cfg on this module).
     core::array::from_fn(|r| unsafe {
         let b = &blocks[r / 2];
@@ -208,10 +211,29 @@ fn unpair(blocks: &[[int32x4_t; 4]; 4], init: &[[int32x4_t; 2]; 8]) -> [[int32x4
                 vzip2q_s64(lo, hi)
             })
         };
-        [
-            vaddq_s32(init[r][0], join(b[0], b[1])),
-            vaddq_s32(init[r][1], join(b[2], b[3])),
-        ]
+        let row = [join(b[0], b[1]), join(b[2], b[3])];
+        match init {
+            Some(init) => [vaddq_s32(init[r][0], row[0]), vaddq_s32(init[r][1], row[1])],
+            None => row,
+        }
+    })
+}
+
+/// A block's bias in the lanes of the 2 x 2 blocks: channel pair `j`
+/// (channels `2j`, `2j + 1` of the 8) as `(b[2j], b[2j + 1], b[2j],
+/// b[2j + 1])`, one 64-bit lane of the bias repeated. Blocks that start
+/// from it need no addition after `smmla` (the int32 sums wrap, so adding
+/// the bias first gives the same values).
+#[inline(always)]
+fn paired_bias(bias: &[int32x4_t; 2]) -> [int32x4_t; 4] {
+    // SAFETY: neon is a compile-time target feature (cfg on this module).
+    core::array::from_fn(|j| unsafe {
+        let b = vreinterpretq_s64_s32(bias[j / 2]);
+        vreinterpretq_s32_s64(if j % 2 == 0 {
+            vdupq_laneq_s64::<0>(b)
+        } else {
+            vdupq_laneq_s64::<1>(b)
+        })
     })
 }
 
@@ -269,18 +291,28 @@ pub(crate) unsafe fn gemm_mmla<const AT_ORIGIN: bool>(
             let p = BlockParams::load(g, first_block + i);
             let out_col = i * NR;
             let nr = NR.min(width - out_col);
+            // Without row offsets the blocks start from the bias.
+            let start = match g.row_offsets {
+                None => paired_bias(&p.bias),
+                Some(_) => [vdupq_n_s32(0); 4],
+            };
             for (x, out_row) in panel
                 .chunks_exact(tile_bytes)
                 .zip((group..group_end).step_by(MR))
             {
                 let (row, mr) = (first_row + out_row, MR.min(group_end - out_row));
-                let mut blocks = [[vdupq_n_s32(0); 4]; 4];
+                let mut blocks = [start; 4];
                 // SAFETY: the tile's panel holds 8 k_padded = 128 chunks
                 // bytes, the block 8 k_padded = 128 chunks bytes; the CPU
                 // has i8mm (this function's feature).
                 unsafe { mmla_panel(&mut blocks, x.as_ptr(), w.as_ptr(), chunks) };
-                let init = initial_acc::<MR>(p.bias, g.row_offsets, row, mr);
-                let acc = unpair(&blocks, &init);
+                let acc = match g.row_offsets {
+                    None => unpair(&blocks, None),
+                    Some(_) => {
+                        let init = initial_acc::<MR>(p.bias, g.row_offsets, row, mr);
+                        unpair(&blocks, Some(&init))
+                    }
+                };
                 store_tile::<MR>(&acc, &p, output, stride, out_row, mr, out_col, nr);
             }
         }
