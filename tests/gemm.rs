@@ -562,6 +562,73 @@ mod neon {
     }
 
     #[test]
+    fn gemm_i8_neon_paths_equal_scalar_over_several_panel_groups() {
+        // The panel kernels copy as many 8-row tiles as fit 8 KiB (64 tiles
+        // at depth 16, 21 at 48, 8 at 128) and run every weight block over
+        // them: several whole groups, a last partial group ending in a
+        // partial tile, and tiles of a few blocks, for each requantization
+        // (each case's own and the others by name).
+        require_dotprod();
+        let mut rng = Rng::new(15);
+        for (m, n, k) in [(1029, 20, 16), (341, 9, 48), (205, 24, 40), (70, 17, 128)] {
+            for requantization in [
+                Rounding::Single.into(),
+                Rounding::Double.into(),
+                Requantization::RealF64,
+                Requantization::XnnpackF32,
+                Requantization::GemvTiesUpward,
+            ] {
+                let mut c = Case::random(&mut rng, m, n, k);
+                c.requantization = requantization;
+                check_neon(&c);
+            }
+        }
+    }
+
+    #[test]
+    fn gemm_i8_neon_single_rounding_of_accumulators_near_the_int32_limits() {
+        // Single rounding narrows the 64-bit products of blocks without a
+        // left shift by taking their low halves: right for every product
+        // of an int32 accumulator and a multiplier below 2^31 shifted right
+        // by 31 or more. Accumulators within 2^16 of +-2^31 (biases of
+        // +-(2^31 - 2^16)) and near +-2^30, against effective scales just
+        // below 1 (shift 0, multipliers near 2^31: the largest products),
+        // just below 1/2 and 2^-26 (outputs within int8), no activation; a
+        // scale of 1.5 in the last block (of those with more than one)
+        // takes the saturating path next to it.
+        require_dotprod();
+        let mut rng = Rng::new(16);
+        for (m, n, k) in [(19, 24, 16), (8, 8, 1), (9, 32, 100)] {
+            let mut c = Case::random(&mut rng, m, n, k);
+            c.requantization = Rounding::Single.into();
+            c.act = 0;
+            c.input = QuantParams::new(1.0, 0);
+            c.output = QuantParams::new(1.0, rng.range(-100, 100) as i32);
+            c.x = c.x.iter().map(|&v| v / 64).collect();
+            c.bias = Some(
+                (0..n)
+                    .map(|i| match i % 4 {
+                        0 => i32::MAX - (1 << 16),
+                        1 => i32::MIN + (1 << 16),
+                        2 => (1 << 30) + i as i32,
+                        _ => -(1 << 30) - i as i32,
+                    })
+                    .collect(),
+            );
+            c.weight_scales = (0..n)
+                .map(|i| match (i / 8 == n / 8 - 1 && n > 8, i % 3) {
+                    (true, _) => 1.5,
+                    (_, 0) => 0.999_999_9,
+                    (_, 1) => 0.5 - 1e-7,
+                    _ => 2f32.powi(-26),
+                })
+                .collect();
+            check_neon(&c);
+            assert_eq!(c.run_scalar(&c.gemm()), c.oracle(), "{}", c.describe());
+        }
+    }
+
+    #[test]
     fn gemm_i8_best_path_is_smmla_with_i8mm_else_sdot() {
         require_dotprod();
         let c = Case::random(&mut Rng::new(13), 2, 2, 2);

@@ -88,20 +88,22 @@ unsafe fn dot_chunks(
 const PANEL_DEPTH: usize = 1024;
 
 /// Copies rows `row..row + 8` (rows past `row + mr` repeat the last one) of
-/// the `k`-deep input into `panel`, interleaved by steps of 16 depth bytes:
+/// the `k`-deep input into the first `8 k_padded` bytes of `panel`
+/// (`k_padded`: `k` rounded up to 16), interleaved by steps of 16 depth bytes:
 /// step `i` of tile row `r` at `128 i + 16 r`, the depth past `k` zero. One
 /// step of all 8 rows is then 128 contiguous bytes, loaded with two `ld1`s of
 /// four registers.
 #[inline(always)]
-fn fill_panel(panel: &mut [i8; 8 * PANEL_DEPTH], input: &[i8], k: usize, row: usize, mr: usize) {
+fn fill_panel(panel: &mut [i8], input: &[i8], k: usize, row: usize, mr: usize) {
     let whole = k / KC;
-    debug_assert!(k.div_ceil(KC) * KC <= PANEL_DEPTH);
+    // One check for every store below: the panel holds 8 k_padded bytes.
+    let panel = &mut panel[..8 * k.div_ceil(KC) * KC];
     let rows = row_pointers::<8>(input, k, row, mr);
     let dst = panel.as_mut_ptr();
     for i in 0..whole {
         // SAFETY: each row pointer starts a k-byte input row and
-        // 16 (i + 1) <= k; the panel holds 8 * PANEL_DEPTH >= 128 (i + 1)
-        // bytes.
+        // 16 (i + 1) <= k; the panel holds 8 k_padded >= 128 (i + 1) bytes
+        // (sliced above).
         unsafe {
             let x: [int8x16_t; 8] = core::array::from_fn(|r| vld1q_s8(rows[r].add(i * KC)));
             let at = dst.add(i * 8 * KC);
@@ -252,9 +254,10 @@ unsafe fn dot_panel(acc: &mut [[int32x4_t; 2]; 8], x: *const i8, w: *const i8, c
 }
 
 /// The `sdot` path on the tile `t` (the whole output when `Gemm::run`
-/// calls it): for each 8 rows of the tile, the rows are copied into a packed
-/// panel (when the depth fits [`PANEL_DEPTH`]) and every weight block of the
-/// tile runs over it.
+/// calls it): the rows are copied into a packed panel (when the depth fits
+/// [`PANEL_DEPTH`]) 8 at a time, as many 8-row tiles at once as the panel
+/// holds, and every weight block of the tile runs over those, its
+/// parameters loaded once per group rather than once per 8 rows.
 ///
 /// # Safety
 /// The CPU must have the dotprod extension. `input` holds the whole `m x k`
@@ -289,22 +292,36 @@ pub(crate) unsafe fn gemm_dot<const AT_ORIGIN: bool>(
     );
     let weights = &g.packed[first_block * block_bytes..end_block * block_bytes];
     let mut panel = [0i8; 8 * PANEL_DEPTH];
-    let mut out_row = 0;
-    while out_row < rows {
-        let (row, mr) = (first_row + out_row, MR.min(rows - out_row));
-        fill_panel(&mut panel, input, k, row, mr);
+    // Bytes of one row tile's panel, and rows of the tiles the panel holds
+    // at once (a multiple of MR, at least MR).
+    let tile_bytes = MR * g.k_padded;
+    let group_rows = MR * (PANEL_DEPTH / g.k_padded);
+    let mut group = 0;
+    while group < rows {
+        let group_end = rows.min(group + group_rows);
+        for (t, out_row) in (group..group_end).step_by(MR).enumerate() {
+            let (row, mr) = (first_row + out_row, MR.min(group_end - out_row));
+            fill_panel(&mut panel[t * tile_bytes..], input, k, row, mr);
+        }
+        // Blocks outside, row tiles inside: a block's parameters are
+        // loaded once for the group's tiles.
         for (i, w) in weights.chunks_exact(block_bytes).enumerate() {
             let p = BlockParams::load(g, first_block + i);
             let out_col = i * NR;
             let nr = NR.min(width - out_col);
-            let mut acc = initial_acc::<MR>(p.bias, g.row_offsets, row, mr);
-            // SAFETY: the panel holds 8 * PANEL_DEPTH >= 128 chunks bytes
-            // (k_padded = 16 chunks <= PANEL_DEPTH), the block 8 k_padded =
-            // 128 chunks bytes.
-            unsafe { dot_panel(&mut acc, panel.as_ptr(), w.as_ptr(), chunks) };
-            store_tile::<MR>(&acc, &p, output, stride, out_row, mr, out_col, nr);
+            for (x, out_row) in panel
+                .chunks_exact(tile_bytes)
+                .zip((group..group_end).step_by(MR))
+            {
+                let (row, mr) = (first_row + out_row, MR.min(group_end - out_row));
+                let mut acc = initial_acc::<MR>(p.bias, g.row_offsets, row, mr);
+                // SAFETY: the tile's panel holds 8 k_padded = 128 chunks
+                // bytes, the block 8 k_padded = 128 chunks bytes.
+                unsafe { dot_panel(&mut acc, x.as_ptr(), w.as_ptr(), chunks) };
+                store_tile::<MR>(&acc, &p, output, stride, out_row, mr, out_col, nr);
+            }
         }
-        out_row += MR;
+        group = group_end;
     }
 }
 

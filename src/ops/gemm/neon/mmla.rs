@@ -12,8 +12,10 @@
 //! batch matrix product) and are paired in registers: a 4-byte `zip` of
 //! two depth groups gives two channels' 8 depth bytes. At the end, 64-bit
 //! `zip`s turn the 2 x 2 blocks back into the rows of 8 channels the shared
-//! output stage takes, and the bias is added (the sum wraps, so the order
-//! of the additions does not change it): the bytes of every other path.
+//! output stage takes. The blocks start from the bias (in their lanes), or,
+//! with row offsets, from zero and the bias and offsets are added after
+//! the zips (the sum wraps, so the order of the additions does not change
+//! it): the bytes of every other path.
 //!
 //! Depths past [`PANEL_DEPTH`] run the `sdot` kernel (rows read in place).
 
@@ -28,19 +30,21 @@ use core::arch::aarch64::*;
 const PANEL_DEPTH: usize = 1024;
 
 /// Copies rows `row..row + 8` (rows past `row + mr` repeat the last one) of
-/// the `k`-deep input into `panel` as row pairs: depth bytes `16 i` to
+/// the `k`-deep input into the first `8 k_padded` bytes of `panel`
+/// (`k_padded`: `k` rounded up to 16) as row pairs: depth bytes `16 i` to
 /// `16 i + 16` are the 128 bytes at `128 i`, first 64 bytes of depths `16 i`
 /// to `16 i + 8` for pairs `(0, 1), (2, 3), (4, 5), (6, 7)` (16 bytes each,
 /// the even row first), then 64 bytes of depths `16 i + 8` to `16 i + 16`
 /// alike. The depth past `k` is zero.
 #[inline(always)]
-fn fill_pairs(panel: &mut [i8; 8 * PANEL_DEPTH], input: &[i8], k: usize, row: usize, mr: usize) {
+fn fill_pairs(panel: &mut [i8], input: &[i8], k: usize, row: usize, mr: usize) {
     let whole = k / KC;
-    debug_assert!(k.div_ceil(KC) * KC <= PANEL_DEPTH);
+    // One check for every store below: the panel holds 8 k_padded bytes.
+    let panel = &mut panel[..8 * k.div_ceil(KC) * KC];
     let rows = row_pointers::<8>(input, k, row, mr);
-    let store = |at: usize, x: &[int8x16_t; 8], panel: &mut [i8; 8 * PANEL_DEPTH]| {
+    let store = |at: usize, x: &[int8x16_t; 8], panel: &mut [i8]| {
         // SAFETY: neon is a compile-time target feature (cfg on this
-        // module); the caller keeps at + 128 <= 8 * PANEL_DEPTH.
+        // module); the caller keeps at + 128 <= 8 k_padded = panel.len().
         unsafe {
             let pair = |p: usize, high: bool| {
                 let (a, b) = (
@@ -69,7 +73,7 @@ fn fill_pairs(panel: &mut [i8; 8 * PANEL_DEPTH], input: &[i8], k: usize, row: us
         // SAFETY: each row pointer starts a k-byte input row and
         // 16 (i + 1) <= k.
         let x: [int8x16_t; 8] = core::array::from_fn(|r| unsafe { vld1q_s8(rows[r].add(i * KC)) });
-        // 128 (i + 1) <= 8 k_padded <= 8 * PANEL_DEPTH.
+        // 128 (i + 1) <= 8 k_padded.
         store(i * 8 * KC, &x, panel);
     }
     if !k.is_multiple_of(KC) {
@@ -192,9 +196,10 @@ unsafe fn mmla_panel(acc: &mut [[int32x4_t; 4]; 4], x: *const i8, w: *const i8, 
 
 /// The 2 x 2 blocks as rows of 8 channels (row `2i` from the low halves of
 /// row pair `i`'s blocks, row `2i + 1` from the high halves), each added to
-/// its starting value `init` (bias and row offset).
+/// its starting value `init` (bias and row offset) when there is one (the
+/// blocks may have started from the bias already, see [`paired_bias`]).
 #[inline(always)]
-fn unpair(blocks: &[[int32x4_t; 4]; 4], init: &[[int32x4_t; 2]; 8]) -> [[int32x4_t; 2]; 8] {
+fn unpair(blocks: &[[int32x4_t; 4]; 4], init: Option<&[[int32x4_t; 2]; 8]>) -> [[int32x4_t; 2]; 8] {
     // SAFETY: neon is a compile-time target feature (cfg on this module).
     core::array::from_fn(|r| unsafe {
         let b = &blocks[r / 2];
@@ -206,16 +211,36 @@ fn unpair(blocks: &[[int32x4_t; 4]; 4], init: &[[int32x4_t; 2]; 8]) -> [[int32x4
                 vzip2q_s64(lo, hi)
             })
         };
-        [
-            vaddq_s32(init[r][0], join(b[0], b[1])),
-            vaddq_s32(init[r][1], join(b[2], b[3])),
-        ]
+        let row = [join(b[0], b[1]), join(b[2], b[3])];
+        match init {
+            Some(init) => [vaddq_s32(init[r][0], row[0]), vaddq_s32(init[r][1], row[1])],
+            None => row,
+        }
+    })
+}
+
+/// A block's bias in the lanes of the 2 x 2 blocks: channel pair `j`
+/// (channels `2j`, `2j + 1` of the 8) as `(b[2j], b[2j + 1], b[2j],
+/// b[2j + 1])`, one 64-bit lane of the bias repeated. Blocks that start
+/// from it need no addition after `smmla` (the int32 sums wrap, so adding
+/// the bias first gives the same values).
+#[inline(always)]
+fn paired_bias(bias: &[int32x4_t; 2]) -> [int32x4_t; 4] {
+    // SAFETY: neon is a compile-time target feature (cfg on this module).
+    core::array::from_fn(|j| unsafe {
+        let b = vreinterpretq_s64_s32(bias[j / 2]);
+        vreinterpretq_s32_s64(if j % 2 == 0 {
+            vdupq_laneq_s64::<0>(b)
+        } else {
+            vdupq_laneq_s64::<1>(b)
+        })
     })
 }
 
 /// The `smmla` path on the tile `t` (the whole output when `Gemm::run`
-/// calls it): for each 8 rows of the tile, the rows are copied into a panel
-/// of row pairs and every weight block of the tile runs over it. Depths
+/// calls it): the rows are copied into a panel of row pairs 8 at a time, as
+/// many 8-row tiles at once as the panel holds, and every weight block of
+/// the tile runs over those (its parameters loaded once per group). Depths
 /// past [`PANEL_DEPTH`] run [`gemm_dot`].
 ///
 /// # Safety
@@ -249,23 +274,48 @@ pub(crate) unsafe fn gemm_mmla<const AT_ORIGIN: bool>(
     );
     let weights = &g.packed[first_block * block_bytes..end_block * block_bytes];
     let mut panel = [0i8; 8 * PANEL_DEPTH];
-    let mut out_row = 0;
-    while out_row < rows {
-        let (row, mr) = (first_row + out_row, MR.min(rows - out_row));
-        fill_pairs(&mut panel, input, k, row, mr);
+    // Bytes of one row tile's panel, and rows of the tiles the panel holds
+    // at once (a multiple of MR, at least MR).
+    let tile_bytes = MR * g.k_padded;
+    let group_rows = MR * (PANEL_DEPTH / g.k_padded);
+    let mut group = 0;
+    while group < rows {
+        let group_end = rows.min(group + group_rows);
+        for (t, out_row) in (group..group_end).step_by(MR).enumerate() {
+            let (row, mr) = (first_row + out_row, MR.min(group_end - out_row));
+            fill_pairs(&mut panel[t * tile_bytes..], input, k, row, mr);
+        }
+        // Blocks outside, row tiles inside: a block's parameters are
+        // loaded once for the group's tiles.
         for (i, w) in weights.chunks_exact(block_bytes).enumerate() {
             let p = BlockParams::load(g, first_block + i);
             let out_col = i * NR;
             let nr = NR.min(width - out_col);
-            let mut blocks = [[vdupq_n_s32(0); 4]; 4];
-            // SAFETY: the panel holds 8 * PANEL_DEPTH >= 128 chunks bytes
-            // (k_padded = 16 chunks <= PANEL_DEPTH), the block 8 k_padded =
-            // 128 chunks bytes; the CPU has i8mm (this function's feature).
-            unsafe { mmla_panel(&mut blocks, panel.as_ptr(), w.as_ptr(), chunks) };
-            let init = initial_acc::<MR>(p.bias, g.row_offsets, row, mr);
-            let acc = unpair(&blocks, &init);
-            store_tile::<MR>(&acc, &p, output, stride, out_row, mr, out_col, nr);
+            // Without row offsets the blocks start from the bias.
+            let start = match g.row_offsets {
+                None => paired_bias(&p.bias),
+                Some(_) => [vdupq_n_s32(0); 4],
+            };
+            for (x, out_row) in panel
+                .chunks_exact(tile_bytes)
+                .zip((group..group_end).step_by(MR))
+            {
+                let (row, mr) = (first_row + out_row, MR.min(group_end - out_row));
+                let mut blocks = [start; 4];
+                // SAFETY: the tile's panel holds 8 k_padded = 128 chunks
+                // bytes, the block 8 k_padded = 128 chunks bytes; the CPU
+                // has i8mm (this function's feature).
+                unsafe { mmla_panel(&mut blocks, x.as_ptr(), w.as_ptr(), chunks) };
+                let acc = match g.row_offsets {
+                    None => unpair(&blocks, None),
+                    Some(_) => {
+                        let init = initial_acc::<MR>(p.bias, g.row_offsets, row, mr);
+                        unpair(&blocks, Some(&init))
+                    }
+                };
+                store_tile::<MR>(&acc, &p, output, stride, out_row, mr, out_col, nr);
+            }
         }
-        out_row += MR;
+        group = group_end;
     }
 }

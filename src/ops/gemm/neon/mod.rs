@@ -5,14 +5,16 @@
 //! bias, so the inner loops multiply raw int8 values; int32 sums wrap like the
 //! reference's.
 //!
-//! * [`dot::gemm_dot`]: `sdot` by element on an 8 x 8 tile (16 accumulators). Each
-//!   tile of 8 input rows is copied into a stack panel interleaved by 16 depth
-//!   bytes (depths up to `PANEL_DEPTH`), and every weight block runs over it:
+//! * [`dot::gemm_dot`]: `sdot` by element on an 8 x 8 tile (16 accumulators). As
+//!   many tiles of 8 input rows as fit an 8 KiB stack panel (64 at depth 16,
+//!   one at 1024) are copied into it, each interleaved by 16 depth bytes
+//!   (depths up to `PANEL_DEPTH`), and every weight block runs over all of
+//!   them, its bias and multipliers loaded once for the group:
 //!   per 16 bytes of depth, two 4-register loads of weights and two of rows,
 //!   64 `sdot`s (1024 MACs). Deeper inputs are read in place
 //!   (`gemm_dot_rows`: 8 row loads and 4 weight pair loads per step).
 //! * [`mmla::gemm_mmla`]: `smmla` (FEAT_I8MM) on the same 8 x 8 tile as 16
-//!   blocks of 2 x 2, over a stack panel of row pairs: per 16 bytes of
+//!   blocks of 2 x 2, over a stack panel of row pairs (grouped as `sdot`'s): per 16 bytes of
 //!   depth 32 `smmla`s, 8 `zip`s pairing the packed weights' channels and
 //!   four 4-register loads (1024 MACs). Deeper inputs run `gemm_dot`.
 //! * [`widening::gemm_widening`]: `smull`/`smull2` to 16 bits and `sadalp` into 32 bits
@@ -208,23 +210,24 @@ pub(super) fn store_tile<const R: usize>(
                 acc, p, output, stride, row, mr, col, nr,
             )
         };
-        (stage $stage:ident) => {
+        (stage $stage:ident, $left:literal) => {
             return if p.clamp {
-                store_tile_with::<R, false, false, true, $stage>(
+                store_tile_with::<R, $left, false, true, $stage>(
                     acc, p, output, stride, row, mr, col, nr,
                 )
             } else {
-                store_tile_with::<R, false, false, false, $stage>(
+                store_tile_with::<R, $left, false, false, $stage>(
                     acc, p, output, stride, row, mr, col, nr,
                 )
             }
         };
     }
     match p.stage {
-        STAGE_SINGLE => with!(stage STAGE_SINGLE),
-        STAGE_REAL_F64 => with!(stage STAGE_REAL_F64),
-        STAGE_XNNPACK_F32 => with!(stage STAGE_XNNPACK_F32),
-        STAGE_GEMV_TIES_UPWARD => with!(stage STAGE_GEMV_TIES_UPWARD),
+        STAGE_SINGLE if p.any_left_shift => with!(stage STAGE_SINGLE, true),
+        STAGE_SINGLE => with!(stage STAGE_SINGLE, false),
+        STAGE_REAL_F64 => with!(stage STAGE_REAL_F64, false),
+        STAGE_XNNPACK_F32 => with!(stage STAGE_XNNPACK_F32, false),
+        STAGE_GEMV_TIES_UPWARD => with!(stage STAGE_GEMV_TIES_UPWARD, false),
         _ => {}
     }
     match (p.any_left_shift, p.all_right_shift, p.clamp) {
@@ -262,10 +265,15 @@ fn store_tile_with<
     let pair = |r: usize| -> int8x16_t {
         let half = |r: usize| -> int16x8_t {
             let t = &p.wide;
-            let (lo, hi) = if STAGE == STAGE_SINGLE {
+            let (lo, hi) = if STAGE == STAGE_SINGLE && LEFT {
                 (
                     requantize_single(acc[r][0], p.mult[0].multiplier, &[t[0], t[1]]),
                     requantize_single(acc[r][1], p.mult[1].multiplier, &[t[2], t[3]]),
+                )
+            } else if STAGE == STAGE_SINGLE {
+                (
+                    requantize_single_in_range(acc[r][0], p.mult[0].multiplier, &[t[0], t[1]]),
+                    requantize_single_in_range(acc[r][1], p.mult[1].multiplier, &[t[2], t[3]]),
                 )
             } else if STAGE == STAGE_REAL_F64 {
                 // SAFETY: neon is a compile-time target feature (cfg on this
@@ -339,6 +347,54 @@ fn store_tile_with<
             output[at..at + nr].copy_from_slice(&buf[r * NR..r * NR + nr]);
         }
     }
+}
+
+/// `requantize_single` for a block whose channels all shift right
+/// (`shift <= 0`: an effective scale below 1, as the padded channels' zero
+/// multiplier too): the 64-bit product `acc * multiplier` (`|acc| <= 2^31`,
+/// `0 <= multiplier < 2^31`) is below `2^62` in magnitude and the rounding
+/// shift divides it by at least `2^31`, so every result lies within
+/// `[-(2^31 - 1), 2^31 - 1]`. The saturating narrow to 32 bits would change
+/// nothing: the low halves are taken as they are, one `uzp1` for four lanes
+/// instead of `sqxtn` and `sqxtn2`.
+#[inline(always)]
+fn requantize_single_in_range(
+    acc: int32x4_t,
+    multiplier: int32x4_t,
+    neg_total_shift: &[int64x2_t; 2],
+) -> int32x4_t {
+    // SAFETY: neon is a compile-time target feature (cfg on this module).
+    unsafe {
+        let lo = vrshlq_s64(
+            vmull_s32(vget_low_s32(acc), vget_low_s32(multiplier)),
+            neg_total_shift[0],
+        );
+        let hi = vrshlq_s64(mull_high(acc, multiplier), neg_total_shift[1]);
+        // Lanes 0 and 2 of each are the low halves of its two products.
+        vuzp1q_s32(vreinterpretq_s32_s64(lo), vreinterpretq_s32_s64(hi))
+    }
+}
+
+/// `vmull_high_s32` as one `smull2`. With the multipliers kept in
+/// registers across a group's row tiles, the compiler hoists their high
+/// halves out of the loop and then splits every product of the
+/// accumulators' high halves into `ext` + `smull`: 16 more instructions
+/// per 8 x 8 tile.
+#[inline(always)]
+fn mull_high(a: int32x4_t, b: int32x4_t) -> int64x2_t {
+    let product: int64x2_t;
+    // SAFETY: `smull2` on vector registers has no memory, stack or flag
+    // effects; neon is a compile-time target feature (cfg on this module).
+    unsafe {
+        core::arch::asm!(
+            "smull2 {p:v}.2d, {a:v}.4s, {b:v}.4s",
+            p = lateout(vreg) product,
+            a = in(vreg) a,
+            b = in(vreg) b,
+            options(pure, nomem, nostack, preserves_flags),
+        );
+    }
+    product
 }
 
 /// The starting accumulators of an `R x 8` tile at rows `row..row + mr`:
