@@ -98,12 +98,117 @@ def ds_cnn():
     return tf.keras.Model(inputs, x, name="ds_cnn")
 
 
+def yolov8n():
+    """A YOLOv8n-shaped detector, 96x96x3, width 1/4: CONV_2D + BN + SiLU
+    (x * sigmoid(x): LOGISTIC, MUL) blocks, C2f blocks (split, bottlenecks,
+    CONCATENATION), SPPF (three 5x5 MAX_POOL_2D, CONCATENATION), an FPN /
+    PAN neck (2x RESIZE_NEAREST_NEIGHBOR, CONCATENATION) and a
+    decoupled head per scale: box logits through the DFL SOFTMAX over 16
+    bins and the integral, class scores through LOGISTIC (the outputs a
+    threshold filters)."""
+    x = inputs = layers.Input((96, 96, 3))
+
+    def conv(x, c, k=3, s=1):
+        x = layers.Conv2D(c, k, s, padding="same", use_bias=False)(x)
+        x = layers.BatchNormalization()(x)
+        return layers.Multiply()([x, layers.Activation("sigmoid")(x)])
+
+    def c2f(x, c, n, shortcut=True):
+        x = conv(x, c, 1)
+        a, b = layers.Lambda(lambda t: tf.split(t, 2, axis=-1))(x)
+        parts = [a, b]
+        for _ in range(n):
+            y = conv(conv(parts[-1], c // 2), c // 2)
+            parts.append(layers.Add()([parts[-1], y]) if shortcut else y)
+        return conv(layers.Concatenate()(parts), c, 1)
+
+    def sppf(x, c):
+        x = conv(x, c // 2, 1)
+        p1 = layers.MaxPooling2D(5, 1, padding="same")(x)
+        p2 = layers.MaxPooling2D(5, 1, padding="same")(p1)
+        p3 = layers.MaxPooling2D(5, 1, padding="same")(p2)
+        return conv(layers.Concatenate()([x, p1, p2, p3]), c, 1)
+
+    x = conv(x, 16, 3, 2)
+    x = conv(x, 32, 3, 2)
+    x = c2f(x, 32, 1)
+    x = conv(x, 64, 3, 2)
+    p3 = c2f(x, 64, 1)
+    x = conv(p3, 96, 3, 2)
+    p4 = c2f(x, 96, 1)
+    x = conv(p4, 128, 3, 2)
+    x = c2f(x, 128, 1)
+    p5 = sppf(x, 128)
+    up = layers.UpSampling2D(2, interpolation="nearest")(p5)
+    n4 = c2f(layers.Concatenate()([up, p4]), 96, 1, shortcut=False)
+    up = layers.UpSampling2D(2, interpolation="nearest")(n4)
+    n3 = c2f(layers.Concatenate()([up, p3]), 64, 1, shortcut=False)
+    down = conv(n3, 64, 3, 2)
+    m4 = c2f(layers.Concatenate()([down, n4]), 96, 1, shortcut=False)
+    bins = 16
+    boxes, scores = [], []
+    for feature in (n3, m4):
+        b = conv(conv(feature, 32), 32)
+        b = layers.Conv2D(4 * bins, 1)(b)
+        b = layers.Reshape((-1, 4, bins))(b)
+        # The DFL: a softmax over each side's 16 bins, then its mean bin.
+        b = layers.Softmax(axis=-1)(b)
+        b = layers.Dense(1, use_bias=False, kernel_initializer=tf.keras.initializers.Constant(
+            np.arange(bins, dtype=np.float32)[:, None]))(b)
+        boxes.append(layers.Reshape((-1, 4))(b))
+        c = conv(conv(feature, 32), 32)
+        c = layers.Conv2D(CLASSES, 1)(c)
+        scores.append(layers.Reshape((-1, CLASSES))(c))
+    boxes = layers.Concatenate(axis=1)(boxes)
+    scores = layers.Activation("sigmoid")(layers.Concatenate(axis=1)(scores))
+    return tf.keras.Model(inputs, [boxes, scores], name="yolov8n_shaped")
+
+
+def deeplab_v3():
+    """A DeepLab v3-shaped segmenter, 96x96x3: a MobileNetV2-style encoder
+    (inverted residuals, RELU6) to output stride 16, ASPP (a 1x1 branch,
+    dilated 3x3 branches at rates 2 and 4, and an image-pooling branch:
+    MEAN, 1x1 CONV_2D, RESIZE_BILINEAR back), and a decoder that upsamples by
+    RESIZE_BILINEAR to the input size (8 classes per pixel)."""
+    x = inputs = layers.Input((96, 96, 3))
+
+    def conv_bn(x, c, k=1, s=1, rate=1, act=True):
+        x = layers.Conv2D(c, k, s, padding="same", dilation_rate=rate, use_bias=False)(x)
+        x = layers.BatchNormalization()(x)
+        return layers.ReLU(6.0)(x) if act else x
+
+    def inverted(x, c, s, expansion=6):
+        y = conv_bn(x, x.shape[-1] * expansion)
+        y = layers.DepthwiseConv2D(3, s, padding="same", use_bias=False)(y)
+        y = layers.BatchNormalization()(y)
+        y = layers.ReLU(6.0)(y)
+        y = conv_bn(y, c, act=False)
+        return layers.Add()([x, y]) if s == 1 and x.shape[-1] == c else y
+
+    x = conv_bn(x, 16, 3, 2)
+    for c, s in [(16, 1), (24, 2), (24, 1), (32, 2), (32, 1), (64, 2), (64, 1), (96, 1)]:
+        x = inverted(x, c, s)
+    size = x.shape[1:3]
+    branches = [conv_bn(x, 64), conv_bn(x, 64, 3, rate=2), conv_bn(x, 64, 3, rate=4)]
+    pooled = layers.GlobalAveragePooling2D(keepdims=True)(x)
+    pooled = conv_bn(pooled, 64)
+    branches.append(layers.Resizing(*size, interpolation="bilinear")(pooled))
+    x = conv_bn(layers.Concatenate()(branches), 64)
+    x = layers.Conv2D(8, 1)(x)
+    x = layers.Resizing(96, 96, interpolation="bilinear")(x)
+    return tf.keras.Model(inputs, x, name="deeplab_v3_shaped")
+
+
 # Name, builder, what the converted model must hold.
 NETS = [
     ("mobilenet_v1_025_96", mobilenet_v1, ["CONV_2D", "DEPTHWISE_CONV_2D", "SOFTMAX"]),
     ("mobilenet_v3_small_96", mobilenet_v3_small, ["CONV_2D", "DEPTHWISE_CONV_2D", "HARD_SWISH", "MUL"]),
     ("efficientnet_lite0_shaped_96", efficientnet_lite0, ["CONV_2D", "DEPTHWISE_CONV_2D", "ADD"]),
     ("ds_cnn_kws", ds_cnn, ["CONV_2D", "DEPTHWISE_CONV_2D", "AVERAGE_POOL_2D", "FULLY_CONNECTED"]),
+    ("yolov8n_shaped_96", yolov8n, ["CONV_2D", "LOGISTIC", "MUL", "CONCATENATION", "MAX_POOL_2D",
+                                    "RESIZE_NEAREST_NEIGHBOR", "SOFTMAX"]),
+    ("deeplab_v3_shaped_96", deeplab_v3, ["CONV_2D", "DEPTHWISE_CONV_2D", "MEAN", "RESIZE_BILINEAR",
+                                          "CONCATENATION"]),
 ]
 
 

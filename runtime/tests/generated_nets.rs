@@ -1,6 +1,7 @@
 //! The CNNs the generator builds (`models/nets/`: MobileNet v1 0.25,
-//! MobileNetV3-small, an EfficientNet-lite0-shaped net and a DS-CNN keyword
-//! spotter, seeded weights, full-integer int8): qneon's bytes equal each
+//! MobileNetV3-small, an EfficientNet-lite0-shaped net, a DS-CNN keyword
+//! spotter, a YOLOv8n-shaped detector and a DeepLab v3-shaped segmenter,
+//! seeded weights, full-integer int8): qneon's bytes equal each
 //! LiteRT kernel path's on both committed input sets, scalar and the best
 //! backend. The reference path is checked where LiteRT's reference kernels
 //! prepare the model (the manifest lists where they abort instead).
@@ -27,7 +28,7 @@ fn generated_nets_equal_litert_on_every_kernel_path() {
     let refs = manifest("nets/refs/manifest.json");
     let aarch64 = manifest("litert_aarch64_builtin/manifest.json");
     let models = refs["models"].as_array().unwrap();
-    assert_eq!(models.len(), 4, "the four nets");
+    assert_eq!(models.len(), 6, "the six nets");
     let mut checked = 0;
     for model in models {
         let path = model["model"].as_str().unwrap();
@@ -78,8 +79,8 @@ fn generated_nets_equal_litert_on_every_kernel_path() {
             }
         }
     }
-    // 4 nets x 2 runs x 2 backends x (2 or 3 paths).
-    assert!(checked >= 32, "{checked} comparisons");
+    // 6 nets x 2 runs x 2 backends x (2 or 3 paths).
+    assert!(checked >= 48, "{checked} comparisons");
 }
 
 /// The reference path runs the nets LiteRT's reference kernels abort on
