@@ -4,8 +4,17 @@
 //! dimensions outside a run each operand advances by its element stride (0
 //! where it is broadcast), and inside a run it is a slice, one repeated
 //! value or a repeated row. No operand is expanded in memory.
+//!
+//! [`WalkNode`] is the kernel of every such op: the library op of a family
+//! ([`PairOp`]) run over the walk of its node's two inputs.
 
-use qneon::BroadcastOperand;
+use std::marker::PhantomData;
+use std::ops::Range;
+
+use qneon::{Backend, BroadcastOperand, QuantElem};
+
+use super::buffers::{view, view_mut, Io};
+use super::kernel::Kernel;
 
 /// Most dimensions outside a run (the odometer lives on the stack: invoke
 /// allocates nothing). Merging leaves at most one less than the output's
@@ -177,6 +186,58 @@ impl BroadcastWalk {
             }
         }
         Ok(())
+    }
+}
+
+/// A library op of two broadcast operands into an output (MAXIMUM /
+/// MINIMUM's `MinMax`, PRELU's `Prelu`), as [`WalkNode`] runs it.
+pub(crate) trait PairOp<T>: std::fmt::Debug + Send + Sync {
+    /// The op on one run: `a` and `b` as the walk presents them.
+    fn run_pair(
+        &self,
+        backend: Backend,
+        a: BroadcastOperand<'_, T>,
+        b: BroadcastOperand<'_, T>,
+        output: &mut [T],
+    ) -> qneon::Result<()>;
+}
+
+/// A prepared node of a [`PairOp`]: inputs 0 and 1 into output 0 over the
+/// planned walk, one tile.
+#[derive(Debug)]
+pub(crate) struct WalkNode<T, O> {
+    op: O,
+    walk: BroadcastWalk,
+    _type: PhantomData<fn() -> T>,
+}
+
+impl<T, O> WalkNode<T, O> {
+    pub(crate) fn new(op: O, walk: BroadcastWalk) -> WalkNode<T, O> {
+        WalkNode {
+            op,
+            walk,
+            _type: PhantomData,
+        }
+    }
+}
+
+impl<T: QuantElem + bytemuck::Pod + Send + Sync, O: PairOp<T>> Kernel for WalkNode<T, O> {
+    fn run_tiles(
+        &self,
+        backend: Backend,
+        tiles: Range<usize>,
+        io: &mut Io<'_>,
+    ) -> Result<(), String> {
+        if tiles.is_empty() {
+            return Ok(());
+        }
+        let (a, b): (&[T], &[T]) = (view(io.ins[0])?, view(io.ins[1])?);
+        self.walk
+            .for_each(a, b, view_mut(io.outs[0])?, |a, b, out| {
+                self.op
+                    .run_pair(backend, a, b, out)
+                    .map_err(|e| e.to_string())
+            })
     }
 }
 

@@ -8,13 +8,10 @@
 //! and XNNPACK (the `litert_xnnpack` references of the MAXIMUM / MINIMUM
 //! cases equal the builtin ones).
 
-use std::ops::Range;
-
-use qneon::{Backend, MinMax, MinMaxKind, QuantElem};
+use qneon::{Backend, BroadcastOperand, MinMax, MinMaxKind, QuantElem};
 use qneon_tflite::{BuiltinOp, TensorType};
 
-use super::broadcast_walk::BroadcastWalk;
-use super::buffers::{view, view_mut, Io};
+use super::broadcast_walk::{BroadcastWalk, PairOp, WalkNode};
 use super::kernel::{Kernel, PreparedOp, Registration};
 use super::op::Op;
 use super::strided_copy::broadcast_shape;
@@ -40,30 +37,15 @@ fn describe(_: &Options, _: BuiltinOp) -> String {
     "raw comparison of the stored values (every kernel set)".to_string()
 }
 
-/// A prepared MAXIMUM / MINIMUM node, one tile.
-#[derive(Debug)]
-struct MinMaxNode<T: QuantElem> {
-    op: MinMax<T>,
-    walk: BroadcastWalk,
-}
-
-impl<T: QuantElem + bytemuck::Pod + Send + Sync> Kernel for MinMaxNode<T> {
-    fn run_tiles(
+impl<T: QuantElem + Send + Sync> PairOp<T> for MinMax<T> {
+    fn run_pair(
         &self,
         backend: Backend,
-        tiles: Range<usize>,
-        io: &mut Io<'_>,
-    ) -> Result<(), String> {
-        if tiles.is_empty() {
-            return Ok(());
-        }
-        let (a, b): (&[T], &[T]) = (view(io.ins[0])?, view(io.ins[1])?);
-        self.walk
-            .for_each(a, b, view_mut(io.outs[0])?, |x, y, out| {
-                self.op
-                    .run_with(backend, x, y, out)
-                    .map_err(|e| e.to_string())
-            })
+        a: BroadcastOperand<'_, T>,
+        b: BroadcastOperand<'_, T>,
+        output: &mut [T],
+    ) -> qneon::Result<()> {
+        self.run_with(backend, a, b, output)
     }
 }
 
@@ -71,10 +53,7 @@ fn node<T: QuantElem + bytemuck::Pod + Send + Sync>(
     kind: MinMaxKind,
     walk: BroadcastWalk,
 ) -> Box<dyn Kernel> {
-    Box::new(MinMaxNode {
-        op: MinMax::<T>::new(kind),
-        walk,
-    })
+    Box::new(WalkNode::new(MinMax::<T>::new(kind), walk))
 }
 
 /// TFLite's `Prepare` of MAXIMUM and MINIMUM.

@@ -5,13 +5,10 @@
 //! arithmetic for int8 / uint8 PRELU in its reference and optimized kernel
 //! sets, and its XNNPACK delegate leaves quantized PRELU to them.
 
-use std::ops::Range;
-
-use qneon::{Backend, Prelu, QuantElem};
+use qneon::{Backend, BroadcastOperand, Prelu, QuantElem};
 use qneon_tflite::{BuiltinOp, TensorType};
 
-use super::broadcast_walk::BroadcastWalk;
-use super::buffers::{view, view_mut, Io};
+use super::broadcast_walk::{BroadcastWalk, PairOp, WalkNode};
 use super::kernel::{Kernel, PreparedOp, Registration};
 use super::op::Op;
 use super::strided_copy::broadcast_shape;
@@ -31,30 +28,15 @@ fn describe(_: &Options, _: BuiltinOp) -> String {
     "two quantized multipliers (x >= 0, alpha), double rounding".to_string()
 }
 
-/// A prepared PRELU node, one tile.
-#[derive(Debug)]
-struct PreluNode<T: QuantElem> {
-    prelu: Prelu<T>,
-    walk: BroadcastWalk,
-}
-
-impl<T: QuantElem + bytemuck::Pod + Send + Sync> Kernel for PreluNode<T> {
-    fn run_tiles(
+impl<T: QuantElem + Send + Sync> PairOp<T> for Prelu<T> {
+    fn run_pair(
         &self,
         backend: Backend,
-        tiles: Range<usize>,
-        io: &mut Io<'_>,
-    ) -> Result<(), String> {
-        if tiles.is_empty() {
-            return Ok(());
-        }
-        let (x, alpha): (&[T], &[T]) = (view(io.ins[0])?, view(io.ins[1])?);
-        self.walk
-            .for_each(x, alpha, view_mut(io.outs[0])?, |x, a, out| {
-                self.prelu
-                    .run_with(backend, x, a, out)
-                    .map_err(|e| e.to_string())
-            })
+        input: BroadcastOperand<'_, T>,
+        alpha: BroadcastOperand<'_, T>,
+        output: &mut [T],
+    ) -> qneon::Result<()> {
+        self.run_with(backend, input, alpha, output)
     }
 }
 
@@ -69,7 +51,7 @@ fn node<T: QuantElem + bytemuck::Pod + Send + Sync>(
         op.per_tensor(output, "output")?,
     )
     .map_err(|e| op.kernel_error(e))?;
-    Ok(Box::new(PreluNode { prelu, walk }))
+    Ok(Box::new(WalkNode::new(prelu, walk)))
 }
 
 /// TFLite's `Prepare` of PRELU on quantized data.
