@@ -178,6 +178,39 @@ impl<'a> Op<'_, 'a> {
         Ok(QuantParams::new(scale, zero_point as i32))
     }
 
+    /// The scales of a symmetric int8 weight tensor (`what`: "filter",
+    /// "weights"): one, or one per output channel along `axis` (TFLite's
+    /// `quantized_dimension`: 0 for CONV_2D and TRANSPOSE_CONV, 3 for
+    /// DEPTHWISE_CONV_2D), every zero point 0.
+    pub fn symmetric_scales(
+        &self,
+        t: &Tensor<'_>,
+        what: &str,
+        channels: usize,
+        axis: usize,
+    ) -> Result<Vec<f32>> {
+        let q = t.quantization().ok_or_else(|| {
+            self.invalid(format!("{what} (tensor {}) is not quantized", t.name()))
+        })?;
+        if q.zero_points().iter().any(|&z| z != 0) {
+            return Err(self.invalid(format!(
+                "{what} (tensor {}) zero points {:?}: int8 {what} must be symmetric (zero point 0)",
+                t.name(),
+                q.zero_points()
+            )));
+        }
+        match (q.scales(), q.axis()) {
+            ([scale], _) => Ok(vec![*scale]),
+            (scales, Some(a)) if a == axis && scales.len() == channels => Ok(scales.to_vec()),
+            (scales, a) => Err(self.invalid(format!(
+                "{what} (tensor {}): {} scales along axis {a:?}; expected 1 or {channels} along \
+                 axis {axis}",
+                t.name(),
+                scales.len()
+            ))),
+        }
+    }
+
     /// The values of a constant int32 (or int64) tensor: shapes, axes,
     /// permutations. Dynamic ones are not supported.
     pub fn constant_ints(&self, t: &Tensor<'_>, what: &str) -> Result<Vec<i64>> {

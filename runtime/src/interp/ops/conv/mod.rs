@@ -276,7 +276,12 @@ fn prepare(op: &Op<'_, '_>) -> Result<PreparedOp> {
     if !filter.is_constant() || bias.is_some_and(|b| !b.is_constant()) {
         return Err(op.unsupported("filter and bias must be constant"));
     }
-    let scales = filter_scales(op, filter, out_channels, if depthwise { 3 } else { 0 })?;
+    let scales = op.symmetric_scales(
+        filter,
+        "filter",
+        out_channels,
+        if depthwise { 3 } else { 0 },
+    )?;
     let bias_values = match bias {
         None => None,
         Some(b) => Some(bias_values(op, b, in_q.scale, &scales, out_channels)?),
@@ -327,40 +332,6 @@ fn prepare(op: &Op<'_, '_>) -> Result<PreparedOp> {
         alias: false,
         state_inputs: Vec::new(),
     })
-}
-
-/// The filter's scales, one or one per output channel along `axis` (TFLite:
-/// `quantized_dimension` 0 for CONV_2D, 3 for DEPTHWISE_CONV_2D), with the
-/// zero points int8 filters must have (all 0).
-fn filter_scales(
-    op: &Op<'_, '_>,
-    filter: &Tensor<'_>,
-    channels: usize,
-    axis: usize,
-) -> Result<Vec<f32>> {
-    let fq = filter.quantization().ok_or_else(|| {
-        op.invalid(format!(
-            "filter (tensor {}) is not quantized",
-            filter.name()
-        ))
-    })?;
-    if fq.zero_points().iter().any(|&z| z != 0) {
-        return Err(op.invalid(format!(
-            "filter (tensor {}) zero points {:?}: int8 filters must be symmetric (zero point 0)",
-            filter.name(),
-            fq.zero_points()
-        )));
-    }
-    match (fq.scales(), fq.axis()) {
-        ([scale], _) => Ok(vec![*scale]),
-        (scales, Some(a)) if a == axis && scales.len() == channels => Ok(scales.to_vec()),
-        (scales, a) => Err(op.invalid(format!(
-            "filter (tensor {}) has {} scales along axis {a:?}; expected 1 or {channels} along \
-             axis {axis}",
-            filter.name(),
-            scales.len()
-        ))),
-    }
 }
 
 /// The bias values, after TFLite's checks: one per output channel, each

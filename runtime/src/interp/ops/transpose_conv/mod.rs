@@ -240,7 +240,7 @@ fn prepare(op: &Op<'_, '_>) -> Result<PreparedOp> {
     if !weights.is_constant() || bias.is_some_and(|b| !b.is_constant()) {
         return Err(op.unsupported("weights and bias must be constant"));
     }
-    let scales = weight_scales(op, weights, out_channels)?;
+    let scales = op.symmetric_scales(weights, "weights", out_channels, 0)?;
     let bias_values = match bias {
         None => None,
         Some(b) => Some(bias_values(op, b, out_channels)?),
@@ -274,34 +274,6 @@ fn prepare(op: &Op<'_, '_>) -> Result<PreparedOp> {
         alias: false,
         state_inputs: Vec::new(),
     })
-}
-
-/// The weights' scales, one or one per output channel along axis 0, with
-/// the zero points int8 weights must have (all 0).
-fn weight_scales(op: &Op<'_, '_>, weights: &Tensor<'_>, channels: usize) -> Result<Vec<f32>> {
-    let q = weights.quantization().ok_or_else(|| {
-        op.invalid(format!(
-            "weights (tensor {}) are not quantized",
-            weights.name()
-        ))
-    })?;
-    if q.zero_points().iter().any(|&z| z != 0) {
-        return Err(op.invalid(format!(
-            "weights (tensor {}) zero points {:?}: int8 weights must be symmetric (zero point 0)",
-            weights.name(),
-            q.zero_points()
-        )));
-    }
-    match (q.scales(), q.axis()) {
-        ([scale], _) => Ok(vec![*scale]),
-        (scales, Some(0)) if scales.len() == channels => Ok(scales.to_vec()),
-        (scales, axis) => Err(op.invalid(format!(
-            "weights (tensor {}) have {} scales along axis {axis:?}; expected 1 or {channels} \
-             along axis 0",
-            weights.name(),
-            scales.len()
-        ))),
-    }
 }
 
 /// The bias values after TFLite's checks: zero point 0, one per output
