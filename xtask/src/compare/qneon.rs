@@ -31,6 +31,10 @@ use crate::plugin;
 use crate::run::{Regions, RunnerReport};
 use crate::util::{self, bail, Result};
 
+/// Written into the reference resolver's folder when LiteRT's reference
+/// kernels abort on the model (they do on some valid models).
+pub const REF_ABORTED: &str = "aborted";
+
 /// The binary (package `qneon-cli`).
 pub const BIN: &str = "qneon";
 
@@ -105,8 +109,10 @@ pub struct QneonResult {
     pub op_types: Vec<(String, u64, u64)>,
     /// LUT outputs == builtin resolver's bytes.
     pub bit_exact_lut: bool,
-    /// FixedPoint outputs == reference resolver's bytes.
-    pub bit_exact_fixed: bool,
+    /// FixedPoint outputs == reference resolver's bytes (`None`: LiteRT's
+    /// reference kernels aborted on the model, so there is nothing to
+    /// compare with).
+    pub bit_exact_fixed: Option<bool>,
     /// `--kernels xnnpack` outputs == the XNNPACK delegate's bytes (`None`:
     /// qneon refuses the model under that path).
     pub bit_exact_xnnpack: Option<bool>,
@@ -360,7 +366,11 @@ pub fn measure(job: &Job) -> Result<QneonResult> {
         per_inference: per(once, twice),
         op_types,
         bit_exact_lut: bit_exact(&lut, &outputs(job.builtin_dir, true)?),
-        bit_exact_fixed: bit_exact(&fixed, &outputs(job.ref_dir, true)?),
+        bit_exact_fixed: if job.ref_dir.join(REF_ABORTED).exists() {
+            None
+        } else {
+            Some(bit_exact(&fixed, &outputs(job.ref_dir, true)?))
+        },
         bit_exact_xnnpack,
         xnnpack_max_abs_diff: max_abs_diff(&lut, &outputs(job.xnnpack_dir, true)?),
     })

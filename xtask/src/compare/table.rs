@@ -35,7 +35,7 @@ pub struct QneonColumns {
     /// `--softmax lut` outputs == LiteRT builtin kernels' bytes.
     pub bit_exact_lut: bool,
     /// `--softmax fixed` outputs == LiteRT reference kernels' bytes.
-    pub bit_exact_fixed: bool,
+    pub bit_exact_fixed: Option<bool>,
     /// `--kernels xnnpack` outputs == the XNNPACK delegate's bytes (`None`:
     /// not run, or refused by qneon).
     pub bit_exact_xnnpack: Option<bool>,
@@ -108,7 +108,7 @@ impl Row {
             Some(QneonColumns {
                 instructions: count("qneon")?,
                 bit_exact_lut: flag("lut_vs_litert_builtin")?,
-                bit_exact_fixed: flag("fixed_vs_litert_ref")?,
+                bit_exact_fixed: value["bit_exact"]["fixed_vs_litert_ref"].as_bool(),
                 bit_exact_xnnpack: value["bit_exact"]["xnnpack_vs_litert_xnnpack"].as_bool(),
                 arena_bytes: value["qneon_arena_bytes"].as_u64(),
                 xnnpack_max_abs_diff: value["xnnpack_vs_qneon_max_abs_diff"].as_f64(),
@@ -208,7 +208,8 @@ pub fn format_table(rows: &[Row]) -> String {
             .unwrap_or_else(dash),
             q.map(|q| yes_no(q.bit_exact_lut).to_string())
                 .unwrap_or_else(dash),
-            q.map(|q| yes_no(q.bit_exact_fixed).to_string())
+            q.and_then(|q| q.bit_exact_fixed)
+                .map(|b| yes_no(b).to_string())
                 .unwrap_or_else(dash),
             q.and_then(|q| q.bit_exact_xnnpack)
                 .map(|b| yes_no(b).to_string())
@@ -289,7 +290,7 @@ mod tests {
         r.qneon = Some(QneonColumns {
             instructions: r.tflite_xnnpack / 2,
             bit_exact_lut: true,
-            bit_exact_fixed: false,
+            bit_exact_fixed: Some(false),
             bit_exact_xnnpack: Some(true),
             arena_bytes: Some(65536),
             xnnpack_max_abs_diff: Some(0.125),
