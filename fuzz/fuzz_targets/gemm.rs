@@ -1,20 +1,24 @@
 //! int8 `Gemm` (fully connected) with every `Requantization` (single and
-//! double rounding of the quantized multipliers, LiteRT's `RealF64`), every
+//! double rounding of the quantized multipliers, LiteRT's `RealF64`,
+//! XNNPACK's `f32` scale, LiteRT's aarch64 GEMV rounding), every
 //! fused activation, per-channel scales, with and without bias, every
 //! backend; `set_weights` and `set_weights_transposed`.
 //!
 //! When `new` and `run` succeed, every output equals the documented
 //! arithmetic computed here with the public references (`Rounding::multiply`
-//! of `Rounding::quantize_multiplier(input * weight / output)`, or
-//! `quant::requantize_real_f64`): `acc = sum (x - zp_x) w + bias` wrapping,
-//! `clamp(requantized + zp_out, act_min, act_max)`. Weights set from the
+//! of `Rounding::quantize_multiplier(input * weight / output)`,
+//! `quant::requantize_real_f64`, `quant::requantize_xnnpack_f32` of the
+//! `f32` scale, or `quant::requantize_gemv_ties_upward` of the single
+//! rounding's multiplier): `acc = sum (x - zp_x) w + bias` wrapping,
+//! `clamp(requantized + zp_out, act_min, act_max)` (XNNPACK's bounds under
+//! its requantization). Weights set from the
 //! transpose give the same bytes; wrong lengths are errors.
 
 #![no_main]
 
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
-use qneon::quant::requantize_real_f64;
+use qneon::quant::{requantize_gemv_ties_upward, requantize_real_f64, requantize_xnnpack_f32};
 use qneon::{FusedActivation, Gemm, QuantParams, Requantization, Rounding};
 use qneon_fuzz::*;
 
@@ -30,6 +34,8 @@ enum RequantizationChoice {
     Single,
     Double,
     RealF64,
+    XnnpackF32,
+    GemvTiesUpward,
 }
 
 #[derive(Arbitrary, Debug)]
@@ -98,6 +104,16 @@ impl Layer<'_> {
                         rounding.multiply(acc, q)
                     }
                     Requantization::RealF64 => requantize_real_f64(acc, real),
+                    Requantization::XnnpackF32 => {
+                        let scale = self.input.scale * self.scales[c] / self.output.scale;
+                        requantize_xnnpack_f32(acc, scale)
+                    }
+                    Requantization::GemvTiesUpward => {
+                        let q = Rounding::Single
+                            .quantize_multiplier(real)
+                            .expect("a valid multiplier");
+                        requantize_gemv_ties_upward(acc, q.multiplier, q.shift)
+                    }
                 };
                 let y = (y as i64 + self.output.zero_point as i64)
                     .clamp(self.range.0 as i64, self.range.1 as i64);
@@ -137,6 +153,8 @@ fn check(case: &Case) {
         RequantizationChoice::Single => Requantization::Multiplier(Rounding::Single),
         RequantizationChoice::Double => Requantization::Multiplier(Rounding::Double),
         RequantizationChoice::RealF64 => Requantization::RealF64,
+        RequantizationChoice::XnnpackF32 => Requantization::XnnpackF32,
+        RequantizationChoice::GemvTiesUpward => Requantization::GemvTiesUpward,
     };
     let scales: Vec<f32> = if case.weight_scales.is_empty() {
         Vec::new()
@@ -167,7 +185,7 @@ fn check(case: &Case) {
     );
     assert_eq!((gemm.n(), gemm.k()), (n, k));
     assert_eq!(gemm.requantization(), requantization);
-    let range = activation.range_i8(output);
+    let range = activation.range_i8_for(output, requantization);
     assert_eq!(gemm.activation_range(), range);
 
     let input_len =
