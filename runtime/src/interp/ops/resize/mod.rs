@@ -25,7 +25,7 @@ use qneon::{
 use qneon_tflite::schema::BuiltinOptions;
 use qneon_tflite::{BuiltinOp, Options as OpOptions, TensorType};
 
-use super::buffers::{view, view_mut, Io};
+use super::buffers::{row_band, view, view_mut, Io};
 use super::kernel::{Kernel, PreparedOp, Registration};
 use super::op::Op;
 use crate::error::Result;
@@ -162,15 +162,7 @@ impl<T: QuantElem + bytemuck::Pod + Send + Sync> Kernel for ResizeNode<T> {
         io: &mut Io<'_>,
     ) -> Result<(), String> {
         let input: &[T] = view(io.ins[0])?;
-        let output: &mut [T] = view_mut(io.outs[0])?;
-        let band = tiles.start * self.row_len..tiles.end * self.row_len;
-        let Some(output) = output.get_mut(band) else {
-            return Err(format!(
-                "output of {} elements for rows {tiles:?} of {}",
-                output.len(),
-                self.row_len
-            ));
-        };
+        let output = row_band(view_mut::<T>(io.outs[0])?, &tiles, self.row_len)?;
         match &self.op {
             Resize::Nearest(r) => r.run_rows_with(backend, input, output, tiles),
             Resize::Bilinear(r) => r.run_rows_with(backend, input, output, tiles),
