@@ -146,6 +146,7 @@ def generate(out_dir, log=print):
             + (f" (LiteRT copy: {entry['litert_copy']})" if patched else ""))
     common.write_json(os.path.join(out_dir, "tflite_micro", "refs", "manifest.json"), manifest)
     generate_sequences(root, out_dir, log)
+    generate_svdf(root, out_dir, log)
     return manifest
 
 
@@ -213,4 +214,116 @@ def generate_sequences(root, out_dir, log=print):
         log(f"[published] {file}: {len(SEQUENCE_DRAWS)} sequences of {STEPS} steps x {len(REFERENCES)} references"
             + (f" (LiteRT copy: {entry['litert_copy']})" if patched else ""))
     common.write_json(os.path.join(out_dir, "tflite_micro", "refs", "sequences.json"), manifest)
+    return manifest
+
+
+# Single-op SVDFs for the runtime's SVDF tests: keyword_scrambled's first
+# SVDF operator (int8 input, int16 time weights and state, RELU option)
+# cut out with its five tensors, then given seeded weights and scales and
+# the shapes below. Each case is run as sequences of SVDF_STEPS invokes on
+# one interpreter. int8 state is TFLite Micro's alone (LiteRT 2.3 corrupts
+# its heap on it), so every case here has int16 state; LiteRT's integer
+# SVDF fails to invoke unless the fused activation is RELU, so every case
+# has RELU.
+# (name, batch, input_size, units, rank, memory, bias, fused activation, input zero point)
+SVDF_CASES = [
+    ("svdf_b1_i96_u64_r1_m8", 1, 96, 64, 1, 8, True, 1, -128),
+    ("svdf_b2_i20_u6_r2_m4", 2, 20, 6, 2, 4, True, 1, 3),
+    ("svdf_b3_i7_u5_r3_m10_nobias", 3, 7, 5, 3, 10, False, 1, 0),
+    ("svdf_b1_i16_u4_r4_m1", 1, 16, 4, 4, 1, True, 1, -5),
+    ("svdf_b2_i33_u3_r1_m32", 2, 33, 3, 1, 32, True, 1, 17),
+]
+SVDF_STEPS = 4
+SVDF_SEQUENCES = 2
+SVDF_SEED = 2727
+
+
+def svdf_model(original, case, rng):
+    """keyword_scrambled's first SVDF alone, reshaped and re-weighted."""
+    import copy
+
+    name, batch, input_size, units, rank, memory, with_bias, activation, input_zp = case
+    filters = units * rank
+    model = flatbuffer_utils.read_model_from_bytearray(bytearray(original))
+    sg = model.subgraphs[0]
+    op = copy.deepcopy(sg.operators[1])
+    x, wf, wt, bias, state = [int(i) for i in op.inputs]
+    y = int(op.outputs[0])
+    op.builtinOptions.rank = rank
+    op.builtinOptions.fusedActivationFunction = activation
+    if not with_bias:
+        op.inputs = np.array([x, wf, wt, -1, state], dtype=np.int32)
+    sg.operators = [op]
+    sg.inputs = np.array([x], dtype=np.int32)
+    sg.outputs = np.array([y], dtype=np.int32)
+    model.signatureDefs = []
+    # Scales that keep a step's values inside the types: the feature dot
+    # product of about sqrt(input_size) * 64 * 64 lands near 2,000 state
+    # steps, the time sums near 40 output steps.
+    s_x, s_wf, s_wt = 0.05, 0.01, 0.0005
+    s_state = s_x * s_wf * (input_size ** 0.5) * 4096 / 2000
+    s_y = s_state * s_wt * ((memory * rank) ** 0.5) * 2000 * 8000 / 40
+    tensors = sg.tensors
+
+    def set_tensor(t, shape, scale, zero_point, data=None):
+        tensors[t].shape = np.array(shape, dtype=np.int32)
+        tensors[t].shapeSignature = None
+        tensors[t].quantization.scale = np.array([scale], dtype=np.float32)
+        tensors[t].quantization.zeroPoint = np.array([zero_point], dtype=np.int64)
+        if data is not None:
+            model.buffers[tensors[t].buffer].data = np.frombuffer(data.tobytes(), dtype=np.uint8)
+
+    set_tensor(x, [batch, input_size], s_x, input_zp)
+    set_tensor(wf, [filters, input_size], s_wf, 0,
+               rng.integers(-127, 127, size=(filters, input_size), endpoint=True).astype(np.int8))
+    set_tensor(wt, [filters, memory], s_wt, 0,
+               rng.integers(-8000, 8000, size=(filters, memory), endpoint=True).astype(np.int16))
+    # LiteRT and TFLite Micro expect the bias in units of s_state * s_wt.
+    set_tensor(bias, [units], float(np.float32(s_state) * np.float32(s_wt)), 0,
+               rng.integers(-20000, 20000, size=(units,), endpoint=True).astype(np.int32))
+    set_tensor(state, [batch, memory * filters], s_state, 0)
+    set_tensor(y, [batch, units], s_y, int(rng.integers(-20, 20, endpoint=True)))
+    return bytes(flatbuffer_utils.convert_object_to_bytearray(model))
+
+
+def generate_svdf(root, out_dir, log=print):
+    original = open(os.path.join(root, "tflite_micro", "keyword_scrambled.tflite"), "rb").read()
+    manifest = {
+        "description": "single-op SVDF models cut from keyword_scrambled's first SVDF (int8 input, "
+        "int16 time weights and state) with seeded weights, scales and shapes; per case "
+        f"{SVDF_SEQUENCES} sequences of {SVDF_STEPS} invokes on one interpreter without reset, "
+        "full-range inputs, the outputs of each LiteRT kernel path after each step",
+        "references": {k: common.REFERENCES[k] for k in REFERENCES},
+        "cases": [],
+    }
+    rng = np.random.default_rng(SVDF_SEED)
+    for case in SVDF_CASES:
+        name, batch, input_size, units, rank, memory, with_bias, activation, input_zp = case
+        model_bytes = svdf_model(original, case, rng)
+        rel_model = f"tflite_micro/refs/svdf/{name}.tflite"
+        common.write_bytes(os.path.join(out_dir, rel_model), model_bytes)
+        interp = litert.Interpreter(model_content=model_bytes)
+        interp.allocate_tensors()
+        in_details = interp.get_input_details()
+        entry = {"name": name, "model": rel_model, "batch": batch, "input_size": input_size,
+                 "units": units, "rank": rank, "memory": memory, "bias": with_bias,
+                 "fused_activation": activation, "sequences": []}
+        for s in range(SVDF_SEQUENCES):
+            steps = [[full_range(rng, d) for d in in_details] for _ in range(SVDF_STEPS)]
+            per_ref = {ref: run_sequence(ref, model_bytes, steps) for ref in REFERENCES}
+            seq = {"name": f"seq{s}", "steps": []}
+            for k, inputs in enumerate(steps):
+                step = {"inputs": [], "outputs": {}}
+                rel = f"tflite_micro/refs/svdf/{name}/seq{s}.step{k}.input.0.npy"
+                common.write_npy(os.path.join(out_dir, rel), inputs[0])
+                step["inputs"].append(rel)
+                for ref in REFERENCES:
+                    rel = f"tflite_micro/refs/svdf/{name}/seq{s}.step{k}.{ref}.0.npy"
+                    common.write_npy(os.path.join(out_dir, rel), per_ref[ref][k][0])
+                    step["outputs"][ref] = [rel]
+                seq["steps"].append(step)
+            entry["sequences"].append(seq)
+        manifest["cases"].append(entry)
+        log(f"[published] {name}: {SVDF_SEQUENCES} sequences of {SVDF_STEPS} steps")
+    common.write_json(os.path.join(out_dir, "tflite_micro", "refs", "svdf", "manifest.json"), manifest)
     return manifest
