@@ -181,6 +181,7 @@ mod requant;
 mod resize;
 mod softmax;
 mod softmax_rows;
+mod svdf;
 pub mod threshold;
 #[cfg(feature = "alloc")]
 mod transpose_conv;
@@ -218,6 +219,7 @@ pub use resize::{
 };
 pub use softmax::Softmax;
 pub use softmax_rows::SoftmaxParams;
+pub use svdf::{Svdf, SvdfQuantization, SvdfShape, SvdfState, SvdfWeights};
 #[cfg(feature = "alloc")]
 pub use transpose_conv::{TransposeConv2d, TransposeConvGeometry};
 pub use window::{AxisPadding, Padding};
