@@ -217,7 +217,7 @@ pub use resize::{
     BilinearArithmetic, NearestIndexing, ResizeBilinear, ResizeCoordinates, ResizeNearestNeighbor,
     ResizeShape, MAX_RESIZE_SIZE,
 };
-pub use softmax::Softmax;
+pub use softmax::{Softmax, SoftmaxI8ToI16};
 pub use softmax_rows::SoftmaxParams;
 pub use svdf::{Svdf, SvdfQuantization, SvdfShape, SvdfState, SvdfWeights};
 #[cfg(feature = "alloc")]
