@@ -238,8 +238,9 @@ SVDF_SEQUENCES = 2
 SVDF_SEED = 2727
 
 
-def svdf_model(original, case, rng):
-    """keyword_scrambled's first SVDF alone, reshaped and re-weighted."""
+def svdf_model(original, case, rng, mutate=None):
+    """keyword_scrambled's first SVDF alone, reshaped and re-weighted;
+    `mutate(model, op, tensors)` breaks it for the malformed cases."""
     import copy
 
     name, batch, input_size, units, rank, memory, with_bias, activation, input_zp = case
@@ -283,7 +284,48 @@ def svdf_model(original, case, rng):
                rng.integers(-20000, 20000, size=(units,), endpoint=True).astype(np.int32))
     set_tensor(state, [batch, memory * filters], s_state, 0)
     set_tensor(y, [batch, units], s_y, int(rng.integers(-20, 20, endpoint=True)))
+    if mutate is not None:
+        mutate(model, op, {"input": x, "weights_feature": wf, "weights_time": wt, "bias": bias,
+                           "state": state, "output": y})
     return bytes(flatbuffer_utils.convert_object_to_bytearray(model))
+
+
+def _set(field, value):
+    def mutate(model, op, t):
+        setattr(op.builtinOptions, field, value)
+    return mutate
+
+
+def _tensor(name, **changes):
+    def mutate(model, op, t):
+        tensor = model.subgraphs[0].tensors[t[name]]
+        for key, value in changes.items():
+            if key == "shape":
+                tensor.shape = np.array(value, dtype=np.int32)
+            elif key == "scale":
+                tensor.quantization.scale = np.array([value], dtype=np.float32)
+            else:
+                setattr(tensor, key, value)
+    return mutate
+
+
+# Models TFLite's SVDF Prepare refuses, cut from the svdf_b2_i20_u6_r2_m4
+# case (batch 2, input 20, 12 filters, rank 2, memory 4) and broken one way
+# each; the runtime must refuse each with an error naming SVDF and the
+# words listed. (name, mutation, words)
+SVDF_MALFORMED = [
+    ("rank_0", _set("rank", 0), ["SVDF", "rank 0"]),
+    ("rank_5", _set("rank", 5), ["SVDF", "not a multiple of rank 5"]),
+    ("activation_none", _set("fusedActivationFunction", 0), ["SVDF", "requires RELU"]),
+    ("state_not_variable", _tensor("state", isVariable=False), ["SVDF", "state", "not a variable"]),
+    ("state_shape", _tensor("state", shape=[2, 47]), ["SVDF", "state", "[2, 47]", "[2, 48]"]),
+    ("bias_shape", _tensor("bias", shape=[2, 3]), ["SVDF", "bias", "[2, 3]", "[6]"]),
+    ("bias_scale", _tensor("bias", scale=1.0), ["SVDF", "bias", "scale"]),
+    ("time_weights_rows", _tensor("weights_time", shape=[6, 8]), ["SVDF", "time weights", "6 rows"]),
+    ("feature_columns", _tensor("weights_feature", shape=[24, 10]), ["SVDF", "columns"]),
+    ("output_shape", _tensor("output", shape=[2, 5]), ["SVDF", "output", "[2, 6]"]),
+    ("state_int8_time_int16", _tensor("state", type=9), ["SVDF", "no kernel for dtypes"]),
+]
 
 
 def generate_svdf(root, out_dir, log=print):
@@ -325,5 +367,13 @@ def generate_svdf(root, out_dir, log=print):
             entry["sequences"].append(seq)
         manifest["cases"].append(entry)
         log(f"[published] {name}: {SVDF_SEQUENCES} sequences of {SVDF_STEPS} steps")
+    base = next(c for c in SVDF_CASES if c[0] == "svdf_b2_i20_u6_r2_m4")
+    manifest["malformed"] = []
+    for name, mutate, words in SVDF_MALFORMED:
+        rel = f"tflite_micro/refs/svdf/malformed/{name}.tflite"
+        common.write_bytes(os.path.join(out_dir, rel),
+                           svdf_model(original, base, np.random.default_rng(SVDF_SEED), mutate))
+        manifest["malformed"].append({"name": name, "model": rel, "words": words})
+    log(f"[published] {len(SVDF_MALFORMED)} malformed SVDFs")
     common.write_json(os.path.join(out_dir, "tflite_micro", "refs", "svdf", "manifest.json"), manifest)
     return manifest

@@ -117,3 +117,28 @@ fn svdf_state_carries_over_and_is_the_variable_block() {
     let variable_bytes = interpreter.session().plan().variable_bytes();
     assert_eq!(variable_bytes, expected, "{variables:?}");
 }
+
+/// TFLite's `Prepare` rules: each malformed SVDF (one rule broken in a
+/// generated model) is refused at load with an error naming the op and
+/// what is wrong.
+#[test]
+fn malformed_svdfs_are_errors_naming_the_op_and_tensor() {
+    let manifest = manifest("tflite_micro/refs/svdf/manifest.json");
+    let malformed = manifest["malformed"].as_array().unwrap();
+    assert!(malformed.len() >= 10);
+    for case in malformed {
+        let name = case["name"].as_str().unwrap();
+        let bytes = read_model(case["model"].as_str().unwrap());
+        let error = match Interpreter::new(
+            bytes.as_bytes(),
+            options(Rounding::Single, Method::FixedPoint),
+        ) {
+            Ok(_) => panic!("{name}: loaded"),
+            Err(e) => e.to_string(),
+        };
+        for word in case["words"].as_array().unwrap() {
+            let word = word.as_str().unwrap();
+            assert!(error.contains(word), "{name}: {error:?} lacks {word:?}");
+        }
+    }
+}
