@@ -105,7 +105,7 @@ impl<S: SvdfState> Svdf<S> {
                 return Err(Error::ZeroDimension { op: OP, what });
             }
         }
-        if shape.filters % shape.rank != 0 {
+        if !shape.filters.is_multiple_of(shape.rank) {
             return Err(Error::OutOfDomain {
                 op: OP,
                 what: "filters / rank",

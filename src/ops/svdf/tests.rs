@@ -206,7 +206,7 @@ fn a_step_is_within_one_output_step_of_the_real_formula() {
         bias: None,
     };
     op.run(&x, weights, &mut state, &mut y).unwrap();
-    for f in 0..2 {
+    for (f, &y) in y.iter().enumerate() {
         let real_in: f64 = (0..4)
             .map(|i| {
                 c.feature[f * 4 + i] as f64
@@ -225,9 +225,8 @@ fn a_step_is_within_one_output_step_of_the_real_formula() {
                     * c.q.state.scale as f64
                     / c.q.output.scale as f64;
             assert!(
-                (y[f] as f64 - expected).abs() <= slack + 1e-9,
-                "filter {f}: {} vs {expected} (slack {slack})",
-                y[f]
+                (y as f64 - expected).abs() <= slack + 1e-9,
+                "filter {f}: {y} vs {expected} (slack {slack})"
             );
         }
     }

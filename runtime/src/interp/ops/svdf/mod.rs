@@ -134,7 +134,7 @@ fn prepare(op: &Op<'_, '_>) -> Result<PreparedOp> {
     }
     let (batch, input_size) = dims2(op, input, "input")?;
     let (filters, feature_columns) = dims2(op, weights_feature, "feature weights")?;
-    if filters % rank != 0 {
+    if !filters.is_multiple_of(rank) {
         return Err(op.invalid(format!(
             "feature weights (tensor {}) have {filters} filters, not a multiple of rank {rank}",
             weights_feature.name()
