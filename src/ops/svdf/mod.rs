@@ -144,6 +144,11 @@ impl<S: SvdfState> Svdf<S> {
         self.params.shape
     }
 
+    /// The state's zero point (what a reset state holds).
+    pub fn state_zero_point(&self) -> i32 {
+        self.params.state_zero_point
+    }
+
     /// The quantized multipliers `(feature -> state, time -> output)`.
     pub fn multipliers(&self) -> (QuantizedMultiplier, QuantizedMultiplier) {
         (self.params.feature_to_state, self.params.time_to_output)
