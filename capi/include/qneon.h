@@ -248,6 +248,9 @@ typedef struct QneonSoftmaxU8 QneonSoftmaxU8;
 // A prepared int8 subtract (qneon's `Sub`).
 typedef struct QneonSub QneonSub;
 
+// A prepared SVDF with int16 state (qneon's `Svdf<i16>`).
+typedef struct QneonSvdfI16 QneonSvdfI16;
+
 // A prepared tanh on int16 data (qneon's `Tanh<i16>`).
 typedef struct QneonTanhI16 QneonTanhI16;
 
@@ -1406,6 +1409,69 @@ void qneon_log_softmax_u8_destroy(struct QneonLogSoftmaxU8 *op);
 
 // The output quantization `qneon_log_softmax_u8_create` requires (TFLite's).
 struct QneonQuantParams qneon_log_softmax_u8_output_quantization(void);
+
+// Prepares an SVDF: `batch` rows of `input_size` int8 features, `filters`
+// filters (a multiple of `rank`) remembering `memory` steps each, int16
+// state and time weights (scale `weights_time_scale`), int8 feature
+// weights (scale `weights_feature_scale`), `rounding` a `QneonRounding`.
+// Writes a new handle to `*out`; free it with `qneon_svdf_i16_destroy`.
+//
+// # Safety
+// `out` must be null or valid for writing one pointer.
+enum QneonStatus qneon_svdf_i16_create(size_t batch,
+                                       size_t input_size,
+                                       size_t filters,
+                                       size_t memory,
+                                       size_t rank,
+                                       struct QneonQuantParams input_q,
+                                       float weights_feature_scale,
+                                       float weights_time_scale,
+                                       struct QneonQuantParams state_q,
+                                       struct QneonQuantParams output_q,
+                                       uint32_t rounding,
+                                       struct QneonSvdfI16 **out);
+
+// Elements of the state buffer `run` updates: `batch * filters * memory`.
+//
+// # Safety
+// `op` must be null (0 is returned) or a live handle.
+size_t qneon_svdf_i16_state_len(const struct QneonSvdfI16 *op);
+
+// One time step on `backend` (a `QneonBackend`): shifts `state`
+// (`qneon_svdf_i16_state_len` elements, updated in place), writes its
+// newest column from `input` (`batch * input_size`) and writes `output`
+// (`batch * filters / rank`). Weights: `weights_feature`
+// (`filters * input_size`), `weights_time` (`filters * memory`), `bias`
+// (`filters / rank` int32, or null for none).
+//
+// # Safety
+// `op` must be null or a live handle; each pointer null or valid for its
+// length during the call (`state` and `output` writable).
+enum QneonStatus qneon_svdf_i16_run(const struct QneonSvdfI16 *op,
+                                    const int8_t *input_data,
+                                    const int8_t *weights_feature,
+                                    const int16_t *weights_time,
+                                    const int32_t *bias,
+                                    int16_t *state,
+                                    int8_t *output_data,
+                                    uint32_t backend);
+
+// Resets a state buffer of `len` elements (`qneon_svdf_i16_state_len`) to
+// the state's zero point: the start of a new sequence, as TFLite's
+// `ResetVariableTensors`.
+//
+// # Safety
+// `op` must be null or a live handle; `state` null or writable for `len`
+// elements during the call.
+enum QneonStatus qneon_svdf_i16_reset_state(const struct QneonSvdfI16 *op,
+                                            int16_t *state,
+                                            size_t len);
+
+// Frees a handle made by `qneon_svdf_i16_create` (null is ignored).
+//
+// # Safety
+// `op` must be null or a live handle, not used after this call.
+void qneon_svdf_i16_destroy(struct QneonSvdfI16 *op);
 
 #ifdef __cplusplus
 }  // extern "C"

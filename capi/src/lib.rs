@@ -19,8 +19,10 @@
 //! `run_broadcast` for a repeated value or row), `qneon_no_norm_*`,
 //! `qneon_gemm_*` (weights packed by `create`, replaced by `set_weights`),
 //! `qneon_matmul_*` (the caller's scratch, sized by `qneon_matmul_scratch`),
-//! and `qneon_cross_entropy_*` over `float` logits (forward, backward,
-//! NLL). The `float` kernels `qneon_f32_*` and `qneon_target_log_probs`
+//! `qneon_cross_entropy_*` over `float` logits (forward, backward,
+//! NLL), and `qneon_svdf_i16_*` (one time step per `run`, the state a
+//! buffer the caller keeps across calls and resets with
+//! `qneon_svdf_i16_reset_state`). The `float` kernels `qneon_f32_*` and `qneon_target_log_probs`
 //! need no handle. Arrays are a pointer and an element count; where the
 //! count follows from a shape (`n * k` weights, `m * k` GEMM inputs) it is
 //! computed, and an overflowing product is a `QNEON_STATUS_LENGTH`.
@@ -59,6 +61,7 @@ mod matrix;
 mod no_norm;
 mod raw;
 mod rows;
+mod svdf;
 
 pub use binary::*;
 pub use choices::{
@@ -76,3 +79,4 @@ pub use matrix::*;
 pub use no_norm::*;
 pub use raw::*;
 pub use rows::*;
+pub use svdf::*;

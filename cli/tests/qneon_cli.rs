@@ -322,3 +322,90 @@ fn kernels_xnnpack_reproduces_the_delegate_and_refuses_what_is_not_built() {
     let help = String::from_utf8_lossy(&qneon(&["run", "--help"]).stdout).to_string();
     assert!(help.contains("xnnpack"), "{help}");
 }
+
+/// A sequence: `--input K=a.npy,b.npy,...` invokes once per file in order on
+/// one interpreter, the SVDF's state carried from step to step, each step's
+/// outputs in `DIR/step<k>/` equal to LiteRT's after that step; with
+/// `--reset-every 2` step 2 starts from the zero state again, so it equals a
+/// single invoke of its input.
+#[test]
+fn run_sequence_carries_state_and_writes_each_step() {
+    let case = "svdf_b2_i20_u6_r2_m4";
+    let dir = models().join("tflite_micro/refs/svdf");
+    let model = dir.join(format!("{case}.tflite"));
+    let step_input = |k: usize| dir.join(format!("{case}/seq0.step{k}.input.0.npy"));
+    let step_ref = |k: usize| dir.join(format!("{case}/seq0.step{k}.litert_ref.0.npy"));
+    let files: Vec<String> = (0..4).map(|k| path(&step_input(k)).to_string()).collect();
+    let input = format!("0={}", files.join(","));
+    let out = std::env::temp_dir().join(format!("qneon-cli-seq-{}", std::process::id()));
+    let result = qneon(&[
+        "run",
+        path(&model),
+        "--input",
+        &input,
+        "--output-dir",
+        path(&out),
+    ]);
+    assert!(
+        result.status.success(),
+        "{}",
+        String::from_utf8_lossy(&result.stderr)
+    );
+    for k in 0..4 {
+        assert_eq!(
+            npy_data(&out.join(format!("step{k}/0.npy"))),
+            npy_data(&step_ref(k)),
+            "step {k}"
+        );
+        assert!(out.join(format!("step{k}/outputs.json")).exists());
+    }
+    assert!(
+        !out.join("0.npy").exists(),
+        "a sequence writes per step only"
+    );
+    std::fs::remove_dir_all(&out).unwrap();
+
+    // Reset before step 2: steps 2 and 3 are steps 0 and 1 of a sequence
+    // starting at step 2's input.
+    let reset = qneon(&[
+        "run",
+        path(&model),
+        "--input",
+        &input,
+        "--reset-every",
+        "2",
+        "--output-dir",
+        path(&out),
+    ]);
+    assert!(
+        reset.status.success(),
+        "{}",
+        String::from_utf8_lossy(&reset.stderr)
+    );
+    let single = out.join("single");
+    let alone = qneon(&[
+        "run",
+        path(&model),
+        "--input",
+        &format!("0={}", path(&step_input(2))),
+        "--output-dir",
+        path(&single),
+    ]);
+    assert!(
+        alone.status.success(),
+        "{}",
+        String::from_utf8_lossy(&alone.stderr)
+    );
+    assert_eq!(
+        npy_data(&out.join("step2/0.npy")),
+        npy_data(&single.join("0.npy"))
+    );
+    assert_eq!(npy_data(&out.join("step1/0.npy")), npy_data(&step_ref(1)));
+    assert_ne!(npy_data(&out.join("step2/0.npy")), npy_data(&step_ref(2)));
+    std::fs::remove_dir_all(&out).unwrap();
+
+    // Two inputs' step counts must agree; --reps does not go with a sequence.
+    let reps = qneon(&["run", path(&model), "--input", &input, "--reps", "2"]);
+    assert_eq!(reps.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&reps.stderr).contains("one invoke per step"));
+}

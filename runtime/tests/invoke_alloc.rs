@@ -171,3 +171,36 @@ fn single_op_invokes_allocate_nothing() {
     }
     assert!(checked >= cases.len());
 }
+
+/// The SVDF keyword spotters (state carried in the session's variable
+/// block, int16 and int8) and the single-op SVDFs: invoke allocates
+/// nothing, also on a step that follows a reset.
+#[test]
+fn svdf_invokes_allocate_nothing() {
+    let mut models = vec![
+        "tflite_micro/keyword_scrambled.tflite".to_string(),
+        "tflite_micro/keyword_scrambled_8bit.tflite".to_string(),
+    ];
+    let svdf = manifest("tflite_micro/refs/svdf/manifest.json");
+    for case in svdf["cases"].as_array().unwrap() {
+        models.push(case["model"].as_str().unwrap().to_string());
+    }
+    for model in &models {
+        let bytes = read_model(model);
+        for options in configurations() {
+            let mut interpreter = Interpreter::new(bytes.as_bytes(), options)
+                .unwrap_or_else(|e| panic!("{model}: {e}"));
+            let (n, ops) = allocations_of_invoke(&mut interpreter);
+            assert_eq!(
+                n, 0,
+                "{model}, {options:?}: {n} allocations in invoke: {ops:?}"
+            );
+            interpreter.reset_variables();
+            let (n, ops) = allocations_of_invoke(&mut interpreter);
+            assert_eq!(
+                n, 0,
+                "{model} after a reset, {options:?}: {n} allocations: {ops:?}"
+            );
+        }
+    }
+}

@@ -22,7 +22,8 @@ const PUBLISHED: &[(&str, &[&str])] = &[
     ("micro_speech_quantized.tflite", &[]),
     // Its QUANTIZEs are int16 -> int8 and int16 -> int32, its SOFTMAX int8
     // -> int16 (TFLite Micro's kernels take them).
-    ("keyword_scrambled.tflite", &["QUANTIZE", "SOFTMAX", "SVDF"]),
+    ("keyword_scrambled.tflite", &[]),
+    ("keyword_scrambled_8bit.tflite", &[]),
     (
         "trained_lstm_int8.tflite",
         &["UNIDIRECTIONAL_SEQUENCE_LSTM"],

@@ -181,6 +181,7 @@ mod requant;
 mod resize;
 mod softmax;
 mod softmax_rows;
+mod svdf;
 pub mod threshold;
 #[cfg(feature = "alloc")]
 mod transpose_conv;
@@ -216,8 +217,9 @@ pub use resize::{
     BilinearArithmetic, NearestIndexing, ResizeBilinear, ResizeCoordinates, ResizeNearestNeighbor,
     ResizeShape, MAX_RESIZE_SIZE,
 };
-pub use softmax::Softmax;
+pub use softmax::{Softmax, SoftmaxI8ToI16};
 pub use softmax_rows::SoftmaxParams;
+pub use svdf::{Svdf, SvdfQuantization, SvdfShape, SvdfState, SvdfWeights};
 #[cfg(feature = "alloc")]
 pub use transpose_conv::{TransposeConv2d, TransposeConvGeometry};
 pub use window::{AxisPadding, Padding};

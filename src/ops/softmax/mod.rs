@@ -51,8 +51,10 @@ mod lut_neon;
 #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
 mod neon;
 mod scalar;
+mod widening;
 
 use self::lut16::SoftmaxLut16;
+pub use self::widening::SoftmaxI8ToI16;
 use super::method::{unsupported_method, Method};
 use super::softmax_rows::{SoftmaxExact, SoftmaxF32, SoftmaxLut, SoftmaxParams};
 use crate::backend::{unavailable, Backend};

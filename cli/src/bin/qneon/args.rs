@@ -59,10 +59,17 @@ pub(crate) struct LoadArgs {
 pub(crate) struct RunArgs {
     /// The model.
     pub(crate) model: PathBuf,
-    /// An input: K=FILE.npy, K its position or name (split at the first `=`).
+    /// An input: K=FILE.npy, K its position or name (split at the first `=`);
+    /// K=A.npy,B.npy,... invokes once per file in order without resetting
+    /// the model's state (a sequence).
     #[arg(long = "input", value_name = "K=FILE")]
     pub(crate) inputs: Vec<String>,
-    /// Write DIR/<i>.npy per output and DIR/outputs.json.
+    /// In a sequence, reset the model's state (its variable tensors) before
+    /// every N-th step (steps N, 2N, ...).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) reset_every: Option<u32>,
+    /// Write DIR/<i>.npy per output and DIR/outputs.json (a sequence:
+    /// DIR/step<k>/ per step).
     // The comment is clap's --help text, which shows it verbatim; rustdoc
     // would read `<i>` as an HTML tag.
     #[allow(rustdoc::invalid_html_tags)]

@@ -12,54 +12,100 @@ pub(crate) fn numpy_name(dtype: TensorType) -> String {
     dtype.name().to_ascii_lowercase()
 }
 
-/// Sets every input of `interpreter`: from the `--input` specs `specs`
-/// (`K=FILE.npy`, split at the first `=`), the others seeded.
-pub(crate) fn set_inputs(
-    interpreter: &mut Interpreter<'_>,
-    specs: &[String],
-) -> Result<(), String> {
-    let mut given = vec![false; interpreter.inputs().len()];
-    for spec in specs {
-        let (key, file) = spec
-            .split_once('=')
-            .ok_or_else(|| format!("--input {spec:?}: expected K=FILE.npy"))?;
-        let position = interpreter.input_position(key).ok_or_else(|| {
-            let names: Vec<String> = interpreter
-                .inputs()
-                .iter()
-                .map(|t| t.name.clone())
-                .collect();
-            format!(
-                "--input {key:?}: no such input (inputs: {})",
-                names.join(", ")
-            )
-        })?;
-        let array = NpyArray::read(Path::new(file))?;
-        let info = interpreter.inputs()[position];
-        if array.dtype != info.dtype || array.shape != info.shape {
+/// The inputs of every invoke: per step, the bytes of each input. An
+/// `--input K=FILE.npy` spec gives one file for every step; `K=A.npy,B.npy`
+/// one file per step (the FILE part split at commas), so a stateful model
+/// sees a sequence. Inputs not given get seeded values, the same each step.
+pub(crate) struct Sequence {
+    /// `per_step[k][position]`: the bytes of input `position` at step `k`.
+    per_step: Vec<Vec<Vec<u8>>>,
+}
+
+impl Sequence {
+    /// Reads and checks the `--input` specs `specs` against the model.
+    /// Errors: a malformed spec, an unknown input, a file that is not the
+    /// input's dtype and shape, or two inputs with different step counts
+    /// (other than one).
+    pub(crate) fn load(
+        interpreter: &Interpreter<'_>,
+        specs: &[String],
+    ) -> Result<Sequence, String> {
+        let count = interpreter.inputs().len();
+        let mut given: Vec<Option<Vec<Vec<u8>>>> = vec![None; count];
+        for spec in specs {
+            let (key, files) = spec
+                .split_once('=')
+                .ok_or_else(|| format!("--input {spec:?}: expected K=FILE.npy"))?;
+            let position = interpreter.input_position(key).ok_or_else(|| {
+                let names: Vec<String> = interpreter
+                    .inputs()
+                    .iter()
+                    .map(|t| t.name.clone())
+                    .collect();
+                format!(
+                    "--input {key:?}: no such input (inputs: {})",
+                    names.join(", ")
+                )
+            })?;
+            let info = interpreter.inputs()[position];
+            let mut steps = Vec::new();
+            for file in files.split(',') {
+                let array = NpyArray::read(Path::new(file))?;
+                if array.dtype != info.dtype || array.shape != info.shape {
+                    return Err(format!(
+                        "{file}: {} {:?}, but input {position} ({}) is {} {:?}",
+                        numpy_name(array.dtype),
+                        array.shape,
+                        info.name,
+                        numpy_name(info.dtype),
+                        info.shape
+                    ));
+                }
+                steps.push(array.data);
+            }
+            given[position] = Some(steps);
+        }
+        let steps = given.iter().flatten().map(Vec::len).max().unwrap_or(1);
+        if let Some((position, files)) = given.iter().enumerate().find_map(|(p, g)| {
+            g.as_ref()
+                .map(|g| (p, g.len()))
+                .filter(|&(_, n)| n != 1 && n != steps)
+        }) {
             return Err(format!(
-                "{file}: {} {:?}, but input {position} ({}) is {} {:?}",
-                numpy_name(array.dtype),
-                array.shape,
-                info.name,
-                numpy_name(info.dtype),
-                info.shape
+                "--input: input {position} has {files} files, another {steps}; give each input \
+                 one file or the same number"
             ));
         }
-        interpreter
-            .set_input(position, &array.data)
-            .map_err(|e| e.to_string())?;
-        given[position] = true;
+        let per_input: Vec<Vec<Vec<u8>>> = given
+            .into_iter()
+            .enumerate()
+            .map(|(position, g)| g.unwrap_or_else(|| vec![seeded_input(interpreter, position)]))
+            .collect();
+        let per_step = (0..steps)
+            .map(|k| {
+                per_input
+                    .iter()
+                    .map(|files| files[k.min(files.len() - 1)].clone())
+                    .collect()
+            })
+            .collect();
+        Ok(Sequence { per_step })
     }
-    for (position, given) in given.iter().enumerate() {
-        if !given {
-            let data = seeded_input(interpreter, position);
+
+    /// Invokes in the sequence (1 without comma-separated files).
+    pub(crate) fn steps(&self) -> usize {
+        self.per_step.len()
+    }
+
+    /// Sets every input to its bytes at step `k`.
+    pub(crate) fn set(&self, interpreter: &mut Interpreter<'_>, k: usize) -> Result<(), String> {
+        for (position, data) in self.per_step[k].iter().enumerate() {
             interpreter
-                .set_input(position, &data)
+                .set_input(position, data)
                 .map_err(|e| e.to_string())?;
         }
+        Ok(())
     }
-    Ok(())
 }
 
 /// SplitMix64: the seeded inputs' generator.

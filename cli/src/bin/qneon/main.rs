@@ -1,7 +1,8 @@
 //! `qneon`: runs `.tflite` models on the qneon kernels, and inspects them.
 //!
 //! ```text
-//! qneon run MODEL.tflite [--input K=FILE.npy]... [--output-dir DIR]
+//! qneon run MODEL.tflite [--input K=FILE.npy[,FILE.npy...]]... [--output-dir DIR]
+//!           [--reset-every N]
 //!           [--softmax lut|fixed|f32] [--rounding single|double]
 //!           [--backend neon|scalar] [--profile] [--json FILE] [--reps N]
 //! qneon inspect MODEL.tflite [--softmax ...] [--rounding ...]
@@ -11,7 +12,10 @@
 //! (`serving_default_input_ids:0`) or that name's signature part
 //! (`input_ids`); the text is split at its FIRST `=` (tensor names never
 //! contain `=`; a file path after it may). Inputs not given get seeded
-//! values (see `inputs::seeded_input`).
+//! values (see `inputs::seeded_input`). Comma-separated files make a
+//! sequence: one invoke per file in order, the model's variable tensors
+//! (LSTM / SVDF state) carried from one to the next, each step's outputs in
+//! `DIR/step<k>/`; `--reset-every N` resets them before steps N, 2N, ...
 //!
 //! `qneon run` brackets every node's kernel with an instruction-count region
 //! marker (`marker.rs`; nothing on the host, one no-op instruction on

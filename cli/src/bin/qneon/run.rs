@@ -1,7 +1,11 @@
 //! `qneon run`: load, set the inputs, invoke `--reps` times, then print the
-//! summary and the profile and write the outputs and the JSON report.
+//! summary and the profile and write the outputs and the JSON report. With
+//! a sequence of input files (`--input K=a.npy,b.npy`), one invoke per step
+//! in order, the model's state carried from one to the next (reset every
+//! `--reset-every` steps), and each step's outputs in `DIR/step<k>/`.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use qneon::Backend;
@@ -10,7 +14,7 @@ use qneon_runtime::npy::NpyArray;
 use serde_json::{json, Value};
 
 use crate::args::{read_model, RunArgs};
-use crate::inputs::{numpy_name, set_inputs};
+use crate::inputs::{numpy_name, Sequence};
 use crate::marker;
 
 /// Times every node, `times[p]` accumulating the node at position `p`
@@ -69,7 +73,14 @@ pub(crate) fn run(args: RunArgs) -> Result<(), String> {
     if let Some(path) = &args.json {
         std::fs::write(path, b"").map_err(|e| format!("{}: {e}", path.display()))?;
     }
-    set_inputs(&mut interpreter, &args.inputs)?;
+    let sequence = Sequence::load(&interpreter, &args.inputs)?;
+    let steps = sequence.steps();
+    if steps > 1 && args.reps > 1 {
+        return Err(format!(
+            "--reps {} with a sequence of {steps} input files: one invoke per step",
+            args.reps
+        ));
+    }
     let node_count = interpreter.nodes().count();
     let op_names: Vec<&str> = interpreter.nodes().map(|n| n.op.as_str()).collect();
     let (regions, region_per_node) = marker::assign(&op_names);
@@ -79,16 +90,30 @@ pub(crate) fn run(args: RunArgs) -> Result<(), String> {
         regions,
         position: 0,
     };
-    let mut invoke_times = Vec::with_capacity(args.reps as usize);
-    for _ in 0..args.reps {
-        timer.position = 0;
-        let start = Instant::now();
-        interpreter
-            .invoke_with(&mut timer)
-            .map_err(|e| format!("{}: {e}", args.model.display()))?;
-        invoke_times.push(start.elapsed());
+    let invokes = args.reps as usize * steps;
+    let mut invoke_times = Vec::with_capacity(invokes);
+    for step in 0..steps {
+        if step > 0 && args.reset_every.is_some_and(|n| step % n as usize == 0) {
+            interpreter.reset_variables();
+        }
+        sequence.set(&mut interpreter, step)?;
+        for _ in 0..args.reps {
+            timer.position = 0;
+            let start = Instant::now();
+            interpreter
+                .invoke_with(&mut timer)
+                .map_err(|e| format!("{}: {e}", args.model.display()))?;
+            invoke_times.push(start.elapsed());
+        }
+        if let Some(dir) = &args.output_dir {
+            if steps > 1 {
+                write_outputs(&interpreter, &dir.join(format!("step{step}")))?;
+            } else {
+                write_outputs(&interpreter, dir)?;
+            }
+        }
     }
-    let reps = args.reps as f64;
+    let reps = invokes as f64;
     let plan = interpreter.plan();
     println!(
         "{}: {} ops, arena {} bytes (non-constant tensors {} bytes), load {:.1} ms",
@@ -102,7 +127,7 @@ pub(crate) fn run(args: RunArgs) -> Result<(), String> {
     sorted.sort();
     println!(
         "invoke: {} reps, median {:.3} ms, min {:.3} ms",
-        args.reps,
+        invokes,
         sorted[sorted.len() / 2].as_secs_f64() * 1e3,
         sorted[0].as_secs_f64() * 1e3
     );
@@ -142,26 +167,6 @@ pub(crate) fn run(args: RunArgs) -> Result<(), String> {
             );
         }
     }
-    if let Some(dir) = &args.output_dir {
-        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        let mut listing = Vec::new();
-        for (i, info) in interpreter.outputs().iter().enumerate() {
-            let array = NpyArray {
-                dtype: info.dtype,
-                shape: info.shape.clone(),
-                data: interpreter.output(i).unwrap_or(&[]).to_vec(),
-            };
-            let bytes = array.to_bytes().ok_or_else(|| {
-                format!("output {i}: dtype {} has no .npy form", info.dtype.name())
-            })?;
-            let path = dir.join(format!("{i}.npy"));
-            std::fs::write(&path, bytes).map_err(|e| format!("{}: {e}", path.display()))?;
-            listing.push(output_json(i, info));
-        }
-        let path = dir.join("outputs.json");
-        let text = serde_json::to_string_pretty(&Value::Array(listing)).unwrap_or_default();
-        std::fs::write(&path, text + "\n").map_err(|e| format!("{}: {e}", path.display()))?;
-    }
     if let Some(path) = &args.json {
         let ops: Vec<Value> = nodes
             .iter()
@@ -188,7 +193,7 @@ pub(crate) fn run(args: RunArgs) -> Result<(), String> {
             "backend": backend.name(),
             "arena_bytes": plan.arena_bytes,
             "non_constant_tensor_bytes": plan.unshared_bytes(),
-            "reps": args.reps,
+            "reps": invokes,
             "macs": macs,
             // Whether every op has a region of its own (else one per op type).
             "region_per_op": region_per_node,
@@ -201,4 +206,26 @@ pub(crate) fn run(args: RunArgs) -> Result<(), String> {
         std::fs::write(path, text + "\n").map_err(|e| format!("{}: {e}", path.display()))?;
     }
     Ok(())
+}
+
+/// Writes `dir/<i>.npy` per output and `dir/outputs.json`.
+fn write_outputs(interpreter: &Interpreter<'_>, dir: &Path) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let mut listing = Vec::new();
+    for (i, info) in interpreter.outputs().iter().enumerate() {
+        let array = NpyArray {
+            dtype: info.dtype,
+            shape: info.shape.clone(),
+            data: interpreter.output(i).unwrap_or(&[]).to_vec(),
+        };
+        let bytes = array
+            .to_bytes()
+            .ok_or_else(|| format!("output {i}: dtype {} has no .npy form", info.dtype.name()))?;
+        let path = dir.join(format!("{i}.npy"));
+        std::fs::write(&path, bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+        listing.push(output_json(i, info));
+    }
+    let path = dir.join("outputs.json");
+    let text = serde_json::to_string_pretty(&Value::Array(listing)).unwrap_or_default();
+    std::fs::write(&path, text + "\n").map_err(|e| format!("{}: {e}", path.display()))
 }

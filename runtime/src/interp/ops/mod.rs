@@ -19,6 +19,7 @@
 //! | `arg_min_max/` | ARG_MAX, ARG_MIN |
 //! | `transpose_conv/` | TRANSPOSE_CONV |
 //! | `resize/` | RESIZE_NEAREST_NEIGHBOR, RESIZE_BILINEAR |
+//! | `svdf/` | SVDF |
 //!
 //! Each family lists the builtin ops it prepares in its `OPS` table
 //! ([`Registration`]: op, name, prepare function, the kernel sets whose
@@ -55,6 +56,7 @@ mod prelu;
 mod reduce;
 mod resize;
 mod strided_copy;
+mod svdf;
 mod transpose_conv;
 
 use qneon_tflite::{Operator, Subgraph};
@@ -82,6 +84,7 @@ const REGISTRY: &[&[Registration]] = &[
     arg_min_max::OPS,
     transpose_conv::OPS,
     resize::OPS,
+    svdf::OPS,
 ];
 
 /// The registration of `operator`'s builtin op, if some family prepares it.

@@ -219,6 +219,11 @@ fn prepare(op: &Op<'_, '_>) -> Result<PreparedOp> {
     op.output_count(1)?;
     let (input, output) = (op.input(0)?, op.output(0)?);
     op.same_shape(input, output)?;
+    if op.builtin == BuiltinOp::SOFTMAX
+        && (input.dtype(), output.dtype()) == (TensorType::Int8, TensorType::Int16)
+    {
+        return widening_softmax(op);
+    }
     if input.dtype() != output.dtype() {
         return Err(op.unsupported_types());
     }
@@ -248,6 +253,71 @@ fn prepare(op: &Op<'_, '_>) -> Result<PreparedOp> {
         alias: false,
         state_inputs: Vec::new(),
     })
+}
+
+/// SOFTMAX int8 -> int16 (keyword spotters' last op): TFLite runs its
+/// reference fixed-point softmax with a 16-bit output stage on every path
+/// (the XNNPACK delegate takes no quantized SOFTMAX), whatever the method.
+#[derive(Debug)]
+struct WideningSoftmax {
+    op: qneon::SoftmaxI8ToI16,
+    row: usize,
+    len: usize,
+}
+
+impl Kernel for WideningSoftmax {
+    fn tiles(&self) -> usize {
+        self.len / self.row
+    }
+
+    fn run_tiles(
+        &self,
+        _backend: Backend,
+        tiles: Range<usize>,
+        io: &mut Io<'_>,
+    ) -> Result<(), String> {
+        let input: &[i8] = view(io.ins[0])?;
+        let output: &mut [i16] = view_mut(io.outs[0])?;
+        if input.len() != self.len || output.len() != self.len {
+            return Err(format!(
+                "buffers of {} and {} elements for {}",
+                input.len(),
+                output.len(),
+                self.len
+            ));
+        }
+        let range = tile_elements(tiles, self.row, self.len);
+        self.op
+            .run(&input[range.clone()], &mut output[range], self.row)
+            .map_err(|e| e.to_string())
+    }
+}
+
+fn widening_softmax(op: &Op<'_, '_>) -> Result<PreparedOp> {
+    let (input, output) = (op.input(0)?, op.output(0)?);
+    let beta = match op.operator.options() {
+        OpOptions::Builtin(qneon_tflite::schema::BuiltinOptions::SoftmaxOptions(s)) => s.beta,
+        _ => 1.0,
+    };
+    let row = input.shape().last().copied().unwrap_or(1);
+    let len = input.element_count();
+    if row == 0 || len == 0 {
+        return Err(op.invalid("empty input"));
+    }
+    let softmax = qneon::SoftmaxI8ToI16::new(
+        op.per_tensor(input, "input")?,
+        beta,
+        op.per_tensor(output, "output")?,
+    )
+    .map_err(|e| op.kernel_error(e))?;
+    Ok(PreparedOp::elements(
+        WideningSoftmax {
+            op: softmax,
+            row,
+            len,
+        },
+        len,
+    ))
 }
 
 /// The library method that gives TFLite's bytes for the requested one.

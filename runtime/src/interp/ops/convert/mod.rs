@@ -1,6 +1,6 @@
 //! Type conversions: CAST (int32 -> float32), DEQUANTIZE (int8, uint8,
-//! int16 -> float32), QUANTIZE (float32 -> int8, uint8, int16, and the int8
-//! requantize), with the float arithmetic of TFLite's reference kernels or,
+//! int16 -> float32), QUANTIZE (float32 -> int8, uint8, int16, and the
+//! int8 -> int8, int16 -> int8 and int16 -> int32 requantizes), with the float arithmetic of TFLite's reference kernels or,
 //! for DEQUANTIZE, of its aarch64 optimized kernels ([`TfliteKernels`]).
 
 use std::ops::Range;
@@ -117,6 +117,15 @@ pub(crate) enum Convert {
         input_zero_point: i32,
         output_zero_point: i32,
     },
+    /// QUANTIZE int16 -> int8 or int32: TFLite's `Requantize` as for int8,
+    /// clamped to the output type (`wide`: int32).
+    RequantizeI16 {
+        multiplier: qneon::quant::QuantizedMultiplier,
+        rounding: Rounding,
+        input_zero_point: i32,
+        output_zero_point: i32,
+        wide: bool,
+    },
     /// QUANTIZE float32 -> int8 / uint8 as XNNPACK's `f32 -> qs8 / qu8`
     /// convert: `x * inverse_scale` (`inverse_scale = f32(1 / scale)`,
     /// rounded once) clamped to the type less the zero point, rounded to
@@ -175,6 +184,7 @@ impl Convert {
             Convert::Dequantize { from, .. } => (from.size(), 4),
             Convert::Quantize { to, .. } => (4, to.size()),
             Convert::RequantizeI8 { .. } | Convert::XnnpackRequantizeI8 { .. } => (1, 1),
+            Convert::RequantizeI16 { wide, .. } => (2, if *wide { 4 } else { 1 }),
             Convert::XnnpackQuantize { to, .. } => (4, to.size()),
         }
     }
@@ -282,6 +292,31 @@ impl Convert {
                 for (o, &x) in output.iter_mut().zip(input) {
                     let scaled = rounding.multiply(x as i32 - input_zero_point, *multiplier);
                     *o = scaled.saturating_add(*output_zero_point).clamp(-128, 127) as i8;
+                }
+            }
+            Convert::RequantizeI16 {
+                multiplier,
+                rounding,
+                input_zero_point,
+                output_zero_point,
+                wide,
+            } => {
+                let input: &[i16] = view(input_bytes)?;
+                let scaled = input.iter().map(|&x| {
+                    rounding
+                        .multiply(x as i32 - input_zero_point, *multiplier)
+                        .saturating_add(*output_zero_point)
+                });
+                if *wide {
+                    let output: &mut [i32] = view_mut(output_bytes)?;
+                    for (o, y) in output.iter_mut().zip(scaled) {
+                        *o = y;
+                    }
+                } else {
+                    let output: &mut [i8] = view_mut(output_bytes)?;
+                    for (o, y) in output.iter_mut().zip(scaled) {
+                        *o = y.clamp(-128, 127) as i8;
+                    }
                 }
             }
             Convert::XnnpackQuantize {
@@ -434,6 +469,9 @@ fn quantize(op: &Op<'_, '_>) -> Result<PreparedOp> {
     op.output_count(1)?;
     let (input, output) = (op.input(0)?, op.output(0)?);
     op.same_shape(input, output)?;
+    if input.dtype() == TensorType::Int16 {
+        return requantize_i16(op);
+    }
     let to = int_type(output.dtype()).ok_or_else(|| op.unsupported_types())?;
     let out_q = op.per_tensor(output, "output")?;
     if op.options.kernels == TfliteKernels::Xnnpack {
@@ -473,6 +511,34 @@ fn quantize(op: &Op<'_, '_>) -> Result<PreparedOp> {
         }
         _ => Err(op.unsupported_types()),
     }
+}
+
+/// QUANTIZE int16 -> int8 or int32 (keyword spotters' input and output
+/// stages): TFLite's `Requantize` by `input_scale / output_scale`. The
+/// XNNPACK delegate takes no int16 QUANTIZE, so every path runs this.
+fn requantize_i16(op: &Op<'_, '_>) -> Result<PreparedOp> {
+    let (input, output) = (op.input(0)?, op.output(0)?);
+    let wide = match output.dtype() {
+        TensorType::Int8 => false,
+        TensorType::Int32 => true,
+        _ => return Err(op.unsupported_types()),
+    };
+    let in_q = op.per_tensor(input, "input")?;
+    let out_q = op.per_tensor(output, "output")?;
+    let real = in_q.scale as f64 / out_q.scale as f64;
+    let multiplier = op
+        .options
+        .rounding
+        .quantize_multiplier(real)
+        .map_err(|e| op.kernel_error(e))?;
+    Ok(Convert::RequantizeI16 {
+        multiplier,
+        rounding: op.options.rounding,
+        input_zero_point: in_q.zero_point,
+        output_zero_point: out_q.zero_point,
+        wide,
+    }
+    .kernel(output.element_count()))
 }
 
 #[cfg(test)]
