@@ -53,6 +53,16 @@ pub(crate) struct LoadArgs {
     /// Largest memory the model may take at run time, in MiB.
     #[arg(long, value_name = "MIB", default_value_t = 1024)]
     pub(crate) memory_budget: usize,
+    /// A probability T in [0, 1]: every LOGISTIC or SOFTMAX whose output is
+    /// a model output (read by no other op) runs fused with the threshold
+    /// and keeps only the elements whose value (code - zero_point) * scale
+    /// is at or above T. `run --output-dir DIR` writes such an output as
+    /// DIR/<i>.hits.json (`{"threshold", "count", "index": [flat indices],
+    /// "code": [output codes], "value": [dequantized values]}`) instead of
+    /// DIR/<i>.npy; `inspect` names the fused ops.
+    #[allow(rustdoc::invalid_html_tags)]
+    #[arg(long, value_name = "T")]
+    pub(crate) threshold: Option<f32>,
 }
 
 #[derive(Args)]
@@ -62,7 +72,8 @@ pub(crate) struct RunArgs {
     /// An input: K=FILE.npy, K its position or name (split at the first `=`).
     #[arg(long = "input", value_name = "K=FILE")]
     pub(crate) inputs: Vec<String>,
-    /// Write DIR/<i>.npy per output and DIR/outputs.json.
+    /// Write DIR/<i>.npy per output (DIR/<i>.hits.json for an output fused
+    /// with --threshold) and DIR/outputs.json.
     // The comment is clap's --help text, which shows it verbatim; rustdoc
     // would read `<i>` as an HTML tag.
     #[allow(rustdoc::invalid_html_tags)]
@@ -134,6 +145,7 @@ impl LoadArgs {
             },
             backend,
             memory_budget: Some(self.memory_budget.saturating_mul(1 << 20)),
+            threshold: self.threshold,
         }
     }
 }
