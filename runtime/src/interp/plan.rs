@@ -43,7 +43,8 @@ pub struct Plan<'a> {
     pub(super) variable_bytes: usize,
     /// The nodes fused with [`Options::threshold`], in execution order.
     pub(super) fusions: Vec<Fusion>,
-    /// Each node's fusion (an index into `fusions`), if it has one.
+    /// Each node's fusion (an index into `fusions`), if it has one; empty
+    /// without fusions.
     pub(super) fused_at: Vec<Option<usize>>,
 }
 
@@ -76,9 +77,13 @@ impl<'a> Plan<'a> {
             return Err(e);
         }
         let fusions = threshold::fuse(&parsed, &mut prepared, &options)?;
-        let mut fused_at = vec![None; prepared.nodes.len()];
-        for (k, fusion) in fusions.iter().enumerate() {
-            fused_at[fusion.step] = Some(k);
+        // Without fusions nothing is allocated (the plan's memory as it was).
+        let mut fused_at = Vec::new();
+        if !fusions.is_empty() {
+            fused_at = vec![None; prepared.nodes.len()];
+            for (k, fusion) in fusions.iter().enumerate() {
+                fused_at[fusion.step] = Some(k);
+            }
         }
         let placed = place_tensors(&parsed, &prepared)?;
         if let Some(budget) = options.memory_budget {

@@ -197,6 +197,43 @@ impl<'a> Session<'a> {
 
     /// [`invoke`](Self::invoke), telling `profiler` about every node.
     pub fn invoke_with(&mut self, profiler: &mut dyn Profiler) -> Result<()> {
+        // A plan with fused nodes takes its own loop, so that this one, the
+        // loop of every plan without a threshold, stays as it was (the same
+        // instructions around each kernel).
+        if !self.plan.fusions.is_empty() {
+            return self.invoke_fused(profiler);
+        }
+        let plan = &*self.plan;
+        let backend = plan.options.backend;
+        let (start, len) = (self.arena_start, plan.arena.arena_bytes);
+        let arena = &mut bytemuck::cast_slice_mut::<u128, u8>(&mut self.arena)[start..start + len];
+        let variables = bytemuck::cast_slice_mut::<u128, u8>(&mut self.variables);
+        let model = plan.model.bytes();
+        let constant = |c: usize| plan.constants[c].bytes(model);
+        for (node, io) in plan.nodes.iter().zip(&plan.node_io) {
+            if node.info.aliased {
+                profiler.begin(&node.info);
+                profiler.end(&node.info);
+                continue;
+            }
+            let mut io = io.carve(&mut *arena, &mut *variables, constant);
+            profiler.begin(&node.info);
+            node.kernel
+                .run(backend, &mut io)
+                .map_err(|problem| Error::InvalidOp {
+                    op: node.info.op.clone(),
+                    index: node.info.index,
+                    problem,
+                })?;
+            profiler.end(&node.info);
+        }
+        Ok(())
+    }
+
+    /// [`invoke_with`](Self::invoke_with) for a plan with nodes fused with
+    /// the threshold: those write their hits into the session's buffers.
+    #[inline(never)]
+    fn invoke_fused(&mut self, profiler: &mut dyn Profiler) -> Result<()> {
         let plan = &*self.plan;
         let backend = plan.options.backend;
         let (start, len) = (self.arena_start, plan.arena.arena_bytes);
@@ -218,19 +255,16 @@ impl<'a> Session<'a> {
                 index: node.info.index,
                 problem,
             };
-            // Decided before `begin`, so that a node without a fusion
-            // runs between the profiler's calls exactly as it always did.
-            if let Some(k) = *fused {
-                profiler.begin(&node.info);
-                self.hit_counts[k] = plan.fusions[k]
-                    .fused
-                    .run(&*node.kernel, backend, &mut io, &mut self.hits[k])
-                    .map_err(failed)?;
-                profiler.end(&node.info);
-                continue;
-            }
             profiler.begin(&node.info);
-            node.kernel.run(backend, &mut io).map_err(failed)?;
+            match *fused {
+                Some(k) => {
+                    self.hit_counts[k] = plan.fusions[k]
+                        .fused
+                        .run(&*node.kernel, backend, &mut io, &mut self.hits[k])
+                        .map_err(failed)?;
+                }
+                None => node.kernel.run(backend, &mut io).map_err(failed)?,
+            }
             profiler.end(&node.info);
         }
         Ok(())
