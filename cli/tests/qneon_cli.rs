@@ -409,3 +409,97 @@ fn run_sequence_carries_state_and_writes_each_step() {
     assert_eq!(reps.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&reps.stderr).contains("one invoke per step"));
 }
+
+/// `--threshold T` on the YOLOv8n-shaped detector: the class-score LOGISTIC
+/// (output 0) is written as `0.hits.json`, equal to the dense `0.npy` of a
+/// run without threshold filtered at T; the box output stays a `.npy`,
+/// equal to the dense run's; the profile and the JSON name the fused node;
+/// a threshold that is not a probability is an error naming the option.
+#[test]
+fn run_threshold_writes_hits_equal_to_the_filtered_dense_output() {
+    let model = models().join("nets/yolov8n_shaped_96.tflite");
+    let input = format!(
+        "0={}",
+        path(&models().join("nets/refs/yolov8n_shaped_96/run0.input.0.npy"))
+    );
+    let base = std::env::temp_dir().join(format!("qneon-cli-threshold-{}", std::process::id()));
+    let (dense, fused) = (base.join("dense"), base.join("fused"));
+    let json = base.join("run.json");
+    let run = |dir: &Path, extra: &[&str]| {
+        let mut args = vec![
+            "run",
+            path(&model),
+            "--input",
+            &input,
+            "--output-dir",
+            path(dir),
+        ];
+        args.extend_from_slice(extra);
+        let result = qneon(&args);
+        assert!(
+            result.status.success(),
+            "{}",
+            String::from_utf8_lossy(&result.stderr)
+        );
+        String::from_utf8_lossy(&result.stdout).to_string()
+    };
+    run(&dense, &[]);
+    let stdout = run(
+        &fused,
+        &["--threshold", "0.5", "--profile", "--json", path(&json)],
+    );
+    assert!(stdout.contains("THRESHOLDED_LOGISTIC"), "{stdout}");
+    assert!(stdout.contains("at or above the threshold"), "{stdout}");
+    assert!(!fused.join("0.npy").exists());
+    assert_eq!(
+        npy_data(&fused.join("1.npy")),
+        npy_data(&dense.join("1.npy"))
+    );
+    let listing: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dense.join("outputs.json")).unwrap())
+            .unwrap();
+    let (scale, zero_point) = (
+        listing[0]["scale"].as_f64().unwrap() as f32,
+        listing[0]["zero_point"].as_i64().unwrap(),
+    );
+    let want: Vec<(usize, i64)> = npy_data(&dense.join("0.npy"))
+        .iter()
+        .map(|&b| b as i8 as i64)
+        .enumerate()
+        .filter(|&(_, q)| (q - zero_point) as f64 * scale as f64 >= 0.5f32 as f64)
+        .collect();
+    let hits: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fused.join("0.hits.json")).unwrap()).unwrap();
+    let got: Vec<(usize, i64)> = hits["index"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(hits["code"].as_array().unwrap())
+        .map(|(i, c)| (i.as_u64().unwrap() as usize, c.as_i64().unwrap()))
+        .collect();
+    assert_eq!(got, want);
+    assert_eq!(hits["count"], want.len());
+    assert_eq!(hits["threshold"], 0.5);
+    let fused_listing: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fused.join("outputs.json")).unwrap())
+            .unwrap();
+    assert_eq!(fused_listing[0]["hits"], "0.hits.json");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(report["threshold"], 0.5);
+    let ops = report["ops"].as_array().unwrap();
+    assert_eq!(
+        ops.iter()
+            .filter(|o| o["op"] == "THRESHOLDED_LOGISTIC")
+            .count(),
+        1
+    );
+    for bad in ["nan", "-0.5", "1.5"] {
+        let arg = format!("--threshold={bad}");
+        let result = qneon(&["run", path(&model), "--input", &input, &arg]);
+        assert_eq!(result.status.code(), Some(1), "T={bad}");
+        let stderr = String::from_utf8_lossy(&result.stderr);
+        assert!(stderr.contains("option threshold"), "T={bad}: {stderr}");
+    }
+    std::fs::remove_dir_all(&base).unwrap();
+}

@@ -58,6 +58,14 @@ pub enum Error {
     /// it checks a model's parameters before an
     /// operator sees them, so the problem is named in the kernels' terms.
     Kernel(qneon::Error),
+    /// An [`Options`](crate::interp::Options) field out of its domain
+    /// (a threshold that is NaN or outside `[0, 1]`).
+    InvalidOption {
+        /// The field (`"threshold"`).
+        option: &'static str,
+        /// What is wrong.
+        problem: String,
+    },
 }
 
 /// `core::result::Result` with the runtime's [`Error`].
@@ -96,6 +104,7 @@ impl fmt::Display for Error {
             ),
             Error::Input { problem } => write!(f, "input: {problem}"),
             Error::Kernel(e) => e.fmt(f),
+            Error::InvalidOption { option, problem } => write!(f, "option {option}: {problem}"),
         }
     }
 }

@@ -204,3 +204,52 @@ fn svdf_invokes_allocate_nothing() {
         }
     }
 }
+
+/// With `Options::threshold`, the fused nodes (the class-score LOGISTIC of
+/// the YOLOv8n-shaped net, the SOFTMAX of the DS-CNN keyword spotter) write
+/// into hit buffers the session allocated at creation: invoke allocates
+/// nothing, on every kernel path (XNNPACK's LOGISTIC by run-then-filter)
+/// and for a threshold keeping everything (the buffers' worst case).
+#[test]
+fn fused_threshold_invokes_allocate_nothing() {
+    use qneon_runtime::interp::TfliteKernels;
+    let mut checked = 0;
+    for (model, input) in [
+        (
+            "nets/yolov8n_shaped_96.tflite",
+            "nets/refs/yolov8n_shaped_96/run0.input.0.npy",
+        ),
+        (
+            "nets/ds_cnn_kws.tflite",
+            "nets/refs/ds_cnn_kws/run0.input.0.npy",
+        ),
+    ] {
+        let bytes = read_model(model);
+        let data = npy(input).data;
+        for (method, kernels) in [
+            (Method::FixedPoint, TfliteKernels::Reference),
+            (Method::Lut, TfliteKernels::Optimized),
+            (Method::Lut, TfliteKernels::Xnnpack),
+        ] {
+            for threshold in [0.0, 0.5] {
+                let options = Options {
+                    kernels,
+                    backend: qneon::Backend::best(),
+                    threshold: Some(threshold),
+                    ..options(Rounding::Single, method)
+                };
+                let mut interpreter = Interpreter::new(bytes.as_bytes(), options).expect("load");
+                assert!(interpreter.nodes().any(|n| n.fused.is_some()), "{model}");
+                interpreter.set_input(0, &data).unwrap();
+                let (n, ops) = allocations_of_invoke(&mut interpreter);
+                assert_eq!(n, 0, "{model}, {options:?}: {n} allocations: {ops:?}");
+                let fused = (0..interpreter.outputs().len())
+                    .filter_map(|p| interpreter.hits(p))
+                    .count();
+                assert_eq!(fused, 1, "{model}");
+                checked += 1;
+            }
+        }
+    }
+    assert_eq!(checked, 12);
+}

@@ -54,7 +54,7 @@ commands:
                         run qneon-bench ARGs under qemu (--insn: count guest
                         instructions)
   run [--model FILE [--input K=FILE.npy]...] [--all | --config BACKEND-METHOD...]
-      [--rounding single|double] [--cpu CPU]
+      [--rounding single|double] [--cpu CPU] [--threshold T]
                         the main job: a .tflite model run by `qneon run`
                         under qemu -cpu CPU (default max) once per
                         configuration, with the tools/qemu-insn plugin
@@ -66,7 +66,9 @@ commands:
                         and profile.md. Default model: the 24-layer int8
                         MobileBert on its first SQuAD input set; default
                         configurations neon-lut, neon-fixed, scalar-lut;
-                        --all adds neon-f32, scalar-fixed, scalar-f32
+                        --all adds neon-f32, scalar-fixed, scalar-f32;
+                        --threshold T passes `qneon run --threshold T` on
+                        (fused nodes show as THRESHOLDED_<op>)
   run --docs            rewrite docs/PERFORMANCE.md between
                         <!-- run:begin --> and <!-- run:end --> from
                         target/run/profile.json

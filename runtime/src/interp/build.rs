@@ -90,6 +90,7 @@ pub(super) fn prepare_model(model: &Model<'_>, options: &Options) -> Prepared {
                 scratch_bytes: prepared.map_or(0, |p| p.scratch_bytes),
                 aliased: prepared.is_some_and(|p| p.alias),
                 arithmetic: prepared.and_then(|_| ops::arithmetic(operator, options)),
+                fused: None,
             },
             state_inputs: prepared.map(|p| p.state_inputs.clone()).unwrap_or_default(),
             kernel: Box::new(Nop),

@@ -65,6 +65,11 @@ pub struct NodeInfo {
     /// requantization, float arithmetic or method), for the ops whose
     /// arithmetic the options choose; `None` for the others.
     pub arithmetic: Option<String>,
+    /// With [`Options::threshold`](super::Options::threshold): what the
+    /// node runs as, fused with the threshold (`"ThresholdedLogistic
+    /// (T=0.5, method fixed)"`, or the run-then-filter fallback and why);
+    /// `None` for a node that writes its dense output.
+    pub fused: Option<String>,
 }
 
 /// Per-op results of preparing a model: what inspect reports.

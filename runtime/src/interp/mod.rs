@@ -27,7 +27,8 @@
 //! `info.rs`; preparing and placing (`prepare_model`, `place_tensors`) in
 //! `build.rs`; where a tensor lives in `place.rs`; each node's memory in
 //! `carve.rs`; the arena plan in [`arena`]; [`Plan`] in `plan.rs`,
-//! [`Session`] and the driving loop in `session.rs`; each op family's
+//! [`Session`] and the driving loop in `session.rs`; the nodes fused with
+//! [`Options::threshold`] and their [`Hits`] in `threshold.rs`; each op family's
 //! `Prepare` and kernel side by side under `ops/`. This file holds the
 //! [`Interpreter`] and [`Interpreter::analyze`].
 
@@ -40,6 +41,7 @@ mod options;
 mod place;
 mod plan;
 mod session;
+mod threshold;
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -49,9 +51,11 @@ use arena::ArenaPlan;
 use build::{parse, place_tensors, prepare_model};
 
 pub use info::{NodeInfo, OpReport, TensorInfo};
+pub use ops::HitSlice;
 pub use options::{Options, Rounding, TfliteKernels};
 pub use plan::Plan;
 pub use session::{NoProfile, Profiler, Session};
+pub use threshold::{Hits, OutputHit};
 
 /// A loaded, prepared and planned model with one session: today's
 /// one-inference-at-a-time API over a [`Plan`] and a [`Session`].
@@ -84,7 +88,8 @@ impl<'a> Interpreter<'a> {
     /// plan. Only a file the reader refuses (or a broken graph) is an error.
     pub fn analyze(bytes: &[u8], options: Options) -> Result<Analysis> {
         let model = parse(bytes, &options)?;
-        let prepared = prepare_model(&model, &options);
+        let mut prepared = prepare_model(&model, &options);
+        threshold::fuse(&model, &mut prepared, &options)?;
         let placed = place_tensors(&model, &prepared)?;
         Ok(Analysis {
             tensors: prepared.tensors,
@@ -167,9 +172,18 @@ impl<'a> Interpreter<'a> {
         self.session.set_input(position, data)
     }
 
-    /// The bytes of model output `position` after [`invoke`](Self::invoke).
+    /// The bytes of model output `position` after [`invoke`](Self::invoke)
+    /// (`None` for an output fused with [`Options::threshold`]: see
+    /// [`hits`](Self::hits)).
     pub fn output(&self, position: usize) -> Option<&[u8]> {
         self.session.output(position)
+    }
+
+    /// The hits of model output `position` after [`invoke`](Self::invoke),
+    /// if its node runs fused with [`Options::threshold`]
+    /// ([`Session::hits`]).
+    pub fn hits(&self, position: usize) -> Option<Hits<'_>> {
+        self.session.hits(position)
     }
 
     /// The bytes of tensor `t` (constant data, a variable's state, or its

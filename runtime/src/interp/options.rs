@@ -74,7 +74,9 @@ impl TfliteKernels {
 }
 
 /// What the caller chooses at load.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+///
+/// Not `Eq`: [`threshold`](Options::threshold) is an `f32`.
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Options {
     /// Rounding of the requantizing ops (FULLY_CONNECTED under
     /// [`TfliteKernels::Reference`] with single rounding: LiteRT's `f64`
@@ -91,11 +93,27 @@ pub struct Options {
     /// Most bytes the model may need at run time: any one tensor, and the
     /// planned arena. `None`: no limit.
     pub memory_budget: Option<usize>,
+    /// A probability threshold `T` in `[0, 1]` for the model's
+    /// probability outputs. `Some(T)`: every LOGISTIC or SOFTMAX node whose
+    /// output is a model output read by no other node runs fused with the
+    /// filter (the library's [`qneon::ThresholdedLogistic`] /
+    /// [`qneon::ThresholdedSoftmax`]) and writes only the elements whose
+    /// value is **at or above** `T`, as hits ([`Session::hits`](super::Session::hits)),
+    /// instead of its dense output. An output code `q` is kept when
+    /// `(q - zero_point) * scale >= T`, computed in `f64`: `T` becomes the
+    /// smallest passing code once, at load, and each element is one integer
+    /// comparison. `T = 0` keeps every element whose value is not negative
+    /// (all of them for a logistic or softmax output), `T = 1` none of an
+    /// 8-bit output (its largest value is 255/256). NaN, a negative `T` or
+    /// one above 1 is an [`Error::InvalidOption`](crate::Error::InvalidOption).
+    /// `None`: every node writes its dense output.
+    pub threshold: Option<f32>,
 }
 
 impl Default for Options {
     /// Single rounding and the fixed-point method (TFLite's reference
-    /// kernels as LiteRT 2.3 builds them), the best backend, 1 GiB.
+    /// kernels as LiteRT 2.3 builds them), the best backend, 1 GiB, no
+    /// threshold.
     fn default() -> Options {
         Options {
             rounding: Rounding::Single,
@@ -103,6 +121,7 @@ impl Default for Options {
             kernels: TfliteKernels::Reference,
             backend: Backend::best(),
             memory_budget: Some(1 << 30),
+            threshold: None,
         }
     }
 }

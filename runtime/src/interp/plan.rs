@@ -21,6 +21,7 @@ use super::carve::NodeIo;
 use super::info::{NodeInfo, TensorInfo};
 use super::options::Options;
 use super::place::{Constant, ModelData, Place};
+use super::threshold::{self, Fusion};
 use crate::error::{Error, Result};
 
 /// A loaded, prepared and planned model: everything but the memory a run
@@ -40,6 +41,11 @@ pub struct Plan<'a> {
     pub(super) outputs: Vec<usize>,
     pub(super) arena: ArenaPlan,
     pub(super) variable_bytes: usize,
+    /// The nodes fused with [`Options::threshold`], in execution order.
+    pub(super) fusions: Vec<Fusion>,
+    /// Each node's fusion (an index into `fusions`), if it has one; empty
+    /// without fusions.
+    pub(super) fused_at: Vec<Option<usize>>,
 }
 
 impl std::fmt::Debug for Plan<'_> {
@@ -63,11 +69,21 @@ impl<'a> Plan<'a> {
     }
 
     fn build(model: ModelData<'a>, options: Options) -> Result<Plan<'a>> {
+        threshold::check(&options)?;
         let bytes = model.bytes();
         let parsed = parse(bytes, &options)?;
-        let prepared = prepare_model(&parsed, &options);
+        let mut prepared = prepare_model(&parsed, &options);
         if let Some(e) = prepared.first_failure() {
             return Err(e);
+        }
+        let fusions = threshold::fuse(&parsed, &mut prepared, &options)?;
+        // Without fusions nothing is allocated (the plan's memory as it was).
+        let mut fused_at = Vec::new();
+        if !fusions.is_empty() {
+            fused_at = vec![None; prepared.nodes.len()];
+            for (k, fusion) in fusions.iter().enumerate() {
+                fused_at[fusion.step] = Some(k);
+            }
         }
         let placed = place_tensors(&parsed, &prepared)?;
         if let Some(budget) = options.memory_budget {
@@ -126,6 +142,8 @@ impl<'a> Plan<'a> {
             outputs,
             arena: placed.arena,
             variable_bytes: placed.variable_bytes,
+            fusions,
+            fused_at,
         })
     }
 
@@ -152,6 +170,12 @@ impl<'a> Plan<'a> {
     /// The nodes in execution order.
     pub fn nodes(&self) -> impl Iterator<Item = &NodeInfo> {
         self.nodes.iter().map(|n| &n.info)
+    }
+
+    /// Whether tensor `t` is the output of a node fused with the
+    /// threshold: its dense bytes are never written.
+    pub fn is_fused_output(&self, t: usize) -> bool {
+        self.fusions.iter().any(|f| f.tensor == t)
     }
 
     /// The arena plan.

@@ -10,8 +10,10 @@ use qneon_tflite::TensorType;
 
 use super::arena::ARENA_ALIGNMENT;
 use super::info::NodeInfo;
+use super::ops::HitStore;
 use super::place::Place;
 use super::plan::Plan;
+use super::threshold::Hits;
 use crate::error::{Error, Result};
 
 /// Sees every node `invoke` runs: `begin` right before its kernel, `end`
@@ -44,6 +46,10 @@ pub struct Session<'a> {
     /// The variable block (16-byte aligned, each variable 64-byte aligned
     /// in it).
     variables: Vec<u128>,
+    /// The hit buffer of each of the plan's fused nodes (one slot per
+    /// output element), and how many hits the last invoke wrote there.
+    hits: Vec<HitStore>,
+    hit_counts: Vec<usize>,
 }
 
 impl std::fmt::Debug for Session<'_> {
@@ -60,11 +66,15 @@ impl<'a> Session<'a> {
         let address = arena.as_ptr() as usize;
         let arena_start = address.next_multiple_of(ARENA_ALIGNMENT) - address;
         let variables = vec![0u128; plan.variable_bytes.div_ceil(16)];
+        let hits = plan.fusions.iter().map(|f| f.fused.new_store()).collect();
+        let hit_counts = vec![0; plan.fusions.len()];
         let mut session = Session {
             plan,
             arena,
             arena_start,
             variables,
+            hits,
+            hit_counts,
         };
         session.reset_variables();
         session
@@ -131,16 +141,34 @@ impl<'a> Session<'a> {
         Ok(())
     }
 
-    /// The bytes of model output `position` after [`invoke`](Self::invoke).
+    /// The bytes of model output `position` after [`invoke`](Self::invoke);
+    /// `None` for an output whose node runs fused with
+    /// [`Options::threshold`](super::Options::threshold) (its dense bytes
+    /// are never written: see [`hits`](Self::hits)).
     pub fn output(&self, position: usize) -> Option<&[u8]> {
         let t = *self.plan.outputs.get(position)?;
         self.tensor_data(t)
     }
 
+    /// The hits of model output `position` after [`invoke`](Self::invoke):
+    /// its elements whose value is at or above
+    /// [`Options::threshold`](super::Options::threshold), in index order,
+    /// if its node runs fused with the threshold (`None` for every other
+    /// output, and without a threshold). Empty before the first invoke.
+    pub fn hits(&self, position: usize) -> Option<Hits<'_>> {
+        let t = *self.plan.outputs.get(position)?;
+        let k = self.plan.fusions.iter().position(|f| f.tensor == t)?;
+        Some(self.plan.fusions[k].hits(&self.hits[k], self.hit_counts[k]))
+    }
+
     /// The bytes of tensor `t`: constant data, a variable's current state,
     /// or its arena bytes (which hold the last invoke's value only while the
-    /// tensor is live).
+    /// tensor is live). `None` for the output of a node fused with the
+    /// threshold (never written).
     pub fn tensor_data(&self, t: usize) -> Option<&[u8]> {
+        if self.plan.is_fused_output(t) {
+            return None;
+        }
         match self.plan.places.get(t)? {
             Place::Arena(range) => Some(&self.arena_bytes()[range.clone()]),
             Place::Variable(range) => {
@@ -169,6 +197,12 @@ impl<'a> Session<'a> {
 
     /// [`invoke`](Self::invoke), telling `profiler` about every node.
     pub fn invoke_with(&mut self, profiler: &mut dyn Profiler) -> Result<()> {
+        // A plan with fused nodes takes its own loop, so that this one, the
+        // loop of every plan without a threshold, stays as it was (the same
+        // instructions around each kernel).
+        if !self.plan.fusions.is_empty() {
+            return self.invoke_fused(profiler);
+        }
         let plan = &*self.plan;
         let backend = plan.options.backend;
         let (start, len) = (self.arena_start, plan.arena.arena_bytes);
@@ -191,6 +225,46 @@ impl<'a> Session<'a> {
                     index: node.info.index,
                     problem,
                 })?;
+            profiler.end(&node.info);
+        }
+        Ok(())
+    }
+
+    /// [`invoke_with`](Self::invoke_with) for a plan with nodes fused with
+    /// the threshold: those write their hits into the session's buffers.
+    #[inline(never)]
+    fn invoke_fused(&mut self, profiler: &mut dyn Profiler) -> Result<()> {
+        let plan = &*self.plan;
+        let backend = plan.options.backend;
+        let (start, len) = (self.arena_start, plan.arena.arena_bytes);
+        let arena = &mut bytemuck::cast_slice_mut::<u128, u8>(&mut self.arena)[start..start + len];
+        let variables = bytemuck::cast_slice_mut::<u128, u8>(&mut self.variables);
+        let model = plan.model.bytes();
+        let constant = |c: usize| plan.constants[c].bytes(model);
+        // A failed invoke leaves no hits of an earlier one behind.
+        self.hit_counts.fill(0);
+        for ((node, io), fused) in plan.nodes.iter().zip(&plan.node_io).zip(&plan.fused_at) {
+            if node.info.aliased {
+                profiler.begin(&node.info);
+                profiler.end(&node.info);
+                continue;
+            }
+            let mut io = io.carve(&mut *arena, &mut *variables, constant);
+            let failed = |problem| Error::InvalidOp {
+                op: node.info.op.clone(),
+                index: node.info.index,
+                problem,
+            };
+            profiler.begin(&node.info);
+            match *fused {
+                Some(k) => {
+                    self.hit_counts[k] = plan.fusions[k]
+                        .fused
+                        .run(&*node.kernel, backend, &mut io, &mut self.hits[k])
+                        .map_err(failed)?;
+                }
+                None => node.kernel.run(backend, &mut io).map_err(failed)?,
+            }
             profiler.end(&node.info);
         }
         Ok(())

@@ -79,5 +79,6 @@ pub fn options(rounding: qneon_runtime::interp::Rounding, method: qneon::Method)
         kernels: qneon_runtime::interp::TfliteKernels::matching(method),
         backend: qneon::Backend::Scalar,
         memory_budget: Some(1 << 30),
+        threshold: None,
     }
 }

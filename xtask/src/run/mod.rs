@@ -88,6 +88,8 @@ struct Options {
     rounding: Option<String>,
     cpu: Option<String>,
     configs: Vec<(String, String)>,
+    /// Passed on as `qneon run --threshold T` (kept as given).
+    threshold: Option<String>,
 }
 
 fn parse(args: &[String]) -> Result<Options> {
@@ -120,6 +122,13 @@ fn parse(args: &[String]) -> Result<Options> {
                     bail!("run: bad --cpu `{cpu}`");
                 }
                 opts.cpu = Some(cpu);
+            }
+            "--threshold" => {
+                let t = value("--threshold")?;
+                match t.parse::<f32>() {
+                    Ok(v) if (0.0..=1.0).contains(&v) => opts.threshold = Some(t),
+                    _ => bail!("run: --threshold is a probability in [0, 1], not `{t}`"),
+                }
             }
             "--config" => {
                 let text = value("--config")?;
@@ -190,6 +199,7 @@ pub fn cli(args: &[String]) -> Result {
         model: &model,
         inputs: &inputs,
         rounding: opts.rounding.as_deref().unwrap_or("single"),
+        threshold: opts.threshold.as_deref(),
     };
     main_job(&job, &configs)
 }
@@ -206,15 +216,21 @@ struct Job<'a> {
     model: &'a str,
     inputs: &'a [String],
     rounding: &'a str,
+    threshold: Option<&'a str>,
 }
 
 // ---- Running. ----
 
 /// FNV-1a (64 bits) of the output files `dir/0.npy`, `dir/1.npy`, ...
+/// (`dir/<i>.hits.json` for an output fused with `--threshold`).
 fn outputs_checksum(dir: &Path) -> Result<String> {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
     let mut count = 0;
-    while let Ok(bytes) = fs::read(dir.join(format!("{count}.npy"))) {
+    let output = |i: usize| {
+        fs::read(dir.join(format!("{i}.npy")))
+            .or_else(|_| fs::read(dir.join(format!("{i}.hits.json"))))
+    };
+    while let Ok(bytes) = output(count) {
         for b in bytes {
             hash = (hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
         }
@@ -238,6 +254,9 @@ fn measure(job: &Job, runs: &Path, backend: &str, softmax: &str) -> Result<Profi
     cmd.args(["run", job.model, "--profile", "--reps", "1"])
         .args(["--softmax", softmax, "--backend", backend])
         .args(["--rounding", job.rounding]);
+    if let Some(t) = job.threshold {
+        cmd.args(["--threshold", t]);
+    }
     for spec in job.inputs {
         cmd.arg("--input").arg(spec);
     }
@@ -388,8 +407,11 @@ mod tests {
             "neoverse-n1",
             "--config",
             "scalar-fixed",
+            "--threshold",
+            "0.25",
         ]))
         .unwrap();
+        assert_eq!(opts.threshold.as_deref(), Some("0.25"));
         assert_eq!(opts.model, Some(PathBuf::from("m.tflite")));
         assert_eq!(opts.inputs, ["ids=a.npy", "0=b=c.npy"]);
         assert_eq!(opts.rounding.as_deref(), Some("double"));
@@ -404,6 +426,9 @@ mod tests {
             &["--config", "gpu-lut"],
             &["--all", "--config", "neon-lut"],
             &["--model"],
+            &["--threshold", "1.5"],
+            &["--threshold", "nan"],
+            &["--threshold"],
         ] {
             assert!(parse(&strings(bad)).is_err(), "{bad:?} was accepted");
         }

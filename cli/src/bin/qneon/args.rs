@@ -53,6 +53,16 @@ pub(crate) struct LoadArgs {
     /// Largest memory the model may take at run time, in MiB.
     #[arg(long, value_name = "MIB", default_value_t = 1024)]
     pub(crate) memory_budget: usize,
+    /// A probability T in [0, 1]: every LOGISTIC or SOFTMAX whose output is
+    /// a model output (read by no other op) runs fused with the threshold
+    /// and keeps only the elements whose value (code - zero_point) * scale
+    /// is at or above T. `run --output-dir DIR` writes such an output as
+    /// DIR/<i>.hits.json (`{"threshold", "count", "index": [flat indices],
+    /// "code": [output codes], "value": [dequantized values]}`) instead of
+    /// DIR/<i>.npy; `inspect` names the fused ops.
+    #[allow(rustdoc::invalid_html_tags)]
+    #[arg(long, value_name = "T")]
+    pub(crate) threshold: Option<f32>,
 }
 
 #[derive(Args)]
@@ -68,8 +78,9 @@ pub(crate) struct RunArgs {
     /// every N-th step (steps N, 2N, ...).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) reset_every: Option<u32>,
-    /// Write DIR/<i>.npy per output and DIR/outputs.json (a sequence:
-    /// DIR/step<k>/ per step).
+    /// Write DIR/<i>.npy per output (DIR/<i>.hits.json for an output fused
+    /// with --threshold) and DIR/outputs.json (a sequence: DIR/step<k>/ per
+    /// step).
     // The comment is clap's --help text, which shows it verbatim; rustdoc
     // would read `<i>` as an HTML tag.
     #[allow(rustdoc::invalid_html_tags)]
@@ -141,6 +152,7 @@ impl LoadArgs {
             },
             backend,
             memory_budget: Some(self.memory_budget.saturating_mul(1 << 20)),
+            threshold: self.threshold,
         }
     }
 }

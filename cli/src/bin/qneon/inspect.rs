@@ -60,7 +60,10 @@ pub(crate) fn inspect(args: InspectArgs) -> Result<(), String> {
             },
             Err(e) => format!("CANNOT RUN: {e}"),
         };
-        println!("  {} {}: {status}", report.index, report.op);
+        match &node.fused {
+            Some(fused) => println!("  {} {} -> {fused}: {status}", report.index, report.op),
+            None => println!("  {} {}: {status}", report.index, report.op),
+        }
         for i in node.inputs.iter().flatten() {
             println!("      in  {}", describe(&t[*i]));
         }

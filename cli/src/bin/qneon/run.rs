@@ -9,7 +9,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use qneon::Backend;
-use qneon_runtime::interp::{Interpreter, NodeInfo, Profiler, TensorInfo};
+use qneon_runtime::interp::{Hits, Interpreter, NodeInfo, Profiler, TensorInfo};
 use qneon_runtime::npy::NpyArray;
 use serde_json::{json, Value};
 
@@ -55,6 +55,28 @@ fn output_json(index: usize, info: &TensorInfo) -> Value {
     })
 }
 
+/// The name the profile and the JSON report give a node: its op, or
+/// `THRESHOLDED_<op>` when it runs fused with `--threshold` (so that its
+/// instructions are counted apart from the dense ops of its type).
+fn profile_name(node: &NodeInfo) -> String {
+    match node.fused {
+        Some(_) => format!("THRESHOLDED_{}", node.op),
+        None => node.op.clone(),
+    }
+}
+
+/// `DIR/<i>.hits.json` of a fused output: the threshold and the kept
+/// elements' flat indices, codes and values, in index order.
+fn hits_json(threshold: Option<f32>, hits: &Hits<'_>) -> Value {
+    json!({
+        "threshold": threshold,
+        "count": hits.len(),
+        "index": hits.iter().map(|h| h.index).collect::<Vec<_>>(),
+        "code": hits.iter().map(|h| h.code).collect::<Vec<_>>(),
+        "value": hits.iter().map(|h| h.value).collect::<Vec<_>>(),
+    })
+}
+
 /// Runs `qneon run`; the error is the message for stderr.
 pub(crate) fn run(args: RunArgs) -> Result<(), String> {
     let backend = args.backend.unwrap_or_else(Backend::best);
@@ -82,7 +104,8 @@ pub(crate) fn run(args: RunArgs) -> Result<(), String> {
         ));
     }
     let node_count = interpreter.nodes().count();
-    let op_names: Vec<&str> = interpreter.nodes().map(|n| n.op.as_str()).collect();
+    let names: Vec<String> = interpreter.nodes().map(profile_name).collect();
+    let op_names: Vec<&str> = names.iter().map(String::as_str).collect();
     let (regions, region_per_node) = marker::assign(&op_names);
     let mut timer = Timer {
         started: Instant::now(),
@@ -107,9 +130,13 @@ pub(crate) fn run(args: RunArgs) -> Result<(), String> {
         }
         if let Some(dir) = &args.output_dir {
             if steps > 1 {
-                write_outputs(&interpreter, &dir.join(format!("step{step}")))?;
+                write_outputs(
+                    &interpreter,
+                    &dir.join(format!("step{step}")),
+                    options.threshold,
+                )?;
             } else {
-                write_outputs(&interpreter, dir)?;
+                write_outputs(&interpreter, dir, options.threshold)?;
             }
         }
     }
@@ -132,20 +159,31 @@ pub(crate) fn run(args: RunArgs) -> Result<(), String> {
         sorted[0].as_secs_f64() * 1e3
     );
     for (i, info) in interpreter.outputs().iter().enumerate() {
+        let hits = match interpreter.hits(i) {
+            Some(hits) => format!(
+                ", {} of {} elements at or above the threshold",
+                hits.len(),
+                info.shape.iter().product::<usize>()
+            ),
+            None => String::new(),
+        };
         println!(
-            "output {i}: {} {} {:?}",
+            "output {i}: {} {} {:?}{hits}",
             info.name,
             numpy_name(info.dtype),
             info.shape
         );
     }
+    if options.threshold.is_some() && interpreter.nodes().all(|n| n.fused.is_none()) {
+        println!("--threshold: no LOGISTIC or SOFTMAX writes a model output alone; nothing fused");
+    }
     let nodes: Vec<NodeInfo> = interpreter.nodes().cloned().collect();
     if args.profile {
         // Per op type: calls per invoke, work, time per invoke, share.
         let mut by_type: BTreeMap<&str, (usize, u64, &str, Duration)> = BTreeMap::new();
-        for (node, time) in nodes.iter().zip(&timer.times) {
+        for ((node, time), name) in nodes.iter().zip(&timer.times).zip(&names) {
             let row = by_type
-                .entry(&node.op)
+                .entry(name)
                 .or_insert((0, 0, node.unit, Duration::ZERO));
             row.0 += 1;
             row.1 += node.work;
@@ -172,10 +210,11 @@ pub(crate) fn run(args: RunArgs) -> Result<(), String> {
             .iter()
             .zip(&timer.times)
             .zip(&timer.regions)
+            .zip(&names)
             .enumerate()
-            .map(|(position, ((n, t), region))| {
+            .map(|(position, (((n, t), region), name))| {
                 json!({
-                    "position": position, "index": n.index, "op": n.op,
+                    "position": position, "index": n.index, "op": name,
                     "work": n.work, "unit": n.unit, "region": region,
                     "ns": (t.as_secs_f64() / reps * 1e9).round(),
                 })
@@ -191,6 +230,7 @@ pub(crate) fn run(args: RunArgs) -> Result<(), String> {
             "rounding": options.rounding.name(),
             "softmax": options.softmax_method.name(),
             "backend": backend.name(),
+            "threshold": options.threshold,
             "arena_bytes": plan.arena_bytes,
             "non_constant_tensor_bytes": plan.unshared_bytes(),
             "reps": invokes,
@@ -208,11 +248,25 @@ pub(crate) fn run(args: RunArgs) -> Result<(), String> {
     Ok(())
 }
 
-/// Writes `dir/<i>.npy` per output and `dir/outputs.json`.
-fn write_outputs(interpreter: &Interpreter<'_>, dir: &Path) -> Result<(), String> {
+/// Writes `dir/<i>.npy` per output (`dir/<i>.hits.json` for an output
+/// fused with `--threshold`) and `dir/outputs.json`.
+fn write_outputs(
+    interpreter: &Interpreter<'_>,
+    dir: &Path,
+    threshold: Option<f32>,
+) -> Result<(), String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let mut listing = Vec::new();
     for (i, info) in interpreter.outputs().iter().enumerate() {
+        if let Some(hits) = interpreter.hits(i) {
+            let path = dir.join(format!("{i}.hits.json"));
+            let text = serde_json::to_string(&hits_json(threshold, &hits)).unwrap_or_default();
+            std::fs::write(&path, text + "\n").map_err(|e| format!("{}: {e}", path.display()))?;
+            let mut entry = output_json(i, info);
+            entry["hits"] = json!(format!("{i}.hits.json"));
+            listing.push(entry);
+            continue;
+        }
         let array = NpyArray {
             dtype: info.dtype,
             shape: info.shape.clone(),

@@ -64,6 +64,8 @@ use qneon_tflite::{Operator, Subgraph};
 use crate::error::Result;
 use crate::interp::options::Options;
 
+pub use activation::HitSlice;
+pub(crate) use activation::{Fused, HitStore};
 pub(crate) use buffers::{element_size, Ins, Io, Outs, INLINE};
 pub(crate) use kernel::{Kernel, Nop, PreparedOp, Registration};
 
@@ -144,6 +146,28 @@ pub(crate) fn prepare(
         return Err(op.unsupported("XNNPACK's arithmetic for this operator is not built yet"));
     }
     (registration.prepare)(&op)
+}
+
+/// The fused form of LOGISTIC or SOFTMAX `operator` for a probability
+/// threshold (see `activation/thresholded.rs`); `None` for any other op.
+pub(crate) fn prepare_thresholded(
+    graph: &Subgraph<'_>,
+    operator: &Operator<'_>,
+    options: &Options,
+    threshold: f32,
+) -> Option<Result<Fused>> {
+    let builtin = operator.builtin()?;
+    if !matches!(
+        builtin,
+        qneon_tflite::BuiltinOp::LOGISTIC | qneon_tflite::BuiltinOp::SOFTMAX
+    ) {
+        return None;
+    }
+    let registration = registration(operator)?;
+    let name = op_name(operator);
+    let options = registration.paths.prepare_options(options);
+    let op = op::Op::new(graph, operator, builtin, &name, &options);
+    Some(activation::prepare_thresholded(&op, threshold))
 }
 
 #[cfg(test)]

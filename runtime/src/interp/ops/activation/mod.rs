@@ -1,6 +1,12 @@
 //! SOFTMAX, LOG_SOFTMAX, LOGISTIC and TANH: the library's kernels, one
 //! generic [`Activation`] kernel over them and the element types, with the
-//! method the caller chose.
+//! method the caller chose; `thresholded.rs`: LOGISTIC and SOFTMAX fused
+//! with the options' probability threshold.
+
+mod thresholded;
+
+pub use thresholded::HitSlice;
+pub(crate) use thresholded::{prepare as prepare_thresholded, Fused, HitStore};
 
 use std::ops::Range;
 
