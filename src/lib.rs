@@ -104,6 +104,10 @@ pub use ops::{Conv2d, ConvGeometry, ConvQuantization, ConvRequantization, Depthw
 #[cfg(feature = "alloc")]
 pub use ops::{Gemm, MatMul, NoNorm};
 #[cfg(feature = "alloc")]
+pub use ops::{
+    Lstm, LstmGateWeights, LstmProjection, LstmQuantization, LstmScratch, LstmShape, LstmWeights,
+};
+#[cfg(feature = "alloc")]
 pub use ops::{TransposeConv2d, TransposeConvGeometry};
 pub use quant::{QuantParams, Requantization, Rounding};
 
