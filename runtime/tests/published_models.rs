@@ -23,18 +23,9 @@ const PUBLISHED: &[(&str, &[&str])] = &[
     // Its QUANTIZEs are int16 -> int8 and int16 -> int32, its SOFTMAX int8
     // -> int16 (TFLite Micro's kernels take them).
     ("keyword_scrambled.tflite", &["QUANTIZE", "SOFTMAX", "SVDF"]),
-    (
-        "trained_lstm_int8.tflite",
-        &["UNIDIRECTIONAL_SEQUENCE_LSTM"],
-    ),
-    (
-        "micro_speech_lstm.tflite",
-        &["UNIDIRECTIONAL_SEQUENCE_LSTM"],
-    ),
-    (
-        "dtln_noise_suppression.tflite",
-        &["UNIDIRECTIONAL_SEQUENCE_LSTM"],
-    ),
+    ("trained_lstm_int8.tflite", &[]),
+    ("micro_speech_lstm.tflite", &[]),
+    ("dtln_noise_suppression.tflite", &[]),
 ];
 
 /// Runs of runnable models (file, reference, run index) whose bytes still

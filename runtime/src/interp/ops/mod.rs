@@ -19,6 +19,7 @@
 //! | `arg_min_max/` | ARG_MAX, ARG_MIN |
 //! | `transpose_conv/` | TRANSPOSE_CONV |
 //! | `resize/` | RESIZE_NEAREST_NEIGHBOR, RESIZE_BILINEAR |
+//! | `lstm/` | UNIDIRECTIONAL_SEQUENCE_LSTM (integer, with state) |
 //!
 //! Each family lists the builtin ops it prepares in its `OPS` table
 //! ([`Registration`]: op, name, prepare function, the kernel sets whose
@@ -47,6 +48,7 @@ mod convert;
 mod elementwise;
 mod fully_connected;
 mod kernel;
+mod lstm;
 mod minmax;
 mod movement;
 mod op;
@@ -82,6 +84,7 @@ const REGISTRY: &[&[Registration]] = &[
     arg_min_max::OPS,
     transpose_conv::OPS,
     resize::OPS,
+    lstm::OPS,
 ];
 
 /// The registration of `operator`'s builtin op, if some family prepares it.
