@@ -9,6 +9,12 @@ per-channel biases say axis 3), which TFLite Micro accepts: for LiteRT only,
 such a rank-1 tensor's `quantized_dimension` is set to 0, its only axis, in a
 copy of the model (the scales then mean what TFLite Micro reads them as).
 Nothing else is changed.
+
+The stateful models (`STATEFUL`: variable tensors carry LSTM / SVDF state
+from one invoke to the next) get sequences instead: per input set, STEPS
+invokes on one interpreter without a reset, each step's inputs and every
+reference's outputs, listed in `tflite_micro/refs/sequences.json` (the
+stateless manifest stays as it was).
 """
 
 import os
@@ -25,6 +31,20 @@ MODELS = [
     "micro_speech_quantized.tflite",
     "mobilenet_v2_quantized_1x3x224x224.tflite",
 ]
+# The stateful published models: each input set is a sequence of STEPS invokes.
+# keyword_scrambled_8bit is not here: LiteRT 2.3 corrupts its heap on it.
+STATEFUL = [
+    "trained_lstm_int8.tflite",
+    "dtln_noise_suppression.tflite",
+    "micro_speech_lstm.tflite",
+    "keyword_scrambled.tflite",
+]
+STEPS = 3
+# How each sequence draws its inputs: full range, then codes within NARROW of
+# the zero point, then codes within NARROW of 0.
+SEQUENCE_DRAWS = ["full_range", "near_zero_point", "near_code_zero"]
+NARROW = 8
+SEQUENCE_SEED = 27
 REFERENCES = ["litert_ref", "litert_builtin", "litert_xnnpack"]
 RUNS = 2
 SEED = 26
@@ -53,6 +73,23 @@ def full_range(rng, detail):
     """Uniform over the input type's whole range (every code equally likely)."""
     info = np.iinfo(detail["dtype"])
     return rng.integers(info.min, info.max, size=detail["shape"], endpoint=True, dtype=np.int64).astype(
+        detail["dtype"])
+
+
+def near_zero_point(rng, detail):
+    """Uniform over the NARROW codes either side of the input's zero point
+    (clipped to the type): full-range inputs saturate some of the recurrent
+    models' outputs, which then no longer show their state."""
+    info = np.iinfo(detail["dtype"])
+    zero = int(detail["quantization"][1])
+    low, high = max(info.min, zero - NARROW), min(info.max, zero + NARROW)
+    return rng.integers(low, high, size=detail["shape"], endpoint=True, dtype=np.int64).astype(detail["dtype"])
+
+
+def near_code_zero(rng, detail):
+    """Uniform over the codes within NARROW of code 0 (the middle of a signed
+    type's range, away from a zero point at its bottom)."""
+    return rng.integers(-NARROW, NARROW, size=detail["shape"], endpoint=True, dtype=np.int64).astype(
         detail["dtype"])
 
 
@@ -108,4 +145,72 @@ def generate(out_dir, log=print):
         log(f"[published] {file}: {RUNS} runs x {len(REFERENCES)} references"
             + (f" (LiteRT copy: {entry['litert_copy']})" if patched else ""))
     common.write_json(os.path.join(out_dir, "tflite_micro", "refs", "manifest.json"), manifest)
+    generate_sequences(root, out_dir, log)
+    return manifest
+
+
+def run_sequence(reference, model_bytes, steps):
+    """One interpreter, invoked once per step in order with no reset between:
+    the outputs of every step."""
+    interp = common.make_interpreter(reference, model_bytes)
+    outputs = []
+    for inputs in steps:
+        for d, array in zip(interp.get_input_details(), inputs):
+            interp.set_tensor(d["index"], array)
+        interp.invoke()
+        outputs.append([np.array(interp.get_tensor(d["index"])) for d in interp.get_output_details()])
+    return outputs
+
+
+def generate_sequences(root, out_dir, log=print):
+    manifest = {
+        "description": "published TFLite Micro models with state (variable tensors): per input set a "
+        f"sequence of {STEPS} invokes on one interpreter without reset; seeded inputs and "
+        "the outputs of each LiteRT kernel path after each step; inputs and outputs by tensor index in "
+        "the model's order. seq0 draws full-range inputs, seq1 codes within "
+        f"{NARROW} of the input's zero point, seq2 codes within {NARROW} of 0. Step 0 is a single invoke from the initial (zero) state.",
+        "references": {k: common.REFERENCES[k] for k in REFERENCES},
+        "steps": STEPS,
+        "models": [],
+    }
+    for file in STATEFUL:
+        original = open(os.path.join(root, "tflite_micro", file), "rb").read()
+        model_bytes, patched = litert_copy(original)
+        interp = litert.Interpreter(model_content=model_bytes)
+        interp.allocate_tensors()
+        in_details = interp.get_input_details()
+        stem = file[: -len(".tflite")]
+        entry = {
+            "model": f"tflite_micro/{file}",
+            "sha256": common.sha256(original),
+            "litert_copy": (f"{patched} rank-1 tensors' quantized_dimension set to 0" if patched
+                            else "unchanged"),
+            "op_histogram": common.op_histogram(original),
+            "sequences": [],
+        }
+        rng = np.random.default_rng(SEQUENCE_SEED)
+        for run, draw_name in enumerate(SEQUENCE_DRAWS):
+            draw = globals()[draw_name]
+            steps = [[draw(rng, d) for d in in_details] for _ in range(STEPS)]
+            per_ref = {ref: run_sequence(ref, model_bytes, steps) for ref in REFERENCES}
+            seq = {"name": f"seq{run}", "draw": draw_name, "steps": []}
+            for k, inputs in enumerate(steps):
+                step = {"inputs": [], "outputs": {}}
+                for i, array in enumerate(inputs):
+                    rel = f"tflite_micro/refs/{stem}/seq{run}.step{k}.input.{i}.npy"
+                    common.write_npy(os.path.join(out_dir, rel), array)
+                    step["inputs"].append(rel)
+                for ref in REFERENCES:
+                    files = []
+                    for i, array in enumerate(per_ref[ref][k]):
+                        rel = f"tflite_micro/refs/{stem}/seq{run}.step{k}.{ref}.{i}.npy"
+                        common.write_npy(os.path.join(out_dir, rel), array)
+                        files.append(rel)
+                    step["outputs"][ref] = files
+                seq["steps"].append(step)
+            entry["sequences"].append(seq)
+        manifest["models"].append(entry)
+        log(f"[published] {file}: {len(SEQUENCE_DRAWS)} sequences of {STEPS} steps x {len(REFERENCES)} references"
+            + (f" (LiteRT copy: {entry['litert_copy']})" if patched else ""))
+    common.write_json(os.path.join(out_dir, "tflite_micro", "refs", "sequences.json"), manifest)
     return manifest
