@@ -9,8 +9,9 @@
 //! ranges from the tensors' [`Place`]s, sorts the writes of each block and
 //! assigns every read to the gap between two writes that holds it, so a
 //! broken plan is an error at load. [`NodeIo::carve`] then only splits: it
-//! allocates nothing for nodes of up to [`INLINE`] inputs and outputs (every
-//! operator of the converter's MobileBert), so `invoke` only runs kernels.
+//! allocates nothing for nodes of up to `INLINE_INPUTS` inputs (24: the
+//! recurrent ops) and [`INLINE`] outputs (every operator of the converter's
+//! MobileBert), so `invoke` only runs kernels.
 
 use std::ops::Range;
 

@@ -9,8 +9,13 @@ use smallvec::SmallVec;
 /// CONCATENATION or SPLIT) spill to the heap.
 pub(crate) const INLINE: usize = 4;
 
+/// Inputs a node keeps on the stack: the recurrent ops take more than
+/// [`INLINE`] (SVDF 5, UNIDIRECTIONAL_SEQUENCE_LSTM 24) and run every
+/// invoke, so their inputs must not spill to the heap.
+pub(crate) const INLINE_INPUTS: usize = 24;
+
 /// A node's input slices, in the operator's input order.
-pub(crate) type Ins<'b> = SmallVec<[&'b [u8]; INLINE]>;
+pub(crate) type Ins<'b> = SmallVec<[&'b [u8]; INLINE_INPUTS]>;
 /// A node's output slices, in the operator's output order.
 pub(crate) type Outs<'b> = SmallVec<[&'b mut [u8]; INLINE]>;
 
