@@ -96,6 +96,37 @@ fn lstm_models_equal_litert_single_invokes_on_every_backend() {
     assert_eq!(compared, 48);
 }
 
+/// The aarch64 builtin kernels' outputs (LiteRT's aarch64 build under qemu,
+/// `cargo xtask compare --refs-only`, single invokes) with the optimized
+/// kernels' options.
+#[test]
+fn lstm_models_equal_litert_aarch64_builtin() {
+    let aarch64 = manifest("litert_aarch64_builtin/manifest.json");
+    let mut compared = 0;
+    for case in lstm_cases() {
+        let name = case["name"].as_str().unwrap();
+        let bytes = read_model(case["model"].as_str().unwrap());
+        for run in case["runs"].as_array().unwrap() {
+            let file = &aarch64["ops"]["cases"][name][run["name"].as_str().unwrap()]["y"];
+            let expected = npy(file
+                .as_str()
+                .unwrap_or_else(|| panic!("{name}: no aarch64 outputs")));
+            for backend in [Backend::Scalar, Backend::best()] {
+                let options = options_for(TfliteKernels::Optimized, Method::Lut, backend);
+                let mut interpreter = Interpreter::new(bytes.as_bytes(), options).unwrap();
+                let results = run_case(&mut interpreter, &case["tensors"], run);
+                assert_eq!(
+                    results[0].1, expected.data,
+                    "{name} {}: aarch64 builtin",
+                    run["name"]
+                );
+                compared += 1;
+            }
+        }
+    }
+    assert_eq!(compared, 24);
+}
+
 #[test]
 fn lstm_models_equal_litert_sequences_and_reset_gives_step_zero() {
     let mut steps_checked = 0;
