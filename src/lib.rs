@@ -103,6 +103,10 @@ pub use ops::{
 pub use ops::{Conv2d, ConvGeometry, ConvQuantization, ConvRequantization, DepthwiseConv2d};
 #[cfg(feature = "alloc")]
 pub use ops::{Gemm, MatMul, NoNorm};
+#[cfg(feature = "alloc")]
+pub use ops::{
+    Lstm, LstmGateWeights, LstmProjection, LstmQuantization, LstmScratch, LstmShape, LstmWeights,
+};
 pub use ops::{SoftmaxI8ToI16, Svdf, SvdfQuantization, SvdfShape, SvdfState, SvdfWeights};
 #[cfg(feature = "alloc")]
 pub use ops::{TransposeConv2d, TransposeConvGeometry};

@@ -999,6 +999,134 @@ def resize_cases():
     return cases
 
 
+def lstm_rewrite(*, time_major=False, cifg=False, cell_clip=None):
+    """Edits a converted model's UNIDIRECTIONAL_SEQUENCE_LSTM into what the
+    converter does not emit from a Keras layer: time-major layout (input and
+    output shapes [time, batch, features]), CIFG (the input gate's weights
+    and bias dropped: the op then couples the input gate to the forget gate,
+    so the model computes a different function, which is the point), a cell
+    clip. The weights stay the converter's."""
+    from tensorflow.lite.python import schema_py_generated as schema
+    from tensorflow.lite.tools import flatbuffer_utils
+
+    def rewrite(model_bytes):
+        model = flatbuffer_utils.read_model_from_bytearray(bytearray(model_bytes))
+        sg = model.subgraphs[0]
+        ops = [op for op in sg.operators
+               if max(model.operatorCodes[op.opcodeIndex].builtinCode,
+                      model.operatorCodes[op.opcodeIndex].deprecatedBuiltinCode)
+               == schema.BuiltinOperator.UNIDIRECTIONAL_SEQUENCE_LSTM]
+        if len(ops) != 1:
+            raise RuntimeError("expected one UNIDIRECTIONAL_SEQUENCE_LSTM")
+        op = ops[0]
+        if time_major:
+            op.builtinOptions.timeMajor = True
+            for t in (op.inputs[0], op.outputs[0]):
+                tensor = sg.tensors[t]
+                for field in ("shape", "shapeSignature"):
+                    dims = getattr(tensor, field)
+                    if dims is not None and len(dims) == 3:
+                        dims = list(dims)
+                        dims[0], dims[1] = dims[1], dims[0]
+                        setattr(tensor, field, np.array(dims, dtype=np.int32))
+        if cifg:
+            inputs = list(op.inputs)
+            for i in (1, 5, 12):
+                inputs[i] = -1
+            op.inputs = np.array(inputs, dtype=np.int32)
+        if cell_clip is not None:
+            op.builtinOptions.cellClip = cell_clip
+        return bytes(flatbuffer_utils.convert_object_to_bytearray(model))
+
+    return rewrite
+
+
+LSTM_REFERENCES = ["litert_ref", "litert_builtin"]
+# Invokes on one interpreter for a case's sequence reference (state carried).
+LSTM_SEQUENCE_STEPS = 4
+
+
+def lstm_cases():
+    """UNIDIRECTIONAL_SEQUENCE_LSTM, TFLite's integer kernel (int8 input and
+    output state, int16 cell state): Keras LSTM layers (return_sequences)
+    with seeded weights, converted full-integer int8; batch 1 and 3, odd
+    sizes, and rewrites of the converted op for time-major layout, CIFG and
+    a cell clip. The op keeps its state between invokes: each case also has
+    a sequence of `LSTM_SEQUENCE_STEPS` invokes on one interpreter (each
+    step's output), the state carried. Layer normalization, projection and
+    peephole weights are not emitted by the converter from a Keras layer and
+    are not among these models."""
+
+    def layer_body(seed, shape, units):
+        rng = np.random.default_rng(seed)
+        features = shape[-1]
+        layer = tf.keras.layers.LSTM(units, return_sequences=True)
+        layer.build(tuple(shape))
+        # Seeded weights, scaled as Glorot would (no global generator used).
+        kernel = rng.normal(0.0, (2.0 / (features + 4 * units)) ** 0.5, (features, 4 * units))
+        recurrent = rng.normal(0.0, (1.0 / units) ** 0.5, (units, 4 * units))
+        bias = rng.normal(0.0, 0.3, (4 * units,))
+        bias[units:2 * units] += 1.0  # forget gate bias, as unit_forget_bias
+        layer.set_weights([kernel.astype(np.float32), recurrent.astype(np.float32),
+                           bias.astype(np.float32)])
+
+        def body(x):
+            return {"y": layer(x)}
+
+        return body, layer
+
+    def case(name, doc, shape, units, rewrite=None):
+        body, layer = layer_body(zlib.crc32(name.encode()), shape, units)
+        c = Case(name, doc, [("x", shape, F32, (-2.0, 2.0))], body,
+                 ["UNIDIRECTIONAL_SEQUENCE_LSTM"], references=LSTM_REFERENCES, rewrite=rewrite)
+        c.sequence_steps = LSTM_SEQUENCE_STEPS
+        c.trackables = [layer]
+        return c
+
+    return [
+        case("lstm_basic", "Keras LSTM, 8 units, input [1, 4, 6]", [1, 4, 6], 8),
+        case("lstm_batch3_odd", "Keras LSTM, 13 units, input [3, 5, 19] (batch-major, three rows)",
+             [3, 5, 19], 13),
+        case("lstm_time_major", "lstm_batch3_odd's layer shape rewritten time-major: input [5, 3, 19]",
+             [3, 5, 19], 13, lstm_rewrite(time_major=True)),
+        case("lstm_cifg", "Keras LSTM, 12 units, input [2, 6, 10], rewritten CIFG (input gate dropped)",
+             [2, 6, 10], 12, lstm_rewrite(cifg=True)),
+        case("lstm_cell_clip", "Keras LSTM, 16 units, input [1, 7, 24], cell clip 0.75",
+             [1, 7, 24], 16, lstm_rewrite(cell_clip=0.75)),
+        case("lstm_wide", "Keras LSTM, 48 units, input [2, 3, 70] (NEON depth tails)", [2, 3, 70], 48),
+    ]
+
+
+def lstm_sequence(case, tfl, details, out_dir, rel_dir):
+    """The sequence reference of a stateful case: `case.sequence_steps`
+    seeded full-range inputs invoked in order on one interpreter per
+    reference (no reset), each step's outputs. Returns the manifest entry."""
+    rng = np.random.default_rng(case.seed() + 7777)
+    steps = []
+    for step in range(case.sequence_steps):
+        inputs = {}
+        for d in details["inputs"]:
+            inputs[d["name"]] = full_range(rng, d["shape"], np.dtype(d["dtype"]))
+        steps.append(inputs)
+    entry = {"inputs": [], "outputs": {}}
+    for step, inputs in enumerate(steps):
+        files = {}
+        for name, array in inputs.items():
+            rel = f"{rel_dir}/seq{step}.input.{common.file_name_part(name)}.npy"
+            common.write_npy(os.path.join(out_dir, rel), array)
+            files[name] = rel
+        entry["inputs"].append(files)
+    for ref in case.references:
+        runner = common.make_interpreter(ref, tfl).get_signature_runner()
+        for step, inputs in enumerate(steps):
+            out = runner(**inputs)
+            for name, array in out.items():
+                rel = f"{rel_dir}/seq{step}.{ref}.{common.file_name_part(name)}.npy"
+                common.write_npy(os.path.join(out_dir, rel), np.array(array))
+                entry["outputs"].setdefault(name, {}).setdefault(ref, []).append(rel)
+    return entry
+
+
 def all_cases():
     delegated = (fc_cases() + binary_cases() + batch_matmul_cases() + layout_cases() + conversion_cases()
                  + activation_cases() + rounding_cases())
@@ -1009,7 +1137,7 @@ def all_cases():
         if case.references == REFERENCES:
             case.references = XNNPACK_REFERENCES
     cases = delegated + conv_cases() + pools + means + relus + small_op_cases()
-    cases += transpose_conv_cases() + resize_cases()
+    cases += transpose_conv_cases() + resize_cases() + lstm_cases()
     names = [c.name for c in cases]
     assert len(names) == len(set(names)), "case names must be unique"
     return cases
@@ -1040,6 +1168,9 @@ def convert_case(case):
     # and outputs); without one it writes none.
     holder = tf.Module()
     holder.fn = fn
+    if getattr(case, "trackables", None):
+        # Variables the function captures (a Keras layer's weights).
+        holder.trackables = case.trackables
     tfl = common.convert(fn.get_concrete_function(), holder, case.representative, int16=case.int16,
                          per_tensor=case.per_tensor, input_type=input_type, output_type=output_type)
     if case.softmax_beta is not None:
@@ -1094,6 +1225,8 @@ def generate(out_dir, log=print, only=None):
                     common.write_npy(os.path.join(out_dir, rel), array)
                     run_entry["outputs"].setdefault(name, {})[ref] = rel
             entry["runs"].append(run_entry)
+        if getattr(case, "sequence_steps", 0):
+            entry["sequence"] = lstm_sequence(case, tfl, details, out_dir, rel_dir)
         manifest["cases"].append(entry)
         log(f"[ops] {case.name}: {len(tfl)} bytes, " + ", ".join(f"{n} {k}" for k, n in hist.items()))
     common.write_json(os.path.join(out_dir, "ops", "manifest.json"), manifest)

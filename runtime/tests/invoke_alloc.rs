@@ -253,3 +253,39 @@ fn fused_threshold_invokes_allocate_nothing() {
     }
     assert_eq!(checked, 12);
 }
+
+/// The published LSTM models (UNIDIRECTIONAL_SEQUENCE_LSTM with its state in
+/// the session, 24 inputs per node) and the generated LSTM cases: no
+/// allocation in invoke, also after a reset of the variables.
+#[test]
+fn lstm_invokes_allocate_nothing() {
+    let mut models: Vec<String> = [
+        "trained_lstm_int8",
+        "dtln_noise_suppression",
+        "micro_speech_lstm",
+    ]
+    .iter()
+    .map(|m| format!("tflite_micro/{m}.tflite"))
+    .collect();
+    let ops = manifest("ops/manifest.json");
+    for case in ops["cases"].as_array().unwrap() {
+        if case["name"].as_str().unwrap().starts_with("lstm_") {
+            models.push(case["model"].as_str().unwrap().to_string());
+        }
+    }
+    assert_eq!(models.len(), 9);
+    for model in &models {
+        let bytes = read_model(model);
+        for options in configurations() {
+            let mut interpreter = Interpreter::new(bytes.as_bytes(), options).expect("load");
+            let (n, ops) = allocations_of_invoke(&mut interpreter);
+            assert_eq!(n, 0, "{model}, {options:?}: {n} allocations: {ops:?}");
+            interpreter.reset_variables();
+            let (n, ops) = allocations_of_invoke(&mut interpreter);
+            assert_eq!(
+                n, 0,
+                "{model} after reset, {options:?}: {n} allocations: {ops:?}"
+            );
+        }
+    }
+}

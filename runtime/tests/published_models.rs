@@ -24,18 +24,9 @@ const PUBLISHED: &[(&str, &[&str])] = &[
     // -> int16 (TFLite Micro's kernels take them).
     ("keyword_scrambled.tflite", &[]),
     ("keyword_scrambled_8bit.tflite", &[]),
-    (
-        "trained_lstm_int8.tflite",
-        &["UNIDIRECTIONAL_SEQUENCE_LSTM"],
-    ),
-    (
-        "micro_speech_lstm.tflite",
-        &["UNIDIRECTIONAL_SEQUENCE_LSTM"],
-    ),
-    (
-        "dtln_noise_suppression.tflite",
-        &["UNIDIRECTIONAL_SEQUENCE_LSTM"],
-    ),
+    ("trained_lstm_int8.tflite", &[]),
+    ("micro_speech_lstm.tflite", &[]),
+    ("dtln_noise_suppression.tflite", &[]),
 ];
 
 /// Runs of runnable models (file, reference, run index) whose bytes still

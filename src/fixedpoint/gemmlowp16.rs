@@ -113,6 +113,12 @@ fn exp_on_negative_values(a: i16, int_bits: u32) -> i16 {
             }
         }
     }
+    // Beyond 5 integer bits the barrel stops at exp(-16): gemmlowp sends every
+    // input below -32 to 0 instead (its constant `-(1 << (36 - bits))`,
+    // rounded to 16 bits, is -32 in every format).
+    if int_bits > 5 && (a as i32) < -(32i32 << frac_bits) {
+        result = 0;
+    }
     if a == 0 {
         ONE_Q0
     } else {
@@ -185,6 +191,25 @@ pub(crate) fn tanh_q3_12(a: i16) -> i16 {
     }
 }
 
+/// gemmlowp's `tanh` for an input with `int_bits` integer bits (`0..=6`,
+/// Q`int_bits`.(15 - `int_bits`)), Q0.15 output: TFLite's `ApplyTanh` of
+/// its integer LSTM (gates at Q3.12, the cell state at `15 + log2(scale)`
+/// integer bits). `tanh_q(a, 3)` is [`tanh_q3_12`].
+pub(crate) fn tanh_q(a: i16, int_bits: u32) -> i16 {
+    debug_assert!(int_bits <= 6);
+    let negative = a < 0;
+    let n = if negative { a } else { a.wrapping_neg() };
+    // exp(2n): the same raw value read with one more integer bit.
+    let t = one_minus_x_over_one_plus_x_for_x_in_0_1(exp_on_negative_values(n, int_bits + 1));
+    if a == 0 {
+        0
+    } else if negative {
+        t.wrapping_neg()
+    } else {
+        t
+    }
+}
+
 #[cfg(test)]
 mod tests {
     extern crate std;
@@ -203,6 +228,28 @@ mod tests {
         let q13 = |c: i16, v: f64| assert!((c as f64 / 8192.0 - v).abs() <= 0.5 / 8192.0);
         q13(c(1_515_870_810), 48.0 / 17.0);
         q13(c(-1_010_580_540), -32.0 / 17.0);
+    }
+
+    #[cfg(feature = "std")]
+    #[test]
+    #[cfg_attr(miri, ignore = "sweeps all 65,536 inputs seven times")]
+    fn tanh_q_is_tanh_q3_12_at_three_bits_and_near_tanh_at_every_width() {
+        let mut worst = [0.0f64; 7];
+        for a in i16::MIN..=i16::MAX {
+            assert_eq!(tanh_q(a, 3), tanh_q3_12(a), "{a}");
+            for bits in 0..=6u32 {
+                let x = a as f64 / (1u32 << (15 - bits)) as f64;
+                let got = tanh_q(a, bits) as f64 / 32768.0;
+                // gemmlowp's 16-bit tanh is within a few Q0.15 steps.
+                let err = (got - x.tanh()).abs() * 32768.0;
+                worst[bits as usize] = worst[bits as usize].max(err);
+            }
+        }
+        // gemmlowp's 16-bit Newton-Raphson leaves up to 12.05 Q0.15 steps
+        // (measured: 11.7 to 12.05 across the widths).
+        for (bits, err) in worst.iter().enumerate() {
+            assert!(*err < 12.5, "{bits} integer bits: {err} steps");
+        }
     }
 
     #[test]

@@ -168,6 +168,8 @@ mod elementwise;
 mod gemm;
 mod heads;
 mod log_softmax;
+#[cfg(feature = "alloc")]
+mod lstm;
 mod mean;
 mod method;
 mod minmax;
@@ -204,6 +206,10 @@ pub use gemm::{Gemm, GemmPath};
 pub use heads::{merge_heads, split_heads};
 pub use log_softmax::params::LogSoftmaxParams;
 pub use log_softmax::LogSoftmax;
+#[cfg(feature = "alloc")]
+pub use lstm::{
+    Lstm, LstmGateWeights, LstmProjection, LstmQuantization, LstmScratch, LstmShape, LstmWeights,
+};
 pub use mean::{Mean, MeanKernels};
 pub use method::Method;
 pub use minmax::{MinMax, MinMaxKind};

@@ -20,6 +20,7 @@
 //! | `transpose_conv/` | TRANSPOSE_CONV |
 //! | `resize/` | RESIZE_NEAREST_NEIGHBOR, RESIZE_BILINEAR |
 //! | `svdf/` | SVDF |
+//! | `lstm/` | UNIDIRECTIONAL_SEQUENCE_LSTM (integer, with state) |
 //!
 //! Each family lists the builtin ops it prepares in its `OPS` table
 //! ([`Registration`]: op, name, prepare function, the kernel sets whose
@@ -48,6 +49,7 @@ mod convert;
 mod elementwise;
 mod fully_connected;
 mod kernel;
+mod lstm;
 mod minmax;
 mod movement;
 mod op;
@@ -87,6 +89,7 @@ const REGISTRY: &[&[Registration]] = &[
     transpose_conv::OPS,
     resize::OPS,
     svdf::OPS,
+    lstm::OPS,
 ];
 
 /// The registration of `operator`'s builtin op, if some family prepares it.

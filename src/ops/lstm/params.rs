@@ -1,0 +1,319 @@
+//! The prepared integer LSTM and its element-wise arithmetic: what both
+//! backends share. The backends differ only in the gate matrix products
+//! (`scalar.rs`, `neon.rs`: raw int32 dot products); everything after them
+//! (requantization into the int16 gates, layer normalization, the 16-bit
+//! sigmoid and tanh, the cell update, the hidden state) is here, once.
+//!
+//! Formats: gates are int16 read as Q3.12 by the activations (without layer
+//! normalization TFLite fixes their scale at `2^-12`; with it, the
+//! intermediates' scales apply before the normalization rescales to Q3.12).
+//! The activations give Q0.15. The cell state is int16 at scale
+//! `2^cell_scale` (`cell_scale` = log2 of its scale, a power of two), so
+//! `15 + cell_scale` integer bits.
+
+use crate::fixedpoint::gemmlowp16;
+use crate::fixedpoint::Lane;
+use crate::quant::{QuantizedMultiplier, Rounding};
+use alloc::vec::Vec;
+
+/// One int8 weight matrix (`rows x cols`, row-major) of a gate with the
+/// bias TFLite folds into it at prepare: `bias[r] - zero_point * sum_c w[r][c]`
+/// (`zero_point` being the zero point of the vector it multiplies), and the
+/// multiplier that scales the product into the gate's units.
+#[derive(Clone, Debug)]
+pub(crate) struct MatVec {
+    pub(crate) weights: Vec<i8>,
+    pub(crate) rows: usize,
+    pub(crate) effective_bias: Vec<i32>,
+    pub(crate) multiplier: QuantizedMultiplier,
+}
+
+/// TFLite's layer normalization of one gate (`ApplyLayerNorm`).
+#[derive(Clone, Debug)]
+pub(crate) struct LayerNorm {
+    /// Q-format coefficients of the normalized gate (int16).
+    pub(crate) weights: Vec<i16>,
+    /// The gate bias, added after the normalization (int32).
+    pub(crate) bias: Vec<i32>,
+    /// The coefficients' scale, quantized (applied with 12 more shift bits).
+    pub(crate) multiplier: QuantizedMultiplier,
+    /// The variance used when the computed one is below 1:
+    /// `max(1, trunc(10000 * coefficient scale))`.
+    pub(crate) variance_guard: i32,
+}
+
+/// One gate: the input and recurrent products, the optional peephole
+/// (cell-to-gate, a diagonal int16 matrix) and layer normalization.
+#[derive(Clone, Debug)]
+pub(crate) struct Gate {
+    pub(crate) input: MatVec,
+    pub(crate) recurrent: MatVec,
+    pub(crate) peephole: Option<(Vec<i16>, QuantizedMultiplier)>,
+    pub(crate) layer_norm: Option<LayerNorm>,
+}
+
+/// The projection of the hidden state to the output state.
+#[derive(Clone, Debug)]
+pub(crate) struct Projection {
+    pub(crate) matrix: MatVec,
+    /// `> 0`: the output state is clamped to `[-clip, clip]`.
+    pub(crate) clip: i8,
+}
+
+/// Everything a step needs, prepared once.
+#[derive(Clone, Debug)]
+pub(crate) struct LstmParams {
+    pub(crate) n_batch: usize,
+    pub(crate) n_input: usize,
+    pub(crate) n_cell: usize,
+    pub(crate) n_output: usize,
+    /// `None` with CIFG (the input gate is `1 - forget`).
+    pub(crate) input_gate: Option<Gate>,
+    pub(crate) forget_gate: Gate,
+    pub(crate) cell_gate: Gate,
+    pub(crate) output_gate: Gate,
+    pub(crate) projection: Option<Projection>,
+    /// log2 of the cell state's scale.
+    pub(crate) cell_scale: i32,
+    /// `> 0`: the cell state is clamped to `[-clip, clip]`.
+    pub(crate) cell_clip: i16,
+    /// `output_gate * tanh(cell)` (Q0.15 x Q0.15) to the hidden state.
+    pub(crate) hidden_multiplier: QuantizedMultiplier,
+    pub(crate) hidden_zero_point: i32,
+    pub(crate) output_state_zero_point: i32,
+    pub(crate) rounding: Rounding,
+}
+
+/// `x` saturated to int16.
+#[inline(always)]
+fn saturate_i16(x: i32) -> i16 {
+    x.clamp(i16::MIN as i32, i16::MAX as i32) as i16
+}
+
+impl MatVec {
+    /// `gate[b][r] = sat16(gate[b][r] + MBQM(dots[b][r] + bias[r]) + zero_point)`:
+    /// TFLite's `MatrixBatchVectorMultiplyAccumulate` with an int16 output,
+    /// after the raw products `dots` (`n_batch x rows`).
+    pub(crate) fn accumulate_i16(&self, dots: &[i32], gate: &mut [i16], rounding: Rounding) {
+        for (row_dots, row_gate) in dots
+            .chunks_exact(self.rows)
+            .zip(gate.chunks_exact_mut(self.rows))
+        {
+            for ((g, &d), &bias) in row_gate.iter_mut().zip(row_dots).zip(&self.effective_bias) {
+                let scaled = rounding.multiply(d.wrapping_add(bias), self.multiplier);
+                *g = saturate_i16(scaled.saturating_add(*g as i32));
+            }
+        }
+    }
+
+    /// The int8 form of [`accumulate_i16`](Self::accumulate_i16) onto zeros:
+    /// `out = sat8(MBQM(dots + bias) + zero_point)` (the projection).
+    pub(crate) fn requantize_i8(
+        &self,
+        dots: &[i32],
+        out: &mut [i8],
+        zero_point: i32,
+        rounding: Rounding,
+    ) {
+        for (row_dots, row_out) in dots
+            .chunks_exact(self.rows)
+            .zip(out.chunks_exact_mut(self.rows))
+        {
+            for ((o, &d), &bias) in row_out.iter_mut().zip(row_dots).zip(&self.effective_bias) {
+                let scaled = rounding.multiply(d.wrapping_add(bias), self.multiplier);
+                *o = scaled.saturating_add(zero_point).clamp(-128, 127) as i8;
+            }
+        }
+    }
+}
+
+/// TFLite's `GetInvSqrtQuantizedMultiplierExp(x, -1)`: `1 / sqrt(x)` as a
+/// quantized multiplier `(multiplier, shift)` (shift positive = left), by
+/// five Newton-Raphson steps in gemmlowp's Q3.28. `x <= 1` gives
+/// `(i32::MAX, 0)`.
+pub(crate) fn inv_sqrt_multiplier(x: i32) -> QuantizedMultiplier {
+    if x <= 1 {
+        return QuantizedMultiplier {
+            multiplier: i32::MAX,
+            shift: 0,
+        };
+    }
+    let mut input = x;
+    let mut shift: i32 = 11;
+    while input >= 1 << 29 {
+        input /= 4;
+        shift += 1;
+    }
+    let max_left_shift_bits = (input as u32).leading_zeros() - 1;
+    let left_shift_bit_pairs = max_left_shift_bits / 2 - 1;
+    shift -= left_shift_bit_pairs as i32;
+    input <<= 2 * left_shift_bit_pairs;
+    // Q3.28 throughout; a product of two Q3.28 is Q6.25, of three Q9.22.
+    let q3 = input >> 1;
+    let half_input = q3.rounding_divide_by_pot(1);
+    let half_three: i32 = (1 << 28) + (1 << 27);
+    let mut y: i32 = 1 << 28;
+    for _ in 0..5 {
+        let y2 = y.saturating_rounding_doubling_high_mul(y);
+        let y3 = y2
+            .saturating_rounding_doubling_high_mul(y)
+            .saturating_rounding_multiply_by_pot(6);
+        let a = half_three.saturating_rounding_doubling_high_mul(y);
+        let b = half_input.saturating_rounding_doubling_high_mul(y3);
+        y = a.wrapping_sub(b).saturating_rounding_multiply_by_pot(3);
+    }
+    // sqrt(2) / 2 in Q0.31.
+    let mut multiplier = y.saturating_rounding_doubling_high_mul(1_518_500_250);
+    if shift < 0 {
+        multiplier <<= -shift;
+        shift = 0;
+    }
+    QuantizedMultiplier {
+        multiplier,
+        shift: -shift,
+    }
+}
+
+impl LayerNorm {
+    /// Normalizes each batch row of `gate` (`n_cell` long) in place:
+    /// TFLite's `ApplyLayerNorm` (mean and variance with 10 extra bits,
+    /// the coefficient and bias, back to int16 through the coefficient
+    /// scale).
+    pub(crate) fn apply(&self, gate: &mut [i16], n_cell: usize, rounding: Rounding) {
+        const TWO_TO_20: i64 = 1 << 20;
+        for row in gate.chunks_exact_mut(n_cell) {
+            let mut sum: i64 = 0;
+            let mut sum_sq: i64 = 0;
+            for &v in row.iter() {
+                sum += v as i64;
+                sum_sq += (v as i64) * (v as i64);
+            }
+            let mean = (sum * 1024 / n_cell as i64) as i32;
+            let per_element = (TWO_TO_20 / n_cell as i64) as i32;
+            let variance = sum_sq * per_element as i64 - mean as i64 * mean as i64;
+            let mut variance = (variance / TWO_TO_20) as i32;
+            if variance < 1 {
+                variance = self.variance_guard;
+            }
+            let inv_stddev = inv_sqrt_multiplier(variance);
+            let out_multiplier = QuantizedMultiplier {
+                multiplier: self.multiplier.multiplier,
+                shift: self.multiplier.shift + 12,
+            };
+            for ((g, &w), &b) in row.iter_mut().zip(&self.weights).zip(&self.bias) {
+                let shifted = (*g as i32).wrapping_mul(1024).wrapping_sub(mean);
+                let rescaled = rounding.multiply(shifted, inv_stddev);
+                // The C++ forms this in int32 before widening.
+                let weighted = rescaled.wrapping_mul(w as i32).wrapping_add(b) as i64;
+                let rounded = if weighted > 0 {
+                    (weighted + 512) / 1024
+                } else {
+                    (weighted - 512) / 1024
+                } as i32;
+                *g = saturate_i16(rounding.multiply(rounded, out_multiplier));
+            }
+        }
+    }
+}
+
+impl Gate {
+    /// The peephole term onto the gate (`gate += MBQM(w[c] * cell[c])`,
+    /// saturating), then the layer normalization: what follows the two
+    /// matrix products of TFLite's `CalculateLstmGateInteger8x8_16`, before
+    /// its activation.
+    pub(crate) fn finish(&self, gate: &mut [i16], cell: &[i16], n_cell: usize, rounding: Rounding) {
+        if let Some((weights, multiplier)) = &self.peephole {
+            for (g_row, c_row) in gate.chunks_exact_mut(n_cell).zip(cell.chunks_exact(n_cell)) {
+                for ((g, &c), &w) in g_row.iter_mut().zip(c_row).zip(weights) {
+                    let product = rounding.multiply(w as i32 * c as i32, *multiplier);
+                    *g = saturate_i16(product.saturating_add(*g as i32));
+                }
+            }
+        }
+        if let Some(norm) = &self.layer_norm {
+            norm.apply(gate, n_cell, rounding);
+        }
+    }
+}
+
+/// gemmlowp's 16-bit logistic of each Q3.12 value, Q0.15 out.
+pub(crate) fn sigmoid_in_place(gate: &mut [i16]) {
+    for g in gate {
+        *g = gemmlowp16::logistic_q3_12(*g);
+    }
+}
+
+/// gemmlowp's 16-bit tanh of each Q3.12 value, Q0.15 out.
+pub(crate) fn tanh_in_place(gate: &mut [i16]) {
+    for g in gate {
+        *g = gemmlowp16::tanh_q3_12(*g);
+    }
+}
+
+/// `x * y / 2^shift` rounded half away from zero, as int16 (the C++ casts,
+/// so it wraps): TFLite's `CwiseMul` with a shift.
+#[inline(always)]
+fn mul_shift(x: i16, y: i16, shift: u32) -> i16 {
+    (x as i32 * y as i32).rounding_divide_by_pot(shift) as i16
+}
+
+impl LstmParams {
+    /// TFLite's `UpdateLstmCellInteger`: `cell = sat16(forget * cell / 2^15 +
+    /// input * g / 2^(30 + cell_scale))`, with CIFG's input gate
+    /// `32767 - forget`, then the cell clip. `input_gate` is ignored with
+    /// CIFG; `forget` is overwritten (TFLite's scratch use, kept here).
+    pub(crate) fn update_cell(
+        &self,
+        cell: &mut [i16],
+        input_gate: &[i16],
+        forget: &mut [i16],
+        cell_gate: &[i16],
+    ) {
+        let shift = (30 + self.cell_scale) as u32;
+        let cifg = self.input_gate.is_none();
+        for i in 0..cell.len() {
+            let kept = mul_shift(forget[i], cell[i], 15);
+            let gate_in = if cifg {
+                // Sub1Vector: 32767 - forget (forget is a sigmoid, >= 0).
+                (i16::MAX as i32 - forget[i] as i32) as i16
+            } else {
+                input_gate[i]
+            };
+            let added = mul_shift(gate_in, cell_gate[i], shift);
+            forget[i] = added;
+            let mut c = saturate_i16(kept as i32 + added as i32);
+            if self.cell_clip > 0 {
+                c = c.clamp(-self.cell_clip, self.cell_clip);
+            }
+            cell[i] = c;
+        }
+    }
+
+    /// `tanh(cell)` (at the cell state's integer bits) times the output gate,
+    /// requantized to int8 at the hidden zero point: into `hidden` (with a
+    /// projection, whose zero point TFLite negates there) or the output
+    /// state. `tanh_scratch` holds `cell.len()` values.
+    pub(crate) fn hidden(
+        &self,
+        cell: &[i16],
+        output_gate: &[i16],
+        tanh_scratch: &mut [i16],
+        hidden: &mut [i8],
+    ) {
+        let bits = (15 + self.cell_scale) as u32;
+        for (t, &c) in tanh_scratch.iter_mut().zip(cell) {
+            *t = gemmlowp16::tanh_q(c, bits);
+        }
+        let zero_point = if self.projection.is_some() {
+            self.hidden_zero_point.wrapping_neg()
+        } else {
+            self.hidden_zero_point
+        };
+        for ((h, &o), &t) in hidden.iter_mut().zip(output_gate).zip(tanh_scratch.iter()) {
+            let v = self
+                .rounding
+                .multiply(o as i32 * t as i32, self.hidden_multiplier);
+            *h = v.saturating_add(zero_point).clamp(-128, 127) as i8;
+        }
+    }
+}
