@@ -102,7 +102,7 @@ fn rows_with<const K: usize>(
             block,
             lanes,
         };
-        let (i, o) = (&*input, &mut *output);
+        let (i, o) = (input, &mut *output);
         match (load, lanes <= 8) {
             (Load::Whole16, _) => block_rows::<WHOLE16, 4, K>(&br, i, o),
             (Load::Whole8, _) => block_rows::<WHOLE8, 2, K>(&br, i, o),
