@@ -94,7 +94,45 @@ impl StridedCopy {
             plan.src_strides.push(s);
             plan.dst_strides.push(d);
         }
+        plan.longest_inside();
         Ok(plan)
+    }
+
+    /// Makes the longest dimension the innermost when the innermost is a
+    /// short strided run (a transpose of NCHW's 3 channels to NHWC: 3
+    /// elements per odometer step, then 224): the odometer's cost is per
+    /// run, and every element is still copied once (source and
+    /// destination are different tensors, so the order changes no byte).
+    /// Of equal lengths, the one reading the source with the smallest
+    /// stride.
+    fn longest_inside(&mut self) {
+        let rank = self.shape.len();
+        if rank < 2 {
+            return;
+        }
+        let last = rank - 1;
+        let contiguous =
+            self.src_strides[last] == self.elem as isize && self.dst_strides[last] == self.elem;
+        if contiguous || self.shape[last] >= 16 {
+            return;
+        }
+        let longest = (0..rank)
+            .max_by_key(|&d| {
+                (
+                    self.shape[d],
+                    core::cmp::Reverse(self.src_strides[d].unsigned_abs()),
+                )
+            })
+            .unwrap_or(last);
+        if self.shape[longest] <= self.shape[last] {
+            return;
+        }
+        let n = self.shape.remove(longest);
+        let s = self.src_strides.remove(longest);
+        let d = self.dst_strides.remove(longest);
+        self.shape.push(n);
+        self.src_strides.push(s);
+        self.dst_strides.push(d);
     }
 
     /// Runs the copy (bounds checked by [`new`](Self::new)).
@@ -127,6 +165,16 @@ impl StridedCopy {
                 for o in out {
                     *o = src[s as usize];
                     s += inner_s;
+                }
+            } else if elem == 1 && inner_s > 0 && inner_d > 0 {
+                // Bytes at both strides (a transpose's innermost axis):
+                // the run's two spans sliced once.
+                let s = src_at as usize;
+                let from = &src[s..s + (inner - 1) * inner_s as usize + 1];
+                let to = &mut dst[dst_at..dst_at + (inner - 1) * inner_d + 1];
+                let pairs = to.iter_mut().step_by(inner_d);
+                for (o, &i) in pairs.zip(from.iter().step_by(inner_s as usize)) {
+                    *o = i;
                 }
             } else {
                 let (mut s, mut d) = (src_at, dst_at);

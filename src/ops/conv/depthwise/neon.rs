@@ -1,8 +1,9 @@
 //! The NEON depthwise convolution, bit-exact with the scalar loops
 //! (`super::super::scalar::conv`).
 //!
-//! Work runs by output row, then by block of 16 output channels (8 where
-//! at most 8 remain), then along the row. Per block and output pixel, the
+//! Work runs by block of 16 output channels (8 where at most 8 remain),
+//! then by output row, then along the row: a block's weights, bias and
+//! output stage parameters load once for all the rows it runs. Per block and output pixel, the
 //! accumulators start at the bias; each tap inside the image loads the
 //! block's input bytes, subtracts the input zero point while widening to
 //! 16 bits (`ssubl`: `x - zp` fits, `-128 - 127` included), and multiplies
@@ -27,7 +28,7 @@
 //! weights and are not stored.
 //!
 //! The output stage ([`BlockStage`]) loads a block's per-channel
-//! parameters once per output row.
+//! parameters once per call.
 
 use core::arch::aarch64::*;
 use core::ops::Range;
@@ -75,7 +76,7 @@ pub(crate) fn depthwise_rows(
     }
 }
 
-/// The row loop; `K` (3, 5, or 0 for any) is the kernel's side for the
+/// The block loop; `K` (3, 5, or 0 for any) is the kernel's side for the
 /// unrolled interior path.
 fn rows_with<const K: usize>(
     p: &Packed,
@@ -84,74 +85,62 @@ fn rows_with<const K: usize>(
     output: &mut [i8],
     rows: Range<usize>,
 ) {
-    let in_row = g.input_width * g.input_channels;
-    let in_image = g.input_height * in_row;
-    let out_row = g.output_width * g.output_channels;
     let channels = g.output_channels;
-    for r in rows {
-        let (b, oy) = (r / g.output_height, r % g.output_height);
-        let image = &input[b * in_image..][..in_image];
-        let out = &mut output[r * out_row..][..out_row];
-        for block in 0..channels.div_ceil(BLOCK) {
-            let lanes = (channels - block * BLOCK).min(BLOCK);
-            let load = match (&p.gather, lanes) {
-                (Gather::Direct, 16) => Load::Whole16,
-                (Gather::Direct, 8) => Load::Whole8,
-                (Gather::Direct, _) => Load::Partial,
-                (Gather::Broadcast, _) => Load::Broadcast,
-                (Gather::Table { .. }, _) => Load::Table,
-            };
-            let row = RowBlock {
-                p,
-                g,
-                oy,
-                block,
-                lanes,
-            };
-            match (load, lanes <= 8) {
-                (Load::Whole16, _) => block_row::<WHOLE16, 4, K>(&row, image, out),
-                (Load::Whole8, _) => block_row::<WHOLE8, 2, K>(&row, image, out),
-                (Load::Partial, true) => block_row::<PARTIAL, 2, K>(&row, image, out),
-                (Load::Partial, false) => block_row::<PARTIAL, 4, K>(&row, image, out),
-                (Load::Broadcast, true) => block_row::<BROADCAST, 2, K>(&row, image, out),
-                (Load::Broadcast, false) => block_row::<BROADCAST, 4, K>(&row, image, out),
-                (Load::Table, true) => block_row::<TABLE, 2, K>(&row, image, out),
-                (Load::Table, false) => block_row::<TABLE, 4, K>(&row, image, out),
-            }
+    for block in 0..channels.div_ceil(BLOCK) {
+        let lanes = (channels - block * BLOCK).min(BLOCK);
+        let load = match (&p.gather, lanes) {
+            (Gather::Direct, 16) => Load::Whole16,
+            (Gather::Direct, 8) => Load::Whole8,
+            (Gather::Direct, _) => Load::Partial,
+            (Gather::Broadcast, _) => Load::Broadcast,
+            (Gather::Table { .. }, _) => Load::Table,
+        };
+        let br = BlockRows {
+            p,
+            g,
+            rows: rows.clone(),
+            block,
+            lanes,
+        };
+        let (i, o) = (input, &mut *output);
+        match (load, lanes <= 8) {
+            (Load::Whole16, _) => block_rows::<WHOLE16, 4, K>(&br, i, o),
+            (Load::Whole8, _) => block_rows::<WHOLE8, 2, K>(&br, i, o),
+            (Load::Partial, true) => block_rows::<PARTIAL, 2, K>(&br, i, o),
+            (Load::Partial, false) => block_rows::<PARTIAL, 4, K>(&br, i, o),
+            (Load::Broadcast, true) => block_rows::<BROADCAST, 2, K>(&br, i, o),
+            (Load::Broadcast, false) => block_rows::<BROADCAST, 4, K>(&br, i, o),
+            (Load::Table, true) => block_rows::<TABLE, 2, K>(&br, i, o),
+            (Load::Table, false) => block_rows::<TABLE, 4, K>(&br, i, o),
         }
     }
 }
 
-/// One block of channels along one output row.
-struct RowBlock<'a> {
+/// One block of channels along output rows.
+struct BlockRows<'a> {
     p: &'a Packed,
     g: &'a ConvGeometry,
-    oy: usize,
+    rows: Range<usize>,
     block: usize,
     /// Channels of the block (at most 16; at most 8 when `N` is 2).
     lanes: usize,
 }
 
-/// One block of channels (`N` accumulators of 4 lanes) along one output
-/// row, loading its input as `LOAD` says; `K` as [`rows_with`].
+/// One block of channels (`N` accumulators of 4 lanes) along output rows
+/// `rb.rows`, loading its input as `LOAD` says; `K` as [`rows_with`]. The
+/// block's weights, bias and output stage load once for all its rows.
 #[inline(never)]
-fn block_row<const LOAD: u8, const N: usize, const K: usize>(
-    rb: &RowBlock<'_>,
-    image: &[i8],
-    out: &mut [i8],
+fn block_rows<const LOAD: u8, const N: usize, const K: usize>(
+    rb: &BlockRows<'_>,
+    input: &[i8],
+    output: &mut [i8],
 ) {
     let (p, g) = (rb.p, rb.g);
     let c0 = rb.block * BLOCK;
     let kw = g.kernel_width;
-    let (y0, ys) = ConvGeometry::taps(
-        rb.oy,
-        g.stride_height,
-        g.pad_top,
-        g.dilation_height,
-        g.kernel_height,
-        g.input_height,
-    );
     let in_row = g.input_width * g.input_channels;
+    let in_image = g.input_height * in_row;
+    let out_row = g.output_width * g.output_channels;
     let (start, table) = match &p.gather {
         Gather::Direct => (c0, [0u8; 16]),
         Gather::Broadcast => (0, [0u8; 16]),
@@ -197,105 +186,142 @@ fn block_row<const LOAD: u8, const N: usize, const K: usize>(
     } else {
         0
     };
-    // Any other window size runs the interior loops for pairs only (a
-    // single pixel is no faster there than on the edge path).
-    let interior = if ys.len() == kh && kw == kwi && (K != 0 || paired) {
-        first_inside..end_inside.max(first_inside)
-    } else {
-        0..0
-    };
     // One bounds check for the interior taps (constant offsets when `K`
     // is not 0).
     let fixed = &weights[..kh * kwi * BLOCK];
     let step = g.stride_width * g.input_channels;
     let oc = g.output_channels;
-    // The block's first input byte of a window inside the image (its
-    // origin is >= 0).
-    let window = |ox: usize| {
-        (y0 as usize) * in_row + (ox * g.stride_width - g.pad_left) * g.input_channels + start
-    };
-    let mut ox = 0;
-    while ox < g.output_width {
-        let mut acc = bias;
-        let pair_inside = interior.contains(&ox) && interior.contains(&(ox + 1));
-        if paired && pair_inside {
-            let taps = Window {
-                base: window(ox),
-                dy,
-                dx,
-                kh,
-                kw: kwi,
-            };
-            // SAFETY: both windows are inside the image (see `pair_tap`).
-            unsafe {
-                if LOAD == WHOLE8 && step == 8 {
-                    pair_window::<LOAD, true, K>(&mut acc, image, &taps, step, zp, fixed);
-                } else {
-                    pair_window::<LOAD, false, K>(&mut acc, image, &taps, step, zp, fixed);
+    for r in rb.rows.clone() {
+        let (b, oy) = (r / g.output_height, r % g.output_height);
+        let image = &input[b * in_image..][..in_image];
+        let out = &mut output[r * out_row..][..out_row];
+        let (y0, ys) = ConvGeometry::taps(
+            oy,
+            g.stride_height,
+            g.pad_top,
+            g.dilation_height,
+            g.kernel_height,
+            g.input_height,
+        );
+        // Any other window size runs the interior loops for pairs only (a
+        // single pixel is no faster there than on the edge path).
+        let interior = if ys.len() == kh && kw == kwi && (K != 0 || paired) {
+            first_inside..end_inside.max(first_inside)
+        } else {
+            0..0
+        };
+        // The block's first input byte of a window inside the image (its
+        // origin is >= 0).
+        let window = |ox: usize| {
+            (y0 as usize) * in_row + (ox * g.stride_width - g.pad_left) * g.input_channels + start
+        };
+        let mut ox = 0;
+        while ox < g.output_width {
+            let mut acc = bias;
+            let pair_inside = interior.contains(&ox) && interior.contains(&(ox + 1));
+            if paired && pair_inside {
+                let taps = Window {
+                    base: window(ox),
+                    dy,
+                    dx,
+                    kh,
+                    kw: kwi,
+                };
+                // SAFETY: both windows are inside the image (see `pair_tap`).
+                unsafe {
+                    if LOAD == WHOLE8 && step == 8 {
+                        pair_window::<LOAD, true, K>(&mut acc, image, &taps, step, zp, fixed);
+                    } else {
+                        pair_window::<LOAD, false, K>(&mut acc, image, &taps, step, zp, fixed);
+                    }
                 }
+                store_pair(stage.bytes::<4>(&acc), out, ox * oc + c0, oc, rb.lanes);
+                ox += 2;
+                continue;
             }
-            store_pair(stage.bytes::<4>(&acc), out, ox * oc + c0, oc, rb.lanes);
-            ox += 2;
-            continue;
-        }
-        if pair_inside {
-            // Two neighbouring windows inside the image share each tap's
-            // weights.
-            let mut next = acc;
-            let base = window(ox);
-            for ky in 0..kh {
-                for kx in 0..kwi {
-                    let at = base + ky * dy + kx * dx;
-                    let w = &fixed[(ky * kwi + kx) * BLOCK..][..BLOCK];
-                    // SAFETY: `at` and `at + step` are the block's first
-                    // input bytes of taps inside the image; `tap` reads
-                    // within `image` (see it).
-                    unsafe {
-                        tap::<LOAD, N>(&mut acc, image, at, zp, table, w);
-                        tap::<LOAD, N>(&mut next, image, at + step, zp, table, w);
+            if pair_inside {
+                // Two neighbouring windows inside the image share each tap's
+                // weights.
+                let mut next = acc;
+                let base = window(ox);
+                if step == dx {
+                    // The second window starts one tap column later (stride
+                    // equal to dilation): each input column serves the first
+                    // pixel's tap `kx + 1` and the second's tap `kx`, loaded
+                    // and widened once for both.
+                    for ky in 0..kh {
+                        let row = base + ky * dy;
+                        // SAFETY: `row + kx * dx` for `kx <= kwi` are the
+                        // block's first input bytes of taps of the two windows,
+                        // inside the image; `widen` reads within `image` (see
+                        // it).
+                        let mut left = unsafe { widen::<LOAD, N>(image, row, zp, table) };
+                        for kx in 0..kwi {
+                            let w = &fixed[(ky * kwi + kx) * BLOCK..][..BLOCK];
+                            // SAFETY: as above.
+                            let right =
+                                unsafe { widen::<LOAD, N>(image, row + (kx + 1) * dx, zp, table) };
+                            mac::<N>(&mut acc, left, w);
+                            mac::<N>(&mut next, right, w);
+                            left = right;
+                        }
+                    }
+                } else {
+                    for ky in 0..kh {
+                        for kx in 0..kwi {
+                            let at = base + ky * dy + kx * dx;
+                            let w = &fixed[(ky * kwi + kx) * BLOCK..][..BLOCK];
+                            // SAFETY: `at` and `at + step` are the block's first
+                            // input bytes of taps inside the image; `tap` reads
+                            // within `image` (see it).
+                            unsafe {
+                                tap::<LOAD, N>(&mut acc, image, at, zp, table, w);
+                                tap::<LOAD, N>(&mut next, image, at + step, zp, table, w);
+                            }
+                        }
+                    }
+                }
+                store(stage.bytes::<N>(&acc), out, ox * oc + c0, rb.lanes);
+                store(stage.bytes::<N>(&next), out, (ox + 1) * oc + c0, rb.lanes);
+                ox += 2;
+                continue;
+            }
+            if interior.contains(&ox) {
+                let base = window(ox);
+                for ky in 0..kh {
+                    for kx in 0..kwi {
+                        let at = base + ky * dy + kx * dx;
+                        let w = &fixed[(ky * kwi + kx) * BLOCK..][..BLOCK];
+                        // SAFETY: `at` is the block's first input byte of a tap
+                        // inside the image; `tap` reads within `image` (see it).
+                        unsafe { tap::<LOAD, N>(&mut acc, image, at, zp, table, w) };
+                    }
+                }
+            } else {
+                let (x0, xs) = ConvGeometry::taps(
+                    ox,
+                    g.stride_width,
+                    g.pad_left,
+                    g.dilation_width,
+                    kw,
+                    g.input_width,
+                );
+                for ky in ys.clone() {
+                    let iy = (y0 + (ky * g.dilation_height) as isize) as usize;
+                    // The row's taps inside the image, checked once.
+                    let row = &weights[(ky * kw + xs.start) * BLOCK..(ky * kw + xs.end) * BLOCK];
+                    let ix0 = (x0 + (xs.start * g.dilation_width) as isize) as usize;
+                    let mut at = iy * in_row + ix0 * g.input_channels + start;
+                    for w in row.chunks_exact(BLOCK) {
+                        // SAFETY: as above (taps() keeps taps inside the image).
+                        unsafe { tap::<LOAD, N>(&mut acc, image, at, zp, table, w) };
+                        at += dx;
                     }
                 }
             }
             store(stage.bytes::<N>(&acc), out, ox * oc + c0, rb.lanes);
-            store(stage.bytes::<N>(&next), out, (ox + 1) * oc + c0, rb.lanes);
-            ox += 2;
-            continue;
+            ox += 1;
         }
-        if interior.contains(&ox) {
-            let base = window(ox);
-            for ky in 0..kh {
-                for kx in 0..kwi {
-                    let at = base + ky * dy + kx * dx;
-                    let w = &fixed[(ky * kwi + kx) * BLOCK..][..BLOCK];
-                    // SAFETY: `at` is the block's first input byte of a tap
-                    // inside the image; `tap` reads within `image` (see it).
-                    unsafe { tap::<LOAD, N>(&mut acc, image, at, zp, table, w) };
-                }
-            }
-        } else {
-            let (x0, xs) = ConvGeometry::taps(
-                ox,
-                g.stride_width,
-                g.pad_left,
-                g.dilation_width,
-                kw,
-                g.input_width,
-            );
-            for ky in ys.clone() {
-                let iy = (y0 + (ky * g.dilation_height) as isize) as usize;
-                // The row's taps inside the image, checked once.
-                let row = &weights[(ky * kw + xs.start) * BLOCK..(ky * kw + xs.end) * BLOCK];
-                let ix0 = (x0 + (xs.start * g.dilation_width) as isize) as usize;
-                let mut at = iy * in_row + ix0 * g.input_channels + start;
-                for w in row.chunks_exact(BLOCK) {
-                    // SAFETY: as above (taps() keeps taps inside the image).
-                    unsafe { tap::<LOAD, N>(&mut acc, image, at, zp, table, w) };
-                    at += dx;
-                }
-            }
-        }
-        store(stage.bytes::<N>(&acc), out, ox * oc + c0, rb.lanes);
-        ox += 1;
     }
 }
 
@@ -427,9 +453,7 @@ fn store_pair(bytes: int8x16_t, out: &mut [i8], at: usize, pixel: usize, lanes: 
 /// the zero point, times the tap's 16 weights `w`.
 ///
 /// # Safety
-/// `at` is the offset of the block's first input byte at a tap inside the
-/// image: for `WHOLE16` 16 bytes and for `WHOLE8` 8 bytes from it are in
-/// `image`, for `BROADCAST` one; `PARTIAL` and `TABLE` check their 16.
+/// As [`widen`].
 #[inline(always)]
 unsafe fn tap<const LOAD: u8, const N: usize>(
     acc: &mut [int32x4_t; 4],
@@ -439,7 +463,27 @@ unsafe fn tap<const LOAD: u8, const N: usize>(
     table: uint8x16_t,
     w: &[i16],
 ) {
-    debug_assert!(at < image.len() && w.len() == BLOCK);
+    // SAFETY: the caller's bounds.
+    let x = unsafe { widen::<LOAD, N>(image, at, zp, table) };
+    mac::<N>(acc, x, w);
+}
+
+/// The block's input bytes of one tap from `image[at..]` less the zero
+/// point, widened to 16 bits: lanes 0 to 7, and 8 to 15 when `N` is 4
+/// (else zero).
+///
+/// # Safety
+/// `at` is the offset of the block's first input byte at a tap inside the
+/// image: for `WHOLE16` 16 bytes and for `WHOLE8` 8 bytes from it are in
+/// `image`, for `BROADCAST` one; `PARTIAL` and `TABLE` check their 16.
+#[inline(always)]
+unsafe fn widen<const LOAD: u8, const N: usize>(
+    image: &[i8],
+    at: usize,
+    zp: int8x16_t,
+    table: uint8x16_t,
+) -> [int16x8_t; 2] {
+    debug_assert!(at < image.len());
     // SAFETY: the caller's bounds (above); the stack copy covers the rest.
     unsafe {
         let ptr = image.as_ptr().add(at);
@@ -463,14 +507,31 @@ unsafe fn tap<const LOAD: u8, const N: usize>(
             }
         };
         let lo = vsubl_s8(vget_low_s8(x), vget_low_s8(zp));
+        let hi = if N == 4 {
+            vsubl_high_s8(x, zp)
+        } else {
+            vdupq_n_s16(0)
+        };
+        [lo, hi]
+    }
+}
+
+/// `acc += x * w` on the block's lanes (8, or 16 when `N` is 4), the
+/// products widened to 32 bits.
+#[inline(always)]
+fn mac<const N: usize>(acc: &mut [int32x4_t; 4], x: [int16x8_t; 2], w: &[i16]) {
+    assert!(w.len() == BLOCK);
+    // SAFETY: neon is a compile-time target feature (cfg on this module);
+    // `w` holds 16 values (checked above: constant-folded where the
+    // caller's slice has a constant length).
+    unsafe {
         let w0 = vld1q_s16(w.as_ptr());
-        acc[0] = vmlal_s16(acc[0], vget_low_s16(lo), vget_low_s16(w0));
-        acc[1] = vmlal_high_s16(acc[1], lo, w0);
+        acc[0] = vmlal_s16(acc[0], vget_low_s16(x[0]), vget_low_s16(w0));
+        acc[1] = vmlal_high_s16(acc[1], x[0], w0);
         if N == 4 {
-            let hi = vsubl_high_s8(x, zp);
             let w1 = vld1q_s16(w.as_ptr().add(8));
-            acc[2] = vmlal_s16(acc[2], vget_low_s16(hi), vget_low_s16(w1));
-            acc[3] = vmlal_high_s16(acc[3], hi, w1);
+            acc[2] = vmlal_s16(acc[2], vget_low_s16(x[1]), vget_low_s16(w1));
+            acc[3] = vmlal_high_s16(acc[3], x[1], w1);
         }
     }
 }

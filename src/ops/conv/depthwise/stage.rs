@@ -1,6 +1,6 @@
 //! The depthwise kernel's output stage with one block's per-channel
-//! parameters in registers ([`BlockStage`]), loaded once per block and
-//! output row rather than once per pixel.
+//! parameters in registers ([`BlockStage`]), loaded once per block (for
+//! all the rows a call runs) rather than once per pixel.
 //!
 //! Each requantization is the scalar one on four lanes at a time
 //! (`requantize_lanes`, `requantize_single`, the ties-upward `srshl`, or

@@ -411,3 +411,33 @@ fn depthwise_i8_neon_equals_scalar_paired_pixels() {
         }
     }
 }
+
+/// Wide rows of many interior pairs: stride 1 with the pair's input
+/// columns shared (16 in place, the 16 + 8 of 24 and 32 + 8 of 40
+/// channels, partial and table blocks, 5x5; stride 2 with dilation 2 also
+/// shares), stride 2 and dilation 2 alone (not shared), odd widths
+/// that end on a single pixel, and the one-input-channel first layer.
+#[test]
+fn depthwise_i8_neon_equals_scalar_wide_rows() {
+    let mut rng = Rng(0x71e5);
+    let cases: [Shape; 11] = [
+        ([1, 5, 37, 32], 1, [3, 3], [1, 1], [1, 1], Padding::Same),
+        ([1, 4, 35, 40], 1, [3, 3], [1, 1], [1, 1], Padding::Valid),
+        ([1, 6, 33, 20], 1, [5, 5], [1, 1], [1, 1], Padding::Same),
+        ([1, 9, 41, 16], 1, [3, 3], [2, 2], [2, 2], Padding::Same),
+        ([1, 4, 70, 8], 1, [3, 3], [1, 1], [1, 1], Padding::Same),
+        ([1, 4, 67, 24], 1, [3, 3], [1, 1], [1, 1], Padding::Same),
+        ([1, 5, 131, 1], 8, [3, 3], [2, 2], [1, 1], Padding::Same),
+        ([1, 3, 66, 5], 1, [3, 3], [1, 1], [1, 1], Padding::Valid),
+        ([1, 3, 65, 6], 2, [5, 5], [1, 1], [1, 1], Padding::Same),
+        ([1, 3, 40, 8], 1, [2, 4], [1, 1], [1, 2], Padding::Same),
+        ([1, 6, 34, 16], 1, [5, 5], [2, 2], [1, 1], Padding::Same),
+    ];
+    for (input, m, kernel, stride, dilation, padding) in cases {
+        for bias_range in [(-(1 << 30), 1 << 30), (-30_000, 30_000)] {
+            assert!(check_layer(
+                &mut rng, input, m, kernel, stride, dilation, padding, bias_range
+            ));
+        }
+    }
+}

@@ -80,4 +80,43 @@ mod tests {
             vec![0, 1, 6, 7, 2, 3, 8, 9, 4, 5, 10, 11]
         );
     }
+
+    /// NCHW to NHWC with few channels (MobileNetV2's input: the copy runs
+    /// along the width, not the 3 channels) and other permutations whose
+    /// innermost axis is short, against the index arithmetic, for 1- and
+    /// 2-byte elements.
+    #[test]
+    fn transpose_short_innermost_axis() {
+        let cases: [([usize; 4], [usize; 4]); 4] = [
+            ([1, 3, 5, 20], [0, 2, 3, 1]),
+            ([2, 3, 7, 17], [0, 2, 3, 1]),
+            ([4, 18, 2, 3], [2, 0, 3, 1]),
+            ([1, 20, 19, 2], [0, 3, 2, 1]),
+        ];
+        for (shape, perm) in cases {
+            for elem in [1, 2] {
+                let n: usize = shape.iter().product();
+                let src: Vec<u8> = (0..n * elem).map(|i| (i * 7 % 251) as u8).collect();
+                let out_shape: Vec<usize> = perm.iter().map(|&p| shape[p]).collect();
+                let copy = transpose(&shape, &perm, &out_shape, elem).unwrap();
+                let got = run(&copy, &src, n * elem);
+                let mut want = vec![0u8; n * elem];
+                let in_strides = contiguous_strides(&shape, 1);
+                let mut o = 0;
+                for a in 0..out_shape[0] {
+                    for b in 0..out_shape[1] {
+                        for c in 0..out_shape[2] {
+                            for d in 0..out_shape[3] {
+                                let idx = [a, b, c, d];
+                                let i: usize = (0..4).map(|k| idx[k] * in_strides[perm[k]]).sum();
+                                want[o * elem..][..elem].copy_from_slice(&src[i * elem..][..elem]);
+                                o += 1;
+                            }
+                        }
+                    }
+                }
+                assert_eq!(got, want, "{shape:?} {perm:?} elem {elem}");
+            }
+        }
+    }
 }
