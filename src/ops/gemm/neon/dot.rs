@@ -2,7 +2,9 @@
 //! accumulators over a stack panel of interleaved rows, or over the rows in
 //! place for depths beyond the panel.
 
-use super::{initial_acc, row_pointers, store_tile, tail_rows, tile_origin, BlockParams};
+use super::{
+    initial_acc, row_pointers, store_tile, tail_rows, tail_vectors, tile_origin, BlockParams,
+};
 use crate::ops::gemm::pack::{KC, NR};
 use crate::ops::gemm::params::{GemmView, Tile};
 use core::arch::aarch64::*;
@@ -112,11 +114,13 @@ fn fill_panel(panel: &mut [i8], input: &[i8], k: usize, row: usize, mr: usize) {
         }
     }
     if !k.is_multiple_of(KC) {
-        let mut buf = [[0i8; KC]; 8];
-        tail_rows(input, k, row, mr, &mut buf);
-        for (r, b) in buf.iter().enumerate() {
-            let at = whole * 8 * KC + r * KC;
-            panel[at..at + KC].copy_from_slice(b);
+        let x = tail_vectors::<8>(input, k, row, mr);
+        // SAFETY: the panel holds 8 k_padded = 128 (whole + 1) bytes
+        // (sliced above).
+        unsafe {
+            let at = dst.add(whole * 8 * KC);
+            vst1q_s8_x4(at, int8x16x4_t(x[0], x[1], x[2], x[3]));
+            vst1q_s8_x4(at.add(64), int8x16x4_t(x[4], x[5], x[6], x[7]));
         }
     }
 }

@@ -20,7 +20,7 @@
 //! Depths past [`PANEL_DEPTH`] run the `sdot` kernel (rows read in place).
 
 use super::dot::gemm_dot;
-use super::{initial_acc, row_pointers, store_tile, tail_rows, tile_origin, BlockParams};
+use super::{initial_acc, row_pointers, store_tile, tail_vectors, tile_origin, BlockParams};
 use crate::ops::gemm::pack::{KC, NR};
 use crate::ops::gemm::params::{GemmView, Tile};
 use core::arch::aarch64::*;
@@ -77,10 +77,7 @@ fn fill_pairs(panel: &mut [i8], input: &[i8], k: usize, row: usize, mr: usize) {
         store(i * 8 * KC, &x, panel);
     }
     if !k.is_multiple_of(KC) {
-        let mut buf = [[0i8; KC]; 8];
-        tail_rows(input, k, row, mr, &mut buf);
-        // SAFETY: each buffer row holds 16 bytes.
-        let x: [int8x16_t; 8] = core::array::from_fn(|r| unsafe { vld1q_s8(buf[r].as_ptr()) });
+        let x = tail_vectors::<8>(input, k, row, mr);
         store(whole * 8 * KC, &x, panel);
     }
 }
