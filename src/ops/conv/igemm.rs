@@ -181,6 +181,28 @@ impl Implicit {
             // `kernel_width * depth` bytes, found without the taps' search.
             let inner = runs && ys.len() == kh;
             let run = kw * depth;
+            // Every pixel of the segment inside the image (the interior of
+            // a layer, all of a VALID one): consecutive pixels' windows
+            // start `stride_width * cin` bytes apart, found without
+            // per-pixel tests (the general loop below keeps a first
+            // layer's few bytes per pixel behind its bookkeeping).
+            let x_first = (first * g.stride_width) as isize - g.pad_left as isize;
+            let x_last = ((end - 1) * g.stride_width) as isize - g.pad_left as isize;
+            if inner && x_first >= 0 && x_last as usize + kw <= g.input_width {
+                let step = g.stride_width * cin;
+                let row_step = g.dilation_height * in_row;
+                let mut at = y0 as usize * in_row + x_first as usize * cin;
+                for patch in (&mut patches).take(end - first) {
+                    let mut src = at;
+                    for taps in patch.chunks_exact_mut(run) {
+                        copy_small(taps, &image[src..src + run]);
+                        src += row_step;
+                    }
+                    at += step;
+                }
+                p += end - first;
+                continue;
+            }
             for (ox, patch) in (first..end).zip(&mut patches) {
                 let x0 = (ox * g.stride_width) as isize - g.pad_left as isize;
                 if inner && x0 >= 0 && x0 as usize + kw <= g.input_width {

@@ -2,7 +2,9 @@
 //! accumulators over a stack panel of interleaved rows, or over the rows in
 //! place for depths beyond the panel.
 
-use super::{initial_acc, row_pointers, store_tile, tail_rows, tile_origin, BlockParams};
+use super::{
+    initial_acc, row_pointers, store_tile, tail_rows, tail_vectors, tile_origin, BlockParams,
+};
 use crate::ops::gemm::pack::{KC, NR};
 use crate::ops::gemm::params::{GemmView, Tile};
 use core::arch::aarch64::*;
@@ -112,11 +114,13 @@ fn fill_panel(panel: &mut [i8], input: &[i8], k: usize, row: usize, mr: usize) {
         }
     }
     if !k.is_multiple_of(KC) {
-        let mut buf = [[0i8; KC]; 8];
-        tail_rows(input, k, row, mr, &mut buf);
-        for (r, b) in buf.iter().enumerate() {
-            let at = whole * 8 * KC + r * KC;
-            panel[at..at + KC].copy_from_slice(b);
+        let x = tail_vectors::<8>(input, k, row, mr);
+        // SAFETY: the panel holds 8 k_padded = 128 (whole + 1) bytes
+        // (sliced above).
+        unsafe {
+            let at = dst.add(whole * 8 * KC);
+            vst1q_s8_x4(at, int8x16x4_t(x[0], x[1], x[2], x[3]));
+            vst1q_s8_x4(at.add(64), int8x16x4_t(x[4], x[5], x[6], x[7]));
         }
     }
 }
@@ -253,6 +257,119 @@ unsafe fn dot_panel(acc: &mut [[int32x4_t; 2]; 8], x: *const i8, w: *const i8, c
     }
 }
 
+/// The last, half step of a depth whose tail is at most 8 bytes (`k % 16`
+/// in `1..=8`): its depth groups 2 and 3 are zero padding in both the
+/// panel and the weights, so only groups 0 and 1 are multiplied: one
+/// 4-register load of weights, two of rows, 32 `sdot`s (35 instructions
+/// instead of a whole step's 70). A depth of 8 (a pointwise layer after an
+/// 8-channel one) is this step alone; 24 is one whole step and this one.
+///
+/// # Safety
+/// The CPU must have dotprod; `x` must be valid for reading 128 bytes and
+/// `w` for 64.
+#[inline(always)]
+unsafe fn dot_panel_half(acc: &mut [[int32x4_t; 2]; 8], x: *const i8, w: *const i8) {
+    // Registers as in `dot_panel`: weights of groups 0 and 1 in v0-v3,
+    // rows 0-3 in v8-v11 and 4-7 in v12-v15 (lanes 2 and 3 unused).
+    // SAFETY: reads 128 bytes at x and 64 at w (the caller's guarantee);
+    // sdot needs dotprod, which every caller (`gemm_dot`) enables. No
+    // stack, no writes to memory.
+    unsafe {
+        core::arch::asm!(
+            "ld1 {{v0.16b, v1.16b, v2.16b, v3.16b}}, [{w}]",
+            "ld1 {{v8.16b, v9.16b, v10.16b, v11.16b}}, [{x}], #64",
+            "ld1 {{v12.16b, v13.16b, v14.16b, v15.16b}}, [{x}]",
+            "sdot v16.4s, v0.16b, v8.4b[0]",
+            "sdot v17.4s, v1.16b, v8.4b[0]",
+            "sdot v18.4s, v0.16b, v9.4b[0]",
+            "sdot v19.4s, v1.16b, v9.4b[0]",
+            "sdot v20.4s, v0.16b, v10.4b[0]",
+            "sdot v21.4s, v1.16b, v10.4b[0]",
+            "sdot v22.4s, v0.16b, v11.4b[0]",
+            "sdot v23.4s, v1.16b, v11.4b[0]",
+            "sdot v24.4s, v0.16b, v12.4b[0]",
+            "sdot v25.4s, v1.16b, v12.4b[0]",
+            "sdot v26.4s, v0.16b, v13.4b[0]",
+            "sdot v27.4s, v1.16b, v13.4b[0]",
+            "sdot v28.4s, v0.16b, v14.4b[0]",
+            "sdot v29.4s, v1.16b, v14.4b[0]",
+            "sdot v30.4s, v0.16b, v15.4b[0]",
+            "sdot v31.4s, v1.16b, v15.4b[0]",
+            "sdot v16.4s, v2.16b, v8.4b[1]",
+            "sdot v17.4s, v3.16b, v8.4b[1]",
+            "sdot v18.4s, v2.16b, v9.4b[1]",
+            "sdot v19.4s, v3.16b, v9.4b[1]",
+            "sdot v20.4s, v2.16b, v10.4b[1]",
+            "sdot v21.4s, v3.16b, v10.4b[1]",
+            "sdot v22.4s, v2.16b, v11.4b[1]",
+            "sdot v23.4s, v3.16b, v11.4b[1]",
+            "sdot v24.4s, v2.16b, v12.4b[1]",
+            "sdot v25.4s, v3.16b, v12.4b[1]",
+            "sdot v26.4s, v2.16b, v13.4b[1]",
+            "sdot v27.4s, v3.16b, v13.4b[1]",
+            "sdot v28.4s, v2.16b, v14.4b[1]",
+            "sdot v29.4s, v3.16b, v14.4b[1]",
+            "sdot v30.4s, v2.16b, v15.4b[1]",
+            "sdot v31.4s, v3.16b, v15.4b[1]",
+            w = in(reg) w,
+            x = inout(reg) x => _,
+            inout("v16") acc[0][0],
+            inout("v17") acc[0][1],
+            inout("v18") acc[1][0],
+            inout("v19") acc[1][1],
+            inout("v20") acc[2][0],
+            inout("v21") acc[2][1],
+            inout("v22") acc[3][0],
+            inout("v23") acc[3][1],
+            inout("v24") acc[4][0],
+            inout("v25") acc[4][1],
+            inout("v26") acc[5][0],
+            inout("v27") acc[5][1],
+            inout("v28") acc[6][0],
+            inout("v29") acc[6][1],
+            inout("v30") acc[7][0],
+            inout("v31") acc[7][1],
+            out("v0") _,
+            out("v1") _,
+            out("v2") _,
+            out("v3") _,
+            out("v8") _,
+            out("v9") _,
+            out("v10") _,
+            out("v11") _,
+            out("v12") _,
+            out("v13") _,
+            out("v14") _,
+            out("v15") _,
+            options(readonly, nostack),
+        );
+    }
+}
+
+/// `chunks` whole steps then, with `half`, one [`dot_panel_half`].
+///
+/// # Safety
+/// The CPU must have dotprod; `chunks + half >= 1`; `x` and `w` must each
+/// be valid for reading `128 (chunks + half)` bytes.
+#[inline(always)]
+unsafe fn dot_panel_steps(
+    acc: &mut [[int32x4_t; 2]; 8],
+    x: *const i8,
+    w: *const i8,
+    chunks: usize,
+    half: bool,
+) {
+    // SAFETY: the caller's guarantees, step by step.
+    unsafe {
+        if chunks > 0 {
+            dot_panel(acc, x, w, chunks);
+        }
+        if half {
+            dot_panel_half(acc, x.add(128 * chunks), w.add(128 * chunks));
+        }
+    }
+}
+
 /// The `sdot` path on the tile `t` (the whole output when `Gemm::run`
 /// calls it): the rows are copied into a packed panel (when the depth fits
 /// [`PANEL_DEPTH`]) 8 at a time, as many 8-row tiles at once as the panel
@@ -280,7 +397,9 @@ pub(crate) unsafe fn gemm_dot<const AT_ORIGIN: bool>(
         return unsafe { gemm_dot_rows::<AT_ORIGIN>(g, input, output, t) };
     }
     let k = g.k;
-    let chunks = g.k_padded / KC;
+    // Whole steps of 16 depth bytes, and whether a half step ends the depth.
+    let half = matches!(k % KC, 1..=8);
+    let chunks = g.k_padded / KC - usize::from(half);
     let block_bytes = NR * g.k_padded;
     // The tile in locals (positions in the output are tile-relative: rows
     // from 0, channels from 0 at the first block).
@@ -315,9 +434,10 @@ pub(crate) unsafe fn gemm_dot<const AT_ORIGIN: bool>(
             {
                 let (row, mr) = (first_row + out_row, MR.min(group_end - out_row));
                 let mut acc = initial_acc::<MR>(p.bias, g.row_offsets, row, mr);
-                // SAFETY: the tile's panel holds 8 k_padded = 128 chunks
-                // bytes, the block 8 k_padded = 128 chunks bytes.
-                unsafe { dot_panel(&mut acc, x.as_ptr(), w.as_ptr(), chunks) };
+                // SAFETY: the tile's panel holds 8 k_padded = 128 (chunks +
+                // half) bytes, the block as many; k >= 1 gives chunks + half
+                // >= 1.
+                unsafe { dot_panel_steps(&mut acc, x.as_ptr(), w.as_ptr(), chunks, half) };
                 store_tile::<MR>(&acc, &p, output, stride, out_row, mr, out_col, nr);
             }
         }

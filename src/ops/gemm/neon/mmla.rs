@@ -20,7 +20,7 @@
 //! Depths past [`PANEL_DEPTH`] run the `sdot` kernel (rows read in place).
 
 use super::dot::gemm_dot;
-use super::{initial_acc, row_pointers, store_tile, tail_rows, tile_origin, BlockParams};
+use super::{initial_acc, row_pointers, store_tile, tail_vectors, tile_origin, BlockParams};
 use crate::ops::gemm::pack::{KC, NR};
 use crate::ops::gemm::params::{GemmView, Tile};
 use core::arch::aarch64::*;
@@ -77,10 +77,7 @@ fn fill_pairs(panel: &mut [i8], input: &[i8], k: usize, row: usize, mr: usize) {
         store(i * 8 * KC, &x, panel);
     }
     if !k.is_multiple_of(KC) {
-        let mut buf = [[0i8; KC]; 8];
-        tail_rows(input, k, row, mr, &mut buf);
-        // SAFETY: each buffer row holds 16 bytes.
-        let x: [int8x16_t; 8] = core::array::from_fn(|r| unsafe { vld1q_s8(buf[r].as_ptr()) });
+        let x = tail_vectors::<8>(input, k, row, mr);
         store(whole * 8 * KC, &x, panel);
     }
 }
@@ -194,6 +191,80 @@ unsafe fn mmla_panel(acc: &mut [[int32x4_t; 4]; 4], x: *const i8, w: *const i8, 
     }
 }
 
+/// The last, half step of a depth whose tail is at most 8 bytes (`k % 16`
+/// in `1..=8`): the step's second 64 bytes of row pairs (depths 8 to 16)
+/// and its weight groups 2 and 3 are zero padding, so only the first half
+/// of a [`mmla_panel`] step runs: one 4-register load of weights, one of
+/// row pairs, 4 `zip`s, 16 `smmla`s (22 instructions instead of 42).
+///
+/// # Safety
+/// The CPU must have i8mm; `x` and `w` must each be valid for reading 64
+/// bytes.
+#[inline(always)]
+unsafe fn mmla_panel_half(acc: &mut [[int32x4_t; 4]; 4], x: *const i8, w: *const i8) {
+    // Registers as in `mmla_panel`'s first half.
+    // SAFETY: reads 64 bytes at each of x and w (the caller's guarantee);
+    // smmla needs i8mm, which every caller (`gemm_mmla`) enables. No
+    // stack, no writes to memory.
+    unsafe {
+        core::arch::asm!(
+            "ld1 {{v0.16b, v1.16b, v2.16b, v3.16b}}, [{w}]",
+            "ld1 {{v8.16b, v9.16b, v10.16b, v11.16b}}, [{x}]",
+            "zip1 v12.4s, v0.4s, v2.4s",
+            "zip2 v13.4s, v0.4s, v2.4s",
+            "zip1 v14.4s, v1.4s, v3.4s",
+            "zip2 v15.4s, v1.4s, v3.4s",
+            "smmla v16.4s, v8.16b, v12.16b",
+            "smmla v17.4s, v8.16b, v13.16b",
+            "smmla v18.4s, v8.16b, v14.16b",
+            "smmla v19.4s, v8.16b, v15.16b",
+            "smmla v20.4s, v9.16b, v12.16b",
+            "smmla v21.4s, v9.16b, v13.16b",
+            "smmla v22.4s, v9.16b, v14.16b",
+            "smmla v23.4s, v9.16b, v15.16b",
+            "smmla v24.4s, v10.16b, v12.16b",
+            "smmla v25.4s, v10.16b, v13.16b",
+            "smmla v26.4s, v10.16b, v14.16b",
+            "smmla v27.4s, v10.16b, v15.16b",
+            "smmla v28.4s, v11.16b, v12.16b",
+            "smmla v29.4s, v11.16b, v13.16b",
+            "smmla v30.4s, v11.16b, v14.16b",
+            "smmla v31.4s, v11.16b, v15.16b",
+            w = in(reg) w,
+            x = in(reg) x,
+            inout("v16") acc[0][0],
+            inout("v17") acc[0][1],
+            inout("v18") acc[0][2],
+            inout("v19") acc[0][3],
+            inout("v20") acc[1][0],
+            inout("v21") acc[1][1],
+            inout("v22") acc[1][2],
+            inout("v23") acc[1][3],
+            inout("v24") acc[2][0],
+            inout("v25") acc[2][1],
+            inout("v26") acc[2][2],
+            inout("v27") acc[2][3],
+            inout("v28") acc[3][0],
+            inout("v29") acc[3][1],
+            inout("v30") acc[3][2],
+            inout("v31") acc[3][3],
+            out("v0") _,
+            out("v1") _,
+            out("v2") _,
+            out("v3") _,
+            out("v8") _,
+            out("v9") _,
+            out("v10") _,
+            out("v11") _,
+            out("v12") _,
+            out("v13") _,
+            out("v14") _,
+            out("v15") _,
+            options(readonly, nostack),
+        );
+    }
+}
+
 /// The 2 x 2 blocks as rows of 8 channels (row `2i` from the low halves of
 /// row pair `i`'s blocks, row `2i + 1` from the high halves), each added to
 /// its starting value `init` (bias and row offset) when there is one (the
@@ -264,7 +335,9 @@ pub(crate) unsafe fn gemm_mmla<const AT_ORIGIN: bool>(
         return unsafe { gemm_dot::<AT_ORIGIN>(g, input, output, t) };
     }
     let k = g.k;
-    let chunks = g.k_padded / KC;
+    // Whole steps of 16 depth bytes, and whether a half step ends the depth.
+    let half = matches!(k % KC, 1..=8);
+    let chunks = g.k_padded / KC - usize::from(half);
     let block_bytes = NR * g.k_padded;
     let (first_row, first_block, end_block) = tile_origin::<AT_ORIGIN>(t);
     let (rows, width, stride) = (
@@ -302,10 +375,18 @@ pub(crate) unsafe fn gemm_mmla<const AT_ORIGIN: bool>(
             {
                 let (row, mr) = (first_row + out_row, MR.min(group_end - out_row));
                 let mut blocks = [start; 4];
-                // SAFETY: the tile's panel holds 8 k_padded = 128 chunks
-                // bytes, the block 8 k_padded = 128 chunks bytes; the CPU
-                // has i8mm (this function's feature).
-                unsafe { mmla_panel(&mut blocks, x.as_ptr(), w.as_ptr(), chunks) };
+                // SAFETY: the tile's panel holds 8 k_padded = 128 (chunks +
+                // half) bytes, the block as many; the CPU has i8mm (this
+                // function's feature).
+                unsafe {
+                    if chunks > 0 {
+                        mmla_panel(&mut blocks, x.as_ptr(), w.as_ptr(), chunks);
+                    }
+                    if half {
+                        let at = 128 * chunks;
+                        mmla_panel_half(&mut blocks, x.as_ptr().add(at), w.as_ptr().add(at));
+                    }
+                }
                 let acc = match g.row_offsets {
                     None => unpair(&blocks, None),
                     Some(_) => {
