@@ -32,6 +32,43 @@
 //! the clamp of the exact sum: a value outside `i16` stays outside `i8` on
 //! the same side. The activation's bounds are quantized as XNNPACK does
 //! ([`FusedActivation::range_i8_xnnpack`]).
+//!
+//! # Audit: XNNPACK's aarch64 and x86-64 arithmetic, per op of `--kernels xnnpack`
+//!
+//! Read from XNNPACK's `src/configs/*.c` and kernel templates (commit
+//! `75db3c0`, 2026-08-21: LiteRT 2.3 does not say which commit it pins; the
+//! kernel file names compiled into its aarch64 wheel, e.g.
+//! `qs8-vmul-minmax-rndnu-neon-ld64-u16.c` and
+//! `qs8-qc8w-gemm-4x16c4-minmax-fp32-neondot.c`, match these configs) and
+//! checked against outputs: every single-op case and generated net with x86
+//! `litert_xnnpack` references, run on LiteRT 2.3's aarch64 build with
+//! XNNPACK under `qemu-aarch64 -cpu neoverse-n1`, gives the x86 bytes, but
+//! MobileBert 24 layers (its MULs; the small MUL cases hit no tie).
+//!
+//! | qneon op (int8 unless said) | XNNPACK config | aarch64 kernel, params init | x86-64 kernel, params init | same bytes |
+//! |---|---|---|---|---|
+//! | FULLY_CONNECTED, BATCH_MATMUL, CONV_2D, TRANSPOSE_CONV (per-tensor weights go the per-channel way, the scale repeated) | `qs8_qc8w` gemm / igemm | `..._fp32_ukernel_*__neondot` / `__neoni8mm` / `__neonv8_mlal`, `xnn_init_qs8_qc8w_conv_minmax_fp32_neonv8_params` | `..._fp32_ukernel_*__avx2` / `avx512*` / `sse41`, `..._fp32_scalar_params` | yes: `f32(acc) * scale` rounded to nearest even (`fcvtns` after `fmul`; `cvtps2dq` under the default rounding mode; the "magic"-bias `fp32` kernels of other builds and `lrintf` give the same bytes, which qneon's scalar oracle relies on), the clamp before or after the narrowing alike |
+//! | DEPTHWISE_CONV_2D | `qs8_qc8w` dwconv | `..._fp32_ukernel_{3p16c,9p16c,25p16c}__neonv8_mla8_*`, `..._fp32_neonv8_params` | `..._fp32_ukernel_*__avx2_mul32` / `avx512skx`, `..._fp32_scalar_params` | yes (as above; the wheel also holds `qs8-dwconv-*-rndnu` kernels, but the convolution operator takes the `qs8_qc8w` config for per-tensor int8 too: `depthwise_relu_per_tensor` gives the x86 bytes) |
+//! | ADD, SUB | `qs8` vadd / vaddc | `xnn_qs8_vadd(c)_minmax_ukernel__neon_ld64_u32`, `xnn_init_qs8_add_minmax_scalar_params` | `__avx512skx_mul32_ld128_u16` / `__avx2_mul32_ld64_u16` / `sse41`, the same init | yes: NEON sums `(a - a_zp) * a_m + (b - b_zp) * b_m` and shifts with rounding (`srshl`, ties up), x86 adds a bias holding `2^(shift-1)` and the zero-point terms and shifts arithmetically: the same integer ([`XnnpackAdd`](super::XnnpackAdd)) |
+//! | **MUL** | `qs8` vmul / vmulc | `xnn_qs8_vmul(c)_minmax_rndnu_ukernel__neon_ld64_u16`, `xnn_init_qs8_mul_minmax_rndnu_neon_params` | `xnn_qs8_vmul(c)_minmax_fp32_ukernel__avx_mul16_ld64_u16` / `sse41` / `sse2`, `xnn_init_qs8_mul_minmax_scalar_params` | **no**: rndnu (this module) against `f32` rounded to even ([`XnnpackMul`](super::XnnpackMul)); `--kernels xnnpack` takes rndnu |
+//! | LEAKY_RELU (int8, uint8) | `qs8` / `qu8` vlrelu | `..._vlrelu_ukernel__neon_u32` | `__avx2_u32` / `sse41` / `ssse3` | yes: `(zp - x) << 7` times the negated Q8 slope, rounding doubling high half (`sqrdmulh` / `pmulhrsw`; the one input where they part, `-2^15 * -2^15`, is out of reach), zero point added saturating |
+//! | QUANTIZE int8 -> int8, uint8 -> uint8 | `qs8` / `qu8` vcvt | `..._vcvt_ukernel__neon_u32` | `__avx2_u32` / `sse4` / `ssse3` | yes: the same `sqrdmulh` / `pmulhrsw` formula |
+//! | QUANTIZE float -> int8 / uint8 | `f32_qs8` / `f32_qu8` vcvt | `__neonv8_u32` (`fcvtns`) | `__avx512skx_u128` / `avx2_u64` / `avx_u32` / `sse41_u32` (`cvtps2dq`) | yes: `x * (1 / scale)` in `f32`, rounded to nearest even either way |
+//! | DEQUANTIZE | `qs8_f32` / `qu8_f32` vcvt | `__neon_u32` | `__avx2` / `sse41` | yes: `f32(x - zp) * scale`, one rounding |
+//! | LOGISTIC, TANH (int8, uint8) | vunary LUT (`x8_lut`) | 256-entry table built once from `f32` math in portable C, `tbl` lookup | the same table, `vpshufb` / scalar lookup | yes: the lookup is exact, the table the same (checked on `logistic_*`, `tanh_*`) |
+//! | MEAN (int8, uint8) | `qs8` / `qu8` rsum, rdsum | `qs8_rsum_ukernel__neondot_u32_acc2` / `__neon_u32_acc2`, `qs8_rdsum_ukernel_7p7x__neon_u32` (the wheel's: `qs8-rdsum-7p7x-minmax-fp32-neon-u32`) | `__avx512vnni` / `avxvnni` / `avx256skx` / ... | yes: the integer sum is exact, then an `f32` scale rounded to nearest even |
+//! | MAX_POOL_2D (int8, uint8) | `s8` / `u8` maxpool | `..._maxpool_minmax_ukernel_9p__neon_u16` | `__sse41_u16` / `sse2` | yes: the maximum is exact |
+//! | RESIZE_BILINEAR (int8, uint8) | `s8` / `u8` ibilinear | `..._ibilinear_ukernel__neon_u16` | `__sse41_u16` | yes: Q11 weights, integer blend with the same rounding |
+//! | data movers (RESHAPE, TRANSPOSE, PAD, GATHER, SPLIT, SQUEEZE, CONCATENATION of equal quantization, MAXIMUM, MINIMUM) | copy / `x8` transpose / pad / min-max | NEON | SSE / AVX | yes: bytes moved or compared |
+//!
+//! Left to the builtin kernels by the delegate (not part of this audit):
+//! int8 SOFTMAX and LOG_SOFTMAX, AVERAGE_POOL_2D int8 / int16, HARD_SWISH,
+//! RELU, RELU6, RELU_N1_TO_1, PRELU, int16 activations, CAST, BATCH_MATMUL
+//! with a non-zero input-2 zero point. Not reproduced under
+//! `--kernels xnnpack` (refused by name): uint8 AVERAGE_POOL_2D (XNNPACK's
+//! `qu8` average). XNNPACK's `qu8` GEMM and depthwise kernels are `rndnu`
+//! on aarch64 too, but qneon's convolutions and FULLY_CONNECTED take int8
+//! only, so no uint8 one reaches them.
 
 use super::operand::Operand;
 use super::xnnpack::{check, checked, scalar};
