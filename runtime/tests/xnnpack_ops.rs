@@ -199,6 +199,44 @@ fn xnnpack_mul_differs_from_litert_reference_somewhere() {
     assert!(differing > 0, "no MUL byte parts XNNPACK from LiteRT");
 }
 
+/// A MUL whose products land on halves (`litert_aarch64_xnnpack/mul_ties`):
+/// every backend gives the aarch64 build's bytes, which part from the x86
+/// build's (ties up against ties to even), so this tells the two MULs
+/// apart where the single-op cases above do not.
+#[test]
+fn mul_ties_follow_the_aarch64_build() {
+    let aarch64 = manifest(AARCH64);
+    let case = &aarch64["mul_ties"];
+    let bytes = read_model(case["model"].as_str().unwrap());
+    let mut x86_differing = 0usize;
+    let mut compared = 0usize;
+    for backend in qneon::Backend::available() {
+        let mut interpreter =
+            Interpreter::new(bytes.as_bytes(), xnnpack_options(backend, "mul_ties"))
+                .expect("mul_ties");
+        for run in case["runs"].as_array().unwrap() {
+            for (output, ours, refs) in run_case(&mut interpreter, &case["tensors"], run) {
+                let arm = npy(refs["litert_aarch64_xnnpack"].as_str().unwrap()).data;
+                let x86 = npy(refs["litert_xnnpack"].as_str().unwrap()).data;
+                assert_eq!(
+                    ours,
+                    arm,
+                    "mul_ties {} {output} ({})",
+                    run["name"],
+                    backend.name()
+                );
+                x86_differing += ours.iter().zip(&x86).filter(|(a, b)| a != b).count();
+                compared += 1;
+            }
+        }
+    }
+    assert!(compared >= 2, "{compared}");
+    assert!(
+        x86_differing > 0,
+        "the x86 build's MUL gives the same bytes here"
+    );
+}
+
 /// The 1-layer MobileBert under `TfliteKernels::Xnnpack` against LiteRT's
 /// aarch64 XNNPACK outputs, every committed input set, on the best
 /// backend: every byte of both logits (litert_xnnpack differs from
