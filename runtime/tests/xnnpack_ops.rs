@@ -7,9 +7,14 @@
 //!
 //! `--kernels xnnpack` follows XNNPACK's aarch64 build. Its arithmetic is
 //! the x86 build's for every op here but MUL (ARM: fixed-point `rndnu`,
-//! ties up; x86: `f32`, ties to even): the MUL cases and MobileBert are
-//! checked against the aarch64 build's outputs (`litert_aarch64_xnnpack/`),
-//! the other cases against the x86 ones, which equal the aarch64 ones.
+//! ties up; x86: `f32`, ties to even), and the ops the delegate leaves to
+//! the builtin kernels run those of the build (int8 SOFTMAX / LOG_SOFTMAX:
+//! the aarch64 table method; uint8 CONCATENATION's rescale: fused on
+//! aarch64). Those cases (every case listed in
+//! `litert_aarch64_xnnpack/manifest.json`) and MobileBert are checked
+//! against the aarch64 build's outputs, the other cases against the x86
+//! ones, which equal the aarch64 ones byte for byte (measured on every
+//! case).
 
 mod tflite_common;
 
@@ -42,27 +47,17 @@ fn aarch64_reference(
 /// (checked below), never run with another arithmetic.
 const NOT_BUILT: &[&str] = &["AVERAGE_POOL_2D", "MAX_POOL_2D"];
 
-/// The options that reproduce the delegate: single rounding (LiteRT's
-/// build), XNNPACK's kernels, and for SOFTMAX and LOG_SOFTMAX (which the
-/// delegate leaves to the builtin kernels) the method of the x86 builtin
-/// kernels ([`builtin_method`]).
-fn xnnpack_options(backend: qneon::Backend, case: &str) -> Options {
+/// The options that reproduce the delegate as LiteRT's aarch64 build runs
+/// it: single rounding, XNNPACK's kernels, and for SOFTMAX and LOG_SOFTMAX
+/// (which the delegate leaves to the builtin kernels) the method of the
+/// aarch64 builtin kernels, the table ([`Method::Lut`]: measured equal to
+/// the aarch64 XNNPACK run on every softmax case, where the x86 run parts
+/// on `softmax_int8_beta`).
+fn xnnpack_options(backend: qneon::Backend, _case: &str) -> Options {
     Options {
         kernels: TfliteKernels::Xnnpack,
         backend,
-        ..options(Rounding::Single, builtin_method(case))
-    }
-}
-
-/// The method of the x86 builtin kernels the delegate leaves SOFTMAX and
-/// LOG_SOFTMAX to, as measured on these cases: int8 SOFTMAX gives the
-/// reference kernels' bytes (the fixed-point method), int8 LOG_SOFTMAX the
-/// table method's.
-fn builtin_method(case: &str) -> Method {
-    if case.starts_with("log_softmax") {
-        Method::Lut
-    } else {
-        Method::FixedPoint
+        ..options(Rounding::Single, Method::Lut)
     }
 }
 
@@ -72,8 +67,8 @@ fn is_conv_case(name: &str) -> bool {
 
 #[test]
 fn single_op_models_equal_litert_xnnpack_bit_for_bit() {
-    let manifest = manifest("ops/manifest.json");
     let aarch64 = manifest(AARCH64);
+    let manifest = manifest("ops/manifest.json");
     let mut compared = 0usize;
     let mut aarch64_compared = 0usize;
     let mut cases = Vec::new();
@@ -179,8 +174,8 @@ fn single_op_models_equal_litert_xnnpack_bit_for_bit() {
 /// tells the two apart; every MUL case has its aarch64 reference.
 #[test]
 fn xnnpack_mul_differs_from_litert_reference_somewhere() {
-    let manifest = manifest("ops/manifest.json");
     let aarch64 = manifest(AARCH64);
+    let manifest = manifest("ops/manifest.json");
     let mut differing = 0usize;
     for case in manifest["cases"].as_array().unwrap() {
         let name = case["name"].as_str().unwrap();
@@ -260,8 +255,8 @@ fn mobilebert_24_layers_equals_litert_xnnpack_bit_for_bit() {
 /// rounding), and agree on the 1-layer one.
 #[test]
 fn mobilebert_aarch64_and_x86_xnnpack_part_on_24_layers_only() {
-    let manifest = manifest("mobilebert_squad/manifest.json");
     let aarch64 = manifest(AARCH64);
+    let manifest = manifest("mobilebert_squad/manifest.json");
     for (which, parts) in [("1l", false), ("24l", true)] {
         let mut differing = 0usize;
         for case in manifest["inputs"].as_object().unwrap().keys() {
@@ -283,8 +278,8 @@ fn mobilebert_aarch64_and_x86_xnnpack_part_on_24_layers_only() {
 }
 
 fn check_mobilebert(which: &str) {
-    let manifest = manifest("mobilebert_squad/manifest.json");
     let aarch64 = manifest(AARCH64);
+    let manifest = manifest("mobilebert_squad/manifest.json");
     let model = &manifest["models"][which];
     let bytes = read_model(model["model"].as_str().unwrap());
     let options = Options {

@@ -61,10 +61,16 @@
 //! | RESIZE_BILINEAR (int8, uint8) | `s8` / `u8` ibilinear | `..._ibilinear_ukernel__neon_u16` | `__sse41_u16` | yes: Q11 weights, integer blend with the same rounding |
 //! | data movers (RESHAPE, TRANSPOSE, PAD, GATHER, SPLIT, SQUEEZE, CONCATENATION of equal quantization, MAXIMUM, MINIMUM) | copy / `x8` transpose / pad / min-max | NEON | SSE / AVX | yes: bytes moved or compared |
 //!
-//! Left to the builtin kernels by the delegate (not part of this audit):
-//! int8 SOFTMAX and LOG_SOFTMAX, AVERAGE_POOL_2D int8 / int16, HARD_SWISH,
-//! RELU, RELU6, RELU_N1_TO_1, PRELU, int16 activations, CAST, BATCH_MATMUL
-//! with a non-zero input-2 zero point. Not reproduced under
+//! Left to the builtin kernels by the delegate: int8 SOFTMAX and
+//! LOG_SOFTMAX, uint8 CONCATENATION of differently quantized inputs,
+//! AVERAGE_POOL_2D int8 / int16, HARD_SWISH, RELU, RELU6, RELU_N1_TO_1,
+//! PRELU, int16 activations, CAST, BATCH_MATMUL with a non-zero input-2
+//! zero point. These run the build's own builtin kernels, so on aarch64
+//! those of `--kernels optimized`; two part from x86 on the single-op
+//! cases: int8 SOFTMAX (aarch64's table method, `--softmax lut`:
+//! `softmax_int8_beta`) and the uint8 CONCATENATION rescale (fused on
+//! aarch64: `concat_uint8_rescale_tie`); `--kernels xnnpack` takes the
+//! aarch64 ones. Not reproduced under
 //! `--kernels xnnpack` (refused by name): uint8 AVERAGE_POOL_2D (XNNPACK's
 //! `qu8` average). XNNPACK's `qu8` GEMM and depthwise kernels are `rndnu`
 //! on aarch64 too, but qneon's convolutions and FULLY_CONNECTED take int8
