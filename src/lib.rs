@@ -88,7 +88,7 @@ pub use ops::GemmPath;
 pub use ops::{
     merge_heads, split_heads, Add, AveragePool2d, FusedActivation, HardSwish, LeakyRelu,
     LogSoftmax, Logistic, MaxPool2d, Mean, MeanKernels, Method, Mul, Operand, Padding, Pool2dShape,
-    Relu, ReluKind, Softmax, Sub, Tanh, XnnpackAdd, XnnpackMul,
+    Relu, ReluKind, Softmax, Sub, Tanh, XnnpackAdd, XnnpackMul, XnnpackMulRndnu,
 };
 pub use ops::{
     ArgIndex, ArgKind, ArgMinMax, BroadcastOperand, ConcatRescale, MinMax, MinMaxKind, Prelu,

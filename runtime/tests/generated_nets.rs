@@ -27,6 +27,11 @@ const SETTINGS: &[(&str, Method, TfliteKernels)] = &[
 fn generated_nets_equal_litert_on_every_kernel_path() {
     let refs = manifest("nets/refs/manifest.json");
     let aarch64 = manifest("litert_aarch64_builtin/manifest.json");
+    // The nets with MUL (YOLO's SiLU, MobileNetV3's squeeze-excite) against
+    // XNNPACK's aarch64 build, whose MUL rounds as `--kernels xnnpack`
+    // does (ARM's `rndnu`); the others against the x86 build's outputs,
+    // whose arithmetic for their ops is the aarch64 build's.
+    let aarch64_xnnpack = manifest("litert_aarch64_xnnpack/manifest.json");
     let models = refs["models"].as_array().unwrap();
     assert_eq!(models.len(), 6, "the six nets");
     let mut checked = 0;
@@ -42,8 +47,11 @@ fn generated_nets_equal_litert_on_every_kernel_path() {
                 .map(|f| npy(f.as_str().unwrap()).data)
                 .collect();
             for &(reference, method, kernels) in SETTINGS {
+                let arm_xnnpack = &aarch64_xnnpack["nets"][stem]["runs"][run_index];
                 let files = if reference == "litert_aarch64_builtin" {
                     &aarch64["nets"][stem]["runs"][run_index]
+                } else if reference == "litert_xnnpack" && arm_xnnpack.is_array() {
+                    arm_xnnpack
                 } else {
                     &run["outputs"][reference]
                 };

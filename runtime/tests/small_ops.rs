@@ -52,6 +52,11 @@ fn reference_options(reference: &str) -> Options {
 #[test]
 fn small_op_models_equal_each_litert_path_on_every_backend() {
     let aarch64 = manifest("litert_aarch64_builtin/manifest.json");
+    // `--kernels xnnpack` follows XNNPACK's aarch64 build: where that
+    // build's outputs part from the x86 one's (the uint8 CONCATENATION
+    // rescale, left to the builtin kernels, which fuse it on aarch64), the
+    // aarch64 outputs are the reference.
+    let aarch64_xnnpack = manifest("litert_aarch64_xnnpack/manifest.json");
     let cases = small_cases();
     // 12 MAXIMUM / MINIMUM, 5 PRELU, 7 ARG_MAX / ARG_MIN, 3 PADV2, 3
     // CONCATENATION (see models/gen/ops.py, small_op_cases()).
@@ -80,6 +85,11 @@ fn small_op_models_equal_each_litert_path_on_every_backend() {
                     let run_name = run["name"].as_str().unwrap().to_string();
                     for (output, refs) in run["outputs"].as_object_mut().unwrap() {
                         refs["litert_aarch64_builtin"] = files[&run_name][output.as_str()].clone();
+                        let arm_xnnpack =
+                            &aarch64_xnnpack["ops"]["cases"][name][&run_name][output.as_str()];
+                        if arm_xnnpack.is_string() {
+                            refs["litert_xnnpack"] = arm_xnnpack.clone();
+                        }
                     }
                     for (output, ours, refs) in run_case(&mut interpreter, &case["tensors"], &run) {
                         let expected = npy(refs[reference].as_str().unwrap());

@@ -195,7 +195,7 @@ pub use arg_min_max::{ArgIndex, ArgKind, ArgMinMax};
 #[cfg(feature = "alloc")]
 pub use batch_matmul::MatMul;
 pub use binary::params::{AddParams, MulParams};
-pub use binary::{Add, Mul, Operand, Sub, XnnpackAdd, XnnpackMul};
+pub use binary::{Add, Mul, Operand, Sub, XnnpackAdd, XnnpackMul, XnnpackMulRndnu};
 pub use broadcast::BroadcastOperand;
 pub use concat_rescale::{ConcatRescale, RescaleFloat};
 #[cfg(feature = "alloc")]

@@ -92,9 +92,11 @@ commands:
   compare --setup       only set up the aarch64 Python and LiteRT wheels in
                         target/litert-aarch64/ (done lazily otherwise)
   compare --refs-only --model FILE [--input NAME_OR_INDEX=FILE.npy]...
-          --out DIR [--cpu CPU]
-                        LiteRT builtin-kernel outputs for the given inputs
-                        (missing ones seeded random) into DIR
+          --out DIR [--cpu CPU] [--resolver builtin|xnnpack]
+                        LiteRT's outputs for the given inputs (missing ones
+                        seeded random) into DIR: the builtin kernels (the
+                        default) or the XNNPACK delegate of the aarch64
+                        build
   fuzz [--seconds N] [TARGET...] [-- LIBFUZZER-OPTION...]
                         the cargo-fuzz targets of fuzz/ (nightly, installed
                         with cargo-fuzz if missing), built with

@@ -34,14 +34,16 @@ pub enum TfliteKernels {
     /// lut test of `tflite_models.rs` checks each such difference).
     Optimized,
     /// The XNNPACK delegate (what TFLite's Python `Interpreter` applies by
-    /// default), as LiteRT 2.3's x86_64 build runs it. The ops it takes run
+    /// default), as LiteRT 2.3's aarch64 build runs it (its x86_64 build
+    /// gives the same bytes but for MUL's rounding). The ops it takes run
     /// in XNNPACK's arithmetic: CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED
     /// and BATCH_MATMUL (when input 2's zero point is 0) scale their
     /// accumulators by the `f32` product `input_scale * filter_scale /
     /// output_scale` and round to even ([`qneon::ConvRequantization::XnnpackF32`],
     /// [`qneon::Requantization::XnnpackF32`]); ADD and SUB a fixed-point sum
-    /// of its own, MUL an `f32` product rounded to even
-    /// ([`qneon::XnnpackAdd`], [`qneon::XnnpackMul`]); int8 / uint8
+    /// of its own, MUL a Q31 fixed-point multiply with a rounding shift
+    /// that rounds ties up (ARM's `rndnu`; x86's rounds an `f32` product
+    /// to even) ([`qneon::XnnpackAdd`], [`qneon::XnnpackMulRndnu`]); int8 / uint8
     /// LOGISTIC and TANH its float-built table; QUANTIZE its `f32` and
     /// 8-fraction-bit converts; DEQUANTIZE its `f32` product (the reference
     /// kernels' bytes); the data movers move bytes. The ops it leaves to

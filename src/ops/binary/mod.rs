@@ -31,10 +31,14 @@ mod scalar;
 mod xnnpack;
 #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
 mod xnnpack_neon;
+mod xnnpack_rndnu;
+#[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+mod xnnpack_rndnu_neon;
 
 pub use self::operand::Operand;
 use self::params::{AddFast, AddParams, MulParams, StageMode, ADD_LEFT_SHIFT};
 pub use self::xnnpack::{XnnpackAdd, XnnpackMul};
+pub use self::xnnpack_rndnu::XnnpackMulRndnu;
 use super::requant::FusedActivation;
 use crate::backend::{unavailable, Backend};
 use crate::checks::{check_scale, check_zero_point};

@@ -18,8 +18,10 @@
 //! MUL is `fp32`: `f32((a - a_zp) * (b - b_zp)) * scale` with
 //! `scale = (a_scale * b_scale) / out_scale` in `f32`, clamped to the output
 //! range less the zero point, rounded to nearest with ties to even, the
-//! zero point added. (XNNPACK's aarch64 build configures another MUL, a
-//! fixed-point `rndnu` one: not this.)
+//! zero point added. This is the MUL of XNNPACK's x86 and scalar builds;
+//! its ARM builds configure a fixed-point `rndnu` one instead
+//! ([`XnnpackMulRndnu`](super::XnnpackMulRndnu)), which `--kernels xnnpack`
+//! follows.
 //!
 //! The delegate refuses scale ratios outside XNNPACK's limits (ADD / SUB:
 //! each `|input / output|` in `[2^-10, 2^8)`; MUL: the product ratio in
@@ -242,7 +244,7 @@ impl XnnpackMul {
 }
 
 /// The quantization checks both ops share.
-fn check(a: QuantParams, b: QuantParams, output: QuantParams) -> Result<()> {
+pub(super) fn check(a: QuantParams, b: QuantParams, output: QuantParams) -> Result<()> {
     check_scale("input 1 scale", a.scale)?;
     check_zero_point::<i8>("input 1 zero point", a.zero_point)?;
     check_scale("input 2 scale", b.scale)?;
@@ -253,7 +255,7 @@ fn check(a: QuantParams, b: QuantParams, output: QuantParams) -> Result<()> {
 }
 
 /// The backend is available and the operands' lengths fit `output`.
-fn checked(
+pub(super) fn checked(
     backend: Backend,
     op: &'static str,
     a: Operand<'_>,
@@ -267,7 +269,7 @@ fn checked(
 }
 
 /// The scalar kernel: `f` over every element pair of the operands.
-fn scalar(a: Operand<'_>, b: Operand<'_>, output: &mut [i8], f: impl Fn(i8, i8) -> i8) {
+pub(super) fn scalar(a: Operand<'_>, b: Operand<'_>, output: &mut [i8], f: impl Fn(i8, i8) -> i8) {
     let at = |o: Operand<'_>, i: usize| -> i8 {
         match o {
             Operand::Slice(s) => s[i],

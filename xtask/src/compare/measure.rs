@@ -272,17 +272,20 @@ fn differing_outputs(a: &Path, b: &Path) -> Result<Vec<String>> {
     Ok(differing)
 }
 
-/// Runs the builtin kernels once on the given inputs, writing the outputs
-/// and `run.json` to `out_dir` (no counting).
+/// Runs `resolver` (the builtin kernels, or XNNPACK as LiteRT's aarch64
+/// build configures it) once on the given inputs, writing the outputs and
+/// `run.json` to `out_dir` (no counting).
 pub fn reference_outputs(
     layout: &Layout,
     root: &Path,
     cpu: &str,
     model: &Path,
+    resolver: Resolver,
     inputs: &[(String, PathBuf)],
     out_dir: &Path,
 ) -> Result {
-    litert_outputs(layout, root, cpu, model, "builtin", inputs, out_dir)
+    let stderr = run_outputs(layout, root, cpu, model, resolver.name(), inputs, out_dir)?;
+    check_delegate(resolver, &stderr)
 }
 
 /// The name `run_litert.py --resolver` takes for TFLite's reference
@@ -301,6 +304,23 @@ pub fn litert_outputs(
     inputs: &[(String, PathBuf)],
     out_dir: &Path,
 ) -> Result {
+    let stderr = run_outputs(layout, root, cpu, model, resolver, inputs, out_dir)?;
+    // Neither resolver may create the XNNPACK delegate.
+    check_delegate(Resolver::Builtin, &stderr)
+}
+
+/// Runs `model` once with the `run_litert.py` resolver named `resolver`
+/// on the given inputs, writing the outputs and `run.json` to `out_dir`;
+/// returns LiteRT's stderr (which says whether the delegate was applied).
+fn run_outputs(
+    layout: &Layout,
+    root: &Path,
+    cpu: &str,
+    model: &Path,
+    resolver: &str,
+    inputs: &[(String, PathBuf)],
+    out_dir: &Path,
+) -> Result<String> {
     let mut cmd = python_command(layout, root, cpu);
     cmd.arg(driver())
         .arg("--model")
@@ -313,9 +333,7 @@ pub fn litert_outputs(
         spec.push(file);
         cmd.arg("--input").arg(spec);
     }
-    let stderr = run_capturing_stderr(&mut cmd)?;
-    // Neither resolver may create the XNNPACK delegate.
-    check_delegate(Resolver::Builtin, &stderr)
+    run_capturing_stderr(&mut cmd)
 }
 
 pub fn file_name(path: &Path) -> String {

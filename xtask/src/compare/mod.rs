@@ -49,6 +49,8 @@ struct Options {
     reps: Option<u64>,
     jobs: Option<usize>,
     refs_only: bool,
+    /// `--resolver` of `--refs-only` (`None`: the builtin kernels).
+    resolver: Option<Resolver>,
     inputs: Vec<(String, PathBuf)>,
     out: Option<PathBuf>,
 }
@@ -81,6 +83,14 @@ fn parse(args: &[String]) -> Result<Options> {
                 }
             }
             "--refs-only" => opts.refs_only = true,
+            "--resolver" => {
+                let text = value("--resolver")?;
+                opts.resolver = Some(match text.as_str() {
+                    "xnnpack" => Resolver::Xnnpack,
+                    "builtin" => Resolver::Builtin,
+                    _ => bail!("compare: --resolver wants xnnpack or builtin, got `{text}`"),
+                });
+            }
             "--input" => {
                 let spec = value("--input")?;
                 match spec.split_once('=') {
@@ -101,8 +111,8 @@ fn parse(args: &[String]) -> Result<Options> {
         if opts.reps.is_some() || opts.jobs.is_some() {
             bail!("compare: --refs-only runs once, uncounted; --reps and --jobs do not apply");
         }
-    } else if !opts.inputs.is_empty() || opts.out.is_some() {
-        bail!("compare: --input and --out go with --refs-only");
+    } else if !opts.inputs.is_empty() || opts.out.is_some() || opts.resolver.is_some() {
+        bail!("compare: --input, --out and --resolver go with --refs-only");
     }
     if opts.setup_only && (opts.refs_only || !opts.models.is_empty()) {
         bail!("compare: --setup takes no other options");
@@ -484,9 +494,11 @@ fn refs_only(layout: &sysroot::Layout, root: &Path, cpu: &str, opts: &Options) -
             fs::remove_file(entry.path())?;
         }
     }
-    measure::reference_outputs(layout, root, cpu, model, &inputs, out)?;
+    let resolver = opts.resolver.unwrap_or(Resolver::Builtin);
+    measure::reference_outputs(layout, root, cpu, model, resolver, &inputs, out)?;
     eprintln!(
-        "compare: LiteRT builtin outputs of {} written to {} (output_<i>.npy, run.json)",
+        "compare: LiteRT {} outputs of {} written to {} (output_<i>.npy, run.json)",
+        resolver.name(),
         measure::file_name(model),
         out.display()
     );
@@ -531,6 +543,17 @@ mod tests {
             ]
         );
         assert_eq!(opts.out, Some(PathBuf::from("refs")));
+        assert_eq!(opts.resolver, None);
+        let xnnpack = parse(&args(
+            "--refs-only --model m.tflite --resolver xnnpack --out refs",
+        ))
+        .unwrap();
+        assert_eq!(xnnpack.resolver, Some(Resolver::Xnnpack));
+        let builtin = parse(&args(
+            "--refs-only --model m.tflite --resolver builtin --out refs",
+        ))
+        .unwrap();
+        assert_eq!(builtin.resolver, Some(Resolver::Builtin));
     }
 
     #[test]
@@ -548,6 +571,9 @@ mod tests {
             "--refs-only --out d",
             "--refs-only --model a --model b --out d",
             "--refs-only --model a --out d --reps 2",
+            "--refs-only --model a --out d --resolver ref",
+            "--refs-only --model a --out d --resolver",
+            "--resolver xnnpack",
             "--setup --model a",
             "--bogus",
         ] {

@@ -34,8 +34,8 @@ fn describe(options: &Options, builtin: BuiltinOp) -> String {
     let xnnpack = options.kernels == TfliteKernels::Xnnpack;
     match (builtin, xnnpack) {
         (BuiltinOp::MUL, true) => format!(
-            "XNNPACK fp32 (f32 product scale, ties to even; outside its scale limits the builtin \
-             {})",
+            "XNNPACK rndnu as on ARM (Q31 multiplier of the f32 product scale, rounding shift with \
+             ties up; outside its scale limits the builtin {})",
             MUL_ROUNDING.name()
         ),
         (BuiltinOp::MUL, false) => format!("rounding {}", MUL_ROUNDING.name()),
@@ -82,7 +82,7 @@ elementwise_int8!(
     qneon::Sub,
     qneon::Mul,
     qneon::XnnpackAdd,
-    qneon::XnnpackMul
+    qneon::XnnpackMulRndnu
 );
 
 /// The rounding of int8 MUL in both of the interpreter's modes: LiteRT
@@ -433,7 +433,9 @@ fn prepare(op: &Op<'_, '_>) -> Result<PreparedOp> {
                 qneon::XnnpackAdd::new(qa, qb, qo, activation, builtin == BuiltinOp::SUB)
                     .map(|k| Box::new(k) as _)
             }
-            _ => qneon::XnnpackMul::new(qa, qb, qo, activation).map(|k| Box::new(k) as _),
+            // ARM's MUL (qneon targets aarch64), not the fp32 one of
+            // XNNPACK's x86 build: the two differ by a step on ties.
+            _ => qneon::XnnpackMulRndnu::new(qa, qb, qo, activation).map(|k| Box::new(k) as _),
         };
         match xnnpack {
             Ok(kernel) => return binary(op, kernel, a.shape(), b.shape(), &shape, output),
