@@ -7,9 +7,12 @@
 use crate::backend::CpuFeatures;
 use core::arch::aarch64::*;
 
-/// `acc += dot4(w, x)` per 32-bit lane: `sdot`.
-#[inline(always)]
-fn sdot(acc: int32x4_t, w: int8x16_t, x: int8x16_t) -> int32x4_t {
+/// `acc += dot4(w, x)` per 32-bit lane: `sdot`. The feature is on the
+/// function itself so that the assembler takes `sdot` in every build (a
+/// bare-metal target's default features lack it).
+#[inline]
+#[target_feature(enable = "dotprod")]
+unsafe fn sdot(acc: int32x4_t, w: int8x16_t, x: int8x16_t) -> int32x4_t {
     let mut acc = acc;
     // SAFETY: `sdot` on vector registers has no memory, stack or flag
     // effects; it is only reached from `mat_vec_dot`, which requires dotprod
@@ -110,7 +113,8 @@ fn mat_vec_with(
 /// `sdot` path.
 #[target_feature(enable = "dotprod")]
 unsafe fn mat_vec_dot(weights: &[i8], rows: usize, cols: usize, x: &[i8], dots: &mut [i32]) {
-    mat_vec_with(weights, rows, cols, x, dots, sdot)
+    // SAFETY: this function requires dotprod, so `sdot` may run.
+    mat_vec_with(weights, rows, cols, x, dots, |acc, w, x| unsafe { sdot(acc, w, x) })
 }
 
 /// `dots[b * rows + r] = sum_c weights[r * cols + c] * x[b * cols + c]`, as
