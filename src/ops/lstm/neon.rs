@@ -114,7 +114,9 @@ fn mat_vec_with(
 #[target_feature(enable = "dotprod")]
 unsafe fn mat_vec_dot(weights: &[i8], rows: usize, cols: usize, x: &[i8], dots: &mut [i32]) {
     // SAFETY: this function requires dotprod, so `sdot` may run.
-    mat_vec_with(weights, rows, cols, x, dots, |acc, w, x| unsafe { sdot(acc, w, x) })
+    mat_vec_with(weights, rows, cols, x, dots, |acc, w, x| unsafe {
+        sdot(acc, w, x)
+    })
 }
 
 /// `dots[b * rows + r] = sum_c weights[r * cols + c] * x[b * cols + c]`, as
