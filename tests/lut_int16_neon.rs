@@ -229,7 +229,19 @@ fn softmax_params() -> Vec<(f32, f32)> {
         f32::MAX,
     ] {
         for beta in [0.1f32, 1.0, 2.5, 1e10] {
-            p.push((scale, beta));
+            // Lut refuses a product of about 5.0 and more (TFLite's 32-bit
+            // rescaling overflows there): those pairs have no kernel to
+            // compare, and the refusal must name the limit.
+            match Softmax::<i16>::new(QuantParams::new(scale, 0), beta, OUT, Method::Lut) {
+                Ok(_) => p.push((scale, beta)),
+                Err(e) => {
+                    assert!(
+                        scale as f64 * beta as f64 >= 4.99,
+                        "{scale:e} x {beta}: {e}"
+                    );
+                    assert!(e.to_string().contains("input scale * beta"), "{e}");
+                }
+            }
         }
     }
     p
@@ -303,7 +315,7 @@ fn softmax_i16_lut_neon_equals_scalar_long_rows() {
         }
     }
     // 2^21 + 3 elements all equal: every exp is about 1.0, the sum about 2^36.
-    for (scale, beta) in [(1e-3f32, 1.0f32), (5.3, 1.0)] {
+    for (scale, beta) in [(1e-3f32, 1.0f32), (4.9, 1.0)] {
         let x = vec![123i16; (1 << 21) + 3];
         let (a, b) = softmax_both(scale, beta, &x, x.len(), 0);
         assert!(a == b, "scale {scale:e} beta {beta} long row");

@@ -174,8 +174,24 @@ fn logistic_tanh_every_int16_method_at_extreme_scales() {
 /// Softmax rows for one scale and beta: Lut within its floor bound, the
 /// others within 1 LSB of the correctly rounded probabilities.
 fn check_softmax(method: Method, scale: f32, beta: f32, rows: &[Vec<i16>]) {
-    let op = Softmax::<i16>::new(QuantParams::new(scale, 0), beta, OUT, method)
-        .unwrap_or_else(|e| panic!("{method:?} scale {scale:e} beta {beta:e}: {e}"));
+    let made = Softmax::<i16>::new(QuantParams::new(scale, 0), beta, OUT, method);
+    // Lut refuses where TFLite's 32-bit input rescaling overflows: a
+    // difference of 65535 times `scale * beta / (10 / 65535)` past 2^31
+    // (the multiplier's quantization decides within a hair of 2^15).
+    if method == Method::Lut {
+        let rescale = (scale * beta) as f64 / (10.0 / 65535.0);
+        if rescale >= 32768.0 {
+            let e = made.err().unwrap_or_else(|| {
+                panic!("Lut scale {scale:e} beta {beta:e}: TFLite overflows here, must be refused")
+            });
+            assert!(e.to_string().contains("input scale * beta"), "{e}");
+            return;
+        }
+        if rescale > 32767.99 && made.is_err() {
+            return;
+        }
+    }
+    let op = made.unwrap_or_else(|e| panic!("{method:?} scale {scale:e} beta {beta:e}: {e}"));
     for backend in Backend::available() {
         for row in rows {
             let mut y = vec![0i16; row.len()];
@@ -267,4 +283,33 @@ proptest! {
             check_softmax(method, scale, beta, &rows);
         }
     }
+}
+
+/// The parameters, where TFLite's int16 softmax overflows its 32-bit
+/// rescaling (input scale 1.0 with beta 10, 0.1 with beta 100, rows of 16):
+/// `Method::Lut` refuses with an error naming the limit; the other methods
+/// run, within 1 LSB of the correctly rounded probabilities.
+#[test]
+fn int16_softmax_lut_refuses_where_tflite_overflows() {
+    let rows: Vec<Vec<i16>> = (0..8)
+        .map(|r| {
+            (0..16)
+                .map(|i| ((i * 37 + r * 11) % 64 - 32) as i16)
+                .collect()
+        })
+        .collect();
+    for (scale, beta) in [(1.0f32, 10.0f32), (0.1, 100.0)] {
+        let lut = Softmax::<i16>::new(QuantParams::new(scale, 0), beta, OUT, Method::Lut);
+        let e = lut.expect_err("Lut must refuse");
+        let text = e.to_string();
+        assert!(
+            text.contains("input scale * beta") && text.contains("5.0"),
+            "{text}"
+        );
+        for method in [Method::FixedPoint, Method::DequantF32] {
+            check_softmax(method, scale, beta, &rows);
+        }
+    }
+    // Just inside the limit Lut runs.
+    check_softmax(Method::Lut, 4.9, 1.0, &rows);
 }

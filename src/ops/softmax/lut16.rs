@@ -25,16 +25,12 @@
 //! below 65,539 elements and keeps longer rows meaningful.
 //!
 //!
-//! Where TFLite's kernel is wrong, qneon computes what the table method
-//! means instead (and differs from TFLite's bytes there):
-//!
-//! * `scale * beta` above about 5.0001: TFLite's left shift of the input
-//!   difference overflows `int32` and its outputs are garbage. qneon
-//!   saturates the shift, so those differences read the table's end,
-//!   `exp(-10)` (the method's floor for every difference beyond -10).
-//! * `scale * beta` beyond `f32` (TFLite: an infinite multiplier): capped at a
-//!   multiplier that already saturates every nonzero difference, which is
-//!   what any larger one does.
+//! Where TFLite's kernel overflows, qneon refuses rather than differ from
+//! TFLite's bytes without a word: `scale * beta` of about 5.0 and more (a
+//! left shift of 16 or more in the input rescaling, so that a difference of
+//! 65535 times it passes `2^31`) is `Error::OutOfDomain` naming the limit;
+//! `Method::FixedPoint` and `Method::DequantF32` take such rows and give the
+//! right answer.
 //!
 //! The table filling needs `std` (`f64::exp`); without it `Method::Lut` for
 //! int16 is `Error::Unsupported`. This file is the scalar backend (and the
@@ -46,7 +42,7 @@
 #![cfg_attr(not(feature = "std"), allow(dead_code))]
 
 #[cfg(feature = "std")]
-use crate::error::Result;
+use crate::error::{Error, Result};
 #[cfg(feature = "std")]
 use crate::quant::quantize_multiplier;
 #[cfg(all(target_arch = "aarch64", target_feature = "neon", feature = "std"))]
@@ -172,6 +168,11 @@ pub(crate) struct SoftmaxLut16 {
     pub(crate) exp_by_diff: ExpByDiff,
 }
 
+/// The first left shift of the input rescaling at which TFLite's int16
+/// softmax overflows 32 bits: `65535 * 2^16 > 2^31`.
+#[cfg(feature = "std")]
+const LUT16_MAX_SHIFT: i32 = 16;
+
 impl SoftmaxLut16 {
     /// TFLite's int16 `SoftmaxPrepare`. `input_scale` and `beta` are validated
     /// (finite, `> 0`); their product may overflow `f32` (see the module docs).
@@ -190,6 +191,22 @@ impl SoftmaxLut16 {
         // product) are capped there.
         let real = (input_scale * beta) as f64 / (10.0 / 65535.0);
         let m = quantize_multiplier(real.min(65536.0))?;
+        // TFLite rescales a difference of up to 65535 by this multiplier in
+        // 32 bits: from a left shift of 16 on (`scale * beta` of about 5.0
+        // and more) the product overflows, and TFLite's bytes are the
+        // wrapped value of whichever build's rounding ran (single: the 64-bit
+        // product truncated to 32 bits; double: `x << shift` wrapped), up to
+        // 30,000 steps from the right answer. Refused rather than reproduced.
+        if m.shift >= LUT16_MAX_SHIFT {
+            return Err(Error::OutOfDomain {
+                op: "softmax",
+                what: "input scale * beta",
+                value: input_scale as f64 * beta as f64,
+                requirement: "below 2^15 * 10 / 65535 (about 5.0) for int16 Method::Lut \
+                              (TFLite's input rescaling overflows its 32-bit integers \
+                              beyond); use Method::FixedPoint or Method::DequantF32",
+            });
+        }
         #[allow(unused_mut)]
         let mut lut = SoftmaxLut16 {
             exp_lut,
@@ -206,16 +223,14 @@ impl SoftmaxLut16 {
         Ok(lut)
     }
 
-    /// TFLite's `MultiplyByQuantizedMultiplier` with the left shift
-    /// saturated (TFLite's wraps where it overflows, from `scale * beta`
-    /// above about 5; `input_shift` is at most 17).
+    /// TFLite's `MultiplyByQuantizedMultiplier` (`new()` refused the left
+    /// shifts at which it overflows: `input_shift` is at most 15 here).
     #[inline(always)]
     fn rescale_diff(&self, diff: i32) -> i32 {
         use crate::fixedpoint::Lane;
         if self.input_shift > 0 {
-            let shifted = (diff as i64) << self.input_shift;
-            (shifted.clamp(i32::MIN as i64, i32::MAX as i64) as i32)
-                .saturating_rounding_doubling_high_mul(self.input_multiplier)
+            // |diff| <= 65535 and the shift <= 15: inside i32.
+            (diff << self.input_shift).saturating_rounding_doubling_high_mul(self.input_multiplier)
         } else {
             diff.saturating_rounding_doubling_high_mul(self.input_multiplier)
                 .rounding_divide_by_pot(self.input_shift.unsigned_abs())
