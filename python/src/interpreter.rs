@@ -152,7 +152,14 @@ impl Model {
     fn signatures(&self) -> Vec<SignatureRow> {
         self.signatures
             .iter()
-            .map(|s| (s.key.clone(), s.subgraph, s.inputs.clone(), s.outputs.clone()))
+            .map(|s| {
+                (
+                    s.key.clone(),
+                    s.subgraph,
+                    s.inputs.clone(),
+                    s.outputs.clone(),
+                )
+            })
             .collect()
     }
 

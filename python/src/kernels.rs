@@ -298,30 +298,34 @@ fn cross_entropy<'py>(
     {
         let mut out_rw = out.readwrite();
         let dst = out_rw.as_slice_mut()?;
-        let quant = match (scale, zero_point) {
-            (Some(s), Some(z)) => Some(QuantParams::new(s, z)),
-            (None, None) => None,
-            _ => {
-                return Err(PyValueError::new_err(
+        let quant =
+            match (scale, zero_point) {
+                (Some(s), Some(z)) => Some(QuantParams::new(s, z)),
+                (None, None) => None,
+                _ => return Err(PyValueError::new_err(
                     "cross_entropy: give both scale and zero_point (quantized logits) or neither",
-                ))
-            }
-        };
-        let need_quant = || {
-            PyValueError::new_err("cross_entropy: quantized logits need scale and zero_point")
-        };
+                )),
+            };
+        let need_quant =
+            || PyValueError::new_err("cross_entropy: quantized logits need scale and zero_point");
         if let Ok(a) = logits.extract::<PyReadonlyArrayDyn<'py, f32>>() {
             let src = a.as_slice()?;
             py.detach(|| ce.forward(src, targets, inner, dst, None))
                 .map_err(error)?;
         } else if let Ok(a) = logits.extract::<PyReadonlyArrayDyn<'py, i8>>() {
-            let q = ce.quantized::<i8>(quant.ok_or_else(need_quant)?).map_err(error)?;
+            let q = ce
+                .quantized::<i8>(quant.ok_or_else(need_quant)?)
+                .map_err(error)?;
             let src = a.as_slice()?;
-            py.detach(|| q.forward(src, targets, inner, dst)).map_err(error)?;
+            py.detach(|| q.forward(src, targets, inner, dst))
+                .map_err(error)?;
         } else if let Ok(a) = logits.extract::<PyReadonlyArrayDyn<'py, u8>>() {
-            let q = ce.quantized::<u8>(quant.ok_or_else(need_quant)?).map_err(error)?;
+            let q = ce
+                .quantized::<u8>(quant.ok_or_else(need_quant)?)
+                .map_err(error)?;
             let src = a.as_slice()?;
-            py.detach(|| q.forward(src, targets, inner, dst)).map_err(error)?;
+            py.detach(|| q.forward(src, targets, inner, dst))
+                .map_err(error)?;
         } else {
             return Err(PyTypeError::new_err(
                 "cross_entropy: expected logits of float32, int8 or uint8",
