@@ -141,7 +141,9 @@ fn main() -> ExitCode {
         return ExitCode::FAILURE;
     };
     let result = match command.as_str() {
-        "setup" => setup::cli(rest),
+        // The cross tools, then the Python package's build and test tools
+        // (`cargo xtask python`).
+        "setup" => setup::cli(rest).and_then(|()| python::ensure_venv()),
         "test" => test::cli(rest),
         "bench" => bench::cli(rest),
         "run" => run::cli(rest),

@@ -63,9 +63,7 @@ pub fn cli(args: &[String]) -> Result {
             other => bail!("setup: unknown option `{other}` (only --mca is accepted)"),
         }
     }
-    ensure(mca)?;
-    // The Python package's build and test tools (`cargo xtask python`).
-    crate::python::ensure_venv()
+    ensure(mca)
 }
 
 /// Installs whatever is missing; prints one line when nothing is.
