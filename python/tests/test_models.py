@@ -187,7 +187,11 @@ def test_svdf_sequences(case, resolver):
                 case["name"], sequence["name"]))
 
 
-MOBILEBERT_RUNS = [(layers, case) for layers in ("1l", "24l") for case in MOBILEBERT["inputs"]]
+# Every input set on 1 layer; the first on 24 layers (each 24-layer run
+# costs ~10 s on the host's scalar backend; runtime/tests/mobilebert.rs
+# runs all of them).
+MOBILEBERT_RUNS = ([("1l", case) for case in MOBILEBERT["inputs"]]
+                   + [("24l", next(iter(MOBILEBERT["inputs"])))])
 
 
 @pytest.mark.parametrize("resolver", ["BUILTIN_REF", "BUILTIN", "AUTO"])
