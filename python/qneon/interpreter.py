@@ -128,6 +128,8 @@ class Interpreter:
       model_path: path of the ``.tflite`` file.
       model_content: the file's bytes (instead of ``model_path``).
       experimental_delegates: not supported (a ``ValueError`` unless empty).
+      experimental_preserve_all_tensors: not supported (a ``ValueError`` if
+        true); the other ``experimental_*`` flags are accepted and not used.
       num_threads: ``None``, ``-1`` or at least 1; accepted and, for now,
         a model runs on one thread.
       experimental_op_resolver_type: an ``OpResolverType`` (this module's or
@@ -163,6 +165,9 @@ class Interpreter:
                 raise ValueError("num_threads should >= 1")
         if experimental_delegates:
             raise ValueError("qneon runs no TFLite delegates")
+        if experimental_preserve_all_tensors:
+            raise ValueError("qneon cannot preserve all tensors: intermediate tensors share "
+                             "memory within an invoke (read model inputs and outputs)")
         if model_path is None and model_content is None:
             raise ValueError("`model_path` or `model_content` must be specified.")
         if model_path is not None and model_content is not None:

@@ -231,6 +231,17 @@ BAD_CONSTRUCTIONS = {
     "zero threads": dict(model_path=ADD, num_threads=0),
 }
 
+QNEON_ONLY_REFUSALS = {
+    "a delegate": dict(model_path=ADD, experimental_delegates=[object()]),
+    "preserve all tensors": dict(model_path=ADD, experimental_preserve_all_tensors=True),
+}
+
+
+@pytest.mark.parametrize("case", sorted(QNEON_ONLY_REFUSALS))
+def test_what_qneon_cannot_do_is_a_value_error(case):
+    with pytest.raises(ValueError, match="qneon"):
+        Interpreter(**QNEON_ONLY_REFUSALS[case])
+
 
 @pytest.mark.parametrize("case", sorted(BAD_CONSTRUCTIONS))
 def test_bad_construction_raises_value_error(case):
