@@ -18,6 +18,7 @@ mod msrv;
 mod pattern;
 mod plot;
 mod plugin;
+mod python;
 mod report;
 mod run;
 mod setup;
@@ -31,7 +32,10 @@ usage: cargo xtask <command> [options]
 
 commands:
   setup [--mca]         install missing cross tools (rustup target, gcc,
-                        libc, qemu-user); --mca also installs llvm-mca-16
+                        libc, qemu-user) and the Python venv of `cargo
+                        xtask python` (target/python/venv: maturin,
+                        pytest, numpy, ai-edge-litert, pinned); --mca also
+                        installs llvm-mca-16
   test [--host] [-- FILTER...]
                         host tests, aarch64 tests under qemu, the library
                         built in every feature combination (host, and
@@ -120,6 +124,13 @@ commands:
   capi-header           regenerate the C API's per-type functions from
                         qneon::catalogue, then capi/include/qneon.h
                         (cbindgen)
+  python build [--host] the Python package's wheels (python/, maturin,
+                        abi3) for the host and aarch64 (cross-built) in
+                        target/python/wheels/; --host: the host's only
+  python test [--host]  the wheels, then python/tests (pytest) on the host
+                        against ai_edge_litert and under qemu -cpu
+                        neoverse-n1 on the arm64 Python of `compare
+                        --setup`; --host skips the aarch64 half
   help                  show this message
 ";
 
@@ -130,7 +141,9 @@ fn main() -> ExitCode {
         return ExitCode::FAILURE;
     };
     let result = match command.as_str() {
-        "setup" => setup::cli(rest),
+        // The cross tools, then the Python package's build and test tools
+        // (`cargo xtask python`).
+        "setup" => setup::cli(rest).and_then(|()| python::ensure_venv()),
         "test" => test::cli(rest),
         "bench" => bench::cli(rest),
         "run" => run::cli(rest),
@@ -141,6 +154,7 @@ fn main() -> ExitCode {
         "msrv" => msrv::cli(rest),
         "fuzz" => fuzz::cli(rest),
         "miri" => miri::cli(rest),
+        "python" => python::cli(rest),
         "help" | "-h" | "--help" => {
             print!("{USAGE}");
             Ok(())

@@ -6,7 +6,8 @@
 //! (default, `no_std`, `alloc`) for the host and the `no_std` ones for
 //! bare-metal aarch64, each build one part; the library's API tests
 //! without `std`; the C API (header current, C example on the host and
-//! under qemu); the asm checks; the benches compile (host);
+//! under qemu); the Python package (wheels, pytest on the host and under
+//! qemu); the asm checks; the benches compile (host);
 //! `qneon-bench`, `qneon run` (on small `.tflite` models) and the
 //! self-checking examples run on the host, in the test profile (optimized,
 //! overflow-checked, its libraries built by the host tests already). Output streams as it comes;
@@ -19,7 +20,7 @@ use std::process::Command;
 
 use crate::counts::{sum_results, Counts};
 use crate::util::{self, bail, Reported, Result, BARE_METAL_TARGET, CLI_PACKAGE, TARGET};
-use crate::{asm, capi, setup};
+use crate::{asm, capi, python, setup};
 
 struct Part {
     name: String,
@@ -103,6 +104,9 @@ pub fn cli(args: &[String]) -> Result {
     // The C API: header current, the C example's bytes on the host (and
     // under qemu) equal the library's.
     parts.push(capi_part(host_only));
+    // The Python package: its wheels built, pytest on the host and (unless
+    // --host) under qemu with the arm64 Python (`cargo xtask python test`).
+    parts.push(python_part(host_only));
     if !host_only {
         // The benches hold no target-specific code: their host build below
         // checks them (an aarch64 build of criterion cost minutes of CI).
@@ -381,6 +385,15 @@ fn capi_part(host_only: bool) -> Part {
     timed(|| Part {
         name: "C API".into(),
         counts: capi::check(host_only),
+        problem: None,
+        seconds: 0.0,
+    })
+}
+
+fn python_part(host_only: bool) -> Part {
+    timed(|| Part {
+        name: "Python package".into(),
+        counts: python::check(host_only),
         problem: None,
         seconds: 0.0,
     })

@@ -13,11 +13,11 @@
 //! builtin kernels, `--softmax fixed` against the reference kernels (run
 //! once, uncounted, in `target/compare/<model>/ref/`).
 
-mod cpuinfo;
+pub(crate) mod cpuinfo;
 mod litert_copy;
-mod measure;
+pub(crate) mod measure;
 mod qneon;
-mod sysroot;
+pub(crate) mod sysroot;
 mod table;
 
 use std::fs;
