@@ -69,6 +69,14 @@ commands:
                         --all adds neon-f32, scalar-fixed, scalar-f32;
                         --threshold T passes `qneon run --threshold T` on
                         (fused nodes show as THRESHOLDED_<op>)
+  run --threads N[,N...] [--model FILE [--input K=FILE.npy]...] [--config C]
+                        one configuration (default neon-lut) run with
+                        `qneon run --threads N` and --threads 1, counted per
+                        guest thread: per op the busiest thread, the mean
+                        and their ratio (balance); the critical path (sum of
+                        busiest + region 0 on the main thread) and its
+                        speedup over 1 thread; the same output bytes at
+                        every count. target/run/threads-CONFIG.json and .md
   run --docs            rewrite docs/PERFORMANCE.md between
                         <!-- run:begin --> and <!-- run:end --> from
                         target/run/profile.json
