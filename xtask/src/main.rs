@@ -97,6 +97,12 @@ commands:
                         kernels), per op type, max |qneon - XNNPACK|.
                         Default models: the .tflite files in models/ (not
                         sub-folders), else a small fixture
+  compare --threads N[,N...] [--model FILE]... [--cpu CPU] [--reps R] [--jobs J]
+                        TFLite + XNNPACK with num_threads N (and 1) counted
+                        per guest thread: per-thread instructions per
+                        inference ((2R - R) / R), the busiest thread as the
+                        critical path (spin-waiting included); rows merged
+                        into target/compare/threads.json
   compare --setup       only set up the aarch64 Python and LiteRT wheels in
                         target/litert-aarch64/ (done lazily otherwise)
   compare --refs-only --model FILE [--input NAME_OR_INDEX=FILE.npy]...
