@@ -77,6 +77,16 @@ commands:
                         busiest + region 0 on the main thread) and its
                         speedup over 1 thread; the same output bytes at
                         every count. target/run/threads-CONFIG.json and .md
+  run --scaling [--threads N,...] [--model FILE [--input K=FILE.npy]...] [--cpu CPU]
+                        the scaling table: MobileBert 1l, person_detect and
+                        MobileNetV2 (or the --model given) at --threads 1, 2,
+                        4, 8 as `run --threads` measures them, under -cpu
+                        neoverse-n1 by default; merged by model into
+                        target/run/scaling.json
+  run --scaling-docs    rewrite docs/PERFORMANCE.md between
+                        <!-- scaling:begin --> and <!-- scaling:end --> from
+                        target/run/scaling.json and the TFLite rows of
+                        target/compare/threads.json on the same -cpu
   run --docs            rewrite docs/PERFORMANCE.md between
                         <!-- run:begin --> and <!-- run:end --> from
                         target/run/profile.json

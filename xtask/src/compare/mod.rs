@@ -19,7 +19,7 @@ mod measure;
 mod qneon;
 mod sysroot;
 mod table;
-mod threads;
+pub(crate) mod threads;
 
 use std::fs;
 use std::path::{Path, PathBuf};

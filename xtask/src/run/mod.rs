@@ -35,6 +35,7 @@ mod profile;
 mod regions;
 mod report;
 mod runner;
+mod scaling;
 mod threads;
 
 use std::fs;
@@ -95,6 +96,10 @@ struct Options {
     /// `--threads 2,4`: thread counts to measure per thread (1 is always
     /// run too, as the base).
     threads: Vec<u32>,
+    /// `--scaling`: the scaling table's models at 1, 2, 4, 8 threads.
+    scaling: bool,
+    /// `--scaling-docs`: the scaling section of the docs from scaling.json.
+    scaling_docs: bool,
 }
 
 fn parse(args: &[String]) -> Result<Options> {
@@ -109,6 +114,8 @@ fn parse(args: &[String]) -> Result<Options> {
         match arg.as_str() {
             "--all" => opts.all = true,
             "--docs" => opts.docs = true,
+            "--scaling" => opts.scaling = true,
+            "--scaling-docs" => opts.scaling_docs = true,
             "--model" => opts.model = Some(value("--model")?.into()),
             "--input" => {
                 let spec = value("--input")?;
@@ -166,6 +173,12 @@ fn parse(args: &[String]) -> Result<Options> {
     if !opts.threads.is_empty() && (opts.all || opts.configs.len() > 1) {
         bail!("run: --threads measures one configuration (one --config, default neon-lut)");
     }
+    if opts.scaling_docs && args.len() > 1 {
+        bail!("run: --scaling-docs only rewrites the scaling section from scaling.json");
+    }
+    if opts.scaling && (opts.all || opts.docs || opts.configs.len() > 1) {
+        bail!("run: --scaling measures one configuration (one --config, default neon-lut)");
+    }
     if opts.all && !opts.configs.is_empty() {
         bail!("run: --all and --config exclude each other");
     }
@@ -176,6 +189,9 @@ pub fn cli(args: &[String]) -> Result {
     let opts = parse(args)?;
     if opts.docs {
         return update_docs();
+    }
+    if opts.scaling_docs {
+        return update_scaling_docs();
     }
     let configs: Vec<(String, String)> = if !opts.configs.is_empty() {
         opts.configs.clone()
@@ -217,19 +233,98 @@ pub fn cli(args: &[String]) -> Result {
         rounding: opts.rounding.as_deref().unwrap_or("single"),
         threshold: opts.threshold.as_deref(),
     };
+    let mut counts = opts.threads.clone();
+    counts.push(1);
+    counts.sort_unstable();
+    counts.dedup();
+    if opts.scaling {
+        let counts = if opts.threads.is_empty() {
+            scaling::THREADS.to_vec()
+        } else {
+            counts
+        };
+        let cpu = opts.cpu.as_deref().unwrap_or(scaling::CPU);
+        return scaling_job(
+            &Job { cpu, ..job },
+            &configs[0],
+            &counts,
+            opts.model.is_some(),
+        );
+    }
     if !opts.threads.is_empty() {
-        let mut counts = opts.threads.clone();
-        counts.push(1);
-        counts.sort_unstable();
-        counts.dedup();
         let (backend, softmax) = &configs[0];
-        return threads_job(&job, backend, softmax, &counts);
+        return threads_job(&job, backend, softmax, &counts).map(drop);
     }
     main_job(&job, &configs)
 }
 
+/// `--scaling`: the table's models (or the `--model` given) at each thread
+/// count, merged into `target/run/scaling.json`.
+fn scaling_job(job: &Job, config: &(String, String), counts: &[u32], one_model: bool) -> Result {
+    let (backend, softmax) = config;
+    let models: Vec<(String, Vec<String>)> = if one_model {
+        vec![(job.model.to_string(), job.inputs.to_vec())]
+    } else {
+        scaling::MODELS
+            .iter()
+            .map(|(m, i)| (m.to_string(), i.iter().map(|s| s.to_string()).collect()))
+            .collect()
+    };
+    let path = run_dir().join("scaling.json");
+    for (model, inputs) in &models {
+        if !util::root().join(model).is_file() {
+            bail!("run: model {model} not found");
+        }
+        let job = Job {
+            model,
+            inputs,
+            ..*job
+        };
+        let results = threads_job(&job, backend, softmax, counts)?;
+        let base = &results[0];
+        let runs = results.iter().map(|r| r.summary_json(base)).collect();
+        scaling::merge(&path, job.cpu, &format!("{backend}-{softmax}"), model, runs)?;
+    }
+    println!(
+        "wrote {} (`cargo xtask run --scaling-docs` puts it in {})",
+        path.display(),
+        util::PERFORMANCE_DOC
+    );
+    Ok(())
+}
+
+/// `--scaling-docs`: the scaling section of docs/PERFORMANCE.md.
+fn update_scaling_docs() -> Result {
+    let path = run_dir().join("scaling.json");
+    let text = fs::read_to_string(&path).map_err(|e| {
+        format!(
+            "{}: {e} (run `cargo xtask run --scaling` first)",
+            path.display()
+        )
+    })?;
+    let (cpu, config, rows) = scaling::read(&text)?;
+    let litert = scaling::litert_rows(&util::target_dir().join("compare/threads.json"), &cpu)?;
+    let doc = util::rewrite_section(
+        util::PERFORMANCE_DOC,
+        scaling::SECTION_BEGIN,
+        scaling::SECTION_END,
+        &scaling::markdown(&cpu, &config, &rows, &litert),
+    )?;
+    println!(
+        "rewrote the scaling section of {} from {}",
+        doc.display(),
+        path.display()
+    );
+    Ok(())
+}
+
 /// `--threads`: one configuration at each thread count, counted per thread.
-fn threads_job(job: &Job, backend: &str, softmax: &str, counts: &[u32]) -> Result {
+fn threads_job(
+    job: &Job,
+    backend: &str,
+    softmax: &str,
+    counts: &[u32],
+) -> Result<Vec<threads::Threaded>> {
     let dir = run_dir();
     let runs = dir.join("runs");
     fs::create_dir_all(&runs).map_err(|e| format!("{}: {e}", runs.display()))?;
@@ -266,13 +361,18 @@ fn threads_job(job: &Job, backend: &str, softmax: &str, counts: &[u32]) -> Resul
         "cpu": job.cpu,
         "runs": results.iter().map(|r| r.summary_json(base)).collect::<Vec<_>>(),
     });
-    let json_path = dir.join(format!("threads-{backend}-{softmax}.json"));
+    let stem = Path::new(job.model)
+        .file_stem()
+        .unwrap_or_default()
+        .to_string_lossy();
+    let json_path = dir.join(format!("threads-{stem}-{backend}-{softmax}.json"));
     let md_path = json_path.with_extension("md");
     write(&json_path, &(serde_json::to_string_pretty(&json)? + "\n"))?;
     write(&md_path, &md)?;
     println!("{md}");
     println!("wrote {} and {}", json_path.display(), md_path.display());
-    threads::check_same_outputs(&results)
+    threads::check_same_outputs(&results)?;
+    Ok(results)
 }
 
 fn run_dir() -> PathBuf {
