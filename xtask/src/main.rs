@@ -20,6 +20,7 @@ mod plot;
 mod plugin;
 mod report;
 mod run;
+mod scaling;
 mod setup;
 mod test;
 mod util;
@@ -83,7 +84,7 @@ commands:
                         4, 8 as `run --threads` measures them, under -cpu
                         neoverse-n1 by default; merged by model into
                         target/run/scaling.json
-  run --scaling-docs    rewrite docs/PERFORMANCE.md between
+  scaling-docs          rewrite docs/PERFORMANCE.md between
                         <!-- scaling:begin --> and <!-- scaling:end --> from
                         target/run/scaling.json and the TFLite rows of
                         target/compare/threads.json on the same -cpu
@@ -158,6 +159,7 @@ fn main() -> ExitCode {
         "test" => test::cli(rest),
         "bench" => bench::cli(rest),
         "run" => run::cli(rest),
+        "scaling-docs" => scaling::cli(rest),
         "asm" => asm::cli(rest),
         "capi" => capi::cli(rest),
         "capi-header" => capi::header_cli(rest),

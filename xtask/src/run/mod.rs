@@ -35,7 +35,7 @@ mod profile;
 mod regions;
 mod report;
 mod runner;
-mod scaling;
+pub(crate) mod scaling;
 mod threads;
 
 use std::fs;
@@ -98,8 +98,6 @@ struct Options {
     threads: Vec<u32>,
     /// `--scaling`: the scaling table's models at 1, 2, 4, 8 threads.
     scaling: bool,
-    /// `--scaling-docs`: the scaling section of the docs from scaling.json.
-    scaling_docs: bool,
 }
 
 fn parse(args: &[String]) -> Result<Options> {
@@ -115,7 +113,6 @@ fn parse(args: &[String]) -> Result<Options> {
             "--all" => opts.all = true,
             "--docs" => opts.docs = true,
             "--scaling" => opts.scaling = true,
-            "--scaling-docs" => opts.scaling_docs = true,
             "--model" => opts.model = Some(value("--model")?.into()),
             "--input" => {
                 let spec = value("--input")?;
@@ -173,9 +170,6 @@ fn parse(args: &[String]) -> Result<Options> {
     if !opts.threads.is_empty() && (opts.all || opts.configs.len() > 1) {
         bail!("run: --threads measures one configuration (one --config, default neon-lut)");
     }
-    if opts.scaling_docs && args.len() > 1 {
-        bail!("run: --scaling-docs only rewrites the scaling section from scaling.json");
-    }
     if opts.scaling && (opts.all || opts.docs || opts.configs.len() > 1) {
         bail!("run: --scaling measures one configuration (one --config, default neon-lut)");
     }
@@ -189,9 +183,6 @@ pub fn cli(args: &[String]) -> Result {
     let opts = parse(args)?;
     if opts.docs {
         return update_docs();
-    }
-    if opts.scaling_docs {
-        return update_scaling_docs();
     }
     let configs: Vec<(String, String)> = if !opts.configs.is_empty() {
         opts.configs.clone()
@@ -286,34 +277,9 @@ fn scaling_job(job: &Job, config: &(String, String), counts: &[u32], one_model: 
         scaling::merge(&path, job.cpu, &format!("{backend}-{softmax}"), model, runs)?;
     }
     println!(
-        "wrote {} (`cargo xtask run --scaling-docs` puts it in {})",
+        "wrote {} (`cargo xtask scaling-docs` puts it in {})",
         path.display(),
         util::PERFORMANCE_DOC
-    );
-    Ok(())
-}
-
-/// `--scaling-docs`: the scaling section of docs/PERFORMANCE.md.
-fn update_scaling_docs() -> Result {
-    let path = run_dir().join("scaling.json");
-    let text = fs::read_to_string(&path).map_err(|e| {
-        format!(
-            "{}: {e} (run `cargo xtask run --scaling` first)",
-            path.display()
-        )
-    })?;
-    let (cpu, config, rows) = scaling::read(&text)?;
-    let litert = scaling::litert_rows(&util::target_dir().join("compare/threads.json"), &cpu)?;
-    let doc = util::rewrite_section(
-        util::PERFORMANCE_DOC,
-        scaling::SECTION_BEGIN,
-        scaling::SECTION_END,
-        &scaling::markdown(&cpu, &config, &rows, &litert),
-    )?;
-    println!(
-        "rewrote the scaling section of {} from {}",
-        doc.display(),
-        path.display()
     );
     Ok(())
 }

@@ -1,18 +1,16 @@
-//! `cargo xtask run --scaling`: the scaling table of docs/PERFORMANCE.md.
-//! Several models, each run with `--threads 1, 2, 4, 8` counted per thread
-//! ([`super::threads`]), kept in `target/run/scaling.json` (merged by
-//! model, so that a long model can be measured by a command of its own);
-//! `--scaling-docs` writes the table between the scaling markers, next to
-//! TFLite + XNNPACK's per-thread rows of `target/compare/threads.json`
-//! (`cargo xtask compare --threads 4`) measured on the same `-cpu`.
+//! `cargo xtask run --scaling`: the measurements of the scaling table of
+//! docs/PERFORMANCE.md. Several models, each run with `--threads 1, 2, 4,
+//! 8` counted per thread ([`super::threads`]), kept in
+//! `target/run/scaling.json` (merged by model, so that a long model can be
+//! measured by a command of its own). `cargo xtask scaling-docs`
+//! (`crate::scaling`) writes the table.
 
 use std::fs;
 use std::path::Path;
 
 use serde_json::{json, Value};
 
-use crate::compare::threads as litert;
-use crate::util::{bail, thousands, Result};
+use crate::util::Result;
 
 /// The models of the table, with their inputs (none: seeded by `qneon`).
 pub(super) const MODELS: [(&str, &[&str]); 3] = [
@@ -38,20 +36,17 @@ pub(super) const THREADS: [u32; 4] = [1, 2, 4, 8];
 /// TFLite's rows are on the same CPU model.
 pub(super) const CPU: &str = "neoverse-n1";
 
-pub const SECTION_BEGIN: &str = "<!-- scaling:begin -->";
-pub const SECTION_END: &str = "<!-- scaling:end -->";
-
 /// One row of `scaling.json`: a model at a thread count.
 #[derive(Debug, Clone, PartialEq)]
-pub(super) struct Row {
-    pub(super) model: String,
-    pub(super) threads: u32,
-    pub(super) critical_path: u64,
-    pub(super) ops_path: u64,
-    pub(super) serial: u64,
-    pub(super) speedup: f64,
-    pub(super) ops_speedup: f64,
-    pub(super) balance: f64,
+pub(crate) struct Row {
+    pub(crate) model: String,
+    pub(crate) threads: u32,
+    pub(crate) critical_path: u64,
+    pub(crate) ops_path: u64,
+    pub(crate) serial: u64,
+    pub(crate) speedup: f64,
+    pub(crate) ops_speedup: f64,
+    pub(crate) balance: f64,
 }
 
 impl Row {
@@ -104,7 +99,7 @@ pub(super) fn merge(path: &Path, cpu: &str, config: &str, model: &str, runs: Vec
 }
 
 /// The rows of `scaling.json`, with its `-cpu` and configuration.
-pub(super) fn read(text: &str) -> Result<(String, String, Vec<Row>)> {
+pub(crate) fn read(text: &str) -> Result<(String, String, Vec<Row>)> {
     let v: Value = serde_json::from_str(text)?;
     let s = |name: &str| {
         v.get(name)
@@ -134,68 +129,9 @@ pub(super) fn read(text: &str) -> Result<(String, String, Vec<Row>)> {
     Ok((s("cpu")?, s("config")?, rows))
 }
 
-fn file_name(model: &str) -> &str {
-    model.rsplit('/').next().unwrap_or(model)
-}
-
-/// The section: per model and thread count, qneon's critical path,
-/// speedups and balance; TFLite + XNNPACK's busiest thread at the same
-/// thread count where `threads.json` has it, and qneon's ops path over it.
-pub(super) fn markdown(
-    cpu: &str,
-    config: &str,
-    rows: &[Row],
-    litert: &[litert::Threaded],
-) -> String {
-    let mut md = format!(
-        "qneon `{config}` and TFLite + XNNPACK under `qemu-aarch64 -cpu {cpu}` (each guest thread a \
-         vCPU, counted apart), instructions per invoke. qneon: *critical path* = sum over ops of the \
-         busiest thread's instructions (*ops path*) + region 0 on the main thread (loading, set-up, \
-         I/O: *serial*); speedups against 1 thread of the same command; *balance* = sum of busiest / \
-         sum of means over the N threads (1.00 even). TFLite: the busiest thread's instructions per \
-         inference ((2R - R) / R, R = 1), spin-waiting included; ratio = qneon's ops path / TFLite's.\n\n"
-    );
-    md += "| model | threads | critical path | ops path | serial | speedup | ops speedup | balance | TFLite + XNNPACK | ratio |\n";
-    md += "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
-    for r in rows {
-        let name = file_name(&r.model);
-        let tflite = litert
-            .iter()
-            .find(|l| l.model == name && l.threads == r.threads)
-            .map(litert::Threaded::critical_path);
-        let (tflite, ratio) = match tflite {
-            Some(t) if t > 0 => (thousands(t), format!("{:.2}", r.ops_path as f64 / t as f64)),
-            _ => ("-".into(), "-".into()),
-        };
-        md += &format!(
-            "| {name} | {} | {} | {} | {} | {:.2}x | {:.2}x | {:.2} | {tflite} | {ratio} |\n",
-            r.threads,
-            thousands(r.critical_path),
-            thousands(r.ops_path),
-            thousands(r.serial),
-            r.speedup,
-            r.ops_speedup,
-            r.balance
-        );
-    }
-    md
-}
-
-/// Checks that the TFLite rows are usable next to qneon's: same `-cpu`.
-pub(super) fn litert_rows(path: &Path, cpu: &str) -> Result<Vec<litert::Threaded>> {
-    if !path.is_file() {
-        return Ok(Vec::new());
-    }
-    match litert::read_rows(path, cpu) {
-        Ok(rows) => Ok(rows),
-        Err(e) => bail!("{e} (run `cargo xtask compare --threads 4 --cpu {cpu}`)"),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::BTreeMap;
 
     fn summary(threads: u32, cp: u64, ops: u64, speedup: f64) -> Value {
         json!({"threads": threads, "critical_path": cp, "ops_path": ops, "serial": cp - ops,
@@ -203,7 +139,7 @@ mod tests {
     }
 
     #[test]
-    fn merges_models_and_renders_the_table() {
+    fn merges_models() {
         let dir = crate::util::target_dir().join("xtask-test-run-scaling");
         let _ = fs::remove_dir_all(&dir);
         fs::create_dir_all(&dir).unwrap();
@@ -236,9 +172,13 @@ mod tests {
         assert_eq!((cpu.as_str(), config.as_str()), ("n1", "neon-lut"));
         assert_eq!(
             rows.iter()
-                .map(|r| (file_name(&r.model), r.threads))
+                .map(|r| (r.model.as_str(), r.threads))
                 .collect::<Vec<_>>(),
-            [("a.tflite", 1), ("b.tflite", 1), ("b.tflite", 4)]
+            [
+                ("models/a.tflite", 1),
+                ("models/b.tflite", 1),
+                ("models/b.tflite", 4)
+            ]
         );
         // Another configuration starts over.
         merge(
@@ -254,21 +194,6 @@ mod tests {
             1
         );
 
-        let tflite = litert::Threaded {
-            model: "b.tflite".into(),
-            threads: 4,
-            reps: 1,
-            counts: BTreeMap::from([(0, [1000, 1600]), (1, [100, 700])]),
-        };
-        let md = markdown("n1", "neon-lut", &rows, &[tflite]);
-        assert!(
-            md.contains("| b.tflite | 4 | 400 | 300 | 100 | 2.50x | 2.50x | 1.25 | 600 | 0.50 |"),
-            "{md}"
-        );
-        assert!(
-            md.contains("| a.tflite | 1 | 50 | 40 | 10 | 1.00x | 1.00x | 1.25 | - | - |"),
-            "{md}"
-        );
         fs::remove_dir_all(&dir).unwrap();
     }
 }
