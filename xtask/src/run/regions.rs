@@ -483,7 +483,10 @@ stack3: .space 4096
             assert_eq!(main[..2], [(0, 1 + 3 * 11), (8, 2 + 500 * 2)]);
             assert_eq!(main.len(), 3);
             let wait = v.get(0, 9);
-            assert!(wait >= 20 && (wait - 20) % 8 == 0, "main waited {wait}");
+            assert!(
+                wait >= 20 && (wait - 20).is_multiple_of(8),
+                "main waited {wait}"
+            );
             for k in 1..=3u32 {
                 let r = &v.vcpus[&k];
                 // The child starts after the clone: its cbz in region 0.
@@ -492,7 +495,10 @@ stack3: .space 4096
                 assert_eq!(r.get(4), 2 + 50 * 2 + 1, "vcpu {k}");
                 // Marker, check, exit: 7, plus 9 per futex wait.
                 let wait = r.get(9);
-                assert!(wait >= 7 && (wait - 7) % 9 == 0, "vcpu {k} waited {wait}");
+                assert!(
+                    wait >= 7 && (wait - 7).is_multiple_of(9),
+                    "vcpu {k} waited {wait}"
+                );
                 assert_eq!(r.counts.len(), 4, "vcpu {k}");
             }
             // The out= file: per region, the sum over threads.
