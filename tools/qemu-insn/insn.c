@@ -54,13 +54,13 @@
  *   vcpu V region ID COUNT      (one per region with a nonzero count)
  * The vCPU counts add up to the total, and each vCPU's region lines to its
  * count. vCPU numbers are qemu's CPU indexes: 0 is the main thread, and a
- * new thread takes the lowest index above those in use, so a thread
- * created after another exited may take over its slot (its instructions
- * then add to that slot; the region restarts at 0 when a thread exits,
- * where the QEMU reports vCPU exits, and at a new thread's start
- * otherwise stays what the old thread left). Without `out=`, the same
- * lines go to stderr prefixed with "qemu-insn: " when more than one vCPU
- * ran.
+ * new thread takes one more than the highest index in use, so a thread
+ * created after the highest one exited takes over its slot: its
+ * instructions add to that slot's. When a thread exits its slot's region
+ * goes back to 0 (where QEMU reports vCPU exits to plugins; where it does
+ * not, the next thread in the slot starts in the region the old one
+ * left). Without `out=`, the same lines go to stderr prefixed with
+ * "qemu-insn: " when more than one vCPU ran.
  *
  * Counting per vCPU with API 1, which has one inline counter for all
  * vCPUs: until the program creates its first thread the inline counter is
