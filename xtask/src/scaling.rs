@@ -56,7 +56,7 @@ fn markdown(cpu: &str, config: &str, rows: &[Row], litert: &[litert::Threaded]) 
          busiest thread's instructions (*ops path*) + region 0 on the main thread (loading, set-up, \
          I/O: *serial*); speedups against 1 thread of the same command; *balance* = sum of busiest / \
          sum of means over the N threads (1.00 even). TFLite: the busiest thread's instructions per \
-         inference ((2R - R) / R, R = 1), spin-waiting included; ratio = qneon's ops path / TFLite's.\n\n"
+         inference ((2R - R) / R, R in brackets), spin-waiting included; ratio = qneon's ops path / TFLite's.\n\n"
     );
     md += "| model | threads | critical path | ops path | serial | speedup | ops speedup | balance | TFLite + XNNPACK | ratio |\n";
     md += "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
@@ -65,9 +65,12 @@ fn markdown(cpu: &str, config: &str, rows: &[Row], litert: &[litert::Threaded]) 
         let tflite = litert
             .iter()
             .find(|l| l.model == name && l.threads == r.threads)
-            .map(litert::Threaded::critical_path);
+            .map(|l| (l.critical_path(), l.reps));
         let (tflite, ratio) = match tflite {
-            Some(t) if t > 0 => (thousands(t), format!("{:.2}", r.ops_path as f64 / t as f64)),
+            Some((t, reps)) if t > 0 => (
+                format!("{} (R {reps})", thousands(t)),
+                format!("{:.2}", r.ops_path as f64 / t as f64),
+            ),
             _ => ("-".into(), "-".into()),
         };
         md += &format!(
@@ -128,7 +131,9 @@ mod tests {
         };
         let md = markdown("n1", "neon-lut", &rows, &[tflite]);
         assert!(
-            md.contains("| b.tflite | 4 | 400 | 300 | 100 | 2.50x | 2.50x | 1.25 | 600 | 0.50 |"),
+            md.contains(
+                "| b.tflite | 4 | 400 | 300 | 100 | 2.50x | 2.50x | 1.25 | 600 (R 1) | 0.50 |"
+            ),
             "{md}"
         );
         assert!(
