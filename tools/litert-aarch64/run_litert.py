@@ -4,7 +4,7 @@ Python that `cargo xtask compare --setup` unpacks.
 
     run_litert.py --model M.tflite --resolver xnnpack|builtin|ref
                   [--input NAME_OR_INDEX=FILE.npy]... [--seed S]
-                  [--invokes N] --out DIR
+                  [--invokes N] [--threads T] --out DIR
     run_litert.py --probe
 
 The model is loaded once and invoked N times on the same inputs; everything
@@ -15,6 +15,10 @@ DIR receives output_<i>.npy for every model output (after the last
 invocation), input_<i>.npy for every input that was generated rather than
 read from a file, and run.json describing both (names, dtypes, shapes,
 quantization, files).
+
+--threads T is the interpreter's num_threads (default 1): XNNPACK then
+splits each operator over a pthreadpool of T threads, the calling one
+included, each a guest thread of its own under qemu.
 
 --probe prints, as JSON, the AT_HWCAP / AT_HWCAP2 words and the MIDR_EL1
 value the emulated CPU reports, which the xtask turns into the
@@ -84,6 +88,7 @@ def parse_args(argv):
     )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--invokes", type=int, default=1)
+    parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--out")
     args = parser.parse_args(argv)
     if not args.probe:
@@ -91,12 +96,14 @@ def parse_args(argv):
             parser.error("--model and --out are required (or give --probe)")
         if args.invokes < 1:
             parser.error("--invokes must be at least 1")
+        if args.threads < 1:
+            parser.error("--threads must be at least 1")
         if not 0 <= args.seed < 2**64:
             parser.error("--seed must be in 0 .. 2**64 - 1")
     return args
 
 
-def make_interpreter(model, resolver):
+def make_interpreter(model, resolver, threads):
     from ai_edge_litert import interpreter as litert
 
     kinds = {
@@ -107,7 +114,7 @@ def make_interpreter(model, resolver):
     }
     return litert.Interpreter(
         model_path=model,
-        num_threads=1,
+        num_threads=threads,
         experimental_op_resolver_type=kinds[resolver],
     )
 
@@ -260,7 +267,7 @@ def invoke_repeatedly(interpreter, count):
 def run(args):
     import numpy as np
 
-    interpreter = make_interpreter(args.model, args.resolver)
+    interpreter = make_interpreter(args.model, args.resolver, args.threads)
     interpreter.allocate_tensors()
     input_details = interpreter.get_input_details()
     output_details = interpreter.get_output_details()
@@ -293,6 +300,7 @@ def run(args):
         "model": os.path.basename(args.model),
         "resolver": args.resolver,
         "invokes": args.invokes,
+        "threads": args.threads,
         "litert": litert_version,
         "numpy": np.__version__,
         "inputs": described_inputs,

@@ -42,10 +42,37 @@
  * there. At exit the last region gets the rest. Only markers cost a call,
  * so unmarked code runs as fast as with the total alone.
  *
- * Regions assume a single guest thread executes while markers are in use
- * (the counter and the current region are process-wide, as the total of
- * the API 1 path always was); with several threads the total stays exact
- * but the split between regions is not meaningful.
+ * Threads. qemu user mode runs each guest thread on a vCPU of its own, and
+ * the plugin counts per vCPU: every vCPU has its own counter, its own
+ * current region and its own region counts, so a marker switches the region
+ * of the thread that executed it only. The `out=` file keeps its format:
+ * the total of all threads, and per region the sum over threads (they
+ * still add up to the total exactly); a single-thread program writes the
+ * same bytes as before. With `vcpus=PATH2` the plugin also writes, per
+ * vCPU that executed anything, in increasing vCPU order:
+ *   vcpu V COUNT
+ *   vcpu V region ID COUNT      (one per region with a nonzero count)
+ * The vCPU counts add up to the total, and each vCPU's region lines to its
+ * count. vCPU numbers are qemu's CPU indexes: 0 is the main thread, and a
+ * new thread takes one more than the highest index in use, so a thread
+ * created after the highest one exited takes over its slot: its
+ * instructions add to that slot's. When a thread exits its slot's region
+ * goes back to 0 (where QEMU reports vCPU exits to plugins; where it does
+ * not, the next thread in the slot starts in the region the old one
+ * left). Without `out=`, the same lines go to stderr prefixed with
+ * "qemu-insn: " when more than one vCPU ran.
+ *
+ * Counting per vCPU with API 1, which has one inline counter for all
+ * vCPUs: until the program creates its first thread the inline counter is
+ * exact and belongs to vCPU 0. A clone syscall sharing the address space
+ * (clone with CLONE_VM, or clone3) makes every block translated from then
+ * on count with a per-block callback into the executing vCPU's counter
+ * instead (a call per block: slower than the inline add, exact). Blocks
+ * translated before are never executed again: when user mode creates the
+ * first thread it switches every vCPU to code translated for parallel
+ * execution, and blocks are looked up by those flags. Single-thread
+ * programs keep the inline add alone. With API 2 scoreboards give one
+ * inline counter per vCPU, threads or not.
  *
  * Build with just a C compiler, no QEMU headers needed:
  *   cc -shared -fPIC -O2 -fvisibility=hidden -o libinsn.so insn.c
@@ -59,7 +86,8 @@
  * a constructor looks at which ones the loading QEMU exports and advertises
  * the matching API version, so one build works with either. (The API 1
  * path, regions included, is tested on QEMU 7.2 by `cargo test -p xtask`;
- * the API 2 path has only run against a stand-in host.)
+ * the API 2 path has only run against a stand-in host. The per-vCPU
+ * counts of threaded programs are tested the same way on QEMU 7.2.)
  */
 
 #include <stddef.h>
@@ -99,6 +127,11 @@ enum { CB_NO_REGS = 0 };
 typedef void (*tb_trans_cb)(plugin_id id, struct qemu_plugin_tb *tb);
 typedef void (*udata_cb)(plugin_id id, void *userdata);
 typedef void (*vcpu_udata_cb)(unsigned int vcpu_index, void *userdata);
+typedef void (*vcpu_simple_cb)(plugin_id id, unsigned int vcpu_index);
+typedef void (*vcpu_syscall_cb)(plugin_id id, unsigned int vcpu_index,
+                                int64_t num, uint64_t a1, uint64_t a2,
+                                uint64_t a3, uint64_t a4, uint64_t a5,
+                                uint64_t a6, uint64_t a7, uint64_t a8);
 
 /* Present in every plugin API version we support. */
 void qemu_plugin_register_vcpu_tb_trans_cb(plugin_id id, tb_trans_cb cb);
@@ -110,6 +143,12 @@ size_t qemu_plugin_insn_size(const struct qemu_plugin_insn *insn);
 void qemu_plugin_register_vcpu_insn_exec_cb(struct qemu_plugin_insn *insn,
                                             vcpu_udata_cb cb, int flags,
                                             void *userdata);
+void qemu_plugin_register_vcpu_tb_exec_cb(struct qemu_plugin_tb *tb,
+                                          vcpu_udata_cb cb, int flags,
+                                          void *userdata);
+void qemu_plugin_register_vcpu_init_cb(plugin_id id, vcpu_simple_cb cb);
+void qemu_plugin_register_vcpu_exit_cb(plugin_id id, vcpu_simple_cb cb);
+void qemu_plugin_register_vcpu_syscall_cb(plugin_id id, vcpu_syscall_cb cb);
 /*
  * Same name, two signatures: API 1 `const void *f(insn)`, API 2
  * `size_t f(insn, void *dest, size_t len)`. Declared with a placeholder
@@ -133,6 +172,9 @@ WEAK struct qemu_plugin_scoreboard *qemu_plugin_scoreboard_new(size_t size);
 WEAK void qemu_plugin_register_vcpu_tb_exec_inline_per_vcpu(
     struct qemu_plugin_tb *tb, int op, struct plugin_u64 entry, uint64_t imm);
 WEAK uint64_t qemu_plugin_u64_sum(struct plugin_u64 entry);
+WEAK uint64_t qemu_plugin_u64_get(struct plugin_u64 entry,
+                                 unsigned int vcpu_index);
+WEAK int qemu_plugin_num_vcpus(void);
 
 /* QEMU reads this right after loading us, after constructors have run. */
 EXPORT int qemu_plugin_version = 1;
@@ -146,15 +188,36 @@ __attribute__((constructor)) static void pick_api_version(void)
 
 /* ---- The counters. ---- */
 
-static uint64_t total;              /* API 1: shared by all vCPUs, not atomic */
+/* API 1: the inline counter, exact while one thread runs (vCPU 0's). */
+static uint64_t total;
 static struct plugin_u64 per_vcpu;  /* API 2: one counter per vCPU */
 static const char *out_path;
+static const char *vcpus_path;
 
-/* Region state, written only by marker callbacks (one guest thread). */
+/* API 1: set before the first thread exists; blocks translated from then
+ * on count by callback per vCPU. Read and written under QEMU's translation
+ * and syscall paths of whichever thread, hence atomic. */
+static int threaded;
+
 #define N_REGIONS 4096
-static uint64_t region_count[N_REGIONS];
-static unsigned current_region;   /* 0 until the first marker */
-static uint64_t region_start;     /* instructions executed when it began */
+/* vCPUs with counts of their own; a program with more threads alive at
+ * once gets a warning and no per-vCPU or region split (the total stays
+ * exact). 256 x 32 KiB of region counts: only the pages of vCPUs that
+ * ran are ever touched. */
+#define MAX_VCPUS 256
+
+/* One vCPU's state, written only by that vCPU's thread (at exit, by the
+ * one thread left), on a cache line of its own. */
+struct vcpu {
+    uint64_t executed;      /* API 1: callback-counted instructions */
+    uint64_t region_start;  /* its count when its current region began */
+    unsigned current_region;
+} __attribute__((aligned(64)));
+
+static struct vcpu vcpus[MAX_VCPUS];
+static uint64_t region_count[MAX_VCPUS][N_REGIONS];
+static uint64_t beyond;  /* API 1: instructions of vCPUs >= MAX_VCPUS */
+static int too_many;     /* a vCPU >= MAX_VCPUS ran */
 static int marker_seen;
 
 /* movz xzr, #imm16 is 0xD280001F | imm16 << 5; markers have imm16 0xAxxx. */
@@ -170,9 +233,80 @@ _Static_assert(sizeof(uintptr_t) * 8 >= 3 * 12, "userdata needs 36 bits");
 #define FIELD_BITS 12
 #define FIELD_MAX ((1u << FIELD_BITS) - 1)
 
+/* aarch64 Linux syscall numbers and the clone flag of a thread. */
+#define SYS_CLONE 220
+#define SYS_CLONE3 435
+#define CLONE_VM 0x100u
+
+/* Instructions vCPU v has executed so far (v < MAX_VCPUS). */
+static uint64_t executed_on(unsigned v)
+{
+    if (per_vcpu.score != NULL) {
+        return qemu_plugin_u64_get(per_vcpu, v);
+    }
+    return vcpus[v].executed + (v == 0 ? total : 0);
+}
+
+/* Instructions executed by all vCPUs; at exit only (no thread runs). */
 static uint64_t executed(void)
 {
-    return per_vcpu.score != NULL ? qemu_plugin_u64_sum(per_vcpu) : total;
+    uint64_t n;
+    unsigned v;
+
+    if (per_vcpu.score != NULL) {
+        return qemu_plugin_u64_sum(per_vcpu);
+    }
+    n = total + __atomic_load_n(&beyond, __ATOMIC_RELAXED);
+    for (v = 0; v < MAX_VCPUS; v++) {
+        n += vcpus[v].executed;
+    }
+    return n;
+}
+
+/* The highest vCPU index that executed an instruction, or -1. */
+static int last_vcpu(void)
+{
+    int v = MAX_VCPUS - 1;
+
+    /* A scoreboard has slots for the vCPUs QEMU made, no more. */
+    if (per_vcpu.score != NULL) {
+        int made = qemu_plugin_num_vcpus();
+
+        if (made > MAX_VCPUS) {
+            too_many = 1;
+        }
+        v = (made < MAX_VCPUS ? made : MAX_VCPUS) - 1;
+    }
+    for (; v >= 0; v--) {
+        if (executed_on((unsigned)v) != 0) {
+            return v;
+        }
+    }
+    return -1;
+}
+
+/* API 1 after the first thread: every block entry adds its length to the
+ * executing vCPU's counter. */
+static void on_block(unsigned int vcpu_index, void *userdata)
+{
+    uint64_t n = (uint64_t)(uintptr_t)userdata;
+
+    if (vcpu_index < MAX_VCPUS) {
+        vcpus[vcpu_index].executed += n;
+    } else {
+        __atomic_fetch_add(&beyond, n, __ATOMIC_RELAXED);
+        __atomic_store_n(&too_many, 1, __ATOMIC_RELAXED);
+    }
+}
+
+/* Closes vCPU v's current region at its count now and makes `id` current. */
+static void switch_region(unsigned v, uint64_t now, unsigned id)
+{
+    struct vcpu *c = &vcpus[v];
+
+    region_count[v][c->current_region] += now - c->region_start;
+    c->region_start = now;
+    c->current_region = id;
 }
 
 /* The instruction's 4 bytes as a little-endian word, or -1 if it is not a
@@ -217,15 +351,52 @@ static void on_marker(unsigned int vcpu_index, void *userdata)
     unsigned id = (unsigned)(u & FIELD_MAX);
     uint64_t k = (u >> ID_BITS) & FIELD_MAX;
     uint64_t n = (u >> (ID_BITS + FIELD_BITS)) & FIELD_MAX;
-    /* The block's inline add already counted the marker and the n - k - 1
-     * instructions after it; none of them has run yet. */
-    uint64_t now = executed() - (n - k);
 
-    (void)vcpu_index;
-    region_count[current_region] += now - region_start;
-    region_start = now;
-    current_region = id;
-    marker_seen = 1;
+    if (vcpu_index >= MAX_VCPUS) {
+        __atomic_store_n(&too_many, 1, __ATOMIC_RELAXED);
+        return;  /* no regions for it; the report says so */
+    }
+    /* The block's add (inline or callback, both at block entry) already
+     * counted the marker and the n - k - 1 instructions after it; none of
+     * them has run yet. */
+    switch_region(vcpu_index, executed_on(vcpu_index) - (n - k), id);
+    if (!marker_seen) {
+        __atomic_store_n(&marker_seen, 1, __ATOMIC_RELAXED);
+    }
+}
+
+/* API 1: a clone that shares the address space is about to make a thread;
+ * blocks translated from now on must count per vCPU. The flag is set
+ * before QEMU translates any code for parallel execution. */
+static void on_syscall(plugin_id id, unsigned int vcpu_index, int64_t num,
+                       uint64_t a1, uint64_t a2, uint64_t a3, uint64_t a4,
+                       uint64_t a5, uint64_t a6, uint64_t a7, uint64_t a8)
+{
+    (void)id; (void)vcpu_index; (void)a2; (void)a3; (void)a4;
+    (void)a5; (void)a6; (void)a7; (void)a8;
+    /* clone3's flags are in guest memory: any clone3 counts as a thread. */
+    if ((num == SYS_CLONE && (a1 & CLONE_VM) != 0) || num == SYS_CLONE3) {
+        __atomic_store_n(&threaded, 1, __ATOMIC_SEQ_CST);
+    }
+}
+
+/* A vCPU that appears after the first is a thread: the same switch, in case
+ * a thread came by a path the syscall check does not know. */
+static void on_vcpu_init(plugin_id id, unsigned int vcpu_index)
+{
+    (void)id;
+    if (vcpu_index > 0) {
+        __atomic_store_n(&threaded, 1, __ATOMIC_SEQ_CST);
+    }
+}
+
+/* A thread ends: its slot's region goes back to 0 for the next owner. */
+static void on_vcpu_exit(plugin_id id, unsigned int vcpu_index)
+{
+    (void)id;
+    if (vcpu_index < MAX_VCPUS) {
+        switch_region(vcpu_index, executed_on(vcpu_index), 0);
+    }
 }
 
 static void on_translate(plugin_id id, struct qemu_plugin_tb *tb)
@@ -237,6 +408,9 @@ static void on_translate(plugin_id id, struct qemu_plugin_tb *tb)
     if (per_vcpu.score != NULL) {
         qemu_plugin_register_vcpu_tb_exec_inline_per_vcpu(tb, INLINE_ADD_U64,
                                                           per_vcpu, n);
+    } else if (__atomic_load_n(&threaded, __ATOMIC_SEQ_CST)) {
+        qemu_plugin_register_vcpu_tb_exec_cb(tb, on_block, CB_NO_REGS,
+                                             (void *)(uintptr_t)n);
     } else {
         qemu_plugin_register_vcpu_tb_exec_inline(tb, INLINE_ADD_U64, &total,
                                                  n);
@@ -263,22 +437,57 @@ static void on_translate(plugin_id id, struct qemu_plugin_tb *tb)
     }
 }
 
-static void write_counts(FILE *f, const char *prefix, uint64_t n)
+/* The total, then per region the sum over vCPUs. */
+static void write_counts(FILE *f, const char *prefix, uint64_t n, int last)
 {
     unsigned r;
+    int v;
 
     if (prefix[0] != '\0') {
         fprintf(f, "%s%llu instructions\n", prefix, (unsigned long long)n);
     } else {
         fprintf(f, "%llu\n", (unsigned long long)n);
     }
-    if (!marker_seen) {
+    if (!marker_seen || too_many) {
         return;
     }
     for (r = 0; r < N_REGIONS; r++) {
-        if (region_count[r] != 0) {
+        uint64_t sum = 0;
+
+        for (v = 0; v <= last; v++) {
+            sum += region_count[v][r];
+        }
+        if (sum != 0) {
             fprintf(f, "%sregion %u %llu\n", prefix, r,
-                    (unsigned long long)region_count[r]);
+                    (unsigned long long)sum);
+        }
+    }
+}
+
+/* Per vCPU that ran: its count, then its regions. */
+static void write_vcpus(FILE *f, const char *prefix, int last)
+{
+    unsigned r;
+    int v;
+
+    if (too_many) {
+        return;
+    }
+    for (v = 0; v <= last; v++) {
+        uint64_t n = executed_on((unsigned)v);
+
+        if (n == 0) {
+            continue;
+        }
+        fprintf(f, "%svcpu %d %llu\n", prefix, v, (unsigned long long)n);
+        if (!marker_seen) {
+            continue;
+        }
+        for (r = 0; r < N_REGIONS; r++) {
+            if (region_count[v][r] != 0) {
+                fprintf(f, "%svcpu %d region %u %llu\n", prefix, v, r,
+                        (unsigned long long)region_count[v][r]);
+            }
         }
     }
 }
@@ -286,25 +495,46 @@ static void write_counts(FILE *f, const char *prefix, uint64_t n)
 static void report_total(plugin_id id, void *userdata)
 {
     uint64_t n = executed();
+    int last = last_vcpu();
+    int v;
     FILE *f;
 
     (void)id;
     (void)userdata;
-    /* The region open at exit runs to the end. */
-    region_count[current_region] += n - region_start;
-    region_start = n;
+    /* The region open at exit runs to the end, on every vCPU. */
+    for (v = 0; v <= last; v++) {
+        switch_region((unsigned)v, executed_on((unsigned)v),
+                      vcpus[v].current_region);
+    }
+    if (too_many) {
+        fprintf(stderr, "qemu-insn: more than %d vCPUs ran; the total is "
+                        "exact, regions and per-vCPU counts are off\n",
+                MAX_VCPUS);
+    }
 
+    if (vcpus_path != NULL) {
+        f = fopen(vcpus_path, "w");
+        if (f == NULL) {
+            perror("qemu-insn: cannot open vcpus file");
+        } else {
+            write_vcpus(f, "", last);
+            fclose(f);
+        }
+    }
     if (out_path == NULL) {
-        write_counts(stderr, "qemu-insn: ", n);
+        write_counts(stderr, "qemu-insn: ", n, last);
+        if (vcpus_path == NULL && last > 0) {
+            write_vcpus(stderr, "qemu-insn: ", last);
+        }
         return;
     }
     f = fopen(out_path, "w");
     if (f == NULL) {
         perror("qemu-insn: cannot open out file");
-        write_counts(stderr, "qemu-insn: ", n);
+        write_counts(stderr, "qemu-insn: ", n, last);
         return;
     }
-    write_counts(f, "", n);
+    write_counts(f, "", n, last);
     fclose(f);
 }
 
@@ -316,9 +546,11 @@ EXPORT int qemu_plugin_install(plugin_id id, const struct plugin_info *info,
     for (i = 0; i < argc; i++) {
         if (strncmp(argv[i], "out=", 4) == 0 && argv[i][4] != '\0') {
             out_path = argv[i] + 4;
+        } else if (strncmp(argv[i], "vcpus=", 6) == 0 && argv[i][6] != '\0') {
+            vcpus_path = argv[i] + 6;
         } else {
             fprintf(stderr, "qemu-insn: unknown argument '%s' "
-                            "(the only one is out=PATH)\n", argv[i]);
+                            "(they are out=PATH and vcpus=PATH)\n", argv[i]);
             return -1;
         }
     }
@@ -327,6 +559,11 @@ EXPORT int qemu_plugin_install(plugin_id id, const struct plugin_info *info,
         if (qemu_plugin_scoreboard_new == NULL || qemu_plugin_u64_sum == NULL) {
             fprintf(stderr, "qemu-insn: this QEMU has the per-vCPU inline API "
                             "but no scoreboards\n");
+            return -1;
+        }
+        if (qemu_plugin_u64_get == NULL || qemu_plugin_num_vcpus == NULL) {
+            fprintf(stderr, "qemu-insn: this QEMU's scoreboards cannot be "
+                            "read per vCPU\n");
             return -1;
         }
         per_vcpu.score = qemu_plugin_scoreboard_new(sizeof(uint64_t));
@@ -340,6 +577,11 @@ EXPORT int qemu_plugin_install(plugin_id id, const struct plugin_info *info,
 
     insn_data_fn = qemu_plugin_insn_data;
     qemu_plugin_register_vcpu_tb_trans_cb(id, on_translate);
+    qemu_plugin_register_vcpu_exit_cb(id, on_vcpu_exit);
+    if (per_vcpu.score == NULL) {
+        qemu_plugin_register_vcpu_syscall_cb(id, on_syscall);
+        qemu_plugin_register_vcpu_init_cb(id, on_vcpu_init);
+    }
     qemu_plugin_register_atexit_cb(id, report_total, NULL);
     return 0;
 }

@@ -21,6 +21,7 @@ mod plugin;
 mod python;
 mod report;
 mod run;
+mod scaling;
 mod setup;
 mod test;
 mod util;
@@ -73,6 +74,24 @@ commands:
                         --all adds neon-f32, scalar-fixed, scalar-f32;
                         --threshold T passes `qneon run --threshold T` on
                         (fused nodes show as THRESHOLDED_<op>)
+  run --threads N[,N...] [--model FILE [--input K=FILE.npy]...] [--config C]
+                        one configuration (default neon-lut) run with
+                        `qneon run --threads N` and --threads 1, counted per
+                        guest thread: per op the busiest thread, the mean
+                        and their ratio (balance); the critical path (sum of
+                        busiest + region 0 on the main thread) and its
+                        speedup over 1 thread; the same output bytes at
+                        every count. target/run/threads-CONFIG.json and .md
+  run --scaling [--threads N,...] [--model FILE [--input K=FILE.npy]...] [--cpu CPU]
+                        the scaling table: MobileBert 1l, person_detect and
+                        MobileNetV2 (or the --model given) at --threads 1, 2,
+                        4, 8 as `run --threads` measures them, under -cpu
+                        neoverse-n1 by default; merged by model into
+                        target/run/scaling.json
+  scaling-docs          rewrite docs/PERFORMANCE.md between
+                        <!-- scaling:begin --> and <!-- scaling:end --> from
+                        target/run/scaling.json and the TFLite rows of
+                        target/compare/threads.json on the same -cpu
   run --docs            rewrite docs/PERFORMANCE.md between
                         <!-- run:begin --> and <!-- run:end --> from
                         target/run/profile.json
@@ -93,6 +112,12 @@ commands:
                         kernels), per op type, max |qneon - XNNPACK|.
                         Default models: the .tflite files in models/ (not
                         sub-folders), else a small fixture
+  compare --threads N[,N...] [--model FILE]... [--cpu CPU] [--reps R] [--jobs J]
+                        TFLite + XNNPACK with num_threads N (and 1) counted
+                        per guest thread: per-thread instructions per
+                        inference ((2R - R) / R), the busiest thread as the
+                        critical path (spin-waiting included); rows merged
+                        into target/compare/threads.json
   compare --setup       only set up the aarch64 Python and LiteRT wheels in
                         target/litert-aarch64/ (done lazily otherwise)
   compare --refs-only --model FILE [--input NAME_OR_INDEX=FILE.npy]...
@@ -147,6 +172,7 @@ fn main() -> ExitCode {
         "test" => test::cli(rest),
         "bench" => bench::cli(rest),
         "run" => run::cli(rest),
+        "scaling-docs" => scaling::cli(rest),
         "asm" => asm::cli(rest),
         "capi" => capi::cli(rest),
         "capi-header" => capi::header_cli(rest),

@@ -87,16 +87,35 @@ pub fn qemu_command_on(
     count_file: &Path,
     binary: &Path,
 ) -> Result<Command> {
-    let _ = fs::remove_file(count_file);
-    if count_file.to_string_lossy().contains(',') {
-        bail!(
-            "qemu's -plugin option cannot take a path with a comma: {}",
-            count_file.display()
-        );
+    qemu_command_per_thread(cpu, plugin, count_file, None, binary)
+}
+
+/// [`qemu_command_on`], with the plugin also writing its per-thread counts
+/// (`vcpus=`, read by `run::Vcpus`) to `vcpus_file` if one is given.
+pub fn qemu_command_per_thread(
+    cpu: &str,
+    plugin: &Path,
+    count_file: &Path,
+    vcpus_file: Option<&Path>,
+    binary: &Path,
+) -> Result<Command> {
+    let files = [Some(count_file), vcpus_file];
+    for file in files.into_iter().flatten() {
+        let _ = fs::remove_file(file);
+        if file.to_string_lossy().contains(',') {
+            bail!(
+                "qemu's -plugin option cannot take a path with a comma: {}",
+                file.display()
+            );
+        }
     }
     let mut plugin_arg = plugin.as_os_str().to_owned();
     plugin_arg.push(",out=");
     plugin_arg.push(count_file);
+    if let Some(file) = vcpus_file {
+        plugin_arg.push(",vcpus=");
+        plugin_arg.push(file);
+    }
     let mut cmd = Command::new("qemu-aarch64");
     cmd.args(["-cpu", cpu, "-plugin"])
         .arg(plugin_arg)

@@ -26,7 +26,8 @@
 //! Where things are: [`Options`] in `options.rs`; the reported types in
 //! `info.rs`; preparing and placing (`prepare_model`, `place_tensors`) in
 //! `build.rs`; where a tensor lives in `place.rs`; each node's memory in
-//! `carve.rs`; the arena plan in [`arena`]; [`Plan`] in `plan.rs`,
+//! `carve.rs`; the threads of [`Options::threads`] (which nodes split, the
+//! pool) in `threads.rs`; the arena plan in [`arena`]; [`Plan`] in `plan.rs`,
 //! [`Session`] and the driving loop in `session.rs`; the nodes fused with
 //! [`Options::threshold`] and their [`Hits`] in `threshold.rs`; each op family's
 //! `Prepare` and kernel side by side under `ops/`. This file holds the
@@ -41,6 +42,7 @@ mod options;
 mod place;
 mod plan;
 mod session;
+mod threads;
 mod threshold;
 
 use std::ops::Range;
@@ -52,9 +54,10 @@ use build::{parse, place_tensors, prepare_model};
 
 pub use info::{NodeInfo, OpReport, TensorInfo};
 pub use ops::HitSlice;
-pub use options::{Options, Rounding, TfliteKernels};
+pub use options::{Options, Rounding, TfliteKernels, MAX_THREADS};
 pub use plan::Plan;
 pub use session::{NoProfile, Profiler, Session};
+pub use threads::ThreadMarks;
 pub use threshold::{Hits, OutputHit};
 
 /// A loaded, prepared and planned model with one session: today's
@@ -87,9 +90,11 @@ impl<'a> Interpreter<'a> {
     /// that fails, for inspection: one report per operator, and the arena
     /// plan. Only a file the reader refuses (or a broken graph) is an error.
     pub fn analyze(bytes: &[u8], options: Options) -> Result<Analysis> {
+        options.check_threads()?;
         let model = parse(bytes, &options)?;
         let mut prepared = prepare_model(&model, &options);
         threshold::fuse(&model, &mut prepared, &options)?;
+        build::share_nodes(&mut prepared.nodes, &prepared.tensors, options.threads)?;
         let placed = place_tensors(&model, &prepared)?;
         Ok(Analysis {
             tensors: prepared.tensors,

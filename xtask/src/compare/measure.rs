@@ -56,25 +56,38 @@ pub fn python_command(layout: &Layout, root: &Path, cpu: &str) -> Command {
 }
 
 /// [`python_command`] with the counting plugin writing its total to
-/// `count_file`.
-fn counted_python_command(
+/// `count_file`, and its per-thread counts to `vcpus_file` if given.
+pub(super) fn counted_python_command(
     layout: &Layout,
     root: &Path,
     cpu: &str,
     plugin: &Path,
     count_file: &Path,
+    vcpus_file: Option<&Path>,
 ) -> Result<Command> {
-    let _ = fs::remove_file(count_file);
-    if count_file.to_string_lossy().contains(',') {
-        bail!(
-            "qemu's -plugin option cannot take a path with a comma: {}",
-            count_file.display()
-        );
+    for file in [Some(count_file), vcpus_file].into_iter().flatten() {
+        let _ = fs::remove_file(file);
+        if file.to_string_lossy().contains(',') {
+            bail!(
+                "qemu's -plugin option cannot take a path with a comma: {}",
+                file.display()
+            );
+        }
     }
-    Ok(qemu_python(layout, root, cpu, Some((plugin, count_file))))
+    Ok(qemu_python(
+        layout,
+        root,
+        cpu,
+        Some((plugin, count_file, vcpus_file)),
+    ))
 }
 
-fn qemu_python(layout: &Layout, root: &Path, cpu: &str, plugin: Option<(&Path, &Path)>) -> Command {
+fn qemu_python(
+    layout: &Layout,
+    root: &Path,
+    cpu: &str,
+    plugin: Option<(&Path, &Path, Option<&Path>)>,
+) -> Command {
     let qemu = util::which("qemu-aarch64").unwrap_or_else(|| "qemu-aarch64".into());
     let mut cmd = Command::new("setarch");
     cmd.arg(std::env::consts::ARCH)
@@ -83,10 +96,14 @@ fn qemu_python(layout: &Layout, root: &Path, cpu: &str, plugin: Option<(&Path, &
         .arg("-L")
         .arg(root)
         .args(["-cpu", cpu]);
-    if let Some((plugin, count_file)) = plugin {
+    if let Some((plugin, count_file, vcpus_file)) = plugin {
         let mut plugin_arg = plugin.as_os_str().to_owned();
         plugin_arg.push(",out=");
         plugin_arg.push(count_file);
+        if let Some(file) = vcpus_file {
+            plugin_arg.push(",vcpus=");
+            plugin_arg.push(file);
+        }
         cmd.arg("-plugin").arg(plugin_arg);
     }
     cmd.arg(layout.python());
@@ -102,7 +119,7 @@ fn qemu_python(layout: &Layout, root: &Path, cpu: &str, plugin: Option<(&Path, &
 }
 
 /// Runs `cmd`, returning its stderr; a failure carries both streams.
-fn run_capturing_stderr(cmd: &mut Command) -> Result<String> {
+pub(super) fn run_capturing_stderr(cmd: &mut Command) -> Result<String> {
     let out = cmd
         .stdin(std::process::Stdio::null())
         .output()
@@ -175,7 +192,7 @@ pub fn measure(job: &Job) -> Result<Measurement> {
         let run_dir = job.out_dir.join(format!("R{multiple}"));
         let count_file = job.out_dir.join(format!("R{multiple}.count"));
         let mut cmd =
-            counted_python_command(job.layout, job.root, job.cpu, job.plugin, &count_file)?;
+            counted_python_command(job.layout, job.root, job.cpu, job.plugin, &count_file, None)?;
         cmd.arg(driver())
             .arg("--model")
             .arg(job.model)
@@ -229,7 +246,7 @@ pub fn measure(job: &Job) -> Result<Measurement> {
 
 /// LiteRT announces the XNNPACK delegate on stderr when it applies it; a
 /// measurement of the wrong kernels would look plausible, so check.
-fn check_delegate(resolver: Resolver, stderr: &str) -> Result {
+pub(super) fn check_delegate(resolver: Resolver, stderr: &str) -> Result {
     let applied = stderr.contains("XNNPACK delegate");
     match (resolver, applied) {
         (Resolver::Xnnpack, false) => bail!(
@@ -246,7 +263,7 @@ fn check_delegate(resolver: Resolver, stderr: &str) -> Result {
 
 /// The `output_*.npy` files whose bytes differ between two run
 /// directories (or exist in only one).
-fn differing_outputs(a: &Path, b: &Path) -> Result<Vec<String>> {
+pub(super) fn differing_outputs(a: &Path, b: &Path) -> Result<Vec<String>> {
     let outputs = |dir: &Path| -> Result<Vec<String>> {
         let mut names: Vec<String> = fs::read_dir(dir)?
             .filter_map(|e| e.ok())

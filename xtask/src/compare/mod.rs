@@ -19,6 +19,7 @@ pub(crate) mod measure;
 mod qneon;
 pub(crate) mod sysroot;
 mod table;
+pub(crate) mod threads;
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -53,6 +54,8 @@ struct Options {
     resolver: Option<Resolver>,
     inputs: Vec<(String, PathBuf)>,
     out: Option<PathBuf>,
+    /// `--threads 2,4`: XNNPACK with these `num_threads` (and 1), per thread.
+    threads: Vec<u32>,
 }
 
 fn parse(args: &[String]) -> Result<Options> {
@@ -101,6 +104,14 @@ fn parse(args: &[String]) -> Result<Options> {
                 }
             }
             "--out" => opts.out = Some(value("--out")?.into()),
+            "--threads" => {
+                for n in value("--threads")?.split(',') {
+                    match n.trim().parse::<u32>() {
+                        Ok(t @ 1..=256) if !opts.threads.contains(&t) => opts.threads.push(t),
+                        _ => bail!("compare: --threads takes counts 1..=256, each once, comma-separated: `{n}`"),
+                    }
+                }
+            }
             other => bail!("compare: unknown option `{other}` (see `cargo xtask help`)"),
         }
     }
@@ -113,6 +124,9 @@ fn parse(args: &[String]) -> Result<Options> {
         }
     } else if !opts.inputs.is_empty() || opts.out.is_some() || opts.resolver.is_some() {
         bail!("compare: --input, --out and --resolver go with --refs-only");
+    }
+    if !opts.threads.is_empty() && opts.refs_only {
+        bail!("compare: --threads measures; --refs-only does not count");
     }
     if opts.setup_only && (opts.refs_only || !opts.models.is_empty()) {
         bail!("compare: --setup takes no other options");
@@ -158,6 +172,21 @@ pub fn cli(args: &[String]) -> Result {
         opts.models.clone()
     };
     let models = checked_models(&models)?;
+    if !opts.threads.is_empty() {
+        let mut counts = opts.threads.clone();
+        counts.push(1);
+        counts.sort_unstable();
+        counts.dedup();
+        return compare_threads(
+            &layout,
+            &root,
+            cpu,
+            &models,
+            &counts,
+            opts.reps.unwrap_or(DEFAULT_REPS),
+            opts.jobs.unwrap_or(1),
+        );
+    }
     compare(
         defaults,
         &layout,
@@ -245,6 +274,81 @@ fn model_dir(model: &Path) -> PathBuf {
     compare_dir().join(&*stem)
 }
 
+/// `--threads`: XNNPACK at each thread count, per thread; rows merged into
+/// `target/compare/threads.json`.
+fn compare_threads(
+    layout: &sysroot::Layout,
+    root: &Path,
+    cpu: &str,
+    models: &[PathBuf],
+    counts: &[u32],
+    reps: u64,
+    jobs: usize,
+) -> Result {
+    let plugin = plugin::insn_plugin()?;
+    let litert_models = models
+        .iter()
+        .map(|m| litert_model(m))
+        .collect::<Result<Vec<_>>>()?;
+    let tasks: Vec<(usize, u32)> = (0..models.len())
+        .flat_map(|m| counts.iter().map(move |&n| (m, n)))
+        .collect();
+    util::step(format!(
+        "measuring {} model(s) with XNNPACK at num_threads {counts:?} under qemu -cpu {cpu}, per thread, \
+         R = {reps} and 2R invocations",
+        models.len()
+    ));
+    let rows = util::parallel(&tasks, jobs, "LiteRT run(s)", |_, &(m, n)| {
+        let model = measure::file_name(&models[m]);
+        let out_dir = model_dir(&models[m]).join(format!("xnnpack-t{n}"));
+        let job = threads::Job {
+            layout,
+            root,
+            cpu,
+            plugin: &plugin,
+            model: &model,
+            litert_model: &litert_models[m],
+            threads: n,
+            reps,
+            out_dir: &out_dir,
+        };
+        let row = threads::measure(&job).map_err(|e| e.to_string())?;
+        eprintln!(
+            "  {model} xnnpack {n} thread(s): critical path {} instructions per inference",
+            util::thousands(row.critical_path())
+        );
+        Ok(row)
+    })?;
+    fs::create_dir_all(compare_dir())?;
+    let path = compare_dir().join("threads.json");
+    let all = threads::merge_rows(&path, cpu, &rows)?;
+    println!("{}", threads::markdown(cpu, &all));
+    println!("rows in {}", path.display());
+    Ok(())
+}
+
+/// What LiteRT loads for `model`: the model, or a copy where LiteRT
+/// refuses the published file (see `litert_copy`).
+fn litert_model(model: &Path) -> Result<PathBuf> {
+    let (copy, changed) = litert_copy::litert_copy(&fs::read(model)?)
+        .map_err(|e| format!("{}: {e}", model.display()))?;
+    if changed == 0 {
+        return Ok(model.to_path_buf());
+    }
+    let dir = model_dir(model);
+    fs::create_dir_all(&dir)?;
+    let path = dir.join(format!(
+        "{}.litert.tflite",
+        model.file_stem().unwrap_or_default().to_string_lossy()
+    ));
+    fs::write(&path, copy)?;
+    eprintln!(
+        "compare: LiteRT runs {} ({changed} rank-1 tensors' quantized_dimension set to 0)",
+        path.display()
+    );
+    Ok(path)
+}
+
 fn compare(
     defaults: bool,
     layout: &sysroot::Layout,
@@ -275,27 +379,10 @@ fn compare(
     let models = &runnable[..];
     // What LiteRT loads: the model, or a copy where LiteRT refuses the
     // published file (see `litert_copy`).
-    let mut litert_models = Vec::new();
-    for model in models {
-        let (copy, changed) = litert_copy::litert_copy(&fs::read(model)?)
-            .map_err(|e| format!("{}: {e}", model.display()))?;
-        if changed == 0 {
-            litert_models.push(model.clone());
-            continue;
-        }
-        let dir = model_dir(model);
-        fs::create_dir_all(&dir)?;
-        let path = dir.join(format!(
-            "{}.litert.tflite",
-            model.file_stem().unwrap_or_default().to_string_lossy()
-        ));
-        fs::write(&path, copy)?;
-        eprintln!(
-            "compare: LiteRT runs {} ({changed} rank-1 tensors' quantized_dimension set to 0)",
-            path.display()
-        );
-        litert_models.push(path);
-    }
+    let litert_models = models
+        .iter()
+        .map(|m| litert_model(m))
+        .collect::<Result<Vec<_>>>()?;
     let tasks: Vec<LiteRtTask> = models
         .iter()
         .zip(&litert_models)

@@ -35,6 +35,8 @@ mod profile;
 mod regions;
 mod report;
 mod runner;
+pub(crate) mod scaling;
+mod threads;
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -44,10 +46,11 @@ use std::time::Instant;
 use crate::util::{self, bail, thousands, Result};
 use crate::{plugin, setup};
 use profile::Profile;
-pub(crate) use regions::Regions;
+pub(crate) use regions::{Regions, Vcpus};
 use report::Report;
 pub(crate) use runner::RunnerReport;
 use runner::BIN;
+use serde_json::json;
 
 /// The model of the main job, relative to the workspace root.
 const DEFAULT_MODEL: &str = "models/mobilebert_squad_24l.tflite";
@@ -90,6 +93,11 @@ struct Options {
     configs: Vec<(String, String)>,
     /// Passed on as `qneon run --threshold T` (kept as given).
     threshold: Option<String>,
+    /// `--threads 2,4`: thread counts to measure per thread (1 is always
+    /// run too, as the base).
+    threads: Vec<u32>,
+    /// `--scaling`: the scaling table's models at 1, 2, 4, 8 threads.
+    scaling: bool,
 }
 
 fn parse(args: &[String]) -> Result<Options> {
@@ -104,6 +112,7 @@ fn parse(args: &[String]) -> Result<Options> {
         match arg.as_str() {
             "--all" => opts.all = true,
             "--docs" => opts.docs = true,
+            "--scaling" => opts.scaling = true,
             "--model" => opts.model = Some(value("--model")?.into()),
             "--input" => {
                 let spec = value("--input")?;
@@ -130,6 +139,14 @@ fn parse(args: &[String]) -> Result<Options> {
                     _ => bail!("run: --threshold is a probability in [0, 1], not `{t}`"),
                 }
             }
+            "--threads" => {
+                for n in value("--threads")?.split(',') {
+                    match n.trim().parse::<u32>() {
+                        Ok(t @ 1..=256) if !opts.threads.contains(&t) => opts.threads.push(t),
+                        _ => bail!("run: --threads takes counts 1..=256, each once, comma-separated: `{n}`"),
+                    }
+                }
+            }
             "--config" => {
                 let text = value("--config")?;
                 match text.split_once('-') {
@@ -149,6 +166,12 @@ fn parse(args: &[String]) -> Result<Options> {
             "run: --docs only rewrites {} from profile.json; run the measurement first",
             util::PERFORMANCE_DOC
         );
+    }
+    if !opts.threads.is_empty() && (opts.all || opts.configs.len() > 1) {
+        bail!("run: --threads measures one configuration (one --config, default neon-lut)");
+    }
+    if opts.scaling && (opts.all || opts.docs || opts.configs.len() > 1) {
+        bail!("run: --scaling measures one configuration (one --config, default neon-lut)");
     }
     if opts.all && !opts.configs.is_empty() {
         bail!("run: --all and --config exclude each other");
@@ -201,7 +224,121 @@ pub fn cli(args: &[String]) -> Result {
         rounding: opts.rounding.as_deref().unwrap_or("single"),
         threshold: opts.threshold.as_deref(),
     };
+    let mut counts = opts.threads.clone();
+    counts.push(1);
+    counts.sort_unstable();
+    counts.dedup();
+    if opts.scaling {
+        let counts = if opts.threads.is_empty() {
+            scaling::THREADS.to_vec()
+        } else {
+            counts
+        };
+        let cpu = opts.cpu.as_deref().unwrap_or(scaling::CPU);
+        return scaling_job(
+            &Job { cpu, ..job },
+            &configs[0],
+            &counts,
+            opts.model.is_some(),
+        );
+    }
+    if !opts.threads.is_empty() {
+        let (backend, softmax) = &configs[0];
+        return threads_job(&job, backend, softmax, &counts).map(drop);
+    }
     main_job(&job, &configs)
+}
+
+/// `--scaling`: the table's models (or the `--model` given) at each thread
+/// count, merged into `target/run/scaling.json`.
+fn scaling_job(job: &Job, config: &(String, String), counts: &[u32], one_model: bool) -> Result {
+    let (backend, softmax) = config;
+    let models: Vec<(String, Vec<String>)> = if one_model {
+        vec![(job.model.to_string(), job.inputs.to_vec())]
+    } else {
+        scaling::MODELS
+            .iter()
+            .map(|(m, i)| (m.to_string(), i.iter().map(|s| s.to_string()).collect()))
+            .collect()
+    };
+    let path = run_dir().join("scaling.json");
+    for (model, inputs) in &models {
+        if !util::root().join(model).is_file() {
+            bail!("run: model {model} not found");
+        }
+        let job = Job {
+            model,
+            inputs,
+            ..*job
+        };
+        let results = threads_job(&job, backend, softmax, counts)?;
+        let base = &results[0];
+        let runs = results.iter().map(|r| r.summary_json(base)).collect();
+        scaling::merge(&path, job.cpu, &format!("{backend}-{softmax}"), model, runs)?;
+    }
+    println!(
+        "wrote {} (`cargo xtask scaling-docs` puts it in {})",
+        path.display(),
+        util::PERFORMANCE_DOC
+    );
+    Ok(())
+}
+
+/// `--threads`: one configuration at each thread count, counted per thread.
+fn threads_job(
+    job: &Job,
+    backend: &str,
+    softmax: &str,
+    counts: &[u32],
+) -> Result<Vec<threads::Threaded>> {
+    let dir = run_dir();
+    let runs = dir.join("runs");
+    fs::create_dir_all(&runs).map_err(|e| format!("{}: {e}", runs.display()))?;
+    util::step(format!(
+        "running {} ({backend} {softmax}) under qemu -cpu {} with --threads {counts:?}, counted per thread, {JOBS} at a time",
+        job.model, job.cpu
+    ));
+    let results = util::parallel(counts, JOBS, "run(s)", |_, &n| {
+        let t0 = Instant::now();
+        let stem = format!("{backend}-{softmax}-t{n}");
+        let result = counted_run(job, &runs, &stem, backend, softmax, Some(n))
+            .and_then(|profile| {
+                let vcpus_file = runs.join(format!("{stem}.vcpus"));
+                let text = fs::read_to_string(&vcpus_file)
+                    .map_err(|e| format!("{}: {e}", vcpus_file.display()))?;
+                let vcpus = Vcpus::parse(&text, &profile.regions)?;
+                threads::Threaded::new(n, profile, vcpus)
+            })
+            .map_err(|e| e.to_string());
+        match &result {
+            Ok(r) => eprintln!(
+                "--threads {n}: critical path {} instructions ({:.0} s)",
+                thousands(r.critical_path()),
+                t0.elapsed().as_secs_f64()
+            ),
+            Err(e) => eprintln!("--threads {n}: FAILED: {e}"),
+        }
+        result
+    })?;
+    let md = threads::markdown(job.model, job.cpu, &results, 15);
+    let base = &results[0];
+    let json = json!({
+        "model": job.model,
+        "cpu": job.cpu,
+        "runs": results.iter().map(|r| r.summary_json(base)).collect::<Vec<_>>(),
+    });
+    let stem = Path::new(job.model)
+        .file_stem()
+        .unwrap_or_default()
+        .to_string_lossy();
+    let json_path = dir.join(format!("threads-{stem}-{backend}-{softmax}.json"));
+    let md_path = json_path.with_extension("md");
+    write(&json_path, &(serde_json::to_string_pretty(&json)? + "\n"))?;
+    write(&md_path, &md)?;
+    println!("{md}");
+    println!("wrote {} and {}", json_path.display(), md_path.display());
+    threads::check_same_outputs(&results)?;
+    Ok(results)
 }
 
 fn run_dir() -> PathBuf {
@@ -244,16 +381,46 @@ fn outputs_checksum(dir: &Path) -> Result<String> {
 
 /// Runs one configuration under qemu with the plugin and reads both outputs.
 fn measure(job: &Job, runs: &Path, backend: &str, softmax: &str) -> Result<Profile> {
-    let stem = format!("{backend}-{softmax}");
+    counted_run(
+        job,
+        runs,
+        &format!("{backend}-{softmax}"),
+        backend,
+        softmax,
+        None,
+    )
+}
+
+/// A counted run of `qneon run` with its files named `runs/STEM.*`; with
+/// `threads`, `--threads N` is passed and the plugin's per-thread counts go
+/// to `runs/STEM.vcpus`.
+fn counted_run(
+    job: &Job,
+    runs: &Path,
+    stem: &str,
+    backend: &str,
+    softmax: &str,
+    threads: Option<u32>,
+) -> Result<Profile> {
     let json_file = runs.join(format!("{stem}.json"));
     let count_file = runs.join(format!("{stem}.insn"));
-    let out_dir = runs.join(&stem);
+    let vcpus_file = threads.map(|_| runs.join(format!("{stem}.vcpus")));
+    let out_dir = runs.join(stem);
     let _ = fs::remove_file(&json_file);
     let _ = fs::remove_dir_all(&out_dir);
-    let mut cmd = plugin::qemu_command_on(job.cpu, job.plugin, &count_file, job.binary)?;
+    let mut cmd = plugin::qemu_command_per_thread(
+        job.cpu,
+        job.plugin,
+        &count_file,
+        vcpus_file.as_deref(),
+        job.binary,
+    )?;
     cmd.args(["run", job.model, "--profile", "--reps", "1"])
         .args(["--softmax", softmax, "--backend", backend])
         .args(["--rounding", job.rounding]);
+    if let Some(n) = threads {
+        cmd.args(["--threads", &n.to_string()]);
+    }
     if let Some(t) = job.threshold {
         cmd.args(["--threshold", t]);
     }
@@ -417,8 +584,25 @@ mod tests {
         assert_eq!(opts.rounding.as_deref(), Some("double"));
         assert_eq!(opts.cpu.as_deref(), Some("neoverse-n1"));
         assert_eq!(opts.configs, [("scalar".to_string(), "fixed".to_string())]);
+        assert_eq!(
+            parse(&strings(&["--threads", "4,2"])).unwrap().threads,
+            [4, 2]
+        );
         for bad in [
-            &["--docs", "--all"][..],
+            &["--threads", "0"][..],
+            &["--threads", "2,2"],
+            &["--threads", "257"],
+            &["--threads", "x"],
+            &["--threads", "2", "--all"],
+            &[
+                "--threads",
+                "2",
+                "--config",
+                "neon-lut",
+                "--config",
+                "neon-fixed",
+            ],
+            &["--docs", "--all"],
             &["--seq", "128"],
             &["--input", "a.npy"],
             &["--rounding", "triple"],
