@@ -14,8 +14,9 @@ Where qneon differs, and why:
   ``BUILTIN`` / ``BUILTIN_WITHOUT_DEFAULT_DELEGATES`` the optimized builtin
   kernels (as LiteRT's aarch64 build runs them), the default (``AUTO``)
   the XNNPACK delegate's (as LiteRT's aarch64 build runs it).
-* ``num_threads`` is checked as TFLite checks it and otherwise not used yet:
-  a model runs on one thread.
+* ``num_threads`` is checked as TFLite checks it and becomes the runtime's
+  thread count (``None`` / ``-1``: one thread); the bytes are the same at
+  every count.
 * Shapes are fixed at load: ``resize_tensor_input`` to another shape is a
   ``ValueError`` (to the same shape it does nothing).
 * ``set_tensor`` takes model inputs only (TFLite writes any tensor).
@@ -130,8 +131,8 @@ class Interpreter:
       experimental_delegates: not supported (a ``ValueError`` unless empty).
       experimental_preserve_all_tensors: not supported (a ``ValueError`` if
         true); the other ``experimental_*`` flags are accepted and not used.
-      num_threads: ``None``, ``-1`` or at least 1; accepted and, for now,
-        a model runs on one thread.
+      num_threads: ``None``, ``-1`` (one thread) or at least 1: the threads
+        an invoke runs on.
       experimental_op_resolver_type: an ``OpResolverType`` (this module's or
         TFLite's): which kernel set's bytes the outputs equal.
       softmax: qneon's method for SOFTMAX, LOG_SOFTMAX, LOGISTIC and TANH

@@ -29,9 +29,10 @@ pub struct LoadArgs<'a> {
 /// The runtime's options for `args`; a `ValueError` naming the argument
 /// for a name it does not know.
 ///
-/// `num_threads`: the runtime runs a session on one thread (its thread
-/// option does not exist yet), so the value is accepted and not used; the
-/// day `Options` has one, it is set here and nowhere else.
+/// `num_threads` becomes [`Options::threads`]: `None` (TFLite's `-1`, "let
+/// the runtime choose") is one thread, qneon's default; more than
+/// [`MAX_THREADS`](qneon_runtime::interp::MAX_THREADS) is the runtime's
+/// `InvalidOption` at load, raised as a `ValueError`.
 pub fn load_options(args: &LoadArgs<'_>) -> PyResult<Options> {
     let kernels = match args.kernels {
         "reference" => TfliteKernels::Reference,
@@ -73,7 +74,6 @@ pub fn load_options(args: &LoadArgs<'_>) -> PyResult<Options> {
         }
     };
     let defaults = Options::default();
-    let _threads = args.num_threads;
     Ok(Options {
         rounding,
         softmax_method,
@@ -81,6 +81,7 @@ pub fn load_options(args: &LoadArgs<'_>) -> PyResult<Options> {
         backend,
         memory_budget: args.memory_budget.or(defaults.memory_budget),
         threshold: None,
+        threads: args.num_threads.unwrap_or(defaults.threads),
     })
 }
 

@@ -348,6 +348,21 @@ def test_num_threads_is_accepted():
         Interpreter(model_path=ADD, num_threads=-2)
     with pytest.raises(ValueError):
         Interpreter(model_path=ADD, num_threads=1.5)
+    with pytest.raises(ValueError):
+        Interpreter(model_path=ADD, num_threads=257)
+
+
+def test_num_threads_gives_the_same_bytes():
+    outputs = []
+    for threads in (1, 2, 4):
+        interpreter = Interpreter(model_path=MOBILEBERT, num_threads=threads)
+        interpreter.allocate_tensors()
+        mobilebert_inputs(interpreter)
+        interpreter.invoke()
+        outputs.append([interpreter.get_tensor(d["index"])
+                        for d in interpreter.get_output_details()])
+    for other in outputs[1:]:
+        assert all(np.array_equal(a, b) for a, b in zip(outputs[0], other))
 
 
 def test_qneon_options_are_checked():
