@@ -13,13 +13,16 @@
 //! - The two requantizations on lanes with the scalar `Rounding::multiply`'s
 //!   values (`requantize_single` / `requantize_lanes`).
 //!
-//! Rows that do not fill a vector of four repeat the last filter or unit
-//! and only the real lanes are stored; depth tails below 8 are summed in
-//! scalar code.
+//! A last group of fewer than four filters (units) is the last four, some
+//! computed twice (the same values stored again); depth tails below 8 are
+//! summed in scalar code; an op with fewer than 4 filters or units runs
+//! the scalar loops.
 
 use core::arch::aarch64::*;
 
 use super::params::SvdfParams;
+use super::scalar;
+use crate::elem::QuantElem;
 use crate::ops::requant::neon::requantize_single;
 use crate::ops::requant::{requantize_lanes, ChannelMultiplier};
 use crate::quant::{QuantizedMultiplier, Rounding};
@@ -162,9 +165,10 @@ fn widening(acc: int32x4_t, w: int8x16_t, x: int8x16_t) -> int32x4_t {
 }
 
 /// One SVDF step on NEON (the lengths checked by `run_with`): the same
-/// state and output as `scalar::svdf`.
+/// state and output as `scalar::svdf`. Fewer than 4 filters or units go to
+/// the scalar loops (a vector would be mostly padding).
 #[allow(clippy::too_many_arguments)]
-pub(super) fn svdf<S: StateLanes>(
+pub(super) fn svdf<S: StateLanes + QuantElem>(
     p: &SvdfParams,
     dotprod: bool,
     input: &[i8],
@@ -174,7 +178,9 @@ pub(super) fn svdf<S: StateLanes>(
     state: &mut [S],
     output: &mut [i8],
 ) {
-    if dotprod {
+    if p.shape.filters < 4 || p.shape.units() < 4 {
+        scalar::svdf(p, input, feature, time, bias, state, output)
+    } else if dotprod {
         // SAFETY: the CPU has dotprod (detected at `Svdf::new`).
         unsafe { svdf_dot(p, input, feature, time, bias, state, output) }
     } else {
@@ -193,9 +199,9 @@ unsafe fn svdf_dot<S: StateLanes>(
     state: &mut [S],
     output: &mut [i8],
 ) {
-    // SAFETY: this function requires dotprod, so `sdot` may run.
     svdf_with(
         p,
+        // SAFETY: this function requires dotprod, so `sdot` may run.
         |acc, w, x| unsafe { sdot(acc, w, x) },
         input,
         feature,
@@ -206,6 +212,9 @@ unsafe fn svdf_dot<S: StateLanes>(
     )
 }
 
+/// The step for at least 4 filters and 4 units. Vectors take 4 filters
+/// (units) at a time; the last group starts 4 before the end and so
+/// computes some again, storing the same values.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 fn svdf_with<S: StateLanes>(
@@ -219,169 +228,231 @@ fn svdf_with<S: StateLanes>(
     output: &mut [i8],
 ) {
     let s = p.shape;
-    let (filters, memory, rank, units) = (s.filters, s.memory, s.rank, s.units());
+    let (cols, filters, memory, rank, units) =
+        (s.input_size, s.filters, s.memory, s.rank, s.units());
     let to_state = LaneMultiplier::new(p.rounding, p.feature_to_state);
     let to_output = LaneMultiplier::new(p.rounding, p.time_to_output);
     // Every filter's history one step older (see `scalar.rs`).
     state.copy_within(1.., 0);
     let per_batch = filters * memory;
     for ((x, state), y) in input
-        .chunks_exact(s.input_size)
+        .chunks_exact(cols)
         .zip(state.chunks_exact_mut(per_batch))
         .zip(output.chunks_exact_mut(units))
     {
-        // The newest column, four filters at a time.
-        for f0 in (0..filters).step_by(4) {
-            let rows = core::array::from_fn(|j| (f0 + j).min(filters - 1));
-            let dots = feature_dots(step, feature, s.input_size, rows, x, p.input_zero_point);
-            let mut column = [0i32; 4];
-            // SAFETY: register-only NEON, and a store of 4 lanes into
-            // `column` (4 `i32`).
+        // The newest column.
+        let newest = state[memory - 1..].as_mut_ptr();
+        for group in (0..filters).step_by(4) {
+            let f0 = group.min(filters - 4);
+            // SAFETY: filters `f0..f0 + 4` exist (`f0 + 4 <= filters`):
+            // `feature` holds `filters` rows of `cols` bytes, `x` `cols`
+            // bytes, and this batch row's state `filters` rows of `memory`
+            // values (checked by `run_with`), whose last values `newest +
+            // f * memory` are written; the rest is register-only NEON.
             unsafe {
+                let dots = feature_dots(
+                    step,
+                    feature.as_ptr().add(f0 * cols),
+                    x.as_ptr(),
+                    cols,
+                    p.input_zero_point,
+                );
                 let v = vminq_s32(
                     vmaxq_s32(to_state.apply(dots), vdupq_n_s32(S::MIN)),
                     vdupq_n_s32(S::MAX),
                 );
-                vst1q_s32(
-                    column.as_mut_ptr(),
-                    vaddq_s32(v, vdupq_n_s32(p.state_zero_point)),
-                );
-            }
-            for (j, &v) in column.iter().enumerate().take(filters - f0) {
-                state[(f0 + j) * memory + memory - 1] = S::truncate(v);
+                let v = vaddq_s32(v, vdupq_n_s32(p.state_zero_point));
+                let out = newest.add(f0 * memory);
+                *out = S::truncate(vgetq_lane_s32::<0>(v));
+                *out.add(memory) = S::truncate(vgetq_lane_s32::<1>(v));
+                *out.add(2 * memory) = S::truncate(vgetq_lane_s32::<2>(v));
+                *out.add(3 * memory) = S::truncate(vgetq_lane_s32::<3>(v));
             }
         }
-        // The output units, four at a time, each the sum of its `rank`
-        // filters' time dot products.
-        for u0 in (0..units).step_by(4) {
-            let unit = |j: usize| (u0 + j).min(units - 1);
-            let mut bias4 = [0i32; 4];
-            if let Some(b) = bias {
-                for (j, v) in bias4.iter_mut().enumerate() {
-                    *v = b[unit(j)];
+        // The output units, each the sum of its `rank` filters' time dot
+        // products (filter `u * rank + r` of unit `u`).
+        for group in (0..units).step_by(4) {
+            let u0 = group.min(units - 4);
+            // SAFETY: units `u0..u0 + 4` exist; `bias` holds `units`
+            // values, and filter `(u0 + j) * rank + r` is below `filters`
+            // for `j < 4`, `r < rank`: `time` and this batch row's `state`
+            // hold `filters` rows of `memory` values (checked by
+            // `run_with`); the rest is register-only NEON and a store of 8
+            // lanes into `out` (8 bytes).
+            let out = unsafe {
+                let mut acc = match bias {
+                    Some(b) => vld1q_s32(b.as_ptr().add(u0)),
+                    None => vdupq_n_s32(0),
+                };
+                for r in 0..rank {
+                    let first = (u0 * rank + r) * memory;
+                    let dots = time_dots(
+                        time.as_ptr().add(first),
+                        state.as_ptr().add(first),
+                        rank * memory,
+                        memory,
+                        p.state_zero_point,
+                    );
+                    acc = vaddq_s32(acc, dots);
                 }
-            }
-            // SAFETY: a load of 4 lanes from `bias4`.
-            let mut acc = unsafe { vld1q_s32(bias4.as_ptr()) };
-            for r in 0..rank {
-                let rows = core::array::from_fn(|j| unit(j) * rank + r);
-                let dots = time_dots(time, state, memory, rows, p.state_zero_point);
-                // SAFETY: register-only NEON.
-                acc = unsafe { vaddq_s32(acc, dots) };
-            }
-            let mut out = [0i8; 8];
-            // SAFETY: register-only NEON, and a store of 8 lanes into `out`
-            // (8 bytes).
-            unsafe {
                 let v = vqaddq_s32(to_output.apply(acc), vdupq_n_s32(p.output_zero_point));
                 let v = vminq_s32(vmaxq_s32(v, vdupq_n_s32(-128)), vdupq_n_s32(127));
                 let narrow = vmovn_s32(v);
+                let mut out = [0i8; 8];
                 vst1_s8(out.as_mut_ptr(), vmovn_s16(vcombine_s16(narrow, narrow)));
-            }
-            let n = (units - u0).min(4);
-            y[u0..u0 + n].copy_from_slice(&out[..n]);
+                out
+            };
+            y[u0..u0 + 4].copy_from_slice(&out[..4]);
         }
     }
 }
 
-/// `sum_i w[r, i] * (x[i] - zp)` for the four rows `rows` of `feature`
-/// (`cols` bytes each), wrapping as the scalar sums do.
+/// `sum_i w[j, i] * (x[i] - zp)` for the four rows `j` of `cols` bytes
+/// from `w`, wrapping as the scalar sums do.
+///
+/// # Safety
+/// `w` must point to `4 * cols` readable bytes, `x` to `cols`.
 #[inline(always)]
-fn feature_dots(
+unsafe fn feature_dots(
     step: impl Fn(int32x4_t, int8x16_t, int8x16_t) -> int32x4_t,
-    feature: &[i8],
+    w: *const i8,
+    x: *const i8,
     cols: usize,
-    rows: [usize; 4],
-    x: &[i8],
     zero_point: i32,
 ) -> int32x4_t {
-    let w: [&[i8]; 4] = rows.map(|r| &feature[r * cols..(r + 1) * cols]);
     let vec16 = cols / 16 * 16;
     let vec8 = cols / 8 * 8;
     // SAFETY: every 16-byte load reads at `c + 16 <= vec16 <= cols` and the
     // 8-byte load at `vec16 + 8 <= vec8 <= cols` of a row of `cols` bytes
-    // (`w[j]` and `x`); the rest is register-only NEON and a store of 4
-    // lanes into `tail` (4 `i32`).
+    // (the caller's guarantee); the rest is register-only NEON.
     unsafe {
         let ones = vdupq_n_s8(1);
         let mut dot = [vdupq_n_s32(0); 4];
         let mut sum = [vdupq_n_s32(0); 4];
         let mut c = 0;
         while c < vec16 {
-            let xv = vld1q_s8(x.as_ptr().add(c));
+            let xv = vld1q_s8(x.add(c));
             for j in 0..4 {
-                let wv = vld1q_s8(w[j].as_ptr().add(c));
+                let wv = vld1q_s8(w.add(j * cols + c));
                 dot[j] = step(dot[j], wv, xv);
                 sum[j] = step(sum[j], wv, ones);
             }
             c += 16;
         }
         if vec8 > vec16 {
-            let xv = vcombine_s8(vld1_s8(x.as_ptr().add(c)), vdup_n_s8(0));
+            let xv = vcombine_s8(vld1_s8(x.add(c)), vdup_n_s8(0));
             for j in 0..4 {
-                let wv = vcombine_s8(vld1_s8(w[j].as_ptr().add(c)), vdup_n_s8(0));
+                let wv = vcombine_s8(vld1_s8(w.add(j * cols + c)), vdup_n_s8(0));
                 dot[j] = step(dot[j], wv, xv);
                 sum[j] = step(sum[j], wv, ones);
             }
         }
-        let mut result = vmlsq_n_s32(reduce4(dot), reduce4(sum), zero_point);
+        let result = vmlsq_n_s32(reduce4(dot), reduce4(sum), zero_point);
         if vec8 < cols {
-            let tail: [i32; 4] = core::array::from_fn(|j| {
-                w[j][vec8..]
-                    .iter()
-                    .zip(&x[vec8..])
-                    .fold(0i32, |acc, (&w, &x)| {
-                        acc.wrapping_add((w as i32).wrapping_mul(x as i32 - zero_point))
-                    })
-            });
-            result = vaddq_s32(result, vld1q_s32(tail.as_ptr()));
+            vaddq_s32(result, feature_tail(w, x, vec8, cols, zero_point))
+        } else {
+            result
         }
-        result
     }
 }
 
-/// `sum_m time[f, m] * (state[f, m] - zp)` for the four filters `rows`
-/// (`memory` values each), wrapping as the scalar sums do.
-#[inline(always)]
-fn time_dots<S: StateLanes>(
-    time: &[S],
-    state: &[S],
-    memory: usize,
-    rows: [usize; 4],
+/// The scalar part of [`feature_dots`]: columns `from..cols`.
+///
+/// # Safety
+/// As [`feature_dots`].
+#[inline(never)]
+unsafe fn feature_tail(
+    w: *const i8,
+    x: *const i8,
+    from: usize,
+    cols: usize,
     zero_point: i32,
 ) -> int32x4_t {
-    let w: [&[S]; 4] = rows.map(|r| &time[r * memory..(r + 1) * memory]);
-    let h: [&[S]; 4] = rows.map(|r| &state[r * memory..(r + 1) * memory]);
+    // SAFETY: the caller's guarantee: `4 * cols` readable bytes at `w`,
+    // `cols` at `x`.
+    unsafe {
+        let w = core::slice::from_raw_parts(w, 4 * cols);
+        let x = core::slice::from_raw_parts(x, cols);
+        let tail: [i32; 4] = core::array::from_fn(|j| {
+            w[j * cols + from..(j + 1) * cols]
+                .iter()
+                .zip(&x[from..])
+                .fold(0i32, |acc, (&w, &x)| {
+                    acc.wrapping_add((w as i32).wrapping_mul(x as i32 - zero_point))
+                })
+        });
+        vld1q_s32(tail.as_ptr())
+    }
+}
+
+/// `sum_m w[j][m] * (h[j][m] - zp)` for four filters `j` whose time weights
+/// start at `w + j * stride` and histories at `h + j * stride`, `memory`
+/// values each, wrapping as the scalar sums do.
+///
+/// # Safety
+/// `memory` values must be readable at `w + j * stride` and
+/// `h + j * stride` for `j < 4`.
+#[inline(always)]
+unsafe fn time_dots<S: StateLanes>(
+    w: *const S,
+    h: *const S,
+    stride: usize,
+    memory: usize,
+    zero_point: i32,
+) -> int32x4_t {
     let vec8 = memory / 8 * 8;
     // SAFETY: every load reads 8 values at `m + 8 <= vec8 <= memory` of a
-    // row of `memory` values (`w[j]`, `h[j]`); the rest is register-only
-    // NEON and a load of 4 lanes from `tail` (4 `i32`).
+    // row of `memory` values (the caller's guarantee); the rest is
+    // register-only NEON.
     unsafe {
         let mut dot = [vdupq_n_s32(0); 4];
         let mut sum = [vdupq_n_s32(0); 4];
         let mut m = 0;
         while m < vec8 {
             for j in 0..4 {
-                let wv = S::load8(w[j].as_ptr().add(m));
-                let hv = S::load8(h[j].as_ptr().add(m));
+                let wv = S::load8(w.add(j * stride + m));
+                let hv = S::load8(h.add(j * stride + m));
                 dot[j] = vmlal_s16(dot[j], vget_low_s16(wv), vget_low_s16(hv));
                 dot[j] = vmlal_high_s16(dot[j], wv, hv);
                 sum[j] = vpadalq_s16(sum[j], wv);
             }
             m += 8;
         }
-        let mut result = vmlsq_n_s32(reduce4(dot), reduce4(sum), zero_point);
+        let result = vmlsq_n_s32(reduce4(dot), reduce4(sum), zero_point);
         if vec8 < memory {
-            let tail: [i32; 4] = core::array::from_fn(|j| {
-                w[j][vec8..]
-                    .iter()
-                    .zip(&h[j][vec8..])
-                    .fold(0i32, |acc, (&w, &h)| {
-                        acc.wrapping_add(w.widen().wrapping_mul(h.widen().wrapping_sub(zero_point)))
-                    })
-            });
-            result = vaddq_s32(result, vld1q_s32(tail.as_ptr()));
+            vaddq_s32(result, time_tail(w, h, stride, vec8, memory, zero_point))
+        } else {
+            result
         }
-        result
+    }
+}
+
+/// The scalar part of [`time_dots`]: values `from..memory`.
+///
+/// # Safety
+/// As [`time_dots`].
+#[inline(never)]
+unsafe fn time_tail<S: StateLanes>(
+    w: *const S,
+    h: *const S,
+    stride: usize,
+    from: usize,
+    memory: usize,
+    zero_point: i32,
+) -> int32x4_t {
+    // SAFETY: the caller's guarantee: `memory` readable values at each
+    // row's start.
+    unsafe {
+        let tail: [i32; 4] = core::array::from_fn(|j| {
+            let w = core::slice::from_raw_parts(w.add(j * stride), memory);
+            let h = core::slice::from_raw_parts(h.add(j * stride), memory);
+            w[from..]
+                .iter()
+                .zip(&h[from..])
+                .fold(0i32, |acc, (&w, &h)| {
+                    acc.wrapping_add(w.widen().wrapping_mul(h.widen().wrapping_sub(zero_point)))
+                })
+        });
+        vld1q_s32(tail.as_ptr())
     }
 }
