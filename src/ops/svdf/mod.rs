@@ -154,7 +154,7 @@ impl<S: SvdfState> Svdf<S> {
 
     /// The same op with the `sdot` path on or off (tests of the widening
     /// path on CPUs that have `sdot`).
-    #[cfg(test)]
+    #[cfg(all(test, target_arch = "aarch64", target_feature = "neon"))]
     pub(crate) fn with_dotprod(mut self, dotprod: bool) -> Self {
         self.dotprod = dotprod && crate::backend::CpuFeatures::detect().dotprod;
         self
