@@ -24,16 +24,22 @@
 //! clamped to int8 only.
 //!
 //! The state is the caller's (a variable tensor kept across runs); `run`
-//! updates it in place. [`Backend::Scalar`] and [`Backend::Neon`] run the
-//! same loops (`scalar.rs`): the op is small (keyword spotters spend about
-//! 20 k multiply-adds per step on it).
+//! updates it in place. [`Backend::Scalar`] runs the plain loops of
+//! `scalar.rs` (the oracle); [`Backend::Neon`] computes the same bytes four
+//! filters per vector (`neon.rs`: `sdot` or widening multiplies for the
+//! feature weights, `smlal` for the time weights, the requantizations on
+//! lanes).
 
+#[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+mod neon;
 pub(crate) mod params;
 mod scalar;
 
 use crate::backend::{unavailable, Backend};
 use crate::checks::{check_length, check_scale, check_zero_point};
 use crate::elem::QuantElem;
+#[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+use crate::elem::Slices;
 use crate::error::{Error, Result};
 use crate::quant::{QuantParams, QuantizedMultiplier, Rounding};
 use params::SvdfParams;
@@ -72,6 +78,12 @@ pub struct SvdfQuantization {
 pub struct Svdf<S: SvdfState> {
     params: SvdfParams,
     backend: Backend,
+    /// The CPU has `sdot` (detected once, here).
+    #[cfg_attr(
+        not(all(target_arch = "aarch64", target_feature = "neon")),
+        allow(dead_code)
+    )]
+    dotprod: bool,
     _state: core::marker::PhantomData<S>,
 }
 
@@ -135,8 +147,17 @@ impl<S: SvdfState> Svdf<S> {
                 rounding,
             },
             backend: Backend::best(),
+            dotprod: crate::backend::CpuFeatures::detect().dotprod,
             _state: core::marker::PhantomData,
         })
+    }
+
+    /// The same op with the `sdot` path on or off (tests of the widening
+    /// path on CPUs that have `sdot`).
+    #[cfg(all(test, target_arch = "aarch64", target_feature = "neon"))]
+    pub(crate) fn with_dotprod(mut self, dotprod: bool) -> Self {
+        self.dotprod = dotprod && crate::backend::CpuFeatures::detect().dotprod;
+        self
     }
 
     /// The sizes.
@@ -210,15 +231,23 @@ impl<S: SvdfState> Svdf<S> {
             state.len(),
         )?;
         check_length(OP, "output", product(s.batch, s.units()), output.len())?;
-        scalar::svdf(
-            &self.params,
-            input,
-            weights.feature,
-            weights.time,
-            weights.bias,
-            state,
-            output,
-        );
+        let (p, feature, bias) = (&self.params, weights.feature, weights.bias);
+        match backend {
+            Backend::Scalar => scalar::svdf(p, input, feature, weights.time, bias, state, output),
+            #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+            Backend::Neon => match crate::elem::view(weights.time, state) {
+                Slices::I16(time, state) => {
+                    neon::svdf(p, self.dotprod, input, feature, time, bias, state, output)
+                }
+                Slices::I8(time, state) => {
+                    neon::svdf(p, self.dotprod, input, feature, time, bias, state, output)
+                }
+                // SvdfState is sealed to i16 and i8.
+                Slices::U8(..) => unreachable!("SVDF state is i16 or i8"),
+            },
+            #[allow(unreachable_patterns)]
+            b => return Err(unavailable(b)),
+        }
         Ok(())
     }
 }

@@ -276,3 +276,113 @@ fn bad_shapes_and_buffers_are_errors() {
         Err(Error::Length { what: "state", .. })
     ));
 }
+
+/// A random real scale `10^e`, `e` uniform in `[lo, hi]` tenths.
+#[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+fn scale(rng: &mut Rng, lo: i32, hi: i32) -> f32 {
+    10f32.powf(rng.range(lo, hi) as f32 / 10.0)
+}
+
+/// NEON (both the `sdot` and the widening path) against the scalar loops
+/// over several steps from a random full-range state: odd sizes (tails of
+/// every length, filters and units not multiples of 4), weights and state
+/// at their extremes, state zero points, and scales from tiny to huge (so
+/// that sums wrap and both requantizations saturate).
+#[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+fn check_neon_against_scalar<S: SvdfState>(seed: u64) {
+    let mut rng = Rng(seed);
+    let rank = rng.range(1, 4) as usize;
+    let shape = SvdfShape {
+        batch: rng.range(1, 3) as usize,
+        input_size: rng.range(1, 50) as usize,
+        filters: rank * rng.range(1, 11) as usize,
+        memory: rng.range(1, 27) as usize,
+        rank,
+    };
+    let extreme = rng.range(0, 3) == 0;
+    let draw = |rng: &mut Rng, lo: i32, hi: i32| {
+        if extreme && rng.range(0, 1) == 0 {
+            if rng.range(0, 1) == 0 {
+                lo
+            } else {
+                hi
+            }
+        } else {
+            rng.range(lo, hi)
+        }
+    };
+    let feature: Vec<i8> = (0..shape.filters * shape.input_size)
+        .map(|_| draw(&mut rng, -128, 127) as i8)
+        .collect();
+    let time: Vec<S> = (0..shape.filters * shape.memory)
+        .map(|_| S::from_i32(draw(&mut rng, S::MIN, S::MAX)))
+        .collect();
+    let bias: Option<Vec<i32>> = (rng.range(0, 1) == 0).then(|| {
+        (0..shape.units())
+            .map(|_| (rng.next() >> 32) as i32 >> rng.range(0, 31))
+            .collect()
+    });
+    let q = SvdfQuantization {
+        input: QuantParams::new(scale(&mut rng, -40, 10), rng.range(-128, 127)),
+        weights_feature_scale: scale(&mut rng, -40, 0),
+        weights_time_scale: scale(&mut rng, -50, 0),
+        state: QuantParams::new(scale(&mut rng, -50, 0), rng.range(S::MIN, S::MAX)),
+        output: QuantParams::new(scale(&mut rng, -40, 10), rng.range(-128, 127)),
+    };
+    let n_state = shape.batch * shape.filters * shape.memory;
+    let state0: Vec<S> = (0..n_state)
+        .map(|_| S::from_i32(draw(&mut rng, S::MIN, S::MAX)))
+        .collect();
+    let inputs: Vec<Vec<i8>> = (0..4)
+        .map(|_| {
+            (0..shape.batch * shape.input_size)
+                .map(|_| draw(&mut rng, -128, 127) as i8)
+                .collect()
+        })
+        .collect();
+    let weights = SvdfWeights {
+        feature: &feature,
+        time: &time,
+        bias: bias.as_deref(),
+    };
+    for rounding in [Rounding::Single, Rounding::Double] {
+        let op = Svdf::<S>::new(shape, q, rounding).unwrap();
+        let mut scalar_state = state0.clone();
+        let mut scalar_out = std::vec![0i8; shape.batch * shape.units()];
+        let mut runs = std::vec![];
+        for x in &inputs {
+            op.run_with(
+                Backend::Scalar,
+                x,
+                weights,
+                &mut scalar_state,
+                &mut scalar_out,
+            )
+            .unwrap();
+            runs.push((scalar_state.clone(), scalar_out.clone()));
+        }
+        for dotprod in [true, false] {
+            let neon = op.clone().with_dotprod(dotprod);
+            let mut state = state0.clone();
+            let mut out = std::vec![0i8; shape.batch * shape.units()];
+            for (step, (x, expected)) in inputs.iter().zip(&runs).enumerate() {
+                neon.run_with(Backend::Neon, x, weights, &mut state, &mut out)
+                    .unwrap();
+                let what = std::format!(
+                    "seed {seed} {shape:?} {q:?} {rounding:?} dotprod {dotprod} step {step}"
+                );
+                assert_eq!(state, expected.0, "state: {what}");
+                assert_eq!(out, expected.1, "output: {what}");
+            }
+        }
+    }
+}
+
+#[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+#[test]
+fn neon_equals_scalar_on_random_shapes_and_extreme_parameters() {
+    for seed in 1..=150 {
+        check_neon_against_scalar::<i16>(seed);
+        check_neon_against_scalar::<i8>(1000 + seed);
+    }
+}
