@@ -21,13 +21,18 @@
 //! zero point times each weight row's sum folded into the biases (`bias'`,
 //! `r'`; with layer normalization the gate bias moves after the norm).
 //!
-//! The gate matrix products run on NEON (`sdot` or widening multiplies,
-//! `neon.rs`) or in scalar code (`scalar.rs`); both give the same int32
-//! sums, and everything after them is one scalar source (`params.rs`), so
-//! the backends agree bit for bit. They are matrix-vector products (one
-//! input row per batch row and step), so they do not go through the packed
-//! [`Gemm`](crate::Gemm), whose output stage is int8 where the LSTM needs the
-//! raw sums accumulated into int16 gates.
+//! Each backend gives a step its kernels: the gate matrix products (raw
+//! int32 sums; NEON `sdot` or widening multiplies in `neon.rs`, plain loops
+//! in `scalar.rs`), the requantization into the int16 gates, the 16-bit
+//! sigmoid and tanh (one generic source, `fixedpoint::gemmlowp16`, on `i16`
+//! or on eight NEON lanes), the cell update and the hidden state. The
+//! scalar forms in `params.rs` are the reference; each NEON kernel equals
+//! them bit for bit (and runs its tail elements through them). Peephole,
+//! layer normalization and the projection's output stage are scalar on
+//! both. The products are matrix-vector products (one input row per batch
+//! row and step), so they do not go through the packed
+//! [`Gemm`](crate::Gemm), whose output stage is int8 where the LSTM needs
+//! the raw sums accumulated into int16 gates.
 
 mod params;
 mod scalar;
@@ -139,6 +144,29 @@ pub struct LstmScratch<'a> {
     pub gates: &'a mut [i16],
     /// The hidden state before projection: `n_batch * n_cell` (0 without).
     pub hidden: &'a mut [i8],
+}
+
+/// [`LstmParams::update_cell`]'s signature: the parameters, then the cell
+/// state, input gate, forget gate (overwritten) and cell gate.
+type UpdateCell = fn(&LstmParams, &mut [i16], &[i16], &mut [i16], &[i16]);
+
+/// The backend's kernels of a step: the gate products and the 16-bit
+/// nonlinearities (everything else is the shared scalar code of
+/// `params.rs`).
+#[derive(Clone, Copy)]
+struct Kernels {
+    /// Raw int32 products (`scalar::mat_vec`'s contract).
+    mat_vec: fn(&[i8], usize, usize, &[i8], &mut [i32]),
+    /// Q3.12 to Q0.15 logistic in place.
+    sigmoid: fn(&mut [i16]),
+    /// tanh in place at the given integer bits, Q0.15 out.
+    tanh: fn(&mut [i16], u32),
+    /// [`MatVec::accumulate_i16`]'s contract.
+    accumulate: fn(&MatVec, &[i32], &mut [i16], Rounding),
+    /// [`LstmParams::update_cell`]'s contract.
+    update_cell: UpdateCell,
+    /// [`LstmParams::hidden`]'s contract.
+    hidden: fn(&LstmParams, &[i16], &[i16], &mut [i8]),
 }
 
 /// A prepared integer LSTM: TFLite's `UNIDIRECTIONAL_SEQUENCE_LSTM` for int8
@@ -539,14 +567,28 @@ impl Lstm {
         if scratch.hidden.len() < hidden {
             check_length(OP, "hidden scratch", Some(hidden), scratch.hidden.len())?;
         }
-        let mat_vec: fn(&[i8], usize, usize, &[i8], &mut [i32]) = match backend {
-            Backend::Scalar => scalar::mat_vec,
+        let kernels = match backend {
+            Backend::Scalar => Kernels {
+                mat_vec: scalar::mat_vec,
+                sigmoid: params::sigmoid_in_place,
+                tanh: params::tanh_in_place,
+                accumulate: MatVec::accumulate_i16,
+                update_cell: LstmParams::update_cell,
+                hidden: LstmParams::hidden,
+            },
             #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
-            Backend::Neon => neon::mat_vec,
+            Backend::Neon => Kernels {
+                mat_vec: neon::mat_vec,
+                sigmoid: neon::sigmoid_in_place,
+                tanh: neon::tanh_in_place,
+                accumulate: neon::accumulate_i16,
+                update_cell: neon::update_cell,
+                hidden: neon::hidden,
+            },
             #[allow(unreachable_patterns)]
             b => return Err(unavailable(b)),
         };
-        self.step_rows(rows, mat_vec, input, output_state, cell_state, scratch);
+        self.step_rows(rows, &kernels, input, output_state, cell_state, scratch);
         Ok(())
     }
 
@@ -554,13 +596,21 @@ impl Lstm {
     fn step_rows(
         &self,
         rows: usize,
-        mat_vec: fn(&[i8], usize, usize, &[i8], &mut [i32]),
+        kernels: &Kernels,
         input: &[i8],
         output_state: &mut [i8],
         cell_state: &mut [i16],
         scratch: &mut LstmScratch<'_>,
     ) {
         let p = &self.params;
+        let Kernels {
+            mat_vec,
+            sigmoid,
+            tanh: tanh_q,
+            accumulate,
+            update_cell,
+            hidden: hidden_state,
+        } = *kernels;
         let len = rows * p.n_cell;
         let (input_gate, rest) = scratch.gates.split_at_mut(len);
         let (forget, rest) = rest.split_at_mut(len);
@@ -571,7 +621,7 @@ impl Lstm {
         let gate = |g: &Gate, out: &mut [i16], dots: &mut [i32], cell: &[i16]| {
             out.fill(0);
             mat_vec(&g.input.weights, p.n_cell, p.n_input, input, dots);
-            g.input.accumulate_i16(dots, out, p.rounding);
+            accumulate(&g.input, dots, out, p.rounding);
             mat_vec(
                 &g.recurrent.weights,
                 p.n_cell,
@@ -579,26 +629,28 @@ impl Lstm {
                 output_state,
                 dots,
             );
-            g.recurrent.accumulate_i16(dots, out, p.rounding);
+            accumulate(&g.recurrent, dots, out, p.rounding);
             g.finish(out, cell, p.n_cell, p.rounding);
         };
         if let Some(g) = &p.input_gate {
             gate(g, input_gate, dots, cell_state);
-            params::sigmoid_in_place(input_gate);
+            sigmoid(input_gate);
         }
         gate(&p.forget_gate, forget, dots, cell_state);
-        params::sigmoid_in_place(forget);
+        sigmoid(forget);
         gate(&p.cell_gate, cell_gate, dots, cell_state);
-        params::tanh_in_place(cell_gate);
-        p.update_cell(cell_state, input_gate, forget, cell_gate);
+        tanh_q(cell_gate, 3);
+        update_cell(p, cell_state, input_gate, forget, cell_gate);
         // The output gate's peephole reads the updated cell state.
         gate(&p.output_gate, output_gate, dots, cell_state);
-        params::sigmoid_in_place(output_gate);
+        sigmoid(output_gate);
+        tanh.copy_from_slice(cell_state);
+        tanh_q(tanh, (15 + p.cell_scale) as u32);
         match &p.projection {
-            None => p.hidden(cell_state, output_gate, tanh, output_state),
+            None => hidden_state(p, tanh, output_gate, output_state),
             Some(proj) => {
                 let hidden = &mut scratch.hidden[..len];
-                p.hidden(cell_state, output_gate, tanh, hidden);
+                hidden_state(p, tanh, output_gate, hidden);
                 let dots = &mut scratch.dots[..rows * p.n_output];
                 mat_vec(&proj.matrix.weights, p.n_output, p.n_cell, hidden, dots);
                 proj.matrix.requantize_i8(

@@ -5,6 +5,13 @@
 //! reference's, so every path gives its values exactly.
 
 use crate::backend::CpuFeatures;
+use crate::fixedpoint::gemmlowp16::{logistic_q3_12_lanes, tanh_q_lanes};
+use crate::fixedpoint::neon16::map_in_place;
+use crate::fixedpoint::Lane;
+use crate::ops::lstm::params::{LstmParams, MatVec};
+use crate::ops::requant::neon::requantize_single;
+use crate::ops::requant::{requantize_lanes, ChannelMultiplier};
+use crate::quant::{QuantizedMultiplier, Rounding};
 use core::arch::aarch64::*;
 
 /// `acc += dot4(w, x)` per 32-bit lane: `sdot`. The feature is on the
@@ -141,4 +148,165 @@ pub(crate) fn mat_vec_widening(
     dots: &mut [i32],
 ) {
     mat_vec_with(weights, rows, cols, x, dots, widening)
+}
+
+/// gemmlowp's 16-bit logistic of each Q3.12 value, eight lanes at a time
+/// (the same code as `params::sigmoid_in_place`, over `int16x8_t`).
+pub(crate) fn sigmoid_in_place(gate: &mut [i16]) {
+    map_in_place(gate, logistic_q3_12_lanes)
+}
+
+/// gemmlowp's 16-bit tanh at `int_bits` integer bits, eight lanes at a time.
+pub(crate) fn tanh_in_place(values: &mut [i16], int_bits: u32) {
+    map_in_place(values, |v| tanh_q_lanes(v, int_bits))
+}
+
+/// `Rounding::multiply` by one multiplier on 4 lanes: the output stage's
+/// vector forms (`requant/neon.rs`), each bit-exact with the scalar one.
+#[inline(always)]
+fn with_requantizer<R>(
+    rounding: Rounding,
+    q: QuantizedMultiplier,
+    body: impl FnOnce(&dyn Fn(int32x4_t) -> int32x4_t) -> R,
+) -> R {
+    // SAFETY: register-only NEON (a compile-time target feature here).
+    unsafe {
+        match rounding {
+            Rounding::Single => {
+                let multiplier = vdupq_n_s32(q.multiplier);
+                let total = vdupq_n_s64(-((31 - q.shift.clamp(-31, 30)) as i64));
+                let shifts = [total, total];
+                body(&|acc| requantize_single(acc, multiplier, &shifts))
+            }
+            Rounding::Double => {
+                let m = ChannelMultiplier {
+                    left_shift: vdupq_n_s32(q.shift.max(0)),
+                    multiplier: vdupq_n_s32(q.multiplier),
+                    neg_right_shift: vdupq_n_s32(q.shift.min(0)),
+                };
+                body(&|acc| requantize_lanes(acc, &m))
+            }
+        }
+    }
+}
+
+/// [`MatVec::accumulate_i16`] on NEON: 4 gates at a time (the bias add,
+/// the requantization, the saturating add in 32 bits and `sqxtn` equal the
+/// scalar `saturate_i16(scaled.saturating_add(gate))`); the row tail in
+/// the scalar code.
+pub(crate) fn accumulate_i16(m: &MatVec, dots: &[i32], gate: &mut [i16], rounding: Rounding) {
+    let rows = m.rows;
+    let vec_rows = rows / 4 * 4;
+    let bias = &m.effective_bias[..rows];
+    with_requantizer(rounding, m.multiplier, |requantize| {
+        for (d_row, g_row) in dots.chunks_exact(rows).zip(gate.chunks_exact_mut(rows)) {
+            let mut r = 0;
+            while r < vec_rows {
+                // SAFETY: `r + 4 <= vec_rows <= rows`, the length of `d_row`,
+                // `g_row` and `bias`.
+                unsafe {
+                    let acc = vaddq_s32(
+                        vld1q_s32(d_row.as_ptr().add(r)),
+                        vld1q_s32(bias.as_ptr().add(r)),
+                    );
+                    let g = vmovl_s16(vld1_s16(g_row.as_ptr().add(r)));
+                    let sum = vqaddq_s32(requantize(acc), g);
+                    vst1_s16(g_row.as_mut_ptr().add(r), vqmovn_s32(sum));
+                }
+                r += 4;
+            }
+            for r in vec_rows..rows {
+                g_row[r] = m.accumulate_one(g_row[r], d_row[r], bias[r], rounding);
+            }
+        }
+    })
+}
+
+/// [`LstmParams::update_cell`] on NEON, 8 cells at a time: the widening
+/// products (`smull`, exact), the 32-bit rounding divide of the
+/// fixed-point lanes, the truncating narrow of the C++ `int16_t` cast
+/// (`xtn`), `sqadd` for the saturating sum, `smin`/`smax` for the clip.
+pub(crate) fn update_cell(
+    p: &LstmParams,
+    cell: &mut [i16],
+    input_gate: &[i16],
+    forget: &mut [i16],
+    cell_gate: &[i16],
+) {
+    let shift = (30 + p.cell_scale) as u32;
+    let cifg = p.input_gate.is_none();
+    let n = cell.len();
+    let vec_n = n / 8 * 8;
+    let (input_gate, cell_gate, forget) = (&input_gate[..n], &cell_gate[..n], &mut forget[..n]);
+    /// `rounding_divide_by_pot(x * y, shift) as i16` on 4 lanes.
+    #[inline(always)]
+    fn mul_shift(x: int16x4_t, y: int16x4_t, shift: u32) -> int16x4_t {
+        // SAFETY: register-only NEON (a compile-time target feature here).
+        unsafe { vmovn_s32(vmull_s16(x, y).rounding_divide_by_pot(shift)) }
+    }
+    let mut i = 0;
+    while i < vec_n {
+        // SAFETY: `i + 8 <= vec_n <= n`, the length of every slice here.
+        unsafe {
+            let f = vld1q_s16(forget.as_ptr().add(i));
+            let c = vld1q_s16(cell.as_ptr().add(i));
+            let g = vld1q_s16(cell_gate.as_ptr().add(i));
+            let gate_in = if cifg {
+                vsubq_s16(vdupq_n_s16(i16::MAX), f)
+            } else {
+                vld1q_s16(input_gate.as_ptr().add(i))
+            };
+            let kept = vcombine_s16(
+                mul_shift(vget_low_s16(f), vget_low_s16(c), 15),
+                mul_shift(vget_high_s16(f), vget_high_s16(c), 15),
+            );
+            let added = vcombine_s16(
+                mul_shift(vget_low_s16(gate_in), vget_low_s16(g), shift),
+                mul_shift(vget_high_s16(gate_in), vget_high_s16(g), shift),
+            );
+            let mut new = vqaddq_s16(kept, added);
+            if p.cell_clip > 0 {
+                new = vmaxq_s16(
+                    vminq_s16(new, vdupq_n_s16(p.cell_clip)),
+                    vdupq_n_s16(-p.cell_clip),
+                );
+            }
+            vst1q_s16(forget.as_mut_ptr().add(i), added);
+            vst1q_s16(cell.as_mut_ptr().add(i), new);
+        }
+        i += 8;
+    }
+    for i in vec_n..n {
+        let gate_in = if cifg { 0 } else { input_gate[i] };
+        (cell[i], forget[i]) = p.update_cell_one(cell[i], gate_in, forget[i], cell_gate[i], shift);
+    }
+}
+
+/// [`LstmParams::hidden`] on NEON, 8 cells at a time: `smull` (exact), the
+/// requantization, `sqadd` of the zero point, and the two saturating
+/// narrows (`sqxtn` to int16, to int8), which are the scalar clamp.
+pub(crate) fn hidden(p: &LstmParams, tanh_cell: &[i16], output_gate: &[i16], hidden: &mut [i8]) {
+    let n = hidden.len();
+    let vec_n = n / 8 * 8;
+    let (tanh_cell, output_gate) = (&tanh_cell[..n], &output_gate[..n]);
+    let zero_point = p.hidden_zero_point();
+    with_requantizer(p.rounding, p.hidden_multiplier, |requantize| {
+        let mut i = 0;
+        while i < vec_n {
+            // SAFETY: `i + 8 <= vec_n <= n`, the length of every slice here.
+            unsafe {
+                let o = vld1q_s16(output_gate.as_ptr().add(i));
+                let t = vld1q_s16(tanh_cell.as_ptr().add(i));
+                let zp = vdupq_n_s32(zero_point);
+                let lo = vqaddq_s32(requantize(vmull_s16(vget_low_s16(o), vget_low_s16(t))), zp);
+                let hi = vqaddq_s32(requantize(vmull_high_s16(o, t)), zp);
+                let narrow = vqmovn_s16(vqmovn_high_s32(vqmovn_s32(lo), hi));
+                vst1_s8(hidden.as_mut_ptr().add(i), narrow);
+            }
+            i += 8;
+        }
+        for i in vec_n..n {
+            hidden[i] = p.hidden_one(output_gate[i], tanh_cell[i], zero_point);
+        }
+    })
 }

@@ -571,15 +571,28 @@ fn lstm_i8_neon_equals_scalar_every_option() {
                 n_cell,
                 n_output,
             };
-            let m = Model::random(0x51ed + case as u64, shape, options);
-            let lstm = m.lstm();
-            let mut rng = Rng(3 + case as u64);
-            let inputs: Vec<Vec<i8>> = (0..3).map(|_| rng.i8s(n_batch * n_input, 128)).collect();
-            let h0 = rng.i8s(n_batch * n_output, 128);
-            let c0 = rng.i16s(n_batch * n_cell, 32767);
-            let scalar = run_steps(&lstm, Backend::Scalar, &inputs, (&h0, &c0));
-            let neon = run_steps(&lstm, Backend::Neon, &inputs, (&h0, &c0));
-            assert_eq!(scalar, neon, "{options:?} {shape:?}");
+            let mut m = Model::random(0x51ed + case as u64, shape, options);
+            // Both roundings, and the cell state's tanh at 0, 4 and 6
+            // integer bits.
+            for (rounding, cell_scale) in [
+                (Rounding::Single, 1.0 / 2048.0),
+                (Rounding::Double, 1.0 / 32768.0),
+                (Rounding::Double, 1.0 / 512.0),
+            ] {
+                m.quant.cell_state_scale = cell_scale;
+                let lstm = Lstm::new(m.shape, &m.weights(), &m.quant, rounding).unwrap();
+                let mut rng = Rng(3 + case as u64);
+                let inputs: Vec<Vec<i8>> =
+                    (0..3).map(|_| rng.i8s(n_batch * n_input, 128)).collect();
+                let h0 = rng.i8s(n_batch * n_output, 128);
+                let c0 = rng.i16s(n_batch * n_cell, 32767);
+                let scalar = run_steps(&lstm, Backend::Scalar, &inputs, (&h0, &c0));
+                let neon = run_steps(&lstm, Backend::Neon, &inputs, (&h0, &c0));
+                assert_eq!(
+                    scalar, neon,
+                    "{options:?} {shape:?} {rounding:?} {cell_scale}"
+                );
+            }
         }
     }
 }
