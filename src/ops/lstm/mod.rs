@@ -156,7 +156,7 @@ type UpdateCell = fn(&LstmParams, &mut [i16], &[i16], &mut [i16], &[i16]);
 #[derive(Clone, Copy)]
 struct Kernels {
     /// Raw int32 products (`scalar::mat_vec`'s contract).
-    mat_vec: fn(&[i8], usize, usize, &[i8], &mut [i32]),
+    mat_vec: fn(&MatVec, &[i8], &mut [i32]),
     /// Q3.12 to Q0.15 logistic in place.
     sigmoid: fn(&mut [i16]),
     /// tanh in place at the given integer bits, Q0.15 out.
@@ -353,30 +353,26 @@ impl Lstm {
             let w_in = scale("lstm input weight scale", g.input_scale)?;
             let w_rec = scale("lstm recurrent weight scale", g.recurrent_scale)?;
             let input_bias = if use_layer_norm { None } else { Some(g.bias) };
-            let input = MatVec {
-                weights: g.input.to_vec(),
-                rows: n_cell,
-                effective_bias: folded_bias(
-                    g.input,
-                    n_cell,
-                    n_input,
-                    input_bias,
-                    quant.input.zero_point,
-                ),
-                multiplier: multiplier(rounding, effective(w_in, input_scale, gate_scale))?,
-            };
-            let recurrent = MatVec {
-                weights: g.recurrent.to_vec(),
-                rows: n_cell,
-                effective_bias: folded_bias(
+            let input = MatVec::new(
+                g.input,
+                n_cell,
+                n_input,
+                folded_bias(g.input, n_cell, n_input, input_bias, quant.input.zero_point),
+                multiplier(rounding, effective(w_in, input_scale, gate_scale))?,
+            );
+            let recurrent = MatVec::new(
+                g.recurrent,
+                n_cell,
+                n_output,
+                folded_bias(
                     g.recurrent,
                     n_cell,
                     n_output,
                     None,
                     quant.output_state.zero_point,
                 ),
-                multiplier: multiplier(rounding, effective(w_rec, state_scale, gate_scale))?,
-            };
+                multiplier(rounding, effective(w_rec, state_scale, gate_scale))?,
+            );
             let peephole = match g.peephole {
                 Some((w, s)) => {
                     check_length(OP, "peephole weights", Some(n_cell), w.len())?;
@@ -435,21 +431,22 @@ impl Lstm {
                     0
                 };
                 Some(Projection {
-                    matrix: MatVec {
-                        weights: p.weights.to_vec(),
-                        rows: n_output,
-                        // TFLite folds the hidden zero point itself (not
-                        // negated), matching the negated one the hidden
-                        // state is written with.
-                        effective_bias: folded_bias(
+                    // TFLite folds the hidden zero point itself (not
+                    // negated), matching the negated one the hidden state is
+                    // written with.
+                    matrix: MatVec::new(
+                        p.weights,
+                        n_output,
+                        n_cell,
+                        folded_bias(
                             p.weights,
                             n_output,
                             n_cell,
                             p.bias,
                             quant.hidden.zero_point.wrapping_neg(),
                         ),
-                        multiplier: multiplier(rounding, effective(w, hidden_scale, state_scale))?,
-                    },
+                        multiplier(rounding, effective(w, hidden_scale, state_scale))?,
+                    ),
                     clip,
                 })
             }
@@ -620,15 +617,9 @@ impl Lstm {
         let dots = &mut scratch.dots[..len];
         let gate = |g: &Gate, out: &mut [i16], dots: &mut [i32], cell: &[i16]| {
             out.fill(0);
-            mat_vec(&g.input.weights, p.n_cell, p.n_input, input, dots);
+            mat_vec(&g.input, input, dots);
             accumulate(&g.input, dots, out, p.rounding);
-            mat_vec(
-                &g.recurrent.weights,
-                p.n_cell,
-                p.n_output,
-                output_state,
-                dots,
-            );
+            mat_vec(&g.recurrent, output_state, dots);
             accumulate(&g.recurrent, dots, out, p.rounding);
             g.finish(out, cell, p.n_cell, p.rounding);
         };
@@ -652,7 +643,7 @@ impl Lstm {
                 let hidden = &mut scratch.hidden[..len];
                 hidden_state(p, tanh, output_gate, hidden);
                 let dots = &mut scratch.dots[..rows * p.n_output];
-                mat_vec(&proj.matrix.weights, p.n_output, p.n_cell, hidden, dots);
+                mat_vec(&proj.matrix, hidden, dots);
                 proj.matrix.requantize_i8(
                     dots,
                     output_state,

@@ -1,8 +1,10 @@
-//! The gate matrix products on NEON: four weight rows against one input
-//! row per step of 16 depth bytes, with `sdot` (FEAT_DotProd, detected at
-//! run time) or widening multiplies (`smull` + `sadalp`). The depth tail
-//! below 16 is summed in scalar code. The int32 sums wrap like the scalar
-//! reference's, so every path gives its values exactly.
+//! The LSTM's NEON kernels. The gate matrix products: four weight rows
+//! against one input row per step of 16 depth bytes, with `sdot`
+//! (FEAT_DotProd, detected at run time) or widening multiplies (`smull` +
+//! `sadalp`), on rows padded to whole blocks at prepare. The int32 sums
+//! wrap like the scalar reference's, so every path gives its values
+//! exactly. Then the element-wise kernels, each equal to its scalar form in
+//! `params.rs`.
 
 use crate::backend::CpuFeatures;
 use crate::fixedpoint::gemmlowp16::{logistic_q3_12_lanes, tanh_q_lanes};
@@ -46,62 +48,63 @@ fn widening(acc: int32x4_t, w: int8x16_t, x: int8x16_t) -> int32x4_t {
     }
 }
 
-/// The tail of one row's dot product past the vector steps.
-#[inline(always)]
-fn tail(w: &[i8], x: &[i8]) -> i32 {
-    w.iter()
-        .zip(x)
-        .fold(0i32, |acc, (&w, &x)| acc.wrapping_add(w as i32 * x as i32))
-}
-
-/// The one loop of both paths; `step` is `sdot` or `widening`.
+/// The one loop of both paths; `step` is `sdot` or `widening`. Rows are
+/// `stride` bytes apart in `weights`, zero past `cols` up to the next
+/// multiple of 16 (see `MatVec`), so every row is whole 16-byte blocks; the
+/// last partial block of each input row is read from a zero-padded copy.
+/// Four rows at a time are reduced together with two rounds of `addp`.
 #[inline(always)]
 fn mat_vec_with(
     weights: &[i8],
     rows: usize,
     cols: usize,
+    stride: usize,
     x: &[i8],
     dots: &mut [i32],
     step: impl Fn(int32x4_t, int8x16_t, int8x16_t) -> int32x4_t,
 ) {
-    let vec_cols = cols / 16 * 16;
+    let full = cols / 16 * 16;
+    let has_tail = cols > full;
+    assert!(stride >= full + 16 * has_tail as usize && weights.len() >= rows * stride);
     for (xb, db) in x.chunks_exact(cols).zip(dots.chunks_exact_mut(rows)) {
+        let mut tail = [0i8; 16];
+        tail[..cols - full].copy_from_slice(&xb[full..]);
         let mut r = 0;
         while r + 4 <= rows {
-            let w = &weights[r * cols..(r + 4) * cols];
-            // SAFETY: every load reads 16 bytes at an offset `c < vec_cols
-            // <= cols` of a row of `w` (4 rows of `cols` bytes) or of `xb`
-            // (`cols` bytes), so within the slices.
-            let sums = unsafe {
+            let w = &weights[r * stride..(r + 4) * stride];
+            // SAFETY: the loads read 16 bytes at `j * stride + c` of `w` (4
+            // rows of `stride` bytes) with `c + 16 <= full + 16 * has_tail <=
+            // stride` (asserted above), at `c + 16 <= full <= cols` of `xb`,
+            // and all of `tail`; the store writes 4 `i32` at `r + 4 <= rows`
+            // of `db`.
+            unsafe {
                 let mut acc = [vdupq_n_s32(0); 4];
                 let mut c = 0;
-                while c < vec_cols {
+                while c < full {
                     let xv = vld1q_s8(xb.as_ptr().add(c));
                     for (j, a) in acc.iter_mut().enumerate() {
-                        *a = step(*a, vld1q_s8(w.as_ptr().add(j * cols + c)), xv);
+                        *a = step(*a, vld1q_s8(w.as_ptr().add(j * stride + c)), xv);
                     }
                     c += 16;
                 }
-                [
-                    vaddvq_s32(acc[0]),
-                    vaddvq_s32(acc[1]),
-                    vaddvq_s32(acc[2]),
-                    vaddvq_s32(acc[3]),
-                ]
-            };
-            for (j, s) in sums.iter().enumerate() {
-                let row = &w[j * cols..(j + 1) * cols];
-                db[r + j] = s.wrapping_add(tail(&row[vec_cols..], &xb[vec_cols..]));
+                if has_tail {
+                    let xv = vld1q_s8(tail.as_ptr());
+                    for (j, a) in acc.iter_mut().enumerate() {
+                        *a = step(*a, vld1q_s8(w.as_ptr().add(j * stride + full)), xv);
+                    }
+                }
+                let sums = vpaddq_s32(vpaddq_s32(acc[0], acc[1]), vpaddq_s32(acc[2], acc[3]));
+                vst1q_s32(db.as_mut_ptr().add(r), sums);
             }
             r += 4;
         }
         while r < rows {
-            let row = &weights[r * cols..(r + 1) * cols];
+            let row = &weights[r * stride..(r + 1) * stride];
             // SAFETY: as above, one row.
-            let s = unsafe {
+            db[r] = unsafe {
                 let mut acc = vdupq_n_s32(0);
                 let mut c = 0;
-                while c < vec_cols {
+                while c < full {
                     acc = step(
                         acc,
                         vld1q_s8(row.as_ptr().add(c)),
@@ -109,9 +112,15 @@ fn mat_vec_with(
                     );
                     c += 16;
                 }
+                if has_tail {
+                    acc = step(
+                        acc,
+                        vld1q_s8(row.as_ptr().add(full)),
+                        vld1q_s8(tail.as_ptr()),
+                    );
+                }
                 vaddvq_s32(acc)
             };
-            db[r] = s.wrapping_add(tail(&row[vec_cols..], &xb[vec_cols..]));
             r += 1;
         }
     }
@@ -119,23 +128,42 @@ fn mat_vec_with(
 
 /// `sdot` path.
 #[target_feature(enable = "dotprod")]
-unsafe fn mat_vec_dot(weights: &[i8], rows: usize, cols: usize, x: &[i8], dots: &mut [i32]) {
+unsafe fn mat_vec_dot(
+    weights: &[i8],
+    rows: usize,
+    cols: usize,
+    stride: usize,
+    x: &[i8],
+    dots: &mut [i32],
+) {
     // SAFETY: this function requires dotprod, so `sdot` may run.
-    mat_vec_with(weights, rows, cols, x, dots, |acc, w, x| unsafe {
+    mat_vec_with(weights, rows, cols, stride, x, dots, |acc, w, x| unsafe {
         sdot(acc, w, x)
     })
 }
 
-/// `dots[b * rows + r] = sum_c weights[r * cols + c] * x[b * cols + c]`, as
-/// `scalar::mat_vec`. The caller checked the lengths (`weights` `rows *
-/// cols`, `x` a whole number of `cols` rows, `dots` `rows` per row of `x`).
-pub(crate) fn mat_vec(weights: &[i8], rows: usize, cols: usize, x: &[i8], dots: &mut [i32]) {
+/// `scalar::mat_vec_strided` on NEON (`sdot` when the CPU has it). The
+/// caller checked the lengths (`x` a whole number of `cols` rows, `dots`
+/// `rows` per row of `x`); the stride and the weights' length are asserted.
+pub(crate) fn mat_vec_strided(
+    weights: &[i8],
+    rows: usize,
+    cols: usize,
+    stride: usize,
+    x: &[i8],
+    dots: &mut [i32],
+) {
     if CpuFeatures::detect().dotprod {
         // SAFETY: the CPU has dotprod (checked just above).
-        unsafe { mat_vec_dot(weights, rows, cols, x, dots) }
+        unsafe { mat_vec_dot(weights, rows, cols, stride, x, dots) }
     } else {
-        mat_vec_with(weights, rows, cols, x, dots, widening)
+        mat_vec_with(weights, rows, cols, stride, x, dots, widening)
     }
+}
+
+/// `scalar::mat_vec` on NEON.
+pub(crate) fn mat_vec(m: &MatVec, x: &[i8], dots: &mut [i32]) {
+    mat_vec_strided(&m.weights, m.rows, m.cols, m.stride, x, dots)
 }
 
 /// The widening path alone, for tests on CPUs with dotprod.
@@ -144,10 +172,11 @@ pub(crate) fn mat_vec_widening(
     weights: &[i8],
     rows: usize,
     cols: usize,
+    stride: usize,
     x: &[i8],
     dots: &mut [i32],
 ) {
-    mat_vec_with(weights, rows, cols, x, dots, widening)
+    mat_vec_with(weights, rows, cols, stride, x, dots, widening)
 }
 
 /// gemmlowp's 16-bit logistic of each Q3.12 value, eight lanes at a time

@@ -16,16 +16,36 @@ use crate::fixedpoint::Lane;
 use crate::quant::{QuantizedMultiplier, Rounding};
 use alloc::vec::Vec;
 
-/// One int8 weight matrix (`rows x cols`, row-major) of a gate with the
-/// bias TFLite folds into it at prepare: `bias[r] - zero_point * sum_c w[r][c]`
+/// One int8 weight matrix (`rows x cols`) of a gate with the bias TFLite
+/// folds into it at prepare: `bias[r] - zero_point * sum_c w[r][c]`
 /// (`zero_point` being the zero point of the vector it multiplies), and the
 /// multiplier that scales the product into the gate's units.
+///
+/// The rows are stored `stride` bytes apart, `cols` rounded up to 16 with
+/// zero weights, so that the NEON products take whole 16-byte blocks (the
+/// zeros add nothing to any sum).
 #[derive(Clone, Debug)]
 pub(crate) struct MatVec {
     pub(crate) weights: Vec<i8>,
     pub(crate) rows: usize,
+    pub(crate) cols: usize,
+    pub(crate) stride: usize,
     pub(crate) effective_bias: Vec<i32>,
     pub(crate) multiplier: QuantizedMultiplier,
+}
+
+/// `weights` (`rows x cols`, row-major) with each row padded with zeros to
+/// a multiple of 16 bytes, and that row stride.
+pub(crate) fn pad_rows(weights: &[i8], rows: usize, cols: usize) -> (Vec<i8>, usize) {
+    let stride = cols.div_ceil(16) * 16;
+    let mut padded = alloc::vec![0i8; rows * stride];
+    for (dst, src) in padded
+        .chunks_exact_mut(stride)
+        .zip(weights.chunks_exact(cols))
+    {
+        dst[..cols].copy_from_slice(src);
+    }
+    (padded, stride)
 }
 
 /// TFLite's layer normalization of one gate (`ApplyLayerNorm`).
@@ -91,6 +111,26 @@ fn saturate_i16(x: i32) -> i16 {
 }
 
 impl MatVec {
+    /// The prepared matrix: `weights` (`rows x cols`) padded as the type
+    /// says.
+    pub(crate) fn new(
+        weights: &[i8],
+        rows: usize,
+        cols: usize,
+        effective_bias: Vec<i32>,
+        multiplier: QuantizedMultiplier,
+    ) -> MatVec {
+        let (weights, stride) = pad_rows(weights, rows, cols);
+        MatVec {
+            weights,
+            rows,
+            cols,
+            stride,
+            effective_bias,
+            multiplier,
+        }
+    }
+
     /// `gate[b][r] = sat16(gate[b][r] + MBQM(dots[b][r] + bias[r]) + zero_point)`:
     /// TFLite's `MatrixBatchVectorMultiplyAccumulate` with an int16 output,
     /// after the raw products `dots` (`n_batch x rows`).

@@ -609,13 +609,26 @@ fn lstm_i8_neon_mat_vec_paths_equal_scalar_with_extreme_weights() {
                 w.fill(v);
                 x.fill(-128);
             }
+            let (w, stride) = params::pad_rows(&w, rows, cols);
             let mut want = vec![0; 2 * rows];
-            scalar::mat_vec(&w, rows, cols, &x, &mut want);
+            scalar::mat_vec_strided(&w, rows, cols, stride, &x, &mut want);
+            let naive: Vec<i32> = x
+                .chunks_exact(cols)
+                .flat_map(|xb| {
+                    w.chunks_exact(stride).map(move |row| {
+                        row.iter()
+                            .zip(xb)
+                            .map(|(&a, &b)| a as i32 * b as i32)
+                            .sum::<i32>()
+                    })
+                })
+                .collect();
+            assert_eq!(want, naive, "{rows}x{cols} scalar");
             let mut got = vec![0; 2 * rows];
-            neon::mat_vec(&w, rows, cols, &x, &mut got);
+            neon::mat_vec_strided(&w, rows, cols, stride, &x, &mut got);
             assert_eq!(want, got, "{rows}x{cols}");
             let mut got = vec![0; 2 * rows];
-            neon::mat_vec_widening(&w, rows, cols, &x, &mut got);
+            neon::mat_vec_widening(&w, rows, cols, stride, &x, &mut got);
             assert_eq!(want, got, "{rows}x{cols} widening");
         }
     }
