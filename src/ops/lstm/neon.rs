@@ -48,11 +48,64 @@ fn widening(acc: int32x4_t, w: int8x16_t, x: int8x16_t) -> int32x4_t {
     }
 }
 
+/// The products of `N` weight rows (`w`, rows `stride` bytes apart) with
+/// one input row (`xb`, its last partial block in `tail`) into `out` (`N`
+/// sums): one input load feeds `N` products per 16 bytes of depth; groups
+/// of four rows are reduced together with two rounds of `addp`.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn rows_block<const N: usize>(
+    w: &[i8],
+    stride: usize,
+    xb: &[i8],
+    tail: &[i8; 16],
+    full: usize,
+    has_tail: bool,
+    out: &mut [i32],
+    step: &impl Fn(int32x4_t, int8x16_t, int8x16_t) -> int32x4_t,
+) {
+    assert!(w.len() >= N * stride && out.len() >= N && xb.len() >= full);
+    // SAFETY: the loads read 16 bytes at `j * stride + c` of `w` (`N` rows of
+    // `stride` bytes) with `c + 16 <= full + 16 * has_tail <= stride` (the
+    // caller's assertion), at `c + 16 <= full <= xb.len()` of `xb`, and all
+    // of `tail`; the stores write within `out[..N]` (asserted here).
+    unsafe {
+        let mut acc = [vdupq_n_s32(0); N];
+        let mut c = 0;
+        while c < full {
+            let xv = vld1q_s8(xb.as_ptr().add(c));
+            for (j, a) in acc.iter_mut().enumerate() {
+                *a = step(*a, vld1q_s8(w.as_ptr().add(j * stride + c)), xv);
+            }
+            c += 16;
+        }
+        if has_tail {
+            let xv = vld1q_s8(tail.as_ptr());
+            for (j, a) in acc.iter_mut().enumerate() {
+                *a = step(*a, vld1q_s8(w.as_ptr().add(j * stride + full)), xv);
+            }
+        }
+        let mut j = 0;
+        while j + 4 <= N {
+            let sums = vpaddq_s32(
+                vpaddq_s32(acc[j], acc[j + 1]),
+                vpaddq_s32(acc[j + 2], acc[j + 3]),
+            );
+            vst1q_s32(out.as_mut_ptr().add(j), sums);
+            j += 4;
+        }
+        while j < N {
+            out[j] = vaddvq_s32(acc[j]);
+            j += 1;
+        }
+    }
+}
+
 /// The one loop of both paths; `step` is `sdot` or `widening`. Rows are
 /// `stride` bytes apart in `weights`, zero past `cols` up to the next
 /// multiple of 16 (see `MatVec`), so every row is whole 16-byte blocks; the
 /// last partial block of each input row is read from a zero-padded copy.
-/// Four rows at a time are reduced together with two rounds of `addp`.
+/// Eight rows at a time, then four, then one.
 #[inline(always)]
 fn mat_vec_with(
     weights: &[i8],
@@ -70,57 +123,19 @@ fn mat_vec_with(
         let mut tail = [0i8; 16];
         tail[..cols - full].copy_from_slice(&xb[full..]);
         let mut r = 0;
-        while r + 4 <= rows {
-            let w = &weights[r * stride..(r + 4) * stride];
-            // SAFETY: the loads read 16 bytes at `j * stride + c` of `w` (4
-            // rows of `stride` bytes) with `c + 16 <= full + 16 * has_tail <=
-            // stride` (asserted above), at `c + 16 <= full <= cols` of `xb`,
-            // and all of `tail`; the store writes 4 `i32` at `r + 4 <= rows`
-            // of `db`.
-            unsafe {
-                let mut acc = [vdupq_n_s32(0); 4];
-                let mut c = 0;
-                while c < full {
-                    let xv = vld1q_s8(xb.as_ptr().add(c));
-                    for (j, a) in acc.iter_mut().enumerate() {
-                        *a = step(*a, vld1q_s8(w.as_ptr().add(j * stride + c)), xv);
-                    }
-                    c += 16;
-                }
-                if has_tail {
-                    let xv = vld1q_s8(tail.as_ptr());
-                    for (j, a) in acc.iter_mut().enumerate() {
-                        *a = step(*a, vld1q_s8(w.as_ptr().add(j * stride + full)), xv);
-                    }
-                }
-                let sums = vpaddq_s32(vpaddq_s32(acc[0], acc[1]), vpaddq_s32(acc[2], acc[3]));
-                vst1q_s32(db.as_mut_ptr().add(r), sums);
-            }
+        while r + 8 <= rows {
+            let w = &weights[r * stride..];
+            rows_block::<8>(w, stride, xb, &tail, full, has_tail, &mut db[r..], &step);
+            r += 8;
+        }
+        if r + 4 <= rows {
+            let w = &weights[r * stride..];
+            rows_block::<4>(w, stride, xb, &tail, full, has_tail, &mut db[r..], &step);
             r += 4;
         }
         while r < rows {
-            let row = &weights[r * stride..(r + 1) * stride];
-            // SAFETY: as above, one row.
-            db[r] = unsafe {
-                let mut acc = vdupq_n_s32(0);
-                let mut c = 0;
-                while c < full {
-                    acc = step(
-                        acc,
-                        vld1q_s8(row.as_ptr().add(c)),
-                        vld1q_s8(xb.as_ptr().add(c)),
-                    );
-                    c += 16;
-                }
-                if has_tail {
-                    acc = step(
-                        acc,
-                        vld1q_s8(row.as_ptr().add(full)),
-                        vld1q_s8(tail.as_ptr()),
-                    );
-                }
-                vaddvq_s32(acc)
-            };
+            let w = &weights[r * stride..];
+            rows_block::<1>(w, stride, xb, &tail, full, has_tail, &mut db[r..], &step);
             r += 1;
         }
     }
@@ -186,35 +201,71 @@ pub(crate) fn sigmoid_in_place(gate: &mut [i16]) {
 }
 
 /// gemmlowp's 16-bit tanh at `int_bits` integer bits, eight lanes at a time.
+/// Each width is its own loop, so that its shifts and the barrel
+/// shifter's steps are constants.
 pub(crate) fn tanh_in_place(values: &mut [i16], int_bits: u32) {
-    map_in_place(values, |v| tanh_q_lanes(v, int_bits))
+    debug_assert!(int_bits <= 6);
+    match int_bits {
+        0 => map_in_place(values, |v| tanh_q_lanes(v, 0)),
+        1 => map_in_place(values, |v| tanh_q_lanes(v, 1)),
+        2 => map_in_place(values, |v| tanh_q_lanes(v, 2)),
+        3 => map_in_place(values, |v| tanh_q_lanes(v, 3)),
+        4 => map_in_place(values, |v| tanh_q_lanes(v, 4)),
+        5 => map_in_place(values, |v| tanh_q_lanes(v, 5)),
+        _ => map_in_place(values, |v| tanh_q_lanes(v, 6)),
+    }
 }
 
 /// `Rounding::multiply` by one multiplier on 4 lanes: the output stage's
 /// vector forms (`requant/neon.rs`), each bit-exact with the scalar one.
+/// A trait (not a closure behind `dyn`) so that each kernel is compiled
+/// once per rounding with the requantization inlined.
+trait Requantize {
+    fn apply(&self, acc: int32x4_t) -> int32x4_t;
+}
+
+/// Single rounding: the multiplier and the negated total shift.
+struct SingleRounding {
+    multiplier: int32x4_t,
+    neg_total_shift: [int64x2_t; 2],
+}
+
+impl Requantize for SingleRounding {
+    #[inline(always)]
+    fn apply(&self, acc: int32x4_t) -> int32x4_t {
+        requantize_single(acc, self.multiplier, &self.neg_total_shift)
+    }
+}
+
+impl Requantize for ChannelMultiplier<int32x4_t> {
+    #[inline(always)]
+    fn apply(&self, acc: int32x4_t) -> int32x4_t {
+        requantize_lanes(acc, self)
+    }
+}
+
+/// `q` for single rounding's lanes.
 #[inline(always)]
-fn with_requantizer<R>(
-    rounding: Rounding,
-    q: QuantizedMultiplier,
-    body: impl FnOnce(&dyn Fn(int32x4_t) -> int32x4_t) -> R,
-) -> R {
+fn single_rounding(q: QuantizedMultiplier) -> SingleRounding {
     // SAFETY: register-only NEON (a compile-time target feature here).
     unsafe {
-        match rounding {
-            Rounding::Single => {
-                let multiplier = vdupq_n_s32(q.multiplier);
-                let total = vdupq_n_s64(-((31 - q.shift.clamp(-31, 30)) as i64));
-                let shifts = [total, total];
-                body(&|acc| requantize_single(acc, multiplier, &shifts))
-            }
-            Rounding::Double => {
-                let m = ChannelMultiplier {
-                    left_shift: vdupq_n_s32(q.shift.max(0)),
-                    multiplier: vdupq_n_s32(q.multiplier),
-                    neg_right_shift: vdupq_n_s32(q.shift.min(0)),
-                };
-                body(&|acc| requantize_lanes(acc, &m))
-            }
+        let total = vdupq_n_s64(-((31 - q.shift.clamp(-31, 30)) as i64));
+        SingleRounding {
+            multiplier: vdupq_n_s32(q.multiplier),
+            neg_total_shift: [total, total],
+        }
+    }
+}
+
+/// `q` for double rounding's lanes (left shift, multiplier, right shift).
+#[inline(always)]
+fn double_rounding(q: QuantizedMultiplier) -> ChannelMultiplier<int32x4_t> {
+    // SAFETY: register-only NEON (a compile-time target feature here).
+    unsafe {
+        ChannelMultiplier {
+            left_shift: vdupq_n_s32(q.shift.max(0)),
+            multiplier: vdupq_n_s32(q.multiplier),
+            neg_right_shift: vdupq_n_s32(q.shift.min(0)),
         }
     }
 }
@@ -224,31 +275,48 @@ fn with_requantizer<R>(
 /// scalar `saturate_i16(scaled.saturating_add(gate))`); the row tail in
 /// the scalar code.
 pub(crate) fn accumulate_i16(m: &MatVec, dots: &[i32], gate: &mut [i16], rounding: Rounding) {
+    match rounding {
+        Rounding::Single => {
+            accumulate_with(m, dots, gate, rounding, &single_rounding(m.multiplier))
+        }
+        Rounding::Double => {
+            accumulate_with(m, dots, gate, rounding, &double_rounding(m.multiplier))
+        }
+    }
+}
+
+/// [`accumulate_i16`] with its rounding's lanes.
+#[inline(always)]
+fn accumulate_with(
+    m: &MatVec,
+    dots: &[i32],
+    gate: &mut [i16],
+    rounding: Rounding,
+    requantize: &impl Requantize,
+) {
     let rows = m.rows;
     let vec_rows = rows / 4 * 4;
     let bias = &m.effective_bias[..rows];
-    with_requantizer(rounding, m.multiplier, |requantize| {
-        for (d_row, g_row) in dots.chunks_exact(rows).zip(gate.chunks_exact_mut(rows)) {
-            let mut r = 0;
-            while r < vec_rows {
-                // SAFETY: `r + 4 <= vec_rows <= rows`, the length of `d_row`,
-                // `g_row` and `bias`.
-                unsafe {
-                    let acc = vaddq_s32(
-                        vld1q_s32(d_row.as_ptr().add(r)),
-                        vld1q_s32(bias.as_ptr().add(r)),
-                    );
-                    let g = vmovl_s16(vld1_s16(g_row.as_ptr().add(r)));
-                    let sum = vqaddq_s32(requantize(acc), g);
-                    vst1_s16(g_row.as_mut_ptr().add(r), vqmovn_s32(sum));
-                }
-                r += 4;
+    for (d_row, g_row) in dots.chunks_exact(rows).zip(gate.chunks_exact_mut(rows)) {
+        let mut r = 0;
+        while r < vec_rows {
+            // SAFETY: `r + 4 <= vec_rows <= rows`, the length of `d_row`,
+            // `g_row` and `bias`.
+            unsafe {
+                let acc = vaddq_s32(
+                    vld1q_s32(d_row.as_ptr().add(r)),
+                    vld1q_s32(bias.as_ptr().add(r)),
+                );
+                let g = vmovl_s16(vld1_s16(g_row.as_ptr().add(r)));
+                let sum = vqaddq_s32(requantize.apply(acc), g);
+                vst1_s16(g_row.as_mut_ptr().add(r), vqmovn_s32(sum));
             }
-            for r in vec_rows..rows {
-                g_row[r] = m.accumulate_one(g_row[r], d_row[r], bias[r], rounding);
-            }
+            r += 4;
         }
-    })
+        for r in vec_rows..rows {
+            g_row[r] = m.accumulate_one(g_row[r], d_row[r], bias[r], rounding);
+        }
+    }
 }
 
 /// [`LstmParams::update_cell`] on NEON, 8 cells at a time: the widening
@@ -315,27 +383,55 @@ pub(crate) fn update_cell(
 /// requantization, `sqadd` of the zero point, and the two saturating
 /// narrows (`sqxtn` to int16, to int8), which are the scalar clamp.
 pub(crate) fn hidden(p: &LstmParams, tanh_cell: &[i16], output_gate: &[i16], hidden: &mut [i8]) {
+    match p.rounding {
+        Rounding::Single => hidden_with(
+            p,
+            tanh_cell,
+            output_gate,
+            hidden,
+            &single_rounding(p.hidden_multiplier),
+        ),
+        Rounding::Double => hidden_with(
+            p,
+            tanh_cell,
+            output_gate,
+            hidden,
+            &double_rounding(p.hidden_multiplier),
+        ),
+    }
+}
+
+/// [`hidden`] with its rounding's lanes.
+#[inline(always)]
+fn hidden_with(
+    p: &LstmParams,
+    tanh_cell: &[i16],
+    output_gate: &[i16],
+    hidden: &mut [i8],
+    requantize: &impl Requantize,
+) {
     let n = hidden.len();
     let vec_n = n / 8 * 8;
     let (tanh_cell, output_gate) = (&tanh_cell[..n], &output_gate[..n]);
     let zero_point = p.hidden_zero_point();
-    with_requantizer(p.rounding, p.hidden_multiplier, |requantize| {
-        let mut i = 0;
-        while i < vec_n {
-            // SAFETY: `i + 8 <= vec_n <= n`, the length of every slice here.
-            unsafe {
-                let o = vld1q_s16(output_gate.as_ptr().add(i));
-                let t = vld1q_s16(tanh_cell.as_ptr().add(i));
-                let zp = vdupq_n_s32(zero_point);
-                let lo = vqaddq_s32(requantize(vmull_s16(vget_low_s16(o), vget_low_s16(t))), zp);
-                let hi = vqaddq_s32(requantize(vmull_high_s16(o, t)), zp);
-                let narrow = vqmovn_s16(vqmovn_high_s32(vqmovn_s32(lo), hi));
-                vst1_s8(hidden.as_mut_ptr().add(i), narrow);
-            }
-            i += 8;
+    let mut i = 0;
+    while i < vec_n {
+        // SAFETY: `i + 8 <= vec_n <= n`, the length of every slice here.
+        unsafe {
+            let o = vld1q_s16(output_gate.as_ptr().add(i));
+            let t = vld1q_s16(tanh_cell.as_ptr().add(i));
+            let zp = vdupq_n_s32(zero_point);
+            let lo = vqaddq_s32(
+                requantize.apply(vmull_s16(vget_low_s16(o), vget_low_s16(t))),
+                zp,
+            );
+            let hi = vqaddq_s32(requantize.apply(vmull_high_s16(o, t)), zp);
+            let narrow = vqmovn_s16(vqmovn_high_s32(vqmovn_s32(lo), hi));
+            vst1_s8(hidden.as_mut_ptr().add(i), narrow);
         }
-        for i in vec_n..n {
-            hidden[i] = p.hidden_one(output_gate[i], tanh_cell[i], zero_point);
-        }
-    })
+        i += 8;
+    }
+    for i in vec_n..n {
+        hidden[i] = p.hidden_one(output_gate[i], tanh_cell[i], zero_point);
+    }
 }
