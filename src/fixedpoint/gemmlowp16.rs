@@ -162,6 +162,8 @@ pub(crate) fn tanh_q3_12(a: i16) -> i16 {
 /// Q`int_bits`.(15 - `int_bits`)), Q0.15 output: TFLite's `ApplyTanh` of
 /// its integer LSTM (gates at Q3.12, the cell state at `15 + log2(scale)`
 /// integer bits). `tanh_q(a, 3)` is [`tanh_q3_12`].
+// Used by the LSTM, which needs `alloc`.
+#[cfg_attr(not(feature = "alloc"), allow(dead_code))]
 pub(crate) fn tanh_q(a: i16, int_bits: u32) -> i16 {
     tanh_q_lanes(a, int_bits)
 }

@@ -107,6 +107,8 @@ impl Lane16 for int16x8_t {
 /// `f` over a slice in place, eight lanes at a time; the last partial
 /// vector goes through a zero-padded copy, so every element takes the lane
 /// code (the padding lanes are discarded).
+// Used by the LSTM, which needs `alloc`.
+#[cfg_attr(not(feature = "alloc"), allow(dead_code))]
 #[inline(always)]
 pub(crate) fn map_in_place(values: &mut [i16], f: impl Fn(int16x8_t) -> int16x8_t) {
     let mut chunks = values.chunks_exact_mut(8);
