@@ -48,10 +48,12 @@ fn widening(acc: int32x4_t, w: int8x16_t, x: int8x16_t) -> int32x4_t {
     }
 }
 
-/// The products of `N` weight rows (`w`, rows `stride` bytes apart) with
+/// The products of one block of `N` packed weight rows (`w`, `N * stride`
+/// bytes: for each 16 bytes of depth, 16 bytes of each row in turn) with
 /// one input row (`xb`, its last partial block in `tail`) into `out` (`N`
-/// sums): one input load feeds `N` products per 16 bytes of depth; groups
-/// of four rows are reduced together with two rounds of `addp`.
+/// sums): one input load feeds `N` products per 16 bytes of depth, the
+/// weights are one contiguous stream; groups of four rows are reduced
+/// together with two rounds of `addp`.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 fn rows_block<const N: usize>(
@@ -65,8 +67,8 @@ fn rows_block<const N: usize>(
     step: &impl Fn(int32x4_t, int8x16_t, int8x16_t) -> int32x4_t,
 ) {
     assert!(w.len() >= N * stride && out.len() >= N && xb.len() >= full);
-    // SAFETY: the loads read 16 bytes at `j * stride + c` of `w` (`N` rows of
-    // `stride` bytes) with `c + 16 <= full + 16 * has_tail <= stride` (the
+    // SAFETY: the loads read 16 bytes at `c * N + j * 16` of `w`, `j < N`,
+    // below `(c + 16) * N <= (full + 16 * has_tail) * N <= stride * N` (the
     // caller's assertion), at `c + 16 <= full <= xb.len()` of `xb`, and all
     // of `tail`; the stores write within `out[..N]` (asserted here).
     unsafe {
@@ -75,14 +77,14 @@ fn rows_block<const N: usize>(
         while c < full {
             let xv = vld1q_s8(xb.as_ptr().add(c));
             for (j, a) in acc.iter_mut().enumerate() {
-                *a = step(*a, vld1q_s8(w.as_ptr().add(j * stride + c)), xv);
+                *a = step(*a, vld1q_s8(w.as_ptr().add(c * N + j * 16)), xv);
             }
             c += 16;
         }
         if has_tail {
             let xv = vld1q_s8(tail.as_ptr());
             for (j, a) in acc.iter_mut().enumerate() {
-                *a = step(*a, vld1q_s8(w.as_ptr().add(j * stride + full)), xv);
+                *a = step(*a, vld1q_s8(w.as_ptr().add(full * N + j * 16)), xv);
             }
         }
         let mut j = 0;
@@ -101,11 +103,11 @@ fn rows_block<const N: usize>(
     }
 }
 
-/// The one loop of both paths; `step` is `sdot` or `widening`. Rows are
-/// `stride` bytes apart in `weights`, zero past `cols` up to the next
-/// multiple of 16 (see `MatVec`), so every row is whole 16-byte blocks; the
-/// last partial block of each input row is read from a zero-padded copy.
-/// Eight rows at a time, then four, then one.
+/// The one loop of both paths; `step` is `sdot` or `widening`. `weights`
+/// is packed (see `MatVec`): rows zero past `cols` up to `stride`, so every
+/// row is whole 16-byte blocks, in blocks of eight rows, then four, then
+/// one, the order this loop takes them in. The last partial block of each
+/// input row is read from a zero-padded copy.
 #[inline(always)]
 fn mat_vec_with(
     weights: &[i8],
@@ -157,10 +159,10 @@ unsafe fn mat_vec_dot(
     })
 }
 
-/// `scalar::mat_vec_strided` on NEON (`sdot` when the CPU has it). The
+/// `scalar::mat_vec_packed` on NEON (`sdot` when the CPU has it). The
 /// caller checked the lengths (`x` a whole number of `cols` rows, `dots`
 /// `rows` per row of `x`); the stride and the weights' length are asserted.
-pub(crate) fn mat_vec_strided(
+pub(crate) fn mat_vec_packed(
     weights: &[i8],
     rows: usize,
     cols: usize,
@@ -178,7 +180,7 @@ pub(crate) fn mat_vec_strided(
 
 /// `scalar::mat_vec` on NEON.
 pub(crate) fn mat_vec(m: &MatVec, x: &[i8], dots: &mut [i32]) {
-    mat_vec_strided(&m.weights, m.rows, m.cols, m.stride, x, dots)
+    mat_vec_packed(&m.weights, m.rows, m.cols, m.stride, x, dots)
 }
 
 /// The widening path alone, for tests on CPUs with dotprod.

@@ -21,9 +21,12 @@ use alloc::vec::Vec;
 /// (`zero_point` being the zero point of the vector it multiplies), and the
 /// multiplier that scales the product into the gate's units.
 ///
-/// The rows are stored `stride` bytes apart, `cols` rounded up to 16 with
-/// zero weights, so that the NEON products take whole 16-byte blocks (the
-/// zeros add nothing to any sum).
+/// The weights are packed for the NEON products ([`pack_rows`]): each row
+/// padded with zeros to `stride` bytes (`cols` rounded up to 16; the zeros
+/// add nothing to any sum), and the rows in blocks of eight (then one of
+/// four, then single rows), each block stored 16 bytes of depth at a time
+/// for all its rows, so that the kernel reads a block as one contiguous
+/// stream.
 #[derive(Clone, Debug)]
 pub(crate) struct MatVec {
     pub(crate) weights: Vec<i8>,
@@ -34,18 +37,37 @@ pub(crate) struct MatVec {
     pub(crate) multiplier: QuantizedMultiplier,
 }
 
-/// `weights` (`rows x cols`, row-major) with each row padded with zeros to
-/// a multiple of 16 bytes, and that row stride.
-pub(crate) fn pad_rows(weights: &[i8], rows: usize, cols: usize) -> (Vec<i8>, usize) {
-    let stride = cols.div_ceil(16) * 16;
-    let mut padded = alloc::vec![0i8; rows * stride];
-    for (dst, src) in padded
-        .chunks_exact_mut(stride)
-        .zip(weights.chunks_exact(cols))
-    {
-        dst[..cols].copy_from_slice(src);
+/// The block of the packed layout that row `r` of `rows` belongs to: its
+/// first row and its number of rows (8, then 4, then 1, the order in which
+/// the NEON kernel takes them).
+#[inline(always)]
+pub(crate) fn row_block(r: usize, rows: usize) -> (usize, usize) {
+    let eights = rows / 8 * 8;
+    if r < eights {
+        (r / 8 * 8, 8)
+    } else if rows - eights >= 4 && r < eights + 4 {
+        (eights, 4)
+    } else {
+        (r, 1)
     }
-    (padded, stride)
+}
+
+/// `weights` (`rows x cols`, row-major) in the packed layout of [`MatVec`],
+/// and the padded row length: row `r`'s 16 bytes of depth block `k` are at
+/// `first * stride + k * n * 16 + (r - first) * 16`, where `(first, n)` is
+/// [`row_block`]`(r, rows)`.
+pub(crate) fn pack_rows(weights: &[i8], rows: usize, cols: usize) -> (Vec<i8>, usize) {
+    let stride = cols.div_ceil(16) * 16;
+    let mut packed = alloc::vec![0i8; rows * stride];
+    for (r, row) in weights.chunks_exact(cols).take(rows).enumerate() {
+        let (first, n) = row_block(r, rows);
+        let base = first * stride + (r - first) * 16;
+        for (k, chunk) in row.chunks(16).enumerate() {
+            let at = base + k * n * 16;
+            packed[at..at + chunk.len()].copy_from_slice(chunk);
+        }
+    }
+    (packed, stride)
 }
 
 /// TFLite's layer normalization of one gate (`ApplyLayerNorm`).
@@ -111,7 +133,7 @@ fn saturate_i16(x: i32) -> i16 {
 }
 
 impl MatVec {
-    /// The prepared matrix: `weights` (`rows x cols`) padded as the type
+    /// The prepared matrix: `weights` (`rows x cols`) packed as the type
     /// says.
     pub(crate) fn new(
         weights: &[i8],
@@ -120,7 +142,7 @@ impl MatVec {
         effective_bias: Vec<i32>,
         multiplier: QuantizedMultiplier,
     ) -> MatVec {
-        let (weights, stride) = pad_rows(weights, rows, cols);
+        let (weights, stride) = pack_rows(weights, rows, cols);
         MatVec {
             weights,
             rows,

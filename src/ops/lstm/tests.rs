@@ -601,7 +601,15 @@ fn lstm_i8_neon_equals_scalar_every_option() {
 #[test]
 fn lstm_i8_neon_mat_vec_paths_equal_scalar_with_extreme_weights() {
     let mut rng = Rng(99);
-    for (rows, cols) in [(1, 1), (4, 16), (5, 17), (9, 47), (13, 300)] {
+    for (rows, cols) in [
+        (1, 1),
+        (4, 16),
+        (5, 17),
+        (9, 47),
+        (13, 300),
+        (21, 33),
+        (8, 8),
+    ] {
         for fill in [None, Some(-128i8), Some(127)] {
             let mut w = rng.i8s(rows * cols, 128);
             let mut x = rng.i8s(2 * cols, 128);
@@ -609,13 +617,10 @@ fn lstm_i8_neon_mat_vec_paths_equal_scalar_with_extreme_weights() {
                 w.fill(v);
                 x.fill(-128);
             }
-            let (w, stride) = params::pad_rows(&w, rows, cols);
-            let mut want = vec![0; 2 * rows];
-            scalar::mat_vec_strided(&w, rows, cols, stride, &x, &mut want);
             let naive: Vec<i32> = x
                 .chunks_exact(cols)
                 .flat_map(|xb| {
-                    w.chunks_exact(stride).map(move |row| {
+                    w.chunks_exact(cols).map(move |row| {
                         row.iter()
                             .zip(xb)
                             .map(|(&a, &b)| a as i32 * b as i32)
@@ -623,9 +628,12 @@ fn lstm_i8_neon_mat_vec_paths_equal_scalar_with_extreme_weights() {
                     })
                 })
                 .collect();
+            let (w, stride) = params::pack_rows(&w, rows, cols);
+            let mut want = vec![0; 2 * rows];
+            scalar::mat_vec_packed(&w, rows, cols, stride, &x, &mut want);
             assert_eq!(want, naive, "{rows}x{cols} scalar");
             let mut got = vec![0; 2 * rows];
-            neon::mat_vec_strided(&w, rows, cols, stride, &x, &mut got);
+            neon::mat_vec_packed(&w, rows, cols, stride, &x, &mut got);
             assert_eq!(want, got, "{rows}x{cols}");
             let mut got = vec![0; 2 * rows];
             neon::mat_vec_widening(&w, rows, cols, stride, &x, &mut got);
