@@ -34,6 +34,7 @@
 //! [`Gemm`](crate::Gemm), whose output stage is int8 where the LSTM needs
 //! the raw sums accumulated into int16 gates.
 
+mod kernels;
 mod params;
 mod scalar;
 
@@ -43,12 +44,12 @@ mod neon;
 #[cfg(test)]
 mod tests;
 
-use self::params::{Gate, LayerNorm, LstmParams, MatVec, Projection};
-use crate::backend::{unavailable, Backend};
+use self::kernels::Kernels;
+use self::params::{folded_bias, Gate, LayerNorm, LstmParams, MatVec, Projection};
+use crate::backend::Backend;
 use crate::checks::{check_length, check_scale, check_zero_point};
 use crate::error::{Error, Result};
 use crate::quant::{QuantParams, QuantizedMultiplier, Rounding};
-use alloc::vec::Vec;
 
 const OP: &str = "lstm";
 
@@ -146,29 +147,6 @@ pub struct LstmScratch<'a> {
     pub hidden: &'a mut [i8],
 }
 
-/// [`LstmParams::update_cell`]'s signature: the parameters, then the cell
-/// state, input gate, forget gate (overwritten) and cell gate.
-type UpdateCell = fn(&LstmParams, &mut [i16], &[i16], &mut [i16], &[i16]);
-
-/// The backend's kernels of a step: the gate products and the 16-bit
-/// nonlinearities (everything else is the shared scalar code of
-/// `params.rs`).
-#[derive(Clone, Copy)]
-struct Kernels {
-    /// Raw int32 products (`scalar::mat_vec`'s contract).
-    mat_vec: fn(&MatVec, &[i8], &mut [i32]),
-    /// Q3.12 to Q0.15 logistic in place.
-    sigmoid: fn(&mut [i16]),
-    /// tanh in place at the given integer bits, Q0.15 out.
-    tanh: fn(&mut [i16], u32),
-    /// [`MatVec::accumulate_i16`]'s contract.
-    accumulate: fn(&MatVec, &[i32], &mut [i16], Rounding),
-    /// [`LstmParams::update_cell`]'s contract.
-    update_cell: UpdateCell,
-    /// [`LstmParams::hidden`]'s contract.
-    hidden: fn(&LstmParams, &[i16], &[i16], &mut [i8]),
-}
-
 /// A prepared integer LSTM: TFLite's `UNIDIRECTIONAL_SEQUENCE_LSTM` for int8
 /// input with int16 cell state, bit for bit (see the module documentation).
 #[derive(Clone, Debug)]
@@ -190,27 +168,6 @@ fn effective(x: f32, y: f32, z: f32) -> f32 {
 /// `rounding`'s quantized multiplier of a real effective scale.
 fn multiplier(rounding: Rounding, real: f32) -> Result<QuantizedMultiplier> {
     rounding.quantize_multiplier(real as f64)
-}
-
-/// `bias - zero_point * row sums of weights` (TFLite's
-/// `PrecomputeZeroPointTimesWeightWithBias` with the negated zero point).
-fn folded_bias(
-    weights: &[i8],
-    rows: usize,
-    cols: usize,
-    bias: Option<&[i32]>,
-    zero_point: i32,
-) -> Vec<i32> {
-    weights
-        .chunks_exact(cols)
-        .take(rows)
-        .enumerate()
-        .map(|(r, row)| {
-            let sum = row.iter().fold(0i32, |s, &w| s.wrapping_add(w as i32));
-            let b = bias.map_or(0, |b| b[r]);
-            b.wrapping_add(sum.wrapping_mul(zero_point.wrapping_neg()))
-        })
-        .collect()
 }
 
 /// TFLite's `CheckedLog2` without `ln`: `round(log2(x))` when `x` is within
@@ -564,27 +521,7 @@ impl Lstm {
         if scratch.hidden.len() < hidden {
             check_length(OP, "hidden scratch", Some(hidden), scratch.hidden.len())?;
         }
-        let kernels = match backend {
-            Backend::Scalar => Kernels {
-                mat_vec: scalar::mat_vec,
-                sigmoid: params::sigmoid_in_place,
-                tanh: params::tanh_in_place,
-                accumulate: MatVec::accumulate_i16,
-                update_cell: LstmParams::update_cell,
-                hidden: LstmParams::hidden,
-            },
-            #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
-            Backend::Neon => Kernels {
-                mat_vec: neon::mat_vec,
-                sigmoid: neon::sigmoid_in_place,
-                tanh: neon::tanh_in_place,
-                accumulate: neon::accumulate_i16,
-                update_cell: neon::update_cell,
-                hidden: neon::hidden,
-            },
-            #[allow(unreachable_patterns)]
-            b => return Err(unavailable(b)),
-        };
+        let kernels = Kernels::for_backend(backend)?;
         self.step_rows(rows, &kernels, input, output_state, cell_state, scratch);
         Ok(())
     }

@@ -405,3 +405,24 @@ impl LstmParams {
         v.saturating_add(zero_point).clamp(-128, 127) as i8
     }
 }
+
+/// `bias - zero_point * row sums of weights` (TFLite's
+/// `PrecomputeZeroPointTimesWeightWithBias` with the negated zero point).
+pub(crate) fn folded_bias(
+    weights: &[i8],
+    rows: usize,
+    cols: usize,
+    bias: Option<&[i32]>,
+    zero_point: i32,
+) -> Vec<i32> {
+    weights
+        .chunks_exact(cols)
+        .take(rows)
+        .enumerate()
+        .map(|(r, row)| {
+            let sum = row.iter().fold(0i32, |s, &w| s.wrapping_add(w as i32));
+            let b = bias.map_or(0, |b| b[r]);
+            b.wrapping_add(sum.wrapping_mul(zero_point.wrapping_neg()))
+        })
+        .collect()
+}
