@@ -3,54 +3,14 @@
 //! input scales `2^-12` and `2^-11`. The C++ does `+`, `-` and negation in
 //! `int` and stores the result back into `int16_t`, so they wrap;
 //! multiplication is the 16-bit saturating rounding doubling high multiply
-//! (NEON `sqrdmulh.8h`). The algorithm is the one of this module's 32-bit
+//! (NEON `sqrdmulh.8h`). The functions are written once over [`Lane16`]
+//! (`lane16.rs`): a scalar `i16`, or eight NEON lanes. The algorithm is the one of this module's 32-bit
 //! lanes (exp by a Taylor polynomial on `[-1/4, 0)` and a barrel shifter,
 //! Newton-Raphson reciprocal), with each 32-bit constant rounded to 16 bits
 //! (gemmlowp's `RescaleConstantInitializer`: a rounding divide by `2^16`).
 
-/// `a * b / 2^15` rounded to nearest (ties away from zero), `-1 * -1`
-/// saturated: gemmlowp's 16-bit `SaturatingRoundingDoublingHighMul`.
-#[inline(always)]
-pub(crate) fn srdhm(a: i16, b: i16) -> i16 {
-    if a == i16::MIN && b == i16::MIN {
-        return i16::MAX;
-    }
-    let ab = a as i32 * b as i32;
-    let nudge = if ab >= 0 { 1 << 14 } else { 1 - (1 << 14) };
-    // `/` truncates toward zero, as the C++.
-    ((ab + nudge) / (1 << 15)) as i16
-}
-
-/// `x / 2^e` rounded to nearest, ties away from zero (`e` in `0..=15`).
-#[inline(always)]
-pub(crate) fn rounding_divide_by_pot(x: i16, e: u32) -> i16 {
-    let mask = ((1i32 << e) - 1) as i16;
-    let remainder = x & mask;
-    let threshold = (mask >> 1) + (x < 0) as i16;
-    (x >> e) + (remainder > threshold) as i16
-}
-
-/// `x * 2^e` for `e` in `1..=15`, saturating (gemmlowp's
-/// `SaturatingRoundingMultiplyByPOT` with a positive exponent).
-#[inline(always)]
-pub(crate) fn saturating_shl(x: i16, e: u32) -> i16 {
-    let threshold = ((1i32 << (15 - e)) - 1) as i16;
-    if x > threshold {
-        i16::MAX
-    } else if x < -threshold {
-        i16::MIN
-    } else {
-        x << e
-    }
-}
-
-/// `(a + b) / 2` rounded half away from zero (computed in 32 bits).
-#[inline(always)]
-fn rounding_half_sum(a: i16, b: i16) -> i16 {
-    let sum = a as i32 + b as i32;
-    let sign = if sum >= 0 { 1 } else { -1 };
-    ((sum + sign) / 2) as i16
-}
+use super::lane16::Lane16;
+pub(crate) use super::lane16::{saturating_shl, srdhm};
 
 /// A gemmlowp constant given as a 32-bit raw value, in 16 bits.
 const fn c(raw32: i32) -> i16 {
@@ -67,34 +27,37 @@ const ONE_Q0: i16 = i16::MAX;
 const ONE_Q2: i16 = 1 << 13;
 
 /// `exp(a)` for `a` in `[-1/4, 0)`, Q0.15 in and out.
-fn exp_on_interval_between_negative_one_quarter_and_0_excl(a: i16) -> i16 {
+#[inline(always)]
+fn exp_on_interval_between_negative_one_quarter_and_0_excl<L: Lane16>(a: L) -> L {
     // exp(-1/8) and 1/3.
-    let constant_term = c(1_895_147_668);
-    let constant_1_over_3 = c(715_827_883);
+    let constant_term = L::splat(c(1_895_147_668));
+    let constant_1_over_3 = L::splat(c(715_827_883));
     // Taylor expansion around -1/8: x = a + 1/8.
-    let x = a.wrapping_add(1 << 12);
-    let x2 = srdhm(x, x);
-    let x3 = srdhm(x2, x);
-    let x4 = srdhm(x2, x2);
-    let x4_over_4 = rounding_divide_by_pot(x4, 2);
-    let poly = rounding_divide_by_pot(
-        srdhm(x4_over_4.wrapping_add(x3), constant_1_over_3).wrapping_add(x2),
-        1,
-    );
-    constant_term.saturating_add(srdhm(constant_term, x.wrapping_add(poly)))
+    let x = a.add(L::splat(1 << 12));
+    let x2 = x.srdhm(x);
+    let x3 = x2.srdhm(x);
+    let x4 = x2.srdhm(x2);
+    let x4_over_4 = x4.rounding_divide_by_pot(2);
+    let poly = x4_over_4
+        .add(x3)
+        .srdhm(constant_1_over_3)
+        .add(x2)
+        .rounding_divide_by_pot(1);
+    constant_term.saturating_add(constant_term.srdhm(x.add(poly)))
 }
 
-/// `exp(a)` for `a <= 0` in Q`int_bits`.(15 - `int_bits`), result Q0.15.
-fn exp_on_negative_values(a: i16, int_bits: u32) -> i16 {
+/// `exp(a)` for `a <= 0` in Q`int_bits`.(15 - `int_bits`) (`int_bits` in
+/// `1..=7`), result Q0.15.
+#[inline(always)]
+fn exp_on_negative_values<L: Lane16>(a: L, int_bits: u32) -> L {
     let frac_bits = 15 - int_bits;
     let one_quarter: i16 = 1 << (frac_bits - 2);
-    let mask = one_quarter - 1;
-    let a_mod_quarter_minus_one_quarter = (a & mask).wrapping_sub(one_quarter);
-    let mut result = exp_on_interval_between_negative_one_quarter_and_0_excl(saturating_shl(
-        a_mod_quarter_minus_one_quarter,
-        int_bits,
-    ));
-    let remainder = a_mod_quarter_minus_one_quarter.wrapping_sub(a);
+    let a_mod_quarter_minus_one_quarter =
+        a.and(L::splat(one_quarter - 1)).sub(L::splat(one_quarter));
+    let mut result = exp_on_interval_between_negative_one_quarter_and_0_excl(
+        a_mod_quarter_minus_one_quarter.saturating_shl(int_bits),
+    );
+    let remainder = a_mod_quarter_minus_one_quarter.sub(a);
     // exp(-2^k) for k = -2..=4, as gemmlowp's 32-bit raw constants.
     const BARREL: [(i32, i32); 7] = [
         (-2, 1_672_461_947),
@@ -108,111 +71,107 @@ fn exp_on_negative_values(a: i16, int_bits: u32) -> i16 {
     for (exponent, multiplier) in BARREL {
         if int_bits as i32 > exponent {
             let bit = (frac_bits as i32 + exponent) as u32;
-            if remainder & (1 << bit) != 0 {
-                result = srdhm(result, c(multiplier));
-            }
+            let set = remainder.mask_if_any_bit_set(L::splat((1u16 << bit) as i16));
+            result = L::select(set, result.srdhm(L::splat(c(multiplier))), result);
         }
     }
     // Beyond 5 integer bits the barrel stops at exp(-16): gemmlowp sends every
     // input below -32 to 0 instead (its constant `-(1 << (36 - bits))`,
     // rounded to 16 bits, is -32 in every format).
-    if int_bits > 5 && (a as i32) < -(32i32 << frac_bits) {
-        result = 0;
+    if int_bits > 5 {
+        let below = a.mask_if_less_than(L::splat(-(32i32 << frac_bits) as i16));
+        result = L::select(below, L::splat(0), result);
     }
-    if a == 0 {
-        ONE_Q0
-    } else {
-        result
-    }
+    L::select(a.mask_if_zero(), L::splat(ONE_Q0), result)
 }
 
 /// Newton-Raphson on `1 / (1 + a)` (Q2.13 iterate), `a` in `(0, 1)` Q0.15.
-fn newton_raphson_one_over_one_plus_x(a: i16) -> i16 {
-    let half_denominator = rounding_half_sum(a, ONE_Q0);
+#[inline(always)]
+fn newton_raphson_one_over_one_plus_x<L: Lane16>(a: L) -> L {
+    let half_denominator = a.rounding_half_sum(L::splat(ONE_Q0));
     // 48/17 and -32/17 in Q2.13.
-    let constant_48_over_17 = c(1_515_870_810);
-    let constant_neg_32_over_17 = c(-1_010_580_540);
-    let mut x = constant_48_over_17.wrapping_add(srdhm(half_denominator, constant_neg_32_over_17));
+    let constant_48_over_17 = L::splat(c(1_515_870_810));
+    let constant_neg_32_over_17 = L::splat(c(-1_010_580_540));
+    let mut x = constant_48_over_17.add(half_denominator.srdhm(constant_neg_32_over_17));
     for _ in 0..3 {
-        let half_denominator_times_x = srdhm(half_denominator, x);
-        let one_minus_half_denominator_times_x = ONE_Q2.wrapping_sub(half_denominator_times_x);
+        let half_denominator_times_x = half_denominator.srdhm(x);
+        let one_minus_half_denominator_times_x = L::splat(ONE_Q2).sub(half_denominator_times_x);
         // Q2.13 * Q2.13 = Q4.11, back to Q2.13.
-        x = x.wrapping_add(saturating_shl(
-            srdhm(x, one_minus_half_denominator_times_x),
-            2,
-        ));
+        x = x.add(
+            x.srdhm(one_minus_half_denominator_times_x)
+                .saturating_shl(2),
+        );
     }
     x
 }
 
 /// `1 / (1 + a)` for `a` in `(0, 1)`, Q0.15.
-fn one_over_one_plus_x_for_x_in_0_1(a: i16) -> i16 {
+#[inline(always)]
+fn one_over_one_plus_x_for_x_in_0_1<L: Lane16>(a: L) -> L {
     // x / 2 in Q2.13 is x in Q1.14; rescale to Q0.15.
-    saturating_shl(newton_raphson_one_over_one_plus_x(a), 1)
+    newton_raphson_one_over_one_plus_x(a).saturating_shl(1)
 }
 
 /// `(1 - a) / (1 + a)` for `a` in `(0, 1)`, Q0.15.
-fn one_minus_x_over_one_plus_x_for_x_in_0_1(a: i16) -> i16 {
+#[inline(always)]
+fn one_minus_x_over_one_plus_x_for_x_in_0_1<L: Lane16>(a: L) -> L {
     // 2 / (1 + a) - 1 = (1 - a) / (1 + a), Q2.13 to Q0.15.
-    saturating_shl(
-        newton_raphson_one_over_one_plus_x(a).wrapping_sub(ONE_Q2),
-        2,
-    )
+    newton_raphson_one_over_one_plus_x(a)
+        .sub(L::splat(ONE_Q2))
+        .saturating_shl(2)
+}
+
+/// gemmlowp's `logistic` for a Q3.12 input, Q0.15 output, on any lanes.
+#[inline(always)]
+pub(crate) fn logistic_q3_12_lanes<L: Lane16>(a: L) -> L {
+    let zero = L::splat(0);
+    let positive = a.mask_if_greater_than(zero);
+    let abs_input = L::select(positive, a, a.neg());
+    let result_if_positive =
+        one_over_one_plus_x_for_x_in_0_1(exp_on_negative_values(abs_input.neg(), 3));
+    let result_if_negative = L::splat(ONE_Q0).sub(result_if_positive);
+    let result = L::select(positive, result_if_positive, result_if_negative);
+    L::select(a.mask_if_zero(), L::splat(c(1 << 30)), result)
+}
+
+/// gemmlowp's `tanh` for an input with `int_bits` integer bits (`0..=6`),
+/// Q0.15 output, on any lanes.
+#[inline(always)]
+pub(crate) fn tanh_q_lanes<L: Lane16>(a: L, int_bits: u32) -> L {
+    debug_assert!(int_bits <= 6);
+    let negative = a.mask_if_less_than(L::splat(0));
+    let n = L::select(negative, a, a.neg());
+    // -tanh(n) for n <= 0: exp(2n), the same raw value read with one more
+    // integer bit.
+    let t = one_minus_x_over_one_plus_x_for_x_in_0_1(exp_on_negative_values(n, int_bits + 1));
+    let t = L::select(negative, t.neg(), t);
+    L::select(a.mask_if_zero(), L::splat(0), t)
 }
 
 /// gemmlowp's `logistic` for a Q3.12 input, Q0.15 output.
 pub(crate) fn logistic_q3_12(a: i16) -> i16 {
-    let positive = a > 0;
-    let abs_input = if positive { a } else { a.wrapping_neg() };
-    let result_if_positive =
-        one_over_one_plus_x_for_x_in_0_1(exp_on_negative_values(abs_input.wrapping_neg(), 3));
-    let result_if_negative = ONE_Q0.wrapping_sub(result_if_positive);
-    if a == 0 {
-        c(1 << 30)
-    } else if positive {
-        result_if_positive
-    } else {
-        result_if_negative
-    }
+    logistic_q3_12_lanes(a)
 }
 
 /// gemmlowp's `tanh` for a Q3.12 input, Q0.15 output.
 pub(crate) fn tanh_q3_12(a: i16) -> i16 {
-    let negative = a < 0;
-    let n = if negative { a } else { a.wrapping_neg() };
-    // -tanh(n) for n <= 0: exp(2n), with 2n read as Q4.11.
-    let t = one_minus_x_over_one_plus_x_for_x_in_0_1(exp_on_negative_values(n, 4));
-    if a == 0 {
-        0
-    } else if negative {
-        t.wrapping_neg()
-    } else {
-        t
-    }
+    tanh_q_lanes(a, 3)
 }
 
 /// gemmlowp's `tanh` for an input with `int_bits` integer bits (`0..=6`,
 /// Q`int_bits`.(15 - `int_bits`)), Q0.15 output: TFLite's `ApplyTanh` of
 /// its integer LSTM (gates at Q3.12, the cell state at `15 + log2(scale)`
 /// integer bits). `tanh_q(a, 3)` is [`tanh_q3_12`].
+// Used by the LSTM, which needs `alloc`.
+#[cfg_attr(not(feature = "alloc"), allow(dead_code))]
 pub(crate) fn tanh_q(a: i16, int_bits: u32) -> i16 {
-    debug_assert!(int_bits <= 6);
-    let negative = a < 0;
-    let n = if negative { a } else { a.wrapping_neg() };
-    // exp(2n): the same raw value read with one more integer bit.
-    let t = one_minus_x_over_one_plus_x_for_x_in_0_1(exp_on_negative_values(n, int_bits + 1));
-    if a == 0 {
-        0
-    } else if negative {
-        t.wrapping_neg()
-    } else {
-        t
-    }
+    tanh_q_lanes(a, int_bits)
 }
 
 #[cfg(test)]
 mod tests {
     extern crate std;
+    use super::super::lane16::rounding_divide_by_pot;
     use super::*;
 
     #[cfg(feature = "std")]

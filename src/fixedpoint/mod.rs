@@ -19,6 +19,7 @@ mod constants;
 mod exp;
 pub(crate) mod gemmlowp16;
 mod lane;
+pub(crate) mod lane16;
 pub(crate) mod log;
 mod recip;
 
@@ -27,6 +28,8 @@ pub use lane::Lane;
 pub use log::log_x_for_x_greater_than_or_equal_to_1;
 #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
 mod neon;
+#[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+pub(crate) mod neon16;
 
 pub(crate) use recip::get_reciprocal_splat;
 pub use recip::{

@@ -21,14 +21,20 @@
 //! zero point times each weight row's sum folded into the biases (`bias'`,
 //! `r'`; with layer normalization the gate bias moves after the norm).
 //!
-//! The gate matrix products run on NEON (`sdot` or widening multiplies,
-//! `neon.rs`) or in scalar code (`scalar.rs`); both give the same int32
-//! sums, and everything after them is one scalar source (`params.rs`), so
-//! the backends agree bit for bit. They are matrix-vector products (one
-//! input row per batch row and step), so they do not go through the packed
-//! [`Gemm`](crate::Gemm), whose output stage is int8 where the LSTM needs the
-//! raw sums accumulated into int16 gates.
+//! Each backend gives a step its kernels: the gate matrix products (raw
+//! int32 sums; NEON `sdot` or widening multiplies in `neon.rs`, plain loops
+//! in `scalar.rs`), the requantization into the int16 gates, the 16-bit
+//! sigmoid and tanh (one generic source, `fixedpoint::gemmlowp16`, on `i16`
+//! or on eight NEON lanes), the cell update and the hidden state. The
+//! scalar forms in `params.rs` are the reference; each NEON kernel equals
+//! them bit for bit (and runs its tail elements through them). Peephole,
+//! layer normalization and the projection's output stage are scalar on
+//! both. The products are matrix-vector products (one input row per batch
+//! row and step), so they do not go through the packed
+//! [`Gemm`](crate::Gemm), whose output stage is int8 where the LSTM needs
+//! the raw sums accumulated into int16 gates.
 
+mod kernels;
 mod params;
 mod scalar;
 
@@ -38,12 +44,12 @@ mod neon;
 #[cfg(test)]
 mod tests;
 
-use self::params::{Gate, LayerNorm, LstmParams, MatVec, Projection};
-use crate::backend::{unavailable, Backend};
+use self::kernels::Kernels;
+use self::params::{folded_bias, Gate, LayerNorm, LstmParams, MatVec, Projection};
+use crate::backend::Backend;
 use crate::checks::{check_length, check_scale, check_zero_point};
 use crate::error::{Error, Result};
 use crate::quant::{QuantParams, QuantizedMultiplier, Rounding};
-use alloc::vec::Vec;
 
 const OP: &str = "lstm";
 
@@ -162,27 +168,6 @@ fn effective(x: f32, y: f32, z: f32) -> f32 {
 /// `rounding`'s quantized multiplier of a real effective scale.
 fn multiplier(rounding: Rounding, real: f32) -> Result<QuantizedMultiplier> {
     rounding.quantize_multiplier(real as f64)
-}
-
-/// `bias - zero_point * row sums of weights` (TFLite's
-/// `PrecomputeZeroPointTimesWeightWithBias` with the negated zero point).
-fn folded_bias(
-    weights: &[i8],
-    rows: usize,
-    cols: usize,
-    bias: Option<&[i32]>,
-    zero_point: i32,
-) -> Vec<i32> {
-    weights
-        .chunks_exact(cols)
-        .take(rows)
-        .enumerate()
-        .map(|(r, row)| {
-            let sum = row.iter().fold(0i32, |s, &w| s.wrapping_add(w as i32));
-            let b = bias.map_or(0, |b| b[r]);
-            b.wrapping_add(sum.wrapping_mul(zero_point.wrapping_neg()))
-        })
-        .collect()
 }
 
 /// TFLite's `CheckedLog2` without `ln`: `round(log2(x))` when `x` is within
@@ -325,30 +310,26 @@ impl Lstm {
             let w_in = scale("lstm input weight scale", g.input_scale)?;
             let w_rec = scale("lstm recurrent weight scale", g.recurrent_scale)?;
             let input_bias = if use_layer_norm { None } else { Some(g.bias) };
-            let input = MatVec {
-                weights: g.input.to_vec(),
-                rows: n_cell,
-                effective_bias: folded_bias(
-                    g.input,
-                    n_cell,
-                    n_input,
-                    input_bias,
-                    quant.input.zero_point,
-                ),
-                multiplier: multiplier(rounding, effective(w_in, input_scale, gate_scale))?,
-            };
-            let recurrent = MatVec {
-                weights: g.recurrent.to_vec(),
-                rows: n_cell,
-                effective_bias: folded_bias(
+            let input = MatVec::new(
+                g.input,
+                n_cell,
+                n_input,
+                folded_bias(g.input, n_cell, n_input, input_bias, quant.input.zero_point),
+                multiplier(rounding, effective(w_in, input_scale, gate_scale))?,
+            );
+            let recurrent = MatVec::new(
+                g.recurrent,
+                n_cell,
+                n_output,
+                folded_bias(
                     g.recurrent,
                     n_cell,
                     n_output,
                     None,
                     quant.output_state.zero_point,
                 ),
-                multiplier: multiplier(rounding, effective(w_rec, state_scale, gate_scale))?,
-            };
+                multiplier(rounding, effective(w_rec, state_scale, gate_scale))?,
+            );
             let peephole = match g.peephole {
                 Some((w, s)) => {
                     check_length(OP, "peephole weights", Some(n_cell), w.len())?;
@@ -407,21 +388,22 @@ impl Lstm {
                     0
                 };
                 Some(Projection {
-                    matrix: MatVec {
-                        weights: p.weights.to_vec(),
-                        rows: n_output,
-                        // TFLite folds the hidden zero point itself (not
-                        // negated), matching the negated one the hidden
-                        // state is written with.
-                        effective_bias: folded_bias(
+                    // TFLite folds the hidden zero point itself (not
+                    // negated), matching the negated one the hidden state is
+                    // written with.
+                    matrix: MatVec::new(
+                        p.weights,
+                        n_output,
+                        n_cell,
+                        folded_bias(
                             p.weights,
                             n_output,
                             n_cell,
                             p.bias,
                             quant.hidden.zero_point.wrapping_neg(),
                         ),
-                        multiplier: multiplier(rounding, effective(w, hidden_scale, state_scale))?,
-                    },
+                        multiplier(rounding, effective(w, hidden_scale, state_scale))?,
+                    ),
                     clip,
                 })
             }
@@ -539,14 +521,8 @@ impl Lstm {
         if scratch.hidden.len() < hidden {
             check_length(OP, "hidden scratch", Some(hidden), scratch.hidden.len())?;
         }
-        let mat_vec: fn(&[i8], usize, usize, &[i8], &mut [i32]) = match backend {
-            Backend::Scalar => scalar::mat_vec,
-            #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
-            Backend::Neon => neon::mat_vec,
-            #[allow(unreachable_patterns)]
-            b => return Err(unavailable(b)),
-        };
-        self.step_rows(rows, mat_vec, input, output_state, cell_state, scratch);
+        let kernels = Kernels::for_backend(backend)?;
+        self.step_rows(rows, &kernels, input, output_state, cell_state, scratch);
         Ok(())
     }
 
@@ -554,13 +530,21 @@ impl Lstm {
     fn step_rows(
         &self,
         rows: usize,
-        mat_vec: fn(&[i8], usize, usize, &[i8], &mut [i32]),
+        kernels: &Kernels,
         input: &[i8],
         output_state: &mut [i8],
         cell_state: &mut [i16],
         scratch: &mut LstmScratch<'_>,
     ) {
         let p = &self.params;
+        let Kernels {
+            mat_vec,
+            sigmoid,
+            tanh: tanh_q,
+            accumulate,
+            update_cell,
+            hidden: hidden_state,
+        } = *kernels;
         let len = rows * p.n_cell;
         let (input_gate, rest) = scratch.gates.split_at_mut(len);
         let (forget, rest) = rest.split_at_mut(len);
@@ -570,37 +554,33 @@ impl Lstm {
         let dots = &mut scratch.dots[..len];
         let gate = |g: &Gate, out: &mut [i16], dots: &mut [i32], cell: &[i16]| {
             out.fill(0);
-            mat_vec(&g.input.weights, p.n_cell, p.n_input, input, dots);
-            g.input.accumulate_i16(dots, out, p.rounding);
-            mat_vec(
-                &g.recurrent.weights,
-                p.n_cell,
-                p.n_output,
-                output_state,
-                dots,
-            );
-            g.recurrent.accumulate_i16(dots, out, p.rounding);
+            mat_vec(&g.input, input, dots);
+            accumulate(&g.input, dots, out, p.rounding);
+            mat_vec(&g.recurrent, output_state, dots);
+            accumulate(&g.recurrent, dots, out, p.rounding);
             g.finish(out, cell, p.n_cell, p.rounding);
         };
         if let Some(g) = &p.input_gate {
             gate(g, input_gate, dots, cell_state);
-            params::sigmoid_in_place(input_gate);
+            sigmoid(input_gate);
         }
         gate(&p.forget_gate, forget, dots, cell_state);
-        params::sigmoid_in_place(forget);
+        sigmoid(forget);
         gate(&p.cell_gate, cell_gate, dots, cell_state);
-        params::tanh_in_place(cell_gate);
-        p.update_cell(cell_state, input_gate, forget, cell_gate);
+        tanh_q(cell_gate, 3);
+        update_cell(p, cell_state, input_gate, forget, cell_gate);
         // The output gate's peephole reads the updated cell state.
         gate(&p.output_gate, output_gate, dots, cell_state);
-        params::sigmoid_in_place(output_gate);
+        sigmoid(output_gate);
+        tanh.copy_from_slice(cell_state);
+        tanh_q(tanh, (15 + p.cell_scale) as u32);
         match &p.projection {
-            None => p.hidden(cell_state, output_gate, tanh, output_state),
+            None => hidden_state(p, tanh, output_gate, output_state),
             Some(proj) => {
                 let hidden = &mut scratch.hidden[..len];
-                p.hidden(cell_state, output_gate, tanh, hidden);
+                hidden_state(p, tanh, output_gate, hidden);
                 let dots = &mut scratch.dots[..rows * p.n_output];
-                mat_vec(&proj.matrix.weights, p.n_output, p.n_cell, hidden, dots);
+                mat_vec(&proj.matrix, hidden, dots);
                 proj.matrix.requantize_i8(
                     dots,
                     output_state,

@@ -16,16 +16,58 @@ use crate::fixedpoint::Lane;
 use crate::quant::{QuantizedMultiplier, Rounding};
 use alloc::vec::Vec;
 
-/// One int8 weight matrix (`rows x cols`, row-major) of a gate with the
-/// bias TFLite folds into it at prepare: `bias[r] - zero_point * sum_c w[r][c]`
+/// One int8 weight matrix (`rows x cols`) of a gate with the bias TFLite
+/// folds into it at prepare: `bias[r] - zero_point * sum_c w[r][c]`
 /// (`zero_point` being the zero point of the vector it multiplies), and the
 /// multiplier that scales the product into the gate's units.
+///
+/// The weights are packed for the NEON products ([`pack_rows`]): each row
+/// padded with zeros to `stride` bytes (`cols` rounded up to 16; the zeros
+/// add nothing to any sum), and the rows in blocks of eight (then one of
+/// four, then single rows), each block stored 16 bytes of depth at a time
+/// for all its rows, so that the kernel reads a block as one contiguous
+/// stream.
 #[derive(Clone, Debug)]
 pub(crate) struct MatVec {
     pub(crate) weights: Vec<i8>,
     pub(crate) rows: usize,
+    pub(crate) cols: usize,
+    pub(crate) stride: usize,
     pub(crate) effective_bias: Vec<i32>,
     pub(crate) multiplier: QuantizedMultiplier,
+}
+
+/// The block of the packed layout that row `r` of `rows` belongs to: its
+/// first row and its number of rows (8, then 4, then 1, the order in which
+/// the NEON kernel takes them).
+#[inline(always)]
+pub(crate) fn row_block(r: usize, rows: usize) -> (usize, usize) {
+    let eights = rows / 8 * 8;
+    if r < eights {
+        (r / 8 * 8, 8)
+    } else if rows - eights >= 4 && r < eights + 4 {
+        (eights, 4)
+    } else {
+        (r, 1)
+    }
+}
+
+/// `weights` (`rows x cols`, row-major) in the packed layout of [`MatVec`],
+/// and the padded row length: row `r`'s 16 bytes of depth block `k` are at
+/// `first * stride + k * n * 16 + (r - first) * 16`, where `(first, n)` is
+/// [`row_block`]`(r, rows)`.
+pub(crate) fn pack_rows(weights: &[i8], rows: usize, cols: usize) -> (Vec<i8>, usize) {
+    let stride = cols.div_ceil(16) * 16;
+    let mut packed = alloc::vec![0i8; rows * stride];
+    for (r, row) in weights.chunks_exact(cols).take(rows).enumerate() {
+        let (first, n) = row_block(r, rows);
+        let base = first * stride + (r - first) * 16;
+        for (k, chunk) in row.chunks(16).enumerate() {
+            let at = base + k * n * 16;
+            packed[at..at + chunk.len()].copy_from_slice(chunk);
+        }
+    }
+    (packed, stride)
 }
 
 /// TFLite's layer normalization of one gate (`ApplyLayerNorm`).
@@ -91,6 +133,26 @@ fn saturate_i16(x: i32) -> i16 {
 }
 
 impl MatVec {
+    /// The prepared matrix: `weights` (`rows x cols`) packed as the type
+    /// says.
+    pub(crate) fn new(
+        weights: &[i8],
+        rows: usize,
+        cols: usize,
+        effective_bias: Vec<i32>,
+        multiplier: QuantizedMultiplier,
+    ) -> MatVec {
+        let (weights, stride) = pack_rows(weights, rows, cols);
+        MatVec {
+            weights,
+            rows,
+            cols,
+            stride,
+            effective_bias,
+            multiplier,
+        }
+    }
+
     /// `gate[b][r] = sat16(gate[b][r] + MBQM(dots[b][r] + bias[r]) + zero_point)`:
     /// TFLite's `MatrixBatchVectorMultiplyAccumulate` with an int16 output,
     /// after the raw products `dots` (`n_batch x rows`).
@@ -100,10 +162,17 @@ impl MatVec {
             .zip(gate.chunks_exact_mut(self.rows))
         {
             for ((g, &d), &bias) in row_gate.iter_mut().zip(row_dots).zip(&self.effective_bias) {
-                let scaled = rounding.multiply(d.wrapping_add(bias), self.multiplier);
-                *g = saturate_i16(scaled.saturating_add(*g as i32));
+                *g = self.accumulate_one(*g, d, bias, rounding);
             }
         }
+    }
+
+    /// One element of [`accumulate_i16`](Self::accumulate_i16) (also the
+    /// vector loops' tail).
+    #[inline(always)]
+    pub(crate) fn accumulate_one(&self, gate: i16, dot: i32, bias: i32, rounding: Rounding) -> i16 {
+        let scaled = rounding.multiply(dot.wrapping_add(bias), self.multiplier);
+        saturate_i16(scaled.saturating_add(gate as i32))
     }
 
     /// The int8 form of [`accumulate_i16`](Self::accumulate_i16) onto zeros:
@@ -243,10 +312,11 @@ pub(crate) fn sigmoid_in_place(gate: &mut [i16]) {
     }
 }
 
-/// gemmlowp's 16-bit tanh of each Q3.12 value, Q0.15 out.
-pub(crate) fn tanh_in_place(gate: &mut [i16]) {
-    for g in gate {
-        *g = gemmlowp16::tanh_q3_12(*g);
+/// gemmlowp's 16-bit tanh of each value with `int_bits` integer bits
+/// (Q3.12 gates: 3), Q0.15 out.
+pub(crate) fn tanh_in_place(values: &mut [i16], int_bits: u32) {
+    for v in values {
+        *v = gemmlowp16::tanh_q(*v, int_bits);
     }
 }
 
@@ -272,48 +342,87 @@ impl LstmParams {
         let shift = (30 + self.cell_scale) as u32;
         let cifg = self.input_gate.is_none();
         for i in 0..cell.len() {
-            let kept = mul_shift(forget[i], cell[i], 15);
-            let gate_in = if cifg {
-                // Sub1Vector: 32767 - forget (forget is a sigmoid, >= 0).
-                (i16::MAX as i32 - forget[i] as i32) as i16
-            } else {
-                input_gate[i]
-            };
-            let added = mul_shift(gate_in, cell_gate[i], shift);
-            forget[i] = added;
-            let mut c = saturate_i16(kept as i32 + added as i32);
-            if self.cell_clip > 0 {
-                c = c.clamp(-self.cell_clip, self.cell_clip);
-            }
-            cell[i] = c;
+            let gate_in = if cifg { 0 } else { input_gate[i] };
+            (cell[i], forget[i]) =
+                self.update_cell_one(cell[i], gate_in, forget[i], cell_gate[i], shift);
         }
     }
 
-    /// `tanh(cell)` (at the cell state's integer bits) times the output gate,
-    /// requantized to int8 at the hidden zero point: into `hidden` (with a
-    /// projection, whose zero point TFLite negates there) or the output
-    /// state. `tanh_scratch` holds `cell.len()` values.
-    pub(crate) fn hidden(
+    /// One element of [`update_cell`](Self::update_cell): the new cell and
+    /// the added term. `input_gate` is ignored with CIFG; `shift` is `30 +
+    /// cell_scale`.
+    #[inline(always)]
+    pub(crate) fn update_cell_one(
         &self,
-        cell: &[i16],
-        output_gate: &[i16],
-        tanh_scratch: &mut [i16],
-        hidden: &mut [i8],
-    ) {
-        let bits = (15 + self.cell_scale) as u32;
-        for (t, &c) in tanh_scratch.iter_mut().zip(cell) {
-            *t = gemmlowp16::tanh_q(c, bits);
+        cell: i16,
+        input_gate: i16,
+        forget: i16,
+        cell_gate: i16,
+        shift: u32,
+    ) -> (i16, i16) {
+        let kept = mul_shift(forget, cell, 15);
+        let gate_in = if self.input_gate.is_none() {
+            // Sub1Vector: 32767 - forget (forget is a sigmoid, >= 0).
+            (i16::MAX as i32 - forget as i32) as i16
+        } else {
+            input_gate
+        };
+        let added = mul_shift(gate_in, cell_gate, shift);
+        let mut c = saturate_i16(kept as i32 + added as i32);
+        if self.cell_clip > 0 {
+            c = c.clamp(-self.cell_clip, self.cell_clip);
         }
-        let zero_point = if self.projection.is_some() {
+        (c, added)
+    }
+
+    /// `tanh(cell)` times the output gate, requantized to int8 at the
+    /// hidden zero point: into `hidden` (with a projection, whose zero point
+    /// TFLite negates there) or the output state. `tanh_cell` is
+    /// `tanh(cell)` at the cell state's `15 + cell_scale` integer bits.
+    pub(crate) fn hidden(&self, tanh_cell: &[i16], output_gate: &[i16], hidden: &mut [i8]) {
+        let zero_point = self.hidden_zero_point();
+        for ((h, &o), &t) in hidden.iter_mut().zip(output_gate).zip(tanh_cell) {
+            *h = self.hidden_one(o, t, zero_point);
+        }
+    }
+
+    /// The hidden zero point as [`hidden`](Self::hidden) adds it.
+    pub(crate) fn hidden_zero_point(&self) -> i32 {
+        if self.projection.is_some() {
             self.hidden_zero_point.wrapping_neg()
         } else {
             self.hidden_zero_point
-        };
-        for ((h, &o), &t) in hidden.iter_mut().zip(output_gate).zip(tanh_scratch.iter()) {
-            let v = self
-                .rounding
-                .multiply(o as i32 * t as i32, self.hidden_multiplier);
-            *h = v.saturating_add(zero_point).clamp(-128, 127) as i8;
         }
     }
+
+    /// One element of [`hidden`](Self::hidden).
+    #[inline(always)]
+    pub(crate) fn hidden_one(&self, output_gate: i16, tanh_cell: i16, zero_point: i32) -> i8 {
+        let v = self.rounding.multiply(
+            output_gate as i32 * tanh_cell as i32,
+            self.hidden_multiplier,
+        );
+        v.saturating_add(zero_point).clamp(-128, 127) as i8
+    }
+}
+
+/// `bias - zero_point * row sums of weights` (TFLite's
+/// `PrecomputeZeroPointTimesWeightWithBias` with the negated zero point).
+pub(crate) fn folded_bias(
+    weights: &[i8],
+    rows: usize,
+    cols: usize,
+    bias: Option<&[i32]>,
+    zero_point: i32,
+) -> Vec<i32> {
+    weights
+        .chunks_exact(cols)
+        .take(rows)
+        .enumerate()
+        .map(|(r, row)| {
+            let sum = row.iter().fold(0i32, |s, &w| s.wrapping_add(w as i32));
+            let b = bias.map_or(0, |b| b[r]);
+            b.wrapping_add(sum.wrapping_mul(zero_point.wrapping_neg()))
+        })
+        .collect()
 }

@@ -571,15 +571,28 @@ fn lstm_i8_neon_equals_scalar_every_option() {
                 n_cell,
                 n_output,
             };
-            let m = Model::random(0x51ed + case as u64, shape, options);
-            let lstm = m.lstm();
-            let mut rng = Rng(3 + case as u64);
-            let inputs: Vec<Vec<i8>> = (0..3).map(|_| rng.i8s(n_batch * n_input, 128)).collect();
-            let h0 = rng.i8s(n_batch * n_output, 128);
-            let c0 = rng.i16s(n_batch * n_cell, 32767);
-            let scalar = run_steps(&lstm, Backend::Scalar, &inputs, (&h0, &c0));
-            let neon = run_steps(&lstm, Backend::Neon, &inputs, (&h0, &c0));
-            assert_eq!(scalar, neon, "{options:?} {shape:?}");
+            let mut m = Model::random(0x51ed + case as u64, shape, options);
+            // Both roundings, and the cell state's tanh at 0, 4 and 6
+            // integer bits.
+            for (rounding, cell_scale) in [
+                (Rounding::Single, 1.0 / 2048.0),
+                (Rounding::Double, 1.0 / 32768.0),
+                (Rounding::Double, 1.0 / 512.0),
+            ] {
+                m.quant.cell_state_scale = cell_scale;
+                let lstm = Lstm::new(m.shape, &m.weights(), &m.quant, rounding).unwrap();
+                let mut rng = Rng(3 + case as u64);
+                let inputs: Vec<Vec<i8>> =
+                    (0..3).map(|_| rng.i8s(n_batch * n_input, 128)).collect();
+                let h0 = rng.i8s(n_batch * n_output, 128);
+                let c0 = rng.i16s(n_batch * n_cell, 32767);
+                let scalar = run_steps(&lstm, Backend::Scalar, &inputs, (&h0, &c0));
+                let neon = run_steps(&lstm, Backend::Neon, &inputs, (&h0, &c0));
+                assert_eq!(
+                    scalar, neon,
+                    "{options:?} {shape:?} {rounding:?} {cell_scale}"
+                );
+            }
         }
     }
 }
@@ -588,7 +601,15 @@ fn lstm_i8_neon_equals_scalar_every_option() {
 #[test]
 fn lstm_i8_neon_mat_vec_paths_equal_scalar_with_extreme_weights() {
     let mut rng = Rng(99);
-    for (rows, cols) in [(1, 1), (4, 16), (5, 17), (9, 47), (13, 300)] {
+    for (rows, cols) in [
+        (1, 1),
+        (4, 16),
+        (5, 17),
+        (9, 47),
+        (13, 300),
+        (21, 33),
+        (8, 8),
+    ] {
         for fill in [None, Some(-128i8), Some(127)] {
             let mut w = rng.i8s(rows * cols, 128);
             let mut x = rng.i8s(2 * cols, 128);
@@ -596,13 +617,26 @@ fn lstm_i8_neon_mat_vec_paths_equal_scalar_with_extreme_weights() {
                 w.fill(v);
                 x.fill(-128);
             }
+            let naive: Vec<i32> = x
+                .chunks_exact(cols)
+                .flat_map(|xb| {
+                    w.chunks_exact(cols).map(move |row| {
+                        row.iter()
+                            .zip(xb)
+                            .map(|(&a, &b)| a as i32 * b as i32)
+                            .sum::<i32>()
+                    })
+                })
+                .collect();
+            let (w, stride) = params::pack_rows(&w, rows, cols);
             let mut want = vec![0; 2 * rows];
-            scalar::mat_vec(&w, rows, cols, &x, &mut want);
+            scalar::mat_vec_packed(&w, rows, cols, stride, &x, &mut want);
+            assert_eq!(want, naive, "{rows}x{cols} scalar");
             let mut got = vec![0; 2 * rows];
-            neon::mat_vec(&w, rows, cols, &x, &mut got);
+            neon::mat_vec_packed(&w, rows, cols, stride, &x, &mut got);
             assert_eq!(want, got, "{rows}x{cols}");
             let mut got = vec![0; 2 * rows];
-            neon::mat_vec_widening(&w, rows, cols, &x, &mut got);
+            neon::mat_vec_widening(&w, rows, cols, stride, &x, &mut got);
             assert_eq!(want, got, "{rows}x{cols} widening");
         }
     }
