@@ -512,7 +512,8 @@ fn refs_only(layout: &sysroot::Layout, root: &Path, cpu: &str, opts: &Options) -
     let resolver = opts.resolver.unwrap_or(Resolver::Builtin);
     measure::reference_outputs(layout, root, cpu, model, resolver, &inputs, out)?;
     eprintln!(
-        "compare: LiteRT {} outputs of {} written to {} (output_<i>.npy, run.json)",
+        "compare: LiteRT {} outputs of {} written to {} (output_<i>.npy, run.json; \
+         step<k>/output_<i>.npy for a sequence)",
         resolver.name(),
         measure::file_name(model),
         out.display()
