@@ -7,7 +7,11 @@ Python that `cargo xtask compare --setup` unpacks.
                   [--invokes N] [--threads T] --out DIR
     run_litert.py --probe
 
-The model is loaded once and invoked N times on the same inputs; everything
+An input given several files (--input 0=a.npy --input 0=b.npy ...) makes a
+sequence: one invoke per file on the same interpreter (the state carried),
+the outputs after step k in DIR/step<k>/.
+
+Otherwise the model is loaded once and invoked N times on the same inputs; everything
 else the script does is the same whatever N is, so the difference of the
 instruction counts of an N run and a 2N run is the cost of N invocations.
 
@@ -199,14 +203,21 @@ def find_input(details, key):
 
 
 def load_inputs(np, details, specs, seed):
-    """The array for every input (from its file or seeded random), each
-    with the name of the file it came from (None when generated)."""
+    """Per input, its arrays (one per step: several when the input was given
+    several files, a sequence; one when generated, seeded random) and the
+    names of the files they came from (None when generated)."""
     given = {}
     for spec in specs:
         key, sep, path = spec.partition("=")
         if not sep or not path:
             raise SystemExit(f"run_litert: --input wants NAME_OR_INDEX=FILE.npy, got {spec!r}")
-        given[find_input(details, key)] = path
+        given.setdefault(find_input(details, key), []).append(path)
+    steps = {len(paths) for paths in given.values()}
+    if len(steps) > 1:
+        raise SystemExit(
+            "run_litert: a sequence needs the same number of files for every given input, "
+            f"got {sorted(steps)}"
+        )
     arrays = []
     # One SplitMix64 stream over all inputs in order: input i takes the
     # words after those of inputs 0 .. i-1.
@@ -214,21 +225,24 @@ def load_inputs(np, details, specs, seed):
     for position, detail in enumerate(details):
         size = int(np.prod(detail["shape"]))
         if position in given:
-            array = np.load(given[position], allow_pickle=False)
             expected = (tuple(int(d) for d in detail["shape"]), np.dtype(detail["dtype"]))
-            # A scalar input may be stored as one element ([1] for []), as
-            # the generator's files do: same dtype and element count.
-            if array.dtype == expected[1] and array.size == size:
-                array = array.reshape(expected[0])
-            if (array.shape, array.dtype) != expected:
-                raise SystemExit(
-                    f"run_litert: {given[position]} holds {array.dtype}{list(array.shape)}, "
-                    f"input {detail['name']!r} wants {expected[1]}{list(expected[0])}"
-                )
-            arrays.append((array, os.path.basename(given[position])))
+            step_arrays = []
+            for path in given[position]:
+                array = np.load(path, allow_pickle=False)
+                # A scalar input may be stored as one element ([1] for []),
+                # as the generator's files do: same dtype and element count.
+                if array.dtype == expected[1] and array.size == size:
+                    array = array.reshape(expected[0])
+                if (array.shape, array.dtype) != expected:
+                    raise SystemExit(
+                        f"run_litert: {path} holds {array.dtype}{list(array.shape)}, "
+                        f"input {detail['name']!r} wants {expected[1]}{list(expected[0])}"
+                    )
+                step_arrays.append(array)
+            arrays.append((step_arrays, [os.path.basename(p) for p in given[position]]))
         else:
             bits = splitmix64(np, seed, drawn, size)
-            arrays.append((random_input(np, bits, detail), None))
+            arrays.append(([random_input(np, bits, detail)], None))
         # Counted for every input, given or not, so that an input's random
         # values do not depend on which others came from files.
         drawn += size
@@ -272,27 +286,40 @@ def run(args):
     input_details = interpreter.get_input_details()
     output_details = interpreter.get_output_details()
     inputs = load_inputs(np, input_details, args.input, args.seed)
-    for detail, (array, _) in zip(input_details, inputs):
-        interpreter.set_tensor(detail["index"], array)
-    invoke_repeatedly(interpreter, args.invokes)
+    steps = max(len(arrays) for arrays, _ in inputs) if inputs else 1
+    if steps > 1 and args.invokes != 1:
+        raise SystemExit("run_litert: a sequence of input files invokes once per step (--invokes 1)")
 
     os.makedirs(args.out, exist_ok=True)
+    # A sequence: one interpreter, never reset, one invoke per step; the
+    # outputs after step k go to DIR/step<k>/ (generated inputs stay the
+    # same at every step).
+    described_outputs = []
+    for step in range(steps):
+        for detail, (arrays, _) in zip(input_details, inputs):
+            interpreter.set_tensor(detail["index"], arrays[min(step, len(arrays) - 1)])
+        invoke_repeatedly(interpreter, args.invokes)
+        step_dir = args.out if steps == 1 else os.path.join(args.out, f"step{step}")
+        os.makedirs(step_dir, exist_ok=True)
+        for position, detail in enumerate(output_details):
+            file = f"output_{position}.npy"
+            np.save(os.path.join(step_dir, file), interpreter.get_tensor(detail["index"]))
+            if step == 0:
+                described_outputs.append(describe(detail, file))
+
     described_inputs = []
-    for position, (detail, (array, source_file)) in enumerate(zip(input_details, inputs)):
-        if source_file is None:
+    for position, (detail, (arrays, source_files)) in enumerate(zip(input_details, inputs)):
+        if source_files is None:
             file = f"input_{position}.npy"
-            np.save(os.path.join(args.out, file), array)
+            np.save(os.path.join(args.out, file), arrays[0])
             entry = describe(detail, file)
             entry["source"] = f"splitmix64 seed {args.seed}"
         else:
-            entry = describe(detail, source_file)
+            entry = describe(detail, source_files[0])
             entry["source"] = "given"
+            if steps > 1:
+                entry["files"] = source_files
         described_inputs.append(entry)
-    described_outputs = []
-    for position, detail in enumerate(output_details):
-        file = f"output_{position}.npy"
-        np.save(os.path.join(args.out, file), interpreter.get_tensor(detail["index"]))
-        described_outputs.append(describe(detail, file))
 
     from ai_edge_litert import __version__ as litert_version
 
@@ -301,6 +328,7 @@ def run(args):
         "resolver": args.resolver,
         "invokes": args.invokes,
         "threads": args.threads,
+        "steps": steps,
         "litert": litert_version,
         "numpy": np.__version__,
         "inputs": described_inputs,

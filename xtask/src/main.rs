@@ -125,7 +125,9 @@ commands:
                         LiteRT's outputs for the given inputs (missing ones
                         seeded random) into DIR: the builtin kernels (the
                         default) or the XNNPACK delegate of the aarch64
-                        build
+                        build; an input given several files is a sequence
+                        (one interpreter, one invoke per file, outputs in
+                        DIR/step<k>/)
   fuzz [--seconds N] [TARGET...] [-- LIBFUZZER-OPTION...]
                         the cargo-fuzz targets of fuzz/ (nightly, installed
                         with cargo-fuzz if missing), built with

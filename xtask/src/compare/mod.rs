@@ -269,6 +269,19 @@ enum LiteRtTask<'a> {
     Reference(&'a PathBuf, &'a PathBuf),
 }
 
+/// Whether the model keeps state across invokes (a variable tensor in any
+/// subgraph): repeated invokes on one interpreter then need not give the
+/// same outputs.
+fn has_state(model: &Path) -> Result<bool> {
+    let bytes = fs::read(model)?;
+    let parsed =
+        qneon_tflite::Model::parse(&bytes).map_err(|e| format!("{}: {e}", model.display()))?;
+    Ok(parsed
+        .subgraphs()
+        .iter()
+        .any(|g| g.tensors().iter().any(|t| t.is_variable())))
+}
+
 fn model_dir(model: &Path) -> PathBuf {
     let stem = model.file_stem().unwrap_or_default().to_string_lossy();
     compare_dir().join(&*stem)
@@ -411,6 +424,7 @@ fn compare(
                     resolver,
                     reps,
                     out_dir: &out_dir,
+                    stateful: has_state(model).map_err(|e| e.to_string())?,
                 };
                 let m = measure::measure(&job).map_err(|e| e.to_string())?;
                 eprintln!(
@@ -472,6 +486,7 @@ fn compare(
                 ref_dir: &ref_dir,
                 xnnpack_dir: &dir.join("xnnpack"),
                 out_dir: &dir.join("qneon"),
+                stateful: has_state(model).map_err(|e| e.to_string())?,
             };
             let q = qneon::measure(&job).map_err(|e| e.to_string())?;
             eprintln!(
@@ -584,7 +599,8 @@ fn refs_only(layout: &sysroot::Layout, root: &Path, cpu: &str, opts: &Options) -
     let resolver = opts.resolver.unwrap_or(Resolver::Builtin);
     measure::reference_outputs(layout, root, cpu, model, resolver, &inputs, out)?;
     eprintln!(
-        "compare: LiteRT {} outputs of {} written to {} (output_<i>.npy, run.json)",
+        "compare: LiteRT {} outputs of {} written to {} (output_<i>.npy, run.json; \
+         step<k>/output_<i>.npy for a sequence)",
         resolver.name(),
         measure::file_name(model),
         out.display()
@@ -598,6 +614,15 @@ mod tests {
 
     fn args(text: &str) -> Vec<String> {
         text.split_whitespace().map(str::to_string).collect()
+    }
+
+    #[test]
+    fn finds_the_state_of_the_audio_models() {
+        let published = |name: &str| util::root().join("models/tflite_micro").join(name);
+        assert!(has_state(&published("keyword_scrambled.tflite")).unwrap());
+        assert!(has_state(&published("trained_lstm_int8.tflite")).unwrap());
+        assert!(!has_state(&published("person_detect.tflite")).unwrap());
+        assert!(has_state(Path::new("no/such/model.tflite")).is_err());
     }
 
     #[test]
