@@ -82,6 +82,7 @@ fn options(method: Method, kernels: TfliteKernels, backend: Backend, t: Option<f
         backend,
         memory_budget: Some(1 << 30),
         threshold: t,
+        threads: 1,
     }
 }
 

@@ -52,7 +52,7 @@ use build::{parse, place_tensors, prepare_model};
 
 pub use info::{NodeInfo, OpReport, TensorInfo};
 pub use ops::HitSlice;
-pub use options::{Options, Rounding, TfliteKernels};
+pub use options::{Options, Rounding, TfliteKernels, MAX_THREADS};
 pub use plan::Plan;
 pub use session::{NoProfile, Profiler, Session};
 pub use threshold::{Hits, OutputHit};
@@ -87,6 +87,7 @@ impl<'a> Interpreter<'a> {
     /// that fails, for inspection: one report per operator, and the arena
     /// plan. Only a file the reader refuses (or a broken graph) is an error.
     pub fn analyze(bytes: &[u8], options: Options) -> Result<Analysis> {
+        options.check_threads()?;
         let model = parse(bytes, &options)?;
         let mut prepared = prepare_model(&model, &options);
         threshold::fuse(&model, &mut prepared, &options)?;

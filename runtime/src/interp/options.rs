@@ -4,6 +4,8 @@
 
 use qneon::{Backend, Method};
 
+use crate::error::{Error, Result};
+
 pub use qneon::quant::Rounding;
 
 /// Which of TFLite's kernel sets to reproduce where their arithmetic
@@ -110,12 +112,23 @@ pub struct Options {
     /// one above 1 is an [`Error::InvalidOption`](crate::Error::InvalidOption).
     /// `None`: every node writes its dense output.
     pub threshold: Option<f32>,
+    /// Threads an invoke may run on: the session's own thread and
+    /// `threads - 1` workers its session starts (and keeps) at creation.
+    /// Each node gets as many of them as its work is worth (a cost model at
+    /// load; small nodes stay on one) and splits its tiles among them; the
+    /// bytes are the same at every count. 1 (the default) starts no thread.
+    /// 0, or more than [`MAX_THREADS`], is an
+    /// [`Error::InvalidOption`](crate::Error::InvalidOption).
+    pub threads: usize,
 }
+
+/// The most threads [`Options::threads`] may ask for.
+pub const MAX_THREADS: usize = 256;
 
 impl Default for Options {
     /// Single rounding and the fixed-point method (TFLite's reference
     /// kernels as LiteRT 2.3 builds them), the best backend, 1 GiB, no
-    /// threshold.
+    /// threshold, one thread.
     fn default() -> Options {
         Options {
             rounding: Rounding::Single,
@@ -124,6 +137,24 @@ impl Default for Options {
             backend: Backend::best(),
             memory_budget: Some(1 << 30),
             threshold: None,
+            threads: 1,
         }
+    }
+}
+
+impl Options {
+    /// Checks [`Options::threads`]: 0 or more than [`MAX_THREADS`] is an
+    /// error naming the option.
+    pub(super) fn check_threads(&self) -> Result<()> {
+        if (1..=MAX_THREADS).contains(&self.threads) {
+            return Ok(());
+        }
+        Err(Error::InvalidOption {
+            option: "threads",
+            problem: format!(
+                "{} is not a thread count in 1..={MAX_THREADS}",
+                self.threads
+            ),
+        })
     }
 }

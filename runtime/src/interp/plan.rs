@@ -69,6 +69,7 @@ impl<'a> Plan<'a> {
     }
 
     fn build(model: ModelData<'a>, options: Options) -> Result<Plan<'a>> {
+        options.check_threads()?;
         threshold::check(&options)?;
         let bytes = model.bytes();
         let parsed = parse(bytes, &options)?;

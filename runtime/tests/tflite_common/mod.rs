@@ -80,5 +80,6 @@ pub fn options(rounding: qneon_runtime::interp::Rounding, method: qneon::Method)
         backend: qneon::Backend::Scalar,
         memory_budget: Some(1 << 30),
         threshold: None,
+        threads: 1,
     }
 }

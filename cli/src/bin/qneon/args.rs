@@ -63,6 +63,11 @@ pub(crate) struct LoadArgs {
     #[allow(rustdoc::invalid_html_tags)]
     #[arg(long, value_name = "T")]
     pub(crate) threshold: Option<f32>,
+    /// Threads per invoke (1: none started). Each op gets as many as its
+    /// work is worth (small ops run on one), the bytes are the same at
+    /// every count; `inspect` shows each op's share.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub(crate) threads: usize,
 }
 
 #[derive(Args)]
@@ -153,6 +158,7 @@ impl LoadArgs {
             backend,
             memory_budget: Some(self.memory_budget.saturating_mul(1 << 20)),
             threshold: self.threshold,
+            threads: self.threads,
         }
     }
 }
