@@ -9,6 +9,7 @@ use super::info::{NodeInfo, OpReport, TensorInfo};
 use super::ops::{self, element_size, Kernel, Nop};
 use super::options::Options;
 use super::place::{Constant, Place};
+use super::threads::{self, Share};
 use crate::error::{Error, Result};
 
 /// A prepared operator: what inspect sees, what runs.
@@ -91,6 +92,7 @@ pub(super) fn prepare_model(model: &Model<'_>, options: &Options) -> Prepared {
                 aliased: prepared.is_some_and(|p| p.alias),
                 arithmetic: prepared.and_then(|_| ops::arithmetic(operator, options)),
                 fused: None,
+                threads: 1,
             },
             state_inputs: prepared.map(|p| p.state_inputs.clone()).unwrap_or_default(),
             kernel: Box::new(Nop),
@@ -318,4 +320,39 @@ pub(super) fn place_tensors(model: &Model<'_>, prepared: &Prepared) -> Result<Pl
         variable_bytes,
         buffers: buffer_of,
     })
+}
+
+/// Each node's [`Share`]s under `threads` threads (none for a node that runs
+/// whole on one thread: one fused with the threshold, one that updates
+/// state in place, one whose kernel does not split or whose work is small),
+/// each node's [`NodeInfo::threads`] set. With one thread: nothing
+/// allocated, every node on one.
+pub(super) fn share_nodes(
+    nodes: &mut [Node],
+    tensors: &[TensorInfo],
+    threads: usize,
+) -> Result<Vec<Vec<Share>>> {
+    if threads < 2 {
+        return Ok(Vec::new());
+    }
+    nodes
+        .iter_mut()
+        .map(|node| {
+            let info = &mut node.info;
+            let output = info.outputs.first().copied().flatten();
+            let alone = info.aliased || info.fused.is_some() || !node.state_inputs.is_empty();
+            let (Some(output), false) = (output, alone) else {
+                return Ok(Vec::new());
+            };
+            let bytes = tensors.get(output).map_or(0, |t| t.bytes);
+            let shares = threads::shares(&*node.kernel, (info.work, info.unit), bytes, threads)
+                .map_err(|problem| Error::InvalidOp {
+                    op: info.op.clone(),
+                    index: info.index,
+                    problem,
+                })?;
+            info.threads = shares.len().max(1);
+            Ok(shares)
+        })
+        .collect()
 }

@@ -230,6 +230,7 @@ impl NodeIo {
             ins,
             outs,
             scratch,
+            out_start: 0,
             state,
         }
     }
@@ -272,6 +273,7 @@ mod tests {
             mut outs,
             scratch,
             mut state,
+            ..
         } = io.carve(&mut arena, &mut variables, |_| &constant[..]);
         assert_eq!(ins[0], &(60..70).collect::<Vec<u8>>()[..]);
         assert_eq!(ins[1][0], 0);

@@ -70,6 +70,10 @@ pub struct NodeInfo {
     /// (T=0.5, method fixed)"`, or the run-then-filter fallback and why);
     /// `None` for a node that writes its dense output.
     pub fused: Option<String>,
+    /// Threads its tiles are shared among under
+    /// [`Options::threads`](super::Options::threads): 1 for a node whose
+    /// work is worth one thread or whose kernel does not split.
+    pub threads: usize,
 }
 
 /// Per-op results of preparing a model: what inspect reports.

@@ -41,6 +41,7 @@ mod options;
 mod place;
 mod plan;
 mod session;
+mod threads;
 mod threshold;
 
 use std::ops::Range;
@@ -55,6 +56,7 @@ pub use ops::HitSlice;
 pub use options::{Options, Rounding, TfliteKernels, MAX_THREADS};
 pub use plan::Plan;
 pub use session::{NoProfile, Profiler, Session};
+pub use threads::ThreadMarks;
 pub use threshold::{Hits, OutputHit};
 
 /// A loaded, prepared and planned model with one session: today's
@@ -91,6 +93,7 @@ impl<'a> Interpreter<'a> {
         let model = parse(bytes, &options)?;
         let mut prepared = prepare_model(&model, &options);
         threshold::fuse(&model, &mut prepared, &options)?;
+        build::share_nodes(&mut prepared.nodes, &prepared.tensors, options.threads)?;
         let placed = place_tensors(&model, &prepared)?;
         Ok(Analysis {
             tensors: prepared.tensors,

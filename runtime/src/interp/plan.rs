@@ -16,11 +16,12 @@ use std::sync::Arc;
 use qneon_tflite::ModelBytes;
 
 use super::arena::ArenaPlan;
-use super::build::{parse, place_tensors, prepare_model, Node, Prepared};
+use super::build::{parse, place_tensors, prepare_model, share_nodes, Node, Prepared};
 use super::carve::NodeIo;
 use super::info::{NodeInfo, TensorInfo};
 use super::options::Options;
 use super::place::{Constant, ModelData, Place};
+use super::threads::Share;
 use super::threshold::{self, Fusion};
 use crate::error::{Error, Result};
 
@@ -46,6 +47,9 @@ pub struct Plan<'a> {
     /// Each node's fusion (an index into `fusions`), if it has one; empty
     /// without fusions.
     pub(super) fused_at: Vec<Option<usize>>,
+    /// Each node's shares under [`Options::threads`] (empty for a node that
+    /// runs whole); empty with one thread.
+    pub(super) shares: Vec<Vec<Share>>,
 }
 
 impl std::fmt::Debug for Plan<'_> {
@@ -86,6 +90,7 @@ impl<'a> Plan<'a> {
                 fused_at[fusion.step] = Some(k);
             }
         }
+        let shares = share_nodes(&mut prepared.nodes, &prepared.tensors, options.threads)?;
         let placed = place_tensors(&parsed, &prepared)?;
         if let Some(budget) = options.memory_budget {
             let needed = placed
@@ -145,6 +150,7 @@ impl<'a> Plan<'a> {
             variable_bytes: placed.variable_bytes,
             fusions,
             fused_at,
+            shares,
         })
     }
 

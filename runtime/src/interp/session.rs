@@ -2,7 +2,17 @@
 //! holds the model's inputs, outputs, activations and every node's scratch,
 //! and the variable block, which holds the state of variable tensors across
 //! invokes). Any number of sessions share one plan; each runs on its own
-//! thread without locking anything.
+//! thread without locking anything. With [`Options::threads`] above 1 a
+//! session also keeps a pool of worker threads (see `threads.rs`), started
+//! with it: a node's shares run there.
+//!
+//! A panic inside a worker's share becomes an [`Error::InvalidOp`] naming
+//! the node, never an abort. The session stays usable: the next invoke
+//! runs every node again (only variable tensors, which the threads never
+//! touch, keep state; an invoke that failed in any way leaves its outputs
+//! undefined, as on one thread).
+//!
+//! [`Options::threads`]: super::Options::threads
 
 use std::sync::Arc;
 
@@ -13,12 +23,14 @@ use super::info::NodeInfo;
 use super::ops::HitStore;
 use super::place::Place;
 use super::plan::Plan;
+use super::threads::{run_shares, Scratch, Shared, ThreadMarks};
 use super::threshold::Hits;
 use crate::error::{Error, Result};
 
 /// Sees every node `invoke` runs: `begin` right before its kernel, `end`
-/// right after. Both default to nothing.
-pub trait Profiler {
+/// right after. Both default to nothing. `Send`: with several threads the
+/// invoke loop runs on a worker thread of the session.
+pub trait Profiler: Send {
     /// Node `node` starts.
     fn begin(&mut self, node: &NodeInfo) {
         let _ = node;
@@ -26,6 +38,12 @@ pub trait Profiler {
     /// Node `node` ended.
     fn end(&mut self, node: &NodeInfo) {
         let _ = node;
+    }
+    /// What every thread reports when it starts and ends its share of a
+    /// split node (with [`Options::threads`](super::Options::threads) above
+    /// 1); `None` (the default): nothing.
+    fn thread_marks(&self) -> Option<&dyn ThreadMarks> {
+        None
     }
 }
 
@@ -50,6 +68,40 @@ pub struct Session<'a> {
     /// output element), and how many hits the last invoke wrote there.
     hits: Vec<HitStore>,
     hit_counts: Vec<usize>,
+    /// The worker threads, with more than one thread.
+    workers: Option<Workers>,
+}
+
+/// A session's worker threads: the pool (or why it could not start) and a
+/// scratch for every share after a node's first.
+struct Workers {
+    pool: std::result::Result<rayon::ThreadPool, String>,
+    scratch: Vec<Scratch>,
+}
+
+impl Workers {
+    /// The pool of `plan`'s threads, when more than one.
+    fn new(plan: &Plan<'_>) -> Option<Workers> {
+        let threads = plan.options.threads;
+        if threads < 2 {
+            return None;
+        }
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .thread_name(|i| format!("qneon-worker-{i}"))
+            .build()
+            .map_err(|e| e.to_string());
+        let scratch_bytes = plan
+            .nodes
+            .iter()
+            .zip(&plan.shares)
+            .filter(|(_, shares)| !shares.is_empty())
+            .map(|(node, _)| node.info.scratch_bytes)
+            .max()
+            .unwrap_or(0);
+        let scratch = (1..threads).map(|_| Scratch::new(scratch_bytes)).collect();
+        Some(Workers { pool, scratch })
+    }
 }
 
 impl std::fmt::Debug for Session<'_> {
@@ -68,6 +120,7 @@ impl<'a> Session<'a> {
         let variables = vec![0u128; plan.variable_bytes.div_ceil(16)];
         let hits = plan.fusions.iter().map(|f| f.fused.new_store()).collect();
         let hit_counts = vec![0; plan.fusions.len()];
+        let workers = Workers::new(&plan);
         let mut session = Session {
             plan,
             arena,
@@ -75,6 +128,7 @@ impl<'a> Session<'a> {
             variables,
             hits,
             hit_counts,
+            workers,
         };
         session.reset_variables();
         session
@@ -197,9 +251,12 @@ impl<'a> Session<'a> {
 
     /// [`invoke`](Self::invoke), telling `profiler` about every node.
     pub fn invoke_with(&mut self, profiler: &mut dyn Profiler) -> Result<()> {
-        // A plan with fused nodes takes its own loop, so that this one, the
-        // loop of every plan without a threshold, stays as it was (the same
-        // instructions around each kernel).
+        // A plan with threads or with fused nodes takes its own loop, so
+        // that this one, the loop of every plan without either, stays as it
+        // was (the same instructions around each kernel).
+        if self.workers.is_some() {
+            return self.invoke_threaded(profiler);
+        }
         if !self.plan.fusions.is_empty() {
             return self.invoke_fused(profiler);
         }
@@ -268,6 +325,71 @@ impl<'a> Session<'a> {
             profiler.end(&node.info);
         }
         Ok(())
+    }
+}
+
+impl Session<'_> {
+    /// [`invoke_with`](Self::invoke_with) on the session's threads: the
+    /// loop on one worker, each split node's shares on as many.
+    #[inline(never)]
+    fn invoke_threaded(&mut self, profiler: &mut dyn Profiler) -> Result<()> {
+        let Some(workers) = &mut self.workers else {
+            return Ok(());
+        };
+        let pool = workers.pool.as_ref().map_err(|e| Error::InvalidOption {
+            option: "threads",
+            problem: format!("the session's threads did not start: {e}"),
+        })?;
+        let more = &mut workers.scratch;
+        let plan = &*self.plan;
+        let backend = plan.options.backend;
+        let (start, len) = (self.arena_start, plan.arena.arena_bytes);
+        let arena = &mut bytemuck::cast_slice_mut::<u128, u8>(&mut self.arena)[start..start + len];
+        let variables = bytemuck::cast_slice_mut::<u128, u8>(&mut self.variables);
+        let (hits, hit_counts) = (&mut self.hits, &mut self.hit_counts);
+        // A failed invoke leaves no hits of an earlier one behind.
+        hit_counts.fill(0);
+        let model = plan.model.bytes();
+        let constant = |c: usize| plan.constants[c].bytes(model);
+        pool.install(|| {
+            for (p, (node, io)) in plan.nodes.iter().zip(&plan.node_io).enumerate() {
+                if node.info.aliased {
+                    profiler.begin(&node.info);
+                    profiler.end(&node.info);
+                    continue;
+                }
+                let mut io = io.carve(&mut *arena, &mut *variables, constant);
+                let failed = |problem| Error::InvalidOp {
+                    op: node.info.op.clone(),
+                    index: node.info.index,
+                    problem,
+                };
+                profiler.begin(&node.info);
+                let shares = &plan.shares[p];
+                if let Some(k) = plan.fused_at.get(p).copied().flatten() {
+                    hit_counts[k] = plan.fusions[k]
+                        .fused
+                        .run(&*node.kernel, backend, &mut io, &mut hits[k])
+                        .map_err(failed)?;
+                } else if shares.is_empty() {
+                    node.kernel.run(backend, &mut io).map_err(failed)?;
+                } else {
+                    let band = std::mem::take(&mut io.outs[0]);
+                    let shared = Shared {
+                        kernel: &*node.kernel,
+                        backend,
+                        ins: &io.ins,
+                        node: &node.info,
+                        scratch_bytes: node.info.scratch_bytes,
+                        marks: profiler.thread_marks(),
+                    };
+                    run_shares(&shared, shares, (band, 0), &mut *io.scratch, more)
+                        .map_err(failed)?;
+                }
+                profiler.end(&node.info);
+            }
+            Ok(())
+        })
     }
 }
 

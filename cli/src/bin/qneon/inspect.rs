@@ -60,6 +60,12 @@ pub(crate) fn inspect(args: InspectArgs) -> Result<(), String> {
             },
             Err(e) => format!("CANNOT RUN: {e}"),
         };
+        // The thread plan, with --threads above 1.
+        let status = if args.load.threads > 1 {
+            format!("{status}; threads {}", node.threads)
+        } else {
+            status
+        };
         match &node.fused {
             Some(fused) => println!("  {} {} -> {fused}: {status}", report.index, report.op),
             None => println!("  {} {}: {status}", report.index, report.op),

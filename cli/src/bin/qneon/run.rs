@@ -9,7 +9,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use qneon::Backend;
-use qneon_runtime::interp::{Hits, Interpreter, NodeInfo, Profiler, TensorInfo};
+use qneon_runtime::interp::{Hits, Interpreter, NodeInfo, Profiler, TensorInfo, ThreadMarks};
 use qneon_runtime::npy::NpyArray;
 use serde_json::{json, Value};
 
@@ -37,6 +37,26 @@ impl Profiler for Timer {
         marker::region(marker::OUTSIDE);
         self.times[self.position] += self.started.elapsed();
         self.position += 1;
+    }
+    fn thread_marks(&self) -> Option<&dyn ThreadMarks> {
+        Some(self)
+    }
+}
+
+/// With `--threads` above 1: every thread enters the node's region when it
+/// starts its share of a split node and region 0 when it has finished it,
+/// so that a per-thread count gives each op its instructions on each thread
+/// and the waiting to region 0. (The invoke loop's own thread also enters
+/// and leaves the region in `begin` and `end`.)
+impl ThreadMarks for Timer {
+    fn start(&self, node: &NodeInfo) {
+        // Nodes run in operator order: operator `index` is position `index`.
+        if let Some(&region) = self.regions.get(node.index) {
+            marker::region(region);
+        }
+    }
+    fn idle(&self) {
+        marker::region(marker::OUTSIDE);
     }
 }
 

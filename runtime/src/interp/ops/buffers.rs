@@ -27,6 +27,9 @@ pub(crate) struct Io<'b> {
     pub ins: Ins<'b>,
     pub outs: Outs<'b>,
     pub scratch: &'b mut [u8],
+    /// The byte of output 0 where `outs[0]` starts: 0 when it is the whole
+    /// output, a band's start when a thread runs only some tiles.
+    pub out_start: usize,
     // Read by the kernels of recurrent ops (LSTM, SVDF state) once they
     // land; the session and the node I/O provide it already.
     #[allow(dead_code)]
@@ -42,6 +45,29 @@ pub(crate) fn view<T: bytemuck::Pod>(bytes: &[u8]) -> Result<&[T], String> {
 
 pub(crate) fn view_mut<T: bytemuck::Pod>(bytes: &mut [u8]) -> Result<&mut [T], String> {
     bytemuck::try_cast_slice_mut(bytes).map_err(|e| format!("tensor data not viewable: {e}"))
+}
+
+/// Elements `elements` of output 0 as `T`s, where `output` holds output
+/// 0's bytes from byte `out_start` on (the whole output, or the band of the
+/// tiles one thread runs); an error when they are not all in it.
+pub(crate) fn output_band<T: bytemuck::Pod>(
+    output: &mut [u8],
+    out_start: usize,
+    elements: std::ops::Range<usize>,
+) -> Result<&mut [T], String> {
+    let size = std::mem::size_of::<T>();
+    let bytes = elements.start * size..elements.end * size;
+    let len = output.len();
+    let local = bytes
+        .start
+        .checked_sub(out_start)
+        .zip(bytes.end.checked_sub(out_start));
+    match local.and_then(|(start, end)| output.get_mut(start..end)) {
+        Some(band) => view_mut(band),
+        None => Err(format!(
+            "output bytes {bytes:?} outside the {len} bytes from {out_start}"
+        )),
+    }
 }
 
 /// Elements `tiles` cover when tiles are `grain` elements each and the last

@@ -15,6 +15,15 @@
 //! tiles at once ([`Kernel::run`]) is exactly the single call of before: the
 //! same bytes and the same instructions. A scheduler may hand disjoint tile
 //! ranges to several threads.
+//!
+//! Threads: a kernel that can share its tiles out says so with
+//! [`Kernel::split`] (ranges cut at multiples of its step) and
+//! [`Kernel::band`] (the bytes of output 0 such a range writes, successive
+//! ranges writing successive bands). Each thread then runs its range on an
+//! [`Io`] whose `outs[0]` is only its band (safe Rust: the output is cut
+//! with `split_at_mut`, the inputs are shared), starting at byte
+//! `io.out_start` of the whole output; `buffers::output_band` gives a
+//! kernel its elements in either case.
 
 use std::fmt::Debug;
 use std::ops::Range;
@@ -49,6 +58,22 @@ pub(crate) trait Kernel: Debug + Send + Sync {
         tiles: Range<usize>,
         io: &mut Io<'_>,
     ) -> Result<(), String>;
+
+    /// Tiles per cut when the kernel's tiles may run on several threads:
+    /// ranges starting and ending at multiples of it (or at
+    /// [`tiles`](Self::tiles)) write disjoint bands of output 0 and need no
+    /// memory but their band and a scratch of the node's scratch size.
+    /// `None` (the default): the node runs on one thread.
+    fn split(&self) -> Option<usize> {
+        None
+    }
+
+    /// The bytes of output 0 that tiles `tiles` (cut as [`split`](Self::split)
+    /// says) write, for a kernel that splits.
+    fn band(&self, tiles: Range<usize>) -> Range<usize> {
+        let _ = tiles;
+        0..0
+    }
 
     /// Runs every tile: the whole node.
     fn run(&self, backend: Backend, io: &mut Io<'_>) -> Result<(), String> {

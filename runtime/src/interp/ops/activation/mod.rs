@@ -13,7 +13,7 @@ use std::ops::Range;
 use qneon::{Backend, Method, QuantElem};
 use qneon_tflite::{BuiltinOp, Options as OpOptions, TensorType};
 
-use super::buffers::{tile_elements, view, view_mut, Io};
+use super::buffers::{output_band, tile_elements, view, Io};
 use super::kernel::{Kernel, PreparedOp, Registration, CHUNK};
 use super::op::Op;
 use crate::error::Result;
@@ -131,6 +131,16 @@ impl<A: LibraryActivation> Kernel for Activation<A> {
         self.len.div_ceil(self.grain)
     }
 
+    fn split(&self) -> Option<usize> {
+        Some(1)
+    }
+
+    fn band(&self, tiles: Range<usize>) -> Range<usize> {
+        let elements = tile_elements(tiles, self.grain, self.len);
+        let size = std::mem::size_of::<A::Elem>();
+        elements.start * size..elements.end * size
+    }
+
     fn run_tiles(
         &self,
         backend: Backend,
@@ -138,18 +148,17 @@ impl<A: LibraryActivation> Kernel for Activation<A> {
         io: &mut Io<'_>,
     ) -> Result<(), String> {
         let input: &[A::Elem] = view(io.ins[0])?;
-        let output: &mut [A::Elem] = view_mut(io.outs[0])?;
-        if input.len() != self.len || output.len() != self.len {
+        if input.len() != self.len {
             return Err(format!(
-                "buffers of {} and {} elements for {}",
+                "input of {} elements for {}",
                 input.len(),
-                output.len(),
                 self.len
             ));
         }
         let range = tile_elements(tiles, self.grain, self.len);
+        let output = output_band::<A::Elem>(io.outs[0], io.out_start, range.clone())?;
         self.op
-            .apply(backend, &input[range.clone()], &mut output[range], self.row)
+            .apply(backend, &input[range], output, self.row)
             .map_err(|e| e.to_string())
     }
 }
@@ -276,6 +285,15 @@ impl Kernel for WideningSoftmax {
         self.len / self.row
     }
 
+    fn split(&self) -> Option<usize> {
+        Some(1)
+    }
+
+    fn band(&self, tiles: Range<usize>) -> Range<usize> {
+        let elements = tile_elements(tiles, self.row, self.len);
+        elements.start * 2..elements.end * 2
+    }
+
     fn run_tiles(
         &self,
         _backend: Backend,
@@ -283,18 +301,17 @@ impl Kernel for WideningSoftmax {
         io: &mut Io<'_>,
     ) -> Result<(), String> {
         let input: &[i8] = view(io.ins[0])?;
-        let output: &mut [i16] = view_mut(io.outs[0])?;
-        if input.len() != self.len || output.len() != self.len {
+        if input.len() != self.len {
             return Err(format!(
-                "buffers of {} and {} elements for {}",
+                "input of {} elements for {}",
                 input.len(),
-                output.len(),
                 self.len
             ));
         }
         let range = tile_elements(tiles, self.row, self.len);
+        let output = output_band::<i16>(io.outs[0], io.out_start, range.clone())?;
         self.op
-            .run(&input[range.clone()], &mut output[range], self.row)
+            .run(&input[range], output, self.row)
             .map_err(|e| e.to_string())
     }
 }

@@ -7,7 +7,7 @@ use std::ops::Range;
 use qneon::{Backend, Requantization};
 use qneon_tflite::{BuiltinOp, Options as OpOptions, TensorType};
 
-use super::buffers::{tile_elements, view, view_mut, Io};
+use super::buffers::{output_band, tile_elements, view, view_mut, Io};
 use super::kernel::{Kernel, PreparedOp, Registration};
 use super::op::Op;
 use super::strided_copy::broadcast_shape;
@@ -80,6 +80,16 @@ impl Kernel for BatchMatMul {
         self.batches.len()
     }
 
+    /// Any range of matrices; each thread's range gets a scratch of its own.
+    fn split(&self) -> Option<usize> {
+        Some(1)
+    }
+
+    fn band(&self, tiles: Range<usize>) -> Range<usize> {
+        let tiles = tile_elements(tiles, 1, self.batches.len());
+        tiles.start * self.out_len..tiles.end * self.out_len
+    }
+
     /// `output[b] = lhs[batch b] * rhs[batch b]` for the output matrices
     /// `tiles`.
     fn run_tiles(
@@ -89,7 +99,6 @@ impl Kernel for BatchMatMul {
         io: &mut Io<'_>,
     ) -> Result<(), String> {
         let (lhs, rhs): (&[i8], &[i8]) = (view(io.ins[0])?, view(io.ins[1])?);
-        let output: &mut [i8] = view_mut(io.outs[0])?;
         let scratch = &mut *io.scratch;
         if scratch.len() < self.words_bytes {
             return Err(format!(
@@ -113,16 +122,13 @@ impl Kernel for BatchMatMul {
                 expected.1
             ));
         }
-        if output.len() != self.batches.len() * self.out_len {
-            return Err(format!(
-                "output of {} bytes, expected {}",
-                output.len(),
-                self.batches.len() * self.out_len
-            ));
-        }
         let tiles = tile_elements(tiles, 1, self.batches.len());
-        let outputs = output[tiles.start * self.out_len..tiles.end * self.out_len]
-            .chunks_exact_mut(self.out_len);
+        let output = output_band::<i8>(
+            io.outs[0],
+            io.out_start,
+            tiles.start * self.out_len..tiles.end * self.out_len,
+        )?;
+        let outputs = output.chunks_exact_mut(self.out_len);
         for (out, &(a, b)) in outputs.zip(&self.batches[tiles]) {
             self.kernel
                 .run_with(

@@ -231,30 +231,39 @@ impl BroadcastRuns {
         E: From<String>,
     {
         let all = 0..self.counts[2];
-        self.for_each_in(all, a, b, output, f)
+        self.for_each_in(all, a, b, output, 0, f)
     }
 
     /// [`for_each`](Self::for_each) on the output elements `elements` only:
     /// the part of each run inside them (a part starts at a multiple of a
-    /// row operand's length: [`Binary`]'s tiles see to it).
+    /// row operand's length: [`Binary`]'s tiles see to it). `output` holds
+    /// the output's elements from `out_start` on (the whole output, or one
+    /// thread's band), and must hold `elements`.
     pub(crate) fn for_each_in<'a, 'o, E>(
         &self,
         elements: std::ops::Range<usize>,
         a: &'a [i8],
         b: &'a [i8],
         output: &'o mut [i8],
+        out_start: usize,
         mut f: impl FnMut(Operand<'a>, Operand<'a>, &'o mut [i8]) -> Result<(), E>,
     ) -> Result<(), E>
     where
         E: From<String>,
     {
         let [na, nb, no] = self.counts;
-        if a.len() != na || b.len() != nb || output.len() != no {
+        let held = out_start..out_start + output.len();
+        if a.len() != na || b.len() != nb || held.end > no {
             return Err(E::from(format!(
-                "buffers of {}, {} and {} elements for {na}, {nb} and {no}",
+                "buffers of {}, {} and {} elements from {out_start} for {na}, {nb} and {no}",
                 a.len(),
                 b.len(),
                 output.len()
+            )));
+        }
+        if !elements.is_empty() && (elements.start < held.start || elements.end > held.end) {
+            return Err(E::from(format!(
+                "output elements {elements:?} outside the {held:?} given"
             )));
         }
         if no == 0 || elements.is_empty() {
@@ -292,17 +301,21 @@ impl BroadcastRuns {
             at_a += index[d] * self.a_strides[d];
             at_b += index[d] * self.b_strides[d];
         }
-        let runs = output.chunks_exact_mut(inner).enumerate().skip(first);
-        for (run, out) in runs {
+        // The output not yet handed out, from element `rest_start` on.
+        let (mut rest, mut rest_start) = (output, out_start);
+        for run in first.. {
             let start = run * inner;
             if start >= elements.end {
                 break;
             }
             let part = elements.start.max(start) - start..elements.end.min(start + inner) - start;
+            let (_, tail) = std::mem::take(&mut rest).split_at_mut(start + part.start - rest_start);
+            let (out, tail) = tail.split_at_mut(part.len());
+            (rest, rest_start) = (tail, start + part.end);
             f(
                 operand(a, at_a, self.a_form, &part)?,
                 operand(b, at_b, self.b_form, &part)?,
-                &mut out[part],
+                out,
             )?;
             // Odometer over the outer dimensions.
             for d in (0..rank).rev() {
@@ -352,6 +365,23 @@ impl Kernel for Binary {
         per_run * runs
     }
 
+    fn split(&self) -> Option<usize> {
+        Some(1)
+    }
+
+    /// Tile `t`'s elements are chunk `t % per_run` of run `t / per_run`:
+    /// successive tiles are successive elements (int8: one byte each).
+    fn band(&self, tiles: Range<usize>) -> Range<usize> {
+        let (per_run, _) = self.runs.tiling();
+        let (chunk, inner) = (self.runs.chunk(), self.runs.inner);
+        let at = |t: usize| (t / per_run) * inner + ((t % per_run) * chunk).min(inner);
+        if tiles.is_empty() {
+            return at(tiles.start)..at(tiles.start);
+        }
+        let end = (tiles.end - 1) / per_run * inner + ((tiles.end - 1) % per_run + 1) * chunk;
+        at(tiles.start)..end.min((tiles.end - 1) / per_run * inner + inner)
+    }
+
     /// `output = a op b` on the tiles' elements. Needs no scratch (the walk
     /// broadcasts in place).
     fn run_tiles(
@@ -374,6 +404,7 @@ impl Kernel for Binary {
             view(io.ins[0])?,
             view(io.ins[1])?,
             view_mut(io.outs[0])?,
+            io.out_start,
             |a, b, out| {
                 self.kernel
                     .run(backend, a, b, out)

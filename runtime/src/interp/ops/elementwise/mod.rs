@@ -18,7 +18,7 @@ use qneon::{Backend, HardSwish, LeakyRelu, QuantElem, Relu, ReluKind};
 use qneon_tflite::schema::BuiltinOptions;
 use qneon_tflite::{BuiltinOp, Options as OpOptions, TensorType};
 
-use super::buffers::{view, view_mut, Io};
+use super::buffers::{output_band, view, Io};
 use super::kernel::{Kernel, PreparedOp, Registration, CHUNK};
 use super::op::Op;
 use crate::error::Result;
@@ -64,6 +64,15 @@ impl<T: QuantElem + bytemuck::Pod + Send + Sync> Kernel for ReluNode<T> {
         self.len.div_ceil(CHUNK)
     }
 
+    fn split(&self) -> Option<usize> {
+        Some(1)
+    }
+
+    fn band(&self, tiles: Range<usize>) -> Range<usize> {
+        let size = std::mem::size_of::<T>();
+        (tiles.start * CHUNK).min(self.len) * size..(tiles.end * CHUNK).min(self.len) * size
+    }
+
     fn run_tiles(
         &self,
         backend: Backend,
@@ -71,12 +80,11 @@ impl<T: QuantElem + bytemuck::Pod + Send + Sync> Kernel for ReluNode<T> {
         io: &mut Io<'_>,
     ) -> Result<(), String> {
         let input: &[T] = view(io.ins[0])?;
-        let output: &mut [T] = view_mut(io.outs[0])?;
         let band = (tiles.start * CHUNK).min(self.len)..(tiles.end * CHUNK).min(self.len);
-        let (Some(input), Some(output)) = (input.get(band.clone()), output.get_mut(band.clone()))
-        else {
-            return Err(format!("buffers shorter than elements {band:?}"));
+        let Some(input) = input.get(band.clone()) else {
+            return Err(format!("input shorter than elements {band:?}"));
         };
+        let output = output_band::<T>(io.outs[0], io.out_start, band)?;
         match &self.op {
             Clamp::Relu(r) => r.run_with(backend, input, output),
             Clamp::Leaky(l) => l.run_with(backend, input, output),

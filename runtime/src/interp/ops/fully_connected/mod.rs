@@ -7,7 +7,7 @@ use qneon::{Backend, Requantization};
 use qneon_tflite::options::WeightsFormat;
 use qneon_tflite::{BuiltinOp, Options as OpOptions};
 
-use super::buffers::{tile_elements, view, view_mut, Io};
+use super::buffers::{output_band, tile_elements, view, Io};
 use super::kernel::{Kernel, PreparedOp, Registration};
 use super::op::Op;
 use crate::error::Result;
@@ -101,6 +101,27 @@ impl Kernel for FullyConnected {
         self.row_tiles() * self.col_tiles()
     }
 
+    /// Row tiles split anywhere; column tiles (few row tiles) split anywhere
+    /// when there is one row (batch-1: a tile's columns are contiguous in
+    /// it), else only at whole row tiles.
+    fn split(&self) -> Option<usize> {
+        if self.col_tiles() == 1 || self.m == 1 {
+            Some(1)
+        } else {
+            Some(self.col_tiles())
+        }
+    }
+
+    fn band(&self, tiles: Range<usize>) -> Range<usize> {
+        let per_row = self.col_tiles();
+        if per_row > 1 && self.m == 1 {
+            return tile_elements(tiles, self.tile_cols, self.n);
+        }
+        let row_tiles = tiles.start / per_row..tiles.end.div_ceil(per_row);
+        let rows = tile_elements(row_tiles, self.tile_rows, self.m);
+        rows.start * self.n..rows.end * self.n
+    }
+
     /// `output = input * weights^T + bias`, requantized, for tiles `tiles`:
     /// whole row tiles by one GEMM call over their rows, partial ones tile by
     /// tile through the output stride.
@@ -111,15 +132,12 @@ impl Kernel for FullyConnected {
         io: &mut Io<'_>,
     ) -> Result<(), String> {
         let input: &[i8] = view(io.ins[0])?;
-        let output: &mut [i8] = view_mut(io.outs[0])?;
-        if input.len() != self.m * self.k || output.len() != self.m * self.n {
+        if input.len() != self.m * self.k {
             return Err(format!(
-                "buffers of {} and {} elements for {} rows of {} and {}",
+                "input of {} elements for {} rows of {}",
                 input.len(),
-                output.len(),
                 self.m,
-                self.k,
-                self.n
+                self.k
             ));
         }
         let tiles = tiles.start.min(self.tiles())..tiles.end.min(self.tiles());
@@ -132,11 +150,16 @@ impl Kernel for FullyConnected {
                 // Whole row tiles from here: one call over all their rows.
                 let whole = (tiles.end - t) / per_row;
                 let rows = tile_elements(row_tile..row_tile + whole, self.tile_rows, self.m);
+                let output = output_band::<i8>(
+                    io.outs[0],
+                    io.out_start,
+                    rows.start * self.n..rows.end * self.n,
+                )?;
                 self.gemm
                     .run_with(
                         backend,
                         &input[rows.start * self.k..rows.end * self.k],
-                        &mut output[rows.start * self.n..rows.end * self.n],
+                        output,
                         rows.len(),
                     )
                     .map_err(|e| e.to_string())?;
@@ -145,15 +168,13 @@ impl Kernel for FullyConnected {
                 let last_col = per_row.min(first_col + (tiles.end - t));
                 let rows = tile_elements(row_tile..row_tile + 1, self.tile_rows, self.m);
                 let cols = tile_elements(first_col..last_col, self.tile_cols, self.n);
+                // From the tile's first element to its last, through the
+                // stride.
+                let last_row = rows.end.saturating_sub(1).max(rows.start);
+                let elements = rows.start * self.n + cols.start..last_row * self.n + cols.end;
+                let output = output_band::<i8>(io.outs[0], io.out_start, elements)?;
                 self.gemm
-                    .run_tile_with(
-                        backend,
-                        input,
-                        &mut output[rows.start * self.n + cols.start..],
-                        self.n,
-                        rows,
-                        cols,
-                    )
+                    .run_tile_with(backend, input, output, self.n, rows, cols)
                     .map_err(|e| e.to_string())?;
                 t += last_col - first_col;
             }
