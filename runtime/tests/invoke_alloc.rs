@@ -8,6 +8,7 @@ mod tflite_common;
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use qneon::Method;
 use qneon_runtime::interp::{Interpreter, NodeInfo, Options, Profiler, Rounding, Session};
@@ -20,7 +21,17 @@ thread_local! {
     static ALLOCATIONS: Cell<usize> = const { Cell::new(0) };
 }
 
+/// Counting on every thread (the workers of a session with threads).
+static EVERY_THREAD: AtomicBool = AtomicBool::new(false);
+static ALL_ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
+/// The tests of this file run one at a time: counting on every thread must
+/// not count another test's allocations.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn note_allocation() {
+    if EVERY_THREAD.load(Ordering::Relaxed) {
+        ALL_ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+    }
     // `try_with`: the thread's locals may be gone while it exits.
     let _ = COUNTING.try_with(|counting| {
         if counting.get() {
@@ -116,6 +127,7 @@ fn configurations() -> Vec<Options> {
 
 #[test]
 fn the_counter_counts() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     COUNTING.with(|c| c.set(true));
     let v = std::hint::black_box(vec![1u8; 3]);
     COUNTING.with(|c| c.set(false));
@@ -125,6 +137,7 @@ fn the_counter_counts() {
 
 #[test]
 fn mobilebert_invoke_allocates_nothing() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let manifest = manifest("mobilebert_squad/manifest.json");
     let bytes = read_model(manifest["models"]["1l"]["model"].as_str().unwrap());
     for options in configurations() {
@@ -144,8 +157,43 @@ fn mobilebert_invoke_allocates_nothing() {
     }
 }
 
+/// With 4 threads, counting on every thread (the loop runs on a worker,
+/// the shares on all of them): 200 invokes after a first.
+///
+/// Known to fail (issue 29, "invoke allocates nothing with threads on", is
+/// not done): measured 5 allocations in 200 invokes, which fits rayon's
+/// injector queue taking a new block every 63 jobs `install` injects (one
+/// per invoke). Run with `--ignored`.
+#[test]
+#[ignore = "rayon's injector allocates a block every 63 invokes: 5 allocations in 200"]
+fn mobilebert_invoke_with_threads_allocates_nothing() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let manifest = manifest("mobilebert_squad/manifest.json");
+    let bytes = read_model(manifest["models"]["1l"]["model"].as_str().unwrap());
+    let options = Options {
+        threads: 4,
+        backend: qneon::Backend::best(),
+        ..options(Rounding::Single, Method::FixedPoint)
+    };
+    let mut interpreter = Interpreter::new(bytes.as_bytes(), options).expect("load");
+    assert!(interpreter.nodes().any(|n| n.threads == 4));
+    interpreter.invoke().expect("first invoke");
+    ALL_ALLOCATIONS.store(0, Ordering::Relaxed);
+    EVERY_THREAD.store(true, Ordering::Relaxed);
+    for _ in 0..200 {
+        interpreter.invoke().expect("invoke");
+    }
+    EVERY_THREAD.store(false, Ordering::Relaxed);
+    let n = ALL_ALLOCATIONS.load(Ordering::Relaxed);
+    assert_eq!(
+        n, 0,
+        "MobileBert 1 layer, 4 threads: {n} allocations in 200 invokes"
+    );
+}
+
 #[test]
 fn single_op_invokes_allocate_nothing() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let manifest = manifest("ops/manifest.json");
     let cases = manifest["cases"].as_array().unwrap();
     let mut checked = 0;
@@ -177,6 +225,7 @@ fn single_op_invokes_allocate_nothing() {
 /// nothing, also on a step that follows a reset.
 #[test]
 fn svdf_invokes_allocate_nothing() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let mut models = vec![
         "tflite_micro/keyword_scrambled.tflite".to_string(),
         "tflite_micro/keyword_scrambled_8bit.tflite".to_string(),
@@ -212,6 +261,7 @@ fn svdf_invokes_allocate_nothing() {
 /// and for a threshold keeping everything (the buffers' worst case).
 #[test]
 fn fused_threshold_invokes_allocate_nothing() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     use qneon_runtime::interp::TfliteKernels;
     let mut checked = 0;
     for (model, input) in [
@@ -259,6 +309,7 @@ fn fused_threshold_invokes_allocate_nothing() {
 /// allocation in invoke, also after a reset of the variables.
 #[test]
 fn lstm_invokes_allocate_nothing() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let mut models: Vec<String> = [
         "trained_lstm_int8",
         "dtln_noise_suppression",
