@@ -82,20 +82,6 @@ pub(crate) fn tile_elements(
     tiles.start.saturating_mul(grain).min(end)..end
 }
 
-/// The rows `tiles` of `output` when each tile is one row of `row_len`
-/// elements (the row-tiled kernels: pooling, resizing), or why the buffer
-/// cannot hold them.
-pub(crate) fn row_band<'a, T>(
-    output: &'a mut [T],
-    tiles: &std::ops::Range<usize>,
-    row_len: usize,
-) -> Result<&'a mut [T], String> {
-    let len = output.len();
-    output
-        .get_mut(tiles.start * row_len..tiles.end * row_len)
-        .ok_or_else(|| format!("output of {len} elements for rows {tiles:?} of {row_len}"))
-}
-
 /// Element size of the types the runtime moves (`None` for others).
 pub(crate) fn element_size(dtype: TensorType) -> Option<usize> {
     match dtype {

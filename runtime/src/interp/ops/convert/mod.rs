@@ -8,7 +8,7 @@ use std::ops::Range;
 use qneon::Backend;
 use qneon_tflite::{BuiltinOp, TensorType};
 
-use super::buffers::{tile_elements, view, view_mut, Io};
+use super::buffers::{output_band, tile_elements, view, view_mut, Io};
 use super::kernel::{Kernel, PreparedOp, Registration, CHUNK};
 use super::op::Op;
 use crate::error::Result;
@@ -157,22 +157,31 @@ impl Kernel for Converter {
         self.len.div_ceil(CHUNK)
     }
 
+    fn split(&self) -> Option<usize> {
+        Some(1)
+    }
+
+    fn band(&self, tiles: Range<usize>) -> Range<usize> {
+        let (_, to) = self.convert.element_sizes();
+        let elements = tile_elements(tiles, CHUNK, self.len);
+        elements.start * to..elements.end * to
+    }
+
     fn run_tiles(&self, _: Backend, tiles: Range<usize>, io: &mut Io<'_>) -> Result<(), String> {
         let (from, to) = self.convert.element_sizes();
-        let (input, output) = (io.ins[0], &mut *io.outs[0]);
-        if input.len() != self.len * from || output.len() != self.len * to {
+        let input = io.ins[0];
+        if input.len() != self.len * from {
             return Err(format!(
-                "buffers of {} and {} bytes for {} elements",
+                "input of {} bytes for {} elements",
                 input.len(),
-                output.len(),
                 self.len
             ));
         }
         let elements = tile_elements(tiles, CHUNK, self.len);
-        self.convert.run(
-            &input[elements.start * from..elements.end * from],
-            &mut output[elements.start * to..elements.end * to],
-        )
+        let bytes = elements.start * to..elements.end * to;
+        let output = output_band::<u8>(io.outs[0], io.out_start, bytes)?;
+        self.convert
+            .run(&input[elements.start * from..elements.end * from], output)
     }
 }
 

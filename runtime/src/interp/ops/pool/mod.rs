@@ -10,7 +10,7 @@ use qneon_tflite::options::FusedActivation as TfActivation;
 use qneon_tflite::schema::BuiltinOptions;
 use qneon_tflite::{BuiltinOp, Options as OpOptions, TensorType};
 
-use super::buffers::{row_band, view, view_mut, Io};
+use super::buffers::{output_band, view, Io};
 use super::kernel::{Kernel, PreparedOp, Registration};
 use super::op::Op;
 use crate::error::Result;
@@ -91,6 +91,15 @@ impl<T: QuantElem + bytemuck::Pod + Send + Sync> Kernel for Pool<T> {
         self.rows
     }
 
+    fn split(&self) -> Option<usize> {
+        Some(1)
+    }
+
+    fn band(&self, tiles: Range<usize>) -> Range<usize> {
+        let row_bytes = self.row_len * std::mem::size_of::<T>();
+        tiles.start * row_bytes..tiles.end * row_bytes
+    }
+
     fn run_tiles(
         &self,
         backend: Backend,
@@ -98,7 +107,8 @@ impl<T: QuantElem + bytemuck::Pod + Send + Sync> Kernel for Pool<T> {
         io: &mut Io<'_>,
     ) -> Result<(), String> {
         let input: &[T] = view(io.ins[0])?;
-        let output = row_band(view_mut::<T>(io.outs[0])?, &tiles, self.row_len)?;
+        let elements = tiles.start * self.row_len..tiles.end * self.row_len;
+        let output = output_band::<T>(io.outs[0], io.out_start, elements)?;
         match &self.op {
             Pooling::Average(p) => p.run_rows_with(backend, input, output, tiles),
             Pooling::Max(p) => p.run_rows_with(backend, input, output, tiles),

@@ -25,7 +25,7 @@ use qneon::{
 use qneon_tflite::schema::BuiltinOptions;
 use qneon_tflite::{BuiltinOp, Options as OpOptions, TensorType};
 
-use super::buffers::{row_band, view, view_mut, Io};
+use super::buffers::{output_band, view, Io};
 use super::kernel::{Kernel, PreparedOp, Registration};
 use super::op::Op;
 use crate::error::Result;
@@ -155,6 +155,15 @@ impl<T: QuantElem + bytemuck::Pod + Send + Sync> Kernel for ResizeNode<T> {
         self.rows
     }
 
+    fn split(&self) -> Option<usize> {
+        Some(1)
+    }
+
+    fn band(&self, tiles: Range<usize>) -> Range<usize> {
+        let row_bytes = self.row_len * std::mem::size_of::<T>();
+        tiles.start * row_bytes..tiles.end * row_bytes
+    }
+
     fn run_tiles(
         &self,
         backend: Backend,
@@ -162,7 +171,8 @@ impl<T: QuantElem + bytemuck::Pod + Send + Sync> Kernel for ResizeNode<T> {
         io: &mut Io<'_>,
     ) -> Result<(), String> {
         let input: &[T] = view(io.ins[0])?;
-        let output = row_band(view_mut::<T>(io.outs[0])?, &tiles, self.row_len)?;
+        let elements = tiles.start * self.row_len..tiles.end * self.row_len;
+        let output = output_band::<T>(io.outs[0], io.out_start, elements)?;
         match &self.op {
             Resize::Nearest(r) => r.run_rows_with(backend, input, output, tiles),
             Resize::Bilinear(r) => r.run_rows_with(backend, input, output, tiles),
