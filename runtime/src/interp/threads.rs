@@ -212,3 +212,148 @@ fn run_share(
         ))
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `tiles` tiles of `bytes` bytes each, writing its tile index into
+    /// each byte; tile `panic_at` panics.
+    #[derive(Debug)]
+    struct Stamp {
+        tiles: usize,
+        bytes: usize,
+        panic_at: Option<usize>,
+    }
+
+    impl Kernel for Stamp {
+        fn tiles(&self) -> usize {
+            self.tiles
+        }
+        fn split(&self) -> Option<usize> {
+            Some(1)
+        }
+        fn band(&self, tiles: Range<usize>) -> Range<usize> {
+            tiles.start * self.bytes..tiles.end * self.bytes
+        }
+        fn run_tiles(
+            &self,
+            _: Backend,
+            tiles: Range<usize>,
+            io: &mut Io<'_>,
+        ) -> Result<(), String> {
+            for t in tiles {
+                assert_ne!(Some(t), self.panic_at, "tile {t} fails");
+                let range = t * self.bytes - io.out_start..(t + 1) * self.bytes - io.out_start;
+                io.outs[0][range].fill(t as u8 + 1);
+            }
+            Ok(())
+        }
+    }
+
+    fn node() -> NodeInfo {
+        NodeInfo {
+            index: 0,
+            op: "STAMP".to_string(),
+            work: 0,
+            unit: "element",
+            inputs: Vec::new(),
+            outputs: Vec::new(),
+            scratch_bytes: 0,
+            aliased: false,
+            arithmetic: None,
+            fused: None,
+            threads: 1,
+        }
+    }
+
+    fn pool(threads: usize) -> rayon::ThreadPool {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap()
+    }
+
+    /// Runs `kernel`'s shares for `threads` on `pool`.
+    fn run(
+        kernel: &Stamp,
+        threads: usize,
+        pool: &rayon::ThreadPool,
+    ) -> (Vec<u8>, Result<(), String>) {
+        let work = (kernel.tiles * kernel.bytes) as u64 * MIN_ELEMENTS_PER_THREAD;
+        let all = shares(
+            kernel,
+            (work, "element"),
+            kernel.tiles * kernel.bytes,
+            threads,
+        )
+        .unwrap();
+        assert_eq!(all.len(), threads.min(kernel.tiles));
+        let mut output = vec![0u8; kernel.tiles * kernel.bytes];
+        let mut more: Vec<Scratch> = (1..threads).map(|_| Scratch::new(0)).collect();
+        let (node, ins) = (node(), Ins::new());
+        let shared = Shared {
+            kernel,
+            backend: Backend::Scalar,
+            ins: &ins,
+            node: &node,
+            scratch_bytes: 0,
+            marks: None,
+        };
+        let result =
+            pool.install(|| run_shares(&shared, &all, (&mut output, 0), &mut [], &mut more));
+        (output, result)
+    }
+
+    #[test]
+    fn shares_cover_the_tiles_in_order_and_small_work_stays_on_one_thread() {
+        let kernel = Stamp {
+            tiles: 10,
+            bytes: 3,
+            panic_at: None,
+        };
+        let all = shares(&kernel, (1 << 30, "element"), 30, 4).unwrap();
+        let tiles: Vec<Range<usize>> = all.iter().map(|s| s.tiles.clone()).collect();
+        assert_eq!(tiles, vec![0..2, 2..5, 5..7, 7..10]);
+        assert_eq!(all[3].bytes, 21..30);
+        // Work for 2 threads only; none for 2; a band beyond the output.
+        let two = shares(&kernel, (2 * MIN_MACS_PER_THREAD, "MAC"), 30, 8).unwrap();
+        assert_eq!(two.len(), 2);
+        let small = MIN_ELEMENTS_PER_THREAD * 2 - 1;
+        assert!(shares(&kernel, (small, "element"), 30, 8).unwrap().len() < 2);
+        assert!(shares(&kernel, (1 << 30, "element"), 29, 4).is_err());
+    }
+
+    #[test]
+    fn every_share_writes_its_band_on_the_pool() {
+        for threads in [2, 3, 4, 8] {
+            let kernel = Stamp {
+                tiles: 11,
+                bytes: 5,
+                panic_at: None,
+            };
+            let (output, result) = run(&kernel, threads, &pool(threads));
+            result.unwrap();
+            let expected: Vec<u8> = (0..55).map(|i| (i / 5) as u8 + 1).collect();
+            assert_eq!(output, expected, "{threads} threads");
+        }
+    }
+
+    #[test]
+    fn a_panic_in_a_share_is_an_error_and_the_pool_goes_on() {
+        let failing = Stamp {
+            tiles: 8,
+            bytes: 2,
+            panic_at: Some(6),
+        };
+        let pool = pool(4);
+        let (_, result) = run(&failing, 4, &pool);
+        let message = result.unwrap_err();
+        assert!(message.contains("tile 6 fails"), "{message}");
+        let fine = Stamp {
+            panic_at: None,
+            ..failing
+        };
+        assert!(run(&fine, 4, &pool).1.is_ok());
+    }
+}
