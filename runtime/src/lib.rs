@@ -9,7 +9,7 @@
 //! is here.
 //!
 //! * [`interp`]: the interpreter, its [`Options`](interp::Options) (rounding,
-//!   softmax method, backend, memory budget) and the
+//!   softmax method, backend, memory budget, threads per invoke) and the
 //!   [`Profiler`](interp::Profiler) hook that sees every node it runs;
 //! * [`npy`]: `.npy` arrays, the inputs and outputs of the command line;
 //! * [`Error`]: model problems (unsupported or invalid operators, a graph

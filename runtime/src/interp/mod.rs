@@ -26,7 +26,8 @@
 //! Where things are: [`Options`] in `options.rs`; the reported types in
 //! `info.rs`; preparing and placing (`prepare_model`, `place_tensors`) in
 //! `build.rs`; where a tensor lives in `place.rs`; each node's memory in
-//! `carve.rs`; the arena plan in [`arena`]; [`Plan`] in `plan.rs`,
+//! `carve.rs`; the threads of [`Options::threads`] (which nodes split, the
+//! pool) in `threads.rs`; the arena plan in [`arena`]; [`Plan`] in `plan.rs`,
 //! [`Session`] and the driving loop in `session.rs`; the nodes fused with
 //! [`Options::threshold`] and their [`Hits`] in `threshold.rs`; each op family's
 //! `Prepare` and kernel side by side under `ops/`. This file holds the
