@@ -105,7 +105,8 @@ impl Implicit {
     }
 
     /// Output rows `rows` (checked by the caller; numbered over the batch)
-    /// with `backend` (not scalar), gathering as many pixels per GEMM call
+    /// into `output`, which holds the output's rows from row `first` on (all
+    /// of them when `first` is 0), with `backend` (not scalar), gathering as many pixels per GEMM call
     /// as `scratch` holds, up to [`MAX_TILE_PIXELS`]. `scratch` holds at
     /// least one pixel's row.
     pub(crate) fn run(
@@ -113,7 +114,7 @@ impl Implicit {
         g: &ConvGeometry,
         backend: Backend,
         input: &[i8],
-        output: &mut [i8],
+        (output, first): (&mut [i8], usize),
         rows: Range<usize>,
         scratch: &mut [i8],
     ) -> Result<()> {
@@ -121,6 +122,7 @@ impl Implicit {
         debug_assert!(tile >= 1);
         let channels = g.output_channels;
         let pixels = rows.start * g.output_width..rows.end * g.output_width;
+        let skipped = first * g.output_width;
         let mut start = pixels.start;
         while start < pixels.end {
             let end = (start + tile).min(pixels.end);
@@ -129,7 +131,7 @@ impl Implicit {
                 let im2col = &mut scratch[..m * self.patch];
                 self.gather(g, input, im2col, start..end, group * self.depth);
                 let n = gemm.n();
-                let out = &mut output[start * channels + group * n..];
+                let out = &mut output[(start - skipped) * channels + group * n..];
                 gemm.run_tile_with(backend, im2col, out, channels, 0..m, 0..n)?;
             }
             start = end;

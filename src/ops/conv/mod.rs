@@ -34,6 +34,7 @@
 //! Work splits by output rows ([`Conv2d::run_rows`]): every output element
 //! depends on its own window only.
 
+mod band;
 pub mod depthwise;
 mod geometry;
 mod igemm;
@@ -147,13 +148,23 @@ impl Prepared {
         output: &[i8],
         rows: &Range<usize>,
     ) -> Result<()> {
+        self.check_input(op, backend, input)?;
+        check_length(op, "output", Some(self.output_len), output.len())?;
+        self.check_rows(op, rows)
+    }
+
+    /// Checks a run's backend and input.
+    fn check_input(&self, op: &'static str, backend: Backend, input: &[i8]) -> Result<()> {
         if !backend.is_available() {
             return Err(Error::BackendUnavailable {
                 backend: backend.name(),
             });
         }
-        check_length(op, "input", Some(self.input_len), input.len())?;
-        check_length(op, "output", Some(self.output_len), output.len())?;
+        check_length(op, "input", Some(self.input_len), input.len())
+    }
+
+    /// Checks a run's rows: in order, within the batch's rows.
+    fn check_rows(&self, op: &'static str, rows: &Range<usize>) -> Result<()> {
         if rows.start > rows.end || rows.end > self.rows() {
             return Err(Error::Tile {
                 op,
@@ -167,8 +178,9 @@ impl Prepared {
         Ok(())
     }
 
-    /// The scalar loops over output rows `rows` (checked).
-    fn run_scalar(&self, input: &[i8], output: &mut [i8], rows: Range<usize>) {
+    /// The scalar loops over output rows `rows` (checked) into `output`
+    /// holding the rows from `first` on.
+    fn run_scalar(&self, input: &[i8], output: (&mut [i8], usize), rows: Range<usize>) {
         let layer = Layer {
             geometry: &self.geometry,
             depth: self.depth,
@@ -223,7 +235,7 @@ macro_rules! conv_methods {
                 rows: Range<usize>,
             ) -> Result<()> {
                 self.prepared.check($name, backend, input, output, &rows)?;
-                self.dispatch(backend, input, output, rows)
+                self.dispatch(backend, input, (output, 0), rows)
             }
         }
     };
@@ -403,15 +415,16 @@ impl Conv2d {
                 &self.prepared.geometry,
                 backend,
                 input,
-                output,
+                (output, 0),
                 rows,
                 scratch,
             ),
-            _ => self.dispatch(backend, input, output, rows),
+            _ => self.dispatch(backend, input, (output, 0), rows),
         }
     }
 
-    /// Output rows `rows` (checked) with `backend`: a pointwise layer's
+    /// Output rows `rows` (checked) into `output`, which holds the rows from
+    /// row `first` on (0: the whole output), with `backend`: a pointwise layer's
     /// rows through the GEMM on NEON, other layers under a quantized
     /// multiplier through the implicit GEMM over [`STACK_SCRATCH`] bytes of
     /// stack (when one pixel's window fits), every other layer (and
@@ -420,7 +433,7 @@ impl Conv2d {
         &self,
         backend: Backend,
         input: &[i8],
-        output: &mut [i8],
+        (output, first): (&mut [i8], usize),
         rows: Range<usize>,
     ) -> Result<()> {
         match &self.pointwise {
@@ -432,7 +445,7 @@ impl Conv2d {
                 gemm.run_with(
                     backend,
                     &input[rows.start * pixels * k..rows.end * pixels * k],
-                    &mut output[rows.start * pixels * n..rows.end * pixels * n],
+                    &mut output[(rows.start - first) * pixels * n..(rows.end - first) * pixels * n],
                     rows.len() * pixels,
                 )
             }
@@ -440,10 +453,10 @@ impl Conv2d {
                 Some(implicit) if backend != Backend::Scalar && self.scratch_fits_stack() => {
                     let mut scratch = [0i8; STACK_SCRATCH];
                     let g = &self.prepared.geometry;
-                    implicit.run(g, backend, input, output, rows, &mut scratch)
+                    implicit.run(g, backend, input, (output, first), rows, &mut scratch)
                 }
                 _ => {
-                    self.prepared.run_scalar(input, output, rows);
+                    self.prepared.run_scalar(input, (output, first), rows);
                     Ok(())
                 }
             },
@@ -569,13 +582,14 @@ impl DepthwiseConv2d {
         depthwise::litert_aarch64_requantization(geometry, depth_multiplier)
     }
 
-    /// Output rows `rows` (checked): the NEON kernel, or the scalar loops
-    /// for [`Backend::Scalar`].
+    /// Output rows `rows` (checked) into `output` from row `first` on (as
+    /// [`Conv2d`]'s): the NEON kernel, or the scalar loops for
+    /// [`Backend::Scalar`].
     fn dispatch(
         &self,
         backend: Backend,
         input: &[i8],
-        output: &mut [i8],
+        output: (&mut [i8], usize),
         rows: Range<usize>,
     ) -> Result<()> {
         #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]

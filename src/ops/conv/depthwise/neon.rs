@@ -59,20 +59,22 @@ const PARTIAL: u8 = Load::Partial as u8;
 const BROADCAST: u8 = Load::Broadcast as u8;
 const TABLE: u8 = Load::Table as u8;
 
-/// Output rows `rows` (checked by the caller: `input` and `output` are the
-/// whole NHWC tensors of `g`, `rows` within `batch * output_height`).
+/// Output rows `rows` (checked by the caller: `input` is the whole NHWC
+/// tensor of `g`, `output` its output's rows from row `first` on, the whole
+/// output when `first` is 0; `rows` within `batch * output_height`).
 pub(crate) fn depthwise_rows(
     p: &Packed,
     g: &ConvGeometry,
     input: &[i8],
-    output: &mut [i8],
+    (output, first): (&mut [i8], usize),
     rows: Range<usize>,
 ) {
     let square = g.kernel_height == g.kernel_width;
+    let out = (output, first);
     match g.kernel_height {
-        3 if square => rows_with::<3>(p, g, input, output, rows),
-        5 if square => rows_with::<5>(p, g, input, output, rows),
-        _ => rows_with::<0>(p, g, input, output, rows),
+        3 if square => rows_with::<3>(p, g, input, out, rows),
+        5 if square => rows_with::<5>(p, g, input, out, rows),
+        _ => rows_with::<0>(p, g, input, out, rows),
     }
 }
 
@@ -82,7 +84,7 @@ fn rows_with<const K: usize>(
     p: &Packed,
     g: &ConvGeometry,
     input: &[i8],
-    output: &mut [i8],
+    (output, first): (&mut [i8], usize),
     rows: Range<usize>,
 ) {
     let channels = g.output_channels;
@@ -99,6 +101,7 @@ fn rows_with<const K: usize>(
             p,
             g,
             rows: rows.clone(),
+            first,
             block,
             lanes,
         };
@@ -121,6 +124,8 @@ struct BlockRows<'a> {
     p: &'a Packed,
     g: &'a ConvGeometry,
     rows: Range<usize>,
+    /// The output row at the start of the `output` slice.
+    first: usize,
     block: usize,
     /// Channels of the block (at most 16; at most 8 when `N` is 2).
     lanes: usize,
@@ -194,7 +199,7 @@ fn block_rows<const LOAD: u8, const N: usize, const K: usize>(
     for r in rb.rows.clone() {
         let (b, oy) = (r / g.output_height, r % g.output_height);
         let image = &input[b * in_image..][..in_image];
-        let out = &mut output[r * out_row..][..out_row];
+        let out = &mut output[(r - rb.first) * out_row..][..out_row];
         let (y0, ys) = ConvGeometry::taps(
             oy,
             g.stride_height,
