@@ -10,7 +10,7 @@ use qneon::{Backend, Conv2d, ConvQuantization, ConvRequantization, DepthwiseConv
 use qneon_tflite::schema::BuiltinOptions;
 use qneon_tflite::{BuiltinOp, Options as OpOptions, Tensor};
 
-use super::buffers::{view, view_mut, Io};
+use super::buffers::{output_band, view, view_mut, Io};
 use super::kernel::{Kernel, PreparedOp, Registration};
 use super::op::Op;
 use crate::error::Result;
@@ -35,15 +35,28 @@ enum Layer {
 
 /// A prepared convolution; a tile is one output row of the batch
 /// (`batch * output_height` tiles), consecutive tiles one library call.
+/// Threads split it by rows (a pointwise layer's GEMM over pixels too:
+/// a band of rows is a range of whole rows' pixels), each thread writing
+/// its band of the output from the whole input, with a scratch of its own.
 #[derive(Debug)]
 struct Convolution {
     layer: Layer,
     rows: usize,
+    /// Elements (bytes) of one output row: `output_width * channels`.
+    row_len: usize,
 }
 
 impl Kernel for Convolution {
     fn tiles(&self) -> usize {
         self.rows
+    }
+
+    fn split(&self) -> Option<usize> {
+        Some(1)
+    }
+
+    fn band(&self, tiles: Range<usize>) -> Range<usize> {
+        tiles.start * self.row_len..tiles.end * self.row_len
     }
 
     fn run_tiles(
@@ -53,8 +66,11 @@ impl Kernel for Convolution {
         io: &mut Io<'_>,
     ) -> Result<(), String> {
         let input: &[i8] = view(io.ins[0])?;
-        let output: &mut [i8] = view_mut(io.outs[0])?;
         let rows = tiles.start.min(self.rows)..tiles.end.min(self.rows);
+        if io.out_start != 0 || io.outs[0].len() != self.rows * self.row_len {
+            return self.run_band(backend, input, rows, io);
+        }
+        let output: &mut [i8] = view_mut(io.outs[0])?;
         let result = match &self.layer {
             Layer::Conv(c) => {
                 // The implicit GEMM's few pixels of windows, planned in the
@@ -63,6 +79,29 @@ impl Kernel for Convolution {
                 c.run_rows_with_scratch(backend, input, output, rows, scratch)
             }
             Layer::Depthwise(d) => d.run_rows(backend, input, output, rows),
+        };
+        result.map_err(|e| e.to_string())
+    }
+}
+
+impl Convolution {
+    /// Rows `rows` into a thread's band of the output (`io.outs[0]` holds
+    /// the output from byte `io.out_start` on).
+    fn run_band(
+        &self,
+        backend: Backend,
+        input: &[i8],
+        rows: Range<usize>,
+        io: &mut Io<'_>,
+    ) -> Result<(), String> {
+        let elements = rows.start * self.row_len..rows.end * self.row_len;
+        let band = output_band::<i8>(io.outs[0], io.out_start, elements)?;
+        let result = match &self.layer {
+            Layer::Conv(c) => {
+                let scratch: &mut [i8] = view_mut(&mut *io.scratch)?;
+                c.run_band_with_scratch(backend, input, band, rows, scratch)
+            }
+            Layer::Depthwise(d) => d.run_band(backend, input, band, rows),
         };
         result.map_err(|e| e.to_string())
     }
@@ -325,7 +364,11 @@ fn prepare(op: &Op<'_, '_>) -> Result<PreparedOp> {
     let rows = geometry.batch * geometry.output_height;
     let macs = output.element_count() * kernel[0] * kernel[1] * filter_depth;
     Ok(PreparedOp {
-        kernel: Box::new(Convolution { layer, rows }),
+        kernel: Box::new(Convolution {
+            layer,
+            rows,
+            row_len: geometry.output_width * geometry.output_channels,
+        }),
         work: macs as u64,
         unit: "MAC",
         scratch_bytes,
