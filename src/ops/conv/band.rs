@@ -6,6 +6,7 @@
 
 use core::ops::Range;
 
+use super::origin::BandFrom;
 use super::{Conv2d, DepthwiseConv2d, Prepared, CONV, DEPTHWISE};
 use crate::backend::Backend;
 use crate::checks::check_length;
@@ -22,8 +23,24 @@ impl Prepared {
         band: &[i8],
         rows: &Range<usize>,
     ) -> Result<()> {
-        self.check_input(op, backend, input)?;
-        self.check_rows(op, rows)?;
+        // As `check`, with the band in the whole output's place (kept apart
+        // so that `run_rows` runs the instructions it ran before bands).
+        if !backend.is_available() {
+            return Err(Error::BackendUnavailable {
+                backend: backend.name(),
+            });
+        }
+        check_length(op, "input", Some(self.input_len), input.len())?;
+        if rows.start > rows.end || rows.end > self.rows() {
+            return Err(Error::Tile {
+                op,
+                what: "output rows",
+                start: rows.start,
+                end: rows.end,
+                limit: self.rows(),
+                grain: 1,
+            });
+        }
         let g = &self.geometry;
         let row_len = g.output_width * g.output_channels;
         let what = "output band (rows x output width x channels)";
@@ -56,7 +73,7 @@ impl Conv2d {
                 got: scratch.len(),
             });
         }
-        let first = rows.start;
+        let first = BandFrom(rows.start);
         match &self.implicit {
             Some(implicit) if backend != Backend::Scalar => implicit.run(
                 &self.prepared.geometry,
@@ -81,7 +98,7 @@ impl Conv2d {
     ) -> Result<()> {
         self.prepared
             .check_band(CONV, backend, input, band, &rows)?;
-        let first = rows.start;
+        let first = BandFrom(rows.start);
         self.dispatch(backend, input, (band, first), rows)
     }
 }
@@ -101,7 +118,7 @@ impl DepthwiseConv2d {
     ) -> Result<()> {
         self.prepared
             .check_band(DEPTHWISE, backend, input, band, &rows)?;
-        let first = rows.start;
+        let first = BandFrom(rows.start);
         self.dispatch(backend, input, (band, first), rows)
     }
 }

@@ -19,6 +19,7 @@ use alloc::vec::Vec;
 use core::ops::Range;
 
 use super::geometry::ConvGeometry;
+use super::origin::FirstRow;
 use super::ConvQuantization;
 use crate::backend::Backend;
 use crate::error::Result;
@@ -109,12 +110,12 @@ impl Implicit {
     /// of them when `first` is 0), with `backend` (not scalar), gathering as many pixels per GEMM call
     /// as `scratch` holds, up to [`MAX_TILE_PIXELS`]. `scratch` holds at
     /// least one pixel's row.
-    pub(crate) fn run(
+    pub(crate) fn run<F: FirstRow>(
         &self,
         g: &ConvGeometry,
         backend: Backend,
         input: &[i8],
-        (output, first): (&mut [i8], usize),
+        (output, first): (&mut [i8], F),
         rows: Range<usize>,
         scratch: &mut [i8],
     ) -> Result<()> {
@@ -122,7 +123,7 @@ impl Implicit {
         debug_assert!(tile >= 1);
         let channels = g.output_channels;
         let pixels = rows.start * g.output_width..rows.end * g.output_width;
-        let skipped = first * g.output_width;
+        let skipped = first.row() * g.output_width;
         let mut start = pixels.start;
         while start < pixels.end {
             let end = (start + tile).min(pixels.end);

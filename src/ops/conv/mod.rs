@@ -38,6 +38,7 @@ mod band;
 pub mod depthwise;
 mod geometry;
 mod igemm;
+mod origin;
 mod params;
 mod scalar;
 
@@ -47,6 +48,7 @@ use core::ops::Range;
 
 pub use self::geometry::{AxisPadding, ConvGeometry, Padding};
 use self::igemm::Implicit;
+use self::origin::{FirstRow, Whole};
 pub use self::params::ConvRequantization;
 pub(crate) use self::params::OutputStage;
 use self::scalar::Layer;
@@ -148,23 +150,13 @@ impl Prepared {
         output: &[i8],
         rows: &Range<usize>,
     ) -> Result<()> {
-        self.check_input(op, backend, input)?;
-        check_length(op, "output", Some(self.output_len), output.len())?;
-        self.check_rows(op, rows)
-    }
-
-    /// Checks a run's backend and input.
-    fn check_input(&self, op: &'static str, backend: Backend, input: &[i8]) -> Result<()> {
         if !backend.is_available() {
             return Err(Error::BackendUnavailable {
                 backend: backend.name(),
             });
         }
-        check_length(op, "input", Some(self.input_len), input.len())
-    }
-
-    /// Checks a run's rows: in order, within the batch's rows.
-    fn check_rows(&self, op: &'static str, rows: &Range<usize>) -> Result<()> {
+        check_length(op, "input", Some(self.input_len), input.len())?;
+        check_length(op, "output", Some(self.output_len), output.len())?;
         if rows.start > rows.end || rows.end > self.rows() {
             return Err(Error::Tile {
                 op,
@@ -180,7 +172,7 @@ impl Prepared {
 
     /// The scalar loops over output rows `rows` (checked) into `output`
     /// holding the rows from `first` on.
-    fn run_scalar(&self, input: &[i8], output: (&mut [i8], usize), rows: Range<usize>) {
+    fn run_scalar<F: FirstRow>(&self, input: &[i8], output: (&mut [i8], F), rows: Range<usize>) {
         let layer = Layer {
             geometry: &self.geometry,
             depth: self.depth,
@@ -235,7 +227,7 @@ macro_rules! conv_methods {
                 rows: Range<usize>,
             ) -> Result<()> {
                 self.prepared.check($name, backend, input, output, &rows)?;
-                self.dispatch(backend, input, (output, 0), rows)
+                self.dispatch(backend, input, (output, Whole), rows)
             }
         }
     };
@@ -415,11 +407,11 @@ impl Conv2d {
                 &self.prepared.geometry,
                 backend,
                 input,
-                (output, 0),
+                (output, Whole),
                 rows,
                 scratch,
             ),
-            _ => self.dispatch(backend, input, (output, 0), rows),
+            _ => self.dispatch(backend, input, (output, Whole), rows),
         }
     }
 
@@ -429,11 +421,11 @@ impl Conv2d {
     /// multiplier through the implicit GEMM over [`STACK_SCRATCH`] bytes of
     /// stack (when one pixel's window fits), every other layer (and
     /// [`Backend::Scalar`]) the scalar loops.
-    fn dispatch(
+    fn dispatch<F: FirstRow>(
         &self,
         backend: Backend,
         input: &[i8],
-        (output, first): (&mut [i8], usize),
+        (output, first): (&mut [i8], F),
         rows: Range<usize>,
     ) -> Result<()> {
         match &self.pointwise {
@@ -445,7 +437,8 @@ impl Conv2d {
                 gemm.run_with(
                     backend,
                     &input[rows.start * pixels * k..rows.end * pixels * k],
-                    &mut output[(rows.start - first) * pixels * n..(rows.end - first) * pixels * n],
+                    &mut output[(rows.start - first.row()) * pixels * n
+                        ..(rows.end - first.row()) * pixels * n],
                     rows.len() * pixels,
                 )
             }
@@ -585,11 +578,11 @@ impl DepthwiseConv2d {
     /// Output rows `rows` (checked) into `output` from row `first` on (as
     /// [`Conv2d`]'s): the NEON kernel, or the scalar loops for
     /// [`Backend::Scalar`].
-    fn dispatch(
+    fn dispatch<F: FirstRow>(
         &self,
         backend: Backend,
         input: &[i8],
-        output: (&mut [i8], usize),
+        output: (&mut [i8], F),
         rows: Range<usize>,
     ) -> Result<()> {
         #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]

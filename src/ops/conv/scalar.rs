@@ -5,6 +5,7 @@
 use core::ops::Range;
 
 use super::geometry::ConvGeometry;
+use super::origin::FirstRow;
 use super::params::OutputStage;
 
 /// The prepared data of one convolution, borrowed by the loops.
@@ -30,10 +31,10 @@ pub(crate) struct Layer<'a> {
 /// `r / output_height`, row `r % output_height`) of the convolution.
 /// `input` is the whole NHWC tensor, `output` its rows from row `first` on
 /// (the whole tensor when `first` is 0), both checked by the caller.
-pub(crate) fn conv(
+pub(crate) fn conv<F: FirstRow>(
     layer: &Layer<'_>,
     input: &[i8],
-    (output, first): (&mut [i8], usize),
+    (output, first): (&mut [i8], F),
     rows: Range<usize>,
 ) {
     let g = layer.geometry;
@@ -51,7 +52,7 @@ pub(crate) fn conv(
             g.input_height,
         );
         let image = &input[b * g.input_height * in_row..][..g.input_height * in_row];
-        let out = &mut output[(r - first) * out_row..][..out_row];
+        let out = &mut output[(r - first.row()) * out_row..][..out_row];
         for ox in 0..g.output_width {
             let (x0, xs) = ConvGeometry::taps(
                 ox,

@@ -44,6 +44,8 @@ struct Convolution {
     rows: usize,
     /// Elements (bytes) of one output row: `output_width * channels`.
     row_len: usize,
+    /// Elements (bytes) of the whole output.
+    output_len: usize,
 }
 
 impl Kernel for Convolution {
@@ -67,7 +69,9 @@ impl Kernel for Convolution {
     ) -> Result<(), String> {
         let input: &[i8] = view(io.ins[0])?;
         let rows = tiles.start.min(self.rows)..tiles.end.min(self.rows);
-        if io.out_start != 0 || io.outs[0].len() != self.rows * self.row_len {
+        // A thread's share holds less than the whole output (every share
+        // has a row, and there are at least two).
+        if io.outs[0].len() != self.output_len {
             return self.run_band(backend, input, rows, io);
         }
         let output: &mut [i8] = view_mut(io.outs[0])?;
@@ -86,7 +90,10 @@ impl Kernel for Convolution {
 
 impl Convolution {
     /// Rows `rows` into a thread's band of the output (`io.outs[0]` holds
-    /// the output from byte `io.out_start` on).
+    /// the output from byte `io.out_start` on). Out of line, so that the
+    /// whole output's path runs the instructions it ran before threads.
+    #[cold]
+    #[inline(never)]
     fn run_band(
         &self,
         backend: Backend,
@@ -368,6 +375,7 @@ fn prepare(op: &Op<'_, '_>) -> Result<PreparedOp> {
             layer,
             rows,
             row_len: geometry.output_width * geometry.output_channels,
+            output_len: rows * geometry.output_width * geometry.output_channels,
         }),
         work: macs as u64,
         unit: "MAC",
