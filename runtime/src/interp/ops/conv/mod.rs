@@ -44,8 +44,6 @@ struct Convolution {
     rows: usize,
     /// Elements (bytes) of one output row: `output_width * channels`.
     row_len: usize,
-    /// Elements (bytes) of the whole output.
-    output_len: usize,
 }
 
 impl Kernel for Convolution {
@@ -61,6 +59,8 @@ impl Kernel for Convolution {
         tiles.start * self.row_len..tiles.end * self.row_len
     }
 
+    /// Tiles `tiles` into `io.outs[0]`, which holds the output from byte
+    /// `io.out_start` on: the whole output, or a thread's band.
     fn run_tiles(
         &self,
         backend: Backend,
@@ -69,38 +69,6 @@ impl Kernel for Convolution {
     ) -> Result<(), String> {
         let input: &[i8] = view(io.ins[0])?;
         let rows = tiles.start.min(self.rows)..tiles.end.min(self.rows);
-        // A thread's share holds less than the whole output (every share
-        // has a row, and there are at least two).
-        if io.outs[0].len() != self.output_len {
-            return self.run_band(backend, input, rows, io);
-        }
-        let output: &mut [i8] = view_mut(io.outs[0])?;
-        let result = match &self.layer {
-            Layer::Conv(c) => {
-                // The implicit GEMM's few pixels of windows, planned in the
-                // arena (`scratch_bytes` below).
-                let scratch: &mut [i8] = view_mut(&mut *io.scratch)?;
-                c.run_rows_with_scratch(backend, input, output, rows, scratch)
-            }
-            Layer::Depthwise(d) => d.run_rows(backend, input, output, rows),
-        };
-        result.map_err(|e| e.to_string())
-    }
-}
-
-impl Convolution {
-    /// Rows `rows` into a thread's band of the output (`io.outs[0]` holds
-    /// the output from byte `io.out_start` on). Out of line, so that the
-    /// whole output's path runs the instructions it ran before threads.
-    #[cold]
-    #[inline(never)]
-    fn run_band(
-        &self,
-        backend: Backend,
-        input: &[i8],
-        rows: Range<usize>,
-        io: &mut Io<'_>,
-    ) -> Result<(), String> {
         let elements = rows.start * self.row_len..rows.end * self.row_len;
         let band = output_band::<i8>(io.outs[0], io.out_start, elements)?;
         let result = match &self.layer {
@@ -109,6 +77,25 @@ impl Convolution {
                 c.run_band_with_scratch(backend, input, band, rows, scratch)
             }
             Layer::Depthwise(d) => d.run_band(backend, input, band, rows),
+        };
+        result.map_err(|e| e.to_string())
+    }
+
+    /// The whole node on one thread: the library's whole-output calls (the
+    /// instructions a convolution ran before threads; `run_tiles`' bands
+    /// subtract a first row per output row).
+    fn run(&self, backend: Backend, io: &mut Io<'_>) -> Result<(), String> {
+        let input: &[i8] = view(io.ins[0])?;
+        let output: &mut [i8] = view_mut(io.outs[0])?;
+        let rows = 0..self.rows;
+        let result = match &self.layer {
+            Layer::Conv(c) => {
+                // The implicit GEMM's few pixels of windows, planned in the
+                // arena (`scratch_bytes` below).
+                let scratch: &mut [i8] = view_mut(&mut *io.scratch)?;
+                c.run_rows_with_scratch(backend, input, output, rows, scratch)
+            }
+            Layer::Depthwise(d) => d.run_rows(backend, input, output, rows),
         };
         result.map_err(|e| e.to_string())
     }
@@ -375,7 +362,6 @@ fn prepare(op: &Op<'_, '_>) -> Result<PreparedOp> {
             layer,
             rows,
             row_len: geometry.output_width * geometry.output_channels,
-            output_len: rows * geometry.output_width * geometry.output_channels,
         }),
         work: macs as u64,
         unit: "MAC",
