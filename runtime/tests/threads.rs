@@ -175,7 +175,7 @@ fn mobilebert_splits_its_large_nodes_four_ways() {
 #[test]
 fn person_detect_splits_its_convolutions() {
     let bytes = qneon_tflite::ModelBytes::read(
-        &models_dir().join("tflite_micro/person_detect.tflite"),
+        models_dir().join("tflite_micro/person_detect.tflite"),
         1 << 30,
     )
     .unwrap();
