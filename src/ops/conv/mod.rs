@@ -32,7 +32,9 @@
 //! windows of a few pixels gathered into a bounded scratch, then the same
 //! GEMM), and the XNNPACK path and depthwise layers run the scalar loops.
 //! Work splits by output rows ([`Conv2d::run_rows`]): every output element
-//! depends on its own window only.
+//! depends on its own window only; [`Conv2d::run_band`] and
+//! [`DepthwiseConv2d::run_band`] write some rows into a slice of their own
+//! (a thread's band).
 
 mod band;
 pub mod depthwise;
