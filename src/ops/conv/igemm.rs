@@ -145,6 +145,9 @@ impl Implicit {
     /// output_width`) into `dst`, input channels from `channel` on: taps
     /// outside the image hold the input zero point. The rows' taps are
     /// found once per output row, the columns' once per pixel.
+    // Inlined into each `run` (one per `FirstRow`), as it was into the
+    // single `run` before bands: its short copies stay in the loop.
+    #[inline(always)]
     fn gather(
         &self,
         g: &ConvGeometry,
