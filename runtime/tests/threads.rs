@@ -169,6 +169,46 @@ fn mobilebert_splits_its_large_nodes_four_ways() {
     assert_eq!(one.0, four.0);
 }
 
+/// person_detect at 4 threads: its convolutions split by output rows (every
+/// CONV_2D and DEPTHWISE_CONV_2D worth two threads gets them), and the bytes
+/// are those of 1 thread on every backend.
+#[test]
+fn person_detect_splits_its_convolutions() {
+    let bytes = qneon_tflite::ModelBytes::read(
+        models_dir().join("tflite_micro/person_detect.tflite"),
+        1 << 30,
+    )
+    .unwrap();
+    for backend in backends() {
+        let options = Options {
+            backend,
+            threads: 4,
+            ..Options::default()
+        };
+        let plan = Plan::new(bytes.as_bytes(), options).unwrap();
+        let convs: Vec<_> = plan
+            .nodes()
+            .filter(|n| n.op == "CONV_2D" || n.op == "DEPTHWISE_CONV_2D")
+            .collect();
+        assert_eq!(convs.len(), 28);
+        for node in &convs {
+            let worth = node.work >= 2 * 50_000;
+            assert_eq!(node.threads > 1, worth, "node {} {}", node.index, node.op);
+        }
+        assert!(convs.iter().filter(|n| n.threads > 1).count() > 10);
+        let one = run(
+            bytes.as_bytes(),
+            Options {
+                threads: 1,
+                ..options
+            },
+        )
+        .unwrap();
+        let four = run(bytes.as_bytes(), options).unwrap();
+        assert_eq!(one.0, four.0, "{backend:?}");
+    }
+}
+
 /// A session with threads, moved from one std thread to the next between
 /// invokes, gives the same bytes each time, and those of another session.
 #[test]

@@ -19,6 +19,7 @@ use alloc::vec::Vec;
 use core::ops::Range;
 
 use super::geometry::ConvGeometry;
+use super::origin::FirstRow;
 use super::ConvQuantization;
 use crate::backend::Backend;
 use crate::error::Result;
@@ -105,15 +106,16 @@ impl Implicit {
     }
 
     /// Output rows `rows` (checked by the caller; numbered over the batch)
-    /// with `backend` (not scalar), gathering as many pixels per GEMM call
+    /// into `output`, which holds the output's rows from row `first` on (all
+    /// of them when `first` is 0), with `backend` (not scalar), gathering as many pixels per GEMM call
     /// as `scratch` holds, up to [`MAX_TILE_PIXELS`]. `scratch` holds at
     /// least one pixel's row.
-    pub(crate) fn run(
+    pub(crate) fn run<F: FirstRow>(
         &self,
         g: &ConvGeometry,
         backend: Backend,
         input: &[i8],
-        output: &mut [i8],
+        (output, first): (&mut [i8], F),
         rows: Range<usize>,
         scratch: &mut [i8],
     ) -> Result<()> {
@@ -121,6 +123,7 @@ impl Implicit {
         debug_assert!(tile >= 1);
         let channels = g.output_channels;
         let pixels = rows.start * g.output_width..rows.end * g.output_width;
+        let skipped = first.row() * g.output_width;
         let mut start = pixels.start;
         while start < pixels.end {
             let end = (start + tile).min(pixels.end);
@@ -129,7 +132,7 @@ impl Implicit {
                 let im2col = &mut scratch[..m * self.patch];
                 self.gather(g, input, im2col, start..end, group * self.depth);
                 let n = gemm.n();
-                let out = &mut output[start * channels + group * n..];
+                let out = &mut output[(start - skipped) * channels + group * n..];
                 gemm.run_tile_with(backend, im2col, out, channels, 0..m, 0..n)?;
             }
             start = end;
@@ -142,6 +145,9 @@ impl Implicit {
     /// output_width`) into `dst`, input channels from `channel` on: taps
     /// outside the image hold the input zero point. The rows' taps are
     /// found once per output row, the columns' once per pixel.
+    // Inlined into each `run` (one per `FirstRow`), as it was into the
+    // single `run` before bands: its short copies stay in the loop.
+    #[inline(always)]
     fn gather(
         &self,
         g: &ConvGeometry,

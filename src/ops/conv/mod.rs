@@ -32,11 +32,15 @@
 //! windows of a few pixels gathered into a bounded scratch, then the same
 //! GEMM), and the XNNPACK path and depthwise layers run the scalar loops.
 //! Work splits by output rows ([`Conv2d::run_rows`]): every output element
-//! depends on its own window only.
+//! depends on its own window only; [`Conv2d::run_band`] and
+//! [`DepthwiseConv2d::run_band`] write some rows into a slice of their own
+//! (a thread's band).
 
+mod band;
 pub mod depthwise;
 mod geometry;
 mod igemm;
+mod origin;
 mod params;
 mod scalar;
 
@@ -46,6 +50,7 @@ use core::ops::Range;
 
 pub use self::geometry::{AxisPadding, ConvGeometry, Padding};
 use self::igemm::Implicit;
+use self::origin::{FirstRow, Whole};
 pub use self::params::ConvRequantization;
 pub(crate) use self::params::OutputStage;
 use self::scalar::Layer;
@@ -167,8 +172,9 @@ impl Prepared {
         Ok(())
     }
 
-    /// The scalar loops over output rows `rows` (checked).
-    fn run_scalar(&self, input: &[i8], output: &mut [i8], rows: Range<usize>) {
+    /// The scalar loops over output rows `rows` (checked) into `output`
+    /// holding the rows from `first` on.
+    fn run_scalar<F: FirstRow>(&self, input: &[i8], output: (&mut [i8], F), rows: Range<usize>) {
         let layer = Layer {
             geometry: &self.geometry,
             depth: self.depth,
@@ -223,7 +229,7 @@ macro_rules! conv_methods {
                 rows: Range<usize>,
             ) -> Result<()> {
                 self.prepared.check($name, backend, input, output, &rows)?;
-                self.dispatch(backend, input, output, rows)
+                self.dispatch(backend, input, (output, Whole), rows)
             }
         }
     };
@@ -403,24 +409,25 @@ impl Conv2d {
                 &self.prepared.geometry,
                 backend,
                 input,
-                output,
+                (output, Whole),
                 rows,
                 scratch,
             ),
-            _ => self.dispatch(backend, input, output, rows),
+            _ => self.dispatch(backend, input, (output, Whole), rows),
         }
     }
 
-    /// Output rows `rows` (checked) with `backend`: a pointwise layer's
+    /// Output rows `rows` (checked) into `output`, which holds the rows from
+    /// row `first` on (0: the whole output), with `backend`: a pointwise layer's
     /// rows through the GEMM on NEON, other layers under a quantized
     /// multiplier through the implicit GEMM over [`STACK_SCRATCH`] bytes of
     /// stack (when one pixel's window fits), every other layer (and
     /// [`Backend::Scalar`]) the scalar loops.
-    fn dispatch(
+    fn dispatch<F: FirstRow>(
         &self,
         backend: Backend,
         input: &[i8],
-        output: &mut [i8],
+        (output, first): (&mut [i8], F),
         rows: Range<usize>,
     ) -> Result<()> {
         match &self.pointwise {
@@ -432,7 +439,8 @@ impl Conv2d {
                 gemm.run_with(
                     backend,
                     &input[rows.start * pixels * k..rows.end * pixels * k],
-                    &mut output[rows.start * pixels * n..rows.end * pixels * n],
+                    &mut output[(rows.start - first.row()) * pixels * n
+                        ..(rows.end - first.row()) * pixels * n],
                     rows.len() * pixels,
                 )
             }
@@ -440,10 +448,10 @@ impl Conv2d {
                 Some(implicit) if backend != Backend::Scalar && self.scratch_fits_stack() => {
                     let mut scratch = [0i8; STACK_SCRATCH];
                     let g = &self.prepared.geometry;
-                    implicit.run(g, backend, input, output, rows, &mut scratch)
+                    implicit.run(g, backend, input, (output, first), rows, &mut scratch)
                 }
                 _ => {
-                    self.prepared.run_scalar(input, output, rows);
+                    self.prepared.run_scalar(input, (output, first), rows);
                     Ok(())
                 }
             },
@@ -569,13 +577,14 @@ impl DepthwiseConv2d {
         depthwise::litert_aarch64_requantization(geometry, depth_multiplier)
     }
 
-    /// Output rows `rows` (checked): the NEON kernel, or the scalar loops
-    /// for [`Backend::Scalar`].
-    fn dispatch(
+    /// Output rows `rows` (checked) into `output` from row `first` on (as
+    /// [`Conv2d`]'s): the NEON kernel, or the scalar loops for
+    /// [`Backend::Scalar`].
+    fn dispatch<F: FirstRow>(
         &self,
         backend: Backend,
         input: &[i8],
-        output: &mut [i8],
+        output: (&mut [i8], F),
         rows: Range<usize>,
     ) -> Result<()> {
         #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]

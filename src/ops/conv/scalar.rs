@@ -5,6 +5,7 @@
 use core::ops::Range;
 
 use super::geometry::ConvGeometry;
+use super::origin::FirstRow;
 use super::params::OutputStage;
 
 /// The prepared data of one convolution, borrowed by the loops.
@@ -28,8 +29,14 @@ pub(crate) struct Layer<'a> {
 
 /// Output rows `rows` (numbered over the batch: row `r` is image
 /// `r / output_height`, row `r % output_height`) of the convolution.
-/// `input` and `output` are the whole NHWC tensors, checked by the caller.
-pub(crate) fn conv(layer: &Layer<'_>, input: &[i8], output: &mut [i8], rows: Range<usize>) {
+/// `input` is the whole NHWC tensor, `output` its rows from row `first` on
+/// (the whole tensor when `first` is 0), both checked by the caller.
+pub(crate) fn conv<F: FirstRow>(
+    layer: &Layer<'_>,
+    input: &[i8],
+    (output, first): (&mut [i8], F),
+    rows: Range<usize>,
+) {
     let g = layer.geometry;
     let (kh, kw, depth) = (g.kernel_height, g.kernel_width, layer.depth);
     let in_row = g.input_width * g.input_channels;
@@ -45,7 +52,7 @@ pub(crate) fn conv(layer: &Layer<'_>, input: &[i8], output: &mut [i8], rows: Ran
             g.input_height,
         );
         let image = &input[b * g.input_height * in_row..][..g.input_height * in_row];
-        let out = &mut output[r * out_row..][..out_row];
+        let out = &mut output[(r - first.row()) * out_row..][..out_row];
         for ox in 0..g.output_width {
             let (x0, xs) = ConvGeometry::taps(
                 ox,

@@ -34,6 +34,7 @@ use core::arch::aarch64::*;
 use core::ops::Range;
 
 use super::super::geometry::ConvGeometry;
+use super::super::origin::FirstRow;
 use super::pack::{Gather, Packed, BLOCK};
 use super::stage::BlockStage;
 
@@ -59,30 +60,32 @@ const PARTIAL: u8 = Load::Partial as u8;
 const BROADCAST: u8 = Load::Broadcast as u8;
 const TABLE: u8 = Load::Table as u8;
 
-/// Output rows `rows` (checked by the caller: `input` and `output` are the
-/// whole NHWC tensors of `g`, `rows` within `batch * output_height`).
-pub(crate) fn depthwise_rows(
+/// Output rows `rows` (checked by the caller: `input` is the whole NHWC
+/// tensor of `g`, `output` its output's rows from row `first` on, the whole
+/// output when `first` is 0; `rows` within `batch * output_height`).
+pub(crate) fn depthwise_rows<F: FirstRow>(
     p: &Packed,
     g: &ConvGeometry,
     input: &[i8],
-    output: &mut [i8],
+    (output, first): (&mut [i8], F),
     rows: Range<usize>,
 ) {
     let square = g.kernel_height == g.kernel_width;
+    let out = (output, first);
     match g.kernel_height {
-        3 if square => rows_with::<3>(p, g, input, output, rows),
-        5 if square => rows_with::<5>(p, g, input, output, rows),
-        _ => rows_with::<0>(p, g, input, output, rows),
+        3 if square => rows_with::<3, F>(p, g, input, out, rows),
+        5 if square => rows_with::<5, F>(p, g, input, out, rows),
+        _ => rows_with::<0, F>(p, g, input, out, rows),
     }
 }
 
 /// The block loop; `K` (3, 5, or 0 for any) is the kernel's side for the
 /// unrolled interior path.
-fn rows_with<const K: usize>(
+fn rows_with<const K: usize, F: FirstRow>(
     p: &Packed,
     g: &ConvGeometry,
     input: &[i8],
-    output: &mut [i8],
+    (output, first): (&mut [i8], F),
     rows: Range<usize>,
 ) {
     let channels = g.output_channels;
@@ -99,28 +102,31 @@ fn rows_with<const K: usize>(
             p,
             g,
             rows: rows.clone(),
+            first,
             block,
             lanes,
         };
         let (i, o) = (input, &mut *output);
         match (load, lanes <= 8) {
-            (Load::Whole16, _) => block_rows::<WHOLE16, 4, K>(&br, i, o),
-            (Load::Whole8, _) => block_rows::<WHOLE8, 2, K>(&br, i, o),
-            (Load::Partial, true) => block_rows::<PARTIAL, 2, K>(&br, i, o),
-            (Load::Partial, false) => block_rows::<PARTIAL, 4, K>(&br, i, o),
-            (Load::Broadcast, true) => block_rows::<BROADCAST, 2, K>(&br, i, o),
-            (Load::Broadcast, false) => block_rows::<BROADCAST, 4, K>(&br, i, o),
-            (Load::Table, true) => block_rows::<TABLE, 2, K>(&br, i, o),
-            (Load::Table, false) => block_rows::<TABLE, 4, K>(&br, i, o),
+            (Load::Whole16, _) => block_rows::<WHOLE16, 4, K, F>(&br, i, o),
+            (Load::Whole8, _) => block_rows::<WHOLE8, 2, K, F>(&br, i, o),
+            (Load::Partial, true) => block_rows::<PARTIAL, 2, K, F>(&br, i, o),
+            (Load::Partial, false) => block_rows::<PARTIAL, 4, K, F>(&br, i, o),
+            (Load::Broadcast, true) => block_rows::<BROADCAST, 2, K, F>(&br, i, o),
+            (Load::Broadcast, false) => block_rows::<BROADCAST, 4, K, F>(&br, i, o),
+            (Load::Table, true) => block_rows::<TABLE, 2, K, F>(&br, i, o),
+            (Load::Table, false) => block_rows::<TABLE, 4, K, F>(&br, i, o),
         }
     }
 }
 
 /// One block of channels along output rows.
-struct BlockRows<'a> {
+struct BlockRows<'a, F> {
     p: &'a Packed,
     g: &'a ConvGeometry,
     rows: Range<usize>,
+    /// The output row at the start of the `output` slice.
+    first: F,
     block: usize,
     /// Channels of the block (at most 16; at most 8 when `N` is 2).
     lanes: usize,
@@ -130,8 +136,8 @@ struct BlockRows<'a> {
 /// `rb.rows`, loading its input as `LOAD` says; `K` as [`rows_with`]. The
 /// block's weights, bias and output stage load once for all its rows.
 #[inline(never)]
-fn block_rows<const LOAD: u8, const N: usize, const K: usize>(
-    rb: &BlockRows<'_>,
+fn block_rows<const LOAD: u8, const N: usize, const K: usize, F: FirstRow>(
+    rb: &BlockRows<'_, F>,
     input: &[i8],
     output: &mut [i8],
 ) {
@@ -194,7 +200,7 @@ fn block_rows<const LOAD: u8, const N: usize, const K: usize>(
     for r in rb.rows.clone() {
         let (b, oy) = (r / g.output_height, r % g.output_height);
         let image = &input[b * in_image..][..in_image];
-        let out = &mut output[r * out_row..][..out_row];
+        let out = &mut output[(r - rb.first.row()) * out_row..][..out_row];
         let (y0, ys) = ConvGeometry::taps(
             oy,
             g.stride_height,

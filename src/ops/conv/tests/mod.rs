@@ -5,12 +5,14 @@
 //! XNNPACK's `f32` product rounded with `round_ties_even`).
 
 extern crate std;
+use std::format;
 use std::vec;
 use std::vec::Vec;
 
 use super::*;
 use crate::quant::Rounding;
 
+mod band;
 mod depthwise;
 mod edges;
 mod implicit;
@@ -309,6 +311,16 @@ fn check(case: &Case, seed: u64) {
                         .unwrap();
                         assert_eq!(other, out, "{r:?} {act:?} {} scratch", backend.name());
                     }
+                    // Bands of rows in slices of their own: the same rows.
+                    let label = format!("{r:?} {act:?}");
+                    band::bands_equal_whole(&out, op.rows(), &label, |b, band, rows| {
+                        op.run_band(b, &input, band, rows)
+                    });
+                    let scratch = core::cell::RefCell::new(scratch);
+                    band::bands_equal_whole(&out, op.rows(), &label, |b, band, rows| {
+                        let mut scratch = scratch.borrow_mut();
+                        op.run_band_with_scratch(b, &input, band, rows, &mut scratch)
+                    });
                     // Any split into row tiles gives the same bytes.
                     let mut tiled = vec![0x33u8 as i8; acc.len()];
                     let half = op.rows() / 2;
@@ -322,6 +334,10 @@ fn check(case: &Case, seed: u64) {
                     let op =
                         DepthwiseConv2d::new(*g, multiplier, &weights, Some(&bias), &q).unwrap();
                     op.run(&input, &mut out).unwrap();
+                    let label = format!("{r:?} {act:?}");
+                    band::bands_equal_whole(&out, op.rows(), &label, |b, band, rows| {
+                        op.run_band(b, &input, band, rows)
+                    });
                     let mut tiled = vec![0x33u8 as i8; acc.len()];
                     for r in 0..op.rows() {
                         op.run_rows(Backend::Scalar, &input, &mut tiled, r..r + 1)

@@ -10,7 +10,7 @@ use qneon::{Backend, Conv2d, ConvQuantization, ConvRequantization, DepthwiseConv
 use qneon_tflite::schema::BuiltinOptions;
 use qneon_tflite::{BuiltinOp, Options as OpOptions, Tensor};
 
-use super::buffers::{view, view_mut, Io};
+use super::buffers::{output_band, view, view_mut, Io};
 use super::kernel::{Kernel, PreparedOp, Registration};
 use super::op::Op;
 use crate::error::Result;
@@ -35,10 +35,15 @@ enum Layer {
 
 /// A prepared convolution; a tile is one output row of the batch
 /// (`batch * output_height` tiles), consecutive tiles one library call.
+/// Threads split it by rows (a pointwise layer's GEMM over pixels too:
+/// a band of rows is a range of whole rows' pixels), each thread writing
+/// its band of the output from the whole input, with a scratch of its own.
 #[derive(Debug)]
 struct Convolution {
     layer: Layer,
     rows: usize,
+    /// Elements (bytes) of one output row: `output_width * channels`.
+    row_len: usize,
 }
 
 impl Kernel for Convolution {
@@ -46,6 +51,16 @@ impl Kernel for Convolution {
         self.rows
     }
 
+    fn split(&self) -> Option<usize> {
+        Some(1)
+    }
+
+    fn band(&self, tiles: Range<usize>) -> Range<usize> {
+        tiles.start * self.row_len..tiles.end * self.row_len
+    }
+
+    /// Tiles `tiles` into `io.outs[0]`, which holds the output from byte
+    /// `io.out_start` on: the whole output, or a thread's band.
     fn run_tiles(
         &self,
         backend: Backend,
@@ -53,8 +68,26 @@ impl Kernel for Convolution {
         io: &mut Io<'_>,
     ) -> Result<(), String> {
         let input: &[i8] = view(io.ins[0])?;
-        let output: &mut [i8] = view_mut(io.outs[0])?;
         let rows = tiles.start.min(self.rows)..tiles.end.min(self.rows);
+        let elements = rows.start * self.row_len..rows.end * self.row_len;
+        let band = output_band::<i8>(io.outs[0], io.out_start, elements)?;
+        let result = match &self.layer {
+            Layer::Conv(c) => {
+                let scratch: &mut [i8] = view_mut(&mut *io.scratch)?;
+                c.run_band_with_scratch(backend, input, band, rows, scratch)
+            }
+            Layer::Depthwise(d) => d.run_band(backend, input, band, rows),
+        };
+        result.map_err(|e| e.to_string())
+    }
+
+    /// The whole node on one thread: the library's whole-output calls (the
+    /// instructions a convolution ran before threads; `run_tiles`' bands
+    /// subtract a first row per output row).
+    fn run(&self, backend: Backend, io: &mut Io<'_>) -> Result<(), String> {
+        let input: &[i8] = view(io.ins[0])?;
+        let output: &mut [i8] = view_mut(io.outs[0])?;
+        let rows = 0..self.rows;
         let result = match &self.layer {
             Layer::Conv(c) => {
                 // The implicit GEMM's few pixels of windows, planned in the
@@ -325,7 +358,11 @@ fn prepare(op: &Op<'_, '_>) -> Result<PreparedOp> {
     let rows = geometry.batch * geometry.output_height;
     let macs = output.element_count() * kernel[0] * kernel[1] * filter_depth;
     Ok(PreparedOp {
-        kernel: Box::new(Convolution { layer, rows }),
+        kernel: Box::new(Convolution {
+            layer,
+            rows,
+            row_len: geometry.output_width * geometry.output_channels,
+        }),
         work: macs as u64,
         unit: "MAC",
         scratch_bytes,
