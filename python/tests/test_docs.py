@@ -13,13 +13,15 @@ import pytest
 from conftest import MODELS, ROOT
 
 README = ROOT / "python" / "README.md"
+# The repository's README shows the same five lines in its Python section.
+READMES = [README, ROOT / "README.md"]
 EXAMPLE = ROOT / "examples" / "python" / "label_image.py"
 MODEL = MODELS / "nets" / "ds_cnn_kws.tflite"
 INPUT = MODELS / "nets" / "refs" / "ds_cnn_kws" / "run0.input.0.npy"
 
 
-def readme_example():
-    text = README.read_text()
+def readme_example(readme=README):
+    text = readme.read_text()
     (first, *_) = re.findall(r"```python\n(.*?)```", text, re.S)
     return first
 
@@ -40,16 +42,18 @@ def run_example(args, monkeypatch):
     return exit_info.value.code, out.getvalue()
 
 
-def test_readme_example_runs(tmp_path, monkeypatch):
+@pytest.mark.parametrize("readme", READMES, ids=["python-README", "README"])
+def test_readme_example_runs(readme, tmp_path, monkeypatch):
     shutil.copy(MODEL, tmp_path / "model.tflite")
-    out = run_snippet(readme_example(), tmp_path, monkeypatch)
+    out = run_snippet(readme_example(readme), tmp_path, monkeypatch)
     assert out.strip().startswith("[[")
 
 
-def test_readme_example_is_tflites_but_for_the_import(tmp_path, monkeypatch):
+@pytest.mark.parametrize("readme", READMES, ids=["python-README", "README"])
+def test_readme_example_is_tflites_but_for_the_import(readme, tmp_path, monkeypatch):
     pytest.importorskip("ai_edge_litert.interpreter")
     shutil.copy(MODEL, tmp_path / "model.tflite")
-    code = readme_example()
+    code = readme_example(readme)
     theirs = code.replace("from qneon.interpreter import Interpreter",
                           "from ai_edge_litert.interpreter import Interpreter")
     assert theirs != code
