@@ -163,6 +163,8 @@ mod concat_rescale;
 #[cfg(feature = "alloc")]
 pub mod conv;
 mod dequant_f32;
+#[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+mod dot_neon;
 mod elementwise;
 #[cfg(feature = "alloc")]
 mod gemm;

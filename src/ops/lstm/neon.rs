@@ -16,37 +16,7 @@ use crate::ops::requant::{requantize_lanes, ChannelMultiplier};
 use crate::quant::{QuantizedMultiplier, Rounding};
 use core::arch::aarch64::*;
 
-/// `acc += dot4(w, x)` per 32-bit lane: `sdot`. The feature is on the
-/// function itself so that the assembler takes `sdot` in every build (a
-/// bare-metal target's default features lack it).
-#[inline]
-#[target_feature(enable = "dotprod")]
-unsafe fn sdot(acc: int32x4_t, w: int8x16_t, x: int8x16_t) -> int32x4_t {
-    let mut acc = acc;
-    // SAFETY: `sdot` on vector registers has no memory, stack or flag
-    // effects; it is only reached from `mat_vec_dot`, which requires dotprod
-    // (the intrinsic is not stable, hence the asm).
-    unsafe {
-        core::arch::asm!(
-            "sdot {acc:v}.4s, {w:v}.16b, {x:v}.16b",
-            acc = inout(vreg) acc,
-            w = in(vreg) w,
-            x = in(vreg) x,
-            options(pure, nomem, nostack, preserves_flags),
-        );
-    }
-    acc
-}
-
-/// `acc += pairwise sums of w * x` (16 products into 4 lanes): widening.
-#[inline(always)]
-fn widening(acc: int32x4_t, w: int8x16_t, x: int8x16_t) -> int32x4_t {
-    // SAFETY: register-only NEON arithmetic (NEON is a target feature here).
-    unsafe {
-        let acc = vpadalq_s16(acc, vmull_s8(vget_low_s8(w), vget_low_s8(x)));
-        vpadalq_s16(acc, vmull_high_s8(w, x))
-    }
-}
+use crate::ops::dot_neon::{sdot, widening};
 
 /// The products of one block of `N` packed weight rows (`w`, `N * stride`
 /// bytes: for each 16 bytes of depth, 16 bytes of each row in turn) with

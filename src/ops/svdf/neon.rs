@@ -20,6 +20,8 @@
 
 use core::arch::aarch64::*;
 
+use crate::ops::dot_neon::{sdot, widening};
+
 use super::params::SvdfParams;
 use super::scalar;
 use crate::elem::QuantElem;
@@ -132,36 +134,6 @@ impl LaneMultiplier {
 fn reduce4(a: [int32x4_t; 4]) -> int32x4_t {
     // SAFETY: register-only NEON (a target feature of this module).
     unsafe { vpaddq_s32(vpaddq_s32(a[0], a[1]), vpaddq_s32(a[2], a[3])) }
-}
-
-/// `acc += dot4(w, x)` per 32-bit lane with `sdot`.
-#[inline]
-#[target_feature(enable = "dotprod")]
-unsafe fn sdot(acc: int32x4_t, w: int8x16_t, x: int8x16_t) -> int32x4_t {
-    let mut acc = acc;
-    // SAFETY: `sdot` works on registers only; the function requires
-    // dotprod, so the instruction exists (the intrinsic is not stable).
-    unsafe {
-        core::arch::asm!(
-            "sdot {acc:v}.4s, {w:v}.16b, {x:v}.16b",
-            acc = inout(vreg) acc,
-            w = in(vreg) w,
-            x = in(vreg) x,
-            options(pure, nomem, nostack, preserves_flags),
-        );
-    }
-    acc
-}
-
-/// `acc += pairwise sums of w * x` (16 products into 4 lanes) without
-/// dotprod.
-#[inline(always)]
-fn widening(acc: int32x4_t, w: int8x16_t, x: int8x16_t) -> int32x4_t {
-    // SAFETY: register-only NEON (a target feature of this module).
-    unsafe {
-        let acc = vpadalq_s16(acc, vmull_s8(vget_low_s8(w), vget_low_s8(x)));
-        vpadalq_s16(acc, vmull_high_s8(w, x))
-    }
 }
 
 /// One SVDF step on NEON (the lengths checked by `run_with`): the same
