@@ -108,19 +108,23 @@ pub fn ensure_venv() -> Result {
     };
     util::step(format!("making the Python venv {}", venv().display()));
     util::run(Command::new(python).arg("-m").arg("venv").arg(venv()))?;
-    util::run(
-        Command::new(venv_python())
-            .args([
-                "-m",
-                "pip",
-                "install",
-                "--quiet",
-                "--disable-pip-version-check",
-            ])
-            .args(VENV_PACKAGES),
-    )?;
+    util::run(pip_install().args(VENV_PACKAGES))?;
     fs::write(marker, wanted)?;
     Ok(())
+}
+
+/// `pip install` of the venv's Python, quiet; the caller adds what to
+/// install and how.
+fn pip_install() -> Command {
+    let mut cmd = Command::new(venv_python());
+    cmd.args([
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "--disable-pip-version-check",
+    ]);
+    cmd
 }
 
 /// The wheels' paths: the host's, then (unless `host_only`) aarch64's.
@@ -232,14 +236,7 @@ fn pytest_args(cmd: &mut Command) {
 
 fn host_pytest(wheel: &Path) -> Result<Counts> {
     util::run(
-        Command::new(venv_python())
-            .args([
-                "-m",
-                "pip",
-                "install",
-                "--quiet",
-                "--disable-pip-version-check",
-            ])
+        pip_install()
             .args(["--force-reinstall", "--no-deps"])
             .arg(wheel),
     )?;
@@ -257,14 +254,7 @@ fn aarch64_pytest(wheel: &Path) -> Result<Counts> {
     if fs::read_to_string(&marker).ok().as_deref() != Some(&wanted) {
         let _ = fs::remove_dir_all(&site);
         util::run(
-            Command::new(venv_python())
-                .args([
-                    "-m",
-                    "pip",
-                    "install",
-                    "--quiet",
-                    "--disable-pip-version-check",
-                ])
+            pip_install()
                 .args(["--no-deps", "--target"])
                 .arg(&site)
                 .args(AARCH64_SITE_PACKAGES),
