@@ -66,6 +66,24 @@ struct Call<'a> {
     backend: Option<&'a str>,
 }
 
+/// A new C-contiguous array of `shape`, written by `fill` through its
+/// slice (zeros first: numpy hands out no uninitialised memory).
+fn new_array<'py, T: Element>(
+    py: Python<'py>,
+    shape: &[usize],
+    fill: impl FnOnce(&mut [T]) -> PyResult<()>,
+) -> PyResult<Bound<'py, PyArrayDyn<T>>> {
+    let out = PyArrayDyn::<T>::zeros(py, shape, false);
+    fill(out.readwrite().as_slice_mut()?)?;
+    Ok(out)
+}
+
+/// The length of the rows the activations run along: the last axis (a
+/// 0-d array is one row of one).
+fn row_len_of(shape: &[usize]) -> usize {
+    shape.last().copied().unwrap_or(1).max(1)
+}
+
 /// Runs `call` on a quantized array of `T`, rows along the last axis.
 fn run_quantized<'py, T: QuantElem + Element + Send + Sync>(
     py: Python<'py>,
@@ -82,14 +100,10 @@ fn run_quantized<'py, T: QuantElem + Element + Send + Sync>(
     let output = output_params::<T>(call.op);
     let method = method_of(call.method)?;
     let backend = backend_of(call.backend)?;
-    let row_len = x.shape().last().copied().unwrap_or(1).max(1);
-    let out = PyArrayDyn::<T>::zeros(py, x.shape(), false);
-    {
-        let mut out_rw = out.readwrite();
-        let dst = out_rw.as_slice_mut()?;
-        let src = x.as_slice()?;
-        let name = call.name;
-        let (op, beta) = (call.op, call.beta);
+    let row_len = row_len_of(x.shape());
+    let src = x.as_slice()?;
+    let (op, beta) = (call.op, call.beta);
+    new_array(py, x.shape(), |dst| {
         py.detach(|| -> qneon::Result<()> {
             match op {
                 Op::Softmax => Softmax::<T>::new(input, beta, output, method)?
@@ -102,9 +116,8 @@ fn run_quantized<'py, T: QuantElem + Element + Send + Sync>(
                 Op::Tanh => Tanh::<T>::new(input, output, method)?.run_with(backend, src, dst),
             }
         })
-        .map_err(|e| kernel_error(name, e))?;
-    }
-    Ok(out)
+        .map_err(|e| kernel_error(call.name, e))
+    })
 }
 
 /// Runs `call` on a float32 array (the `f32` kernels; `beta` scales the
@@ -115,13 +128,10 @@ fn run_f32<'py>(
     call: &Call<'_>,
 ) -> PyResult<Bound<'py, PyArrayDyn<f32>>> {
     let backend = backend_of(call.backend)?;
-    let row_len = x.shape().last().copied().unwrap_or(1).max(1);
-    let out = PyArrayDyn::<f32>::zeros(py, x.shape(), false);
-    {
-        let mut out_rw = out.readwrite();
-        let dst = out_rw.as_slice_mut()?;
-        let src = x.as_slice()?;
-        let (op, beta) = (call.op, call.beta);
+    let row_len = row_len_of(x.shape());
+    let src = x.as_slice()?;
+    let (op, beta) = (call.op, call.beta);
+    new_array(py, x.shape(), |dst| {
         py.detach(|| -> qneon::Result<()> {
             match op {
                 Op::Softmax if beta != 1.0 => {
@@ -134,9 +144,8 @@ fn run_f32<'py>(
                 Op::Tanh => qneon::f32::tanh_with(backend, src, dst),
             }
         })
-        .map_err(|e| kernel_error(call.name, e))?;
-    }
-    Ok(out)
+        .map_err(|e| kernel_error(call.name, e))
+    })
 }
 
 /// Dispatches on the array's dtype.
@@ -186,70 +195,58 @@ fn softmax<'py>(
     activation(py, x, call)
 }
 
-#[pyfunction]
-#[pyo3(signature = (x, scale=None, zero_point=None, method="fixed", backend=None))]
-fn log_softmax<'py>(
-    py: Python<'py>,
-    x: &Bound<'py, PyAny>,
-    scale: Option<f32>,
-    zero_point: Option<i32>,
-    method: &str,
-    backend: Option<&str>,
-) -> PyResult<Bound<'py, PyAny>> {
-    let call = Call {
-        op: Op::LogSoftmax,
-        name: "log_softmax",
-        scale,
-        zero_point,
-        beta: 1.0,
-        method,
-        backend,
+/// The `#[pyfunction]` of an activation without a `beta` (all but
+/// softmax): `name(x, scale=None, zero_point=None, method="fixed",
+/// backend=None)`, named in Python and in its errors as in Rust.
+macro_rules! activation_without_beta {
+    ($name:ident, $op:expr) => {
+        #[pyfunction]
+        #[pyo3(signature = (x, scale=None, zero_point=None, method="fixed", backend=None))]
+        fn $name<'py>(
+            py: Python<'py>,
+            x: &Bound<'py, PyAny>,
+            scale: Option<f32>,
+            zero_point: Option<i32>,
+            method: &str,
+            backend: Option<&str>,
+        ) -> PyResult<Bound<'py, PyAny>> {
+            let call = Call {
+                op: $op,
+                name: stringify!($name),
+                scale,
+                zero_point,
+                beta: 1.0,
+                method,
+                backend,
+            };
+            activation(py, x, call)
+        }
     };
-    activation(py, x, call)
 }
 
-#[pyfunction]
-#[pyo3(signature = (x, scale=None, zero_point=None, method="fixed", backend=None))]
-fn logistic<'py>(
-    py: Python<'py>,
-    x: &Bound<'py, PyAny>,
-    scale: Option<f32>,
-    zero_point: Option<i32>,
-    method: &str,
-    backend: Option<&str>,
-) -> PyResult<Bound<'py, PyAny>> {
-    let call = Call {
-        op: Op::Logistic,
-        name: "logistic",
-        scale,
-        zero_point,
-        beta: 1.0,
-        method,
-        backend,
-    };
-    activation(py, x, call)
-}
+activation_without_beta!(log_softmax, Op::LogSoftmax);
+activation_without_beta!(logistic, Op::Logistic);
+activation_without_beta!(tanh, Op::Tanh);
 
-#[pyfunction]
-#[pyo3(signature = (x, scale=None, zero_point=None, method="fixed", backend=None))]
-fn tanh<'py>(
-    py: Python<'py>,
-    x: &Bound<'py, PyAny>,
-    scale: Option<f32>,
-    zero_point: Option<i32>,
-    method: &str,
-    backend: Option<&str>,
-) -> PyResult<Bound<'py, PyAny>> {
-    let call = Call {
-        op: Op::Tanh,
-        name: "tanh",
-        scale,
-        zero_point,
-        beta: 1.0,
-        method,
-        backend,
-    };
-    activation(py, x, call)
+/// The cross-entropy of quantized `logits` (int8 or uint8) into `dst`.
+#[allow(clippy::too_many_arguments)]
+fn cross_entropy_quantized<T: QuantElem + Element + Sync>(
+    py: Python<'_>,
+    ce: CrossEntropy<'_>,
+    logits: PyReadonlyArrayDyn<'_, T>,
+    quant: Option<QuantParams>,
+    targets: &[i64],
+    inner: usize,
+    dst: &mut [f32],
+) -> PyResult<()> {
+    let error = |e| kernel_error("cross_entropy", e);
+    let quant = quant.ok_or_else(|| {
+        PyValueError::new_err("cross_entropy: quantized logits need scale and zero_point")
+    })?;
+    let q = ce.quantized::<T>(quant).map_err(error)?;
+    let src = logits.as_slice()?;
+    py.detach(|| q.forward(src, targets, inner, dst))
+        .map_err(error)
 }
 
 /// The cross-entropy of `logits` (`[N, C, inner]`, C-contiguous) against
@@ -294,10 +291,7 @@ fn cross_entropy<'py>(
     } else {
         1
     };
-    let out = PyArrayDyn::<f32>::zeros(py, vec![len], false);
-    {
-        let mut out_rw = out.readwrite();
-        let dst = out_rw.as_slice_mut()?;
+    new_array(py, &[len], |dst| {
         let quant =
             match (scale, zero_point) {
                 (Some(s), Some(z)) => Some(QuantParams::new(s, z)),
@@ -306,33 +300,20 @@ fn cross_entropy<'py>(
                     "cross_entropy: give both scale and zero_point (quantized logits) or neither",
                 )),
             };
-        let need_quant =
-            || PyValueError::new_err("cross_entropy: quantized logits need scale and zero_point");
         if let Ok(a) = logits.extract::<PyReadonlyArrayDyn<'py, f32>>() {
             let src = a.as_slice()?;
             py.detach(|| ce.forward(src, targets, inner, dst, None))
-                .map_err(error)?;
+                .map_err(error)
         } else if let Ok(a) = logits.extract::<PyReadonlyArrayDyn<'py, i8>>() {
-            let q = ce
-                .quantized::<i8>(quant.ok_or_else(need_quant)?)
-                .map_err(error)?;
-            let src = a.as_slice()?;
-            py.detach(|| q.forward(src, targets, inner, dst))
-                .map_err(error)?;
+            cross_entropy_quantized(py, ce, a, quant, targets, inner, dst)
         } else if let Ok(a) = logits.extract::<PyReadonlyArrayDyn<'py, u8>>() {
-            let q = ce
-                .quantized::<u8>(quant.ok_or_else(need_quant)?)
-                .map_err(error)?;
-            let src = a.as_slice()?;
-            py.detach(|| q.forward(src, targets, inner, dst))
-                .map_err(error)?;
+            cross_entropy_quantized(py, ce, a, quant, targets, inner, dst)
         } else {
-            return Err(PyTypeError::new_err(
+            Err(PyTypeError::new_err(
                 "cross_entropy: expected logits of float32, int8 or uint8",
-            ));
+            ))
         }
-    }
-    Ok(out)
+    })
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
