@@ -6,47 +6,11 @@
 
 use core::ops::Range;
 
+use super::conv2d::{Conv2d, CONV};
+use super::depthwise_conv2d::{DepthwiseConv2d, DEPTHWISE};
 use super::origin::BandFrom;
-use super::{Conv2d, DepthwiseConv2d, Prepared, CONV, DEPTHWISE};
 use crate::backend::Backend;
-use crate::checks::check_length;
 use crate::error::{Error, Result};
-
-impl Prepared {
-    /// Checks a band run: the backend, the whole input, `rows` within the
-    /// batch's rows and a `band` of exactly those rows.
-    fn check_band(
-        &self,
-        op: &'static str,
-        backend: Backend,
-        input: &[i8],
-        band: &[i8],
-        rows: &Range<usize>,
-    ) -> Result<()> {
-        // As `check`, with the band in the whole output's place (kept apart
-        // so that `run_rows` runs the instructions it ran before bands).
-        if !backend.is_available() {
-            return Err(Error::BackendUnavailable {
-                backend: backend.name(),
-            });
-        }
-        check_length(op, "input", Some(self.input_len), input.len())?;
-        if rows.start > rows.end || rows.end > self.rows() {
-            return Err(Error::Tile {
-                op,
-                what: "output rows",
-                start: rows.start,
-                end: rows.end,
-                limit: self.rows(),
-                grain: 1,
-            });
-        }
-        let g = &self.geometry;
-        let row_len = g.output_width * g.output_channels;
-        let what = "output band (rows x output width x channels)";
-        check_length(op, what, Some(rows.len() * row_len), band.len())
-    }
-}
 
 impl Conv2d {
     /// Output rows `rows` into `band`, which holds those rows only

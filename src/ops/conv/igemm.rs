@@ -20,7 +20,7 @@ use core::ops::Range;
 
 use super::geometry::ConvGeometry;
 use super::origin::FirstRow;
-use super::ConvQuantization;
+use super::params::ConvQuantization;
 use crate::backend::Backend;
 use crate::error::Result;
 use crate::ops::gemm::Gemm;

@@ -1,5 +1,6 @@
-//! The output stage of the convolutions: each channel's requantization of
-//! the int32 accumulator in one of TFLite's three kernel paths, the output
+//! The quantization a convolution is given ([`ConvQuantization`]) and the
+//! output stage it prepares from it: each channel's requantization of the
+//! int32 accumulator in one of TFLite's three kernel paths, the output
 //! zero point and the fused activation's clamp.
 
 use alloc::vec::Vec;
@@ -9,6 +10,24 @@ use crate::checks::{check_length, check_scale, check_zero_point};
 use crate::error::{Error, Result};
 use crate::fixedpoint::Lane;
 use crate::quant::{rounding_shift_ties_upward, QuantParams, Rounding};
+
+/// The quantization of a convolution: input and output per tensor, the
+/// weights' scales (one, or one per output channel; weights are symmetric,
+/// zero point 0, as TFLite requires of int8 filters), the fused
+/// activation and the requantization path.
+#[derive(Clone, Copy, Debug)]
+pub struct ConvQuantization<'a> {
+    /// Input scale and zero point.
+    pub input: QuantParams,
+    /// One scale for every output channel, or one per output channel.
+    pub weight_scales: &'a [f32],
+    /// Output scale and zero point.
+    pub output: QuantParams,
+    /// Fused into the output clamp.
+    pub activation: FusedActivation,
+    /// Which TFLite kernel path's arithmetic to reproduce.
+    pub requantization: ConvRequantization,
+}
 
 /// How a convolution scales its int32 accumulator to output units: the
 /// arithmetic of one of TFLite's kernel paths.

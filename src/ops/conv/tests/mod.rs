@@ -10,7 +10,10 @@ use std::vec;
 use std::vec::Vec;
 
 use super::*;
-use crate::quant::Rounding;
+use crate::backend::Backend;
+use crate::error::{Error, Result};
+use crate::ops::requant::FusedActivation;
+use crate::quant::{QuantParams, Rounding};
 
 mod band;
 mod depthwise;

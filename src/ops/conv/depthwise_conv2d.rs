@@ -1,0 +1,142 @@
+//! The prepared DEPTHWISE_CONV_2D ([`DepthwiseConv2d`]): its validation,
+//! the weights reordered for the scalar loops and packed for the NEON
+//! kernel, and a run's dispatch to one of them.
+
+#[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+use alloc::boxed::Box;
+use core::ops::Range;
+
+use super::depthwise;
+use super::geometry::ConvGeometry;
+use super::origin::FirstRow;
+use super::params::{ConvQuantization, ConvRequantization};
+use super::prepared::Prepared;
+use crate::backend::Backend;
+use crate::checks::check_length;
+use crate::error::{Error, Result};
+use crate::ops::requant::try_filled;
+
+pub(super) const DEPTHWISE: &str = "depthwise_conv_2d";
+
+/// A prepared int8 DEPTHWISE_CONV_2D (see the [module](super) for the
+/// arithmetic).
+#[derive(Clone, Debug)]
+#[cfg_attr(docsrs, doc(cfg(feature = "alloc")))]
+pub struct DepthwiseConv2d {
+    pub(super) prepared: Prepared,
+    pub(super) backend: Backend,
+    /// The NEON kernel's layout of the weights and output stage.
+    #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+    packed: Box<depthwise::Packed>,
+}
+
+impl DepthwiseConv2d {
+    /// Validates and prepares a depthwise convolution.
+    ///
+    /// * `geometry`: sizes, strides, dilations, padding; `output_channels`
+    ///   must be `input_channels * depth_multiplier`;
+    /// * `weights`: TFLite's `1 x kernel_height x kernel_width x
+    ///   output_channels` (output channel `c` filters input channel
+    ///   `c / depth_multiplier`);
+    /// * `bias`: one int32 per output channel, or `None` for zeros.
+    ///
+    /// Errors as [`Conv2d::new`](super::Conv2d::new), and [`Error::Length`] for output channels
+    /// that are not `input_channels * depth_multiplier`.
+    pub fn new(
+        geometry: ConvGeometry,
+        depth_multiplier: usize,
+        weights: &[i8],
+        bias: Option<&[i32]>,
+        quantization: &ConvQuantization<'_>,
+    ) -> Result<DepthwiseConv2d> {
+        geometry.validate(DEPTHWISE)?;
+        if depth_multiplier == 0 {
+            return Err(Error::ZeroDimension {
+                op: DEPTHWISE,
+                what: "depth multiplier",
+            });
+        }
+        let channels = geometry.output_channels;
+        check_length(
+            DEPTHWISE,
+            "output channels (input channels * depth multiplier)",
+            geometry.input_channels.checked_mul(depth_multiplier),
+            channels,
+        )?;
+        let taps = geometry.kernel_height * geometry.kernel_width;
+        check_length(
+            DEPTHWISE,
+            "weights",
+            taps.checked_mul(channels),
+            weights.len(),
+        )?;
+        let mut prepared =
+            Prepared::new(DEPTHWISE, geometry, 1, depth_multiplier, bias, quantization)?;
+        // [tap][channel] -> [channel][tap]: each output channel's taps
+        // side by side, as the loops read them.
+        let mut w = try_filled(DEPTHWISE, "weights", 0i8, weights.len())?;
+        for (t, row) in weights.chunks_exact(channels).enumerate() {
+            for (c, &v) in row.iter().enumerate() {
+                w[c * taps + t] = v;
+            }
+        }
+        prepared.weights = w;
+        #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+        let packed = Box::new(depthwise::Packed::new(
+            DEPTHWISE,
+            &geometry,
+            depth_multiplier,
+            &prepared.weights,
+            &prepared.bias,
+            prepared.input_zero_point,
+            &prepared.stage,
+        )?);
+        Ok(DepthwiseConv2d {
+            prepared,
+            backend: Backend::best(),
+            #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+            packed,
+        })
+    }
+
+    /// The requantization LiteRT's aarch64 optimized kernels apply to a
+    /// layer of this geometry and multiplier (see
+    /// [`depthwise::litert_aarch64_requantization`]).
+    pub fn litert_aarch64_requantization(
+        geometry: &ConvGeometry,
+        depth_multiplier: usize,
+    ) -> ConvRequantization {
+        depthwise::litert_aarch64_requantization(geometry, depth_multiplier)
+    }
+
+    /// Output rows `rows` (checked) into `output` from row `first` on (as
+    /// [`Conv2d`]'s): the NEON kernel, or the scalar loops for
+    /// [`Backend::Scalar`].
+    pub(super) fn dispatch<F: FirstRow>(
+        &self,
+        backend: Backend,
+        input: &[i8],
+        output: (&mut [i8], F),
+        rows: Range<usize>,
+    ) -> Result<()> {
+        #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+        if backend == Backend::Neon {
+            depthwise::neon::depthwise_rows(
+                &self.packed,
+                &self.prepared.geometry,
+                input,
+                output,
+                rows,
+            );
+            return Ok(());
+        }
+        let _ = backend;
+        self.prepared.run_scalar(input, output, rows);
+        Ok(())
+    }
+
+    /// Output channels per input channel.
+    pub fn depth_multiplier(&self) -> usize {
+        self.prepared.outputs_per_group
+    }
+}
