@@ -74,18 +74,7 @@ pub(super) fn mul(p: &XnnpackMul, a: Operand<'_>, b: Operand<'_>, output: &mut [
     let block = |a: int8x16_t, b: int8x16_t| -> int8x16_t {
         // SAFETY: register arithmetic; neon is a compile-time target feature.
         unsafe {
-            // Offset inputs in i16 (|.| <= 255), their products in i32
-            // exactly (|.| <= 65,025).
-            let a_lo = vsubl_s8(vget_low_s8(a), vget_low_s8(zpa));
-            let a_hi = vsubl_high_s8(a, zpa);
-            let b_lo = vsubl_s8(vget_low_s8(b), vget_low_s8(zpb));
-            let b_hi = vsubl_high_s8(b, zpb);
-            let p = [
-                vmull_s16(vget_low_s16(a_lo), vget_low_s16(b_lo)),
-                vmull_high_s16(a_lo, b_lo),
-                vmull_s16(vget_low_s16(a_hi), vget_low_s16(b_hi)),
-                vmull_high_s16(a_hi, b_hi),
-            ];
+            let p = offset_products(a, b, zpa, zpb);
             let q = |j: usize| {
                 let y = vmulq_f32(vcvtq_f32_s32(p[j]), vscale);
                 vcvtnq_s32_f32(vminq_f32(vmaxq_f32(y, vlo), vhi))
@@ -96,4 +85,32 @@ pub(super) fn mul(p: &XnnpackMul, a: Operand<'_>, b: Operand<'_>, output: &mut [
         }
     };
     drive_operands(a, b, output, block);
+}
+
+/// The 16 products `(a - a_zero_point) * (b - b_zero_point)` of a block,
+/// in four `i32` vectors in lane order: the offset inputs widened to `i16`
+/// (`ssubl`, |.| <= 255), their products exact in `i32` (`smull`, |.| <=
+/// 65,025). Both XNNPACK MULs (fp32 here, rndnu in
+/// `xnnpack_rndnu_neon`) start from them; inlined into their blocks.
+#[inline(always)]
+pub(super) fn offset_products(
+    a: int8x16_t,
+    b: int8x16_t,
+    a_zero_point: int8x16_t,
+    b_zero_point: int8x16_t,
+) -> [int32x4_t; 4] {
+    // SAFETY: register arithmetic; neon is a compile-time target feature
+    // (cfg on this module).
+    unsafe {
+        let a_lo = vsubl_s8(vget_low_s8(a), vget_low_s8(a_zero_point));
+        let a_hi = vsubl_high_s8(a, a_zero_point);
+        let b_lo = vsubl_s8(vget_low_s8(b), vget_low_s8(b_zero_point));
+        let b_hi = vsubl_high_s8(b, b_zero_point);
+        [
+            vmull_s16(vget_low_s16(a_lo), vget_low_s16(b_lo)),
+            vmull_high_s16(a_lo, b_lo),
+            vmull_s16(vget_low_s16(a_hi), vget_low_s16(b_hi)),
+            vmull_high_s16(a_hi, b_hi),
+        ]
+    }
 }

@@ -11,6 +11,7 @@
 
 use super::neon::{drive_operands, narrow};
 use super::operand::Operand;
+use super::xnnpack_neon::offset_products;
 use super::xnnpack_rndnu::XnnpackMulRndnu;
 use core::arch::aarch64::*;
 
@@ -35,18 +36,7 @@ pub(super) fn mul(p: &XnnpackMulRndnu, a: Operand<'_>, b: Operand<'_>, output: &
     let block = |a: int8x16_t, b: int8x16_t| -> int8x16_t {
         // SAFETY: register arithmetic; neon is a compile-time target feature.
         unsafe {
-            // Offset inputs in i16 (|.| <= 255), their products in i32
-            // exactly (|.| <= 65,025).
-            let a_lo = vsubl_s8(vget_low_s8(a), vget_low_s8(zpa));
-            let a_hi = vsubl_high_s8(a, zpa);
-            let b_lo = vsubl_s8(vget_low_s8(b), vget_low_s8(zpb));
-            let b_hi = vsubl_high_s8(b, zpb);
-            let products = [
-                vmull_s16(vget_low_s16(a_lo), vget_low_s16(b_lo)),
-                vmull_high_s16(a_lo, b_lo),
-                vmull_s16(vget_low_s16(a_hi), vget_low_s16(b_hi)),
-                vmull_high_s16(a_hi, b_hi),
-            ];
+            let products = offset_products(a, b, zpa, zpb);
             let q = |j: usize| {
                 let x = vqshlq_s32(products[j], pre);
                 vrshlq_s32(vqdmulhq_s32(x, m), neg_post)
