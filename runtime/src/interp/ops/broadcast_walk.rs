@@ -23,25 +23,34 @@ const MAX_OUTER: usize = 8;
 
 /// How an operand appears inside each run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Form {
+pub(super) enum Form {
+    /// It advances with the output.
     Slice,
+    /// One element repeats.
     Scalar,
-    /// A row of this many elements repeats down the run.
+    /// A row of this many elements repeats down the run (a row-constant
+    /// operand: PRELU's per-channel alpha, NoNorm's gamma).
     Row(usize),
 }
 
 /// The planned walk of two operands' broadcast to an output shape.
+///
+/// The plan is also ADD / SUB / MUL's (`binary::BroadcastRuns` is made
+/// from it), but the walks stay two: this one hands out whole runs of any
+/// element type for ops that run as one tile, `BroadcastRuns` walks int8
+/// runs cut to an element range (the tiles and bands of a split node).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct BroadcastWalk {
     /// Sizes of the dimensions outside a run, outermost first.
-    outer: Vec<usize>,
+    pub(super) outer: Vec<usize>,
     /// Each operand's element stride along them.
-    strides: [Vec<usize>; 2],
+    pub(super) strides: [Vec<usize>; 2],
     /// Elements per run.
-    inner: usize,
-    forms: [Form; 2],
+    pub(super) inner: usize,
+    /// Each operand inside a run.
+    pub(super) forms: [Form; 2],
     /// Elements of operand 1, operand 2 and the output.
-    counts: [usize; 3],
+    pub(super) counts: [usize; 3],
 }
 
 impl BroadcastWalk {

@@ -9,6 +9,7 @@ use qneon::{Backend, Operand};
 use qneon_tflite::options::FusedActivation as TfActivation;
 use qneon_tflite::{BuiltinOp, Options as OpOptions, TensorType};
 
+use super::broadcast_walk::{BroadcastWalk, Form};
 use super::buffers::{view, view_mut, Io};
 use super::kernel::{Kernel, PreparedOp, Registration, CHUNK};
 use super::op::Op;
@@ -97,18 +98,6 @@ const MUL_ROUNDING: qneon::Rounding = qneon::Rounding::Double;
 /// Most dimensions of a broadcast (TFLite's limit for these ops).
 const MAX_RANK: usize = 6;
 
-/// How an operand appears in each run of a [`BroadcastRuns`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Form {
-    /// It advances with the output.
-    Slice,
-    /// One element repeats.
-    Scalar,
-    /// A run of this many elements repeats down the output run (a
-    /// row-constant operand such as NoNorm's gamma).
-    Row(usize),
-}
-
 /// TFLite's broadcast of two operands to the output as runs: the output
 /// is contiguous runs of `inner` elements; along the outer dimensions
 /// (size-1 dimensions dropped, dimensions merged where both operands step
@@ -116,6 +105,11 @@ enum Form {
 /// where it is broadcast), and inside a run it has a [`Form`]. A row
 /// repeated down a contiguous other operand becomes one run of many rows,
 /// so the kernel sets its constants up once for all of them.
+///
+/// The plan is [`BroadcastWalk`]'s (MAXIMUM, MINIMUM, PRELU); the walk is
+/// this one's own: it cuts runs to any range of output elements, the tiles
+/// and bands a split node hands out, where those ops walk whole runs as one
+/// tile.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct BroadcastRuns {
     /// Sizes of the outer dimensions, outermost first.
@@ -144,77 +138,22 @@ impl BroadcastRuns {
                 "shapes {a:?} and {b:?} to {output:?}: at most {MAX_RANK} dimensions"
             ));
         }
-        // Element strides over the output's dimensions, 0 where broadcast.
-        let strides = |shape: &[usize]| -> Result<Vec<usize>, String> {
-            let pad = rank - shape.len();
-            let mut strides = vec![0; rank];
-            let mut step = 1usize;
-            for d in (0..rank).rev() {
-                let size = if d < pad { 1 } else { shape[d - pad] };
-                if size == output[d] {
-                    strides[d] = if size == 1 { 0 } else { step };
-                } else if size != 1 {
-                    return Err(format!("shape {shape:?} does not broadcast to {output:?}"));
-                }
-                step *= size;
-            }
-            Ok(strides)
-        };
-        let (sa, sb) = (strides(a)?, strides(b)?);
-        // Dimensions of size 1 dropped; a dimension merged into the one
-        // outside it when both operands step over it contiguously.
-        let mut dims: Vec<(usize, usize, usize)> = Vec::new();
-        for d in 0..rank {
-            let n = output[d];
-            if n == 1 {
-                continue;
-            }
-            if let Some(last) = dims.last_mut() {
-                if last.1 == sa[d] * n && last.2 == sb[d] * n {
-                    *last = (last.0 * n, sa[d], sb[d]);
-                    continue;
-                }
-            }
-            dims.push((n, sa[d], sb[d]));
-        }
-        // The innermost dimension is the run: an operand's stride there is
-        // 1 (its own innermost dimension) or 0 (broadcast).
-        let form = |stride: usize| {
-            if stride == 1 {
-                Form::Slice
-            } else {
-                Form::Scalar
-            }
-        };
-        let (mut inner, mut a_form, mut b_form) = match dims.pop() {
-            Some((n, a_stride, b_stride)) => (n, form(a_stride), form(b_stride)),
-            None => (1, Form::Slice, Form::Slice),
-        };
-        // A run that repeats along the next dimension while the other
-        // operand runs on contiguously: that dimension joins the run, the
-        // repeating operand as a row.
-        if let Some(&(n, a_stride, b_stride)) = dims.last() {
-            if a_form == Form::Slice && b_form == Form::Slice {
-                if a_stride == 0 && b_stride == inner {
-                    a_form = Form::Row(inner);
-                } else if b_stride == 0 && a_stride == inner {
-                    b_form = Form::Row(inner);
-                }
-                if a_form != Form::Slice || b_form != Form::Slice {
-                    dims.pop();
-                    inner *= n;
-                }
-            }
-        }
-        let count = |s: &[usize]| s.iter().product::<usize>();
+        // Rank 6 at most: under the walk's limit of outer dimensions.
+        let BroadcastWalk {
+            outer,
+            strides: [a_strides, b_strides],
+            inner,
+            forms: [a_form, b_form],
+            counts,
+        } = BroadcastWalk::new(a, b, output)?;
         Ok(BroadcastRuns {
-            outer: dims.iter().map(|d| d.0).collect(),
-            a_strides: dims.iter().map(|d| d.1).collect(),
-            b_strides: dims.iter().map(|d| d.2).collect(),
+            outer,
+            a_strides,
+            b_strides,
             inner,
             a_form,
             b_form,
-            counts: [count(a), count(b), count(output)],
+            counts,
         })
     }
 
