@@ -10,6 +10,15 @@
 //! allocated at run time; a tile range is the library call it always was,
 //! so the bytes are those of one thread.
 //!
+//! The cost model ([`shares`]): a thread is worth adding while each
+//! share's work is at least [`MIN_MACS_PER_THREAD`] (or
+//! [`MIN_ELEMENTS_PER_THREAD`]) plus twice the setup every share's call
+//! pays before its tiles ([`share_setup`]): a CONV_2D band is a GEMM call
+//! of its own over the whole filter, so a layer with few output rows and a
+//! large filter stays on one thread (person_detect's late 1x1 layers: a
+//! band of one or two rows costs about 10,000 instructions of setup, and
+//! one layer of 61,453 instructions took 90,747 in four bands).
+//!
 //! The pool: a session with more than one thread keeps a `rayon` pool of
 //! `threads` workers, started with the session. An invoke runs its loop over
 //! the nodes on one worker (`install`), and a split node's shares by one
@@ -71,13 +80,37 @@ pub(crate) struct Share {
     pub bytes: Range<usize>,
 }
 
-/// The shares of a node of `work` (`unit`: `"MAC"` or elements) whose
-/// output 0 has `output_bytes`, run with up to `threads` threads; empty when
-/// it runs whole on one. An error when the kernel's bands overlap, go
-/// backwards or leave the output (a kernel's bug, caught at load).
+/// Work (MACs) a CONV_2D share's call spends before its tiles, per filter
+/// weight, and once: each band is a GEMM call over the whole filter.
+/// Measured on person_detect's 1x1 layers (qemu, `-cpu neoverse-n1`, NEON,
+/// about 0.1 to 0.15 instructions per MAC): each extra band cost about
+/// 1,800 + 0.45 instructions per weight, i.e. about 4 MACs per weight.
+pub(crate) const CONV_SETUP_MACS_PER_WEIGHT: u64 = 4;
+/// The part of a CONV_2D share's setup that does not grow with the filter.
+pub(crate) const CONV_SETUP_MACS: u64 = 5_000;
+
+/// The setup (in the node's work unit) each share of a node pays before its
+/// tiles, beyond what the one-thread call pays: a CONV_2D's grows with its
+/// filter (`weights` elements); 0 for the other ops (their bands read only
+/// their own part of the operands, or their setup is too small to see).
+pub(crate) fn share_setup(op: &str, weights: usize) -> u64 {
+    if op == "CONV_2D" {
+        CONV_SETUP_MACS + CONV_SETUP_MACS_PER_WEIGHT * weights as u64
+    } else {
+        0
+    }
+}
+
+/// The shares of a node of `work` (`unit`: `"MAC"` or elements), each
+/// share paying `setup` before its tiles, whose output 0 has
+/// `output_bytes`, run with up to `threads` threads: as many as keep each
+/// share's work at least the minimum per thread plus twice its setup;
+/// empty when it runs whole on one. An error when the kernel's bands
+/// overlap, go backwards or leave the output (a kernel's bug, caught at
+/// load).
 pub(crate) fn shares(
     kernel: &dyn Kernel,
-    (work, unit): (u64, &str),
+    (work, unit, setup): (u64, &str, u64),
     output_bytes: usize,
     threads: usize,
 ) -> Result<Vec<Share>, String> {
@@ -91,7 +124,8 @@ pub(crate) fn shares(
     } else {
         MIN_ELEMENTS_PER_THREAD
     };
-    let worth = usize::try_from(work / per_thread).unwrap_or(usize::MAX);
+    let per_share = per_thread.saturating_add(setup.saturating_mul(2));
+    let worth = usize::try_from(work / per_share).unwrap_or(usize::MAX);
     let n = threads.min(cuts).min(worth);
     if n < 2 {
         return Ok(Vec::new());
@@ -347,7 +381,7 @@ mod tests {
         let work = (kernel.tiles * kernel.bytes) as u64 * MIN_ELEMENTS_PER_THREAD;
         let all = shares(
             kernel,
-            (work, "element"),
+            (work, "element", 0),
             kernel.tiles * kernel.bytes,
             threads,
         )
@@ -376,16 +410,32 @@ mod tests {
             bytes: 3,
             panic_at: None,
         };
-        let all = shares(&kernel, (1 << 30, "element"), 30, 4).unwrap();
+        let all = shares(&kernel, (1 << 30, "element", 0), 30, 4).unwrap();
         let tiles: Vec<Range<usize>> = all.iter().map(|s| s.tiles.clone()).collect();
         assert_eq!(tiles, vec![0..2, 2..5, 5..7, 7..10]);
         assert_eq!(all[3].bytes, 21..30);
         // Work for 2 threads only; none for 2; a band beyond the output.
-        let two = shares(&kernel, (2 * MIN_MACS_PER_THREAD, "MAC"), 30, 8).unwrap();
+        let two = shares(&kernel, (2 * MIN_MACS_PER_THREAD, "MAC", 0), 30, 8).unwrap();
         assert_eq!(two.len(), 2);
         let small = MIN_ELEMENTS_PER_THREAD * 2 - 1;
-        assert!(shares(&kernel, (small, "element"), 30, 8).unwrap().len() < 2);
-        assert!(shares(&kernel, (1 << 30, "element"), 29, 4).is_err());
+        assert!(shares(&kernel, (small, "element", 0), 30, 8).unwrap().len() < 2);
+        assert!(shares(&kernel, (1 << 30, "element", 0), 29, 4).is_err());
+        // A setup per share: each share's work must cover the minimum and
+        // twice its setup (work 10 x 80,000 = 800,000 MACs).
+        let split = |setup| {
+            shares(&kernel, (800_000, "MAC", setup), 30, 8)
+                .unwrap()
+                .len()
+        };
+        assert_eq!(split(0), 8);
+        assert_eq!(split(15_000), 8); // 800,000 / 80,000 = 10
+        assert_eq!(split(75_000), 4); // / 200,000
+        assert_eq!(split(175_000), 2); // / 400,000
+        assert_eq!(split(176_000), 0); // / 402,000: under 2 shares
+                                       // person_detect's 3x3 1x1-conv of 256 x 256 weights stays whole.
+        let setup = share_setup("CONV_2D", 256 * 256);
+        assert_eq!(setup, 5_000 + 4 * 65_536);
+        assert_eq!(share_setup("FULLY_CONNECTED", 1 << 20), 0);
     }
 
     #[test]
@@ -435,7 +485,7 @@ mod tests {
     #[test]
     fn share_i_runs_on_the_ith_thread_from_the_caller_every_time() {
         let pool = pool(4);
-        let all = shares(&WhoRuns, (1 << 30, "element"), 4, 4).unwrap();
+        let all = shares(&WhoRuns, (1 << 30, "element", 0), 4, 4).unwrap();
         assert_eq!(all.len(), 4);
         let (node, ins) = (node(), Ins::new());
         let shared = Shared {
