@@ -345,11 +345,17 @@ pub(super) fn share_nodes(
                 return Ok(Vec::new());
             };
             let bytes = tensors.get(output).map_or(0, |t| t.bytes);
-            let shares = threads::shares(&*node.kernel, (info.work, info.unit), bytes, threads)
-                .map_err(|problem| Error::InvalidOp {
-                    op: info.op.clone(),
-                    index: info.index,
-                    problem,
+            let weights = info.inputs.get(1).copied().flatten();
+            let weights = weights.and_then(|t| tensors.get(t)).map_or(0, |t| t.bytes);
+            let setup = threads::share_setup(&info.op, weights);
+            let work = (info.work, info.unit, setup);
+            let shares =
+                threads::shares(&*node.kernel, work, bytes, threads).map_err(|problem| {
+                    Error::InvalidOp {
+                        op: info.op.clone(),
+                        index: info.index,
+                        problem,
+                    }
                 })?;
             info.threads = shares.len().max(1);
             Ok(shares)

@@ -112,11 +112,13 @@ pub struct Options {
     /// one above 1 is an [`Error::InvalidOption`](crate::Error::InvalidOption).
     /// `None`: every node writes its dense output.
     pub threshold: Option<f32>,
-    /// Threads an invoke may run on: the session's own thread and
-    /// `threads - 1` workers its session starts (and keeps) at creation.
-    /// Each node gets as many of them as its work is worth (a cost model at
-    /// load; small nodes stay on one) and splits its tiles among them; the
-    /// bytes are the same at every count. 1 (the default) starts no thread.
+    /// Threads an invoke may run on: with more than 1, the session starts
+    /// (and keeps) a pool of `threads` workers at creation, and an invoke
+    /// runs on them while the calling thread waits. Each node gets as many
+    /// of them as its work is worth (a cost model at load; small nodes stay
+    /// on one), share `i` of its tiles on the same worker at every invoke;
+    /// the bytes are the same at every count. 1 (the default) starts no
+    /// thread.
     /// 0, or more than [`MAX_THREADS`], is an
     /// [`Error::InvalidOption`](crate::Error::InvalidOption).
     pub threads: usize,

@@ -383,7 +383,7 @@ impl Session<'_> {
                         scratch_bytes: node.info.scratch_bytes,
                         marks: profiler.thread_marks(),
                     };
-                    run_shares(&shared, shares, (band, 0), &mut *io.scratch, more)
+                    run_shares(pool, &shared, shares, (band, 0), &mut *io.scratch, more)
                         .map_err(failed)?;
                 }
                 profiler.end(&node.info);

@@ -10,22 +10,58 @@
 //! allocated at run time; a tile range is the library call it always was,
 //! so the bytes are those of one thread.
 //!
+//! The cost model ([`shares`]): a thread is worth adding while each
+//! share's work is at least [`MIN_MACS_PER_THREAD`] (or
+//! [`MIN_ELEMENTS_PER_THREAD`]) plus twice the setup every share's call
+//! pays before its tiles ([`share_setup`]): a CONV_2D band is a GEMM call
+//! of its own over the whole filter, so a layer with few output rows and a
+//! large filter stays on one thread (person_detect's late 1x1 layers: a
+//! band of one or two rows costs about 10,000 instructions of setup, and
+//! one layer of 61,453 instructions took 90,747 in four bands).
+//!
 //! The pool: a session with more than one thread keeps a `rayon` pool of
 //! `threads` workers, started with the session. An invoke runs its loop over
-//! the nodes on one worker (`install`), and each split node's shares by
-//! `rayon::join` (halving the shares, the output cut with `split_at_mut` at
-//! the shares' band boundaries: every thread owns its band, in safe Rust).
-//! Idle workers spin briefly, then sleep (rayon's own policy). Why rayon and
-//! not a pool of our own: the runtime forbids `unsafe`, and only scoped work
-//! can borrow the arena; `rayon::join` and `install` are scoped, on
-//! persistent threads, without a heap allocation per join (std's scoped
-//! threads spawn per scope).
+//! the nodes on one worker (`install`), and a split node's shares by one
+//! `broadcast`: every worker runs the node's closure once, and the one `i`
+//! places after the loop's worker (modulo `threads`) runs share `i`, so the
+//! loop's worker runs share 0 and every share has a thread of its own, the
+//! same at every invoke (threads beyond the shares return at once). The
+//! output is cut at the shares' band boundaries (`split_at_mut`) and each
+//! band, with its scratch, waits in a slot (a `Mutex` on the stack) for its
+//! thread to take it: every thread owns its band, in safe Rust. Idle
+//! workers spin briefly, then sleep (rayon's policy).
+//!
+//! Why `broadcast` (measured, issue 29): the pool before it split the
+//! shares by recursive `rayon::join`, which lets the calling worker run the
+//! other half itself when no sleeping worker has stolen it yet: under qemu
+//! person_detect ran on one thread and MobileBert's split nodes mostly on
+//! two, whatever the thread count. `broadcast` gives share `i` to thread `i`
+//! by construction. Its cost: rayon allocates one `Vec` of `threads` jobs
+//! per broadcast, so an invoke allocates once per split node (41 times for
+//! the 1-layer MobileBert at 4 threads); the join pool allocated about once
+//! every 40 invokes (rayon's injector taking a new block). The runtime
+//! forbids `unsafe`, and running borrowed work on persistent threads needs
+//! it; of the crates that do it behind a safe API, `paralight`
+//! (`RangeStrategy::Fixed` over a slice of shares) also allocates per call
+//! (its per-thread output slots, an `Arc<[Mutex<_>]>`), does not let the
+//! caller run a share, and parks its workers on a condition variable with
+//! no spin; `fork_union` allocates nothing and lets the caller run share 0,
+//! but builds C++ (no aarch64 C++ cross compiler here) and its workers spin
+//! until told to sleep; `rayon::scope` boxes every spawned job. A pool with
+//! no allocation at all needs a pool crate of our own with `unsafe` at the
+//! lifetime erasure, outside this crate.
+//!
+//! A panic inside a share is caught on its thread (`catch_unwind`) and
+//! becomes that share's error; the other shares finish, the broadcast
+//! returns, and the pool stays usable (the session's next invoke runs every
+//! node again).
 
 use std::ops::Range;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Mutex;
 
 use qneon::Backend;
-use smallvec::smallvec;
+use smallvec::{smallvec, SmallVec};
 
 use super::info::NodeInfo;
 use super::ops::{Ins, Io, Kernel, Outs};
@@ -44,13 +80,37 @@ pub(crate) struct Share {
     pub bytes: Range<usize>,
 }
 
-/// The shares of a node of `work` (`unit`: `"MAC"` or elements) whose
-/// output 0 has `output_bytes`, run with up to `threads` threads; empty when
-/// it runs whole on one. An error when the kernel's bands overlap, go
-/// backwards or leave the output (a kernel's bug, caught at load).
+/// Work (MACs) a CONV_2D share's call spends before its tiles, per filter
+/// weight, and once: each band is a GEMM call over the whole filter.
+/// Measured on person_detect's 1x1 layers (qemu, `-cpu neoverse-n1`, NEON,
+/// about 0.1 to 0.15 instructions per MAC): each extra band cost about
+/// 1,800 + 0.45 instructions per weight, i.e. about 4 MACs per weight.
+pub(crate) const CONV_SETUP_MACS_PER_WEIGHT: u64 = 4;
+/// The part of a CONV_2D share's setup that does not grow with the filter.
+pub(crate) const CONV_SETUP_MACS: u64 = 5_000;
+
+/// The setup (in the node's work unit) each share of a node pays before its
+/// tiles, beyond what the one-thread call pays: a CONV_2D's grows with its
+/// filter (`weights` elements); 0 for the other ops (their bands read only
+/// their own part of the operands, or their setup is too small to see).
+pub(crate) fn share_setup(op: &str, weights: usize) -> u64 {
+    if op == "CONV_2D" {
+        CONV_SETUP_MACS + CONV_SETUP_MACS_PER_WEIGHT * weights as u64
+    } else {
+        0
+    }
+}
+
+/// The shares of a node of `work` (`unit`: `"MAC"` or elements), each
+/// share paying `setup` before its tiles, whose output 0 has
+/// `output_bytes`, run with up to `threads` threads: as many as keep each
+/// share's work at least the minimum per thread plus twice its setup;
+/// empty when it runs whole on one. An error when the kernel's bands
+/// overlap, go backwards or leave the output (a kernel's bug, caught at
+/// load).
 pub(crate) fn shares(
     kernel: &dyn Kernel,
-    (work, unit): (u64, &str),
+    (work, unit, setup): (u64, &str, u64),
     output_bytes: usize,
     threads: usize,
 ) -> Result<Vec<Share>, String> {
@@ -64,7 +124,8 @@ pub(crate) fn shares(
     } else {
         MIN_ELEMENTS_PER_THREAD
     };
-    let worth = usize::try_from(work / per_thread).unwrap_or(usize::MAX);
+    let per_share = per_thread.saturating_add(setup.saturating_mul(2));
+    let worth = usize::try_from(work / per_share).unwrap_or(usize::MAX);
     let n = threads.min(cuts).min(worth);
     if n < 2 {
         return Ok(Vec::new());
@@ -132,56 +193,93 @@ pub(crate) struct Shared<'n, 'b> {
     pub marks: Option<&'n dyn ThreadMarks>,
 }
 
+/// Shares a node can have without a heap allocation to hand them out (the
+/// slots live on the stack); more threads than this cost one allocation
+/// per split node.
+const INLINE_SHARES: usize = 16;
+
+/// One share's part of a node's run, waiting in its slot for the thread
+/// that runs it: its band of output 0, where the band starts in the
+/// output, and its scratch.
+struct Part<'a> {
+    band: &'a mut [u8],
+    band_start: usize,
+    scratch: &'a mut [u8],
+}
+
 /// Runs `shares` of a node, `band` holding output 0 from byte
-/// `band_start` on, on the pool's threads: the first share with `scratch`,
-/// the others with `more` (one each). Must run inside the pool
-/// (`install`). A panic in a share becomes its error.
+/// `band_start` on, on the threads of `pool`, share `i` on the `i`-th
+/// thread counted from the calling one: the caller runs share 0 with
+/// `scratch`, the others with `more` (share `i` with `more[i - 1]`).
+/// Must run on one of the pool's threads (inside `install`). A panic in a
+/// share becomes its error; the first error of the shares is returned.
 pub(crate) fn run_shares(
+    pool: &rayon::ThreadPool,
     shared: &Shared<'_, '_>,
     shares: &[Share],
     (band, band_start): (&mut [u8], usize),
     scratch: &mut [u8],
     more: &mut [Scratch],
 ) -> Result<(), String> {
-    if let [share] = shares {
-        return run_share(shared, share, band, band_start, scratch);
+    let threads = pool.current_num_threads();
+    if shares.len() > threads || shares.len() > more.len() + 1 {
+        return Err(format!(
+            "{} shares for {threads} threads and {} scratches",
+            shares.len(),
+            more.len() + 1
+        ));
     }
-    let mid = shares.len() / 2;
-    let (left, right) = shares.split_at(mid);
-    let cut = right[0]
-        .bytes
-        .start
-        .saturating_sub(band_start)
-        .min(band.len());
-    let (left_band, right_band) = band.split_at_mut(cut);
-    let (left_more, right_more) = more.split_at_mut((mid - 1).min(more.len()));
-    let Some((right_scratch, right_more)) = right_more.split_first_mut() else {
-        return Err(format!("{} shares and too few scratches", shares.len()));
-    };
-    let right_scratch = right_scratch.bytes(shared.scratch_bytes);
-    let (a, b) = rayon::join(
-        || run_shares(shared, left, (left_band, band_start), scratch, left_more),
-        || {
-            let start = band_start + cut;
-            run_shares(
-                shared,
-                right,
-                (right_band, start),
-                right_scratch,
-                right_more,
-            )
-        },
-    );
-    a.and(b)
+    // Cut the band at the shares' starts, in order (checked at load), and
+    // lay each part in its share's slot.
+    let mut slots: SmallVec<[Mutex<Option<Part<'_>>>; INLINE_SHARES]> = SmallVec::new();
+    let (mut rest, mut rest_start) = (band, band_start);
+    let mut scratches =
+        std::iter::once(scratch).chain(more.iter_mut().map(|s| s.bytes(shared.scratch_bytes)));
+    for (i, scratch) in (0..shares.len()).zip(&mut scratches) {
+        let end = shares
+            .get(i + 1)
+            .map_or(rest_start + rest.len(), |next| next.bytes.start);
+        let cut = end.saturating_sub(rest_start).min(rest.len());
+        let (part, tail) = std::mem::take(&mut rest).split_at_mut(cut);
+        slots.push(Mutex::new(Some(Part {
+            band: part,
+            band_start: rest_start,
+            scratch,
+        })));
+        (rest, rest_start) = (tail, rest_start + cut);
+    }
+    let first_error: Mutex<Option<String>> = Mutex::new(None);
+    // Thread `caller + i` (modulo the pool's size) runs share `i`: the same
+    // thread the same share at every invoke, and no thread runs two.
+    let caller = pool.current_thread_index().unwrap_or(0);
+    pool.broadcast(|context| {
+        let i = (context.index() + threads - caller) % threads;
+        let Some(slot) = slots.get(i) else {
+            return;
+        };
+        let part = slot.lock().map(|mut part| part.take());
+        let (Ok(Some(part)), Some(share)) = (part, shares.get(i)) else {
+            return;
+        };
+        if let Err(message) = run_share(shared, share, part) {
+            if let Ok(mut first) = first_error.lock() {
+                first.get_or_insert(message);
+            }
+        }
+    });
+    match first_error.into_inner() {
+        Ok(Some(message)) => Err(message),
+        Ok(None) => Ok(()),
+        Err(_) => Err("a share's error was lost to a panic".to_string()),
+    }
 }
 
-fn run_share(
-    shared: &Shared<'_, '_>,
-    share: &Share,
-    band: &mut [u8],
-    band_start: usize,
-    scratch: &mut [u8],
-) -> Result<(), String> {
+fn run_share(shared: &Shared<'_, '_>, share: &Share, part: Part<'_>) -> Result<(), String> {
+    let Part {
+        band,
+        band_start,
+        scratch,
+    } = part;
     if let Some(marks) = shared.marks {
         marks.start(shared.node);
     }
@@ -283,7 +381,7 @@ mod tests {
         let work = (kernel.tiles * kernel.bytes) as u64 * MIN_ELEMENTS_PER_THREAD;
         let all = shares(
             kernel,
-            (work, "element"),
+            (work, "element", 0),
             kernel.tiles * kernel.bytes,
             threads,
         )
@@ -301,7 +399,7 @@ mod tests {
             marks: None,
         };
         let result =
-            pool.install(|| run_shares(&shared, &all, (&mut output, 0), &mut [], &mut more));
+            pool.install(|| run_shares(pool, &shared, &all, (&mut output, 0), &mut [], &mut more));
         (output, result)
     }
 
@@ -312,16 +410,32 @@ mod tests {
             bytes: 3,
             panic_at: None,
         };
-        let all = shares(&kernel, (1 << 30, "element"), 30, 4).unwrap();
+        let all = shares(&kernel, (1 << 30, "element", 0), 30, 4).unwrap();
         let tiles: Vec<Range<usize>> = all.iter().map(|s| s.tiles.clone()).collect();
         assert_eq!(tiles, vec![0..2, 2..5, 5..7, 7..10]);
         assert_eq!(all[3].bytes, 21..30);
         // Work for 2 threads only; none for 2; a band beyond the output.
-        let two = shares(&kernel, (2 * MIN_MACS_PER_THREAD, "MAC"), 30, 8).unwrap();
+        let two = shares(&kernel, (2 * MIN_MACS_PER_THREAD, "MAC", 0), 30, 8).unwrap();
         assert_eq!(two.len(), 2);
         let small = MIN_ELEMENTS_PER_THREAD * 2 - 1;
-        assert!(shares(&kernel, (small, "element"), 30, 8).unwrap().len() < 2);
-        assert!(shares(&kernel, (1 << 30, "element"), 29, 4).is_err());
+        assert!(shares(&kernel, (small, "element", 0), 30, 8).unwrap().len() < 2);
+        assert!(shares(&kernel, (1 << 30, "element", 0), 29, 4).is_err());
+        // A setup per share: each share's work must cover the minimum and
+        // twice its setup (work 10 x 80,000 = 800,000 MACs).
+        let split = |setup| {
+            shares(&kernel, (800_000, "MAC", setup), 30, 8)
+                .unwrap()
+                .len()
+        };
+        assert_eq!(split(0), 8);
+        assert_eq!(split(15_000), 8); // 800,000 / 80,000 = 10
+        assert_eq!(split(75_000), 4); // / 200,000
+        assert_eq!(split(175_000), 2); // / 400,000
+        assert_eq!(split(176_000), 0); // / 402,000: under 2 shares
+                                       // person_detect's 3x3 1x1-conv of 256 x 256 weights stays whole.
+        let setup = share_setup("CONV_2D", 256 * 256);
+        assert_eq!(setup, 5_000 + 4 * 65_536);
+        assert_eq!(share_setup("FULLY_CONNECTED", 1 << 20), 0);
     }
 
     #[test]
@@ -336,6 +450,63 @@ mod tests {
             result.unwrap();
             let expected: Vec<u8> = (0..55).map(|i| (i / 5) as u8 + 1).collect();
             assert_eq!(output, expected, "{threads} threads");
+        }
+    }
+
+    /// One tile per share, each writing the index of the pool thread that
+    /// ran it.
+    #[derive(Debug)]
+    struct WhoRuns;
+
+    impl Kernel for WhoRuns {
+        fn tiles(&self) -> usize {
+            4
+        }
+        fn split(&self) -> Option<usize> {
+            Some(1)
+        }
+        fn band(&self, tiles: Range<usize>) -> Range<usize> {
+            tiles
+        }
+        fn run_tiles(
+            &self,
+            _: Backend,
+            tiles: Range<usize>,
+            io: &mut Io<'_>,
+        ) -> Result<(), String> {
+            let thread = rayon::current_thread_index().ok_or("not on the pool")?;
+            for t in tiles {
+                io.outs[0][t - io.out_start] = thread as u8;
+            }
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn share_i_runs_on_the_ith_thread_from_the_caller_every_time() {
+        let pool = pool(4);
+        let all = shares(&WhoRuns, (1 << 30, "element", 0), 4, 4).unwrap();
+        assert_eq!(all.len(), 4);
+        let (node, ins) = (node(), Ins::new());
+        let shared = Shared {
+            kernel: &WhoRuns,
+            backend: Backend::Scalar,
+            ins: &ins,
+            node: &node,
+            scratch_bytes: 0,
+            marks: None,
+        };
+        let mut more: Vec<Scratch> = (1..4).map(|_| Scratch::new(0)).collect();
+        for _ in 0..50 {
+            let mut output = [9u8; 4];
+            let caller = pool
+                .install(|| {
+                    run_shares(&pool, &shared, &all, (&mut output, 0), &mut [], &mut more)?;
+                    rayon::current_thread_index().ok_or("not on the pool".to_string())
+                })
+                .unwrap();
+            let expected: Vec<u8> = (0..4).map(|i| ((caller + i) % 4) as u8).collect();
+            assert_eq!(output.to_vec(), expected);
         }
     }
 
