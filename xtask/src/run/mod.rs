@@ -9,8 +9,10 @@
 //! node's kernel with a marker instruction (`cli/src/bin/qneon/marker.rs`),
 //! one region per op (`--json` says which), and the plugin attributes every
 //! executed instruction to the region current when it ran, exactly, in one
-//! run. Region 0 is everything outside the ops (loading the model, set-up,
-//! I/O), reported apart from the model total.
+//! run. Region 0 is what an invoke does outside its ops (the interpreter
+//! between nodes, setting the inputs), reported apart from the model total;
+//! what a run does once (loading and planning the model, files) has a
+//! region of its own (`setup_region` in `--json`), in no per-invoke figure.
 //!
 //! The default model is the 24-layer int8 MobileBert with the first SQuAD
 //! input set of `models/mobilebert_squad/`; any `.tflite` model runs with

@@ -61,7 +61,8 @@ impl Profile {
             bail!("{name}: no region marker ran (is {BIN} built for aarch64 with its markers?)");
         }
         for &id in regions.counts.keys() {
-            if id != 0 && !runner.ops.iter().any(|o| o.region == id) {
+            let special = [0, runner.setup_region, runner.between_region];
+            if !special.contains(&id) && !runner.ops.iter().any(|o| o.region == id) {
                 bail!("{name}: the plugin counted region {id}, but no op of the runner has it");
             }
         }
@@ -80,15 +81,28 @@ impl Profile {
         (count as f64 / self.runner.reps as f64).round() as u64
     }
 
-    /// Instructions outside every op (region 0) per invoke: loading,
-    /// set-up and I/O are in it once, so it is only indicative.
+    /// Instructions outside every op per invoke: the invoke loop between
+    /// nodes and setting the inputs (region 0; loading, planning and files
+    /// are the set-up's region, counted apart).
     pub(super) fn outside(&self) -> u64 {
-        self.per_invoke(self.regions.get(0))
+        self.per_invoke(self.regions.get(0) + self.regions.get(self.runner.between_region))
+    }
+
+    /// Instructions of the run's set-up, once: loading and planning the
+    /// model, reading and writing files.
+    pub(super) fn setup(&self) -> u64 {
+        self.regions.get(self.runner.setup_region)
     }
 
     /// Instructions of the model per invoke: every op's region.
     pub(super) fn model(&self) -> u64 {
-        self.per_invoke(self.regions.total - self.regions.get(0))
+        let ops = self.regions.total - self.per_run_outside();
+        self.per_invoke(ops)
+    }
+
+    /// Region 0, the invoke loop's region and the set-up's, over the run.
+    fn per_run_outside(&self) -> u64 {
+        self.regions.get(0) + self.regions.get(self.runner.between_region) + self.setup()
     }
 
     /// Instructions of op instance `op` per invoke, when it has a region of
@@ -205,6 +219,7 @@ impl Profile {
             "reps": self.runner.reps,
             "model_instructions": self.model(),
             "outside_instructions_per_invoke": self.outside(),
+            "setup_instructions": self.setup(),
             "macs": self.runner.macs,
             "bound_instructions": self.bound(),
             "softmax_instructions": self.softmax_insns(),

@@ -172,7 +172,7 @@ mod tests {
     #[test]
     fn parses_plugin_output() {
         let r = Regions::parse(PLUGIN_OUT).unwrap();
-        assert_eq!(r.total, 500_000);
+        assert_eq!(r.total, 600_000);
         assert_eq!(
             r.counts.into_iter().collect::<Vec<_>>(),
             [
@@ -180,7 +180,8 @@ mod tests {
                 (1, 200_000),
                 (2, 100_000),
                 (3, 60_000),
-                (4, 40_000)
+                (4, 40_000),
+                (4095, 100_000)
             ]
         );
         // No marker ran: the total alone, as `cargo xtask bench` reads it.

@@ -132,8 +132,8 @@ impl Report {
              aarch64, `qemu-aarch64 -cpu {}`; {}), counted per op by the plugin in \
              `tools/qemu-insn/`: `{BIN}` marks each op's kernel as a region and every \
              executed instruction counts in the region it ran in, exactly, in one run per \
-             configuration (backend and softmax method). Loading, set-up and I/O are \
-             outside the ops and not in the model total. Target: softmax <= 3% of the \
+             configuration (backend and softmax method). The work between ops is outside \
+             the model total; loading, planning and files are in no per-invoke figure. Target: softmax <= 3% of the \
              model with the LUT method on NEON. Instruction counts are not cycles.\n\n",
             self.model, self.cpu, self.qemu
         );

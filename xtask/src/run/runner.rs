@@ -39,6 +39,11 @@ pub(crate) struct RunnerReport {
     pub(crate) macs: u64,
     /// Every op has a region of its own (else ops of a type share one).
     pub(crate) region_per_op: bool,
+    /// The region of what the run does once (loading, planning, files):
+    /// not part of any invoke.
+    pub(crate) setup_region: u16,
+    /// The region of the invoke loop's work between two nodes.
+    pub(crate) between_region: u16,
     pub(crate) ops: Vec<OpRun>,
     /// The JSON as read, kept whole in profile.json.
     pub(crate) raw: Value,
@@ -61,6 +66,14 @@ impl RunnerReport {
             .get("region_per_op")
             .and_then(Value::as_bool)
             .ok_or_else(|| format!("{BIN} JSON: no boolean `region_per_op`"))?;
+        let special = |name: &str| match u64_field(v, name).map(u16::try_from)? {
+            Ok(r @ 1..=MAX_REGION) => Ok(r),
+            _ => Err(format!("{BIN} JSON: `{name}` is not in 1..={MAX_REGION}")),
+        };
+        let (setup_region, between_region) = (special("setup_region")?, special("between_region")?);
+        if setup_region == between_region {
+            bail!("{BIN} JSON: the set-up and the invoke loop share region {setup_region}");
+        }
         let mut ops: Vec<OpRun> = Vec::new();
         for o in v
             .get("ops")
@@ -75,6 +88,11 @@ impl RunnerReport {
                     bail!("{BIN} JSON: op `{op}` has region {region}; regions are 1..={MAX_REGION}")
                 }
             };
+            if region == setup_region || region == between_region {
+                bail!(
+                    "{BIN} JSON: op `{op}` has the set-up's or the invoke loop's region {region}"
+                );
+            }
             if region_per_op && ops.iter().any(|p| p.region == region) {
                 bail!("{BIN} JSON: two ops have region {region}, but every op should have its own");
             }
@@ -110,6 +128,8 @@ impl RunnerReport {
             reps,
             macs: u64_field(v, "macs")?,
             region_per_op,
+            setup_region,
+            between_region,
             ops,
             raw: v.clone(),
         })

@@ -38,6 +38,9 @@ use clap::Parser;
 use args::{Cli, Command};
 
 fn main() -> ExitCode {
+    // Parsing the arguments is part of the run's set-up (`qneon run` moves
+    // to region 0 for its invokes), not of an invoke.
+    marker::region(marker::SETUP);
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Run(args) => run::run(args),

@@ -6,8 +6,12 @@
 //! [`region`] switches it: `qneon run` calls `region(id)` right before a
 //! node's kernel and `region(OUTSIDE)` right after it, so each node's
 //! instructions are counted exactly, in one run. The region of each node is
-//! in `qneon run --json`'s `ops[].region`; 0 ([`OUTSIDE`]) is loading,
-//! set-up, I/O and the interpreter's own bookkeeping between nodes.
+//! in `qneon run --json`'s `ops[].region`. Three more: [`BETWEEN`], the
+//! invoke loop's own work between two nodes (on whichever thread runs the
+//! loop); 0 ([`OUTSIDE`]), setting the inputs and, on a worker thread,
+//! waiting for work; and [`SETUP`], what a run does once (loading the
+//! model, planning, making the session, reading and writing files), so
+//! that a count per invoke leaves it out.
 //!
 //! The marker is the single instruction `movz xzr, #(0xA000 | id)`, `id` in
 //! 0..=[`MAX_REGION`]. It writes the zero register, so on hardware it does
@@ -20,6 +24,18 @@ pub(crate) const OUTSIDE: u16 = 0;
 
 /// The largest region id a marker can carry (12 bits).
 pub(crate) const MAX_REGION: u16 = 0xFFF;
+
+/// The region of what `qneon run` does once per run, not per invoke:
+/// loading and planning the model, reading the inputs' files, writing the
+/// outputs and the report. The last id, kept from the nodes.
+pub(crate) const SETUP: u16 = MAX_REGION;
+
+/// The region of the invoke loop between two nodes (after a node's `end`,
+/// until the next node's `begin`): serial work whatever the thread count.
+pub(crate) const BETWEEN: u16 = SETUP - 1;
+
+/// The largest region id a node gets.
+const MAX_NODE_REGION: u16 = BETWEEN - 1;
 
 /// Makes `id` (at most [`MAX_REGION`]; higher bits are ignored) the current
 /// instruction-count region (see the module doc).
@@ -123,7 +139,7 @@ pub(crate) fn region(id: u16) {
 /// region per op type instead (ids in order of first appearance), and
 /// `per_node` is false.
 pub(crate) fn assign(ops: &[&str]) -> (Vec<u16>, bool) {
-    if ops.len() <= usize::from(MAX_REGION) {
+    if ops.len() <= usize::from(MAX_NODE_REGION) {
         return ((1..=ops.len() as u16).collect(), true);
     }
     let mut types: Vec<&str> = Vec::new();
@@ -136,7 +152,7 @@ pub(crate) fn assign(ops: &[&str]) -> (Vec<u16>, bool) {
             });
             // More op types than ids cannot happen (TFLite has a few
             // hundred builtin ops); should it, they share the last id.
-            (position + 1).min(usize::from(MAX_REGION)) as u16
+            (position + 1).min(usize::from(MAX_NODE_REGION)) as u16
         })
         .collect();
     (regions, false)
@@ -156,8 +172,12 @@ mod tests {
         let (regions, per_node) = assign(&many);
         assert!(!per_node);
         assert_eq!(&regions[..4], &[1, 2, 2, 1]);
-        let exactly: Vec<&str> = vec!["ADD"; usize::from(MAX_REGION)];
-        assert_eq!(assign(&exactly).0.last(), Some(&MAX_REGION));
+        // The last id is the set-up's: one node more than ids left goes by type.
+        let exactly: Vec<&str> = vec!["ADD"; usize::from(MAX_NODE_REGION)];
+        assert_eq!(assign(&exactly), ((1..=MAX_NODE_REGION).collect(), true));
+        let one_more: Vec<&str> = vec!["ADD"; usize::from(MAX_NODE_REGION) + 1];
+        assert!(!assign(&one_more).1);
+        assert!(!assign(&many).0.iter().any(|r| [SETUP, BETWEEN].contains(r)));
     }
 
     #[test]

@@ -34,7 +34,7 @@ impl Profiler for Timer {
         marker::region(self.regions[self.position]);
     }
     fn end(&mut self, _node: &NodeInfo) {
-        marker::region(marker::OUTSIDE);
+        marker::region(marker::BETWEEN);
         self.times[self.position] += self.started.elapsed();
         self.position += 1;
     }
@@ -47,7 +47,8 @@ impl Profiler for Timer {
 /// starts its share of a split node and region 0 when it has finished it,
 /// so that a per-thread count gives each op its instructions on each thread
 /// and the waiting to region 0. (The invoke loop's own thread also enters
-/// and leaves the region in `begin` and `end`.)
+/// the node's region in `begin`, and in `end` the region of the loop's own
+/// work, `BETWEEN`, which is serial.)
 impl ThreadMarks for Timer {
     fn start(&self, node: &NodeInfo) {
         // Nodes run in operator order: operator `index` is position `index`.
@@ -106,6 +107,9 @@ pub(crate) fn run(args: RunArgs) -> Result<(), String> {
             backend.name()
         ));
     }
+    // Until the first invoke, and after the last: once per run, counted
+    // apart from the invokes (see `marker.rs`).
+    marker::region(marker::SETUP);
     let options = args.load.options(backend);
     let bytes = read_model(&args.model, options.memory_budget.unwrap_or(usize::MAX))?;
     let load_start = Instant::now();
@@ -139,6 +143,7 @@ pub(crate) fn run(args: RunArgs) -> Result<(), String> {
         if step > 0 && args.reset_every.is_some_and(|n| step % n as usize == 0) {
             interpreter.reset_variables();
         }
+        marker::region(marker::OUTSIDE);
         sequence.set(&mut interpreter, step)?;
         for _ in 0..args.reps {
             timer.position = 0;
@@ -148,6 +153,7 @@ pub(crate) fn run(args: RunArgs) -> Result<(), String> {
                 .map_err(|e| format!("{}: {e}", args.model.display()))?;
             invoke_times.push(start.elapsed());
         }
+        marker::region(marker::SETUP);
         if let Some(dir) = &args.output_dir {
             if steps > 1 {
                 write_outputs(
@@ -257,6 +263,8 @@ pub(crate) fn run(args: RunArgs) -> Result<(), String> {
             "macs": macs,
             // Whether every op has a region of its own (else one per op type).
             "region_per_op": region_per_node,
+            "setup_region": marker::SETUP,
+            "between_region": marker::BETWEEN,
             "invoke_ns": invoke_times.iter().map(|t| t.as_nanos() as u64).collect::<Vec<_>>(),
             "ops": ops,
             "outputs": interpreter.outputs().iter().enumerate()
