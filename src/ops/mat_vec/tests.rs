@@ -142,7 +142,7 @@ fn gemv_i8_scalar_equals_gemm_one_row_every_requantization() {
 fn gemv_i8_channel_ranges_equal_the_whole_run() {
     let mut rng = Rng(7);
     for (n, k) in SHAPES {
-        let c = case(&mut rng, n, k, REQUANTIZATIONS[(n % 5) as usize], false);
+        let c = case(&mut rng, n, k, REQUANTIZATIONS[n % 5], false);
         let x = rng.i8s(c.k);
         let mut whole = vec![0i8; c.n];
         c.gemv.run_with(c.gemv.backend(), &x, &mut whole).unwrap();
@@ -193,9 +193,11 @@ fn gemv_i8_errors() {
     let mut out = vec![0i8; 20];
     let short = c.gemv.run_with(Backend::Scalar, &x[..8], &mut out);
     assert!(matches!(short, Err(Error::Length { .. })), "{short:?}");
-    let long = c.gemv.run_with(Backend::Scalar, &x, &mut vec![0i8; 21]);
+    let long = c.gemv.run_with(Backend::Scalar, &x, &mut [0i8; 21]);
     assert!(matches!(long, Err(Error::Length { .. })), "{long:?}");
-    for bad in [4..20, 0..12, 16..24, 9..8] {
+    // Off the grain at either end, past `n`, and reversed.
+    let reversed = Range { start: 9, end: 8 };
+    for bad in [4..20, 0..12, 16..24, reversed] {
         let r = c
             .gemv
             .run_channels_with(Backend::Scalar, &x, &mut out[..4], bad.clone());
