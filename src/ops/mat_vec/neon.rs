@@ -33,11 +33,51 @@ fn rows_block<const N: usize>(
     out: &mut [i32],
     step: &impl Fn(int32x4_t, int8x16_t, int8x16_t) -> int32x4_t,
 ) {
-    assert!(w.len() >= N * stride && out.len() >= N && xb.len() >= full);
+    assert!(out.len() >= N);
+    let acc = block_acc::<N>(w, stride, xb, tail, full, has_tail, step);
+    // SAFETY: the stores write within `out[..N]` (asserted here).
+    unsafe {
+        let mut j = 0;
+        while j + 4 <= N {
+            vst1q_s32(out.as_mut_ptr().add(j), sum_four(&acc, j));
+            j += 4;
+        }
+        while j < N {
+            out[j] = vaddvq_s32(acc[j]);
+            j += 1;
+        }
+    }
+}
+
+/// The four row sums of accumulators `j..j + 4` (two rounds of `addp`).
+#[inline(always)]
+fn sum_four<const N: usize>(acc: &[int32x4_t; N], j: usize) -> int32x4_t {
+    // SAFETY: register-only NEON (a compile-time target feature here).
+    unsafe {
+        vpaddq_s32(
+            vpaddq_s32(acc[j], acc[j + 1]),
+            vpaddq_s32(acc[j + 2], acc[j + 3]),
+        )
+    }
+}
+
+/// [`rows_block`]'s products before the reduction: one accumulator per
+/// row, each lane a partial sum of it.
+#[inline(always)]
+fn block_acc<const N: usize>(
+    w: &[i8],
+    stride: usize,
+    xb: &[i8],
+    tail: &[i8; 16],
+    full: usize,
+    has_tail: bool,
+    step: &impl Fn(int32x4_t, int8x16_t, int8x16_t) -> int32x4_t,
+) -> [int32x4_t; N] {
+    assert!(w.len() >= N * stride && xb.len() >= full);
     // SAFETY: the loads read 16 bytes at `c * N + j * 16` of `w`, `j < N`,
     // below `(c + 16) * N <= (full + 16 * has_tail) * N <= stride * N` (the
     // caller's assertion), at `c + 16 <= full <= xb.len()` of `xb`, and all
-    // of `tail`; the stores write within `out[..N]` (asserted here).
+    // of `tail`.
     unsafe {
         let mut acc = [vdupq_n_s32(0); N];
         let mut c = 0;
@@ -66,19 +106,7 @@ fn rows_block<const N: usize>(
                 *a = step(*a, vld1q_s8(w.as_ptr().add(full * N + j * 16)), xv);
             }
         }
-        let mut j = 0;
-        while j + 4 <= N {
-            let sums = vpaddq_s32(
-                vpaddq_s32(acc[j], acc[j + 1]),
-                vpaddq_s32(acc[j + 2], acc[j + 3]),
-            );
-            vst1q_s32(out.as_mut_ptr().add(j), sums);
-            j += 4;
-        }
-        while j < N {
-            out[j] = vaddvq_s32(acc[j]);
-            j += 1;
-        }
+        acc
     }
 }
 
@@ -189,11 +217,26 @@ fn channel_lanes(m: &ChannelMultipliers, ch: usize) -> ChannelMultiplier<int32x4
     }
 }
 
-/// The one loop of [`gemv`]: for each [`CHUNK`] of channels, the raw dot
-/// products by `rows_block` (blocks never straddle a chunk: chunks start at
-/// multiples of 8 and end at one or at `n`, where the blocks of 4 and 1
-/// begin), then the folded bias, `requant` (4 channels starting at the
-/// given one), the zero point and the clamp, narrowed to int8.
+/// [`rq::narrow_store`] for 8 values: the same saturating narrows, zero
+/// point and clamp, on half vectors.
+#[inline(always)]
+fn narrow_store8(v: [int32x4_t; 2], zp: int16x8_t, min: int8x8_t, max: int8x8_t, out: &mut [i8]) {
+    assert!(out.len() >= 8);
+    // SAFETY: register-only NEON, and a store of 8 bytes into `out`
+    // (asserted above).
+    unsafe {
+        let wide = vqaddq_s16(vqmovn_high_s32(vqmovn_s32(v[0]), v[1]), zp);
+        let o = vmin_s8(vmax_s8(vqmovn_s16(wide), min), max);
+        vst1_s8(out.as_mut_ptr(), o);
+    }
+}
+
+/// The one loop of [`gemv`]: each whole block of 8 rows by `block_acc`,
+/// reduced, then the folded bias, `requant` (4 channels starting at the
+/// given one), the zero point and the clamp, narrowed to int8; the rows
+/// after the last such block (fewer than 8: the blocks of 4 and 1) as one
+/// [`CHUNK`] of raw dot products by `rows_block` through a buffer, then the
+/// same output stage.
 #[inline(always)]
 fn gemv_with(
     g: &GemvView<'_>,
@@ -223,7 +266,29 @@ fn gemv_with(
             vdupq_n_s8(g.act_max as i8),
         )
     };
+    // SAFETY: register-only NEON.
+    let (min8, max8) = unsafe { (vget_low_s8(min), vget_low_s8(max)) };
     let mut c = channels.start;
+    // Whole blocks of 8 rows: the sums stay in registers, 8 bytes out.
+    let blocks_end = channels.end.min(g.n / 8 * 8);
+    while c + 8 <= blocks_end {
+        let w = &g.packed[c * stride..];
+        let acc = block_acc::<8>(w, stride, x, &tail, full, has_tail, step);
+        let bias = &g.folded_bias[c..c + 8];
+        // SAFETY: each load reads within the 8 values of `bias`.
+        let (b0, b1) = unsafe { (vld1q_s32(bias.as_ptr()), vld1q_s32(bias.as_ptr().add(4))) };
+        // SAFETY: register-only NEON.
+        let v = unsafe {
+            [
+                requant(vaddq_s32(sum_four(&acc, 0), b0), c),
+                requant(vaddq_s32(sum_four(&acc, 4), b1), c + 4),
+            ]
+        };
+        narrow_store8(v, zp, min8, max8, &mut output[c - channels.start..][..8]);
+        c += 8;
+    }
+    // The rows after the last whole block of 8 (a block of 4, single
+    // rows), through a chunk's buffer.
     while c < channels.end {
         let len = (channels.end - c).min(CHUNK);
         let mut dots = [0i32; CHUNK];
