@@ -198,21 +198,22 @@ pub(crate) fn mat_vec_widening(
     mat_vec_with(weights, rows, cols, stride, x, dots, widening)
 }
 
-/// Channel `ch..ch + 4`'s double-rounding multipliers as lanes (the arrays
-/// are padded past the last channel).
+/// Channel `ch..ch + 4`'s double-rounding multipliers as lanes.
+///
+/// # Safety
+/// `ch + 4` is at most the length of the three arrays (which `gemv_requant`
+/// asserts are at least as long as the folded bias, and `gemv_with` calls
+/// with `ch + 4` at most that).
 #[inline(always)]
-fn channel_lanes(m: &ChannelMultipliers, ch: usize) -> ChannelMultiplier<int32x4_t> {
-    let (l, q, r) = (
-        &m.left_shift[ch..ch + 4],
-        &m.multiplier[ch..ch + 4],
-        &m.neg_right_shift[ch..ch + 4],
-    );
-    // SAFETY: each load reads the 4 values of a slice of length 4.
+unsafe fn channel_lanes(m: &ChannelMultipliers, ch: usize) -> ChannelMultiplier<int32x4_t> {
+    debug_assert!(ch + 4 <= m.left_shift.len().min(m.multiplier.len()));
+    // SAFETY: each load reads 4 values from `ch`, within the arrays (the
+    // caller's contract).
     unsafe {
         ChannelMultiplier {
-            left_shift: vld1q_s32(l.as_ptr()),
-            multiplier: vld1q_s32(q.as_ptr()),
-            neg_right_shift: vld1q_s32(r.as_ptr()),
+            left_shift: vld1q_s32(m.left_shift.as_ptr().add(ch)),
+            multiplier: vld1q_s32(m.multiplier.as_ptr().add(ch)),
+            neg_right_shift: vld1q_s32(m.neg_right_shift.as_ptr().add(ch)),
         }
     }
 }
@@ -236,7 +237,8 @@ fn narrow_store8(v: [int32x4_t; 2], zp: int16x8_t, min: int8x8_t, max: int8x8_t,
 /// given one), the zero point and the clamp, narrowed to int8; the rows
 /// after the last such block (fewer than 8: the blocks of 4 and 1) as one
 /// [`CHUNK`] of raw dot products by `rows_block` through a buffer, then the
-/// same output stage.
+/// same output stage. `requant` is called with channels `ch` whose `ch + 4`
+/// is at most the folded bias's length (asserted below).
 #[inline(always)]
 fn gemv_with(
     g: &GemvView<'_>,
@@ -274,9 +276,10 @@ fn gemv_with(
     while c + 8 <= blocks_end {
         let w = &g.packed[c * stride..];
         let acc = block_acc::<8>(w, stride, x, &tail, full, has_tail, step);
-        let bias = &g.folded_bias[c..c + 8];
-        // SAFETY: each load reads within the 8 values of `bias`.
-        let (b0, b1) = unsafe { (vld1q_s32(bias.as_ptr()), vld1q_s32(bias.as_ptr().add(4))) };
+        let bias = g.folded_bias.as_ptr();
+        // SAFETY: the loads read `c..c + 8`, within the folded bias
+        // (`c + 8 <= channels.end`, and the assertion above).
+        let (b0, b1) = unsafe { (vld1q_s32(bias.add(c)), vld1q_s32(bias.add(c + 4))) };
         // SAFETY: register-only NEON.
         let v = unsafe {
             [
@@ -342,38 +345,60 @@ fn gemv_requant(
     step: &impl Fn(int32x4_t, int8x16_t, int8x16_t) -> int32x4_t,
 ) {
     let m = g.multipliers;
+    // Every channel `ch` the output stage loads (4 from it) has `ch + 4`
+    // at most the folded bias's length (`gemv_with` asserts it); the arrays
+    // a requantization reads are at least that long (asserted per arm), so
+    // the loads below need no check each.
+    let len = g.folded_bias.len();
+    let double_arrays =
+        m.left_shift.len() >= len && m.multiplier.len() >= len && m.neg_right_shift.len() >= len;
     match m.requantization {
         Requantization::Multiplier(Rounding::Double) => {
+            assert!(double_arrays);
             gemv_with(g, x, output, channels, step, |acc, ch| {
-                requantize_lanes(acc, &channel_lanes(m, ch))
+                // SAFETY: `ch + 4 <= len` (above).
+                requantize_lanes(acc, &unsafe { channel_lanes(m, ch) })
             })
         }
         Requantization::Multiplier(Rounding::Single) => {
+            assert!(m.multiplier.len() >= len && m.neg_total_shift.len() >= len);
             gemv_with(g, x, output, channels, step, |acc, ch| {
-                let (q, s) = (&m.multiplier[ch..ch + 4], &m.neg_total_shift[ch..ch + 4]);
-                // SAFETY: each load reads within a slice of length 4.
+                let (q, s) = (m.multiplier.as_ptr(), m.neg_total_shift.as_ptr());
+                // SAFETY: each load reads within `ch..ch + 4`, and
+                // `ch + 4 <= len` (above).
                 unsafe {
-                    let shifts = [vld1q_s64(s.as_ptr()), vld1q_s64(s.as_ptr().add(2))];
-                    rq::requantize_single(acc, vld1q_s32(q.as_ptr()), &shifts)
+                    let shifts = [vld1q_s64(s.add(ch)), vld1q_s64(s.add(ch + 2))];
+                    rq::requantize_single(acc, vld1q_s32(q.add(ch)), &shifts)
                 }
             })
         }
-        Requantization::RealF64 => gemv_with(g, x, output, channels, step, |acc, ch| {
-            let real = &m.real[ch..ch + 4];
-            // SAFETY: each load reads within a slice of length 4.
-            unsafe {
-                let real = [vld1q_f64(real.as_ptr()), vld1q_f64(real.as_ptr().add(2))];
-                rq::requantize_real_f64(acc, &real)
-            }
-        }),
-        Requantization::XnnpackF32 => gemv_with(g, x, output, channels, step, |acc, ch| {
-            let scale = &m.scale_f32[ch..ch + 4];
-            // SAFETY: the load reads the 4 values of a slice of length 4.
-            unsafe { rq::requantize_xnnpack_f32(acc, vld1q_f32(scale.as_ptr())) }
-        }),
-        Requantization::GemvTiesUpward => gemv_with(g, x, output, channels, step, |acc, ch| {
-            rq::requantize_gemv_ties_upward(acc, &channel_lanes(m, ch))
-        }),
+        Requantization::RealF64 => {
+            assert!(m.real.len() >= len);
+            gemv_with(g, x, output, channels, step, |acc, ch| {
+                let real = m.real.as_ptr();
+                // SAFETY: each load reads within `ch..ch + 4`, and
+                // `ch + 4 <= len` (above).
+                unsafe {
+                    let real = [vld1q_f64(real.add(ch)), vld1q_f64(real.add(ch + 2))];
+                    rq::requantize_real_f64(acc, &real)
+                }
+            })
+        }
+        Requantization::XnnpackF32 => {
+            assert!(m.scale_f32.len() >= len);
+            gemv_with(g, x, output, channels, step, |acc, ch| {
+                // SAFETY: the load reads `ch..ch + 4`, and `ch + 4 <= len`
+                // (above).
+                unsafe { rq::requantize_xnnpack_f32(acc, vld1q_f32(m.scale_f32.as_ptr().add(ch))) }
+            })
+        }
+        Requantization::GemvTiesUpward => {
+            assert!(double_arrays);
+            gemv_with(g, x, output, channels, step, |acc, ch| {
+                // SAFETY: `ch + 4 <= len` (above).
+                rq::requantize_gemv_ties_upward(acc, &unsafe { channel_lanes(m, ch) })
+            })
+        }
     }
 }
 
