@@ -272,9 +272,12 @@ fn gemv_with(
     let (min8, max8) = unsafe { (vget_low_s8(min), vget_low_s8(max)) };
     let mut c = channels.start;
     // Whole blocks of 8 rows: the sums stay in registers, 8 bytes out.
-    let blocks_end = channels.end.min(g.n / 8 * 8);
-    while c + 8 <= blocks_end {
-        let w = &g.packed[c * stride..];
+    let blocks = channels.end.min(g.n / 8 * 8).saturating_sub(c) / 8;
+    // Exact chunks: a block's weights and its 8 output bytes without a
+    // bounds check each.
+    let weight_blocks = g.packed[c * stride..].chunks_exact(8 * stride);
+    let output_blocks = output.chunks_exact_mut(8);
+    for (w, out) in weight_blocks.zip(output_blocks).take(blocks) {
         let acc = block_acc::<8>(w, stride, x, &tail, full, has_tail, step);
         let bias = g.folded_bias.as_ptr();
         // SAFETY: the loads read `c..c + 8`, within the folded bias
@@ -287,7 +290,7 @@ fn gemv_with(
                 requant(vaddq_s32(sum_four(&acc, 4), b1), c + 4),
             ]
         };
-        narrow_store8(v, zp, min8, max8, &mut output[c - channels.start..][..8]);
+        narrow_store8(v, zp, min8, max8, out);
         c += 8;
     }
     // The rows after the last whole block of 8 (a block of 4, single
