@@ -102,7 +102,7 @@ pub use ops::{
 #[cfg(feature = "alloc")]
 pub use ops::{Conv2d, ConvGeometry, ConvQuantization, ConvRequantization, DepthwiseConv2d};
 #[cfg(feature = "alloc")]
-pub use ops::{Gemm, MatMul, NoNorm};
+pub use ops::{Gemm, Gemv, MatMul, NoNorm};
 #[cfg(feature = "alloc")]
 pub use ops::{
     Lstm, LstmGateWeights, LstmProjection, LstmQuantization, LstmScratch, LstmShape, LstmWeights,

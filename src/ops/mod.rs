@@ -172,6 +172,8 @@ mod heads;
 mod log_softmax;
 #[cfg(feature = "alloc")]
 mod lstm;
+#[cfg(feature = "alloc")]
+mod mat_vec;
 mod mean;
 mod method;
 mod minmax;
@@ -212,6 +214,8 @@ pub use log_softmax::LogSoftmax;
 pub use lstm::{
     Lstm, LstmGateWeights, LstmProjection, LstmQuantization, LstmScratch, LstmShape, LstmWeights,
 };
+#[cfg(feature = "alloc")]
+pub use mat_vec::Gemv;
 pub use mean::{Mean, MeanKernels};
 pub use method::Method;
 pub use minmax::{MinMax, MinMaxKind};

@@ -20,9 +20,8 @@ use smallvec::SmallVec;
 use super::ops::{Ins, Io, Outs, INLINE};
 use super::place::Place;
 
-/// The free parts of a block between a node's writes, each with its start
-/// address.
-type Gaps<'b> = SmallVec<[(usize, &'b [u8]); INLINE + 1]>;
+/// The free parts of a block between a node's writes, in address order.
+type Gaps<'b> = SmallVec<[&'b [u8]; INLINE + 1]>;
 
 /// One input of a node: its place, and for a read of the arena or the
 /// variable block the gap between that block's writes that holds it.
@@ -34,6 +33,27 @@ struct Read {
     state: bool,
 }
 
+/// What [`NodeIo::carve`] hands the kernel for one input, worked out at
+/// load from a [`Read`]: the bytes `start..end` of a gap of the arena or
+/// the variable block (relative to the gap's start), a constant, or
+/// nothing (an omitted input, or a state input, which goes in
+/// [`Io::state`]).
+#[derive(Clone, Debug)]
+enum Pick {
+    Empty,
+    Arena {
+        gap: usize,
+        start: usize,
+        end: usize,
+    },
+    Variable {
+        gap: usize,
+        start: usize,
+        end: usize,
+    },
+    Constant(usize),
+}
+
 /// The disjoint writes of a node into one block of memory (the arena or the
 /// variable block), sorted by address.
 #[derive(Clone, Debug, Default)]
@@ -43,6 +63,9 @@ struct Writes {
     order: Vec<usize>,
     /// The free bytes between the writes (in address order).
     gaps: Vec<Range<usize>>,
+    /// Every write is non-empty and `ranges` is in address order already:
+    /// `split` takes them as they come.
+    in_order: bool,
 }
 
 impl Writes {
@@ -65,10 +88,13 @@ impl Writes {
             position = range.end;
         }
         gaps.push(position..block);
+        let in_order =
+            ranges.iter().all(|r| !r.is_empty()) && order.iter().enumerate().all(|(i, &w)| i == w);
         Ok(Writes {
             ranges,
             order,
             gaps,
+            in_order,
         })
     }
 
@@ -80,28 +106,42 @@ impl Writes {
     }
 
     /// Splits `block` into the writes (in `ranges` order) and the gaps
-    /// (each with its start address).
+    /// (address order).
+    #[inline(always)]
     fn split<'b>(&self, block: &'b mut [u8]) -> (Gaps<'b>, Outs<'b>) {
         let mut gaps: Gaps<'b> = SmallVec::new();
-        let mut slots: Outs<'b> = (0..self.ranges.len())
-            .map(|_| <&mut [u8]>::default())
-            .collect();
+        let mut slots: Outs<'b> = SmallVec::new();
         let mut rest: &'b mut [u8] = block;
         let mut position = 0;
+        if self.in_order {
+            // The common case (one output, or outputs and scratch planned
+            // in order): each slot is pushed as it is cut.
+            for range in &self.ranges {
+                // `new` checked the order and the bounds.
+                let (gap, tail) = std::mem::take(&mut rest).split_at_mut(range.start - position);
+                let (slot, tail) = tail.split_at_mut(range.len());
+                gaps.push(gap);
+                slots.push(slot);
+                position = range.end;
+                rest = tail;
+            }
+            gaps.push(rest);
+            return (gaps, slots);
+        }
+        slots.extend((0..self.ranges.len()).map(|_| <&mut [u8]>::default()));
         for &w in &self.order {
             let range = &self.ranges[w];
             if range.is_empty() {
                 continue;
             }
-            // `new` checked the order and the bounds.
             let (gap, tail) = std::mem::take(&mut rest).split_at_mut(range.start - position);
             let (slot, tail) = tail.split_at_mut(range.len());
-            gaps.push((position, gap));
+            gaps.push(gap);
             slots[w] = slot;
             position = range.end;
             rest = tail;
         }
-        gaps.push((position, rest));
+        gaps.push(rest);
         (gaps, slots)
     }
 }
@@ -109,7 +149,8 @@ impl Writes {
 /// The memory of one node, worked out at load.
 #[derive(Clone, Debug, Default)]
 pub(super) struct NodeIo {
-    inputs: Vec<Read>,
+    /// What each input is, in the operator's order.
+    picks: Vec<Pick>,
     /// Arena writes: each output (empty when omitted), then the scratch.
     arena: Writes,
     /// Whether the last arena write is the node's scratch.
@@ -182,8 +223,33 @@ impl NodeIo {
         let uses_variables = inputs
             .iter()
             .any(|read| matches!(read.place, Place::Variable(_)));
+        let gap_start = |writes: &Writes, gap: usize| writes.gaps.get(gap).map_or(0, |g| g.start);
+        let picks = inputs
+            .iter()
+            .map(|read| match &read.place {
+                _ if read.state => Pick::Empty,
+                Place::Arena(range) => {
+                    let at = gap_start(&arena, read.gap);
+                    Pick::Arena {
+                        gap: read.gap,
+                        start: range.start - at,
+                        end: range.end - at,
+                    }
+                }
+                Place::Variable(range) => {
+                    let at = gap_start(&variables, read.gap);
+                    Pick::Variable {
+                        gap: read.gap,
+                        start: range.start - at,
+                        end: range.end - at,
+                    }
+                }
+                Place::Constant(c) => Pick::Constant(*c),
+                Place::Unused => Pick::Empty,
+            })
+            .collect();
         Ok(NodeIo {
-            inputs,
+            picks,
             arena,
             has_scratch,
             variables,
@@ -200,6 +266,27 @@ impl NodeIo {
         variables: &'b mut [u8],
         constant: impl Fn(usize) -> &'c [u8],
     ) -> Io<'b> {
+        self.with_io(arena, variables, constant, |io| Io {
+            ins: std::mem::take(&mut io.ins),
+            outs: std::mem::take(&mut io.outs),
+            scratch: std::mem::take(&mut io.scratch),
+            out_start: io.out_start,
+            state: std::mem::take(&mut io.state),
+        })
+    }
+
+    /// [`carve`](Self::carve), then `f` on the node's [`Io`] where it was
+    /// built: returned, the `Io` (about 600 bytes, most of them the inline
+    /// inputs) would be copied once more per node. Only splits and indexes:
+    /// every offset was worked out by [`new`](Self::new).
+    #[inline(always)]
+    pub(super) fn with_io<'b, 'c: 'b, R>(
+        &self,
+        arena: &'b mut [u8],
+        variables: &'b mut [u8],
+        constant: impl Fn(usize) -> &'c [u8],
+        f: impl FnOnce(&mut Io<'b>) -> R,
+    ) -> R {
         let (arena_gaps, mut outs) = self.arena.split(arena);
         let (variable_gaps, state) = if self.uses_variables {
             self.variables.split(variables)
@@ -211,28 +298,42 @@ impl NodeIo {
         } else {
             &mut []
         };
-        let pick = |gaps: &[(usize, &'b [u8])], gap: usize, range: &Range<usize>| -> &'b [u8] {
-            let (start, bytes) = gaps[gap];
-            &bytes[range.start - start..range.end - start]
-        };
-        let ins: Ins<'b> = self
-            .inputs
-            .iter()
-            .map(|read| match &read.place {
-                _ if read.state => &[][..],
-                Place::Arena(range) => pick(&arena_gaps, read.gap, range),
-                Place::Variable(range) => pick(&variable_gaps, read.gap, range),
-                Place::Constant(c) => constant(*c),
-                Place::Unused => &[],
-            })
-            .collect();
-        Io {
-            ins,
+        let mut io = Io {
+            ins: Ins::new(),
             outs,
             scratch,
             out_start: 0,
             state,
-        }
+        };
+        fill_ins(
+            &self.picks,
+            &mut io.ins,
+            &arena_gaps,
+            &variable_gaps,
+            &constant,
+        );
+        f(&mut io)
+    }
+}
+
+/// Pushes the bytes of each of `picks` (from the gaps, or a constant) onto
+/// `ins`. Apart from the loop of `Session::invoke_with`, so that its code
+/// does not weigh on the registers there (measured on the audio models).
+#[inline(never)]
+fn fill_ins<'b, 'c: 'b>(
+    picks: &[Pick],
+    ins: &mut Ins<'b>,
+    arena_gaps: &[&'b [u8]],
+    variable_gaps: &[&'b [u8]],
+    constant: &impl Fn(usize) -> &'c [u8],
+) {
+    for pick in picks {
+        ins.push(match *pick {
+            Pick::Empty => &[][..],
+            Pick::Arena { gap, start, end } => &arena_gaps[gap][start..end],
+            Pick::Variable { gap, start, end } => &variable_gaps[gap][start..end],
+            Pick::Constant(c) => constant(c),
+        });
     }
 }
 

@@ -273,15 +273,15 @@ impl<'a> Session<'a> {
                 profiler.end(&node.info);
                 continue;
             }
-            let mut io = io.carve(&mut *arena, &mut *variables, constant);
-            profiler.begin(&node.info);
-            node.kernel
-                .run(backend, &mut io)
-                .map_err(|problem| Error::InvalidOp {
-                    op: node.info.op.clone(),
-                    index: node.info.index,
-                    problem,
-                })?;
+            let ran = io.with_io(&mut *arena, &mut *variables, constant, |io| {
+                profiler.begin(&node.info);
+                node.kernel.run(backend, io)
+            });
+            ran.map_err(|problem| Error::InvalidOp {
+                op: node.info.op.clone(),
+                index: node.info.index,
+                problem,
+            })?;
             profiler.end(&node.info);
         }
         Ok(())

@@ -1,12 +1,8 @@
-//! The LSTM's NEON kernels. The gate matrix products: four weight rows
-//! against one input row per step of 16 depth bytes, with `sdot`
-//! (FEAT_DotProd, detected at run time) or widening multiplies (`smull` +
-//! `sadalp`), on rows padded to whole blocks at prepare. The int32 sums
-//! wrap like the scalar reference's, so every path gives its values
-//! exactly. Then the element-wise kernels, each equal to its scalar form in
-//! `params.rs`.
+//! The LSTM's NEON kernels. The gate matrix products are the packed
+//! mat-vec of `ops/mat_vec/` (eight weight rows against one input row per
+//! step of 16 depth bytes, `sdot` or widening multiplies). Then the
+//! element-wise kernels, each equal to its scalar form in `params.rs`.
 
-use crate::backend::CpuFeatures;
 use crate::fixedpoint::gemmlowp16::{logistic_q3_12_lanes, tanh_q_lanes};
 use crate::fixedpoint::neon16::map_in_place;
 use crate::fixedpoint::Lane;
@@ -16,166 +12,13 @@ use crate::ops::requant::{requantize_lanes, ChannelMultiplier};
 use crate::quant::{QuantizedMultiplier, Rounding};
 use core::arch::aarch64::*;
 
-use crate::ops::dot_neon::{sdot, widening};
-
-/// The products of one block of `N` packed weight rows (`w`, `N * stride`
-/// bytes: for each 16 bytes of depth, 16 bytes of each row in turn) with
-/// one input row (`xb`, its last partial block in `tail`) into `out` (`N`
-/// sums): one input load feeds `N` products per 16 bytes of depth, the
-/// weights are one contiguous stream; groups of four rows are reduced
-/// together with two rounds of `addp`.
-#[inline(always)]
-#[allow(clippy::too_many_arguments)]
-fn rows_block<const N: usize>(
-    w: &[i8],
-    stride: usize,
-    xb: &[i8],
-    tail: &[i8; 16],
-    full: usize,
-    has_tail: bool,
-    out: &mut [i32],
-    step: &impl Fn(int32x4_t, int8x16_t, int8x16_t) -> int32x4_t,
-) {
-    assert!(w.len() >= N * stride && out.len() >= N && xb.len() >= full);
-    // SAFETY: the loads read 16 bytes at `c * N + j * 16` of `w`, `j < N`,
-    // below `(c + 16) * N <= (full + 16 * has_tail) * N <= stride * N` (the
-    // caller's assertion), at `c + 16 <= full <= xb.len()` of `xb`, and all
-    // of `tail`; the stores write within `out[..N]` (asserted here).
-    unsafe {
-        let mut acc = [vdupq_n_s32(0); N];
-        let mut c = 0;
-        // Two depth blocks per iteration: half the loop's own instructions.
-        while c + 32 <= full {
-            let x0 = vld1q_s8(xb.as_ptr().add(c));
-            let x1 = vld1q_s8(xb.as_ptr().add(c + 16));
-            for (j, a) in acc.iter_mut().enumerate() {
-                *a = step(*a, vld1q_s8(w.as_ptr().add(c * N + j * 16)), x0);
-            }
-            for (j, a) in acc.iter_mut().enumerate() {
-                *a = step(*a, vld1q_s8(w.as_ptr().add((c + 16) * N + j * 16)), x1);
-            }
-            c += 32;
-        }
-        while c < full {
-            let xv = vld1q_s8(xb.as_ptr().add(c));
-            for (j, a) in acc.iter_mut().enumerate() {
-                *a = step(*a, vld1q_s8(w.as_ptr().add(c * N + j * 16)), xv);
-            }
-            c += 16;
-        }
-        if has_tail {
-            let xv = vld1q_s8(tail.as_ptr());
-            for (j, a) in acc.iter_mut().enumerate() {
-                *a = step(*a, vld1q_s8(w.as_ptr().add(full * N + j * 16)), xv);
-            }
-        }
-        let mut j = 0;
-        while j + 4 <= N {
-            let sums = vpaddq_s32(
-                vpaddq_s32(acc[j], acc[j + 1]),
-                vpaddq_s32(acc[j + 2], acc[j + 3]),
-            );
-            vst1q_s32(out.as_mut_ptr().add(j), sums);
-            j += 4;
-        }
-        while j < N {
-            out[j] = vaddvq_s32(acc[j]);
-            j += 1;
-        }
-    }
-}
-
-/// The one loop of both paths; `step` is `sdot` or `widening`. `weights`
-/// is packed (see `MatVec`): rows zero past `cols` up to `stride`, so every
-/// row is whole 16-byte blocks, in blocks of eight rows, then four, then
-/// one, the order this loop takes them in. The last partial block of each
-/// input row is read from a zero-padded copy.
-#[inline(always)]
-fn mat_vec_with(
-    weights: &[i8],
-    rows: usize,
-    cols: usize,
-    stride: usize,
-    x: &[i8],
-    dots: &mut [i32],
-    step: impl Fn(int32x4_t, int8x16_t, int8x16_t) -> int32x4_t,
-) {
-    let full = cols / 16 * 16;
-    let has_tail = cols > full;
-    assert!(stride >= full + 16 * has_tail as usize && weights.len() >= rows * stride);
-    for (xb, db) in x.chunks_exact(cols).zip(dots.chunks_exact_mut(rows)) {
-        let mut tail = [0i8; 16];
-        tail[..cols - full].copy_from_slice(&xb[full..]);
-        let mut r = 0;
-        while r + 8 <= rows {
-            let w = &weights[r * stride..];
-            rows_block::<8>(w, stride, xb, &tail, full, has_tail, &mut db[r..], &step);
-            r += 8;
-        }
-        if r + 4 <= rows {
-            let w = &weights[r * stride..];
-            rows_block::<4>(w, stride, xb, &tail, full, has_tail, &mut db[r..], &step);
-            r += 4;
-        }
-        while r < rows {
-            let w = &weights[r * stride..];
-            rows_block::<1>(w, stride, xb, &tail, full, has_tail, &mut db[r..], &step);
-            r += 1;
-        }
-    }
-}
-
-/// `sdot` path.
-#[target_feature(enable = "dotprod")]
-unsafe fn mat_vec_dot(
-    weights: &[i8],
-    rows: usize,
-    cols: usize,
-    stride: usize,
-    x: &[i8],
-    dots: &mut [i32],
-) {
-    // SAFETY: this function requires dotprod, so `sdot` may run.
-    mat_vec_with(weights, rows, cols, stride, x, dots, |acc, w, x| unsafe {
-        sdot(acc, w, x)
-    })
-}
-
-/// `scalar::mat_vec_packed` on NEON (`sdot` when the CPU has it). The
-/// caller checked the lengths (`x` a whole number of `cols` rows, `dots`
-/// `rows` per row of `x`); the stride and the weights' length are asserted.
-pub(crate) fn mat_vec_packed(
-    weights: &[i8],
-    rows: usize,
-    cols: usize,
-    stride: usize,
-    x: &[i8],
-    dots: &mut [i32],
-) {
-    if CpuFeatures::detect().dotprod {
-        // SAFETY: the CPU has dotprod (checked just above).
-        unsafe { mat_vec_dot(weights, rows, cols, stride, x, dots) }
-    } else {
-        mat_vec_with(weights, rows, cols, stride, x, dots, widening)
-    }
-}
+pub(crate) use crate::ops::mat_vec::neon::mat_vec_packed;
+#[cfg(test)]
+pub(crate) use crate::ops::mat_vec::neon::mat_vec_widening;
 
 /// `scalar::mat_vec` on NEON.
 pub(crate) fn mat_vec(m: &MatVec, x: &[i8], dots: &mut [i32]) {
     mat_vec_packed(&m.weights, m.rows, m.cols, m.stride, x, dots)
-}
-
-/// The widening path alone, for tests on CPUs with dotprod.
-#[cfg(test)]
-pub(crate) fn mat_vec_widening(
-    weights: &[i8],
-    rows: usize,
-    cols: usize,
-    stride: usize,
-    x: &[i8],
-    dots: &mut [i32],
-) {
-    mat_vec_with(weights, rows, cols, stride, x, dots, widening)
 }
 
 /// gemmlowp's 16-bit logistic of each Q3.12 value, eight lanes at a time

@@ -16,17 +16,15 @@ use crate::fixedpoint::Lane;
 use crate::quant::{QuantizedMultiplier, Rounding};
 use alloc::vec::Vec;
 
+pub(crate) use crate::ops::mat_vec::pack_rows;
+
 /// One int8 weight matrix (`rows x cols`) of a gate with the bias TFLite
 /// folds into it at prepare: `bias[r] - zero_point * sum_c w[r][c]`
 /// (`zero_point` being the zero point of the vector it multiplies), and the
 /// multiplier that scales the product into the gate's units.
 ///
-/// The weights are packed for the NEON products ([`pack_rows`]): each row
-/// padded with zeros to `stride` bytes (`cols` rounded up to 16; the zeros
-/// add nothing to any sum), and the rows in blocks of eight (then one of
-/// four, then single rows), each block stored 16 bytes of depth at a time
-/// for all its rows, so that the kernel reads a block as one contiguous
-/// stream.
+/// The weights are packed for the NEON products ([`pack_rows`], the row
+/// layout of `ops/mat_vec/`, rows padded to `stride` bytes).
 #[derive(Clone, Debug)]
 pub(crate) struct MatVec {
     pub(crate) weights: Vec<i8>,
@@ -35,39 +33,6 @@ pub(crate) struct MatVec {
     pub(crate) stride: usize,
     pub(crate) effective_bias: Vec<i32>,
     pub(crate) multiplier: QuantizedMultiplier,
-}
-
-/// The block of the packed layout that row `r` of `rows` belongs to: its
-/// first row and its number of rows (8, then 4, then 1, the order in which
-/// the NEON kernel takes them).
-#[inline(always)]
-pub(crate) fn row_block(r: usize, rows: usize) -> (usize, usize) {
-    let eights = rows / 8 * 8;
-    if r < eights {
-        (r / 8 * 8, 8)
-    } else if rows - eights >= 4 && r < eights + 4 {
-        (eights, 4)
-    } else {
-        (r, 1)
-    }
-}
-
-/// `weights` (`rows x cols`, row-major) in the packed layout of [`MatVec`],
-/// and the padded row length: row `r`'s 16 bytes of depth block `k` are at
-/// `first * stride + k * n * 16 + (r - first) * 16`, where `(first, n)` is
-/// [`row_block`]`(r, rows)`.
-pub(crate) fn pack_rows(weights: &[i8], rows: usize, cols: usize) -> (Vec<i8>, usize) {
-    let stride = cols.div_ceil(16) * 16;
-    let mut packed = alloc::vec![0i8; rows * stride];
-    for (r, row) in weights.chunks_exact(cols).take(rows).enumerate() {
-        let (first, n) = row_block(r, rows);
-        let base = first * stride + (r - first) * 16;
-        for (k, chunk) in row.chunks(16).enumerate() {
-            let at = base + k * n * 16;
-            packed[at..at + chunk.len()].copy_from_slice(chunk);
-        }
-    }
-    (packed, stride)
 }
 
 /// TFLite's layer normalization of one gate (`ApplyLayerNorm`).

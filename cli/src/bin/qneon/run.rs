@@ -20,7 +20,10 @@ use crate::marker;
 /// Times every node, `times[p]` accumulating the node at position `p`
 /// (execution order), and brackets its kernel with the instruction-count
 /// region markers of `regions[p]` (see `marker.rs`). The clock is read
-/// outside the marked region, so counts per node hold the kernel alone.
+/// once per node, at its end, outside the marked region (so counts per node
+/// hold the kernel alone): a node's time runs from the end of the one
+/// before (the first's from its start), so it includes the interpreter's
+/// few hundred instructions of bookkeeping before the kernel.
 struct Timer {
     started: Instant,
     times: Vec<Duration>,
@@ -30,12 +33,17 @@ struct Timer {
 
 impl Profiler for Timer {
     fn begin(&mut self, _node: &NodeInfo) {
-        self.started = Instant::now();
+        if self.position == 0 {
+            self.started = Instant::now();
+        }
         marker::region(self.regions[self.position]);
     }
     fn end(&mut self, _node: &NodeInfo) {
         marker::region(marker::BETWEEN);
-        self.times[self.position] += self.started.elapsed();
+        // One clock read per node: the next node's time starts here.
+        let now = Instant::now();
+        self.times[self.position] += now.duration_since(self.started);
+        self.started = now;
         self.position += 1;
     }
     fn thread_marks(&self) -> Option<&dyn ThreadMarks> {

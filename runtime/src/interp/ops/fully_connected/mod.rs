@@ -1,5 +1,6 @@
-//! FULLY_CONNECTED: int8 rows through the library's GEMM, weights packed
-//! once at load.
+//! FULLY_CONNECTED: int8 rows through the library's GEMM, or one input row
+//! through its matrix-vector product ([`qneon::Gemv`]), weights packed once
+//! at load.
 
 use std::ops::Range;
 
@@ -48,9 +49,13 @@ fn describe(options: &Options, _: BuiltinOp) -> String {
 /// have: then into at most [`MAX_COL_TILES`] blocks of whole packed column
 /// groups. Any tile range gives the bytes of the whole run; the whole range
 /// is the one GEMM call of a single-threaded run.
+///
+/// One input row (`m == 1`) takes [`qneon::Gemv`] instead (the same bytes
+/// as the GEMM with one row, less work): its tiles are the column tiles,
+/// each a contiguous range of output channels.
 #[derive(Debug)]
 pub(crate) struct FullyConnected {
-    gemm: Box<qneon::Gemm>,
+    engine: Engine,
     m: usize,
     n: usize,
     k: usize,
@@ -61,14 +66,27 @@ pub(crate) struct FullyConnected {
     tile_cols: usize,
 }
 
+/// What multiplies: the GEMM, or the mat-vec for a single input row.
+#[derive(Debug)]
+enum Engine {
+    Gemm(Box<qneon::Gemm>),
+    Gemv(Box<qneon::Gemv>),
+}
+
+/// The column grain of the mat-vec's channel ranges.
+const GEMV_GRAIN: usize = 8;
+
 /// Below this many row tiles, the columns split too.
 const MIN_ROW_TILES: usize = 4;
 /// At most this many column tiles per row tile.
 const MAX_COL_TILES: usize = 8;
 
 impl FullyConnected {
-    fn new(gemm: qneon::Gemm, m: usize, n: usize, k: usize) -> FullyConnected {
-        let (grain_rows, grain_cols) = gemm.tile_grain();
+    fn new(engine: Engine, m: usize, n: usize, k: usize) -> FullyConnected {
+        let (grain_rows, grain_cols) = match &engine {
+            Engine::Gemm(gemm) => gemm.tile_grain(),
+            Engine::Gemv(_) => (1, GEMV_GRAIN),
+        };
         let tile_rows = grain_rows.max(1);
         let row_tiles = m.div_ceil(tile_rows);
         let tile_cols = if row_tiles < MIN_ROW_TILES && n > grain_cols {
@@ -78,7 +96,7 @@ impl FullyConnected {
             n.max(1)
         };
         FullyConnected {
-            gemm: Box::new(gemm),
+            engine,
             m,
             n,
             k,
@@ -141,6 +159,17 @@ impl Kernel for FullyConnected {
             ));
         }
         let tiles = tiles.start.min(self.tiles())..tiles.end.min(self.tiles());
+        let gemm = match &self.engine {
+            Engine::Gemm(gemm) => gemm,
+            Engine::Gemv(gemv) => {
+                // One row: the tiles' channels are contiguous.
+                let channels = tile_elements(tiles, self.tile_cols, self.n);
+                let output = output_band::<i8>(io.outs[0], io.out_start, channels.clone())?;
+                return gemv
+                    .run_channels_with(backend, input, output, channels)
+                    .map_err(|e| e.to_string());
+            }
+        };
         let per_row = self.col_tiles();
         let mut t = tiles.start;
         while t < tiles.end {
@@ -155,14 +184,13 @@ impl Kernel for FullyConnected {
                     io.out_start,
                     rows.start * self.n..rows.end * self.n,
                 )?;
-                self.gemm
-                    .run_with(
-                        backend,
-                        &input[rows.start * self.k..rows.end * self.k],
-                        output,
-                        rows.len(),
-                    )
-                    .map_err(|e| e.to_string())?;
+                gemm.run_with(
+                    backend,
+                    &input[rows.start * self.k..rows.end * self.k],
+                    output,
+                    rows.len(),
+                )
+                .map_err(|e| e.to_string())?;
                 t += whole * per_row;
             } else {
                 let last_col = per_row.min(first_col + (tiles.end - t));
@@ -173,8 +201,7 @@ impl Kernel for FullyConnected {
                 let last_row = rows.end.saturating_sub(1).max(rows.start);
                 let elements = rows.start * self.n + cols.start..last_row * self.n + cols.end;
                 let output = output_band::<i8>(io.outs[0], io.out_start, elements)?;
-                self.gemm
-                    .run_tile_with(backend, input, output, self.n, rows, cols)
+                gemm.run_tile_with(backend, input, output, self.n, rows, cols)
                     .map_err(|e| e.to_string())?;
                 t += last_col - first_col;
             }
@@ -304,20 +331,38 @@ fn prepare(op: &Op<'_, '_>) -> Result<PreparedOp> {
         .constant_values::<i8>()
         .map_err(|e| op.invalid(e.to_string()))?
         .unwrap_or_default();
-    let gemm = qneon::Gemm::new(
-        &w,
-        n,
-        k,
-        bias_values.as_deref(),
-        in_q,
-        &scales,
-        out_q,
-        activation,
-        requantization(op.options, (m, n, k)),
-    )
-    .map_err(|e| op.kernel_error(e))?;
+    let requantization = requantization(op.options, (m, n, k));
+    let bias_values = bias_values.as_deref();
+    // One input row: the mat-vec (the same arithmetic and bytes).
+    let engine = if m == 1 {
+        let gemv = qneon::Gemv::new(
+            &w,
+            n,
+            k,
+            bias_values,
+            in_q,
+            &scales,
+            out_q,
+            activation,
+            requantization,
+        );
+        Engine::Gemv(Box::new(gemv.map_err(|e| op.kernel_error(e))?))
+    } else {
+        let gemm = qneon::Gemm::new(
+            &w,
+            n,
+            k,
+            bias_values,
+            in_q,
+            &scales,
+            out_q,
+            activation,
+            requantization,
+        );
+        Engine::Gemm(Box::new(gemm.map_err(|e| op.kernel_error(e))?))
+    };
     Ok(PreparedOp {
-        kernel: Box::new(FullyConnected::new(gemm, m, n, k)),
+        kernel: Box::new(FullyConnected::new(engine, m, n, k)),
         work: (m * n * k) as u64,
         unit: "MAC",
         scratch_bytes: 0,
