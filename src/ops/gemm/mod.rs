@@ -114,6 +114,72 @@ pub struct Gemm {
     path: GemmPath,
 }
 
+/// The arguments of a fully-connected layer as [`Gemm::new`] and
+/// [`Gemv::new`](crate::Gemv::new) take them.
+pub(crate) struct DenseLayer<'a> {
+    pub weights: &'a [i8],
+    pub n: usize,
+    pub k: usize,
+    pub bias: Option<&'a [i32]>,
+    pub input: QuantParams,
+    pub weight_scales: &'a [f32],
+    pub output: QuantParams,
+}
+
+impl DenseLayer<'_> {
+    /// Checks the layer as [`Gemm::new`] documents, for `op`, and makes its
+    /// per-channel multipliers, `padded` long (channels past `n` repeat
+    /// the last).
+    pub(crate) fn multipliers(
+        &self,
+        op: &'static str,
+        padded: usize,
+        requantization: Requantization,
+    ) -> Result<ChannelMultipliers> {
+        let DenseLayer {
+            weights,
+            n,
+            k,
+            bias,
+            input,
+            weight_scales,
+            output,
+        } = *self;
+        if n == 0 {
+            return Err(Error::ZeroDimension {
+                op,
+                what: "n (output channels)",
+            });
+        }
+        if k == 0 {
+            return Err(Error::ZeroDimension {
+                op,
+                what: "k (depth)",
+            });
+        }
+        check_length(op, "weights", n.checked_mul(k), weights.len())?;
+        if let Some(b) = bias {
+            check_length(op, "bias", Some(n), b.len())?;
+        }
+        check_length(op, "weight scales", Some(n), weight_scales.len())?;
+        let input_scale = check_scale("input scale", input.scale)?;
+        check_zero_point::<i8>("input zero point", input.zero_point)?;
+        let output_scale = check_scale("output scale", output.scale)?;
+        check_zero_point::<i8>("output zero point", output.zero_point)?;
+        ChannelMultipliers::new(
+            op,
+            "weight scale",
+            "with double rounding the effective output scale, input scale * weight scale / \
+             output scale, must be below 2^30",
+            input_scale,
+            weight_scales,
+            output_scale,
+            padded,
+            requantization,
+        )
+    }
+}
+
 impl Gemm {
     /// Validates and prepares a fully connected layer.
     ///
@@ -148,42 +214,19 @@ impl Gemm {
         activation: FusedActivation,
         requantization: impl Into<Requantization>,
     ) -> Result<Gemm> {
-        if n == 0 {
-            return Err(Error::ZeroDimension {
-                op: OP,
-                what: "n (output channels)",
-            });
-        }
-        if k == 0 {
-            return Err(Error::ZeroDimension {
-                op: OP,
-                what: "k (depth)",
-            });
-        }
-        check_length(OP, "weights", n.checked_mul(k), weights.len())?;
-        if let Some(b) = bias {
-            check_length(OP, "bias", Some(n), b.len())?;
-        }
-        check_length(OP, "weight scales", Some(n), weight_scales.len())?;
-        let input_scale = check_scale("input scale", input.scale)?;
-        check_zero_point::<i8>("input zero point", input.zero_point)?;
-        let output_scale = check_scale("output scale", output.scale)?;
-        check_zero_point::<i8>("output zero point", output.zero_point)?;
-
         let blocks = n.div_ceil(NR);
         let n_padded = blocks * NR;
         let k_padded = k.div_ceil(KC) * KC;
-        let multipliers = ChannelMultipliers::new(
-            OP,
-            "weight scale",
-            "with double rounding the effective output scale, input scale * weight scale / \
-             output scale, must be below 2^30",
-            input_scale,
+        let layer = DenseLayer {
+            weights,
+            n,
+            k,
+            bias,
+            input,
             weight_scales,
-            output_scale,
-            n_padded,
-            requantization,
-        )?;
+            output,
+        };
+        let multipliers = layer.multipliers(OP, n_padded, requantization.into())?;
 
         let bias: Vec<i32> = match bias {
             Some(b) => b.to_vec(),

@@ -24,9 +24,10 @@ pub(crate) mod scalar;
 #[cfg(test)]
 mod tests;
 
+use super::gemm::DenseLayer;
 use super::requant::{output_stage, ChannelMultipliers, FusedActivation};
 use crate::backend::{unavailable, Backend};
-use crate::checks::{check_length, check_scale, check_zero_point};
+use crate::checks::check_length;
 use crate::error::{Error, Result};
 use crate::quant::{QuantParams, Requantization};
 use alloc::vec::Vec;
@@ -142,39 +143,17 @@ impl Gemv {
         activation: FusedActivation,
         requantization: impl Into<Requantization>,
     ) -> Result<Gemv> {
-        if n == 0 {
-            return Err(Error::ZeroDimension {
-                op: OP,
-                what: "n (output channels)",
-            });
-        }
-        if k == 0 {
-            return Err(Error::ZeroDimension {
-                op: OP,
-                what: "k (depth)",
-            });
-        }
-        check_length(OP, "weights", n.checked_mul(k), weights.len())?;
-        if let Some(b) = bias {
-            check_length(OP, "bias", Some(n), b.len())?;
-        }
-        check_length(OP, "weight scales", Some(n), weight_scales.len())?;
-        let input_scale = check_scale("input scale", input.scale)?;
-        check_zero_point::<i8>("input zero point", input.zero_point)?;
-        let output_scale = check_scale("output scale", output.scale)?;
-        check_zero_point::<i8>("output zero point", output.zero_point)?;
         let padded = n.div_ceil(8) * 8 + CHUNK - 8;
-        let multipliers = ChannelMultipliers::new(
-            OP,
-            "weight scale",
-            "with double rounding the effective output scale, input scale * weight scale / \
-             output scale, must be below 2^30",
-            input_scale,
+        let layer = DenseLayer {
+            weights,
+            n,
+            k,
+            bias,
+            input,
             weight_scales,
-            output_scale,
-            padded,
-            requantization,
-        )?;
+            output,
+        };
+        let multipliers = layer.multipliers(OP, padded, requantization.into())?;
         let (act_min, act_max) = activation.range_i8_for(output, multipliers.requantization);
         let (packed, stride) = pack_rows(weights, n, k);
         let mut folded_bias = alloc::vec![0i32; padded];
