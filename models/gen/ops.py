@@ -1212,13 +1212,13 @@ def lstm_cases():
              [2, 5, 9], 12, lstm_rewrite(peephole=True, seed=2701)),
         case("lstm_projection", "Keras LSTM, 16 units, input [2, 5, 11], projected to 6 outputs",
              [2, 5, 11], 16, lstm_rewrite(projection=6, seed=2703)),
+        case("lstm_peephole_projection", "Keras LSTM, 16 units, input [3, 4, 7], CIFG with peephole "
+             "weights, projected to 10 outputs", [3, 4, 7], 16,
+             lstm_rewrite(cifg=True, peephole=True, projection=10, seed=2704)),
         # Layer normalization (`lstm_rewrite(layer_norm=True)`) has no case
         # yet: LiteRT's aarch64 builtin kernel normalizes 16 lanes at a time
         # with other rounding than its portable code (x86, reference), and
-        # qneon follows the portable code only. A peephole with a projection
-        # has none either: qneon differs from LiteRT there (TFLite's integer
-        # kernel passes n_output, not n_cell, as the peephole's length; the
-        # likely cause, not yet confirmed).
+        # qneon follows the portable code only.
     ]
 
 

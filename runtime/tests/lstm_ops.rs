@@ -65,7 +65,7 @@ fn set_inputs(interpreter: &mut Interpreter<'_>, signature: &Value, inputs: &Val
 #[test]
 fn lstm_models_equal_litert_single_invokes_on_every_backend() {
     let cases = lstm_cases();
-    assert_eq!(cases.len(), 8, "models/gen/ops.py lstm_cases()");
+    assert_eq!(cases.len(), 9, "models/gen/ops.py lstm_cases()");
     let mut compared = 0;
     for case in &cases {
         let name = case["name"].as_str().unwrap();
@@ -92,8 +92,8 @@ fn lstm_models_equal_litert_single_invokes_on_every_backend() {
             }
         }
     }
-    // 8 cases x 2 runs x 2 references x 2 backends.
-    assert_eq!(compared, 64);
+    // 9 cases x 2 runs x 2 references x 2 backends.
+    assert_eq!(compared, 72);
 }
 
 /// The aarch64 builtin kernels' outputs (LiteRT's aarch64 build under qemu,
@@ -124,8 +124,8 @@ fn lstm_models_equal_litert_aarch64_builtin() {
             }
         }
     }
-    // 8 cases x 2 runs x 2 backends.
-    assert_eq!(compared, 32);
+    // 9 cases x 2 runs x 2 backends.
+    assert_eq!(compared, 36);
 }
 
 #[test]
@@ -171,8 +171,8 @@ fn lstm_models_equal_litert_sequences_and_reset_gives_step_zero() {
             }
         }
     }
-    // 8 cases x 4 steps x 2 references x 2 backends.
-    assert_eq!(steps_checked, 128);
+    // 9 cases x 4 steps x 2 references x 2 backends.
+    assert_eq!(steps_checked, 144);
 }
 
 /// The state matters in every case: the last step's output differs from a
