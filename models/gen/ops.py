@@ -999,15 +999,24 @@ def resize_cases():
     return cases
 
 
-def lstm_rewrite(*, time_major=False, cifg=False, cell_clip=None):
+def lstm_rewrite(*, time_major=False, cifg=False, cell_clip=None, peephole=False, layer_norm=False,
+                 projection=None, seed=0):
     """Edits a converted model's UNIDIRECTIONAL_SEQUENCE_LSTM into what the
     converter does not emit from a Keras layer: time-major layout (input and
     output shapes [time, batch, features]), CIFG (the input gate's weights
     and bias dropped: the op then couples the input gate to the forget gate,
     so the model computes a different function, which is the point), a cell
-    clip. The weights stay the converter's."""
+    clip, and the optional parts TFLite's integer kernel takes: peephole
+    (cell-to-gate) weights, layer normalization coefficients, a projection
+    to `projection` outputs (fewer than the cells). The added weights come
+    from a generator seeded with `seed`; the converter's weights stay, except
+    that layer normalization requantizes the gate biases and a projection
+    replaces the recurrent weights (their depth becomes the projection's
+    size)."""
     from tensorflow.lite.python import schema_py_generated as schema
     from tensorflow.lite.tools import flatbuffer_utils
+
+    rng = np.random.default_rng(seed)
 
     def rewrite(model_bytes):
         model = flatbuffer_utils.read_model_from_bytearray(bytearray(model_bytes))
@@ -1036,9 +1045,114 @@ def lstm_rewrite(*, time_major=False, cifg=False, cell_clip=None):
             op.inputs = np.array(inputs, dtype=np.int32)
         if cell_clip is not None:
             op.builtinOptions.cellClip = cell_clip
+        if peephole or layer_norm or projection is not None:
+            lstm_add_parts(model, sg, op, rng, schema, peephole=peephole, layer_norm=layer_norm,
+                           projection=projection)
         return bytes(flatbuffer_utils.convert_object_to_bytearray(model))
 
     return rewrite
+
+
+def lstm_add_parts(model, sg, op, rng, schema, *, peephole, layer_norm, projection):
+    """Adds to a converted UNIDIRECTIONAL_SEQUENCE_LSTM (24 inputs, 5
+    intermediates) what `lstm_rewrite` documents, quantized as TFLite's
+    integer (8x8->16) kernel reads it: peephole and layer normalization
+    weights int16 symmetric per tensor; with layer normalization the gate
+    biases are added after the normalization, in the coefficients' scale /
+    1024, and intermediates 0..3 carry the int16 scale of each gate's
+    matmul result; a projection has int8 symmetric weights [outputs, cells]
+    and an int32 bias in the weights' scale x the hidden state's
+    (intermediate 4, which then quantizes the hidden state before the
+    projection)."""
+    inputs = list(op.inputs)
+    n_cell = sg.tensors[inputs[4]].shape[0]
+    state = sg.tensors[inputs[18]]
+    batch = state.shape[0]
+
+    def quant(scale, zero_point=0):
+        q = schema.QuantizationParametersT()
+        q.scale = np.array([scale], dtype=np.float32)
+        q.zeroPoint = np.array([zero_point], dtype=np.int64)
+        return q
+
+    def set_data(tensor, array):
+        buf = schema.BufferT()
+        buf.data = np.frombuffer(array.tobytes(), dtype=np.uint8).copy()
+        model.buffers.append(buf)
+        tensor.buffer = len(model.buffers) - 1
+        tensor.shape = np.array(array.shape, dtype=np.int32)
+
+    def add_const(name, array, tensor_type, scale):
+        t = schema.TensorT()
+        t.name = name.encode()
+        t.type = tensor_type
+        t.quantization = quant(scale)
+        set_data(t, array)
+        sg.tensors.append(t)
+        return len(sg.tensors) - 1
+
+    def symmetric(values, bits):
+        limit = 2 ** (bits - 1) - 1
+        scale = float(np.max(np.abs(values))) / limit
+        q = np.clip(np.round(values / scale), -limit, limit)
+        return q.astype(np.int16 if bits == 16 else np.int8), scale
+
+    gates = [g for g in range(4) if inputs[1 + g] >= 0]  # CIFG drops gate 0
+    if peephole:
+        # Cell-to-gate weights of the input (absent with CIFG), forget and output gates.
+        for slot, g in ((9, 0), (10, 1), (11, 3)):
+            if g in gates:
+                w, scale = symmetric(rng.normal(0.0, 0.4, (n_cell,)), 16)
+                inputs[slot] = add_const(f"cell_to_gate{g}_weights", w, schema.TensorType.INT16, scale)
+    if layer_norm:
+        # The gates' matmul results (no bias) in int16 at these scales.
+        gate_scales = [3.0e-4, 3.5e-4, 4.0e-4, 3.2e-4]
+        for g in gates:
+            w, scale = symmetric(rng.normal(1.0, 0.2, (n_cell,)), 16)
+            inputs[20 + g] = add_const(f"layer_norm_gate{g}_coefficients", w, schema.TensorType.INT16, scale)
+            bias = sg.tensors[inputs[12 + g]]
+            raw = np.frombuffer(bytes(model.buffers[bias.buffer].data), dtype=np.int32)
+            real = raw.astype(np.float64) * float(bias.quantization.scale[0])
+            bias_scale = scale / 1024.0
+            bias.quantization = quant(bias_scale)
+            set_data(bias, np.round(real / bias_scale).astype(np.int32))
+        # Prepare reads all four scales with layer normalization, the
+        # input gate's with CIFG too.
+        for g in range(4):
+            inter = sg.tensors[op.intermediates[g]]
+            inter.type = schema.TensorType.INT16
+            inter.quantization = quant(gate_scales[g])
+    if projection is not None:
+        if projection >= n_cell:
+            raise RuntimeError("a projection here has fewer outputs than cells")
+        hidden_scale = 1.0 / 128.0
+        hidden = sg.tensors[op.intermediates[4]]
+        hidden.type = schema.TensorType.INT8
+        hidden.quantization = quant(hidden_scale)
+        w, w_scale = symmetric(rng.normal(0.0, (1.0 / n_cell) ** 0.5, (projection, n_cell)), 8)
+        inputs[16] = add_const("projection_weights", w, schema.TensorType.INT8, w_scale)
+        bias_scale = w_scale * hidden_scale
+        bias = np.round(rng.normal(0.0, 0.1, (projection,)) / bias_scale).astype(np.int32)
+        inputs[17] = add_const("projection_bias", bias, schema.TensorType.INT32, bias_scale)
+        # The recurrent weights now read the projected state.
+        for g in gates:
+            r, r_scale = symmetric(rng.normal(0.0, (1.0 / projection) ** 0.5, (n_cell, projection)), 8)
+            rec = sg.tensors[inputs[5 + g]]
+            rec.quantization = quant(r_scale)
+            set_data(rec, r)
+        # The output (and the output state, its copy) in a range the projection fills.
+        out_q = (2.0 / 128.0, 0)
+        state.shape = np.array([batch, projection], dtype=np.int32)
+        state.quantization = quant(*out_q)
+        out = sg.tensors[op.outputs[0]]
+        for field in ("shape", "shapeSignature"):
+            dims = getattr(out, field)
+            if dims is not None and len(dims) == 3:
+                dims = list(dims)
+                dims[2] = projection
+                setattr(out, field, np.array(dims, dtype=np.int32))
+        out.quantization = quant(*out_q)
+    op.inputs = np.array(inputs, dtype=np.int32)
 
 
 LSTM_REFERENCES = ["litert_ref", "litert_builtin"]
@@ -1054,8 +1168,8 @@ def lstm_cases():
     a cell clip. The op keeps its state between invokes: each case also has
     a sequence of `LSTM_SEQUENCE_STEPS` invokes on one interpreter (each
     step's output), the state carried. Layer normalization, projection and
-    peephole weights are not emitted by the converter from a Keras layer and
-    are not among these models."""
+    peephole weights, which the converter does not emit from a Keras layer,
+    are added by `lstm_rewrite` with seeded values."""
 
     def layer_body(seed, shape, units):
         rng = np.random.default_rng(seed)
@@ -1094,6 +1208,17 @@ def lstm_cases():
         case("lstm_cell_clip", "Keras LSTM, 16 units, input [1, 7, 24], cell clip 0.75",
              [1, 7, 24], 16, lstm_rewrite(cell_clip=0.75)),
         case("lstm_wide", "Keras LSTM, 48 units, input [2, 3, 70] (NEON depth tails)", [2, 3, 70], 48),
+        case("lstm_peephole", "Keras LSTM, 12 units, input [2, 5, 9], with seeded peephole weights",
+             [2, 5, 9], 12, lstm_rewrite(peephole=True, seed=2701)),
+        case("lstm_projection", "Keras LSTM, 16 units, input [2, 5, 11], projected to 6 outputs",
+             [2, 5, 11], 16, lstm_rewrite(projection=6, seed=2703)),
+        case("lstm_peephole_projection", "Keras LSTM, 16 units, input [3, 4, 7], CIFG with peephole "
+             "weights, projected to 10 outputs", [3, 4, 7], 16,
+             lstm_rewrite(cifg=True, peephole=True, projection=10, seed=2704)),
+        # Layer normalization (`lstm_rewrite(layer_norm=True)`) has no case
+        # yet: LiteRT's aarch64 builtin kernel normalizes 16 lanes at a time
+        # with other rounding than its portable code (x86, reference), and
+        # qneon follows the portable code only.
     ]
 
 

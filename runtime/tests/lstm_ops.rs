@@ -65,7 +65,7 @@ fn set_inputs(interpreter: &mut Interpreter<'_>, signature: &Value, inputs: &Val
 #[test]
 fn lstm_models_equal_litert_single_invokes_on_every_backend() {
     let cases = lstm_cases();
-    assert_eq!(cases.len(), 6, "models/gen/ops.py lstm_cases()");
+    assert_eq!(cases.len(), 9, "models/gen/ops.py lstm_cases()");
     let mut compared = 0;
     for case in &cases {
         let name = case["name"].as_str().unwrap();
@@ -92,8 +92,8 @@ fn lstm_models_equal_litert_single_invokes_on_every_backend() {
             }
         }
     }
-    // 6 cases x 2 runs x 2 references x 2 backends.
-    assert_eq!(compared, 48);
+    // 9 cases x 2 runs x 2 references x 2 backends.
+    assert_eq!(compared, 72);
 }
 
 /// The aarch64 builtin kernels' outputs (LiteRT's aarch64 build under qemu,
@@ -124,7 +124,8 @@ fn lstm_models_equal_litert_aarch64_builtin() {
             }
         }
     }
-    assert_eq!(compared, 24);
+    // 9 cases x 2 runs x 2 backends.
+    assert_eq!(compared, 36);
 }
 
 #[test]
@@ -170,8 +171,8 @@ fn lstm_models_equal_litert_sequences_and_reset_gives_step_zero() {
             }
         }
     }
-    // 6 cases x 4 steps x 2 references x 2 backends.
-    assert_eq!(steps_checked, 96);
+    // 9 cases x 4 steps x 2 references x 2 backends.
+    assert_eq!(steps_checked, 144);
 }
 
 /// The state matters in every case: the last step's output differs from a

@@ -558,7 +558,7 @@ impl Lstm {
             accumulate(&g.input, dots, out, p.rounding);
             mat_vec(&g.recurrent, output_state, dots);
             accumulate(&g.recurrent, dots, out, p.rounding);
-            g.finish(out, cell, p.n_cell, p.rounding);
+            g.finish(out, cell, p.n_cell, p.n_output, p.rounding);
         };
         if let Some(g) = &p.input_gate {
             gate(g, input_gate, dots, cell_state);

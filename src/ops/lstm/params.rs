@@ -254,10 +254,27 @@ impl Gate {
     /// The peephole term onto the gate (`gate += MBQM(w[c] * cell[c])`,
     /// saturating), then the layer normalization: what follows the two
     /// matrix products of TFLite's `CalculateLstmGateInteger8x8_16`, before
-    /// its activation.
-    pub(crate) fn finish(&self, gate: &mut [i16], cell: &[i16], n_cell: usize, rounding: Rounding) {
+    /// its activation. TFLite passes the peephole `n_output` as its length
+    /// (`n_cell` unless projected): it runs over the first
+    /// `rows * n_output` values as rows of `n_output`, which is what is
+    /// reproduced here (the whole gate without a projection). A projection
+    /// wider than the cells would make TFLite read past its cell state;
+    /// there the peephole covers the cells, `n_cell` per row.
+    pub(crate) fn finish(
+        &self,
+        gate: &mut [i16],
+        cell: &[i16],
+        n_cell: usize,
+        n_output: usize,
+        rounding: Rounding,
+    ) {
         if let Some((weights, multiplier)) = &self.peephole {
-            for (g_row, c_row) in gate.chunks_exact_mut(n_cell).zip(cell.chunks_exact(n_cell)) {
+            let width = n_output.min(n_cell);
+            let len = gate.len() / n_cell * width;
+            for (g_row, c_row) in gate[..len]
+                .chunks_exact_mut(width)
+                .zip(cell[..len].chunks_exact(width))
+            {
                 for ((g, &c), &w) in g_row.iter_mut().zip(c_row).zip(weights) {
                     let product = rounding.multiply(w as i32 * c as i32, *multiplier);
                     *g = saturate_i16(product.saturating_add(*g as i32));

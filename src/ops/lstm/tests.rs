@@ -168,8 +168,9 @@ fn rdbp(x: i64, e: u32) -> i64 {
     }
 }
 
-/// TFLite's integer step again, naively, for one batch row.
-fn naive_step(m: &Model, x: &[i8], h: &mut [i8], c: &mut [i16]) {
+/// TFLite's integer step again, naively, for all `n_batch` rows (the
+/// peephole runs over the rows flat, `n_output` long each, as TFLite's does).
+fn naive_step(m: &Model, n_batch: usize, x: &[i8], h: &mut [i8], c: &mut [i16]) {
     let LstmShape {
         n_input,
         n_cell,
@@ -180,8 +181,11 @@ fn naive_step(m: &Model, x: &[i8], h: &mut [i8], c: &mut [i16]) {
     let q = &m.quant;
     let gate_scale = |g: usize| q.gate_scales.map_or(1.0 / 4096.0, |s| s[g]);
     let compute = |g: usize, c: &[i16]| -> Vec<i16> {
-        let mut out = vec![0i16; n_cell];
-        for (r, out) in out.iter_mut().enumerate() {
+        let mut all = vec![0i16; n_batch * n_cell];
+        for (i, out) in all.iter_mut().enumerate() {
+            let (row, r) = (i / n_cell, i % n_cell);
+            let x = &x[row * n_input..(row + 1) * n_input];
+            let h = &h[row * n_output..(row + 1) * n_output];
             let mut acc: i64 = 0;
             for k in 0..n_input {
                 acc +=
@@ -197,42 +201,46 @@ fn naive_step(m: &Model, x: &[i8], h: &mut [i8], c: &mut [i16]) {
                     * (h[k] as i64 - q.output_state.zero_point as i64);
             }
             let b = mbqm(acc, R_SCALE[g] * q.output_state.scale / gate_scale(g));
-            let mut v = sat16(sat16(a) as i64 + b);
-            if o.peephole && g != 2 {
-                let real = (2f64.powi(-11) * PEEP_SCALE as f64 / gate_scale(g) as f64) as f32;
-                v = sat16(v as i64 + mbqm(m.peep[g][r] as i64 * c[r] as i64, real));
-            }
-            *out = v;
+            *out = sat16(sat16(a) as i64 + b);
         }
-        if o.layer_norm {
-            let n = n_cell as i64;
-            let sum: i64 = out.iter().map(|&v| v as i64).sum();
-            let sum_sq: i64 = out.iter().map(|&v| v as i64 * v as i64).sum();
-            let mean = sum * 1024 / n;
-            let var = (sum_sq * ((1 << 20) / n) - mean * mean) / (1 << 20);
-            let var = if var < 1 {
-                ((10000.0 * LN_SCALE) as i64).max(1)
-            } else {
-                var
-            };
-            let inv = params::inv_sqrt_multiplier(var as i32);
-            for (r, v) in out.iter_mut().enumerate() {
-                let shifted = 1024 * *v as i64 - mean;
-                let rescaled = Rounding::Single.multiply(shifted as i32, inv) as i64;
-                let w = (rescaled * m.ln[g][r] as i64 + m.bias[g][r] as i64) as i32 as i64;
-                let rounded = if w > 0 {
-                    (w + 512) / 1024
+        if o.peephole && g != 2 {
+            let real = (2f64.powi(-11) * PEEP_SCALE as f64 / gate_scale(g) as f64) as f32;
+            for k in 0..n_batch * n_output {
+                let w = m.peep[g][k % n_output] as i64;
+                all[k] = sat16(all[k] as i64 + mbqm(w * c[k] as i64, real));
+            }
+        }
+        for out in all.chunks_exact_mut(n_cell) {
+            if o.layer_norm {
+                let n = n_cell as i64;
+                let sum: i64 = out.iter().map(|&v| v as i64).sum();
+                let sum_sq: i64 = out.iter().map(|&v| v as i64 * v as i64).sum();
+                let mean = sum * 1024 / n;
+                let var = (sum_sq * ((1 << 20) / n) - mean * mean) / (1 << 20);
+                let var = if var < 1 {
+                    ((10000.0 * LN_SCALE) as i64).max(1)
                 } else {
-                    (w - 512) / 1024
+                    var
                 };
-                let mut qm = Rounding::Single
-                    .quantize_multiplier(LN_SCALE as f64)
-                    .unwrap();
-                qm.shift += 12;
-                *v = sat16(Rounding::Single.multiply(rounded as i32, qm) as i64);
+                let inv = params::inv_sqrt_multiplier(var as i32);
+                for (r, v) in out.iter_mut().enumerate() {
+                    let shifted = 1024 * *v as i64 - mean;
+                    let rescaled = Rounding::Single.multiply(shifted as i32, inv) as i64;
+                    let w = (rescaled * m.ln[g][r] as i64 + m.bias[g][r] as i64) as i32 as i64;
+                    let rounded = if w > 0 {
+                        (w + 512) / 1024
+                    } else {
+                        (w - 512) / 1024
+                    };
+                    let mut qm = Rounding::Single
+                        .quantize_multiplier(LN_SCALE as f64)
+                        .unwrap();
+                    qm.shift += 12;
+                    *v = sat16(Rounding::Single.multiply(rounded as i32, qm) as i64);
+                }
             }
         }
-        out
+        all
     };
     let sig = |v: Vec<i16>| -> Vec<i16> { v.into_iter().map(gemmlowp16::logistic_q3_12).collect() };
     let i_gate = if o.cifg {
@@ -245,7 +253,7 @@ fn naive_step(m: &Model, x: &[i8], h: &mut [i8], c: &mut [i16]) {
         .into_iter()
         .map(gemmlowp16::tanh_q3_12)
         .collect();
-    for r in 0..n_cell {
+    for r in 0..n_batch * n_cell {
         let i = i_gate
             .as_ref()
             .map_or(32767 - f_gate[r] as i64, |i| i[r] as i64);
@@ -260,7 +268,7 @@ fn naive_step(m: &Model, x: &[i8], h: &mut [i8], c: &mut [i16]) {
     }
     let o_gate = sig(compute(3, c));
     let hidden_real = (2f64.powi(-30) / q.hidden.scale as f64) as f32;
-    let hidden: Vec<i64> = (0..n_cell)
+    let hidden: Vec<i64> = (0..n_batch * n_cell)
         .map(|r| {
             let t = gemmlowp16::tanh_q(c[r], 4) as i64;
             mbqm(o_gate[r] as i64 * t, hidden_real)
@@ -269,7 +277,8 @@ fn naive_step(m: &Model, x: &[i8], h: &mut [i8], c: &mut [i16]) {
     if o.projection {
         let hz = q.hidden.zero_point as i64;
         let hid: Vec<i64> = hidden.iter().map(|&v| (v - hz).clamp(-128, 127)).collect();
-        for r in 0..n_output {
+        for (row, r) in (0..n_batch).flat_map(|b| (0..n_output).map(move |r| (b, r))) {
+            let hid = &hid[row * n_cell..(row + 1) * n_cell];
             let mut acc: i64 = if o.projection_bias {
                 m.proj_bias[r] as i64
             } else {
@@ -285,10 +294,10 @@ fn naive_step(m: &Model, x: &[i8], h: &mut [i8], c: &mut [i16]) {
                 let clip = (0.6f32 / q.output_state.scale) as i8;
                 v = v.clamp(-clip, clip);
             }
-            h[r] = v;
+            h[row * n_output + r] = v;
         }
     } else {
-        for r in 0..n_cell {
+        for r in 0..n_batch * n_cell {
             h[r] = (hidden[r] + q.hidden.zero_point as i64).clamp(-128, 127) as i8;
         }
     }
@@ -367,14 +376,7 @@ fn lstm_i8_scalar_equals_naive_tflite_step_every_option() {
             let mut h = h0.clone();
             let mut c = c0.clone();
             for (t, x) in inputs.iter().enumerate() {
-                for b in 0..n_batch {
-                    naive_step(
-                        &m,
-                        &x[b * n_input..(b + 1) * n_input],
-                        &mut h[b * n_output..(b + 1) * n_output],
-                        &mut c[b * n_cell..(b + 1) * n_cell],
-                    );
-                }
+                naive_step(&m, n_batch, x, &mut h, &mut c);
                 assert_eq!(outs[t], h, "{options:?} {shape:?} step {t}");
             }
             assert_eq!(c_end, c, "{options:?} {shape:?} cell");

@@ -385,7 +385,8 @@ fn prepare(op: &Op<'_, '_>) -> Result<PreparedOp> {
         let peep = match g {
             2 => None,
             _ if peephole => {
-                let i = PEEPHOLE[if g == 0 { 0 } else { g - 1 }];
+                // Slots 9, 10, 11: the input, forget and output gates' (none for the cell gate).
+                let i = PEEPHOLE[if g == 3 { 2 } else { g }];
                 let what = format!("cell-to-{name} weights");
                 Some(constant::<i16>(
                     op,
