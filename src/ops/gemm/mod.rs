@@ -128,12 +128,12 @@ pub(crate) struct DenseLayer<'a> {
 
 impl DenseLayer<'_> {
     /// Checks the layer as [`Gemm::new`] documents, for `op`, and makes its
-    /// per-channel multipliers, `padded` long (channels past `n` repeat
-    /// the last).
+    /// per-channel multipliers, `padded(n)` long (channels past `n` repeat
+    /// the last); `padded` runs after the checks, so it may compute with `n`.
     pub(crate) fn multipliers(
         &self,
         op: &'static str,
-        padded: usize,
+        padded: impl FnOnce(usize) -> usize,
         requantization: Requantization,
     ) -> Result<ChannelMultipliers> {
         let DenseLayer {
@@ -174,7 +174,7 @@ impl DenseLayer<'_> {
             input_scale,
             weight_scales,
             output_scale,
-            padded,
+            padded(n),
             requantization,
         )
     }
@@ -214,9 +214,6 @@ impl Gemm {
         activation: FusedActivation,
         requantization: impl Into<Requantization>,
     ) -> Result<Gemm> {
-        let blocks = n.div_ceil(NR);
-        let n_padded = blocks * NR;
-        let k_padded = k.div_ceil(KC) * KC;
         let layer = DenseLayer {
             weights,
             n,
@@ -226,7 +223,11 @@ impl Gemm {
             weight_scales,
             output,
         };
-        let multipliers = layer.multipliers(OP, n_padded, requantization.into())?;
+        let multipliers = layer.multipliers(OP, |n| n.div_ceil(NR) * NR, requantization.into())?;
+        // Checked: n * k fits (the weights' length).
+        let blocks = n.div_ceil(NR);
+        let n_padded = blocks * NR;
+        let k_padded = k.div_ceil(KC) * KC;
 
         let bias: Vec<i32> = match bias {
             Some(b) => b.to_vec(),

@@ -126,6 +126,12 @@ pub(crate) struct GemvView<'a> {
     pub(crate) act_max: i32,
 }
 
+/// The channels Gemv's per-channel arrays hold for `n`: whole blocks of 8
+/// and room for the last chunk's reads.
+fn padded_channels(n: usize) -> usize {
+    n.div_ceil(8) * 8 + CHUNK - 8
+}
+
 impl Gemv {
     /// Validates and prepares the layer: the arguments and errors of
     /// [`Gemm::new`](crate::Gemm::new) (`n x k` weights, symmetric, one
@@ -143,7 +149,6 @@ impl Gemv {
         activation: FusedActivation,
         requantization: impl Into<Requantization>,
     ) -> Result<Gemv> {
-        let padded = n.div_ceil(8) * 8 + CHUNK - 8;
         let layer = DenseLayer {
             weights,
             n,
@@ -153,7 +158,8 @@ impl Gemv {
             weight_scales,
             output,
         };
-        let multipliers = layer.multipliers(OP, padded, requantization.into())?;
+        let multipliers = layer.multipliers(OP, padded_channels, requantization.into())?;
+        let padded = padded_channels(n);
         let (act_min, act_max) = activation.range_i8_for(output, multipliers.requantization);
         let (packed, stride) = pack_rows(weights, n, k);
         let mut folded_bias = alloc::vec![0i32; padded];
