@@ -162,60 +162,94 @@ impl Measurement {
     }
 }
 
-/// Everything one measurement needs.
-pub struct Job<'a> {
+/// Where LiteRT's aarch64 build runs counted: the sysroot's layout and
+/// root, the `-cpu`, the counting plugin. The same for every measurement
+/// of one `compare` command.
+#[derive(Clone, Copy)]
+pub struct Counter<'a> {
     pub layout: &'a Layout,
     pub root: &'a Path,
     pub cpu: &'a str,
     pub plugin: &'a Path,
+}
+
+/// One model run by one resolver, R and 2R invocations, counted.
+pub struct Job<'a> {
+    pub counter: Counter<'a>,
+    /// The file LiteRT loads.
     pub model: &'a Path,
     pub resolver: Resolver,
+    /// The driver's `--threads`, counted per vCPU; `None`: the driver's
+    /// single thread, counted as a whole.
+    pub threads: Option<u32>,
     pub reps: u64,
-    /// `target/compare/<model-stem>/<resolver>/`: receives the outputs of
-    /// the 2R run, its `run.json` and `measure.json`.
+    /// Receives the outputs of the 2R run (and what the caller writes).
     pub out_dir: &'a Path,
     /// The model has variable tensors: its outputs after R and after 2R
     /// invokes may differ (the state moved on), so they are not compared.
     pub stateful: bool,
 }
 
-/// Counts the R and the 2R run, checks they produced the same outputs and
-/// that the delegate was (or was not) applied, and keeps the 2R run's
-/// files in `out_dir`.
-pub fn measure(job: &Job) -> Result<Measurement> {
+/// Runs `job`'s R and 2R invocations, each under the counter; `read` turns
+/// a run's count file (and its per-vCPU file, with `threads`) into that
+/// run's counts. Checks that the delegate was (or was not) applied and,
+/// unless the model is stateful, that both runs wrote the same outputs;
+/// keeps the 2R run's outputs in `out_dir`.
+pub(super) fn count_r_and_2r<T>(
+    job: &Job,
+    mut read: impl FnMut(&Path, Option<&Path>) -> Result<T>,
+) -> Result<[T; 2]> {
     let resolver = job.resolver.name();
     if job.out_dir.exists() {
         fs::remove_dir_all(job.out_dir)?;
     }
     fs::create_dir_all(job.out_dir)?;
     let width = (2 * job.reps).to_string().len();
-    let mut counts = [0u64; 2];
-    for (k, count) in counts.iter_mut().enumerate() {
-        let multiple = k as u64 + 1;
+    let mut counts = Vec::with_capacity(2);
+    for multiple in [1u64, 2] {
         let run_dir = job.out_dir.join(format!("R{multiple}"));
         let count_file = job.out_dir.join(format!("R{multiple}.count"));
-        let mut cmd =
-            counted_python_command(job.layout, job.root, job.cpu, job.plugin, &count_file, None)?;
+        let vcpus_file = job
+            .threads
+            .map(|_| job.out_dir.join(format!("R{multiple}.vcpus")));
+        let Counter {
+            layout,
+            root,
+            cpu,
+            plugin,
+        } = job.counter;
+        let mut cmd = counted_python_command(
+            layout,
+            root,
+            cpu,
+            plugin,
+            &count_file,
+            vcpus_file.as_deref(),
+        )?;
         cmd.arg(driver())
             .arg("--model")
             .arg(job.model)
-            .args(["--resolver", resolver])
-            .arg("--invokes")
+            .args(["--resolver", resolver]);
+        if let Some(threads) = job.threads {
+            cmd.arg("--threads").arg(threads.to_string());
+        }
+        cmd.arg("--invokes")
             .arg(format!("{:0width$}", multiple * job.reps))
             .arg("--out")
             .arg(&run_dir);
         let stderr = run_capturing_stderr(&mut cmd)?;
         check_delegate(job.resolver, &stderr)?;
-        *count = plugin::read_total(&count_file)?;
-        fs::remove_file(&count_file)?;
+        counts.push(read(&count_file, vcpus_file.as_deref())?);
     }
     let once = job.out_dir.join("R1");
     let twice = job.out_dir.join("R2");
     let differing = differing_outputs(&once, &twice)?;
     if !differing.is_empty() && !job.stateful {
+        let threads = job.threads.map(|n| format!(", {n} threads"));
         bail!(
-            "{} ({resolver}): outputs of the R and the 2R run differ: {}",
+            "{} ({resolver}{}): outputs of the R and the 2R run differ: {}",
             job.model.display(),
+            threads.unwrap_or_default(),
             differing.join(", ")
         );
     }
@@ -225,7 +259,18 @@ pub fn measure(job: &Job) -> Result<Measurement> {
     }
     fs::remove_dir_all(&once)?;
     fs::remove_dir_all(&twice)?;
+    let [first, second]: [T; 2] = counts.try_into().map_err(|_| "two counted runs expected")?;
+    Ok([first, second])
+}
 
+/// Counts the R and the 2R run of `job` (one thread, counted as a whole),
+/// keeps the 2R run's files and a `measure.json` in `out_dir`.
+pub fn measure(job: &Job) -> Result<Measurement> {
+    let counts = count_r_and_2r(job, |count_file, _| {
+        let total = plugin::read_total(count_file)?;
+        fs::remove_file(count_file)?;
+        Ok(total)
+    })?;
     let measurement = Measurement {
         resolver: job.resolver,
         reps: job.reps,
@@ -233,8 +278,8 @@ pub fn measure(job: &Job) -> Result<Measurement> {
     };
     let summary = json!({
         "model": file_name(job.model),
-        "cpu": job.cpu,
-        "resolver": resolver,
+        "cpu": job.counter.cpu,
+        "resolver": job.resolver.name(),
         "reps": job.reps,
         "count_r": counts[0],
         "count_2r": counts[1],

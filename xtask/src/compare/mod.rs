@@ -27,7 +27,7 @@ use std::time::Instant;
 
 use crate::plugin;
 use crate::util::{self, bail, Result};
-use measure::{Job, Measurement, Resolver};
+use measure::{Counter, Job, Measurement, Resolver};
 
 /// The CPU model both runtimes are measured on by default: Neoverse N1
 /// (Graviton2, a Cortex-A76 class core). Plain `max` is refused: XNNPACK
@@ -314,18 +314,21 @@ fn compare_threads(
     let rows = util::parallel(&tasks, jobs, "LiteRT run(s)", |_, &(m, n)| {
         let model = measure::file_name(&models[m]);
         let out_dir = model_dir(&models[m]).join(format!("xnnpack-t{n}"));
-        let job = threads::Job {
-            layout,
-            root,
-            cpu,
-            plugin: &plugin,
-            model: &model,
-            litert_model: &litert_models[m],
-            threads: n,
+        let job = Job {
+            counter: Counter {
+                layout,
+                root,
+                cpu,
+                plugin: &plugin,
+            },
+            model: &litert_models[m],
+            resolver: Resolver::Xnnpack,
+            threads: Some(n),
             reps,
             out_dir: &out_dir,
+            stateful: false,
         };
-        let row = threads::measure(&job).map_err(|e| e.to_string())?;
+        let row = threads::measure(&job, &model).map_err(|e| e.to_string())?;
         eprintln!(
             "  {model} xnnpack {n} thread(s): critical path {} instructions per inference",
             util::thousands(row.critical_path())
@@ -416,12 +419,15 @@ fn compare(
             LiteRtTask::Counted(model, litert_model, resolver) => {
                 let out_dir = model_dir(model).join(resolver.name());
                 let job = Job {
-                    layout,
-                    root,
-                    cpu,
-                    plugin: &plugin,
+                    counter: Counter {
+                        layout,
+                        root,
+                        cpu,
+                        plugin: &plugin,
+                    },
                     model: litert_model,
                     resolver,
+                    threads: None,
                     reps,
                     out_dir: &out_dir,
                     stateful: has_state(model).map_err(|e| e.to_string())?,

@@ -29,7 +29,6 @@ use std::path::Path;
 use serde_json::{json, Value};
 
 use super::measure::{self, Resolver};
-use super::sysroot::Layout;
 use crate::run::{Regions, Vcpus};
 use crate::util::{bail, thousands, Result};
 
@@ -123,79 +122,29 @@ impl Threaded {
     }
 }
 
-/// What a threaded measurement needs.
-pub struct Job<'a> {
-    pub layout: &'a Layout,
-    pub root: &'a Path,
-    pub cpu: &'a str,
-    pub plugin: &'a Path,
-    /// The model's name in the rows (its file name).
-    pub model: &'a str,
-    /// The file LiteRT loads.
-    pub litert_model: &'a Path,
-    pub threads: u32,
-    pub reps: u64,
-    /// Receives the 2R run's outputs and the plugin's files.
-    pub out_dir: &'a Path,
-}
-
 /// Counts the R and the 2R run of XNNPACK with `num_threads` = `threads`
-/// per thread, checks they produced the same outputs and that the delegate
-/// was applied.
-pub fn measure(job: &Job) -> Result<Threaded> {
-    if job.out_dir.exists() {
-        fs::remove_dir_all(job.out_dir)?;
+/// (`job.threads`) per thread, checks they produced the same outputs and
+/// that the delegate was applied. `model` names the rows (the file the
+/// user gave; LiteRT may load a copy of it).
+pub fn measure(job: &measure::Job, model: &str) -> Result<Threaded> {
+    let Some(threads) = job.threads else {
+        bail!("{model}: a threaded measurement without a thread count");
+    };
+    if job.resolver != Resolver::Xnnpack {
+        bail!("{model}: threads are measured with XNNPACK only");
     }
-    fs::create_dir_all(job.out_dir)?;
-    let width = (2 * job.reps).to_string().len();
-    let mut per_run: Vec<BTreeMap<u32, u64>> = Vec::new();
-    for multiple in [1u64, 2] {
-        let run_dir = job.out_dir.join(format!("R{multiple}"));
-        let count_file = job.out_dir.join(format!("R{multiple}.count"));
-        let vcpus_file = job.out_dir.join(format!("R{multiple}.vcpus"));
-        let mut cmd = measure::counted_python_command(
-            job.layout,
-            job.root,
-            job.cpu,
-            job.plugin,
-            &count_file,
-            Some(&vcpus_file),
-        )?;
-        cmd.arg(measure::driver())
-            .arg("--model")
-            .arg(job.litert_model)
-            .args(["--resolver", Resolver::Xnnpack.name()])
-            .arg("--threads")
-            .arg(job.threads.to_string())
-            .arg("--invokes")
-            .arg(format!("{:0width$}", multiple * job.reps))
-            .arg("--out")
-            .arg(&run_dir);
-        let stderr = measure::run_capturing_stderr(&mut cmd)?;
-        measure::check_delegate(Resolver::Xnnpack, &stderr)?;
+    let [once, twice] = measure::count_r_and_2r(job, |count_file, vcpus_file| {
         let read = |p: &Path| fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()));
-        let all = Regions::parse(&read(&count_file)?)?;
-        let vcpus = Vcpus::parse(&read(&vcpus_file)?, &all)?;
-        per_run.push(vcpus.vcpus.iter().map(|(&v, r)| (v, r.total)).collect());
-    }
-    let once = job.out_dir.join("R1");
-    let twice = job.out_dir.join("R2");
-    let differing = measure::differing_outputs(&once, &twice)?;
-    if !differing.is_empty() {
-        bail!(
-            "{} (xnnpack, {} threads): outputs of the R and the 2R run differ: {}",
-            job.model,
-            job.threads,
-            differing.join(", ")
-        );
-    }
-    for entry in fs::read_dir(&twice)? {
-        let entry = entry?;
-        fs::rename(entry.path(), job.out_dir.join(entry.file_name()))?;
-    }
-    fs::remove_dir_all(&once)?;
-    fs::remove_dir_all(&twice)?;
-    pair_runs(job.model, job.threads, job.reps, &per_run[0], &per_run[1])
+        let all = Regions::parse(&read(count_file)?)?;
+        let vcpus_file = vcpus_file.ok_or("a threaded run without its per-vCPU file")?;
+        let vcpus = Vcpus::parse(&read(vcpus_file)?, &all)?;
+        Ok(vcpus
+            .vcpus
+            .iter()
+            .map(|(&v, r)| (v, r.total))
+            .collect::<BTreeMap<u32, u64>>())
+    })?;
+    pair_runs(model, threads, job.reps, &once, &twice)
 }
 
 /// The per-thread counts of the R and the 2R run, paired by vCPU.
