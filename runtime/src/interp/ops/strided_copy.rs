@@ -17,6 +17,8 @@ pub struct StridedCopy {
     dst_start: usize,
     dst_strides: Vec<usize>,
     elem: usize,
+    /// One past the last destination byte written (0 for an empty copy).
+    dst_end: usize,
 }
 
 impl StridedCopy {
@@ -44,6 +46,7 @@ impl StridedCopy {
             dst_start,
             dst_strides: Vec::new(),
             elem,
+            dst_end: 0,
         };
         if count == 0 {
             return Ok(plan);
@@ -72,6 +75,7 @@ impl StridedCopy {
                 dst_hi + elem as i128
             ));
         }
+        plan.dst_end = (dst_hi + elem as i128) as usize;
         for ((&n, &s), &d) in shape.iter().zip(src_strides).zip(dst_strides) {
             if n == 1 {
                 continue;
@@ -137,11 +141,40 @@ impl StridedCopy {
 
     /// Runs the copy (bounds checked by [`new`](Self::new)).
     pub fn run(&self, src: &[u8], dst: &mut [u8]) {
+        self.run_from(src, dst, self.dst_start);
+    }
+
+    /// Runs the copy into `band`, which holds the destination's bytes from
+    /// byte `band_start` on (a thread's band of an output); an error, and
+    /// nothing written, when the copy writes outside it.
+    pub fn run_in_band(&self, src: &[u8], band: &mut [u8], band_start: usize) -> Result<(), String> {
+        if self.dst_end == 0 {
+            return Ok(()); // Nothing to copy.
+        }
+        let start = self.dst_start.checked_sub(band_start);
+        let end = self.dst_end.checked_sub(band_start);
+        match (start, end) {
+            (Some(start), Some(end)) if end <= band.len() => {
+                self.run_from(src, band, start);
+                Ok(())
+            }
+            _ => Err(format!(
+                "a copy writing bytes {}..{} runs into the {} bytes from {band_start}",
+                self.dst_start,
+                self.dst_end,
+                band.len()
+            )),
+        }
+    }
+
+    /// The copy with the destination's first byte at `dst_start` of `dst`.
+    #[inline(always)]
+    fn run_from(&self, src: &[u8], dst: &mut [u8], dst_start: usize) {
         let elem = self.elem;
         let rank = self.shape.len();
         if rank == 0 {
             let s = self.src_start as usize;
-            dst[self.dst_start..self.dst_start + elem].copy_from_slice(&src[s..s + elem]);
+            dst[dst_start..dst_start + elem].copy_from_slice(&src[s..s + elem]);
             return;
         }
         if self.shape.contains(&0) {
@@ -152,7 +185,7 @@ impl StridedCopy {
         let contiguous = inner_s == elem as isize && inner_d == elem;
         // The odometer lives on the stack for every rank TFLite uses.
         let mut index: smallvec::SmallVec<[usize; 8]> = smallvec::smallvec![0; rank - 1];
-        let (mut src_at, mut dst_at) = (self.src_start, self.dst_start);
+        let (mut src_at, mut dst_at) = (self.src_start, dst_start);
         loop {
             if contiguous {
                 let s = src_at as usize;

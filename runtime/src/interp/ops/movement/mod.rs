@@ -7,6 +7,7 @@
 //!
 //! [`StridedCopy`]: super::strided_copy::StridedCopy
 
+pub(crate) mod bands;
 pub(crate) mod concat_split;
 pub(crate) mod depth_space;
 pub(crate) mod gather;

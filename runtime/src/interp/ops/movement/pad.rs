@@ -5,57 +5,13 @@
 
 use qneon_tflite::{BuiltinOp, Tensor, TensorType};
 
-use crate::error::Result;
 use std::ops::Range;
 
-use qneon::Backend;
-
-use crate::interp::ops::buffers::Io;
-use crate::interp::ops::kernel::{Kernel, PreparedOp};
+use super::bands::RowBands;
+use crate::error::Result;
+use crate::interp::ops::kernel::PreparedOp;
 use crate::interp::ops::op::Op;
 use crate::interp::ops::strided_copy::{contiguous_strides, signed, StridedCopy};
-
-/// A prepared PAD.
-#[derive(Debug)]
-pub(crate) struct Pad {
-    /// The input into the output's interior.
-    copy: StridedCopy,
-    /// One element's bytes of the pad value.
-    fill: Vec<u8>,
-}
-
-impl Kernel for Pad {
-    /// Fills the output, then copies the input into its interior.
-    fn run_tiles(&self, _: Backend, _: Range<usize>, io: &mut Io<'_>) -> Result<(), String> {
-        let output = &mut *io.outs[0];
-        fill_with(output, &self.fill);
-        self.copy.run(io.ins[0], output);
-        Ok(())
-    }
-}
-
-/// `output` filled with copies of `pattern` (one element), whole ones only:
-/// a memset for one-byte elements, else the pattern then copies of what is
-/// already filled, doubling (element by element it cost MobileNetV2's 18
-/// PADs 63% of the model's instructions, 32 per element).
-fn fill_with(output: &mut [u8], pattern: &[u8]) {
-    if let [byte] = pattern {
-        output.fill(*byte);
-        return;
-    }
-    let whole = output.len() / pattern.len().max(1) * pattern.len();
-    let output = &mut output[..whole];
-    if output.is_empty() {
-        return;
-    }
-    output[..pattern.len()].copy_from_slice(pattern);
-    let mut filled = pattern.len();
-    while filled < output.len() {
-        let take = filled.min(output.len() - filled);
-        output.copy_within(..take, filled);
-        filled += take;
-    }
-}
 
 /// TFLite's `Prepare` of PAD and PADV2: constant non-negative paddings, the
 /// padded output shape, and the pad value.
@@ -102,11 +58,9 @@ pub(crate) fn prepare(op: &Op<'_, '_>) -> Result<PreparedOp> {
         }
         _ => vec![0; elem],
     };
-    let copy = pad(input.shape(), &before, output.shape(), elem).map_err(|e| op.copy_error(e))?;
-    Ok(PreparedOp::elements(
-        Pad { copy, fill },
-        output.element_count(),
-    ))
+    let bands = pad_bands(input.shape(), &before, output.shape(), elem, fill)
+        .map_err(|e| op.copy_error(e))?;
+    Ok(PreparedOp::elements(bands, output.element_count()))
 }
 
 /// PADV2's pad value, one element's bytes: TFLite requires one element of
@@ -155,6 +109,29 @@ fn pad_value(
     }
 }
 
+/// PAD with the pad value `fill` (one element's bytes), cut into bands of
+/// output rows for threads ([`RowBands`]): each band filled, then the input
+/// rows that land in it copied.
+pub(crate) fn pad_bands(
+    input_shape: &[usize],
+    before: &[usize],
+    output_shape: &[usize],
+    elem: usize,
+    fill: Vec<u8>,
+) -> Result<RowBands, String> {
+    let whole = pad(input_shape, before, output_shape, elem)?;
+    RowBands::new(whole, output_shape, elem, Some(fill), |dim, rows| {
+        // Output row r holds input row r - before[dim], where there is one.
+        let (skip, rows_in) = (before[dim], input_shape[dim]);
+        let first = rows.start.saturating_sub(skip).min(rows_in);
+        let last = rows.end.saturating_sub(skip).min(rows_in);
+        if first == last {
+            return Ok(None);
+        }
+        pad_rows(input_shape, before, output_shape, elem, (dim, first..last)).map(Some)
+    })
+}
+
 /// PAD: the input copied into the interior of the output; the caller fills
 /// the output with the pad value first.
 pub fn pad(
@@ -163,12 +140,32 @@ pub fn pad(
     output_shape: &[usize],
     elem: usize,
 ) -> Result<StridedCopy, String> {
+    let rows = 0..input_shape.first().copied().unwrap_or(1);
+    pad_rows(input_shape, before, output_shape, elem, (0, rows))
+}
+
+/// The part of PAD's copy that reads indices `rows` of input dimension
+/// `dim` (all of the other dimensions).
+fn pad_rows(
+    input_shape: &[usize],
+    before: &[usize],
+    output_shape: &[usize],
+    elem: usize,
+    (dim, rows): (usize, Range<usize>),
+) -> Result<StridedCopy, String> {
     let out_strides = contiguous_strides(output_shape, elem);
-    let dst_start = before.iter().zip(&out_strides).map(|(&b, &s)| b * s).sum();
     let in_strides = contiguous_strides(input_shape, elem);
+    let mut dst_start: usize = before.iter().zip(&out_strides).map(|(&b, &s)| b * s).sum();
+    let mut shape = input_shape.to_vec();
+    let mut src_start = 0;
+    if let Some(n) = shape.get_mut(dim) {
+        *n = rows.len();
+        src_start = (in_strides[dim] * rows.start) as isize;
+        dst_start += out_strides[dim] * rows.start;
+    }
     StridedCopy::new(
-        input_shape,
-        0,
+        &shape,
+        src_start,
         &signed(&in_strides),
         input_shape.iter().product::<usize>() * elem,
         dst_start,
@@ -176,26 +173,4 @@ pub fn pad(
         output_shape.iter().product::<usize>() * elem,
         elem,
     )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::fill_with;
-
-    #[test]
-    fn fill_repeats_the_element_over_whole_elements_only() {
-        for (len, pattern) in [(7, &[9u8][..]), (10, &[1, 2][..]), (13, &[5, 6, 7, 8][..])] {
-            let mut out = vec![0xEE; len];
-            fill_with(&mut out, pattern);
-            let whole = len / pattern.len() * pattern.len();
-            for (i, &b) in out.iter().enumerate() {
-                let expected = if i < whole {
-                    pattern[i % pattern.len()]
-                } else {
-                    0xEE
-                };
-                assert_eq!(b, expected, "{len} {pattern:?} at {i}");
-            }
-        }
-    }
 }

@@ -1,6 +1,9 @@
 //! TRANSPOSE: output dimension `d` is input dimension `perm[d]`, one
 //! strided copy.
 
+use std::ops::Range;
+
+use super::bands::RowBands;
 use crate::error::Result;
 use crate::interp::ops::kernel::PreparedOp;
 use crate::interp::ops::op::Op;
@@ -35,9 +38,22 @@ pub(crate) fn prepare(op: &Op<'_, '_>) -> Result<PreparedOp> {
         .ok_or_else(|| op.invalid(format!("{perm:?} is not a permutation of {rank} axes")))?;
     let expected: Vec<usize> = perm.iter().map(|&p| input.shape()[p]).collect();
     op.expect_shape(output, &expected)?;
-    let copy =
-        transpose(input.shape(), &perm, output.shape(), elem).map_err(|e| op.copy_error(e))?;
-    Ok(PreparedOp::elements(copy, output.element_count()))
+    let bands = transpose_bands(input.shape(), &perm, output.shape(), elem)
+        .map_err(|e| op.copy_error(e))?;
+    Ok(PreparedOp::elements(bands, output.element_count()))
+}
+
+/// TRANSPOSE cut into bands of output rows for threads ([`RowBands`]).
+pub(crate) fn transpose_bands(
+    input_shape: &[usize],
+    perm: &[usize],
+    output_shape: &[usize],
+    elem: usize,
+) -> Result<RowBands, String> {
+    let whole = transpose(input_shape, perm, output_shape, elem)?;
+    RowBands::new(whole, output_shape, elem, None, |dim, rows| {
+        transpose_rows(input_shape, perm, output_shape, elem, (dim, rows)).map(Some)
+    })
 }
 
 /// TRANSPOSE: output dimension `d` is input dimension `perm[d]`.
@@ -47,16 +63,37 @@ pub fn transpose(
     output_shape: &[usize],
     elem: usize,
 ) -> Result<StridedCopy, String> {
+    let rows = 0..output_shape.first().copied().unwrap_or(1);
+    transpose_rows(input_shape, perm, output_shape, elem, (0, rows))
+}
+
+/// The part of TRANSPOSE that writes indices `rows` of output dimension
+/// `dim` (all of the other dimensions).
+fn transpose_rows(
+    input_shape: &[usize],
+    perm: &[usize],
+    output_shape: &[usize],
+    elem: usize,
+    (dim, rows): (usize, Range<usize>),
+) -> Result<StridedCopy, String> {
     let in_strides = contiguous_strides(input_shape, elem);
     let src: Vec<isize> = perm.iter().map(|&p| in_strides[p] as isize).collect();
+    let dst = contiguous_strides(output_shape, elem);
     let bytes = |shape: &[usize]| shape.iter().product::<usize>() * elem;
+    let mut shape = output_shape.to_vec();
+    let (mut src_start, mut dst_start) = (0, 0);
+    if let Some(n) = shape.get_mut(dim) {
+        *n = rows.len();
+        src_start = src[dim] * rows.start as isize;
+        dst_start = dst[dim] * rows.start;
+    }
     StridedCopy::new(
-        output_shape,
-        0,
+        &shape,
+        src_start,
         &src,
         bytes(input_shape),
-        0,
-        &contiguous_strides(output_shape, elem),
+        dst_start,
+        &dst,
         bytes(output_shape),
         elem,
     )
