@@ -93,6 +93,7 @@ pub(super) fn prepare_model(model: &Model<'_>, options: &Options) -> Prepared {
                 arithmetic: prepared.and_then(|_| ops::arithmetic(operator, options)),
                 fused: None,
                 threads: 1,
+                split_by_columns: false,
             },
             state_inputs: prepared.map(|p| p.state_inputs.clone()).unwrap_or_default(),
             kernel: Box::new(Nop),
@@ -349,7 +350,7 @@ pub(super) fn share_nodes(
             let weights = weights.and_then(|t| tensors.get(t)).map_or(0, |t| t.bytes);
             let setup = threads::share_setup(&info.op, weights);
             let work = (info.work, info.unit, setup);
-            let shares =
+            let bands =
                 threads::shares(&*node.kernel, work, bytes, threads).map_err(|problem| {
                     Error::InvalidOp {
                         op: info.op.clone(),
@@ -357,6 +358,19 @@ pub(super) fn share_nodes(
                         problem,
                     }
                 })?;
+            // A kernel that also splits by columns takes them when they
+            // cost its busiest thread less (few rows, many channels).
+            let by_columns = match node.kernel.columns() {
+                Some(columns) if info.unit == "MAC" && columns.columns > 0 => {
+                    let depth = weights / columns.columns;
+                    let column_setup = threads::column_setup(&columns, depth);
+                    let cut = (bands.len(), setup);
+                    threads::column_shares(&*node.kernel, (info.work, column_setup), cut, threads)
+                }
+                _ => None,
+            };
+            info.split_by_columns = by_columns.is_some();
+            let shares = by_columns.unwrap_or(bands);
             info.threads = shares.len().max(1);
             Ok(shares)
         })

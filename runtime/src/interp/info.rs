@@ -74,6 +74,9 @@ pub struct NodeInfo {
     /// [`Options::threads`](super::Options::threads): 1 for a node whose
     /// work is worth one thread or whose kernel does not split.
     pub threads: usize,
+    /// Its threads each compute some columns of the output (a pointwise
+    /// CONV_2D's channels) rather than a band of its tiles.
+    pub split_by_columns: bool,
 }
 
 /// Per-op results of preparing a model: what inspect reports.

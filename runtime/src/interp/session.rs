@@ -23,7 +23,7 @@ use super::info::NodeInfo;
 use super::ops::HitStore;
 use super::place::Place;
 use super::plan::Plan;
-use super::threads::{run_shares, Scratch, Shared, ThreadMarks};
+use super::threads::{run_shares, Cut, Scratch, Shared, ThreadMarks};
 use super::threshold::Hits;
 use crate::error::{Error, Result};
 
@@ -91,15 +91,25 @@ impl Workers {
             .thread_name(|i| format!("qneon-worker-{i}"))
             .build()
             .map_err(|e| e.to_string());
+        // A share's scratch: the node's, and before it, with a node cut by
+        // columns, the share's tile.
         let scratch_bytes = plan
             .nodes
             .iter()
             .zip(&plan.shares)
-            .filter(|(_, shares)| !shares.is_empty())
-            .map(|(node, _)| node.info.scratch_bytes)
+            .map(|(node, shares)| {
+                let tile = shares.iter().map(|s| match s.cut {
+                    Cut::Columns(_) => s.bytes.len(),
+                    Cut::Bands => 0,
+                });
+                tile.max().map_or(0, |tile| node.info.scratch_bytes + tile)
+            })
             .max()
             .unwrap_or(0);
-        let scratch = (1..threads).map(|_| Scratch::new(scratch_bytes)).collect();
+        // One per thread: the shares of a node cut by columns all run on
+        // these (those of a band's node, but the first, which has the
+        // node's scratch in the arena).
+        let scratch = (0..threads).map(|_| Scratch::new(scratch_bytes)).collect();
         Some(Workers { pool, scratch })
     }
 }

@@ -43,6 +43,7 @@
 //! `depthwise/` the kernels, `geometry.rs` the padding and sizes.
 
 mod band;
+mod channels;
 mod conv2d;
 pub mod depthwise;
 mod depthwise_conv2d;

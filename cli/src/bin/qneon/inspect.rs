@@ -62,7 +62,12 @@ pub(crate) fn inspect(args: InspectArgs) -> Result<(), String> {
         };
         // The thread plan, with --threads above 1.
         let status = if args.load.threads > 1 {
-            format!("{status}; threads {}", node.threads)
+            let by = if node.split_by_columns {
+                " (by output channels)"
+            } else {
+                ""
+            };
+            format!("{status}; threads {}{by}", node.threads)
         } else {
             status
         };

@@ -79,6 +79,44 @@ pub(crate) trait Kernel: Debug + Send + Sync {
     fn run(&self, backend: Backend, io: &mut Io<'_>) -> Result<(), String> {
         self.run_tiles(backend, 0..self.tiles(), io)
     }
+
+    /// The other way a kernel's work may split: by columns of output 0
+    /// (seen as [`Columns::rows`] x [`Columns::columns`] elements), each
+    /// thread computing some columns of every row into a tile of its own
+    /// ([`run_columns`](Self::run_columns)), the tiles then copied into the
+    /// output. For layers with few rows and many columns (a pointwise
+    /// CONV_2D's late layers: 7x7 pixels, 1,280 channels), where bands of
+    /// rows leave threads idle. `None` (the default): no such split.
+    fn columns(&self) -> Option<Columns> {
+        None
+    }
+
+    /// Columns `columns` (cut at multiples of [`Columns::grain`]) of every
+    /// row of output 0 into `tile`, row `r`'s at `r * columns.len()`
+    /// elements; `io.outs` is empty, `io.scratch` the node's scratch.
+    fn run_columns(
+        &self,
+        backend: Backend,
+        columns: Range<usize>,
+        io: &mut Io<'_>,
+        tile: &mut [u8],
+    ) -> Result<(), String> {
+        let _ = (backend, io, tile);
+        Err(format!(
+            "columns {columns:?}: this kernel does not split by columns"
+        ))
+    }
+}
+
+/// Output 0 of a kernel that splits by columns ([`Kernel::columns`]):
+/// `rows` x `columns` elements of `elem` bytes; column ranges start at
+/// multiples of `grain`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Columns {
+    pub rows: usize,
+    pub columns: usize,
+    pub grain: usize,
+    pub elem: usize,
 }
 
 /// Nothing to run: the output shares its input's bytes (an aliased

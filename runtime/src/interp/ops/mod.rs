@@ -69,7 +69,7 @@ use crate::interp::options::Options;
 pub use activation::HitSlice;
 pub(crate) use activation::{Fused, HitStore};
 pub(crate) use buffers::{element_size, Ins, Io, Outs, INLINE};
-pub(crate) use kernel::{Kernel, Nop, PreparedOp, Registration};
+pub(crate) use kernel::{Columns, Kernel, Nop, PreparedOp, Registration};
 
 /// Every family's table of the builtin ops it prepares.
 const REGISTRY: &[&[Registration]] = &[

@@ -147,7 +147,12 @@ impl StridedCopy {
     /// Runs the copy into `band`, which holds the destination's bytes from
     /// byte `band_start` on (a thread's band of an output); an error, and
     /// nothing written, when the copy writes outside it.
-    pub fn run_in_band(&self, src: &[u8], band: &mut [u8], band_start: usize) -> Result<(), String> {
+    pub fn run_in_band(
+        &self,
+        src: &[u8],
+        band: &mut [u8],
+        band_start: usize,
+    ) -> Result<(), String> {
         if self.dst_end == 0 {
             return Ok(()); // Nothing to copy.
         }

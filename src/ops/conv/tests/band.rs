@@ -1,6 +1,7 @@
 //! Bands of output rows (`run_band`, `run_band_with_scratch`): every cut of
 //! the rows into bands gives the whole run's rows on every backend, and a
-//! band of the wrong length or past the rows is an error.
+//! band of the wrong length or past the rows is an error. Likewise ranges
+//! of a pointwise layer's output channels (`run_channels`).
 
 use core::ops::Range;
 use std::vec;
@@ -46,6 +47,70 @@ pub(super) fn bands_equal_whole(
                 );
             }
         }
+    }
+}
+
+/// Runs `channel_run` for cuts of the `channels` output channels (the
+/// last dimension of `whole`, the whole run's output) at multiples of
+/// `grain` on every backend, each range into a tile of its own, and checks
+/// each tile against those channels of every pixel of `whole`.
+pub(super) fn channels_equal_whole(
+    whole: &[i8],
+    channels: usize,
+    grain: usize,
+    label: &str,
+    channel_run: impl Fn(Backend, &mut [i8], Range<usize>) -> Result<()>,
+) {
+    let pixels = whole.len() / channels;
+    let blocks = channels.div_ceil(grain);
+    let mut cuts: Vec<Vec<Range<usize>>> = vec![vec![0..channels]];
+    for parts in [2, 3, 5] {
+        cuts.push(
+            (0..parts)
+                .map(|i| {
+                    (i * blocks / parts * grain).min(channels)
+                        ..((i + 1) * blocks / parts * grain).min(channels)
+                })
+                .collect(),
+        );
+    }
+    cuts.push(
+        (0..blocks)
+            .map(|b| b * grain..((b + 1) * grain).min(channels))
+            .collect(),
+    );
+    for backend in Backend::available() {
+        for cut in &cuts {
+            for range in cut {
+                let mut tile = vec![0x44u8 as i8; pixels * range.len()];
+                channel_run(backend, &mut tile, range.clone()).unwrap();
+                let expected: Vec<i8> = (0..pixels)
+                    .flat_map(|p| {
+                        whole[p * channels + range.start..p * channels + range.end]
+                            .iter()
+                            .copied()
+                    })
+                    .collect();
+                assert_eq!(
+                    tile,
+                    expected,
+                    "{label} {} channels {range:?}",
+                    backend.name()
+                );
+            }
+        }
+        // Off the grain, past the channels, or a tile of the wrong length.
+        if grain > 1 && channels > grain {
+            let mut tile = vec![0i8; pixels * (channels - 1)];
+            let err = channel_run(backend, &mut tile, 1..channels);
+            assert!(matches!(err, Err(Error::Tile { .. })), "{label}: {err:?}");
+        }
+        let mut tile = vec![0i8; pixels * (grain + 1)];
+        let err = channel_run(backend, &mut tile, 0..grain);
+        assert!(matches!(err, Err(Error::Length { .. })), "{label}: {err:?}");
+        let mut tile = vec![0i8; pixels];
+        let err = channel_run(backend, &mut tile, channels..channels + 1);
+        assert!(matches!(err, Err(Error::Tile { .. })), "{label}: {err:?}");
     }
 }
 

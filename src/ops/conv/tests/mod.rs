@@ -324,6 +324,20 @@ fn check(case: &Case, seed: u64) {
                         let mut scratch = scratch.borrow_mut();
                         op.run_band_with_scratch(b, &input, band, rows, &mut scratch)
                     });
+                    // Ranges of output channels, every pixel's in a tile of
+                    // their own (pointwise layers only).
+                    match op.channel_grain() {
+                        Some(grain) => {
+                            let n = g.output_channels;
+                            band::channels_equal_whole(&out, n, grain, &label, |b, tile, c| {
+                                op.run_channels(b, &input, tile, c)
+                            })
+                        }
+                        None => {
+                            let err = op.run_channels(Backend::Scalar, &input, &mut [], 0..0);
+                            assert!(matches!(err, Err(Error::Unsupported { .. })), "{err:?}");
+                        }
+                    }
                     // Any split into row tiles gives the same bytes.
                     let mut tiled = vec![0x33u8 as i8; acc.len()];
                     let half = op.rows() / 2;

@@ -11,7 +11,7 @@ use qneon_tflite::schema::BuiltinOptions;
 use qneon_tflite::{BuiltinOp, Options as OpOptions, Tensor};
 
 use super::buffers::{output_band, view, view_mut, Io};
-use super::kernel::{Kernel, PreparedOp, Registration};
+use super::kernel::{Columns, Kernel, PreparedOp, Registration};
 use super::op::Op;
 use crate::error::Result;
 use crate::interp::options::{Options, Rounding, TfliteKernels};
@@ -98,6 +98,37 @@ impl Kernel for Convolution {
             Layer::Depthwise(d) => d.run_rows(backend, input, output, rows),
         };
         result.map_err(|e| e.to_string())
+    }
+
+    /// A pointwise CONV_2D (its GEMM) also splits by output channels:
+    /// every pixel's, a range of channels each.
+    fn columns(&self) -> Option<Columns> {
+        let Layer::Conv(c) = &self.layer else {
+            return None;
+        };
+        let channels = c.geometry().output_channels;
+        Some(Columns {
+            rows: self.rows * self.row_len / channels.max(1),
+            columns: channels,
+            grain: c.channel_grain()?,
+            elem: 1,
+        })
+    }
+
+    fn run_columns(
+        &self,
+        backend: Backend,
+        columns: Range<usize>,
+        io: &mut Io<'_>,
+        tile: &mut [u8],
+    ) -> Result<(), String> {
+        let Layer::Conv(c) = &self.layer else {
+            return Err("a depthwise convolution does not split by channels".to_string());
+        };
+        let input: &[i8] = view(io.ins[0])?;
+        let tile: &mut [i8] = view_mut(tile)?;
+        c.run_channels(backend, input, tile, columns)
+            .map_err(|e| e.to_string())
     }
 }
 

@@ -224,8 +224,7 @@ mod tests {
                 let n: usize = shape.iter().product::<usize>() * elem;
                 let src: Vec<u8> = (0..n).map(|i| (i * 7 % 251) as u8).collect();
                 let out_len = out_shape.iter().product::<usize>() * elem;
-                let kernel =
-                    pad_bands(shape, before, &out_shape, elem, pattern.to_vec()).unwrap();
+                let kernel = pad_bands(shape, before, &out_shape, elem, pattern.to_vec()).unwrap();
                 check_bands(
                     &kernel,
                     &src,

@@ -64,7 +64,11 @@ use qneon::Backend;
 use smallvec::{smallvec, SmallVec};
 
 use super::info::NodeInfo;
-use super::ops::{Ins, Io, Kernel, Outs};
+use super::ops::{Columns, Ins, Io, Kernel, Outs};
+
+mod columns;
+
+pub(crate) use self::columns::{column_setup, column_shares};
 
 /// Least multiply-accumulates worth one more thread: below it, the join
 /// and the wake-up of a worker cost about what the thread saves.
@@ -73,11 +77,25 @@ pub(crate) const MIN_MACS_PER_THREAD: u64 = 50_000;
 pub(crate) const MIN_ELEMENTS_PER_THREAD: u64 = 16 * 1024;
 
 /// One thread's share of a node: its tiles and the bytes of output 0 they
-/// write.
+/// write (cut by bands), or its columns and the bytes of its tile (cut by
+/// columns, `columns.rs`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Share {
     pub tiles: Range<usize>,
     pub bytes: Range<usize>,
+    pub cut: Cut,
+}
+
+/// How a node's work is cut among threads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Cut {
+    /// Ranges of tiles ([`Kernel::split`]), each writing its band of output
+    /// 0 in place.
+    Bands,
+    /// Ranges of output 0's columns ([`Kernel::columns`]), each computed
+    /// into a tile in its thread's scratch, then copied into the output by
+    /// the calling thread.
+    Columns(Columns),
 }
 
 /// Work (MACs) a CONV_2D share's call spends before its tiles, per filter
@@ -143,7 +161,11 @@ pub(crate) fn shares(
             ));
         }
         end = bytes.end;
-        all.push(Share { tiles, bytes });
+        all.push(Share {
+            tiles,
+            bytes,
+            cut: Cut::Bands,
+        });
     }
     Ok(all)
 }
@@ -201,7 +223,7 @@ const INLINE_SHARES: usize = 16;
 /// One share's part of a node's run, waiting in its slot for the thread
 /// that runs it: its band of output 0, where the band starts in the
 /// output, and its scratch.
-struct Part<'a> {
+pub(super) struct Part<'a> {
     band: &'a mut [u8],
     band_start: usize,
     scratch: &'a mut [u8],
@@ -209,8 +231,10 @@ struct Part<'a> {
 
 /// Runs `shares` of a node, `band` holding output 0 from byte
 /// `band_start` on, on the threads of `pool`, share `i` on the `i`-th
-/// thread counted from the calling one: the caller runs share 0 with
-/// `scratch`, the others with `more` (share `i` with `more[i - 1]`).
+/// thread counted from the calling one: cut by bands, the caller runs
+/// share 0 with `scratch`, the others with `more` (share `i` with
+/// `more[i - 1]`); cut by columns, share `i` runs with `more[i]` (`band` is
+/// then the whole output).
 /// Must run on one of the pool's threads (inside `install`). A panic in a
 /// share becomes its error; the first error of the shares is returned.
 pub(crate) fn run_shares(
@@ -228,6 +252,9 @@ pub(crate) fn run_shares(
             shares.len(),
             more.len() + 1
         ));
+    }
+    if let Some(Cut::Columns(columns)) = shares.first().map(|s| s.cut) {
+        return columns::run(pool, shared, shares, columns, (band, band_start), more);
     }
     // Cut the band at the shares' starts, in order (checked at load), and
     // lay each part in its share's slot.
@@ -248,6 +275,19 @@ pub(crate) fn run_shares(
         })));
         (rest, rest_start) = (tail, rest_start + cut);
     }
+    run_parts(pool, shared, shares, &slots)
+}
+
+/// Runs share `i` with the part in `slots[i]` on the `i`-th thread of
+/// `pool` counted from the calling one (the caller runs share 0); the first
+/// error of the shares.
+fn run_parts(
+    pool: &rayon::ThreadPool,
+    shared: &Shared<'_, '_>,
+    shares: &[Share],
+    slots: &[Mutex<Option<Part<'_>>>],
+) -> Result<(), String> {
+    let threads = pool.current_num_threads();
     let first_error: Mutex<Option<String>> = Mutex::new(None);
     // Thread `caller + i` (modulo the pool's size) runs share `i`: the same
     // thread the same share at every invoke, and no thread runs two.
@@ -292,8 +332,15 @@ fn run_share(shared: &Shared<'_, '_>, share: &Share, part: Part<'_>) -> Result<(
         state: Outs::new(),
     };
     let tiles = share.tiles.clone();
-    let result = catch_unwind(AssertUnwindSafe(|| {
-        shared.kernel.run_tiles(shared.backend, tiles, &mut io)
+    let result = catch_unwind(AssertUnwindSafe(|| match share.cut {
+        Cut::Bands => shared.kernel.run_tiles(shared.backend, tiles, &mut io),
+        Cut::Columns(_) => {
+            // The part's "band" is the share's tile; no output in place.
+            let tile = io.outs.pop().unwrap_or_default();
+            shared
+                .kernel
+                .run_columns(shared.backend, tiles, &mut io, tile)
+        }
     }));
     if let Some(marks) = shared.marks {
         marks.idle();
@@ -362,6 +409,7 @@ mod tests {
             arithmetic: None,
             fused: None,
             threads: 1,
+            split_by_columns: false,
         }
     }
 

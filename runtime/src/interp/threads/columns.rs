@@ -1,0 +1,341 @@
+//! Nodes cut by columns of their output ([`Cut::Columns`]): each thread
+//! computes some columns of every row into a tile in its own scratch, and
+//! the calling thread copies the tiles into the output once all are done.
+//!
+//! Why: a layer with few output rows and many channels (MobileNetV2's last
+//! pointwise layers: 7x7 pixels, up to 1,280 channels; person_detect's
+//! 3x3 and 6x6 ones) cut into bands of rows gives at most as many shares as
+//! rows, of uneven size, and every band reads the whole filter. Cut by
+//! channels, every share reads only its filters and all rows, and there are
+//! as many shares as threads. The output's columns of one share are not
+//! contiguous, so a share cannot write them in place (threads own disjoint
+//! slices); the copy of the tiles is the price, about one load and store per
+//! 16 output bytes plus a call per row and share.
+
+use std::ops::Range;
+use std::sync::Mutex;
+
+use smallvec::SmallVec;
+
+use super::{
+    run_parts, Columns, Cut, Kernel, Part, Scratch, Share, Shared, CONV_SETUP_MACS, INLINE_SHARES,
+    MIN_MACS_PER_THREAD,
+};
+
+/// Work (in MACs) the calling thread spends copying one share's tile row
+/// into the output, and per output byte: a `memcpy` call of about 20
+/// instructions per row, a load and a store per 16 bytes, at about 8 MACs
+/// per instruction (a convolution's 0.12 instructions per MAC).
+const COPY_MACS_PER_ROW: u64 = 160;
+const COPY_MACS_PER_BYTE: u64 = 1;
+
+/// The setup (in MACs) of one share of a node cut by columns whose input 0
+/// is `rows` x `depth` bytes: a GEMM call of its own, which packs every
+/// input row.
+pub(crate) fn column_setup(columns: &Columns, depth: usize) -> u64 {
+    let packing = (columns.rows as u64).saturating_mul(depth as u64) / 2;
+    CONV_SETUP_MACS.saturating_add(packing)
+}
+
+/// The column shares of a node of `work` MACs whose kernel splits by
+/// columns, for up to `threads` threads, each paying `setup`
+/// ([`column_setup`]); `None` when the node does not split by columns or
+/// when cutting it into `bands` bands with `band_setup` each costs its
+/// busiest thread no more. The cost of a cut: its largest share's work,
+/// plus its setup, plus (by columns) the copy of every tile by the calling
+/// thread.
+pub(crate) fn column_shares(
+    kernel: &dyn Kernel,
+    (work, setup): (u64, u64),
+    (bands, band_setup): (usize, u64),
+    threads: usize,
+) -> Option<Vec<Share>> {
+    let columns = kernel.columns()?;
+    let grain = columns.grain.max(1);
+    let blocks = columns.columns.div_ceil(grain);
+    let per_share = MIN_MACS_PER_THREAD.saturating_add(setup.saturating_mul(2));
+    let worth = usize::try_from(work / per_share).unwrap_or(usize::MAX);
+    let n = threads.min(blocks).min(worth);
+    if n < 2 {
+        return None;
+    }
+    let rows = columns.rows as u64;
+    let row_bytes = (columns.columns * columns.elem) as u64;
+    let copy = rows
+        .saturating_mul(n as u64)
+        .saturating_mul(COPY_MACS_PER_ROW)
+        .saturating_add(rows.saturating_mul(row_bytes) * COPY_MACS_PER_BYTE);
+    // The largest share has ceil(blocks / n) of the blocks.
+    let largest = work.saturating_mul(blocks.div_ceil(n) as u64) / blocks as u64;
+    let by_columns = largest.saturating_add(setup).saturating_add(copy);
+    let by_bands = if bands >= 2 {
+        work.div_ceil(bands as u64).saturating_add(band_setup)
+    } else {
+        work
+    };
+    if by_columns >= by_bands {
+        return None;
+    }
+    let shares = (0..n)
+        .map(|i| {
+            let (first, last) = (i * blocks / n, (i + 1) * blocks / n);
+            let tiles = first * grain..(last * grain).min(columns.columns);
+            let bytes = 0..columns.rows * tiles.len() * columns.elem;
+            Share {
+                tiles,
+                bytes,
+                cut: Cut::Columns(columns),
+            }
+        })
+        .collect();
+    Some(shares)
+}
+
+/// Runs a node's column `shares` on `pool` (share `i` with `more[i]`, its
+/// tile first and the node's scratch after it), then copies each tile into
+/// `output` (the whole of output 0: `output_start` 0).
+pub(super) fn run(
+    pool: &rayon::ThreadPool,
+    shared: &Shared<'_, '_>,
+    shares: &[Share],
+    columns: Columns,
+    (output, output_start): (&mut [u8], usize),
+    more: &mut [Scratch],
+) -> Result<(), String> {
+    let Columns {
+        rows,
+        columns: width,
+        elem,
+        ..
+    } = columns;
+    if output_start != 0 || output.len() != rows * width * elem || shares.len() > more.len() {
+        return Err(format!(
+            "{} column shares of a {rows} x {width} output into {} bytes from byte \
+             {output_start} with {} scratches",
+            shares.len(),
+            output.len(),
+            more.len()
+        ));
+    }
+    {
+        let mut slots: SmallVec<[Mutex<Option<Part<'_>>>; INLINE_SHARES]> = SmallVec::new();
+        for (share, scratch) in shares.iter().zip(more.iter_mut()) {
+            let all = scratch.bytes(share.bytes.len() + shared.scratch_bytes);
+            if all.len() < share.bytes.len() {
+                return Err(format!("a scratch of {} bytes for a tile", all.len()));
+            }
+            let (tile, scratch) = all.split_at_mut(share.bytes.len());
+            slots.push(Mutex::new(Some(Part {
+                band: tile,
+                band_start: 0,
+                scratch,
+            })));
+        }
+        run_parts(pool, shared, shares, &slots)?;
+    }
+    for (share, scratch) in shares.iter().zip(more.iter_mut()) {
+        let tile = scratch.bytes(share.bytes.len());
+        copy_tile(tile, output, share.tiles.clone(), width, elem)?;
+    }
+    Ok(())
+}
+
+/// Copies `tile` (every row's `columns`, `elem`-byte elements) into those
+/// columns of `output`'s rows of `width` elements.
+fn copy_tile(
+    tile: &[u8],
+    output: &mut [u8],
+    columns: Range<usize>,
+    width: usize,
+    elem: usize,
+) -> Result<(), String> {
+    let (from, row) = (columns.start * elem, width * elem);
+    let tile_row = columns.len() * elem;
+    if tile_row == 0 {
+        return Ok(());
+    }
+    if columns.end > width || tile.len() / tile_row * row > output.len() {
+        return Err(format!(
+            "a tile of columns {columns:?} does not fit rows of {width}"
+        ));
+    }
+    for (src, dst) in tile
+        .chunks_exact(tile_row)
+        .zip(output.chunks_exact_mut(row))
+    {
+        dst[from..from + tile_row].copy_from_slice(src);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::interp::info::NodeInfo;
+    use crate::interp::ops::{Ins, Io};
+    use qneon::Backend;
+
+    /// `rows` x `columns` one-byte elements, element (r, c) = r * 31 + c
+    /// (mod 256); splits by bands of rows and by columns on a grain of 4.
+    #[derive(Debug)]
+    struct Grid {
+        rows: usize,
+        columns: usize,
+    }
+
+    impl Grid {
+        fn value(r: usize, c: usize) -> u8 {
+            (r * 31 + c) as u8
+        }
+    }
+
+    impl Kernel for Grid {
+        fn tiles(&self) -> usize {
+            self.rows
+        }
+        fn split(&self) -> Option<usize> {
+            Some(1)
+        }
+        fn band(&self, tiles: Range<usize>) -> Range<usize> {
+            tiles.start * self.columns..tiles.end * self.columns
+        }
+        fn run_tiles(
+            &self,
+            _: Backend,
+            tiles: Range<usize>,
+            io: &mut Io<'_>,
+        ) -> Result<(), String> {
+            for r in tiles {
+                for c in 0..self.columns {
+                    io.outs[0][r * self.columns + c - io.out_start] = Self::value(r, c);
+                }
+            }
+            Ok(())
+        }
+        fn columns(&self) -> Option<Columns> {
+            Some(Columns {
+                rows: self.rows,
+                columns: self.columns,
+                grain: 4,
+                elem: 1,
+            })
+        }
+        fn run_columns(
+            &self,
+            _: Backend,
+            columns: Range<usize>,
+            _: &mut Io<'_>,
+            tile: &mut [u8],
+        ) -> Result<(), String> {
+            let width = columns.len();
+            for r in 0..self.rows {
+                for (k, c) in columns.clone().enumerate() {
+                    tile[r * width + k] = Self::value(r, c);
+                }
+            }
+            Ok(())
+        }
+    }
+
+    fn node() -> NodeInfo {
+        NodeInfo {
+            index: 0,
+            op: "GRID".to_string(),
+            work: 0,
+            unit: "MAC",
+            inputs: Vec::new(),
+            outputs: Vec::new(),
+            scratch_bytes: 0,
+            aliased: false,
+            arithmetic: None,
+            fused: None,
+            threads: 1,
+            split_by_columns: false,
+        }
+    }
+
+    #[test]
+    fn few_rows_and_many_columns_split_by_columns_and_give_the_whole_output() {
+        // 3 rows: bands give at most 3 shares, columns as many as threads;
+        // each band also pays a setup as large as a filter's read.
+        let grid = Grid {
+            rows: 3,
+            columns: 70,
+        };
+        let work = 100 * MIN_MACS_PER_THREAD;
+        for threads in [2, 3, 4, 8] {
+            let bands = threads.min(3);
+            let shares =
+                column_shares(&grid, (work, 1_000), (bands, 100_000), threads).expect("columns");
+            assert_eq!(shares.len(), threads.min(70usize.div_ceil(4)));
+            // Cut on the grain, in order, covering every column.
+            let mut next = 0;
+            for s in &shares {
+                assert_eq!(s.tiles.start, next);
+                assert_eq!(s.tiles.start % 4, 0);
+                assert_eq!(s.bytes.len(), 3 * s.tiles.len());
+                next = s.tiles.end;
+            }
+            assert_eq!(next, 70);
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            let (node, ins) = (node(), Ins::new());
+            let shared = Shared {
+                kernel: &grid,
+                backend: Backend::Scalar,
+                ins: &ins,
+                node: &node,
+                scratch_bytes: 0,
+                marks: None,
+            };
+            let mut more: Vec<Scratch> = (0..threads).map(|_| Scratch::new(3 * 70)).collect();
+            let mut output = vec![0xEEu8; 3 * 70];
+            pool.install(|| {
+                super::super::run_shares(
+                    &pool,
+                    &shared,
+                    &shares,
+                    (&mut output, 0),
+                    &mut [],
+                    &mut more,
+                )
+            })
+            .unwrap();
+            let expected: Vec<u8> = (0..3 * 70).map(|i| Grid::value(i / 70, i % 70)).collect();
+            assert_eq!(output, expected, "{threads} threads");
+        }
+    }
+
+    #[test]
+    fn many_rows_stay_in_bands_and_small_work_on_one_thread() {
+        let grid = Grid {
+            rows: 64,
+            columns: 16,
+        };
+        let work = 100 * MIN_MACS_PER_THREAD;
+        // 8 even bands with no setup beat 4 column blocks.
+        assert!(column_shares(&grid, (work, 1_000), (8, 0), 8).is_none());
+        // Too little work for two shares.
+        assert!(column_shares(&grid, (MIN_MACS_PER_THREAD, 0), (1, 0), 8).is_none());
+        // A kernel without columns.
+        #[derive(Debug)]
+        struct Whole;
+        impl Kernel for Whole {
+            fn run_tiles(&self, _: Backend, _: Range<usize>, _: &mut Io<'_>) -> Result<(), String> {
+                Ok(())
+            }
+        }
+        assert!(column_shares(&Whole, (work, 0), (1, 0), 8).is_none());
+    }
+
+    #[test]
+    fn a_tile_that_does_not_fit_is_an_error() {
+        let mut output = vec![0u8; 12];
+        assert!(copy_tile(&[1; 6], &mut output, 2..4, 4, 1).is_ok());
+        assert_eq!(output, [0, 0, 1, 1, 0, 0, 1, 1, 0, 0, 1, 1]);
+        assert!(copy_tile(&[1; 6], &mut output, 3..5, 4, 1).is_err());
+        assert!(copy_tile(&[1; 8], &mut output, 0..2, 4, 1).is_err());
+    }
+}
