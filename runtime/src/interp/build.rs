@@ -349,7 +349,8 @@ pub(super) fn share_nodes(
             let weights = info.inputs.get(1).copied().flatten();
             let weights = weights.and_then(|t| tensors.get(t)).map_or(0, |t| t.bytes);
             let setup = threads::share_setup(&info.op, weights);
-            let work = (info.work, info.unit, setup);
+            let weighted = info.work.saturating_mul(threads::mac_weight(&info.op));
+            let work = (weighted, info.unit, setup);
             let bands =
                 threads::shares(&*node.kernel, work, bytes, threads).map_err(|problem| {
                     Error::InvalidOp {
@@ -365,7 +366,7 @@ pub(super) fn share_nodes(
                     let depth = weights / columns.columns;
                     let column_setup = threads::column_setup(&columns, depth);
                     let cut = (bands.len(), setup);
-                    threads::column_shares(&*node.kernel, (info.work, column_setup), cut, threads)
+                    threads::column_shares(&*node.kernel, (weighted, column_setup), cut, threads)
                 }
                 _ => None,
             };

@@ -107,6 +107,23 @@ pub(crate) const CONV_SETUP_MACS_PER_WEIGHT: u64 = 4;
 /// The part of a CONV_2D share's setup that does not grow with the filter.
 pub(crate) const CONV_SETUP_MACS: u64 = 5_000;
 
+/// What one MAC of `op` costs, in MACs of a CONV_2D (on which
+/// [`MIN_MACS_PER_THREAD`] and the setups are measured): a depthwise MAC
+/// has no dot product to use and an output stage every few taps, about 8
+/// times a CONV_2D's (person_detect, `-cpu neoverse-n1`, NEON: 1.27 against
+/// 0.148 instructions per MAC), so a depthwise layer is worth more threads
+/// than its MACs say.
+pub(crate) fn mac_weight(op: &str) -> u64 {
+    if op == "DEPTHWISE_CONV_2D" {
+        DEPTHWISE_MAC_WEIGHT
+    } else {
+        1
+    }
+}
+
+/// [`mac_weight`] of DEPTHWISE_CONV_2D.
+pub(crate) const DEPTHWISE_MAC_WEIGHT: u64 = 8;
+
 /// The setup (in the node's work unit) each share of a node pays before its
 /// tiles, beyond what the one-thread call pays: a CONV_2D's grows with its
 /// filter (`weights` elements); 0 for the other ops (their bands read only
