@@ -8,16 +8,22 @@
 //! about equal size ([`Share`]), each writing its own band of output 0
 //! ([`Kernel::band`]). The same cut every invoke, so nothing is decided or
 //! allocated at run time; a tile range is the library call it always was,
-//! so the bytes are those of one thread.
+//! so the bytes are those of one thread. A kernel that can also compute
+//! ranges of output 0's columns ([`Kernel::columns`]: a pointwise
+//! CONV_2D's output channels) is cut by columns instead when that costs
+//! its busiest thread less (`columns.rs`: few rows, many channels).
 //!
 //! The cost model ([`shares`]): a thread is worth adding while each
 //! share's work is at least [`MIN_MACS_PER_THREAD`] (or
 //! [`MIN_ELEMENTS_PER_THREAD`]) plus twice the setup every share's call
-//! pays before its tiles ([`share_setup`]): a CONV_2D band is a GEMM call
-//! of its own over the whole filter, so a layer with few output rows and a
-//! large filter stays on one thread (person_detect's late 1x1 layers: a
-//! band of one or two rows costs about 10,000 instructions of setup, and
-//! one layer of 61,453 instructions took 90,747 in four bands).
+//! pays before its tiles ([`share_setup`]), a depthwise MAC counting as
+//! [`DEPTHWISE_MAC_WEIGHT`] of a CONV_2D's ([`mac_weight`]): a CONV_2D band
+//! is a GEMM call of its own over the whole filter, so bands of a layer with
+//! few output rows and a large filter pay more setup than work
+//! (person_detect's late 1x1 layers: a band of one or two rows costs about
+//! 10,000 instructions of setup, and one layer of 61,453 instructions took
+//! 90,747 in four bands); such a layer splits by output channels, each
+//! share reading only its filters.
 //!
 //! The pool: a session with more than one thread keeps a `rayon` pool of
 //! `threads` workers, started with the session. An invoke runs its loop over
