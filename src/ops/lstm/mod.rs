@@ -45,6 +45,7 @@ mod neon;
 mod tests;
 
 use self::kernels::Kernels;
+pub use self::params::LstmLayerNorm;
 use self::params::{folded_bias, Gate, LayerNorm, LstmParams, MatVec, Projection};
 use crate::backend::Backend;
 use crate::checks::{check_length, check_scale, check_zero_point};
@@ -431,9 +432,23 @@ impl Lstm {
                 hidden_zero_point: quant.hidden.zero_point,
                 output_state_zero_point: quant.output_state.zero_point,
                 rounding,
+                layer_norm: LstmLayerNorm::Portable,
             },
             backend: Backend::best(),
         })
+    }
+
+    /// The LSTM with its layer normalization in `arithmetic` (the default
+    /// is [`LstmLayerNorm::Portable`]); no effect without layer
+    /// normalization.
+    pub fn with_layer_norm_arithmetic(mut self, arithmetic: LstmLayerNorm) -> Lstm {
+        self.params.layer_norm = arithmetic;
+        self
+    }
+
+    /// The layer normalization's arithmetic.
+    pub fn layer_norm_arithmetic(&self) -> LstmLayerNorm {
+        self.params.layer_norm
     }
 
     /// The shape given to [`new`](Self::new).
@@ -558,7 +573,7 @@ impl Lstm {
             accumulate(&g.input, dots, out, p.rounding);
             mat_vec(&g.recurrent, output_state, dots);
             accumulate(&g.recurrent, dots, out, p.rounding);
-            g.finish(out, cell, p.n_cell, p.n_output, p.rounding);
+            g.finish(out, cell, p.n_cell, p.n_output, p.rounding, p.layer_norm);
         };
         if let Some(g) = &p.input_gate {
             gate(g, input_gate, dots, cell_state);
