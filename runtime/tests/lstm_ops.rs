@@ -1,10 +1,11 @@
 //! UNIDIRECTIONAL_SEQUENCE_LSTM in the interpreter: every generated LSTM
 //! case of `models/ops` (`lstm_cases()` in models/gen/ops.py) against
-//! LiteRT's reference and x86 builtin kernels, single invokes and the
-//! sequence of invokes on one interpreter (the state carried in the
-//! session's variable tensors), a reset giving step 0 again; and the
-//! published LSTM models' sequences (`tflite_micro/refs/sequences.json`).
-//! Scalar and best backend.
+//! LiteRT's reference and x86 builtin kernels and its aarch64 builtin build,
+//! single invokes and the sequence of invokes on one interpreter (the state
+//! carried in the session's variable tensors), a reset giving step 0 again;
+//! and the published LSTM models' sequences
+//! (`tflite_micro/refs/sequences.json`). Scalar and best backend. The
+//! layer-norm cases are where the builds part (see `x86_paths`).
 
 mod tflite_common;
 

@@ -241,6 +241,20 @@ pub enum LstmLayerNorm {
     Aarch64Neon,
 }
 
+impl LstmLayerNorm {
+    /// The leading cells of each `n_cell` row that take the NEON blocks'
+    /// arithmetic (the rest take the portable one).
+    pub(crate) fn block_cells(self, n_cell: usize) -> usize {
+        match self {
+            LstmLayerNorm::Portable => 0,
+            LstmLayerNorm::Aarch64Neon => n_cell / 16 * 16,
+        }
+    }
+}
+
+/// [`LayerNorm::apply`]'s signature (the backends' layer normalization).
+pub(crate) type LayerNormKernel = fn(&LayerNorm, &mut [i16], usize, Rounding, LstmLayerNorm);
+
 impl LayerNorm {
     /// Normalizes each batch row of `gate` (`n_cell` long) in place:
     /// TFLite's `ApplyLayerNorm` in the chosen build's arithmetic (see
@@ -252,11 +266,7 @@ impl LayerNorm {
         rounding: Rounding,
         arithmetic: LstmLayerNorm,
     ) {
-        // Values the vector arithmetic covers in each row.
-        let blocks = match arithmetic {
-            LstmLayerNorm::Portable => 0,
-            LstmLayerNorm::Aarch64Neon => n_cell / 16 * 16,
-        };
+        let blocks = arithmetic.block_cells(n_cell);
         let out_multiplier = self.out_multiplier();
         for row in gate.chunks_exact_mut(n_cell) {
             let (mean, inv_stddev) = self.statistics(row, arithmetic);
@@ -386,7 +396,7 @@ impl Gate {
         n_cell: usize,
         n_output: usize,
         rounding: Rounding,
-        layer_norm: LstmLayerNorm,
+        layer_norm: (LstmLayerNorm, LayerNormKernel),
     ) {
         if let Some((weights, multiplier)) = &self.peephole {
             let width = n_output.min(n_cell);
@@ -402,7 +412,7 @@ impl Gate {
             }
         }
         if let Some(norm) = &self.layer_norm {
-            norm.apply(gate, n_cell, rounding, layer_norm);
+            (layer_norm.1)(norm, gate, n_cell, rounding, layer_norm.0);
         }
     }
 }

@@ -712,3 +712,38 @@ fn lstm_i8_neon_mat_vec_paths_equal_scalar_with_extreme_weights() {
         }
     }
 }
+
+/// The layer normalization's NEON lanes equal the scalar code in both
+/// arithmetics and roundings, on rows of 1 to 40 cells (blocks of 16, lanes
+/// of 4 and scalar tails) with narrow, wide and full-range values, full-range
+/// coefficients and biases, and coefficient scales whose `+ 12` shift is
+/// negative or positive.
+#[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+#[test]
+fn lstm_i8_layer_norm_neon_equals_scalar() {
+    let mut rng = Rng(0x9e37);
+    for n_cell in 1..=40 {
+        for scale in [LN_SCALE, 3.1e-5, 0.02] {
+            let norm = params::LayerNorm {
+                weights: rng.i16s(n_cell, 32767),
+                bias: rng.i32s(n_cell, 1 << 30),
+                multiplier: Rounding::Double.quantize_multiplier(scale as f64).unwrap(),
+                variance_guard: ((10000.0 * scale) as i32).max(1),
+            };
+            for range in [40, 6000, 32767] {
+                let gate = rng.i16s(3 * n_cell, range);
+                for rounding in [Rounding::Single, Rounding::Double] {
+                    for arithmetic in [LstmLayerNorm::Portable, LstmLayerNorm::Aarch64Neon] {
+                        let (mut scalar, mut lanes) = (gate.clone(), gate.clone());
+                        norm.apply(&mut scalar, n_cell, rounding, arithmetic);
+                        neon::layer_norm(&norm, &mut lanes, n_cell, rounding, arithmetic);
+                        assert_eq!(
+                            scalar, lanes,
+                            "{n_cell} cells, scale {scale}, range {range}, {rounding:?}, {arithmetic:?}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
