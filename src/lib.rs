@@ -105,7 +105,8 @@ pub use ops::{Conv2d, ConvGeometry, ConvQuantization, ConvRequantization, Depthw
 pub use ops::{Gemm, Gemv, MatMul, NoNorm};
 #[cfg(feature = "alloc")]
 pub use ops::{
-    Lstm, LstmGateWeights, LstmProjection, LstmQuantization, LstmScratch, LstmShape, LstmWeights,
+    Lstm, LstmGateWeights, LstmLayerNorm, LstmProjection, LstmQuantization, LstmScratch, LstmShape,
+    LstmWeights,
 };
 pub use ops::{SoftmaxI8ToI16, Svdf, SvdfQuantization, SvdfShape, SvdfState, SvdfWeights};
 #[cfg(feature = "alloc")]

@@ -1215,10 +1215,18 @@ def lstm_cases():
         case("lstm_peephole_projection", "Keras LSTM, 16 units, input [3, 4, 7], CIFG with peephole "
              "weights, projected to 10 outputs", [3, 4, 7], 16,
              lstm_rewrite(cifg=True, peephole=True, projection=10, seed=2704)),
-        # Layer normalization (`lstm_rewrite(layer_norm=True)`) has no case
-        # yet: LiteRT's aarch64 builtin kernel normalizes 16 lanes at a time
-        # with other rounding than its portable code (x86, reference), and
-        # qneon follows the portable code only.
+        # Layer normalization: LiteRT's aarch64 build normalizes blocks of 16
+        # cells with other rounding than its portable code (x86, reference)
+        # and the rest of a row with the portable code, so the cell counts
+        # give each case whole blocks and a tail.
+        case("lstm_layer_norm", "Keras LSTM, 20 units, input [2, 5, 9], with seeded layer "
+             "normalization coefficients", [2, 5, 9], 20, lstm_rewrite(layer_norm=True, seed=2705)),
+        case("lstm_cifg_peephole_layer_norm", "Keras LSTM, 36 units, input [3, 4, 7], CIFG with "
+             "peephole weights and layer normalization", [3, 4, 7], 36,
+             lstm_rewrite(cifg=True, peephole=True, layer_norm=True, seed=2706)),
+        case("lstm_layer_norm_projection", "Keras LSTM, 24 units, input [1, 6, 12], layer "
+             "normalization, projected to 10 outputs", [1, 6, 12], 24,
+             lstm_rewrite(layer_norm=True, projection=10, seed=2707)),
     ]
 
 

@@ -324,7 +324,7 @@ fn lstm_invokes_allocate_nothing() {
             models.push(case["model"].as_str().unwrap().to_string());
         }
     }
-    assert_eq!(models.len(), 12);
+    assert_eq!(models.len(), 15);
     for model in &models {
         let bytes = read_model(model);
         for options in configurations() {

@@ -1,10 +1,11 @@
 //! UNIDIRECTIONAL_SEQUENCE_LSTM in the interpreter: every generated LSTM
 //! case of `models/ops` (`lstm_cases()` in models/gen/ops.py) against
-//! LiteRT's reference and x86 builtin kernels, single invokes and the
-//! sequence of invokes on one interpreter (the state carried in the
-//! session's variable tensors), a reset giving step 0 again; and the
-//! published LSTM models' sequences (`tflite_micro/refs/sequences.json`).
-//! Scalar and best backend.
+//! LiteRT's reference and x86 builtin kernels and its aarch64 builtin build,
+//! single invokes and the sequence of invokes on one interpreter (the state
+//! carried in the session's variable tensors), a reset giving step 0 again;
+//! and the published LSTM models' sequences
+//! (`tflite_micro/refs/sequences.json`). Scalar and best backend. The
+//! layer-norm cases are where the builds part (see `x86_paths`).
 
 mod tflite_common;
 
@@ -13,12 +14,32 @@ use qneon_runtime::interp::{Interpreter, Options, Rounding, TfliteKernels};
 use serde_json::Value;
 use tflite_common::*;
 
-/// LiteRT's kernel paths the references come from, with the options that
-/// reproduce them (the integer LSTM is one kernel in all of them).
-const PATHS: &[(&str, TfliteKernels, Method)] = &[
-    ("litert_ref", TfliteKernels::Reference, Method::FixedPoint),
-    ("litert_builtin", TfliteKernels::Optimized, Method::Lut),
-    ("litert_xnnpack", TfliteKernels::Xnnpack, Method::Lut),
+/// LiteRT's kernel paths the x86 references come from, with the options
+/// that reproduce them. The integer LSTM is one kernel in all of them but
+/// for layer normalization, which LiteRT's aarch64 build rounds in its NEON
+/// code: qneon's optimized and XNNPACK kernel sets follow that build
+/// ([`AARCH64`]), so on the layer-norm cases the x86 builtin outputs (the
+/// portable code, equal to `litert_ref`) are reproduced by the reference
+/// kernels.
+fn x86_paths(layer_norm: bool) -> [(&'static str, TfliteKernels, Method); 3] {
+    let builtin = if layer_norm {
+        (TfliteKernels::Reference, Method::FixedPoint)
+    } else {
+        (TfliteKernels::Optimized, Method::Lut)
+    };
+    [
+        ("litert_ref", TfliteKernels::Reference, Method::FixedPoint),
+        ("litert_builtin", builtin.0, builtin.1),
+        ("litert_xnnpack", TfliteKernels::Xnnpack, Method::Lut),
+    ]
+}
+
+/// The kernel sets that reproduce LiteRT's aarch64 builtin outputs
+/// (`litert_aarch64_builtin/`): the optimized ones, and XNNPACK's, which
+/// leaves the LSTM to the builtin kernels as LiteRT's delegate does.
+const AARCH64: &[(TfliteKernels, Method)] = &[
+    (TfliteKernels::Optimized, Method::Lut),
+    (TfliteKernels::Xnnpack, Method::Lut),
 ];
 
 fn options_for(kernels: TfliteKernels, method: Method, backend: Backend) -> Options {
@@ -37,6 +58,11 @@ fn lstm_cases() -> Vec<Value> {
         .filter(|c| c["name"].as_str().unwrap().starts_with("lstm_"))
         .cloned()
         .collect()
+}
+
+/// Whether `case` has layer normalization (its name says so).
+fn has_layer_norm(case: &Value) -> bool {
+    case["name"].as_str().unwrap().contains("layer_norm")
 }
 
 /// Sets `inputs` (signature input name -> npy file) on `interpreter`.
@@ -62,16 +88,44 @@ fn set_inputs(interpreter: &mut Interpreter<'_>, signature: &Value, inputs: &Val
     }
 }
 
+/// `case`'s sequence on one interpreter with `options`: each step's output,
+/// then the output of step 0's input again after a reset.
+fn run_sequence(case: &Value, options: Options) -> (Vec<Vec<u8>>, Vec<u8>) {
+    let name = case["name"].as_str().unwrap();
+    let bytes = read_model(case["model"].as_str().unwrap());
+    let inputs = case["sequence"]["inputs"].as_array().unwrap();
+    let mut interpreter =
+        Interpreter::new(bytes.as_bytes(), options).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let mut outputs = Vec::new();
+    for step in inputs {
+        set_inputs(&mut interpreter, &case["tensors"], step);
+        interpreter.invoke().unwrap();
+        outputs.push(interpreter.output(0).unwrap().to_vec());
+    }
+    interpreter.reset_variables();
+    set_inputs(&mut interpreter, &case["tensors"], &inputs[0]);
+    interpreter.invoke().unwrap();
+    let after_reset = interpreter.output(0).unwrap().to_vec();
+    (outputs, after_reset)
+}
+
+/// The number of layer-norm cases (`lstm_*layer_norm*`).
+const LAYER_NORM_CASES: usize = 3;
+
 #[test]
 fn lstm_models_equal_litert_single_invokes_on_every_backend() {
     let cases = lstm_cases();
-    assert_eq!(cases.len(), 9, "models/gen/ops.py lstm_cases()");
+    assert_eq!(cases.len(), 12, "models/gen/ops.py lstm_cases()");
+    assert_eq!(
+        cases.iter().filter(|c| has_layer_norm(c)).count(),
+        LAYER_NORM_CASES
+    );
     let mut compared = 0;
     for case in &cases {
         let name = case["name"].as_str().unwrap();
         let bytes = read_model(case["model"].as_str().unwrap());
         for run in case["runs"].as_array().unwrap() {
-            for &(reference, kernels, method) in PATHS {
+            for (reference, kernels, method) in x86_paths(has_layer_norm(case)) {
                 if run["outputs"]["y"][reference].is_null() {
                     continue;
                 }
@@ -83,7 +137,7 @@ fn lstm_models_equal_litert_single_invokes_on_every_backend() {
                         let expected = npy(refs[reference].as_str().unwrap());
                         assert_eq!(
                             ours, expected.data,
-                            "{name} {} output {out}: {reference} on {backend:?}",
+                            "{name} {} output {out}: {reference} on {backend:?} ({kernels:?})",
                             run["name"]
                         );
                         compared += 1;
@@ -92,13 +146,13 @@ fn lstm_models_equal_litert_single_invokes_on_every_backend() {
             }
         }
     }
-    // 9 cases x 2 runs x 2 references x 2 backends.
-    assert_eq!(compared, 72);
+    // 12 cases x 2 runs x 2 references x 2 backends.
+    assert_eq!(compared, 96);
 }
 
 /// The aarch64 builtin kernels' outputs (LiteRT's aarch64 build under qemu,
-/// `cargo xtask compare --refs-only`, single invokes) with the optimized
-/// kernels' options.
+/// `cargo xtask compare --refs-only`, single invokes) with the optimized and
+/// XNNPACK kernels' options.
 #[test]
 fn lstm_models_equal_litert_aarch64_builtin() {
     let aarch64 = manifest("litert_aarch64_builtin/manifest.json");
@@ -111,21 +165,23 @@ fn lstm_models_equal_litert_aarch64_builtin() {
             let expected = npy(file
                 .as_str()
                 .unwrap_or_else(|| panic!("{name}: no aarch64 outputs")));
-            for backend in [Backend::Scalar, Backend::best()] {
-                let options = options_for(TfliteKernels::Optimized, Method::Lut, backend);
-                let mut interpreter = Interpreter::new(bytes.as_bytes(), options).unwrap();
-                let results = run_case(&mut interpreter, &case["tensors"], run);
-                assert_eq!(
-                    results[0].1, expected.data,
-                    "{name} {}: aarch64 builtin",
-                    run["name"]
-                );
-                compared += 1;
+            for &(kernels, method) in AARCH64 {
+                for backend in [Backend::Scalar, Backend::best()] {
+                    let options = options_for(kernels, method, backend);
+                    let mut interpreter = Interpreter::new(bytes.as_bytes(), options).unwrap();
+                    let results = run_case(&mut interpreter, &case["tensors"], run);
+                    assert_eq!(
+                        results[0].1, expected.data,
+                        "{name} {}: aarch64 builtin, {kernels:?} on {backend:?}",
+                        run["name"]
+                    );
+                    compared += 1;
+                }
             }
         }
     }
-    // 9 cases x 2 runs x 2 backends.
-    assert_eq!(compared, 36);
+    // 12 cases x 2 runs x 2 kernel sets x 2 backends.
+    assert_eq!(compared, 96);
 }
 
 #[test]
@@ -133,46 +189,99 @@ fn lstm_models_equal_litert_sequences_and_reset_gives_step_zero() {
     let mut steps_checked = 0;
     for case in lstm_cases() {
         let name = case["name"].as_str().unwrap();
-        let bytes = read_model(case["model"].as_str().unwrap());
         let sequence = &case["sequence"];
-        let inputs = sequence["inputs"].as_array().unwrap();
-        assert!(inputs.len() >= 3, "{name}: a sequence of 3+ steps");
-        for &(reference, kernels, method) in PATHS {
+        assert!(
+            sequence["inputs"].as_array().unwrap().len() >= 3,
+            "{name}: a sequence of 3+ steps"
+        );
+        for (reference, kernels, method) in x86_paths(has_layer_norm(&case)) {
             let Some(steps) = sequence["outputs"]["y"][reference].as_array() else {
                 continue;
             };
             for backend in [Backend::Scalar, Backend::best()] {
-                let mut interpreter =
-                    Interpreter::new(bytes.as_bytes(), options_for(kernels, method, backend))
-                        .unwrap();
-                let mut first = Vec::new();
-                for (step, (inputs, expected)) in inputs.iter().zip(steps).enumerate() {
-                    set_inputs(&mut interpreter, &case["tensors"], inputs);
-                    interpreter.invoke().unwrap();
-                    let ours = interpreter.output(0).unwrap().to_vec();
+                let (ours, after_reset) =
+                    run_sequence(&case, options_for(kernels, method, backend));
+                assert_eq!(ours.len(), steps.len(), "{name}");
+                for (step, (ours, expected)) in ours.iter().zip(steps).enumerate() {
                     assert_eq!(
-                        ours,
+                        *ours,
                         npy(expected.as_str().unwrap()).data,
-                        "{name} step {step}: {reference} on {backend:?}"
+                        "{name} step {step}: {reference} on {backend:?} ({kernels:?})"
                     );
-                    if step == 0 {
-                        first = ours;
-                    }
                     steps_checked += 1;
                 }
-                interpreter.reset_variables();
-                set_inputs(&mut interpreter, &case["tensors"], &inputs[0]);
-                interpreter.invoke().unwrap();
-                assert_eq!(
-                    interpreter.output(0).unwrap(),
-                    &first[..],
-                    "{name} after reset"
-                );
+                assert_eq!(after_reset, ours[0], "{name} after reset");
             }
         }
     }
-    // 9 cases x 4 steps x 2 references x 2 backends.
-    assert_eq!(steps_checked, 144);
+    // 12 cases x 4 steps x 2 references x 2 backends.
+    assert_eq!(steps_checked, 192);
+}
+
+/// The layer-norm cases' sequences against LiteRT's aarch64 build (each
+/// step after the previous ones on one interpreter, `cargo xtask compare
+/// --refs-only` with one `--input` per step), with the optimized and
+/// XNNPACK kernel sets.
+#[test]
+fn lstm_layer_norm_sequences_equal_litert_aarch64_builtin() {
+    let aarch64 = manifest("litert_aarch64_builtin/manifest.json");
+    let mut steps_checked = 0;
+    for case in lstm_cases().iter().filter(|c| has_layer_norm(c)) {
+        let name = case["name"].as_str().unwrap();
+        let steps = aarch64["ops"]["cases"][name]["sequence"]["y"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{name}: no aarch64 sequence"));
+        for &(kernels, method) in AARCH64 {
+            for backend in [Backend::Scalar, Backend::best()] {
+                let (ours, after_reset) = run_sequence(case, options_for(kernels, method, backend));
+                assert_eq!(ours.len(), steps.len(), "{name}");
+                for (step, (ours, expected)) in ours.iter().zip(steps).enumerate() {
+                    assert_eq!(
+                        *ours,
+                        npy(expected.as_str().unwrap()).data,
+                        "{name} step {step}: aarch64 builtin, {kernels:?} on {backend:?}"
+                    );
+                    steps_checked += 1;
+                }
+                assert_eq!(after_reset, ours[0], "{name} after reset");
+            }
+        }
+    }
+    // 3 cases x 4 steps x 2 kernel sets x 2 backends.
+    assert_eq!(steps_checked, 48);
+}
+
+/// The two LiteRT builds disagree on the layer-norm cases, so the tests
+/// above pin which arithmetic each kernel set takes: with the other build's
+/// layer normalization, qneon's reference kernels miss the aarch64 outputs
+/// and its optimized kernels miss `litert_ref` (on some step of some case).
+#[test]
+fn lstm_layer_norm_kernel_sets_differ_where_litert_builds_do() {
+    let aarch64 = manifest("litert_aarch64_builtin/manifest.json");
+    let (mut reference_misses, mut optimized_misses) = (0, 0);
+    for case in lstm_cases().iter().filter(|c| has_layer_norm(c)) {
+        let name = case["name"].as_str().unwrap();
+        let arm = aarch64["ops"]["cases"][name]["sequence"]["y"]
+            .as_array()
+            .unwrap();
+        let x86 = case["sequence"]["outputs"]["y"]["litert_ref"]
+            .as_array()
+            .unwrap();
+        let backend = Backend::best();
+        let (reference, _) = run_sequence(
+            case,
+            options_for(TfliteKernels::Reference, Method::FixedPoint, backend),
+        );
+        let (optimized, _) = run_sequence(
+            case,
+            options_for(TfliteKernels::Optimized, Method::Lut, backend),
+        );
+        for k in 0..arm.len() {
+            reference_misses += usize::from(reference[k] != npy(arm[k].as_str().unwrap()).data);
+            optimized_misses += usize::from(optimized[k] != npy(x86[k].as_str().unwrap()).data);
+        }
+    }
+    assert!(reference_misses > 0 && optimized_misses > 0);
 }
 
 /// The state matters in every case: the last step's output differs from a
@@ -218,7 +327,7 @@ fn check_published_sequences(file: &str) -> usize {
         .clone();
     let bytes = read_model(entry["model"].as_str().unwrap());
     let mut checked = 0;
-    for &(reference, kernels, method) in PATHS {
+    for (reference, kernels, method) in x86_paths(false) {
         for backend in [Backend::Scalar, Backend::best()] {
             for sequence in entry["sequences"].as_array().unwrap() {
                 let mut interpreter =

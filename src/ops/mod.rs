@@ -212,7 +212,8 @@ pub use log_softmax::params::LogSoftmaxParams;
 pub use log_softmax::LogSoftmax;
 #[cfg(feature = "alloc")]
 pub use lstm::{
-    Lstm, LstmGateWeights, LstmProjection, LstmQuantization, LstmScratch, LstmShape, LstmWeights,
+    Lstm, LstmGateWeights, LstmLayerNorm, LstmProjection, LstmQuantization, LstmScratch, LstmShape,
+    LstmWeights,
 };
 #[cfg(feature = "alloc")]
 pub use mat_vec::Gemv;

@@ -3,7 +3,7 @@
 //! hidden state. The scalar ones (`scalar.rs`, `params.rs`) are the
 //! reference; the NEON ones (`neon.rs`) equal them bit for bit.
 
-use super::params::{self, LstmParams, MatVec};
+use super::params::{self, LayerNorm, LayerNormKernel, LstmParams, MatVec};
 use super::scalar;
 use crate::backend::{unavailable, Backend};
 use crate::error::Result;
@@ -18,8 +18,8 @@ type UpdateCell = fn(&LstmParams, &mut [i16], &[i16], &mut [i16], &[i16]);
 
 /// The backend's kernels of a step: the gate products and the 16-bit
 /// nonlinearities, the requantization into the gates, the cell update and
-/// the hidden state (peephole, layer normalization and the projection's
-/// output stage are the shared scalar code of `params.rs`).
+/// the hidden state, the layer normalization (peephole and the
+/// projection's output stage are the shared scalar code of `params.rs`).
 #[derive(Clone, Copy)]
 pub(crate) struct Kernels {
     /// Raw int32 products (`scalar::mat_vec`'s contract).
@@ -34,6 +34,8 @@ pub(crate) struct Kernels {
     pub(crate) update_cell: UpdateCell,
     /// [`LstmParams::hidden`]'s contract.
     pub(crate) hidden: fn(&LstmParams, &[i16], &[i16], &mut [i8]),
+    /// [`LayerNorm::apply`]'s contract.
+    pub(crate) layer_norm: LayerNormKernel,
 }
 
 impl Kernels {
@@ -47,6 +49,7 @@ impl Kernels {
                 accumulate: MatVec::accumulate_i16,
                 update_cell: LstmParams::update_cell,
                 hidden: LstmParams::hidden,
+                layer_norm: LayerNorm::apply,
             }),
             #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
             Backend::Neon => Ok(Kernels {
@@ -56,6 +59,7 @@ impl Kernels {
                 accumulate: neon::accumulate_i16,
                 update_cell: neon::update_cell,
                 hidden: neon::hidden,
+                layer_norm: neon::layer_norm,
             }),
             #[allow(unreachable_patterns)]
             b => Err(unavailable(b)),

@@ -27,9 +27,10 @@
 //! sigmoid and tanh (one generic source, `fixedpoint::gemmlowp16`, on `i16`
 //! or on eight NEON lanes), the cell update and the hidden state. The
 //! scalar forms in `params.rs` are the reference; each NEON kernel equals
-//! them bit for bit (and runs its tail elements through them). Peephole,
-//! layer normalization and the projection's output stage are scalar on
-//! both. The products are matrix-vector products (one input row per batch
+//! them bit for bit (and runs its tail elements through them); so does
+//! the layer normalization's per-value part in either arithmetic (its row
+//! statistics are scalar on both). Peephole and the projection's output
+//! stage are scalar on both. The products are matrix-vector products (one input row per batch
 //! row and step), so they do not go through the packed
 //! [`Gemm`](crate::Gemm), whose output stage is int8 where the LSTM needs
 //! the raw sums accumulated into int16 gates.
@@ -45,6 +46,7 @@ mod neon;
 mod tests;
 
 use self::kernels::Kernels;
+pub use self::params::LstmLayerNorm;
 use self::params::{folded_bias, Gate, LayerNorm, LstmParams, MatVec, Projection};
 use crate::backend::Backend;
 use crate::checks::{check_length, check_scale, check_zero_point};
@@ -431,9 +433,23 @@ impl Lstm {
                 hidden_zero_point: quant.hidden.zero_point,
                 output_state_zero_point: quant.output_state.zero_point,
                 rounding,
+                layer_norm: LstmLayerNorm::Portable,
             },
             backend: Backend::best(),
         })
+    }
+
+    /// The LSTM with its layer normalization in `arithmetic` (the default
+    /// is [`LstmLayerNorm::Portable`]); no effect without layer
+    /// normalization.
+    pub fn with_layer_norm_arithmetic(mut self, arithmetic: LstmLayerNorm) -> Lstm {
+        self.params.layer_norm = arithmetic;
+        self
+    }
+
+    /// The layer normalization's arithmetic.
+    pub fn layer_norm_arithmetic(&self) -> LstmLayerNorm {
+        self.params.layer_norm
     }
 
     /// The shape given to [`new`](Self::new).
@@ -544,6 +560,7 @@ impl Lstm {
             accumulate,
             update_cell,
             hidden: hidden_state,
+            layer_norm,
         } = *kernels;
         let len = rows * p.n_cell;
         let (input_gate, rest) = scratch.gates.split_at_mut(len);
@@ -558,7 +575,14 @@ impl Lstm {
             accumulate(&g.input, dots, out, p.rounding);
             mat_vec(&g.recurrent, output_state, dots);
             accumulate(&g.recurrent, dots, out, p.rounding);
-            g.finish(out, cell, p.n_cell, p.n_output, p.rounding);
+            g.finish(
+                out,
+                cell,
+                p.n_cell,
+                p.n_output,
+                p.rounding,
+                (p.layer_norm, layer_norm),
+            );
         };
         if let Some(g) = &p.input_gate {
             gate(g, input_gate, dots, cell_state);

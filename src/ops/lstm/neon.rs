@@ -6,8 +6,8 @@
 use crate::fixedpoint::gemmlowp16::{logistic_q3_12_lanes, tanh_q_lanes};
 use crate::fixedpoint::neon16::map_in_place;
 use crate::fixedpoint::Lane;
-use crate::ops::lstm::params::{LstmParams, MatVec};
-use crate::ops::requant::neon::requantize_single;
+use crate::ops::lstm::params::{normalize_portable, LayerNorm, LstmLayerNorm, LstmParams, MatVec};
+use crate::ops::requant::neon::{requantize_gemv_ties_upward, requantize_single};
 use crate::ops::requant::{requantize_lanes, ChannelMultiplier};
 use crate::quant::{QuantizedMultiplier, Rounding};
 use core::arch::aarch64::*;
@@ -260,5 +260,150 @@ fn hidden_with(
     }
     for i in vec_n..n {
         hidden[i] = p.hidden_one(output_gate[i], tanh_cell[i], zero_point);
+    }
+}
+
+/// [`LayerNorm::apply`] on NEON: each row's mean and `1 / stddev` from the
+/// scalar code (a reduction per row), then 4 values at a time in the chosen
+/// arithmetic, each equal to its scalar form (`normalize_neon` over the
+/// blocks of 16, `normalize_portable` after them); the row's last values
+/// past a multiple of 4 in the scalar code.
+pub(crate) fn layer_norm(
+    norm: &LayerNorm,
+    gate: &mut [i16],
+    n_cell: usize,
+    rounding: Rounding,
+    arithmetic: LstmLayerNorm,
+) {
+    let blocks = arithmetic.block_cells(n_cell);
+    let out_multiplier = norm.out_multiplier();
+    let (weights, bias) = (&norm.weights[..n_cell], &norm.bias[..n_cell]);
+    for row in gate.chunks_exact_mut(n_cell) {
+        let (mean, inv_stddev) = norm.statistics(row, arithmetic);
+        let (head, tail) = row.split_at_mut(blocks);
+        normalize_blocks(
+            head,
+            &weights[..blocks],
+            &bias[..blocks],
+            mean,
+            (inv_stddev, out_multiplier),
+        );
+        let (tail_weights, tail_bias) = (&weights[blocks..], &bias[blocks..]);
+        let scalar = |g: i16, w: i16, b: i32| {
+            normalize_portable(g, w, b, mean, inv_stddev, out_multiplier, rounding)
+        };
+        match rounding {
+            Rounding::Single => normalize_portable_lanes(
+                tail,
+                tail_weights,
+                tail_bias,
+                mean,
+                (
+                    &single_rounding(inv_stddev),
+                    &single_rounding(out_multiplier),
+                ),
+                scalar,
+            ),
+            Rounding::Double => normalize_portable_lanes(
+                tail,
+                tail_weights,
+                tail_bias,
+                mean,
+                (
+                    &double_rounding(inv_stddev),
+                    &double_rounding(out_multiplier),
+                ),
+                scalar,
+            ),
+        }
+    }
+}
+
+/// `q` for the ties-up lanes (`srshl(sqrdmulh(x << left, m), -right)`).
+#[inline(always)]
+fn ties_upward(q: QuantizedMultiplier) -> ChannelMultiplier<int32x4_t> {
+    let shift = q.shift.clamp(-31, 30);
+    // SAFETY: register-only NEON (a compile-time target feature here).
+    unsafe {
+        ChannelMultiplier {
+            left_shift: vdupq_n_s32(shift.max(0)),
+            multiplier: vdupq_n_s32(q.multiplier),
+            neg_right_shift: vdupq_n_s32(shift.min(0)),
+        }
+    }
+}
+
+/// [`normalize_neon`](crate::ops::lstm::params::normalize_neon) on 4 lanes at a time over whole blocks (`row.len()` a
+/// multiple of 16): `(1024 v - mean)` through the ties-up multiply, `r * w +
+/// b` widened to int64 (`smlal`), `srshr #10` and `xtn` (the truncation),
+/// the ties-up multiply by the coefficients' scale, `sqxtn` to int16.
+/// `multipliers` is `(1 / stddev, coefficient scale * 2^12)`.
+fn normalize_blocks(
+    row: &mut [i16],
+    weights: &[i16],
+    bias: &[i32],
+    mean: i32,
+    multipliers: (QuantizedMultiplier, QuantizedMultiplier),
+) {
+    let n = row.len();
+    debug_assert!(n.is_multiple_of(16) && weights.len() == n && bias.len() == n);
+    let inv = ties_upward(multipliers.0);
+    let out = ties_upward(multipliers.1);
+    let mut i = 0;
+    while i < n {
+        // SAFETY: `i + 4 <= n`, the length of `row`, `weights` and `bias`.
+        unsafe {
+            let v = vmovl_s16(vld1_s16(row.as_ptr().add(i)));
+            let shifted = vsubq_s32(vshlq_n_s32::<10>(v), vdupq_n_s32(mean));
+            let r = requantize_gemv_ties_upward(shifted, &inv);
+            let w = vmovl_s16(vld1_s16(weights.as_ptr().add(i)));
+            let b = vld1q_s32(bias.as_ptr().add(i));
+            let lo = vmlal_s32(vmovl_s32(vget_low_s32(b)), vget_low_s32(r), vget_low_s32(w));
+            let hi = vmlal_high_s32(vmovl_high_s32(b), r, w);
+            let rounded = vcombine_s32(
+                vmovn_s64(vrshrq_n_s64::<10>(lo)),
+                vmovn_s64(vrshrq_n_s64::<10>(hi)),
+            );
+            let normalized = requantize_gemv_ties_upward(rounded, &out);
+            vst1_s16(row.as_mut_ptr().add(i), vqmovn_s32(normalized));
+        }
+        i += 4;
+    }
+}
+
+/// [`normalize_portable`] on 4 lanes at a time: the multiplies in the
+/// LSTM's rounding (`requantize`: `1 / stddev`, then the coefficients'
+/// scale), `r * w + b` wrapping in int32 (`mla`), the division by 1024 as
+/// `rounding_divide_by_pot` (ties away from zero, as the C++'s `+- 512`
+/// then truncating division), `sqxtn` to int16; the last `len % 4` values
+/// through `scalar`.
+#[inline(always)]
+fn normalize_portable_lanes(
+    row: &mut [i16],
+    weights: &[i16],
+    bias: &[i32],
+    mean: i32,
+    requantize: (&impl Requantize, &impl Requantize),
+    scalar: impl Fn(i16, i16, i32) -> i16,
+) {
+    let n = row.len();
+    let (weights, bias) = (&weights[..n], &bias[..n]);
+    let vec_n = n / 4 * 4;
+    let mut i = 0;
+    while i < vec_n {
+        // SAFETY: `i + 4 <= vec_n <= n`, the length of every slice here.
+        unsafe {
+            let v = vmovl_s16(vld1_s16(row.as_ptr().add(i)));
+            let shifted = vsubq_s32(vshlq_n_s32::<10>(v), vdupq_n_s32(mean));
+            let r = requantize.0.apply(shifted);
+            let w = vmovl_s16(vld1_s16(weights.as_ptr().add(i)));
+            let weighted = vmlaq_s32(vld1q_s32(bias.as_ptr().add(i)), r, w);
+            let normalized = requantize.1.apply(weighted.rounding_divide_by_pot(10));
+            vst1_s16(row.as_mut_ptr().add(i), vqmovn_s32(normalized));
+        }
+        i += 4;
+    }
+    for i in vec_n..n {
+        row[i] = scalar(row[i], weights[i], bias[i]);
     }
 }

@@ -13,7 +13,7 @@
 
 use crate::fixedpoint::gemmlowp16;
 use crate::fixedpoint::Lane;
-use crate::quant::{QuantizedMultiplier, Rounding};
+use crate::quant::{requantize_gemv_ties_upward, QuantizedMultiplier, Rounding};
 use alloc::vec::Vec;
 
 pub(crate) use crate::ops::mat_vec::pack_rows;
@@ -89,6 +89,8 @@ pub(crate) struct LstmParams {
     pub(crate) hidden_zero_point: i32,
     pub(crate) output_state_zero_point: i32,
     pub(crate) rounding: Rounding,
+    /// Which LiteRT build's layer normalization (unused without it).
+    pub(crate) layer_norm: LstmLayerNorm,
 }
 
 /// `x` saturated to int16.
@@ -208,46 +210,173 @@ pub(crate) fn inv_sqrt_multiplier(x: i32) -> QuantizedMultiplier {
     }
 }
 
+/// Which LiteRT build's layer normalization an [`Lstm`](super::Lstm)
+/// reproduces. TFLite's integer LSTM normalizes each gate row (`n_cell`
+/// int16 values at the gate's intermediate scale) the same way up to the
+/// variance: mean and variance with 10 fractional bits (`mean` is
+/// `sum * 1024 / n`, so Q21.10 of the gate units), `1 / stddev` as a
+/// quantized multiplier, then per value `r = (1024 v - mean) * inv_stddev`
+/// (the normalized value with 10 fractional bits), `r * coefficient + bias`
+/// (the coefficients' units times 2^10), divided by 1024, and the
+/// coefficients' scale times 2^12 brings it to the Q3.12 gate. The two
+/// builds part in how they round that tail:
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum LstmLayerNorm {
+    /// TFLite's portable `ApplyLayerNorm` (LiteRT's x86 builds, its
+    /// reference kernels): `r * coefficient + bias` in int32 (wrapping),
+    /// the division by 1024 rounding half away from zero, both multipliers
+    /// in the LSTM's [`Rounding`].
+    #[default]
+    Portable,
+    /// LiteRT's aarch64 build (`NeonApplyLayerNorm`, in its builtin and
+    /// reference resolvers alike: the LSTM calls it through
+    /// `tensor_utils`): each whole block of 16 values of a row takes
+    /// `r * coefficient + bias` in int64, divides by 1024 rounding ties up
+    /// (`srshr`), keeps the low 32 bits, and applies both multipliers as
+    /// `srshl(sqrdmulh(x << left, multiplier), -right)` (two roundings, the
+    /// last one's ties up, whatever the LSTM's `Rounding`); the row's last
+    /// `n_cell % 16` values take the portable arithmetic. Its sum of squares
+    /// adds each group of four squares in int32 (wrapping) over the whole
+    /// blocks of 8.
+    Aarch64Neon,
+}
+
+impl LstmLayerNorm {
+    /// The leading cells of each `n_cell` row that take the NEON blocks'
+    /// arithmetic (the rest take the portable one).
+    pub(crate) fn block_cells(self, n_cell: usize) -> usize {
+        match self {
+            LstmLayerNorm::Portable => 0,
+            LstmLayerNorm::Aarch64Neon => n_cell / 16 * 16,
+        }
+    }
+}
+
+/// [`LayerNorm::apply`]'s signature (the backends' layer normalization).
+pub(crate) type LayerNormKernel = fn(&LayerNorm, &mut [i16], usize, Rounding, LstmLayerNorm);
+
 impl LayerNorm {
     /// Normalizes each batch row of `gate` (`n_cell` long) in place:
-    /// TFLite's `ApplyLayerNorm` (mean and variance with 10 extra bits,
-    /// the coefficient and bias, back to int16 through the coefficient
-    /// scale).
-    pub(crate) fn apply(&self, gate: &mut [i16], n_cell: usize, rounding: Rounding) {
-        const TWO_TO_20: i64 = 1 << 20;
+    /// TFLite's `ApplyLayerNorm` in the chosen build's arithmetic (see
+    /// [`LstmLayerNorm`]).
+    pub(crate) fn apply(
+        &self,
+        gate: &mut [i16],
+        n_cell: usize,
+        rounding: Rounding,
+        arithmetic: LstmLayerNorm,
+    ) {
+        let blocks = arithmetic.block_cells(n_cell);
+        let out_multiplier = self.out_multiplier();
         for row in gate.chunks_exact_mut(n_cell) {
-            let mut sum: i64 = 0;
-            let mut sum_sq: i64 = 0;
-            for &v in row.iter() {
-                sum += v as i64;
-                sum_sq += (v as i64) * (v as i64);
+            let (mean, inv_stddev) = self.statistics(row, arithmetic);
+            let (head, tail) = row.split_at_mut(blocks);
+            for ((g, &w), &b) in head.iter_mut().zip(&self.weights).zip(&self.bias) {
+                *g = normalize_neon(*g, w, b, mean, inv_stddev, out_multiplier);
             }
-            let mean = (sum * 1024 / n_cell as i64) as i32;
-            let per_element = (TWO_TO_20 / n_cell as i64) as i32;
-            let variance = sum_sq * per_element as i64 - mean as i64 * mean as i64;
-            let mut variance = (variance / TWO_TO_20) as i32;
-            if variance < 1 {
-                variance = self.variance_guard;
-            }
-            let inv_stddev = inv_sqrt_multiplier(variance);
-            let out_multiplier = QuantizedMultiplier {
-                multiplier: self.multiplier.multiplier,
-                shift: self.multiplier.shift + 12,
-            };
-            for ((g, &w), &b) in row.iter_mut().zip(&self.weights).zip(&self.bias) {
-                let shifted = (*g as i32).wrapping_mul(1024).wrapping_sub(mean);
-                let rescaled = rounding.multiply(shifted, inv_stddev);
-                // The C++ forms this in int32 before widening.
-                let weighted = rescaled.wrapping_mul(w as i32).wrapping_add(b) as i64;
-                let rounded = if weighted > 0 {
-                    (weighted + 512) / 1024
-                } else {
-                    (weighted - 512) / 1024
-                } as i32;
-                *g = saturate_i16(rounding.multiply(rounded, out_multiplier));
+            for ((g, &w), &b) in tail
+                .iter_mut()
+                .zip(&self.weights[blocks..])
+                .zip(&self.bias[blocks..])
+            {
+                *g = normalize_portable(*g, w, b, mean, inv_stddev, out_multiplier, rounding);
             }
         }
     }
+
+    /// The coefficients' multiplier with 12 more shift bits (to Q3.12).
+    pub(crate) fn out_multiplier(&self) -> QuantizedMultiplier {
+        QuantizedMultiplier {
+            multiplier: self.multiplier.multiplier,
+            shift: self.multiplier.shift + 12,
+        }
+    }
+
+    /// A row's mean (Q21.10 of the gate units) and `1 / stddev` as a
+    /// quantized multiplier: the variance is `sum_sq * (2^20 / n) - mean^2`
+    /// over 2^20, [`variance_guard`](Self::variance_guard) below 1.
+    pub(crate) fn statistics(
+        &self,
+        row: &[i16],
+        arithmetic: LstmLayerNorm,
+    ) -> (i32, QuantizedMultiplier) {
+        const TWO_TO_20: i64 = 1 << 20;
+        let n_cell = row.len();
+        let sum: i64 = row.iter().map(|&v| v as i64).sum();
+        let exact = |values: &[i16]| values.iter().map(|&v| (v as i64) * (v as i64)).sum();
+        let sum_sq: i64 = match arithmetic {
+            LstmLayerNorm::Portable => exact(row),
+            LstmLayerNorm::Aarch64Neon => {
+                // Whole blocks of 8: two int32 lanes' sums of four squares,
+                // each wrapping (four squares of -32768 are 2^32).
+                let (blocks, tail) = row.split_at(n_cell / 8 * 8);
+                let wrapped: i64 = blocks
+                    .chunks_exact(4)
+                    .map(|four| {
+                        four.iter()
+                            .fold(0i32, |s, &v| s.wrapping_add(v as i32 * v as i32))
+                            as i64
+                    })
+                    .sum();
+                wrapped + exact(tail)
+            }
+        };
+        let mean = (sum * 1024 / n_cell as i64) as i32;
+        let per_element = (TWO_TO_20 / n_cell as i64) as i32;
+        let variance = sum_sq * per_element as i64 - mean as i64 * mean as i64;
+        let mut variance = (variance / TWO_TO_20) as i32;
+        if variance < 1 {
+            variance = self.variance_guard;
+        }
+        (mean, inv_sqrt_multiplier(variance))
+    }
+}
+
+/// One value of [`LstmLayerNorm::Portable`]: `r * w + b` in int32
+/// (the C++ forms it there before widening), divided by 1024 rounding half
+/// away from zero, the multipliers in `rounding`.
+#[inline(always)]
+pub(crate) fn normalize_portable(
+    v: i16,
+    w: i16,
+    b: i32,
+    mean: i32,
+    inv_stddev: QuantizedMultiplier,
+    out_multiplier: QuantizedMultiplier,
+    rounding: Rounding,
+) -> i16 {
+    let shifted = (v as i32).wrapping_mul(1024).wrapping_sub(mean);
+    let rescaled = rounding.multiply(shifted, inv_stddev);
+    let weighted = rescaled.wrapping_mul(w as i32).wrapping_add(b) as i64;
+    let rounded = if weighted > 0 {
+        (weighted + 512) / 1024
+    } else {
+        (weighted - 512) / 1024
+    } as i32;
+    saturate_i16(rounding.multiply(rounded, out_multiplier))
+}
+
+/// One value of [`LstmLayerNorm::Aarch64Neon`]'s blocks: `r * w + b` in
+/// int64, `(x + 512) >> 10` (ties up) truncated to int32, both multipliers
+/// as `srshl(sqrdmulh(x << left, multiplier), -right)` (TFLite's NEON
+/// `MultiplyByQuantizedMultiplier4Rows` in a double-rounding build: the
+/// last shift's ties go up).
+#[inline(always)]
+pub(crate) fn normalize_neon(
+    v: i16,
+    w: i16,
+    b: i32,
+    mean: i32,
+    inv_stddev: QuantizedMultiplier,
+    out_multiplier: QuantizedMultiplier,
+) -> i16 {
+    let multiply =
+        |x: i32, q: QuantizedMultiplier| requantize_gemv_ties_upward(x, q.multiplier, q.shift);
+    let shifted = (v as i32).wrapping_mul(1024).wrapping_sub(mean);
+    let rescaled = multiply(shifted, inv_stddev);
+    let weighted = rescaled as i64 * w as i64 + b as i64;
+    let rounded = ((weighted + 512) >> 10) as i32;
+    saturate_i16(multiply(rounded, out_multiplier))
 }
 
 impl Gate {
@@ -267,6 +396,7 @@ impl Gate {
         n_cell: usize,
         n_output: usize,
         rounding: Rounding,
+        layer_norm: (LstmLayerNorm, LayerNormKernel),
     ) {
         if let Some((weights, multiplier)) = &self.peephole {
             let width = n_output.min(n_cell);
@@ -282,7 +412,7 @@ impl Gate {
             }
         }
         if let Some(norm) = &self.layer_norm {
-            norm.apply(gate, n_cell, rounding);
+            (layer_norm.1)(norm, gate, n_cell, rounding, layer_norm.0);
         }
     }
 }

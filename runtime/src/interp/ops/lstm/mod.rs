@@ -7,14 +7,17 @@
 //!
 //! The XNNPACK delegate does not take the op: under `--kernels xnnpack` it
 //! runs the builtin kernel. TFLite's reference and optimized builtin kernels
-//! share the integer LSTM's arithmetic (`lstm_eval`), so one kernel serves
-//! every path.
+//! share the integer LSTM's arithmetic (`lstm_eval`) except for layer
+//! normalization, which `lstm_eval` takes from the build's `tensor_utils`:
+//! LiteRT's aarch64 build normalizes in NEON with other rounding than the
+//! portable code of its x86 build. Each kernel set follows the LiteRT build
+//! its other ops follow ([`layer_norm_arithmetic`]).
 
 use std::ops::Range;
 
 use qneon::{
-    Backend, Lstm, LstmGateWeights, LstmProjection, LstmQuantization, LstmScratch, LstmShape,
-    LstmWeights,
+    Backend, Lstm, LstmGateWeights, LstmLayerNorm, LstmProjection, LstmQuantization, LstmScratch,
+    LstmShape, LstmWeights,
 };
 use qneon_tflite::schema::BuiltinOptions;
 use qneon_tflite::{BuiltinOp, Options as OpOptions, Tensor, TensorType};
@@ -23,7 +26,7 @@ use super::buffers::{view, view_mut, Io};
 use super::kernel::{Kernel, PreparedOp, Registration};
 use super::op::Op;
 use crate::error::Result;
-use crate::interp::options::{Options, Rounding};
+use crate::interp::options::{Options, Rounding, TfliteKernels};
 
 /// The ops this family prepares.
 pub(crate) const OPS: &[Registration] = &[Registration::new(
@@ -55,8 +58,12 @@ const GATE_NAMES: [&str; 4] = ["input", "forget", "cell", "output"];
 fn describe(options: &Options, _: BuiltinOp) -> String {
     format!(
         "integer LSTM (int16 gates and cell, gemmlowp 16-bit sigmoid / tanh), multipliers in \
-         {} rounding",
-        lite_rt_rounding(options.rounding).name()
+         {} rounding, layer normalization as {}",
+        lite_rt_rounding(options.rounding).name(),
+        match layer_norm_arithmetic(options.kernels) {
+            LstmLayerNorm::Portable => "TFLite's portable code (LiteRT x86)",
+            LstmLayerNorm::Aarch64Neon => "LiteRT's aarch64 NEON code",
+        }
     )
 }
 
@@ -67,6 +74,18 @@ fn describe(options: &Options, _: BuiltinOp) -> String {
 /// the options' rounding of FULLY_CONNECTED says.
 fn lite_rt_rounding(_options: Rounding) -> Rounding {
     Rounding::Double
+}
+
+/// The layer normalization of `kernels`: the reference kernels reproduce
+/// `litert_ref` (x86, the portable code), the optimized kernels LiteRT's
+/// aarch64 builtin build, and XNNPACK (which leaves the LSTM to the builtin
+/// kernels, so it prepares as [`TfliteKernels::Optimized`]) its aarch64
+/// build too.
+fn layer_norm_arithmetic(kernels: TfliteKernels) -> LstmLayerNorm {
+    match kernels {
+        TfliteKernels::Reference => LstmLayerNorm::Portable,
+        TfliteKernels::Optimized | TfliteKernels::Xnnpack => LstmLayerNorm::Aarch64Neon,
+    }
 }
 
 /// A prepared LSTM over a sequence.
@@ -534,7 +553,8 @@ fn prepare(op: &Op<'_, '_>) -> Result<PreparedOp> {
         &quant,
         lite_rt_rounding(op.options.rounding),
     )
-    .map_err(|e| op.kernel_error(e))?;
+    .map_err(|e| op.kernel_error(e))?
+    .with_layer_norm_arithmetic(layer_norm_arithmetic(op.options.kernels));
     let scratch_lens = lstm.scratch_lens();
     let scratch_bytes = scratch_lens.0 * 4 + scratch_lens.1 * 2 + scratch_lens.2;
     let gate_count = if cifg { 3 } else { 4 };
