@@ -61,7 +61,12 @@ impl Profile {
             bail!("{name}: no region marker ran (is {BIN} built for aarch64 with its markers?)");
         }
         for &id in regions.counts.keys() {
-            let special = [0, runner.setup_region, runner.between_region];
+            let special = [
+                0,
+                runner.setup_region,
+                runner.between_region,
+                runner.inputs_region,
+            ];
             if !special.contains(&id) && !runner.ops.iter().any(|o| o.region == id) {
                 bail!("{name}: the plugin counted region {id}, but no op of the runner has it");
             }
@@ -82,10 +87,12 @@ impl Profile {
     }
 
     /// Instructions outside every op per invoke: the invoke loop between
-    /// nodes and setting the inputs (region 0; loading, planning and files
-    /// are the set-up's region, counted apart).
+    /// nodes and setting the inputs (loading, planning and files are the
+    /// set-up's region, the process's start-up region 0: both once, counted
+    /// apart).
     pub(super) fn outside(&self) -> u64 {
-        self.per_invoke(self.regions.get(0) + self.regions.get(self.runner.between_region))
+        let r = &self.runner;
+        self.per_invoke(self.regions.get(r.inputs_region) + self.regions.get(r.between_region))
     }
 
     /// Instructions of the run's set-up, once: loading and planning the
@@ -100,9 +107,13 @@ impl Profile {
         self.per_invoke(ops)
     }
 
-    /// Region 0, the invoke loop's region and the set-up's, over the run.
+    /// Region 0, the inputs', the invoke loop's and the set-up's regions,
+    /// over the run.
     fn per_run_outside(&self) -> u64 {
-        self.regions.get(0) + self.regions.get(self.runner.between_region) + self.setup()
+        let r = &self.runner;
+        let loop_and_inputs =
+            self.regions.get(r.between_region) + self.regions.get(r.inputs_region);
+        self.regions.get(0) + loop_and_inputs + self.setup()
     }
 
     /// Instructions of op instance `op` per invoke, when it has a region of

@@ -172,15 +172,16 @@ mod tests {
     #[test]
     fn parses_plugin_output() {
         let r = Regions::parse(PLUGIN_OUT).unwrap();
-        assert_eq!(r.total, 600_000);
+        assert_eq!(r.total, 607_000);
         assert_eq!(
             r.counts.into_iter().collect::<Vec<_>>(),
             [
-                (0, 100_000),
+                (0, 7_000),
                 (1, 200_000),
                 (2, 100_000),
                 (3, 60_000),
                 (4, 40_000),
+                (4093, 100_000),
                 (4095, 100_000)
             ]
         );

@@ -44,6 +44,10 @@ pub(crate) struct RunnerReport {
     pub(crate) setup_region: u16,
     /// The region of the invoke loop's work between two nodes.
     pub(crate) between_region: u16,
+    /// The region of setting the inputs before the invokes (serial, per
+    /// invoke with `--reps 1`). Region 0 is then only the process's
+    /// start-up (once) and the workers' waiting.
+    pub(crate) inputs_region: u16,
     pub(crate) ops: Vec<OpRun>,
     /// The JSON as read, kept whole in profile.json.
     pub(crate) raw: Value,
@@ -71,8 +75,15 @@ impl RunnerReport {
             _ => Err(format!("{BIN} JSON: `{name}` is not in 1..={MAX_REGION}")),
         };
         let (setup_region, between_region) = (special("setup_region")?, special("between_region")?);
-        if setup_region == between_region {
-            bail!("{BIN} JSON: the set-up and the invoke loop share region {setup_region}");
+        let inputs_region = special("inputs_region")?;
+        if setup_region == between_region
+            || inputs_region == setup_region
+            || inputs_region == between_region
+        {
+            bail!(
+                "{BIN} JSON: the set-up, the invoke loop and the inputs share a region \
+                 ({setup_region}, {between_region}, {inputs_region})"
+            );
         }
         let mut ops: Vec<OpRun> = Vec::new();
         for o in v
@@ -88,7 +99,7 @@ impl RunnerReport {
                     bail!("{BIN} JSON: op `{op}` has region {region}; regions are 1..={MAX_REGION}")
                 }
             };
-            if region == setup_region || region == between_region {
+            if [setup_region, between_region, inputs_region].contains(&region) {
                 bail!(
                     "{BIN} JSON: op `{op}` has the set-up's or the invoke loop's region {region}"
                 );
@@ -130,6 +141,7 @@ impl RunnerReport {
             region_per_op,
             setup_region,
             between_region,
+            inputs_region,
             ops,
             raw: v.clone(),
         })

@@ -14,12 +14,13 @@
 //! - *balance*: busiest / mean, 1.00 when the split is even.
 //!
 //! The model's *critical path* is the sum over ops of the busiest thread's
-//! count, plus the serial part: region 0 on the main thread (vCPU 0) per
-//! invoke, that is setting the inputs and, on one thread, the interpreter
-//! between ops. Loading, planning and files happen once per run, in the
-//! set-up's region, and are in no per-invoke figure. Region 0 on the
-//! other threads is their idling (spinning or parked), not work, and is not
-//! in it. The critical-path speedup is that of `--threads 1` of the same
+//! count, plus the serial part: setting the inputs on the main thread
+//! (vCPU 0, the inputs' region) and the interpreter's work between ops
+//! (the invoke loop's region, on whichever thread runs it), per invoke.
+//! Loading, planning and files happen once per run, in the set-up's
+//! region, and the process's start-up before the first marker in region 0:
+//! neither is in a per-invoke figure. Region 0 on the other threads is
+//! their idling (spinning or parked), not work, and is not in it either. The critical-path speedup is that of `--threads 1` of the same
 //! command over `--threads N`; the op part alone is given too.
 //! Every thread count must give the same output bytes.
 
@@ -119,18 +120,17 @@ impl Threaded {
             .collect()
     }
 
-    /// The serial part per invoke: region 0 on the main thread (setting the
-    /// inputs) and the invoke loop's work between nodes on whichever thread
-    /// ran it.
+    /// The serial part per invoke: setting the inputs on the main thread
+    /// and the invoke loop's work between nodes on whichever thread ran it.
     pub(super) fn serial(&self) -> u64 {
-        let between = self.profile.runner.between_region;
+        let runner = &self.profile.runner;
         let loop_work: u64 = self
             .vcpus
             .vcpus
             .keys()
-            .map(|&v| self.vcpus.get(v, between))
+            .map(|&v| self.vcpus.get(v, runner.between_region))
             .sum();
-        self.per_invoke(self.vcpus.get(0, 0) + loop_work)
+        self.per_invoke(self.vcpus.get(0, runner.inputs_region) + loop_work)
     }
 
     /// Sum over ops of the busiest thread's instructions, per invoke.
@@ -153,15 +153,19 @@ impl Threaded {
         self.ops_path() as f64 * f64::from(self.threads) / sum as f64
     }
 
-    /// Per thread (vCPU): its instructions (the set-up's left out) and
-    /// those of its region 0, per invoke.
+    /// Per thread (vCPU): its instructions (the set-up's and the main
+    /// thread's start-up left out) and those of its idle region 0, per
+    /// invoke.
     pub(super) fn thread_totals(&self) -> Vec<(u32, u64, u64)> {
         self.vcpus
             .vcpus
             .iter()
             .map(|(&v, r)| {
-                let invokes = r.total - r.get(self.profile.runner.setup_region);
-                (v, self.per_invoke(invokes), self.per_invoke(r.get(0)))
+                // The main thread's region 0 is the process's start-up.
+                let startup = if v == 0 { r.get(0) } else { 0 };
+                let invokes = r.total - r.get(self.profile.runner.setup_region) - startup;
+                let idle = r.get(0) - startup;
+                (v, self.per_invoke(invokes), self.per_invoke(idle))
             })
             .collect()
     }
@@ -225,8 +229,9 @@ pub(super) fn markdown(model: &str, cpu: &str, runs: &[Threaded], top: usize) ->
     };
     md += &format!(
         "Model `{model}`, {} {}, `qemu-aarch64 -cpu {cpu}`, instructions per invoke. Critical path = \
-         sum over ops of the busiest thread + the serial part (region 0 on the main thread and the \
-         invoke loop between ops, per invoke; loading and files left out); speedup against \
+         sum over ops of the busiest thread + the serial part (setting the inputs on the main thread \
+         and the invoke loop between ops, per invoke; loading, files and the process's start-up left \
+         out); speedup against \
          `--threads 1` of the same command.\n\n",
         base.profile.runner.backend, base.profile.runner.softmax
     );
@@ -302,19 +307,21 @@ mod tests {
     }
 
     /// The fixture's model (2 invokes: regions 1..4 = 200k, 100k, 60k,
-    /// 40k, region 0 100k, set-up 100k once) on one thread, and on 2
+    /// 40k, inputs 100k, start-up 7k and set-up 100k once) on one thread, and on 2
     /// threads: region 1 split 100k / 100k, region 2 and the softmax (3) on
     /// the main thread alone, the ADD (4) split 20k / 20k; the worker idles
     /// 50k in region 0 and runs the invoke loop (its work between nodes,
     /// region 4094, 20k: serial).
-    const ONE: &str = "vcpu 0 600000\nvcpu 0 region 0 100000\nvcpu 0 region 1 200000\n\
+    const ONE: &str = "vcpu 0 607000\nvcpu 0 region 0 7000\nvcpu 0 region 1 200000\n\
                        vcpu 0 region 2 100000\nvcpu 0 region 3 60000\nvcpu 0 region 4 40000\n\
-                       vcpu 0 region 4095 100000\n";
-    const TWO_OUT: &str = "670000\nregion 0 150000\nregion 1 200000\nregion 2 100000\n\
-                           region 3 60000\nregion 4 40000\nregion 4094 20000\nregion 4095 100000\n";
-    const TWO: &str = "vcpu 0 480000\nvcpu 0 region 0 100000\nvcpu 0 region 1 100000\n\
+                       vcpu 0 region 4093 100000\nvcpu 0 region 4095 100000\n";
+    const TWO_OUT: &str = "677000\nregion 0 57000\nregion 1 200000\nregion 2 100000\n\
+                           region 3 60000\nregion 4 40000\nregion 4093 100000\nregion 4094 20000\n\
+                           region 4095 100000\n";
+    const TWO: &str = "vcpu 0 487000\nvcpu 0 region 0 7000\nvcpu 0 region 1 100000\n\
                        vcpu 0 region 2 100000\nvcpu 0 region 3 60000\nvcpu 0 region 4 20000\n\
-                       vcpu 0 region 4095 100000\nvcpu 1 190000\nvcpu 1 region 0 50000\nvcpu 1 region 1 100000\n\
+                       vcpu 0 region 4093 100000\nvcpu 0 region 4095 100000\nvcpu 1 190000\n\
+                       vcpu 1 region 0 50000\nvcpu 1 region 1 100000\n\
                        vcpu 1 region 4 20000\nvcpu 1 region 4094 20000\n";
 
     #[test]
@@ -350,10 +357,7 @@ mod tests {
         assert_eq!(two.critical_path(), 200_000);
         assert!((speedup(one.critical_path(), two.critical_path()) - 250.0 / 200.0).abs() < 1e-12);
         assert!((two.balance() - 140_000.0 * 2.0 / 200_000.0).abs() < 1e-12);
-        assert_eq!(
-            two.thread_totals(),
-            [(0, 190_000, 50_000), (1, 95_000, 25_000)]
-        );
+        assert_eq!(two.thread_totals(), [(0, 190_000, 0), (1, 95_000, 25_000)]);
 
         check_same_outputs(&[one.clone(), two.clone()]).unwrap();
         let other = threaded(2, TWO_OUT, TWO, "0x2");

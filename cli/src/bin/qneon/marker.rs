@@ -6,12 +6,13 @@
 //! [`region`] switches it: `qneon run` calls `region(id)` right before a
 //! node's kernel and `region(OUTSIDE)` right after it, so each node's
 //! instructions are counted exactly, in one run. The region of each node is
-//! in `qneon run --json`'s `ops[].region`. Three more: [`BETWEEN`], the
+//! in `qneon run --json`'s `ops[].region`. Four more: [`BETWEEN`], the
 //! invoke loop's own work between two nodes (on whichever thread runs the
-//! loop); 0 ([`OUTSIDE`]), setting the inputs and, on a worker thread,
-//! waiting for work; and [`SETUP`], what a run does once (loading the
-//! model, planning, making the session, reading and writing files), so
-//! that a count per invoke leaves it out.
+//! loop); [`INPUTS`], setting the inputs before the invokes; 0
+//! ([`OUTSIDE`]), the process's start-up before the first marker (once)
+//! and, on a worker thread, waiting for work; and [`SETUP`], what a run
+//! does once (loading the model, planning, making the session, reading and
+//! writing files), so that a count per invoke leaves it out.
 //!
 //! The marker is the single instruction `movz xzr, #(0xA000 | id)`, `id` in
 //! 0..=[`MAX_REGION`]. It writes the zero register, so on hardware it does
@@ -34,8 +35,12 @@ pub(crate) const SETUP: u16 = MAX_REGION;
 /// until the next node's `begin`): serial work whatever the thread count.
 pub(crate) const BETWEEN: u16 = SETUP - 1;
 
+/// The region of setting the inputs before a step's invokes (copying them
+/// into the session): per invoke with `--reps 1`.
+pub(crate) const INPUTS: u16 = BETWEEN - 1;
+
 /// The largest region id a node gets.
-const MAX_NODE_REGION: u16 = BETWEEN - 1;
+const MAX_NODE_REGION: u16 = INPUTS - 1;
 
 /// Makes `id` (at most [`MAX_REGION`]; higher bits are ignored) the current
 /// instruction-count region (see the module doc).

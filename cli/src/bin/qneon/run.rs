@@ -151,7 +151,7 @@ pub(crate) fn run(args: RunArgs) -> Result<(), String> {
         if step > 0 && args.reset_every.is_some_and(|n| step % n as usize == 0) {
             interpreter.reset_variables();
         }
-        marker::region(marker::OUTSIDE);
+        marker::region(marker::INPUTS);
         sequence.set(&mut interpreter, step)?;
         for _ in 0..args.reps {
             timer.position = 0;
@@ -273,6 +273,7 @@ pub(crate) fn run(args: RunArgs) -> Result<(), String> {
             "region_per_op": region_per_node,
             "setup_region": marker::SETUP,
             "between_region": marker::BETWEEN,
+            "inputs_region": marker::INPUTS,
             "invoke_ns": invoke_times.iter().map(|t| t.as_nanos() as u64).collect::<Vec<_>>(),
             "ops": ops,
             "outputs": interpreter.outputs().iter().enumerate()
