@@ -171,7 +171,7 @@ fn mobilebert_splits_its_large_nodes_four_ways() {
 
 /// person_detect at 4 threads: its convolutions split by output rows (every
 /// CONV_2D and DEPTHWISE_CONV_2D worth two threads gets them: two shares of
-/// at least 50,000 MACs plus twice a share's setup, which for CONV_2D is
+/// at least 25,000 MACs plus twice a share's setup, which for CONV_2D is
 /// 5,000 + 4 per weight; a depthwise MAC counts 8), or, for the late 1x1 layers of 3 x 3 pixels and
 /// 128 x 256 or 256 x 256 weights, whose bands would pay more setup than
 /// work, by output channels on all four; the bytes are those of 1 thread on
@@ -200,7 +200,7 @@ fn person_detect_splits_its_convolutions() {
                 ("CONV_2D", Some(w)) => (5_000 + 4 * plan.tensors()[w].bytes as u64, 1),
                 _ => (0, 8),
             };
-            let worth = node.work * weight >= 2 * (50_000 + 2 * setup);
+            let worth = node.work * weight >= 2 * (25_000 + 2 * setup);
             assert_eq!(node.threads > 1, worth, "node {} {}", node.index, node.op);
         }
         let late: Vec<_> = convs

@@ -76,9 +76,14 @@ mod columns;
 
 pub(crate) use self::columns::{column_setup, column_shares};
 
-/// Least multiply-accumulates worth one more thread: below it, the join
-/// and the wake-up of a worker cost about what the thread saves.
-pub(crate) const MIN_MACS_PER_THREAD: u64 = 50_000;
+/// Least multiply-accumulates worth one more thread: below it, the wake-up
+/// of a worker and a share's call cost about what the thread saves. 25,000
+/// CONV_2D MACs are 3,000 to 14,000 instructions (0.12 to 0.56 per MAC,
+/// the shallow layers the dearest); at 50,000, person_detect's first 1x1
+/// layer (295,000 MACs, 165,716 instructions) took 4 of 8 threads, and the
+/// model's 8-thread critical path was 501,578 instructions against 444,859
+/// at 25,000 (`cargo xtask run --threads 4,8`, neoverse-n1).
+pub(crate) const MIN_MACS_PER_THREAD: u64 = 25_000;
 /// Least elements worth one more thread, for the ops counted in elements.
 pub(crate) const MIN_ELEMENTS_PER_THREAD: u64 = 16 * 1024;
 
@@ -491,19 +496,21 @@ mod tests {
         let small = MIN_ELEMENTS_PER_THREAD * 2 - 1;
         assert!(shares(&kernel, (small, "element", 0), 30, 8).unwrap().len() < 2);
         assert!(shares(&kernel, (1 << 30, "element", 0), 29, 4).is_err());
-        // A setup per share: each share's work must cover the minimum and
-        // twice its setup (work 10 x 80,000 = 800,000 MACs).
+        // A setup per share: each share's work must cover the minimum
+        // (25,000) and twice its setup (work 10 x 80,000 = 800,000 MACs).
         let split = |setup| {
             shares(&kernel, (800_000, "MAC", setup), 30, 8)
                 .unwrap()
                 .len()
         };
+        assert_eq!(MIN_MACS_PER_THREAD, 25_000);
         assert_eq!(split(0), 8);
-        assert_eq!(split(15_000), 8); // 800,000 / 80,000 = 10
-        assert_eq!(split(75_000), 4); // / 200,000
-        assert_eq!(split(175_000), 2); // / 400,000
-        assert_eq!(split(176_000), 0); // / 402,000: under 2 shares
-                                       // person_detect's 3x3 1x1-conv of 256 x 256 weights stays whole.
+        assert_eq!(split(15_000), 8); // 800,000 / 55,000 = 14
+        assert_eq!(split(75_000), 4); // / 175,000
+        assert_eq!(split(187_500), 2); // / 400,000
+        assert_eq!(split(188_000), 0); // / 401,000: under 2 shares
+                                       // The band setup of person_detect's 3x3-pixel 1x1 conv of 256 x 256
+                                       // weights (it splits by channels instead: columns.rs).
         let setup = share_setup("CONV_2D", 256 * 256);
         assert_eq!(setup, 5_000 + 4 * 65_536);
         assert_eq!(share_setup("FULLY_CONNECTED", 1 << 20), 0);
