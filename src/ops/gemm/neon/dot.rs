@@ -3,7 +3,8 @@
 //! place for depths beyond the panel.
 
 use super::{
-    initial_acc, row_pointers, store_tile, tail_rows, tail_vectors, tile_origin, BlockParams,
+    initial_acc, row_pointers, store_tile, tail_rows, tail_vectors, tile_origin, with_stage,
+    BlockParams, BlockTiles, StoreTile,
 };
 use crate::ops::gemm::pack::{KC, NR};
 use crate::ops::gemm::params::{GemmView, Tile};
@@ -432,21 +433,76 @@ pub(crate) unsafe fn gemm_dot<const AT_ORIGIN: bool>(
         for (i, w) in weights.chunks_exact(block_bytes).enumerate() {
             let p = BlockParams::load(g, first_block + i);
             let out_col = i * NR;
-            let nr = NR.min(width - out_col);
-            for (x, out_row) in panel
-                .chunks_exact(tile_bytes)
-                .zip((group..group_end).step_by(MR))
-            {
-                let (row, mr) = (first_row + out_row, MR.min(group_end - out_row));
-                let mut acc = initial_acc::<MR>(p.bias, g.row_offsets, row, mr);
-                // SAFETY: the tile's panel holds 8 k_padded = 128 (chunks +
-                // half) bytes, all written by `fill_panel` above, the block
-                // as many; k >= 1 gives chunks + half >= 1.
-                unsafe { dot_panel_steps(&mut acc, x.as_ptr().cast(), w.as_ptr(), chunks, half) };
-                store_tile::<MR>(&acc, &p, output, stride, out_row, mr, out_col, nr);
-            }
+            let tiles = PanelTiles {
+                panel: &panel,
+                tile_bytes,
+                w,
+                p: &p,
+                row_offsets: g.row_offsets,
+                output: &mut *output,
+                stride,
+                rows: (first_row, group, group_end),
+                cols: (out_col, NR.min(width - out_col)),
+                steps: (chunks, half),
+            };
+            // The stage is chosen once for the block's tiles of the group.
+            with_stage(&p, tiles);
         }
         group = group_end;
+    }
+}
+
+/// One weight block over the row tiles of a filled panel group, as
+/// [`gemm_dot`] runs it; built there only, so the CPU has dotprod.
+struct PanelTiles<'a> {
+    /// The group's panel: tile `t` at `t * tile_bytes`, all written.
+    panel: &'a [MaybeUninit<i8>],
+    tile_bytes: usize,
+    /// The block's packed weights (`128 (chunks + half)` bytes or more).
+    w: &'a [i8],
+    p: &'a BlockParams,
+    row_offsets: Option<&'a [i32]>,
+    output: &'a mut [i8],
+    stride: usize,
+    /// (the tile's first row, the group's first and end output rows).
+    rows: (usize, usize, usize),
+    /// (the block's first output column, its channels stored).
+    cols: (usize, usize),
+    /// (whole steps of 16 depth bytes, a half step after them).
+    steps: (usize, bool),
+}
+
+impl BlockTiles for PanelTiles<'_> {
+    // Inlined into `gemm_dot`, whose dotprod feature the `sdot`s need.
+    #[inline(always)]
+    fn run<S: StoreTile>(self, store: S) {
+        const MR: usize = 8;
+        let (first_row, group, group_end) = self.rows;
+        let (out_col, nr) = self.cols;
+        let (chunks, half) = self.steps;
+        for (x, out_row) in self
+            .panel
+            .chunks_exact(self.tile_bytes)
+            .zip((group..group_end).step_by(MR))
+        {
+            let (row, mr) = (first_row + out_row, MR.min(group_end - out_row));
+            let mut acc = initial_acc::<MR>(self.p.bias, self.row_offsets, row, mr);
+            // SAFETY: the tile's panel holds 8 k_padded = 128 (chunks +
+            // half) bytes, all written by `fill_panel`, the block as many;
+            // k >= 1 gives chunks + half >= 1; the CPU has dotprod (built
+            // in `gemm_dot` only).
+            unsafe { dot_panel_steps(&mut acc, x.as_ptr().cast(), self.w.as_ptr(), chunks, half) };
+            store.store::<MR>(
+                &acc,
+                self.p,
+                self.output,
+                self.stride,
+                out_row,
+                mr,
+                out_col,
+                nr,
+            );
+        }
     }
 }
 
