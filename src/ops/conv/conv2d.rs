@@ -1,6 +1,6 @@
 //! The prepared CONV_2D ([`Conv2d`]): its validation, the kernel `new`
 //! picks for it (the GEMM for a pointwise layer, the implicit GEMM for any
-//! other under a quantized multiplier, else the scalar loops) and a run's
+//! other under an output stage the GEMM has, else the scalar loops) and a run's
 //! dispatch to that kernel.
 
 use alloc::boxed::Box;
@@ -17,6 +17,7 @@ use crate::checks::check_length;
 use crate::error::{Error, Result};
 use crate::ops::gemm::Gemm;
 use crate::ops::requant::try_filled;
+use crate::quant::Requantization;
 
 /// A prepared int8 CONV_2D (see the [module](super) for the arithmetic).
 #[derive(Clone, Debug)]
@@ -25,11 +26,12 @@ pub struct Conv2d {
     pub(super) prepared: Prepared,
     pub(super) backend: Backend,
     /// A pointwise layer (1x1 kernel, stride 1, no padding, one group)
-    /// under a quantized multiplier: the same arithmetic as a fully
-    /// connected layer over the pixels, so the GEMM's NEON kernels run it.
+    /// under a quantized multiplier or XNNPACK's `f32` scale: the same
+    /// arithmetic as a fully connected layer over the pixels, so the GEMM's
+    /// NEON kernels run it.
     pub(super) pointwise: Option<Box<Gemm>>,
-    /// Any other layer under a quantized multiplier: an implicit GEMM over
-    /// a scratch of a few pixels' windows.
+    /// Any other layer under those output stages: an implicit GEMM over a
+    /// scratch of a few pixels' windows.
     pub(super) implicit: Option<Box<Implicit>>,
 }
 
@@ -114,8 +116,9 @@ impl Conv2d {
         let mut w = try_filled(CONV, "weights", 0i8, weights.len())?;
         w.copy_from_slice(weights);
         prepared.weights = w;
-        let pointwise = match quantization.requantization {
-            ConvRequantization::Multiplier(rounding) if is_pointwise(&geometry, filter_depth) => {
+        let gemm_stage = gemm_requantization(quantization.requantization);
+        let pointwise = match gemm_stage {
+            Some(requantization) if is_pointwise(&geometry, filter_depth) => {
                 // OHWI with a 1x1 kernel is the GEMM's n x k row-major.
                 let per_channel: Vec<f32> = match quantization.weight_scales {
                     [s] => alloc::vec![*s; geometry.output_channels],
@@ -130,22 +133,20 @@ impl Conv2d {
                     &per_channel,
                     quantization.output,
                     quantization.activation,
-                    rounding,
+                    requantization,
                 )?))
             }
             _ => None,
         };
-        let implicit = match quantization.requantization {
-            ConvRequantization::Multiplier(rounding) if pointwise.is_none() => {
-                Some(Box::new(Implicit::new(
-                    &geometry,
-                    filter_depth,
-                    weights,
-                    bias,
-                    quantization,
-                    rounding,
-                )?))
-            }
+        let implicit = match gemm_stage {
+            Some(requantization) if pointwise.is_none() => Some(Box::new(Implicit::new(
+                &geometry,
+                filter_depth,
+                weights,
+                bias,
+                quantization,
+                requantization,
+            )?)),
             _ => None,
         };
         Ok(Conv2d {
@@ -159,7 +160,7 @@ impl Conv2d {
     /// The scratch bytes [`run_rows_with_scratch`](Self::run_rows_with_scratch)
     /// needs: the im2col rows of a few output pixels (at most 256, at
     /// least 8, about 16 KiB), or 0 for a layer that needs none (a
-    /// pointwise layer, the XNNPACK path).
+    /// pointwise layer, LiteRT's reference stages).
     pub fn scratch_bytes(&self) -> usize {
         self.implicit.as_ref().map_or(0, |i| i.scratch_bytes())
     }
@@ -201,8 +202,8 @@ impl Conv2d {
 
     /// Output rows `rows` (checked) into `output`, which holds the rows from
     /// row `first` on (0: the whole output), with `backend`: a pointwise layer's
-    /// rows through the GEMM on NEON, other layers under a quantized
-    /// multiplier through the implicit GEMM over [`STACK_SCRATCH`] bytes of
+    /// rows through the GEMM on NEON, other layers under an output stage the GEMM has
+    /// through the implicit GEMM over [`STACK_SCRATCH`] bytes of
     /// stack (when one pixel's window fits), every other layer (and
     /// [`Backend::Scalar`]) the scalar loops.
     pub(super) fn dispatch<F: FirstRow>(
@@ -249,6 +250,24 @@ impl Conv2d {
     /// Input channels each filter reads.
     pub fn filter_depth(&self) -> usize {
         self.prepared.depth
+    }
+}
+
+/// The GEMM output stage that gives `requantization`'s bytes, if the GEMM
+/// has one: the quantized multiplier in either rounding (the same
+/// per-channel multipliers as the scalar loops' `OutputStage`), and
+/// XNNPACK's `f32` scale. XNNPACK's scalar stage clamps `acc * scale` to the
+/// activation range less the zero point, then rounds to even and adds the
+/// zero point; the GEMM's rounds to even (saturating), adds the zero point
+/// and clamps. The bounds are integers and rounding is monotone, so
+/// clamping before or after it gives the same value; the scale is the same
+/// `f32` product `input * weight / output` and the range XNNPACK's in both.
+/// LiteRT's reference stages with ties upward stay on the scalar loops.
+fn gemm_requantization(requantization: ConvRequantization) -> Option<Requantization> {
+    match requantization {
+        ConvRequantization::Multiplier(rounding) => Some(rounding.into()),
+        ConvRequantization::XnnpackF32 => Some(Requantization::XnnpackF32),
+        ConvRequantization::DoubleTiesUpward | ConvRequantization::TiesUpwardInBlocksOf8 => None,
     }
 }
 

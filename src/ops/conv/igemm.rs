@@ -24,7 +24,7 @@ use super::params::ConvQuantization;
 use crate::backend::Backend;
 use crate::error::Result;
 use crate::ops::gemm::Gemm;
-use crate::quant::Rounding;
+use crate::quant::Requantization;
 
 /// Pixels per GEMM call at most: enough to amortize a call's set-up over
 /// the small depths of a first layer (27 bytes for 3x3x3) and a multiple of
@@ -61,7 +61,7 @@ impl Implicit {
         weights: &[i8],
         bias: Option<&[i32]>,
         q: &ConvQuantization<'_>,
-        rounding: Rounding,
+        requantization: Requantization,
     ) -> Result<Implicit> {
         let patch = geometry.kernel_height * geometry.kernel_width * depth;
         let channels = geometry.output_channels;
@@ -84,7 +84,7 @@ impl Implicit {
                 &scales,
                 q.output,
                 q.activation,
-                rounding,
+                requantization,
             )?);
         }
         let tile_pixels = (SCRATCH_TARGET / patch / MIN_TILE_PIXELS * MIN_TILE_PIXELS)

@@ -26,12 +26,12 @@
 //! [`Backend::Scalar`](crate::Backend::Scalar) runs the scalar loops, the
 //! oracle every faster kernel equals byte for byte. On NEON, a pointwise
 //! CONV_2D (1x1 kernel, stride 1, no padding, one group) under a quantized
-//! multiplier runs through [`Gemm`](crate::Gemm) (it is a fully connected
-//! layer over the pixels, with the same per-channel arithmetic); every
-//! other CONV_2D under a quantized multiplier runs as an implicit GEMM
-//! (`igemm`: the windows of a few pixels gathered into a bounded scratch,
-//! then the same GEMM), and the XNNPACK path and depthwise layers run the
-//! scalar loops. Work splits by output rows ([`Conv2d::run_rows`]): every
+//! multiplier or XNNPACK's `f32` scale runs through [`Gemm`](crate::Gemm)
+//! (it is a fully connected layer over the pixels, with the same
+//! per-channel arithmetic); every other CONV_2D under those runs as an
+//! implicit GEMM (`igemm`: the windows of a few pixels gathered into a
+//! bounded scratch, then the same GEMM), and CONV_2D under LiteRT's
+//! ties-upward reference stages runs the scalar loops. Work splits by output rows ([`Conv2d::run_rows`]): every
 //! output element depends on its own window only; [`Conv2d::run_band`]
 //! and [`DepthwiseConv2d::run_band`] write some rows into a slice of their
 //! own (a thread's band).

@@ -293,11 +293,11 @@ fn check(case: &Case, seed: u64) {
                         && g.kernel_width == 1
                         && g.stride_height == 1
                         && g.stride_width == 1
-                        && filter_depth == g.input_channels
-                        && !matches!(r, ConvRequantization::XnnpackF32);
+                        && filter_depth == g.input_channels;
+                    // Every path here has a GEMM output stage (XNNPACK's
+                    // `f32` one included).
                     assert_eq!(op.pointwise.is_some(), pointwise);
-                    let multiplier = !matches!(r, ConvRequantization::XnnpackF32);
-                    assert_eq!(op.implicit.is_some(), multiplier && !pointwise);
+                    assert_eq!(op.implicit.is_some(), !pointwise);
                     assert_eq!(op.scratch_bytes() > 0, op.implicit.is_some());
                     // With the caller's scratch (tiles of another size than
                     // run's stack scratch), the same bytes again.

@@ -3,11 +3,13 @@
 //! place for depths beyond the panel.
 
 use super::{
-    initial_acc, row_pointers, store_tile, tail_rows, tail_vectors, tile_origin, BlockParams,
+    initial_acc, row_pointers, store_tile, tail_rows, tail_vectors, tile_origin, with_stage,
+    BlockParams, BlockTiles, StoreTile,
 };
 use crate::ops::gemm::pack::{KC, NR};
 use crate::ops::gemm::params::{GemmView, Tile};
 use core::arch::aarch64::*;
+use core::mem::MaybeUninit;
 
 /// `sdot` by element: `acc[i] += dot(w[4i..4i + 4], x[4 LANE..4 LANE + 4])`.
 #[inline(always)]
@@ -94,14 +96,15 @@ const PANEL_DEPTH: usize = 1024;
 /// (`k_padded`: `k` rounded up to 16), interleaved by steps of 16 depth bytes:
 /// step `i` of tile row `r` at `128 i + 16 r`, the depth past `k` zero. One
 /// step of all 8 rows is then 128 contiguous bytes, loaded with two `ld1`s of
-/// four registers.
+/// four registers. Every one of those `8 k_padded` bytes is written, so the
+/// panel need not start initialized (its kernels read no byte past them).
 #[inline(always)]
-fn fill_panel(panel: &mut [i8], input: &[i8], k: usize, row: usize, mr: usize) {
+fn fill_panel(panel: &mut [MaybeUninit<i8>], input: &[i8], k: usize, row: usize, mr: usize) {
     let whole = k / KC;
     // One check for every store below: the panel holds 8 k_padded bytes.
     let panel = &mut panel[..8 * k.div_ceil(KC) * KC];
     let rows = row_pointers::<8>(input, k, row, mr);
-    let dst = panel.as_mut_ptr();
+    let dst = panel.as_mut_ptr().cast::<i8>();
     for i in 0..whole {
         // SAFETY: each row pointer starts a k-byte input row and
         // 16 (i + 1) <= k; the panel holds 8 k_padded >= 128 (i + 1) bytes
@@ -410,7 +413,10 @@ pub(crate) unsafe fn gemm_dot<const AT_ORIGIN: bool>(
         t.stride,
     );
     let weights = &g.packed[first_block * block_bytes..end_block * block_bytes];
-    let mut panel = [0i8; 8 * PANEL_DEPTH];
+    // Not zeroed: `fill_panel` writes every byte the kernels then read (an
+    // 8 KiB `memset` per call was about 550 instructions, as many as a
+    // layer's few late tiles).
+    let mut panel = [MaybeUninit::<i8>::uninit(); 8 * PANEL_DEPTH];
     // Bytes of one row tile's panel, and rows of the tiles the panel holds
     // at once (a multiple of MR, at least MR).
     let tile_bytes = MR * g.k_padded;
@@ -427,21 +433,76 @@ pub(crate) unsafe fn gemm_dot<const AT_ORIGIN: bool>(
         for (i, w) in weights.chunks_exact(block_bytes).enumerate() {
             let p = BlockParams::load(g, first_block + i);
             let out_col = i * NR;
-            let nr = NR.min(width - out_col);
-            for (x, out_row) in panel
-                .chunks_exact(tile_bytes)
-                .zip((group..group_end).step_by(MR))
-            {
-                let (row, mr) = (first_row + out_row, MR.min(group_end - out_row));
-                let mut acc = initial_acc::<MR>(p.bias, g.row_offsets, row, mr);
-                // SAFETY: the tile's panel holds 8 k_padded = 128 (chunks +
-                // half) bytes, the block as many; k >= 1 gives chunks + half
-                // >= 1.
-                unsafe { dot_panel_steps(&mut acc, x.as_ptr(), w.as_ptr(), chunks, half) };
-                store_tile::<MR>(&acc, &p, output, stride, out_row, mr, out_col, nr);
-            }
+            let tiles = PanelTiles {
+                panel: &panel,
+                tile_bytes,
+                w,
+                p: &p,
+                row_offsets: g.row_offsets,
+                output: &mut *output,
+                stride,
+                rows: (first_row, group, group_end),
+                cols: (out_col, NR.min(width - out_col)),
+                steps: (chunks, half),
+            };
+            // The stage is chosen once for the block's tiles of the group.
+            with_stage(&p, tiles);
         }
         group = group_end;
+    }
+}
+
+/// One weight block over the row tiles of a filled panel group, as
+/// [`gemm_dot`] runs it; built there only, so the CPU has dotprod.
+struct PanelTiles<'a> {
+    /// The group's panel: tile `t` at `t * tile_bytes`, all written.
+    panel: &'a [MaybeUninit<i8>],
+    tile_bytes: usize,
+    /// The block's packed weights (`128 (chunks + half)` bytes or more).
+    w: &'a [i8],
+    p: &'a BlockParams,
+    row_offsets: Option<&'a [i32]>,
+    output: &'a mut [i8],
+    stride: usize,
+    /// (the tile's first row, the group's first and end output rows).
+    rows: (usize, usize, usize),
+    /// (the block's first output column, its channels stored).
+    cols: (usize, usize),
+    /// (whole steps of 16 depth bytes, a half step after them).
+    steps: (usize, bool),
+}
+
+impl BlockTiles for PanelTiles<'_> {
+    // Inlined into `gemm_dot`, whose dotprod feature the `sdot`s need.
+    #[inline(always)]
+    fn run<S: StoreTile>(self, store: S) {
+        const MR: usize = 8;
+        let (first_row, group, group_end) = self.rows;
+        let (out_col, nr) = self.cols;
+        let (chunks, half) = self.steps;
+        for (x, out_row) in self
+            .panel
+            .chunks_exact(self.tile_bytes)
+            .zip((group..group_end).step_by(MR))
+        {
+            let (row, mr) = (first_row + out_row, MR.min(group_end - out_row));
+            let mut acc = initial_acc::<MR>(self.p.bias, self.row_offsets, row, mr);
+            // SAFETY: the tile's panel holds 8 k_padded = 128 (chunks +
+            // half) bytes, all written by `fill_panel`, the block as many;
+            // k >= 1 gives chunks + half >= 1; the CPU has dotprod (built
+            // in `gemm_dot` only).
+            unsafe { dot_panel_steps(&mut acc, x.as_ptr().cast(), self.w.as_ptr(), chunks, half) };
+            store.store::<MR>(
+                &acc,
+                self.p,
+                self.output,
+                self.stride,
+                out_row,
+                mr,
+                out_col,
+                nr,
+            );
+        }
     }
 }
 

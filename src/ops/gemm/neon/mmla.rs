@@ -24,6 +24,7 @@ use super::{initial_acc, row_pointers, store_tile, tail_vectors, tile_origin, Bl
 use crate::ops::gemm::pack::{KC, NR};
 use crate::ops::gemm::params::{GemmView, Tile};
 use core::arch::aarch64::*;
+use core::mem::MaybeUninit;
 
 /// The deepest input (in bytes, a multiple of 16) copied into the stack
 /// panel of row pairs (8 KiB, as the `sdot` path's).
@@ -35,14 +36,15 @@ const PANEL_DEPTH: usize = 1024;
 /// `16 i + 16` are the 128 bytes at `128 i`, first 64 bytes of depths `16 i`
 /// to `16 i + 8` for pairs `(0, 1), (2, 3), (4, 5), (6, 7)` (16 bytes each,
 /// the even row first), then 64 bytes of depths `16 i + 8` to `16 i + 16`
-/// alike. The depth past `k` is zero.
+/// alike. The depth past `k` is zero. Every one of those `8 k_padded` bytes
+/// is written, so the panel need not start initialized.
 #[inline(always)]
-fn fill_pairs(panel: &mut [i8], input: &[i8], k: usize, row: usize, mr: usize) {
+fn fill_pairs(panel: &mut [MaybeUninit<i8>], input: &[i8], k: usize, row: usize, mr: usize) {
     let whole = k / KC;
     // One check for every store below: the panel holds 8 k_padded bytes.
     let panel = &mut panel[..8 * k.div_ceil(KC) * KC];
     let rows = row_pointers::<8>(input, k, row, mr);
-    let store = |at: usize, x: &[int8x16_t; 8], panel: &mut [i8]| {
+    let store = |at: usize, x: &[int8x16_t; 8], panel: &mut [MaybeUninit<i8>]| {
         // SAFETY: neon is a compile-time target feature (cfg on this
         // module); the caller keeps at + 128 <= 8 k_padded = panel.len().
         unsafe {
@@ -57,7 +59,7 @@ fn fill_pairs(panel: &mut [i8], input: &[i8], k: usize, row: usize, mr: usize) {
                     vzip1q_s64(a, b)
                 })
             };
-            let dst = panel.as_mut_ptr().add(at);
+            let dst = panel.as_mut_ptr().cast::<i8>().add(at);
             let low = int8x16x4_t(
                 pair(0, false),
                 pair(1, false),
@@ -346,7 +348,8 @@ pub(crate) unsafe fn gemm_mmla<const AT_ORIGIN: bool>(
         t.stride,
     );
     let weights = &g.packed[first_block * block_bytes..end_block * block_bytes];
-    let mut panel = [0i8; 8 * PANEL_DEPTH];
+    // Not zeroed: `fill_pairs` writes every byte the kernels then read.
+    let mut panel = [MaybeUninit::<i8>::uninit(); 8 * PANEL_DEPTH];
     // Bytes of one row tile's panel, and rows of the tiles the panel holds
     // at once (a multiple of MR, at least MR).
     let tile_bytes = MR * g.k_padded;
@@ -375,16 +378,17 @@ pub(crate) unsafe fn gemm_mmla<const AT_ORIGIN: bool>(
             {
                 let (row, mr) = (first_row + out_row, MR.min(group_end - out_row));
                 let mut blocks = [start; 4];
+                let x = x.as_ptr().cast::<i8>();
                 // SAFETY: the tile's panel holds 8 k_padded = 128 (chunks +
-                // half) bytes, the block as many; the CPU has i8mm (this
-                // function's feature).
+                // half) bytes, all written by `fill_pairs` above, the block
+                // as many; the CPU has i8mm (this function's feature).
                 unsafe {
                     if chunks > 0 {
-                        mmla_panel(&mut blocks, x.as_ptr(), w.as_ptr(), chunks);
+                        mmla_panel(&mut blocks, x, w.as_ptr(), chunks);
                     }
                     if half {
                         let at = 128 * chunks;
-                        mmla_panel_half(&mut blocks, x.as_ptr().add(at), w.as_ptr().add(at));
+                        mmla_panel_half(&mut blocks, x.add(at), w.as_ptr().add(at));
                     }
                 }
                 let acc = match g.row_offsets {

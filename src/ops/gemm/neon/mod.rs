@@ -188,10 +188,103 @@ pub(super) fn tile_origin<const AT_ORIGIN: bool>(t: &Tile) -> (usize, usize, usi
     }
 }
 
+/// An output stage fixed at compile time: [`store_tile_with`]'s parameters
+/// as a type, so that a block's loop over its row tiles can be
+/// monomorphized for it ([`with_stage`]) rather than choosing the stage
+/// again for every tile.
+pub(super) trait StoreTile: Copy {
+    /// [`store_tile`] in this stage.
+    #[allow(clippy::too_many_arguments)]
+    fn store<const R: usize>(
+        self,
+        acc: &[[int32x4_t; 2]; R],
+        p: &BlockParams,
+        output: &mut [i8],
+        stride: usize,
+        row: usize,
+        mr: usize,
+        col: usize,
+        nr: usize,
+    );
+}
+
+/// The [`StoreTile`] of `store_tile_with::<_, LEFT, FAST, CLAMP, STAGE>`.
+#[derive(Clone, Copy)]
+pub(super) struct Stage<const LEFT: bool, const FAST: bool, const CLAMP: bool, const STAGE: u8>;
+
+impl<const LEFT: bool, const FAST: bool, const CLAMP: bool, const STAGE: u8> StoreTile
+    for Stage<LEFT, FAST, CLAMP, STAGE>
+{
+    #[inline(always)]
+    fn store<const R: usize>(
+        self,
+        acc: &[[int32x4_t; 2]; R],
+        p: &BlockParams,
+        output: &mut [i8],
+        stride: usize,
+        row: usize,
+        mr: usize,
+        col: usize,
+        nr: usize,
+    ) {
+        store_tile_with::<R, LEFT, FAST, CLAMP, STAGE>(acc, p, output, stride, row, mr, col, nr)
+    }
+}
+
+/// Work over the row tiles of one weight block, generic over the block's
+/// output stage.
+pub(super) trait BlockTiles {
+    /// Runs the work, storing every tile with `store`.
+    fn run<S: StoreTile>(self, store: S);
+}
+
+/// Runs `work` with the output stage of the block `p` (chosen here, once).
+#[inline(always)]
+pub(super) fn with_stage<B: BlockTiles>(p: &BlockParams, work: B) {
+    macro_rules! go {
+        ($left:literal, $fast:literal, $clamp:literal, $stage:ident) => {
+            work.run(Stage::<$left, $fast, $clamp, $stage>)
+        };
+        (stage $stage:ident, $left:literal) => {
+            if p.clamp {
+                go!($left, false, true, $stage)
+            } else {
+                go!($left, false, false, $stage)
+            }
+        };
+    }
+    match p.stage {
+        // Every channel shifts right: the 32-bit form, FAST selects it.
+        STAGE_SINGLE if p.all_right_shift => {
+            if p.clamp {
+                go!(false, true, true, STAGE_SINGLE)
+            } else {
+                go!(false, true, false, STAGE_SINGLE)
+            }
+        }
+        STAGE_SINGLE if p.any_left_shift => go!(stage STAGE_SINGLE, true),
+        STAGE_SINGLE => go!(stage STAGE_SINGLE, false),
+        STAGE_REAL_F64 => go!(stage STAGE_REAL_F64, false),
+        STAGE_XNNPACK_F32 => go!(stage STAGE_XNNPACK_F32, false),
+        STAGE_GEMV_TIES_UPWARD => go!(stage STAGE_GEMV_TIES_UPWARD, false),
+        _ => match (p.any_left_shift, p.all_right_shift, p.clamp) {
+            (false, true, false) => go!(false, true, false, STAGE_DOUBLE),
+            (false, true, true) => go!(false, true, true, STAGE_DOUBLE),
+            (false, false, false) => go!(false, false, false, STAGE_DOUBLE),
+            (false, false, true) => go!(false, false, true, STAGE_DOUBLE),
+            (true, true, false) => go!(true, true, false, STAGE_DOUBLE),
+            (true, true, true) => go!(true, true, true, STAGE_DOUBLE),
+            (true, false, false) => go!(true, false, false, STAGE_DOUBLE),
+            (true, false, true) => go!(true, false, true, STAGE_DOUBLE),
+        },
+    }
+}
+
 /// Requantizes an `R x 8` tile of accumulators and stores its first `mr`
 /// rows and `nr` channels at rows `row..row + mr`, columns `col..col + nr`
 /// of the output, whose rows are `stride` apart (positions relative to the
-/// caller's [`Tile`](crate::ops::gemm::params::Tile)).
+/// caller's [`Tile`](crate::ops::gemm::params::Tile)), choosing the block's
+/// output stage for this one tile.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub(super) fn store_tile<const R: usize>(
@@ -204,54 +297,28 @@ pub(super) fn store_tile<const R: usize>(
     col: usize,
     nr: usize,
 ) {
-    macro_rules! with {
-        ($left:literal, $fast:literal, $clamp:literal) => {
-            store_tile_with::<R, $left, $fast, $clamp, STAGE_DOUBLE>(
-                acc, p, output, stride, row, mr, col, nr,
-            )
-        };
-        (stage $stage:ident, $left:literal) => {
-            return if p.clamp {
-                store_tile_with::<R, $left, false, true, $stage>(
-                    acc, p, output, stride, row, mr, col, nr,
-                )
-            } else {
-                store_tile_with::<R, $left, false, false, $stage>(
-                    acc, p, output, stride, row, mr, col, nr,
-                )
-            }
-        };
+    struct One<'a, const R: usize> {
+        acc: &'a [[int32x4_t; 2]; R],
+        p: &'a BlockParams,
+        output: &'a mut [i8],
+        at: [usize; 5],
     }
-    match p.stage {
-        // Every channel shifts right: the 32-bit form, FAST selects it.
-        STAGE_SINGLE if p.all_right_shift => {
-            return if p.clamp {
-                store_tile_with::<R, false, true, true, STAGE_SINGLE>(
-                    acc, p, output, stride, row, mr, col, nr,
-                )
-            } else {
-                store_tile_with::<R, false, true, false, STAGE_SINGLE>(
-                    acc, p, output, stride, row, mr, col, nr,
-                )
-            }
+    impl<const R: usize> BlockTiles for One<'_, R> {
+        #[inline(always)]
+        fn run<S: StoreTile>(self, store: S) {
+            let [stride, row, mr, col, nr] = self.at;
+            store.store::<R>(self.acc, self.p, self.output, stride, row, mr, col, nr)
         }
-        STAGE_SINGLE if p.any_left_shift => with!(stage STAGE_SINGLE, true),
-        STAGE_SINGLE => with!(stage STAGE_SINGLE, false),
-        STAGE_REAL_F64 => with!(stage STAGE_REAL_F64, false),
-        STAGE_XNNPACK_F32 => with!(stage STAGE_XNNPACK_F32, false),
-        STAGE_GEMV_TIES_UPWARD => with!(stage STAGE_GEMV_TIES_UPWARD, false),
-        _ => {}
     }
-    match (p.any_left_shift, p.all_right_shift, p.clamp) {
-        (false, true, false) => with!(false, true, false),
-        (false, true, true) => with!(false, true, true),
-        (false, false, false) => with!(false, false, false),
-        (false, false, true) => with!(false, false, true),
-        (true, true, false) => with!(true, true, false),
-        (true, true, true) => with!(true, true, true),
-        (true, false, false) => with!(true, false, false),
-        (true, false, true) => with!(true, false, true),
-    }
+    with_stage(
+        p,
+        One {
+            acc,
+            p,
+            output,
+            at: [stride, row, mr, col, nr],
+        },
+    )
 }
 
 #[inline(always)]
