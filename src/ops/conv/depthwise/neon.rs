@@ -151,8 +151,43 @@ struct BlockRows<'a, F> {
 /// `rb.rows`, loading its input as `LOAD` says; `K` and `S` as
 /// [`rows_with`]. The block's weights, bias and output stage load once for
 /// all its rows.
-#[inline(never)]
+#[inline(always)]
 fn block_rows<const LOAD: u8, const N: usize, const K: usize, const S: u8, F: FirstRow>(
+    rb: &BlockRows<'_, F>,
+    input: &[i8],
+    output: &mut [i8],
+) {
+    if S == F32 {
+        block_rows_f32::<LOAD, N, K, F>(rb, input, output)
+    } else {
+        block_rows_fixed::<LOAD, N, K, F>(rb, input, output)
+    }
+}
+
+/// [`block_rows`] with a fixed-point output stage (its own symbol, for the
+/// disassembly checks).
+#[inline(never)]
+fn block_rows_fixed<const LOAD: u8, const N: usize, const K: usize, F: FirstRow>(
+    rb: &BlockRows<'_, F>,
+    input: &[i8],
+    output: &mut [i8],
+) {
+    block_rows_staged::<LOAD, N, K, FIXED, F>(rb, input, output)
+}
+
+/// [`block_rows`] with XNNPACK's `f32` output stage.
+#[inline(never)]
+fn block_rows_f32<const LOAD: u8, const N: usize, const K: usize, F: FirstRow>(
+    rb: &BlockRows<'_, F>,
+    input: &[i8],
+    output: &mut [i8],
+) {
+    block_rows_staged::<LOAD, N, K, F32, F>(rb, input, output)
+}
+
+/// [`block_rows`]' loops.
+#[inline(always)]
+fn block_rows_staged<const LOAD: u8, const N: usize, const K: usize, const S: u8, F: FirstRow>(
     rb: &BlockRows<'_, F>,
     input: &[i8],
     output: &mut [i8],
