@@ -35,8 +35,8 @@ use core::ops::Range;
 
 use super::super::geometry::ConvGeometry;
 use super::super::origin::FirstRow;
-use super::pack::{Gather, Packed, BLOCK};
-use super::stage::BlockStage;
+use super::pack::{Gather, Packed, Stage, BLOCK};
+use super::stage::{BlockStage, F32, FIXED};
 
 /// Which lanes a block has and how it loads them.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -70,18 +70,33 @@ pub(crate) fn depthwise_rows<F: FirstRow>(
     (output, first): (&mut [i8], F),
     rows: Range<usize>,
 ) {
-    let square = g.kernel_height == g.kernel_width;
     let out = (output, first);
+    if p.stage.stage == Stage::F32 {
+        rows_staged::<F32, F>(p, g, input, out, rows)
+    } else {
+        rows_staged::<FIXED, F>(p, g, input, out, rows)
+    }
+}
+
+/// [`depthwise_rows`] with the output stage `S` ([`F32`] or [`FIXED`]).
+fn rows_staged<const S: u8, F: FirstRow>(
+    p: &Packed,
+    g: &ConvGeometry,
+    input: &[i8],
+    out: (&mut [i8], F),
+    rows: Range<usize>,
+) {
+    let square = g.kernel_height == g.kernel_width;
     match g.kernel_height {
-        3 if square => rows_with::<3, F>(p, g, input, out, rows),
-        5 if square => rows_with::<5, F>(p, g, input, out, rows),
-        _ => rows_with::<0, F>(p, g, input, out, rows),
+        3 if square => rows_with::<3, S, F>(p, g, input, out, rows),
+        5 if square => rows_with::<5, S, F>(p, g, input, out, rows),
+        _ => rows_with::<0, S, F>(p, g, input, out, rows),
     }
 }
 
 /// The block loop; `K` (3, 5, or 0 for any) is the kernel's side for the
-/// unrolled interior path.
-fn rows_with<const K: usize, F: FirstRow>(
+/// unrolled interior path, `S` the output stage.
+fn rows_with<const K: usize, const S: u8, F: FirstRow>(
     p: &Packed,
     g: &ConvGeometry,
     input: &[i8],
@@ -108,14 +123,14 @@ fn rows_with<const K: usize, F: FirstRow>(
         };
         let (i, o) = (input, &mut *output);
         match (load, lanes <= 8) {
-            (Load::Whole16, _) => block_rows::<WHOLE16, 4, K, F>(&br, i, o),
-            (Load::Whole8, _) => block_rows::<WHOLE8, 2, K, F>(&br, i, o),
-            (Load::Partial, true) => block_rows::<PARTIAL, 2, K, F>(&br, i, o),
-            (Load::Partial, false) => block_rows::<PARTIAL, 4, K, F>(&br, i, o),
-            (Load::Broadcast, true) => block_rows::<BROADCAST, 2, K, F>(&br, i, o),
-            (Load::Broadcast, false) => block_rows::<BROADCAST, 4, K, F>(&br, i, o),
-            (Load::Table, true) => block_rows::<TABLE, 2, K, F>(&br, i, o),
-            (Load::Table, false) => block_rows::<TABLE, 4, K, F>(&br, i, o),
+            (Load::Whole16, _) => block_rows::<WHOLE16, 4, K, S, F>(&br, i, o),
+            (Load::Whole8, _) => block_rows::<WHOLE8, 2, K, S, F>(&br, i, o),
+            (Load::Partial, true) => block_rows::<PARTIAL, 2, K, S, F>(&br, i, o),
+            (Load::Partial, false) => block_rows::<PARTIAL, 4, K, S, F>(&br, i, o),
+            (Load::Broadcast, true) => block_rows::<BROADCAST, 2, K, S, F>(&br, i, o),
+            (Load::Broadcast, false) => block_rows::<BROADCAST, 4, K, S, F>(&br, i, o),
+            (Load::Table, true) => block_rows::<TABLE, 2, K, S, F>(&br, i, o),
+            (Load::Table, false) => block_rows::<TABLE, 4, K, S, F>(&br, i, o),
         }
     }
 }
@@ -133,10 +148,46 @@ struct BlockRows<'a, F> {
 }
 
 /// One block of channels (`N` accumulators of 4 lanes) along output rows
-/// `rb.rows`, loading its input as `LOAD` says; `K` as [`rows_with`]. The
-/// block's weights, bias and output stage load once for all its rows.
+/// `rb.rows`, loading its input as `LOAD` says; `K` and `S` as
+/// [`rows_with`]. The block's weights, bias and output stage load once for
+/// all its rows.
+#[inline(always)]
+fn block_rows<const LOAD: u8, const N: usize, const K: usize, const S: u8, F: FirstRow>(
+    rb: &BlockRows<'_, F>,
+    input: &[i8],
+    output: &mut [i8],
+) {
+    if S == F32 {
+        block_rows_f32::<LOAD, N, K, F>(rb, input, output)
+    } else {
+        block_rows_fixed::<LOAD, N, K, F>(rb, input, output)
+    }
+}
+
+/// [`block_rows`] with a fixed-point output stage (its own symbol, for the
+/// disassembly checks).
 #[inline(never)]
-fn block_rows<const LOAD: u8, const N: usize, const K: usize, F: FirstRow>(
+fn block_rows_fixed<const LOAD: u8, const N: usize, const K: usize, F: FirstRow>(
+    rb: &BlockRows<'_, F>,
+    input: &[i8],
+    output: &mut [i8],
+) {
+    block_rows_staged::<LOAD, N, K, FIXED, F>(rb, input, output)
+}
+
+/// [`block_rows`] with XNNPACK's `f32` output stage.
+#[inline(never)]
+fn block_rows_f32<const LOAD: u8, const N: usize, const K: usize, F: FirstRow>(
+    rb: &BlockRows<'_, F>,
+    input: &[i8],
+    output: &mut [i8],
+) {
+    block_rows_staged::<LOAD, N, K, F32, F>(rb, input, output)
+}
+
+/// [`block_rows`]' loops.
+#[inline(always)]
+fn block_rows_staged<const LOAD: u8, const N: usize, const K: usize, const S: u8, F: FirstRow>(
     rb: &BlockRows<'_, F>,
     input: &[i8],
     output: &mut [i8],
@@ -169,7 +220,7 @@ fn block_rows<const LOAD: u8, const N: usize, const K: usize, F: FirstRow>(
         (
             vld1q_s8(p.input_zero_point.as_ptr()),
             vld1q_u8(table.as_ptr()),
-            BlockStage::load(&p.stage, c0, paired),
+            BlockStage::<S>::load(&p.stage, c0, paired),
             core::array::from_fn::<int32x4_t, 4, _>(|j| {
                 vld1q_s32(p.bias[..c0 + BLOCK].as_ptr().add(lane_channel(j)))
             }),

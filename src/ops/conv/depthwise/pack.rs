@@ -30,6 +30,7 @@ pub(super) enum Gather {
 
 /// Which arithmetic the output stage runs (see [`ChannelScales`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
 pub(super) enum Stage {
     Double,
     Single,

@@ -441,3 +441,44 @@ fn depthwise_i8_neon_equals_scalar_wide_rows() {
         }
     }
 }
+
+/// XNNPACK's f32 output stage rounds ties to even (`fcvtns`): a layer
+/// whose only nonzero tap is the centre's, with weight 1 and scale 1/4,
+/// puts `x / 4` in every output, so `x = ±10` (±2.5) gives ±2 where ties
+/// away from zero would give ±3, on every path of the 3x3 kernel
+/// (interior pairs, single pixels, edges) and block width (8 channels
+/// paired, a partial block, 16).
+#[test]
+fn depthwise_xnnpack_ties_round_to_even() {
+    for channels in [8usize, 9, 16] {
+        let g = geometry(
+            Padding::Same,
+            [1, 5, 5, channels],
+            channels,
+            [3, 3],
+            [1, 1],
+            [1, 1],
+        );
+        let mut weights = vec![0i8; 9 * channels];
+        weights[4 * channels..5 * channels].fill(1);
+        let q = ConvQuantization {
+            input: QuantParams::new(0.25, 0),
+            weight_scales: &[1.0],
+            output: QuantParams::new(1.0, 0),
+            activation: FusedActivation::None,
+            requantization: ConvRequantization::XnnpackF32,
+        };
+        let op = DepthwiseConv2d::new(g, 1, &weights, None, &q).unwrap();
+        for (x, want) in [(10i8, 2i8), (-10, -2), (14, 4), (-6, -2)] {
+            let input = vec![x; 25 * channels];
+            for backend in Backend::available() {
+                let mut out = vec![0i8; 25 * channels];
+                op.run_rows(backend, &input, &mut out, 0..5).unwrap();
+                assert!(
+                    out.iter().all(|&o| o == want),
+                    "{backend:?} {channels} channels, x {x}: {out:?}"
+                );
+            }
+        }
+    }
+}
