@@ -79,7 +79,7 @@ commands:
                         `qneon run --threads N` and --threads 1, counted per
                         guest thread: per op the busiest thread, the mean
                         and their ratio (balance); the critical path (sum of
-                        busiest + region 0 on the main thread) and its
+                        busiest + the inputs and the loop between ops) and its
                         speedup over 1 thread; the same output bytes at
                         every count. target/run/threads-CONFIG.json and .md
   run --scaling [--threads N,...] [--model FILE [--input K=FILE.npy]...] [--cpu CPU]

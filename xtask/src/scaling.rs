@@ -53,9 +53,9 @@ fn markdown(cpu: &str, config: &str, rows: &[Row], litert: &[litert::Threaded]) 
     let mut md = format!(
         "qneon `{config}` and TFLite + XNNPACK under `qemu-aarch64 -cpu {cpu}` (each guest thread a \
          vCPU, counted apart), instructions per invoke. qneon: *critical path* = sum over ops of the \
-         busiest thread's instructions (*ops path*) + region 0 on the main thread per invoke (setting \
-         the inputs, the interpreter between ops: *serial*; loading and planning, once per run, are in \
-         no figure); speedups against 1 thread of the same command; *balance* = sum of busiest / \
+         busiest thread's instructions (*ops path*) + setting the inputs on the main thread and the \
+         interpreter between ops, per invoke (*serial*; loading, planning and the process's start-up, \
+         once per run, are in no figure); speedups against 1 thread of the same command; *balance* = sum of busiest / \
          sum of means over the N threads (1.00 even). TFLite: the busiest thread's instructions per \
          inference ((2R - R) / R, R in brackets), spin-waiting included; ratio = qneon's ops path / TFLite's.\n\n"
     );
