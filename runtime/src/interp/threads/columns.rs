@@ -170,8 +170,8 @@ fn copy_tile(
 
 #[cfg(test)]
 mod tests {
+    use super::super::tests::node;
     use super::*;
-    use crate::interp::info::NodeInfo;
     use crate::interp::ops::{Ins, Io};
     use qneon::Backend;
 
@@ -234,23 +234,6 @@ mod tests {
                 }
             }
             Ok(())
-        }
-    }
-
-    fn node() -> NodeInfo {
-        NodeInfo {
-            index: 0,
-            op: "GRID".to_string(),
-            work: 0,
-            unit: "MAC",
-            inputs: Vec::new(),
-            outputs: Vec::new(),
-            scratch_bytes: 0,
-            aliased: false,
-            arithmetic: None,
-            fused: None,
-            threads: 1,
-            split_by_columns: false,
         }
     }
 

@@ -424,7 +424,9 @@ mod tests {
         }
     }
 
-    fn node() -> NodeInfo {
+    /// A node for the marks and messages of test kernels (its fields do
+    /// not matter to the pool).
+    pub(super) fn node() -> NodeInfo {
         NodeInfo {
             index: 0,
             op: "STAMP".to_string(),
