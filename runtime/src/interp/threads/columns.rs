@@ -133,11 +133,22 @@ pub(super) fn run(
         }
         run_parts(pool, shared, shares, &slots)?;
     }
-    for (share, scratch) in shares.iter().zip(more.iter_mut()) {
-        let tile = scratch.bytes(share.bytes.len());
-        copy_tile(tile, output, share.tiles.clone(), width, elem)?;
+    // The copy is the node's work too, on this thread: marked as such, so
+    // that a count per thread and op sees it.
+    if let Some(marks) = shared.marks {
+        marks.start(shared.node);
     }
-    Ok(())
+    let copied = shares
+        .iter()
+        .zip(more.iter_mut())
+        .try_for_each(|(share, scratch)| {
+            let tile = scratch.bytes(share.bytes.len());
+            copy_tile(tile, output, share.tiles.clone(), width, elem)
+        });
+    if let Some(marks) = shared.marks {
+        marks.idle();
+    }
+    copied
 }
 
 /// Copies `tile` (every row's `columns`, `elem`-byte elements) into those
