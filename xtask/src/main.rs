@@ -60,6 +60,7 @@ commands:
                         instructions)
   run [--model FILE [--input K=FILE.npy]...] [--all | --config BACKEND-METHOD...]
       [--rounding single|double] [--cpu CPU] [--threshold T]
+      [--kernels reference|optimized|xnnpack]
                         the main job: a .tflite model run by `qneon run`
                         under qemu -cpu CPU (default max) once per
                         configuration, with the tools/qemu-insn plugin
@@ -73,7 +74,9 @@ commands:
                         configurations neon-lut, neon-fixed, scalar-lut;
                         --all adds neon-f32, scalar-fixed, scalar-f32;
                         --threshold T passes `qneon run --threshold T` on
-                        (fused nodes show as THRESHOLDED_<op>)
+                        (fused nodes show as THRESHOLDED_<op>); --kernels K
+                        passes `qneon run --kernels K` on (which of TFLite's
+                        kernel paths every op's bytes follow)
   run --threads N[,N...] [--model FILE [--input K=FILE.npy]...] [--config C]
                         one configuration (default neon-lut) run with
                         `qneon run --threads N` and --threads 1, counted per

@@ -95,6 +95,9 @@ struct Options {
     configs: Vec<(String, String)>,
     /// Passed on as `qneon run --threshold T` (kept as given).
     threshold: Option<String>,
+    /// Passed on as `qneon run --kernels K` (reference, optimized or
+    /// xnnpack): which of TFLite's kernel paths every op follows.
+    kernels: Option<String>,
     /// `--threads 2,4`: thread counts to measure per thread (1 is always
     /// run too, as the base).
     threads: Vec<u32>,
@@ -141,6 +144,10 @@ fn parse(args: &[String]) -> Result<Options> {
                     _ => bail!("run: --threshold is a probability in [0, 1], not `{t}`"),
                 }
             }
+            "--kernels" => match value("--kernels")?.as_str() {
+                k @ ("reference" | "optimized" | "xnnpack") => opts.kernels = Some(k.to_string()),
+                other => bail!("run: --kernels is reference, optimized or xnnpack, not `{other}`"),
+            },
             "--threads" => {
                 for n in value("--threads")?.split(',') {
                     match n.trim().parse::<u32>() {
@@ -225,6 +232,7 @@ pub fn cli(args: &[String]) -> Result {
         inputs: &inputs,
         rounding: opts.rounding.as_deref().unwrap_or("single"),
         threshold: opts.threshold.as_deref(),
+        kernels: opts.kernels.as_deref(),
     };
     let mut counts = opts.threads.clone();
     counts.push(1);
@@ -356,6 +364,7 @@ struct Job<'a> {
     inputs: &'a [String],
     rounding: &'a str,
     threshold: Option<&'a str>,
+    kernels: Option<&'a str>,
 }
 
 // ---- Running. ----
@@ -425,6 +434,9 @@ fn counted_run(
     }
     if let Some(t) = job.threshold {
         cmd.args(["--threshold", t]);
+    }
+    if let Some(k) = job.kernels {
+        cmd.args(["--kernels", k]);
     }
     for spec in job.inputs {
         cmd.arg("--input").arg(spec);
@@ -578,9 +590,12 @@ mod tests {
             "scalar-fixed",
             "--threshold",
             "0.25",
+            "--kernels",
+            "xnnpack",
         ]))
         .unwrap();
         assert_eq!(opts.threshold.as_deref(), Some("0.25"));
+        assert_eq!(opts.kernels.as_deref(), Some("xnnpack"));
         assert_eq!(opts.model, Some(PathBuf::from("m.tflite")));
         assert_eq!(opts.inputs, ["ids=a.npy", "0=b=c.npy"]);
         assert_eq!(opts.rounding.as_deref(), Some("double"));
@@ -615,6 +630,8 @@ mod tests {
             &["--threshold", "1.5"],
             &["--threshold", "nan"],
             &["--threshold"],
+            &["--kernels", "fast"],
+            &["--kernels"],
         ] {
             assert!(parse(&strings(bad)).is_err(), "{bad:?} was accepted");
         }
