@@ -16,6 +16,8 @@
 //! * the runtime's unit tests, and one converter-written model read from
 //!   disk, loaded and invoked (`runtime/tests/tflite_models.rs`: the reader
 //!   on a real file, zero-copy constant views and the arena, the kernels);
+//! * the thread pool's unit tests (`-p qneon-pool --lib`): its lifetime
+//!   erasure and handoffs under the data-race detector;
 //! * the C API crate's tests (`-p qneon-capi`): the raw-pointer checks,
 //!   slice views and handles of every entry point.
 //!
@@ -84,6 +86,15 @@ const PARTS: &[Part] = &[
         exact: &["inputs_of_the_wrong_size_are_errors"],
         skip: &[],
         reads_files: true,
+    },
+    Part {
+        name: "qneon-pool",
+        // The pool's one lifetime erasure and its handoffs between threads
+        // (Miri's data-race detector), panics in shares, nested calls.
+        args: &["-p", "qneon-pool", "--lib"],
+        exact: &[],
+        skip: &[],
+        reads_files: false,
     },
     Part {
         name: "qneon-capi",

@@ -69,6 +69,9 @@ pub fn cli(args: &[String]) -> Result {
             // The C API's Rust tests (its extern functions on NEON).
             "-p",
             "qneon-capi",
+            // The thread pool's handoffs on aarch64's weaker memory order.
+            "-p",
+            "qneon-pool",
             "--target",
             TARGET,
             "--no-fail-fast",

@@ -3,7 +3,7 @@
 //! and the variable block, which holds the state of variable tensors across
 //! invokes). Any number of sessions share one plan; each runs on its own
 //! thread without locking anything. With [`Options::threads`] above 1 a
-//! session also keeps a pool of worker threads (see `threads.rs`), started
+//! session also keeps a pool of worker threads (see `threads/mod.rs`), started
 //! with it: a node's shares run there.
 //!
 //! A panic inside a worker's share becomes an [`Error::InvalidOp`] naming
@@ -16,6 +16,7 @@
 
 use std::sync::Arc;
 
+use qneon_pool::Pool;
 use qneon_tflite::TensorType;
 
 use super::arena::ARENA_ALIGNMENT;
@@ -75,7 +76,7 @@ pub struct Session<'a> {
 /// A session's worker threads: the pool (or why it could not start) and a
 /// scratch for every share after a node's first.
 struct Workers {
-    pool: std::result::Result<rayon::ThreadPool, String>,
+    pool: std::result::Result<Pool, String>,
     scratch: Vec<Scratch>,
 }
 
@@ -86,11 +87,7 @@ impl Workers {
         if threads < 2 {
             return None;
         }
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .thread_name(|i| format!("qneon-worker-{i}"))
-            .build()
-            .map_err(|e| e.to_string());
+        let pool = Pool::new(threads).map_err(|e| e.to_string());
         // A share's scratch: the node's, and before it, with a node cut by
         // columns, the share's tile.
         let scratch_bytes = plan
@@ -298,8 +295,8 @@ impl<'a> Session<'a> {
 
     /// [`invoke_with`](Self::invoke_with) for a plan with nodes fused with
     /// the threshold (those write their hits into the session's buffers),
-    /// or with threads (the loop runs on one worker, each split node's
-    /// shares on as many), or both.
+    /// or with threads (the loop runs on the calling thread, each split
+    /// node's shares on as many of the pool's), or both.
     #[inline(never)]
     fn invoke_general(&mut self, profiler: &mut dyn Profiler) -> Result<()> {
         let workers = match &mut self.workers {
@@ -320,12 +317,7 @@ impl<'a> Session<'a> {
             hits: &mut self.hits,
             hit_counts: &mut self.hit_counts,
         };
-        match workers {
-            Some((pool, more)) => {
-                pool.install(|| run_nodes(plan, memory, Some((pool, more)), profiler))
-            }
-            None => run_nodes(plan, memory, None, profiler),
-        }
+        run_nodes(plan, memory, workers, profiler)
     }
 }
 
@@ -340,11 +332,11 @@ struct Memory<'s> {
 
 /// Runs `plan`'s nodes in order on `memory`: fused nodes write their hits,
 /// split nodes run their shares on `workers` (the pool and a scratch for
-/// every share after the first; the caller is one of the pool's threads).
+/// every share after the first; the calling thread is the pool's thread 0).
 fn run_nodes(
     plan: &Plan<'_>,
     memory: Memory<'_>,
-    mut workers: Option<(&rayon::ThreadPool, &mut [Scratch])>,
+    mut workers: Option<(&Pool, &mut [Scratch])>,
     profiler: &mut dyn Profiler,
 ) -> Result<()> {
     let Memory {

@@ -15,6 +15,7 @@
 use std::ops::Range;
 use std::sync::Mutex;
 
+use qneon_pool::Pool;
 use smallvec::SmallVec;
 
 use super::{
@@ -95,7 +96,7 @@ pub(crate) fn column_shares(
 /// tile first and the node's scratch after it), then copies each tile into
 /// `output` (the whole of output 0: `output_start` 0).
 pub(super) fn run(
-    pool: &rayon::ThreadPool,
+    pool: &Pool,
     shared: &Shared<'_, '_>,
     shares: &[Share],
     columns: Columns,
@@ -271,10 +272,7 @@ mod tests {
                 next = s.tiles.end;
             }
             assert_eq!(next, 70);
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(threads)
-                .build()
-                .unwrap();
+            let pool = Pool::new(threads).unwrap();
             let (node, ins) = (node(), Ins::new());
             let shared = Shared {
                 kernel: &grid,
@@ -286,16 +284,14 @@ mod tests {
             };
             let mut more: Vec<Scratch> = (0..threads).map(|_| Scratch::new(3 * 70)).collect();
             let mut output = vec![0xEEu8; 3 * 70];
-            pool.install(|| {
-                super::super::run_shares(
-                    &pool,
-                    &shared,
-                    &shares,
-                    (&mut output, 0),
-                    &mut [],
-                    &mut more,
-                )
-            })
+            super::super::run_shares(
+                &pool,
+                &shared,
+                &shares,
+                (&mut output, 0),
+                &mut [],
+                &mut more,
+            )
             .unwrap();
             let expected: Vec<u8> = (0..3 * 70).map(|i| Grid::value(i / 70, i % 70)).collect();
             assert_eq!(output, expected, "{threads} threads");

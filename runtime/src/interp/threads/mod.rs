@@ -25,48 +25,43 @@
 //! 90,747 in four bands); such a layer splits by output channels, each
 //! share reading only its filters.
 //!
-//! The pool: a session with more than one thread keeps a `rayon` pool of
-//! `threads` workers, started with the session. An invoke runs its loop over
-//! the nodes on one worker (`install`), and a split node's shares by one
-//! `broadcast`: every worker runs the node's closure once, and the one `i`
-//! places after the loop's worker (modulo `threads`) runs share `i`, so the
-//! loop's worker runs share 0 and every share has a thread of its own, the
-//! same at every invoke (threads beyond the shares return at once). The
-//! output is cut at the shares' band boundaries (`split_at_mut`) and each
-//! band, with its scratch, waits in a slot (a `Mutex` on the stack) for its
-//! thread to take it: every thread owns its band, in safe Rust. Idle
-//! workers spin briefly, then sleep (rayon's policy).
+//! The pool: a session with more than one thread keeps a
+//! [`qneon_pool::Pool`] of `threads` threads, started with the session: the
+//! invoke's own thread, which runs the loop over the nodes, and `threads -
+//! 1` workers. A split node's shares run by one `broadcast`: share `i` on
+//! the pool's thread `i`, the loop's thread running share 0, every share on
+//! a thread of its own, the same at every invoke; workers a node does not
+//! need are not woken. The output is cut at the shares' band boundaries
+//! (`split_at_mut`) and each band, with its scratch, waits in a slot (a
+//! `Mutex` on the stack) for its thread to take it: every thread owns its
+//! band, in safe Rust. Idle workers spin briefly, yield, then sleep. A
+//! call allocates nothing, so neither does a threaded invoke
+//! (`tests/invoke_alloc.rs`).
 //!
-//! Why `broadcast` (measured, issue 29): the pool before it split the
-//! shares by recursive `rayon::join`, which lets the calling worker run the
-//! other half itself when no sleeping worker has stolen it yet: under qemu
-//! person_detect ran on one thread and MobileBert's split nodes mostly on
-//! two, whatever the thread count. `broadcast` gives share `i` to thread `i`
-//! by construction. Its cost: rayon allocates one `Vec` of `threads` jobs
-//! per broadcast, so an invoke allocates once per split node (41 times for
-//! the 1-layer MobileBert at 4 threads); the join pool allocated about once
-//! every 40 invokes (rayon's injector taking a new block). The runtime
-//! forbids `unsafe`, and running borrowed work on persistent threads needs
-//! it; of the crates that do it behind a safe API, `paralight`
-//! (`RangeStrategy::Fixed` over a slice of shares) also allocates per call
-//! (its per-thread output slots, an `Arc<[Mutex<_>]>`), does not let the
-//! caller run a share, and parks its workers on a condition variable with
-//! no spin; `fork_union` allocates nothing and lets the caller run share 0,
-//! but builds C++ (no aarch64 C++ cross compiler here) and its workers spin
-//! until told to sleep; `rayon::scope` boxes every spawned job. A pool with
-//! no allocation at all needs a pool crate of our own with `unsafe` at the
-//! lifetime erasure, outside this crate.
+//! Why that pool (measured, issue 29): recursive `rayon::join` lets the
+//! calling thread run the other half itself when no sleeping worker has
+//! stolen it yet (under qemu person_detect ran on one thread and
+//! MobileBert's split nodes mostly on two, whatever the thread count);
+//! rayon's `broadcast` gives share `i` to thread `i` but allocates its job
+//! list at every call (8,206 allocations in 200 invokes of the 1-layer
+//! MobileBert at 4 threads); `paralight` allocates per call and parks
+//! without spinning; `fork_union` builds C++; `rayon::scope` boxes every
+//! job. Running borrowed work on persistent threads needs one lifetime
+//! erased with `unsafe`: the pool crate does it, in one place, and this
+//! crate keeps `forbid(unsafe_code)`.
 //!
 //! A panic inside a share is caught on its thread (`catch_unwind`) and
 //! becomes that share's error; the other shares finish, the broadcast
 //! returns, and the pool stays usable (the session's next invoke runs every
-//! node again).
+//! node again). A panic outside a share's kernel (the pool's own) is caught
+//! around the broadcast and is an error too.
 
 use std::ops::Range;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Mutex;
 
 use qneon::Backend;
+use qneon_pool::Pool;
 use smallvec::{smallvec, SmallVec};
 
 use super::info::NodeInfo;
@@ -263,17 +258,17 @@ pub(super) struct Part<'a> {
 /// share 0 with `scratch`, the others with `more` (share `i` with
 /// `more[i - 1]`); cut by columns, share `i` runs with `more[i]` (`band` is
 /// then the whole output).
-/// Must run on one of the pool's threads (inside `install`). A panic in a
-/// share becomes its error; the first error of the shares is returned.
+/// A panic in a share becomes its error; the first error of the shares is
+/// returned.
 pub(crate) fn run_shares(
-    pool: &rayon::ThreadPool,
+    pool: &Pool,
     shared: &Shared<'_, '_>,
     shares: &[Share],
     (band, band_start): (&mut [u8], usize),
     scratch: &mut [u8],
     more: &mut [Scratch],
 ) -> Result<(), String> {
-    let threads = pool.current_num_threads();
+    let threads = pool.threads();
     if shares.len() > threads || shares.len() > more.len() + 1 {
         return Err(format!(
             "{} shares for {threads} threads and {} scratches",
@@ -306,39 +301,35 @@ pub(crate) fn run_shares(
     run_parts(pool, shared, shares, &slots)
 }
 
-/// Runs share `i` with the part in `slots[i]` on the `i`-th thread of
-/// `pool` counted from the calling one (the caller runs share 0); the first
-/// error of the shares.
+/// Runs share `i` with the part in `slots[i]` on the pool's thread `i`
+/// (the caller runs share 0); the first error of the shares.
 fn run_parts(
-    pool: &rayon::ThreadPool,
+    pool: &Pool,
     shared: &Shared<'_, '_>,
     shares: &[Share],
     slots: &[Mutex<Option<Part<'_>>>],
 ) -> Result<(), String> {
-    let threads = pool.current_num_threads();
     let first_error: Mutex<Option<String>> = Mutex::new(None);
-    // Thread `caller + i` (modulo the pool's size) runs share `i`: the same
-    // thread the same share at every invoke, and no thread runs two.
-    let caller = pool.current_thread_index().unwrap_or(0);
-    pool.broadcast(|context| {
-        let i = (context.index() + threads - caller) % threads;
-        let Some(slot) = slots.get(i) else {
-            return;
-        };
-        let part = slot.lock().map(|mut part| part.take());
-        let (Ok(Some(part)), Some(share)) = (part, shares.get(i)) else {
-            return;
-        };
-        if let Err(message) = run_share(shared, share, part) {
-            if let Ok(mut first) = first_error.lock() {
-                first.get_or_insert(message);
+    let ran = catch_unwind(AssertUnwindSafe(|| {
+        pool.broadcast(shares.len(), |i| {
+            let part = slots
+                .get(i)
+                .map(|slot| slot.lock().map(|mut part| part.take()));
+            let (Some(Ok(Some(part))), Some(share)) = (part, shares.get(i)) else {
+                return;
+            };
+            if let Err(message) = run_share(shared, share, part) {
+                if let Ok(mut first) = first_error.lock() {
+                    first.get_or_insert(message);
+                }
             }
-        }
-    });
-    match first_error.into_inner() {
-        Ok(Some(message)) => Err(message),
-        Ok(None) => Ok(()),
-        Err(_) => Err("a share's error was lost to a panic".to_string()),
+        })
+    }));
+    match (ran, first_error.into_inner()) {
+        (_, Ok(Some(message))) => Err(message),
+        (Ok(()), Ok(None)) => Ok(()),
+        (Err(_), Ok(None)) => Err("a thread of the pool panicked".to_string()),
+        (_, Err(_)) => Err("a share's error was lost to a panic".to_string()),
     }
 }
 
@@ -443,19 +434,12 @@ mod tests {
         }
     }
 
-    fn pool(threads: usize) -> rayon::ThreadPool {
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .build()
-            .unwrap()
+    fn pool(threads: usize) -> Pool {
+        Pool::new(threads).unwrap()
     }
 
     /// Runs `kernel`'s shares for `threads` on `pool`.
-    fn run(
-        kernel: &Stamp,
-        threads: usize,
-        pool: &rayon::ThreadPool,
-    ) -> (Vec<u8>, Result<(), String>) {
+    fn run(kernel: &Stamp, threads: usize, pool: &Pool) -> (Vec<u8>, Result<(), String>) {
         let work = (kernel.tiles * kernel.bytes) as u64 * MIN_ELEMENTS_PER_THREAD;
         let all = shares(
             kernel,
@@ -476,8 +460,7 @@ mod tests {
             scratch_bytes: 0,
             marks: None,
         };
-        let result =
-            pool.install(|| run_shares(pool, &shared, &all, (&mut output, 0), &mut [], &mut more));
+        let result = run_shares(pool, &shared, &all, (&mut output, 0), &mut [], &mut more);
         (output, result)
     }
 
@@ -554,7 +537,7 @@ mod tests {
             tiles: Range<usize>,
             io: &mut Io<'_>,
         ) -> Result<(), String> {
-            let thread = rayon::current_thread_index().ok_or("not on the pool")?;
+            let thread = qneon_pool::current_thread_index().ok_or("not on the pool")?;
             for t in tiles {
                 io.outs[0][t - io.out_start] = thread as u8;
             }
@@ -563,7 +546,7 @@ mod tests {
     }
 
     #[test]
-    fn share_i_runs_on_the_ith_thread_from_the_caller_every_time() {
+    fn share_i_runs_on_the_pools_thread_i_every_time() {
         let pool = pool(4);
         let all = shares(&WhoRuns, (1 << 30, "element", 0), 4, 4).unwrap();
         assert_eq!(all.len(), 4);
@@ -579,14 +562,8 @@ mod tests {
         let mut more: Vec<Scratch> = (1..4).map(|_| Scratch::new(0)).collect();
         for _ in 0..50 {
             let mut output = [9u8; 4];
-            let caller = pool
-                .install(|| {
-                    run_shares(&pool, &shared, &all, (&mut output, 0), &mut [], &mut more)?;
-                    rayon::current_thread_index().ok_or("not on the pool".to_string())
-                })
-                .unwrap();
-            let expected: Vec<u8> = (0..4).map(|i| ((caller + i) % 4) as u8).collect();
-            assert_eq!(output.to_vec(), expected);
+            run_shares(&pool, &shared, &all, (&mut output, 0), &mut [], &mut more).unwrap();
+            assert_eq!(output, [0, 1, 2, 3]);
         }
     }
 
