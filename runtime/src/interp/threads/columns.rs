@@ -175,9 +175,27 @@ fn copy_tile(
         .chunks_exact(tile_row)
         .zip(output.chunks_exact_mut(row))
     {
-        dst[from..from + tile_row].copy_from_slice(src);
+        copy_row(src, &mut dst[from..from + tile_row]);
     }
     Ok(())
+}
+
+/// `dst.copy_from_slice(src)` for the short rows of a tile (16 to a few
+/// hundred bytes): whole 16-byte pieces as one load and store each, the
+/// rest by `copy_from_slice`. A `copy_from_slice` of a row length known
+/// only at run time is a `memcpy` call, about 20 instructions for a
+/// 16-byte row (person_detect's 6x6 layers at 8 threads copy 288 such
+/// rows per node on the calling thread).
+fn copy_row(src: &[u8], dst: &mut [u8]) {
+    let mut pieces = dst.chunks_exact_mut(16);
+    let mut from = src.chunks_exact(16);
+    for (d, s) in (&mut pieces).zip(&mut from) {
+        d.copy_from_slice(s);
+    }
+    let rest = pieces.into_remainder();
+    if !rest.is_empty() {
+        rest.copy_from_slice(from.remainder());
+    }
 }
 
 #[cfg(test)]
@@ -327,5 +345,12 @@ mod tests {
         assert_eq!(output, [0, 0, 1, 1, 0, 0, 1, 1, 0, 0, 1, 1]);
         assert!(copy_tile(&[1; 6], &mut output, 3..5, 4, 1).is_err());
         assert!(copy_tile(&[1; 8], &mut output, 0..2, 4, 1).is_err());
+        // Rows of whole 16-byte pieces and a remainder.
+        for len in [1, 15, 16, 17, 32, 40, 100] {
+            let src: Vec<u8> = (0..len).map(|i| i as u8 ^ 0x5A).collect();
+            let mut dst = vec![0u8; len];
+            copy_row(&src, &mut dst);
+            assert_eq!(dst, src, "{len} bytes");
+        }
     }
 }
