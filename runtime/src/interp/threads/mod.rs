@@ -239,9 +239,9 @@ pub(crate) struct Shared<'n, 'b> {
 }
 
 /// Shares a node can have without a heap allocation to hand them out (the
-/// slots live on the stack); more threads than this cost one allocation
-/// per split node.
-const INLINE_SHARES: usize = 16;
+/// slots live on the stack, about 56 bytes each: 3.5 KiB at 64); more
+/// threads than this (a server's cores) cost one allocation per split node.
+const INLINE_SHARES: usize = 64;
 
 /// One share's part of a node's run, waiting in its slot for the thread
 /// that runs it: its band of output 0, where the band starts in the
