@@ -1,6 +1,7 @@
 //! Nodes cut by columns of their output ([`Cut::Columns`]): each thread
-//! computes some columns of every row into a tile in its own scratch, and
-//! the calling thread copies the tiles into the output once all are done.
+//! computes some columns of every row into a tile in its own scratch; once
+//! all are done, the threads copy the tiles into the output, each a band
+//! of whole output rows (a second call of the pool).
 //!
 //! Why: a layer with few output rows and many channels (MobileNetV2's last
 //! pointwise layers: 7x7 pixels, up to 1,280 channels; person_detect's
@@ -13,6 +14,7 @@
 //! 16 output bytes plus a call per row and share.
 
 use std::ops::Range;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Mutex;
 
 use qneon_pool::Pool;
@@ -93,8 +95,8 @@ pub(crate) fn column_shares(
 }
 
 /// Runs a node's column `shares` on `pool` (share `i` with `more[i]`, its
-/// tile first and the node's scratch after it), then copies each tile into
-/// `output` (the whole of output 0: `output_start` 0).
+/// tile first and the node's scratch after it), then copies the tiles into
+/// `output` (the whole of output 0: `output_start` 0) by bands of rows.
 pub(super) fn run(
     pool: &Pool,
     shared: &Shared<'_, '_>,
@@ -134,22 +136,77 @@ pub(super) fn run(
         }
         run_parts(pool, shared, shares, &slots)?;
     }
-    // The copy is the node's work too, on this thread: marked as such, so
-    // that a count per thread and op sees it.
+    // This thread's work for the copy starts here (its share ended idle).
     if let Some(marks) = shared.marks {
         marks.start(shared.node);
     }
-    let copied = shares
+    let tiles: SmallVec<[(&[u8], Range<usize>); INLINE_SHARES]> = shares
         .iter()
         .zip(more.iter_mut())
-        .try_for_each(|(share, scratch)| {
-            let tile = scratch.bytes(share.bytes.len());
-            copy_tile(tile, output, share.tiles.clone(), width, elem)
-        });
-    if let Some(marks) = shared.marks {
-        marks.idle();
+        .map(|(share, scratch)| (&*scratch.bytes(share.bytes.len()), share.tiles.clone()))
+        .collect();
+    copy_tiles(pool, shared, &tiles, output, (rows, width, elem))
+}
+
+/// A band of whole output rows and which rows they are.
+type RowBand<'a> = (&'a mut [u8], Range<usize>);
+
+/// Copies every share's tile into `output` (`rows` x `width` elements of
+/// `elem` bytes), the rows cut into bands, one per thread of `pool` (at
+/// most one per row): each thread owns a band of whole output rows and
+/// copies every tile's part of it. The copy is the node's work too,
+/// marked as such, so that a count per thread and op sees it. (One thread
+/// copying all tiles made the calling thread the busiest of person_detect's
+/// 6x6 pointwise layers at 8 threads.)
+fn copy_tiles(
+    pool: &Pool,
+    shared: &Shared<'_, '_>,
+    tiles: &[(&[u8], Range<usize>)],
+    output: &mut [u8],
+    (rows, width, elem): (usize, usize, usize),
+) -> Result<(), String> {
+    let row = width * elem;
+    let bands = pool.threads().min(rows).max(1);
+    let mut slots: SmallVec<[Mutex<Option<RowBand<'_>>>; INLINE_SHARES]> = SmallVec::new();
+    let mut rest = output;
+    for b in 0..bands {
+        let band_rows = b * rows / bands..(b + 1) * rows / bands;
+        let (band, tail) = std::mem::take(&mut rest).split_at_mut(band_rows.len() * row);
+        slots.push(Mutex::new(Some((band, band_rows))));
+        rest = tail;
     }
-    copied
+    let first_error: Mutex<Option<String>> = Mutex::new(None);
+    let copy_band = |b: usize| {
+        let Some(Ok(Some((band, band_rows)))) =
+            slots.get(b).map(|slot| slot.lock().map(|mut s| s.take()))
+        else {
+            return;
+        };
+        if let Some(marks) = shared.marks {
+            marks.start(shared.node);
+        }
+        let copied = tiles.iter().try_for_each(|(tile, columns)| {
+            let tile_row = columns.len() * elem;
+            let part = tile
+                .get(band_rows.start * tile_row..band_rows.end * tile_row)
+                .ok_or_else(|| format!("a tile of {} bytes for rows {band_rows:?}", tile.len()))?;
+            copy_tile(part, band, columns.clone(), width, elem)
+        });
+        if let Some(marks) = shared.marks {
+            marks.idle();
+        }
+        if let Err(message) = copied {
+            if let Ok(mut first) = first_error.lock() {
+                first.get_or_insert(message);
+            }
+        }
+    };
+    let ran = catch_unwind(AssertUnwindSafe(|| pool.broadcast(bands, copy_band)));
+    match (ran, first_error.into_inner()) {
+        (_, Ok(Some(message))) => Err(message),
+        (Ok(()), Ok(None)) => Ok(()),
+        (Err(_), _) | (_, Err(_)) => Err("a thread panicked copying tiles".to_string()),
+    }
 }
 
 /// Copies `tile` (every row's `columns`, `elem`-byte elements) into those
