@@ -86,6 +86,9 @@ pub use ops::threshold::{
 #[doc(hidden)]
 pub use ops::GemmPath;
 pub use ops::{
+    deinterleave_planes, deinterleave_planes_with, interleave_planes, interleave_planes_with,
+};
+pub use ops::{
     merge_heads, split_heads, Add, AveragePool2d, FusedActivation, HardSwish, LeakyRelu,
     LogSoftmax, Logistic, MaxPool2d, Mean, MeanKernels, Method, Mul, Operand, Padding, Pool2dShape,
     Relu, ReluKind, Softmax, Sub, Tanh, XnnpackAdd, XnnpackMul, XnnpackMulRndnu,

@@ -169,6 +169,7 @@ mod elementwise;
 #[cfg(feature = "alloc")]
 mod gemm;
 mod heads;
+mod interleave;
 mod log_softmax;
 #[cfg(feature = "alloc")]
 mod lstm;
@@ -208,6 +209,10 @@ pub use elementwise::{HardSwish, LeakyRelu, Relu, ReluKind};
 #[cfg(feature = "alloc")]
 pub use gemm::{Gemm, GemmPath};
 pub use heads::{merge_heads, split_heads};
+pub use interleave::{
+    deinterleave_planes, deinterleave_planes_with, interleave_planes, interleave_planes_with,
+    INTERLEAVED_PLANES,
+};
 pub use log_softmax::params::LogSoftmaxParams;
 pub use log_softmax::LogSoftmax;
 #[cfg(feature = "alloc")]

@@ -19,6 +19,20 @@ pub struct StridedCopy {
     elem: usize,
     /// One past the last destination byte written (0 for an empty copy).
     dst_end: usize,
+    /// The two innermost dimensions move 2 to 4 byte planes to pixels or
+    /// back ([`Planes`]): run by the library's structured loads and stores.
+    planes: Option<Planes>,
+}
+
+/// A copy whose two innermost dimensions are `count` planes of bytes,
+/// `stride` bytes apart on the planar side, and the pixels that hold one
+/// byte of each (NCHW <-> NHWC with 2 to 4 channels).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Planes {
+    count: usize,
+    stride: usize,
+    /// Planes to pixels (the source is planar), or back.
+    to_pixels: bool,
 }
 
 impl StridedCopy {
@@ -47,6 +61,7 @@ impl StridedCopy {
             dst_strides: Vec::new(),
             elem,
             dst_end: 0,
+            planes: None,
         };
         if count == 0 {
             return Ok(plan);
@@ -99,7 +114,41 @@ impl StridedCopy {
             plan.dst_strides.push(d);
         }
         plan.longest_inside();
+        plan.planes = plan.find_planes();
         Ok(plan)
+    }
+
+    /// [`Planes`] when the two innermost dimensions are `[k, n]` bytes with
+    /// 2 <= k <= 4: source strides `[P, 1]` and destination `[1, k]`
+    /// (planes to pixels), or source `[1, k]` and destination `[P, 1]`.
+    fn find_planes(&self) -> Option<Planes> {
+        let rank = self.shape.len();
+        if self.elem != 1 || rank < 2 {
+            return None;
+        }
+        let (k, n) = (self.shape[rank - 2], self.shape[rank - 1]);
+        let (s, d) = (&self.src_strides[rank - 2..], &self.dst_strides[rank - 2..]);
+        if !qneon::ops::INTERLEAVED_PLANES.contains(&k) || n < 16 {
+            return None;
+        }
+        let planar = |stride: isize| usize::try_from(stride).ok().filter(|&p| p >= n);
+        if s[1] == 1 && d == [1, k] {
+            let stride = planar(s[0])?;
+            return Some(Planes {
+                count: k,
+                stride,
+                to_pixels: true,
+            });
+        }
+        if s == [1, k as isize] && d[1] == 1 {
+            let stride = planar(d[0] as isize)?;
+            return Some(Planes {
+                count: k,
+                stride,
+                to_pixels: false,
+            });
+        }
+        None
     }
 
     /// Makes the longest dimension the innermost when the innermost is a
@@ -139,6 +188,12 @@ impl StridedCopy {
         self.dst_strides.push(d);
     }
 
+    /// Whether the copy moves byte planes to pixels or back ([`Planes`]).
+    #[cfg(test)]
+    pub(crate) fn moves_planes(&self) -> bool {
+        self.planes.is_some()
+    }
+
     /// Runs the copy (bounds checked by [`new`](Self::new)).
     pub fn run(&self, src: &[u8], dst: &mut [u8]) {
         self.run_from(src, dst, self.dst_start);
@@ -175,6 +230,11 @@ impl StridedCopy {
     /// The copy with the destination's first byte at `dst_start` of `dst`.
     #[inline(always)]
     fn run_from(&self, src: &[u8], dst: &mut [u8], dst_start: usize) {
+        if let Some(planes) = self.planes {
+            if self.run_planes(planes, src, dst, dst_start).is_some() {
+                return;
+            }
+        }
         let elem = self.elem;
         let rank = self.shape.len();
         if rank == 0 {
@@ -228,6 +288,60 @@ impl StridedCopy {
             loop {
                 if axis == 0 {
                     return;
+                }
+                axis -= 1;
+                index[axis] += 1;
+                src_at += self.src_strides[axis];
+                dst_at += self.dst_strides[axis];
+                if index[axis] < self.shape[axis] {
+                    break;
+                }
+                src_at -= self.src_strides[axis] * self.shape[axis] as isize;
+                dst_at -= self.dst_strides[axis] * self.shape[axis];
+                index[axis] = 0;
+            }
+        }
+    }
+}
+
+impl StridedCopy {
+    /// A copy of [`Planes`]: every step of the outer dimensions moves its
+    /// planes through the library. `None` if a call refused its slices
+    /// (never, after `new`'s bounds: the caller then copies element by
+    /// element).
+    fn run_planes(
+        &self,
+        planes: Planes,
+        src: &[u8],
+        dst: &mut [u8],
+        dst_start: usize,
+    ) -> Option<()> {
+        let rank = self.shape.len();
+        let outer = rank - 2;
+        let n = self.shape[rank - 1];
+        let (pixels, planar) = (n * planes.count, (planes.count - 1) * planes.stride + n);
+        let mut index: smallvec::SmallVec<[usize; 8]> = smallvec::smallvec![0; outer];
+        let (mut src_at, mut dst_at) = (self.src_start, dst_start);
+        loop {
+            let s = usize::try_from(src_at).ok()?;
+            if planes.to_pixels {
+                let (from, to) = (
+                    src.get(s..s + planar)?,
+                    dst.get_mut(dst_at..dst_at + pixels)?,
+                );
+                qneon::interleave_planes(from, planes.stride, to, planes.count).ok()?;
+            } else {
+                let (from, to) = (
+                    src.get(s..s + pixels)?,
+                    dst.get_mut(dst_at..dst_at + planar)?,
+                );
+                qneon::deinterleave_planes(from, to, planes.stride, planes.count).ok()?;
+            }
+            // Odometer over the outer dimensions.
+            let mut axis = outer;
+            loop {
+                if axis == 0 {
+                    return Some(());
                 }
                 axis -= 1;
                 index[axis] += 1;

@@ -124,18 +124,30 @@ mod tests {
     /// 2-byte elements.
     #[test]
     fn transpose_short_innermost_axis() {
-        let cases: [([usize; 4], [usize; 4]); 4] = [
-            ([1, 3, 5, 20], [0, 2, 3, 1]),
-            ([2, 3, 7, 17], [0, 2, 3, 1]),
-            ([4, 18, 2, 3], [2, 0, 3, 1]),
-            ([1, 20, 19, 2], [0, 3, 2, 1]),
+        // The last flag: bytes of 2 to 4 planes and at least 16 pixels, which
+        // run through the library's structured loads and stores.
+        let cases: [([usize; 4], [usize; 4], bool); 9] = [
+            ([1, 3, 5, 20], [0, 2, 3, 1], true),
+            ([2, 3, 7, 17], [0, 2, 3, 1], true),
+            ([4, 18, 2, 3], [2, 0, 3, 1], false),
+            ([1, 20, 19, 2], [0, 3, 2, 1], false),
+            ([1, 4, 6, 9], [0, 2, 3, 1], true),
+            ([2, 2, 5, 7], [0, 2, 3, 1], true),
+            ([1, 2, 3, 5], [0, 2, 3, 1], false),
+            ([1, 6, 9, 3], [0, 3, 1, 2], true),
+            ([2, 5, 7, 4], [0, 3, 1, 2], true),
         ];
-        for (shape, perm) in cases {
+        for (shape, perm, planes) in cases {
             for elem in [1, 2] {
                 let n: usize = shape.iter().product();
                 let src: Vec<u8> = (0..n * elem).map(|i| (i * 7 % 251) as u8).collect();
                 let out_shape: Vec<usize> = perm.iter().map(|&p| shape[p]).collect();
                 let copy = transpose(&shape, &perm, &out_shape, elem).unwrap();
+                assert_eq!(
+                    copy.moves_planes(),
+                    planes && elem == 1,
+                    "{shape:?} {perm:?}"
+                );
                 let got = run(&copy, &src, n * elem);
                 let mut want = vec![0u8; n * elem];
                 let in_strides = contiguous_strides(&shape, 1);
