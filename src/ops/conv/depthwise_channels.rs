@@ -272,11 +272,10 @@ impl DepthwiseChannelBlocks {
             let in_width = width / self.depth_multiplier;
             let in_start = start / self.depth_multiplier;
             let block_in = &mut gathered[..input_pixels * in_width];
-            for (dst, src) in block_in
-                .chunks_exact_mut(in_width)
-                .zip(input.chunks_exact(g.input_channels))
-            {
-                dst.copy_from_slice(&src[in_start..in_start + in_width]);
+            match in_width {
+                WIDE => gather::<WIDE>(block_in, input, in_start, g.input_channels),
+                NARROW => gather::<NARROW>(block_in, input, in_start, g.input_channels),
+                _ => gather_any(block_in, input, in_start, g.input_channels, in_width),
             }
             if whole_tile {
                 block.run_rows(backend, block_in, tile, 0..rows)?;
@@ -284,12 +283,55 @@ impl DepthwiseChannelBlocks {
             }
             let out = &mut block_out[..pixels * width];
             block.run_rows(backend, block_in, out, 0..rows)?;
-            let (from, stride) = (start - channels.start, channels.len());
-            for (dst, src) in tile.chunks_exact_mut(stride).zip(out.chunks_exact(width)) {
-                dst[from..from + width].copy_from_slice(src);
+            let from = start - channels.start;
+            match width {
+                WIDE => scatter::<WIDE>(tile, out, from, channels.len()),
+                NARROW => scatter::<NARROW>(tile, out, from, channels.len()),
+                _ => scatter_any(tile, out, from, channels.len(), width),
             }
         }
         Ok(())
+    }
+}
+
+/// Channels `from..from + W` of every `channels`-channel pixel of
+/// `input` into `block`, `W` per pixel. `W` a constant, so that each
+/// pixel's copy is a load and a store, not a `memcpy` call.
+#[inline(always)]
+fn gather<const W: usize>(block: &mut [i8], input: &[i8], from: usize, channels: usize) {
+    for (dst, src) in block.chunks_exact_mut(W).zip(input.chunks_exact(channels)) {
+        dst.copy_from_slice(&src[from..from + W]);
+    }
+}
+
+/// [`gather`] of a width known only at run time (a block's tail, or a
+/// grain of a depth multiplier other than a power of two).
+fn gather_any(block: &mut [i8], input: &[i8], from: usize, channels: usize, width: usize) {
+    for (dst, src) in block
+        .chunks_exact_mut(width)
+        .zip(input.chunks_exact(channels))
+    {
+        dst.copy_from_slice(&src[from..from + width]);
+    }
+}
+
+/// Every pixel's `W` channels of `out` into `tile`'s pixels of
+/// `tile_width` channels, from channel `from` on. `W` a constant, as in
+/// [`gather`].
+#[inline(always)]
+fn scatter<const W: usize>(tile: &mut [i8], out: &[i8], from: usize, tile_width: usize) {
+    for (dst, src) in tile.chunks_exact_mut(tile_width).zip(out.chunks_exact(W)) {
+        dst[from..from + W].copy_from_slice(src);
+    }
+}
+
+/// [`scatter`] of a width known only at run time.
+fn scatter_any(tile: &mut [i8], out: &[i8], from: usize, tile_width: usize, width: usize) {
+    for (dst, src) in tile
+        .chunks_exact_mut(tile_width)
+        .zip(out.chunks_exact(width))
+    {
+        dst[from..from + width].copy_from_slice(src);
     }
 }
 
