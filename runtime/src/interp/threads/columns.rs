@@ -23,18 +23,53 @@ use super::{
 };
 
 /// Work (in MACs) the calling thread spends copying one share's tile row
-/// into the output, and per output byte: a `memcpy` call of about 20
-/// instructions per row, a load and a store per 16 bytes, at about 8 MACs
+/// into the output, and per output byte: the row's loop of 16-byte loads
+/// and stores (`copy_tile`: about 5 instructions a row, where a `memcpy`
+/// call took about 20), a load and a store per 16 bytes, at about 8 MACs
 /// per instruction (a convolution's 0.12 instructions per MAC).
-const COPY_MACS_PER_ROW: u64 = 160;
+const COPY_MACS_PER_ROW: u64 = 40;
 const COPY_MACS_PER_BYTE: u64 = 1;
 
-/// The setup (in MACs) of one share of a node cut by columns whose input 0
-/// is `rows` x `depth` bytes: a GEMM call of its own, which packs every
-/// input row.
-pub(crate) fn column_setup(columns: &Columns, depth: usize) -> u64 {
-    let packing = (columns.rows as u64).saturating_mul(depth as u64) / 2;
-    CONV_SETUP_MACS.saturating_add(packing)
+/// Work (in MACs) of one channel block's call in a DEPTHWISE_CONV_2D
+/// share, beyond its MACs: the kernel's call and its per-row setup over a
+/// block's few rows, about 400 instructions.
+const DEPTHWISE_BLOCK_MACS: u64 = 3_200;
+/// Work (in MACs) per byte a DEPTHWISE_CONV_2D share moves beyond the
+/// kernel's: its blocks' input channels gathered out of every input pixel,
+/// and with more than one block a share, each block's output into the
+/// tile (a load and a store per 16 or 8 bytes and the loop, about 0.3
+/// instructions a byte).
+const DEPTHWISE_GATHER_MACS_PER_BYTE: u64 = 3;
+
+/// The setup (in MACs) of one share of a node of `op` cut by columns,
+/// under `threads` threads: for a CONV_2D whose input 0 is `rows` x `depth`
+/// bytes, a GEMM call of its own, which packs every input row; for a
+/// DEPTHWISE_CONV_2D (its input 0 `input_bytes`), the largest share's
+/// channel blocks each gathering its input channels (its part of the
+/// input), calling the kernel, and (several a share) moving its output
+/// into the tile.
+pub(crate) fn column_setup(
+    op: &str,
+    columns: &Columns,
+    (depth, input_bytes): (usize, usize),
+    threads: usize,
+) -> u64 {
+    if op != "DEPTHWISE_CONV_2D" {
+        let packing = (columns.rows as u64).saturating_mul(depth as u64) / 2;
+        return CONV_SETUP_MACS.saturating_add(packing);
+    }
+    let grain = columns.grain.max(1);
+    let blocks = columns.columns.div_ceil(grain).max(1);
+    let per_share = blocks.div_ceil(threads.clamp(1, blocks)) as u64;
+    let gathered = (input_bytes as u64).saturating_mul(per_share) / blocks as u64;
+    let moved = if per_share > 1 {
+        (columns.rows as u64).saturating_mul(grain as u64 * per_share)
+    } else {
+        0
+    };
+    let calls = per_share.saturating_mul(DEPTHWISE_BLOCK_MACS);
+    let bytes = gathered.saturating_add(moved);
+    calls.saturating_add(bytes.saturating_mul(DEPTHWISE_GATHER_MACS_PER_BYTE))
 }
 
 /// The column shares of a node of `work` MACs whose kernel splits by
@@ -68,10 +103,17 @@ pub(crate) fn column_shares(
     // The largest share has ceil(blocks / n) of the blocks.
     let largest = work.saturating_mul(blocks.div_ceil(n) as u64) / blocks as u64;
     let by_columns = largest.saturating_add(setup).saturating_add(copy);
-    let by_bands = if bands >= 2 {
-        work.div_ceil(bands as u64).saturating_add(band_setup)
-    } else {
-        work
+    // The largest band has whole tiles (output rows): 6 rows in 4 bands
+    // give one band a third of the work, not a quarter.
+    let by_bands = match (bands >= 2, kernel.split()) {
+        (true, Some(step)) => {
+            let (tiles, step) = (kernel.tiles().max(1), step.max(1));
+            let largest = (tiles.div_ceil(step).div_ceil(bands) * step).min(tiles);
+            let share = work.saturating_mul(largest as u64) / tiles as u64;
+            share.saturating_add(band_setup)
+        }
+        (true, None) => work.div_ceil(bands as u64).saturating_add(band_setup),
+        (false, _) => work,
     };
     if by_columns >= by_bands {
         return None;
@@ -174,9 +216,22 @@ fn copy_tile(
         .chunks_exact(tile_row)
         .zip(output.chunks_exact_mut(row))
     {
-        dst[from..from + tile_row].copy_from_slice(src);
+        copy_row(src, &mut dst[from..from + tile_row]);
     }
     Ok(())
+}
+
+/// `dst = src` (of equal lengths) 16 bytes at a time: a depthwise share's
+/// tile rows are 16 or 32 bytes, where a `memcpy` call per row cost more
+/// than the copy.
+#[inline(always)]
+fn copy_row(src: &[u8], dst: &mut [u8]) {
+    let mut d = dst.chunks_exact_mut(16);
+    let mut s = src.chunks_exact(16);
+    for (d, s) in (&mut d).zip(&mut s) {
+        d.copy_from_slice(s);
+    }
+    d.into_remainder().copy_from_slice(s.remainder());
 }
 
 #[cfg(test)]
@@ -322,6 +377,46 @@ mod tests {
             }
         }
         assert!(column_shares(&Whole, (work, 0), (1, 0), 8).is_none());
+    }
+
+    #[test]
+    fn bands_of_whole_rows_are_as_large_as_their_largest() {
+        // 6 rows in 4 bands: the largest holds 2 rows, a third of the work,
+        // more than the 5 of 18 column blocks of the largest column share.
+        let grid = Grid {
+            rows: 6,
+            columns: 70,
+        };
+        let work = 100 * MIN_MACS_PER_THREAD;
+        let shares = column_shares(&grid, (work, 0), (4, 0), 4).expect("columns");
+        assert_eq!(shares.len(), 4);
+        // 6 bands of one row each (a sixth of the work) beat 6 column
+        // shares of 3 blocks (a sixth too, and the copy).
+        assert!(column_shares(&grid, (work, 0), (6, 0), 6).is_none());
+    }
+
+    #[test]
+    fn a_depthwise_share_pays_for_its_blocks_and_a_conv_share_for_its_packing() {
+        // person_detect's 3x3-pixel depthwise layer: 256 channels in 16
+        // blocks of 16, its input 6 x 6 x 256.
+        let columns = Columns {
+            rows: 9,
+            columns: 256,
+            grain: 16,
+            elem: 1,
+        };
+        let input = 6 * 6 * 256;
+        let at = |threads| column_setup("DEPTHWISE_CONV_2D", &columns, (9, input), threads);
+        // One block a share: its call and a sixteenth of the input.
+        let one = DEPTHWISE_BLOCK_MACS + (input as u64 / 16) * DEPTHWISE_GATHER_MACS_PER_BYTE;
+        assert_eq!(at(16), one);
+        assert_eq!(at(64), one);
+        // Two blocks a share: twice that, and both blocks' outputs moved.
+        assert_eq!(at(8), 2 * one + 9 * 32 * DEPTHWISE_GATHER_MACS_PER_BYTE);
+        // Four threads: four blocks each.
+        assert_eq!(at(4), 4 * one + 9 * 64 * DEPTHWISE_GATHER_MACS_PER_BYTE);
+        let conv = column_setup("CONV_2D", &columns, (128, input), 4);
+        assert_eq!(conv, CONV_SETUP_MACS + 9 * 128 / 2);
     }
 
     #[test]
