@@ -367,8 +367,9 @@ pub(super) fn share_nodes(
                     let input = info.inputs.first().copied().flatten();
                     let input = input.and_then(|t| tensors.get(t)).map_or(0, |t| t.bytes);
                     let operands = (depth, input);
-                    let column_setup = threads::column_setup(&info.op, &columns, operands, threads);
-                    let cut = (bands.len(), setup);
+                    let column_setup =
+                        threads::column_setup(&info.op, &columns, operands, (weighted, threads));
+                    let cut = (bands.len(), threads::band_setup(&info.op, &columns, setup));
                     threads::column_shares(&*node.kernel, (weighted, column_setup), cut, threads)
                 }
                 _ => None,

@@ -220,7 +220,7 @@ impl DepthwiseChannelBlocks {
         }
         let g = &self.geometry;
         let all = g.output_channels;
-        let on_grain = |c: usize| c % self.grain == 0 || c == all;
+        let on_grain = |c: usize| c.is_multiple_of(self.grain) || c == all;
         if channels.start > channels.end
             || channels.end > all
             || !on_grain(channels.start)
@@ -299,8 +299,11 @@ impl DepthwiseChannelBlocks {
 /// pixel's copy is a load and a store, not a `memcpy` call.
 #[inline(always)]
 fn gather<const W: usize>(block: &mut [i8], input: &[i8], from: usize, channels: usize) {
-    for (dst, src) in block.chunks_exact_mut(W).zip(input.chunks_exact(channels)) {
-        dst.copy_from_slice(&src[from..from + W]);
+    let (block, _) = block.as_chunks_mut::<W>();
+    for (dst, src) in block.iter_mut().zip(input.chunks_exact(channels)) {
+        if let Some(src) = src.get(from..).and_then(|s| s.first_chunk::<W>()) {
+            *dst = *src;
+        }
     }
 }
 
@@ -320,8 +323,11 @@ fn gather_any(block: &mut [i8], input: &[i8], from: usize, channels: usize, widt
 /// [`gather`].
 #[inline(always)]
 fn scatter<const W: usize>(tile: &mut [i8], out: &[i8], from: usize, tile_width: usize) {
-    for (dst, src) in tile.chunks_exact_mut(tile_width).zip(out.chunks_exact(W)) {
-        dst[from..from + W].copy_from_slice(src);
+    let (out, _) = out.as_chunks::<W>();
+    for (dst, src) in tile.chunks_exact_mut(tile_width).zip(out) {
+        if let Some(dst) = dst.get_mut(from..).and_then(|d| d.first_chunk_mut::<W>()) {
+            *dst = *src;
+        }
     }
 }
 
@@ -509,7 +515,7 @@ mod tests {
             .unwrap();
             let grain = blocks.grain();
             assert_eq!(grain % layer.multiplier, 0, "{label}");
-            assert!(grain % 8 == 0, "{label}: grain {grain}");
+            assert!(grain.is_multiple_of(8), "{label}: grain {grain}");
             assert_eq!(blocks.pixels(), pixels);
             let mut whole = vec![0i8; pixels * channels];
             whole_layer
