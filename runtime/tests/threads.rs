@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use qneon::{Backend, Method};
-use qneon_runtime::interp::{Options, Plan, Session, TfliteKernels};
+use qneon_runtime::interp::{NodeInfo, Options, Plan, Session, TfliteKernels};
 use qneon_runtime::Error;
 use qneon_tflite::TensorType;
 use tflite_common::models_dir;
@@ -172,10 +172,13 @@ fn mobilebert_splits_its_large_nodes_four_ways() {
 /// person_detect at 4 threads: its convolutions split by output rows (every
 /// CONV_2D and DEPTHWISE_CONV_2D worth two threads gets them: two shares of
 /// at least 25,000 MACs plus twice a share's setup, which for CONV_2D is
-/// 5,000 + 4 per weight; a depthwise MAC counts 8), or, for the late 1x1 layers of 3 x 3 pixels and
-/// 128 x 256 or 256 x 256 weights, whose bands would pay more setup than
-/// work, by output channels on all four; the bytes are those of 1 thread on
-/// every backend.
+/// 5,000 + 4 per weight; a depthwise MAC counts 8), or, for the late 1x1
+/// layers of 3 x 3 pixels and 128 x 256 or 256 x 256 weights, whose bands
+/// would pay more setup than work, and the last depthwise layer (3 x 3
+/// pixels, 256 channels), which bands give at most 3 threads, by output
+/// channels on all four; the bytes are those of 1 thread on every backend (a depthwise
+/// share's channel range or its tile's place in the output wrong would
+/// change them).
 #[test]
 fn person_detect_splits_its_convolutions() {
     let bytes = qneon_tflite::ModelBytes::read(
@@ -203,16 +206,36 @@ fn person_detect_splits_its_convolutions() {
             let worth = node.work * weight >= 2 * (25_000 + 2 * setup);
             assert_eq!(node.threads > 1, worth, "node {} {}", node.index, node.op);
         }
+        let three_rows =
+            |n: &NodeInfo| n.outputs[0].is_some_and(|t| plan.tensors()[t].shape[1] == 3);
         let late: Vec<_> = convs
             .iter()
             .filter(|n| n.op == "CONV_2D" && n.work >= 294_912)
-            .filter(|n| n.outputs[0].is_some_and(|t| plan.tensors()[t].shape[1] == 3))
+            .filter(|n| three_rows(n))
             .collect();
         assert_eq!(late.len(), 2);
         assert!(late.iter().all(|n| n.threads == 4 && n.split_by_columns));
-        assert!(convs
+        // The last one (3 x 3 pixels of 256 channels, 20,736 MACs); the one
+        // before it (128 channels, stride 2) is worth fewer than 2 column
+        // shares and stays in its 3 bands.
+        let late_depthwise: Vec<_> = convs
             .iter()
-            .all(|n| !n.split_by_columns || n.op == "CONV_2D"));
+            .filter(|n| n.op == "DEPTHWISE_CONV_2D" && n.work >= 20_736)
+            .filter(|n| three_rows(n))
+            .collect();
+        assert_eq!(late_depthwise.len(), 1);
+        for n in &late_depthwise {
+            let t = n.inputs[0].map(|t| &plan.tensors()[t].shape);
+            assert!(
+                n.threads == 4 && n.split_by_columns,
+                "node {} {:?} work {}: {} threads, by columns {}",
+                n.index,
+                t,
+                n.work,
+                n.threads,
+                n.split_by_columns
+            );
+        }
         assert!(convs.iter().filter(|n| n.threads > 1).count() > 10);
         let one = run(
             bytes.as_bytes(),

@@ -364,8 +364,12 @@ pub(super) fn share_nodes(
             let by_columns = match node.kernel.columns() {
                 Some(columns) if info.unit == "MAC" && columns.columns > 0 => {
                     let depth = weights / columns.columns;
-                    let column_setup = threads::column_setup(&columns, depth);
-                    let cut = (bands.len(), setup);
+                    let input = info.inputs.first().copied().flatten();
+                    let input = input.and_then(|t| tensors.get(t)).map_or(0, |t| t.bytes);
+                    let operands = (depth, input);
+                    let column_setup =
+                        threads::column_setup(&info.op, &columns, operands, (weighted, threads));
+                    let cut = (bands.len(), threads::band_setup(&info.op, &columns, setup));
                     threads::column_shares(&*node.kernel, (weighted, column_setup), cut, threads)
                 }
                 _ => None,

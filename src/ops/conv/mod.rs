@@ -46,6 +46,7 @@ mod band;
 mod channels;
 mod conv2d;
 pub mod depthwise;
+mod depthwise_channels;
 mod depthwise_conv2d;
 mod geometry;
 mod igemm;
@@ -56,6 +57,7 @@ mod prepared;
 mod scalar;
 
 pub use self::conv2d::Conv2d;
+pub use self::depthwise_channels::DepthwiseChannelBlocks;
 pub use self::depthwise_conv2d::DepthwiseConv2d;
 pub use self::geometry::{AxisPadding, ConvGeometry, Padding};
 pub(crate) use self::params::OutputStage;

@@ -32,12 +32,80 @@ use super::{
 const COPY_MACS_PER_ROW: u64 = 160;
 const COPY_MACS_PER_BYTE: u64 = 1;
 
-/// The setup (in MACs) of one share of a node cut by columns whose input 0
-/// is `rows` x `depth` bytes: a GEMM call of its own, which packs every
-/// input row.
-pub(crate) fn column_setup(columns: &Columns, depth: usize) -> u64 {
-    let packing = (columns.rows as u64).saturating_mul(depth as u64) / 2;
-    CONV_SETUP_MACS.saturating_add(packing)
+/// Work (in MACs) of the depthwise kernel's setup of one block of 16
+/// channels in a call (its weights and output stage), about 400 to 600
+/// instructions: a band of rows pays it for every block, a column share
+/// only for its own (the one-thread call pays it once a block, so column
+/// shares add nothing to it).
+const DEPTHWISE_BLOCK_MACS: u64 = 3_200;
+/// Work (in MACs) per byte a DEPTHWISE_CONV_2D share moves beyond the
+/// kernel's: its blocks' input channels gathered out of every input pixel,
+/// and with more than one block a share, each block's output into the
+/// tile (a load and a store per 16 or 8 bytes and the loop, about 0.3
+/// instructions a byte).
+const DEPTHWISE_GATHER_MACS_PER_BYTE: u64 = 3;
+
+/// The setup (in MACs) of one share of a node of `op` and `work` MACs cut
+/// by columns, under up to `threads` threads: for a CONV_2D whose input 0
+/// is `rows` x `depth` bytes, a GEMM call of its own, which packs every
+/// input row; for a DEPTHWISE_CONV_2D (its input 0 `input_bytes`), the
+/// largest share's channel blocks each gathering its input channels (its
+/// part of the input) and (several a share) moving its output into the
+/// tile, with as many shares as [`column_shares`] will make of it (fewer
+/// shares, more blocks each). The blocks' calls are not a setup: the
+/// one-thread call makes them too.
+pub(crate) fn column_setup(
+    op: &str,
+    columns: &Columns,
+    (depth, input_bytes): (usize, usize),
+    (work, threads): (u64, usize),
+) -> u64 {
+    if op != "DEPTHWISE_CONV_2D" {
+        let packing = (columns.rows as u64).saturating_mul(depth as u64) / 2;
+        return CONV_SETUP_MACS.saturating_add(packing);
+    }
+    let grain = columns.grain.max(1);
+    let blocks = columns.columns.div_ceil(grain).max(1);
+    let setup = |shares: usize| {
+        let per_share = blocks.div_ceil(shares) as u64;
+        let gathered = (input_bytes as u64).saturating_mul(per_share) / blocks as u64;
+        let moved = if per_share > 1 {
+            (columns.rows as u64).saturating_mul(grain as u64 * per_share)
+        } else {
+            0
+        };
+        let bytes = gathered.saturating_add(moved);
+        bytes.saturating_mul(DEPTHWISE_GATHER_MACS_PER_BYTE)
+    };
+    // The most shares each worth its thread with its own setup
+    // (`column_shares`' rule); their setup.
+    let most = threads.clamp(1, blocks);
+    (2..=most)
+        .rev()
+        .map(|n| (n, setup(n)))
+        .find(|&(n, s)| {
+            let per_share = MIN_MACS_PER_THREAD.saturating_add(s.saturating_mul(2));
+            work / per_share >= n as u64
+        })
+        .map_or_else(|| setup(1), |(_, s)| s)
+}
+
+/// The setup (in MACs) one band of rows of a node of `op` pays, to weigh
+/// against its column shares: a CONV_2D's `setup` ([`share_setup`]); a
+/// DEPTHWISE_CONV_2D band calls the kernel on every block of 16 channels of
+/// its rows, each block's call paying its setup (person_detect's 6x6-pixel
+/// layer of 128 channels, `-cpu neoverse-n1`: a band of one row took 13,895
+/// instructions, of two 20,325, the whole layer 54,243, which puts a band's
+/// calls at about 4,700 instructions, 590 a block), where a column share
+/// pays only its own blocks' (in [`column_setup`]).
+///
+/// [`share_setup`]: super::share_setup
+pub(crate) fn band_setup(op: &str, columns: &Columns, setup: u64) -> u64 {
+    if op == "DEPTHWISE_CONV_2D" {
+        (columns.columns.div_ceil(16) as u64).saturating_mul(DEPTHWISE_BLOCK_MACS)
+    } else {
+        setup
+    }
 }
 
 /// The column shares of a node of `work` MACs whose kernel splits by
@@ -393,6 +461,39 @@ mod tests {
             }
         }
         assert!(column_shares(&Whole, (work, 0), (1, 0), 8).is_none());
+    }
+
+    #[test]
+    fn a_depthwise_share_pays_for_its_blocks_and_a_conv_share_for_its_packing() {
+        // person_detect's 3x3-pixel depthwise layer: 256 channels in 16
+        // blocks of 16, its input 6 x 6 x 256.
+        let columns = Columns {
+            rows: 9,
+            columns: 256,
+            grain: 16,
+            elem: 1,
+        };
+        let input = 6 * 6 * 256;
+        let work = 1 << 40;
+        let at = |threads| column_setup("DEPTHWISE_CONV_2D", &columns, (9, input), (work, threads));
+        // One block a share: a sixteenth of the input gathered.
+        let one = (input as u64 / 16) * DEPTHWISE_GATHER_MACS_PER_BYTE;
+        assert_eq!(at(16), one);
+        assert_eq!(at(64), one);
+        // Two blocks a share: twice that, and both blocks' outputs moved.
+        assert_eq!(at(8), 2 * one + 9 * 32 * DEPTHWISE_GATHER_MACS_PER_BYTE);
+        // Four threads: four blocks each.
+        assert_eq!(at(4), 4 * one + 9 * 64 * DEPTHWISE_GATHER_MACS_PER_BYTE);
+        let conv = column_setup("CONV_2D", &columns, (128, input), (work, 4));
+        assert_eq!(conv, CONV_SETUP_MACS + 9 * 128 / 2);
+        // Work for two shares only: the setup of two shares of 8 blocks.
+        let small = 2 * (MIN_MACS_PER_THREAD + 2 * (8 * one + 9 * 128 * 3));
+        let two = column_setup("DEPTHWISE_CONV_2D", &columns, (9, input), (small, 8));
+        assert_eq!(two, 8 * one + 9 * 128 * DEPTHWISE_GATHER_MACS_PER_BYTE);
+        // A band of its rows sets up all 16 blocks; a CONV_2D band its own.
+        let band = band_setup("DEPTHWISE_CONV_2D", &columns, 7);
+        assert_eq!(band, 16 * DEPTHWISE_BLOCK_MACS);
+        assert_eq!(band_setup("CONV_2D", &columns, 7), 7);
     }
 
     #[test]

@@ -5,7 +5,7 @@
 
 use std::ops::Range;
 
-use qneon::ops::conv::{ConvGeometry, Padding};
+use qneon::ops::conv::{ConvGeometry, DepthwiseChannelBlocks, Padding};
 use qneon::{Backend, Conv2d, ConvQuantization, ConvRequantization, DepthwiseConv2d};
 use qneon_tflite::schema::BuiltinOptions;
 use qneon_tflite::{BuiltinOp, Options as OpOptions, Tensor};
@@ -30,7 +30,23 @@ pub(crate) const OPS: &[Registration] = &[
 #[derive(Debug)]
 enum Layer {
     Conv(Box<Conv2d>),
-    Depthwise(Box<DepthwiseConv2d>),
+    /// The layer, and for one the planner may cut by output channels
+    /// ([`by_channels`]), the same layer as blocks of channels.
+    Depthwise(Box<DepthwiseConv2d>, Option<Box<DepthwiseChannelBlocks>>),
+}
+
+/// Output rows (of the batch) below which a DEPTHWISE_CONV_2D is also
+/// prepared by blocks of output channels: with this many rows, bands give
+/// 16 threads a share each, and channels cannot do better; below it (the
+/// late layers: person_detect's 6x6 and 3x3 pixels, MobileNetV2's 7x7 and
+/// 14x14) the cost model (`threads/columns.rs`) weighs the two cuts.
+const DEPTHWISE_COLUMN_ROWS: usize = 16;
+
+/// Whether a depthwise layer of geometry `g` is prepared by channel blocks
+/// too: few output rows ([`DEPTHWISE_COLUMN_ROWS`]) and channels for at
+/// least two blocks of the narrowest grain (8).
+fn by_channels(g: &ConvGeometry) -> bool {
+    g.batch * g.output_height < DEPTHWISE_COLUMN_ROWS && g.output_channels >= 16
 }
 
 /// A prepared convolution; a tile is one output row of the batch
@@ -76,7 +92,7 @@ impl Kernel for Convolution {
                 let scratch: &mut [i8] = view_mut(&mut *io.scratch)?;
                 c.run_band_with_scratch(backend, input, band, rows, scratch)
             }
-            Layer::Depthwise(d) => d.run_band(backend, input, band, rows),
+            Layer::Depthwise(d, _) => d.run_band(backend, input, band, rows),
         };
         result.map_err(|e| e.to_string())
     }
@@ -95,22 +111,26 @@ impl Kernel for Convolution {
                 let scratch: &mut [i8] = view_mut(&mut *io.scratch)?;
                 c.run_rows_with_scratch(backend, input, output, rows, scratch)
             }
-            Layer::Depthwise(d) => d.run_rows(backend, input, output, rows),
+            Layer::Depthwise(d, _) => d.run_rows(backend, input, output, rows),
         };
         result.map_err(|e| e.to_string())
     }
 
-    /// A pointwise CONV_2D (its GEMM) also splits by output channels:
-    /// every pixel's, a range of channels each.
+    /// A pointwise CONV_2D (its GEMM) and a depthwise layer with few rows
+    /// (its channel blocks) also split by output channels: every pixel's,
+    /// a range of channels each.
     fn columns(&self) -> Option<Columns> {
-        let Layer::Conv(c) = &self.layer else {
-            return None;
+        let (channels, grain) = match &self.layer {
+            Layer::Conv(c) => (c.geometry().output_channels, c.channel_grain()?),
+            Layer::Depthwise(_, blocks) => {
+                let blocks = blocks.as_ref()?;
+                (blocks.geometry().output_channels, blocks.grain())
+            }
         };
-        let channels = c.geometry().output_channels;
         Some(Columns {
             rows: self.rows * self.row_len / channels.max(1),
             columns: channels,
-            grain: c.channel_grain()?,
+            grain,
             elem: 1,
         })
     }
@@ -122,13 +142,23 @@ impl Kernel for Convolution {
         io: &mut Io<'_>,
         tile: &mut [u8],
     ) -> Result<(), String> {
-        let Layer::Conv(c) = &self.layer else {
-            return Err("a depthwise convolution does not split by channels".to_string());
-        };
         let input: &[i8] = view(io.ins[0])?;
         let tile: &mut [i8] = view_mut(tile)?;
-        c.run_channels(backend, input, tile, columns)
-            .map_err(|e| e.to_string())
+        let result = match &self.layer {
+            Layer::Conv(c) => c.run_channels(backend, input, tile, columns),
+            Layer::Depthwise(_, Some(blocks)) => {
+                // The block's gathered input channels (and a block's
+                // output), planned as the node's scratch.
+                let scratch: &mut [i8] = view_mut(&mut *io.scratch)?;
+                blocks.run_channels(backend, input, tile, columns, scratch)
+            }
+            Layer::Depthwise(_, None) => {
+                return Err(
+                    "a depthwise convolution with many rows does not split by channels".to_string(),
+                )
+            }
+        };
+        result.map_err(|e| e.to_string())
     }
 }
 
@@ -366,16 +396,28 @@ fn prepare(op: &Op<'_, '_>) -> Result<PreparedOp> {
         ),
     };
     let layer = if depthwise {
-        Layer::Depthwise(Box::new(
-            DepthwiseConv2d::new(
+        let whole = DepthwiseConv2d::new(
+            geometry,
+            depth_multiplier,
+            &weights,
+            bias_values.as_deref(),
+            &q,
+        )
+        .map_err(|e| op.kernel_error(e))?;
+        let blocks = if by_channels(&geometry) {
+            let blocks = DepthwiseChannelBlocks::new(
                 geometry,
                 depth_multiplier,
                 &weights,
                 bias_values.as_deref(),
                 &q,
             )
-            .map_err(|e| op.kernel_error(e))?,
-        ))
+            .map_err(|e| op.kernel_error(e))?;
+            Some(Box::new(blocks))
+        } else {
+            None
+        };
+        Layer::Depthwise(Box::new(whole), blocks)
     } else {
         Layer::Conv(Box::new(
             Conv2d::new(geometry, filter_depth, &weights, bias_values.as_deref(), &q)
@@ -384,7 +426,7 @@ fn prepare(op: &Op<'_, '_>) -> Result<PreparedOp> {
     };
     let scratch_bytes = match &layer {
         Layer::Conv(c) => c.scratch_bytes(),
-        Layer::Depthwise(_) => 0,
+        Layer::Depthwise(_, blocks) => blocks.as_ref().map_or(0, |b| b.scratch_len()),
     };
     let rows = geometry.batch * geometry.output_height;
     let macs = output.element_count() * kernel[0] * kernel[1] * filter_depth;
