@@ -25,12 +25,15 @@ use super::{
     MIN_MACS_PER_THREAD,
 };
 
-/// Work (in MACs) the calling thread spends copying one share's tile row
-/// into the output, and per output byte: a `memcpy` call of about 20
-/// instructions per row, a load and a store per 16 bytes, at about 8 MACs
+/// Work (in MACs) a thread spends copying one share's tile row into its
+/// band of the output, and per output byte: about 5 instructions per row
+/// (`copy_row`'s loop), a load and a store per 16 bytes, at about 8 MACs
 /// per instruction (a convolution's 0.12 instructions per MAC).
-const COPY_MACS_PER_ROW: u64 = 160;
+const COPY_MACS_PER_ROW: u64 = 40;
 const COPY_MACS_PER_BYTE: u64 = 1;
+/// The copy's own call of the pool (posting it, each thread's marks), about
+/// 300 instructions.
+const COPY_CALL_MACS: u64 = 2_400;
 
 /// Work (in MACs) of the depthwise kernel's setup of one block of 16
 /// channels in a call (its weights and output stage), about 400 to 600
@@ -113,8 +116,7 @@ pub(crate) fn band_setup(op: &str, columns: &Columns, setup: u64) -> u64 {
 /// ([`column_setup`]); `None` when the node does not split by columns or
 /// when cutting it into `bands` bands with `band_setup` each costs its
 /// busiest thread no more. The cost of a cut: its largest share's work,
-/// plus its setup, plus (by columns) the copy of every tile by the calling
-/// thread.
+/// plus its setup, plus (by columns) a thread's band of the tiles' copy.
 pub(crate) fn column_shares(
     kernel: &dyn Kernel,
     (work, setup): (u64, u64),
@@ -132,10 +134,13 @@ pub(crate) fn column_shares(
     }
     let rows = columns.rows as u64;
     let row_bytes = (columns.columns * columns.elem) as u64;
-    let copy = rows
+    // Each thread copies a band of whole rows from every tile.
+    let band_rows = rows.div_ceil((threads as u64).clamp(1, rows.max(1)));
+    let copy = band_rows
         .saturating_mul(n as u64)
         .saturating_mul(COPY_MACS_PER_ROW)
-        .saturating_add(rows.saturating_mul(row_bytes) * COPY_MACS_PER_BYTE);
+        .saturating_add(band_rows.saturating_mul(row_bytes) * COPY_MACS_PER_BYTE)
+        .saturating_add(COPY_CALL_MACS);
     // The largest share has ceil(blocks / n) of the blocks.
     let largest = work.saturating_mul(blocks.div_ceil(n) as u64) / blocks as u64;
     let by_columns = largest.saturating_add(setup).saturating_add(copy);
