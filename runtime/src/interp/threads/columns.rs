@@ -34,6 +34,14 @@ const COPY_MACS_PER_BYTE: u64 = 1;
 /// The copy's own call of the pool (posting it, each thread's marks), about
 /// 300 instructions.
 const COPY_CALL_MACS: u64 = 2_400;
+/// Work (in MACs) a CONV_2D column share spends per output row (pixel)
+/// beyond its MACs and its packing: it runs every row for a few channels,
+/// so every 8 rows pay a narrow tile's set-up and output stage (about 140
+/// instructions). Fitted on person_detect's pointwise layers at 8 threads
+/// (`-cpu neoverse-n1`): in 8 column shares, the 12x12x64 -> 64 layer cost
+/// about 7,500 instructions a share beyond an eighth of its 63,422, the
+/// 6x6x128 -> 128 one about 2,700 beyond an eighth of its 60,795.
+const CONV_COLUMN_MACS_PER_ROW: u64 = 300;
 
 /// Work (in MACs) of the depthwise kernel's setup of one block of 16
 /// channels in a call (its weights and output stage), about 400 to 600
@@ -51,7 +59,7 @@ const DEPTHWISE_GATHER_MACS_PER_BYTE: u64 = 3;
 /// The setup (in MACs) of one share of a node of `op` and `work` MACs cut
 /// by columns, under up to `threads` threads: for a CONV_2D whose input 0
 /// is `rows` x `depth` bytes, a GEMM call of its own, which packs every
-/// input row; for a DEPTHWISE_CONV_2D (its input 0 `input_bytes`), the
+/// input row and runs every row's tiles ([`CONV_COLUMN_MACS_PER_ROW`]); for a DEPTHWISE_CONV_2D (its input 0 `input_bytes`), the
 /// largest share's channel blocks each gathering its input channels (its
 /// part of the input) and (several a share) moving its output into the
 /// tile, with as many shares as [`column_shares`] will make of it (fewer
@@ -64,8 +72,12 @@ pub(crate) fn column_setup(
     (work, threads): (u64, usize),
 ) -> u64 {
     if op != "DEPTHWISE_CONV_2D" {
-        let packing = (columns.rows as u64).saturating_mul(depth as u64) / 2;
-        return CONV_SETUP_MACS.saturating_add(packing);
+        let rows = columns.rows as u64;
+        let packing = rows.saturating_mul(depth as u64) / 2;
+        let tiles = rows.saturating_mul(CONV_COLUMN_MACS_PER_ROW);
+        return CONV_SETUP_MACS
+            .saturating_add(packing)
+            .saturating_add(tiles);
     }
     let grain = columns.grain.max(1);
     let blocks = columns.columns.div_ceil(grain).max(1);
@@ -80,6 +92,18 @@ pub(crate) fn column_setup(
         let bytes = gathered.saturating_add(moved);
         bytes.saturating_mul(DEPTHWISE_GATHER_MACS_PER_BYTE)
     };
+    // Blocks narrower than the kernel's 16 lanes: each share's work about
+    // doubles (person_detect's 12x12x64 layer in 8 shares of 8 channels,
+    // `-cpu neoverse-n1`: 181,592 instructions over the threads against
+    // 90,462 on one), so a share pays its work again.
+    let narrow = |shares: usize| {
+        if grain < 16 {
+            work / shares.max(1) as u64
+        } else {
+            0
+        }
+    };
+    let setup = |shares: usize| setup(shares).saturating_add(narrow(shares));
     // The most shares each worth its thread with its own setup
     // (`column_shares`' rule); their setup.
     let most = threads.clamp(1, blocks);
@@ -490,7 +514,10 @@ mod tests {
         // Four threads: four blocks each.
         assert_eq!(at(4), 4 * one + 9 * 64 * DEPTHWISE_GATHER_MACS_PER_BYTE);
         let conv = column_setup("CONV_2D", &columns, (128, input), (work, 4));
-        assert_eq!(conv, CONV_SETUP_MACS + 9 * 128 / 2);
+        assert_eq!(
+            conv,
+            CONV_SETUP_MACS + 9 * 128 / 2 + 9 * CONV_COLUMN_MACS_PER_ROW
+        );
         // Work for two shares only: the setup of two shares of 8 blocks.
         let small = 2 * (MIN_MACS_PER_THREAD + 2 * (8 * one + 9 * 128 * 3));
         let two = column_setup("DEPTHWISE_CONV_2D", &columns, (9, input), (small, 8));
@@ -499,6 +526,20 @@ mod tests {
         let band = band_setup("DEPTHWISE_CONV_2D", &columns, 7);
         assert_eq!(band, 16 * DEPTHWISE_BLOCK_MACS);
         assert_eq!(band_setup("CONV_2D", &columns, 7), 7);
+        // Blocks of 8 channels: each share pays its work again (64
+        // channels in 8 blocks, 8 threads: one block a share).
+        let narrow = Columns {
+            rows: 144,
+            columns: 64,
+            grain: 8,
+            elem: 1,
+        };
+        let work = 8 * 82_944;
+        let gather = (144 * 64 / 8) * DEPTHWISE_GATHER_MACS_PER_BYTE;
+        let setup = column_setup("DEPTHWISE_CONV_2D", &narrow, (9, 144 * 64), (work, 8));
+        assert!(setup >= gather + work / 8, "{setup}");
+        // So not even two shares are worth their threads.
+        assert!(setup.saturating_mul(2) + MIN_MACS_PER_THREAD > work / 2);
     }
 
     #[test]
