@@ -349,6 +349,130 @@ unsafe fn dot_panel_half(acc: &mut [[int32x4_t; 2]; 8], x: *const i8, w: *const 
     }
 }
 
+/// The accumulators of an 8 x 8 tile without row offsets, every row
+/// `bias` (`[b0, b1, b0, b1]`: two rows of the block's bias): four
+/// 4-register loads, straight into the registers [`dot_panel`] keeps them
+/// in (the compiler copies one pair of bias registers into the other 14
+/// accumulators, 15 instructions or more).
+#[inline(always)]
+fn bias_accumulators(bias: &[int32x4_t; 4]) -> [[int32x4_t; 2]; 8] {
+    // Every value is overwritten by the loads (the zeros compile to nothing).
+    // SAFETY: neon is a compile-time target feature (cfg on this module).
+    let mut acc = [[unsafe { vdupq_n_s32(0) }; 2]; 8];
+    // SAFETY: reads the 64 bytes of `bias`; no stack, no writes to memory.
+    unsafe {
+        core::arch::asm!(
+            "ld1 {{v16.4s, v17.4s, v18.4s, v19.4s}}, [{b}]",
+            "ld1 {{v20.4s, v21.4s, v22.4s, v23.4s}}, [{b}]",
+            "ld1 {{v24.4s, v25.4s, v26.4s, v27.4s}}, [{b}]",
+            "ld1 {{v28.4s, v29.4s, v30.4s, v31.4s}}, [{b}]",
+            b = in(reg) bias.as_ptr(),
+            out("v16") acc[0][0],
+            out("v17") acc[0][1],
+            out("v18") acc[1][0],
+            out("v19") acc[1][1],
+            out("v20") acc[2][0],
+            out("v21") acc[2][1],
+            out("v22") acc[3][0],
+            out("v23") acc[3][1],
+            out("v24") acc[4][0],
+            out("v25") acc[4][1],
+            out("v26") acc[5][0],
+            out("v27") acc[5][1],
+            out("v28") acc[6][0],
+            out("v29") acc[6][1],
+            out("v30") acc[7][0],
+            out("v31") acc[7][1],
+            options(readonly, nostack, preserves_flags),
+        );
+    }
+    acc
+}
+
+/// The whole product of a depth of exactly 8 on an 8 x 8 tile, its 8 rows
+/// read in place: 8 rows of 8 bytes are 64 contiguous input bytes, one
+/// 4-register load, two rows per register (row `2i` in lanes 0 and 1 of
+/// register `i`, row `2i + 1` in lanes 2 and 3). One 4-register load of
+/// weights (depth groups 0 and 1), 32 `sdot`s: no panel copy, 34
+/// instructions against [`dot_panel_half`]'s 35 after a copy of the rows.
+///
+/// # Safety
+/// The CPU must have dotprod; `x` must be valid for reading 64 bytes and
+/// `w` for 64.
+#[inline(always)]
+unsafe fn dot_rows_depth8(acc: &mut [[int32x4_t; 2]; 8], x: *const i8, w: *const i8) {
+    // Weights as in `dot_panel`: group 0 in v0-v1, group 1 in v2-v3
+    // (channels 0-3, 4-7); rows 0-7 in v8-v11 by pairs.
+    // SAFETY: reads 64 bytes at each of x and w (the caller's guarantee);
+    // sdot needs dotprod, which every caller (`gemm_dot`) enables. No
+    // stack, no writes to memory.
+    unsafe {
+        core::arch::asm!(
+            "ld1 {{v0.16b, v1.16b, v2.16b, v3.16b}}, [{w}]",
+            "ld1 {{v8.16b, v9.16b, v10.16b, v11.16b}}, [{x}]",
+            "sdot v16.4s, v0.16b, v8.4b[0]",
+            "sdot v17.4s, v1.16b, v8.4b[0]",
+            "sdot v18.4s, v0.16b, v8.4b[2]",
+            "sdot v19.4s, v1.16b, v8.4b[2]",
+            "sdot v20.4s, v0.16b, v9.4b[0]",
+            "sdot v21.4s, v1.16b, v9.4b[0]",
+            "sdot v22.4s, v0.16b, v9.4b[2]",
+            "sdot v23.4s, v1.16b, v9.4b[2]",
+            "sdot v24.4s, v0.16b, v10.4b[0]",
+            "sdot v25.4s, v1.16b, v10.4b[0]",
+            "sdot v26.4s, v0.16b, v10.4b[2]",
+            "sdot v27.4s, v1.16b, v10.4b[2]",
+            "sdot v28.4s, v0.16b, v11.4b[0]",
+            "sdot v29.4s, v1.16b, v11.4b[0]",
+            "sdot v30.4s, v0.16b, v11.4b[2]",
+            "sdot v31.4s, v1.16b, v11.4b[2]",
+            "sdot v16.4s, v2.16b, v8.4b[1]",
+            "sdot v17.4s, v3.16b, v8.4b[1]",
+            "sdot v18.4s, v2.16b, v8.4b[3]",
+            "sdot v19.4s, v3.16b, v8.4b[3]",
+            "sdot v20.4s, v2.16b, v9.4b[1]",
+            "sdot v21.4s, v3.16b, v9.4b[1]",
+            "sdot v22.4s, v2.16b, v9.4b[3]",
+            "sdot v23.4s, v3.16b, v9.4b[3]",
+            "sdot v24.4s, v2.16b, v10.4b[1]",
+            "sdot v25.4s, v3.16b, v10.4b[1]",
+            "sdot v26.4s, v2.16b, v10.4b[3]",
+            "sdot v27.4s, v3.16b, v10.4b[3]",
+            "sdot v28.4s, v2.16b, v11.4b[1]",
+            "sdot v29.4s, v3.16b, v11.4b[1]",
+            "sdot v30.4s, v2.16b, v11.4b[3]",
+            "sdot v31.4s, v3.16b, v11.4b[3]",
+            w = in(reg) w,
+            x = in(reg) x,
+            inout("v16") acc[0][0],
+            inout("v17") acc[0][1],
+            inout("v18") acc[1][0],
+            inout("v19") acc[1][1],
+            inout("v20") acc[2][0],
+            inout("v21") acc[2][1],
+            inout("v22") acc[3][0],
+            inout("v23") acc[3][1],
+            inout("v24") acc[4][0],
+            inout("v25") acc[4][1],
+            inout("v26") acc[5][0],
+            inout("v27") acc[5][1],
+            inout("v28") acc[6][0],
+            inout("v29") acc[6][1],
+            inout("v30") acc[7][0],
+            inout("v31") acc[7][1],
+            out("v0") _,
+            out("v1") _,
+            out("v2") _,
+            out("v3") _,
+            out("v8") _,
+            out("v9") _,
+            out("v10") _,
+            out("v11") _,
+            options(readonly, nostack, preserves_flags),
+        );
+    }
+}
+
 /// `chunks` whole steps then, with `half`, one [`dot_panel_half`].
 ///
 /// # Safety
@@ -422,6 +546,33 @@ pub(crate) unsafe fn gemm_dot<const AT_ORIGIN: bool>(
     let tile_bytes = MR * g.k_padded;
     let group_rows = MR * (PANEL_DEPTH / g.k_padded);
     let mut group = 0;
+    if k == 8 && rows >= MR {
+        // Whole 8-row tiles read in place (`dot_rows_depth8`); the rows
+        // after the last whole tile go through the panel below.
+        group = rows - rows % MR;
+        // The input rows of those tiles, as the panel's type.
+        let x = &input[first_row * k..(first_row + group) * k];
+        // SAFETY: `MaybeUninit<i8>` has the layout of `i8`, and an
+        // initialized `i8` is a valid `MaybeUninit<i8>`; the view is only read.
+        let x = unsafe { core::slice::from_raw_parts(x.as_ptr().cast(), x.len()) };
+        for (i, w) in weights.chunks_exact(block_bytes).enumerate() {
+            let p = BlockParams::load(g, first_block + i);
+            let out_col = i * NR;
+            let tiles = PanelTiles::<true> {
+                panel: x,
+                tile_bytes: MR * k,
+                w,
+                p: &p,
+                row_offsets: g.row_offsets,
+                output: &mut *output,
+                stride,
+                rows: (first_row, 0, group),
+                cols: (out_col, NR.min(width - out_col)),
+                steps: (0, true),
+            };
+            with_stage(&p, tiles);
+        }
+    }
     while group < rows {
         let group_end = rows.min(group + group_rows);
         for (t, out_row) in (group..group_end).step_by(MR).enumerate() {
@@ -433,7 +584,7 @@ pub(crate) unsafe fn gemm_dot<const AT_ORIGIN: bool>(
         for (i, w) in weights.chunks_exact(block_bytes).enumerate() {
             let p = BlockParams::load(g, first_block + i);
             let out_col = i * NR;
-            let tiles = PanelTiles {
+            let tiles = PanelTiles::<false> {
                 panel: &panel,
                 tile_bytes,
                 w,
@@ -453,8 +604,10 @@ pub(crate) unsafe fn gemm_dot<const AT_ORIGIN: bool>(
 }
 
 /// One weight block over the row tiles of a filled panel group, as
-/// [`gemm_dot`] runs it; built there only, so the CPU has dotprod.
-struct PanelTiles<'a> {
+/// [`gemm_dot`] runs it; built there only, so the CPU has dotprod. With
+/// `IN_PLACE` (a depth of exactly 8) the "panel" is the input rows
+/// themselves, 64 bytes per tile, every tile whole.
+struct PanelTiles<'a, const IN_PLACE: bool> {
     /// The group's panel: tile `t` at `t * tile_bytes`, all written.
     panel: &'a [MaybeUninit<i8>],
     tile_bytes: usize,
@@ -472,7 +625,7 @@ struct PanelTiles<'a> {
     steps: (usize, bool),
 }
 
-impl BlockTiles for PanelTiles<'_> {
+impl<const IN_PLACE: bool> BlockTiles for PanelTiles<'_, IN_PLACE> {
     // Inlined into `gemm_dot`, whose dotprod feature the `sdot`s need.
     #[inline(always)]
     fn run<S: StoreTile>(self, store: S) {
@@ -480,18 +633,34 @@ impl BlockTiles for PanelTiles<'_> {
         let (first_row, group, group_end) = self.rows;
         let (out_col, nr) = self.cols;
         let (chunks, half) = self.steps;
+        // The block's bias as the first four accumulators, for
+        // `bias_accumulators` (in memory: it is read by address).
+        let [b0, b1] = self.p.bias;
+        let bias = [b0, b1, b0, b1];
         for (x, out_row) in self
             .panel
             .chunks_exact(self.tile_bytes)
             .zip((group..group_end).step_by(MR))
         {
             let (row, mr) = (first_row + out_row, MR.min(group_end - out_row));
-            let mut acc = initial_acc::<MR>(self.p.bias, self.row_offsets, row, mr);
+            let mut acc = match self.row_offsets {
+                None => bias_accumulators(&bias),
+                Some(_) => initial_acc::<MR>(self.p.bias, self.row_offsets, row, mr),
+            };
             // SAFETY: the tile's panel holds 8 k_padded = 128 (chunks +
             // half) bytes, all written by `fill_panel`, the block as many;
-            // k >= 1 gives chunks + half >= 1; the CPU has dotprod (built
+            // k >= 1 gives chunks + half >= 1; in place, the tile is 64
+            // input bytes and the block 128; the CPU has dotprod (built
             // in `gemm_dot` only).
-            unsafe { dot_panel_steps(&mut acc, x.as_ptr().cast(), self.w.as_ptr(), chunks, half) };
+            unsafe {
+                if IN_PLACE {
+                    // The tile's 8 input rows are its 64 bytes of `x`; the
+                    // block holds 128 bytes (k_padded = 16).
+                    dot_rows_depth8(&mut acc, x.as_ptr().cast(), self.w.as_ptr());
+                } else {
+                    dot_panel_steps(&mut acc, x.as_ptr().cast(), self.w.as_ptr(), chunks, half);
+                }
+            }
             store.store::<MR>(
                 &acc,
                 self.p,
