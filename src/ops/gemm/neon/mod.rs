@@ -12,11 +12,13 @@
 //!   them, its bias and multipliers loaded once for the group:
 //!   per 16 bytes of depth, two 4-register loads of weights and two of rows,
 //!   64 `sdot`s (1024 MACs). Deeper inputs are read in place
-//!   (`gemm_dot_rows`: 8 row loads and 4 weight pair loads per step).
+//!   (`gemm_dot_rows`: 8 row loads and 4 weight pair loads per step). A
+//!   depth of exactly 8 reads whole 8-row tiles in place, two rows per
+//!   register (64 contiguous bytes, no panel copy).
 //! * [`mmla::gemm_mmla`]: `smmla` (FEAT_I8MM) on the same 8 x 8 tile as 16
 //!   blocks of 2 x 2, over a stack panel of row pairs (grouped as `sdot`'s): per 16 bytes of
 //!   depth 32 `smmla`s, 8 `zip`s pairing the packed weights' channels and
-//!   four 4-register loads (1024 MACs). Deeper inputs run `gemm_dot`.
+//!   four 4-register loads (1024 MACs). Deeper inputs and a depth of 8 run `gemm_dot`.
 //! * [`widening::gemm_widening`]: `smull`/`smull2` to 16 bits and `sadalp` into 32 bits
 //!   on a 4 x 8 tile (a product of two int8 fits 16 bits, -128 * -128
 //!   included, and `sadalp` widens before adding: nothing can overflow). The
