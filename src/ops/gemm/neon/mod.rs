@@ -38,6 +38,7 @@
 //! the 8-bit result either way).
 
 pub(crate) mod dot;
+mod dot_panel;
 pub(crate) mod mmla;
 pub(crate) mod pack;
 pub(crate) mod widening;
