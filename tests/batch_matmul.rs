@@ -226,6 +226,21 @@ fn matmul_i8_matches_oracle_on_mobilebert_attention_shapes() {
 }
 
 #[test]
+fn matmul_i8_matches_oracle_at_depth_8_every_zero_point() {
+    // A depth of exactly 8: the sdot path reads whole 8-row tiles in place
+    // (two rows per register), with and without row offsets (a nonzero rhs
+    // zero point), the rows past the last whole tile through its panel.
+    let mut rng = Rng::new(73);
+    for (m, n) in [(8, 8), (16, 16), (23, 9), (41, 24), (7, 16)] {
+        for zeros in 0..4 {
+            let mut c = Case::random(&mut rng, m, n, 8, zeros);
+            c.adj_x = false;
+            check(&c);
+        }
+    }
+}
+
+#[test]
 fn matmul_i8_matches_oracle_at_the_int8_extremes() {
     // The largest terms: (-128 - 127) * (127 - -128) = -65,025 and
     // (127 - -128)^2 = 65,025, over a long depth; outputs saturating both ways.

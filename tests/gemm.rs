@@ -495,6 +495,21 @@ mod neon {
     }
 
     #[test]
+    fn gemm_i8_neon_paths_equal_scalar_at_depth_8() {
+        // The sdot path reads whole 8-row tiles of a depth of exactly 8 in
+        // place (a pointwise layer after an 8-channel one): every row count
+        // around whole tiles, narrow and wide blocks, a long input.
+        require_dotprod();
+        let mut rng = Rng::new(15);
+        for m in 1..=33 {
+            for n in [1, 8, 13, 16] {
+                check_neon(&Case::random(&mut rng, m, n, 8));
+            }
+        }
+        check_neon(&Case::random(&mut rng, 2304, 16, 8));
+    }
+
+    #[test]
     fn gemm_i8_neon_paths_equal_scalar_large_shapes() {
         require_dotprod();
         let mut rng = Rng::new(11);

@@ -286,6 +286,9 @@ fn gemm_i8_tiles_equal_run_random_shapes() {
         (4, 17, 16),
         (9, 16, 1040),
         (1, 9, 1),
+        // A depth of exactly 8: whole 8-row tiles read in place by sdot.
+        (24, 16, 8),
+        (19, 9, 8),
     ] {
         let case = GemmCase::random(&mut rng, m, n, k);
         check_gemm_tiles(&mut rng, &case);

@@ -2,6 +2,7 @@
 //! accumulators over a stack panel of interleaved rows, or over the rows in
 //! place for depths beyond the panel.
 
+use super::dot_panel::{bias_accumulators, dot_panel_steps, dot_rows_depth8};
 use super::{
     initial_acc, row_pointers, store_tile, tail_rows, tail_vectors, tile_origin, with_stage,
     BlockParams, BlockTiles, StoreTile,
@@ -128,251 +129,6 @@ fn fill_panel(panel: &mut [MaybeUninit<i8>], input: &[i8], k: usize, row: usize,
     }
 }
 
-/// `chunks` steps of 16 depth bytes on the 8 x 8 tile from a packed panel
-/// (see [`fill_panel`]): per step two 4-register loads of weights and two of
-/// input rows, 64 `sdot`s.
-///
-/// # Safety
-/// The CPU must have dotprod; `chunks >= 1`; `x` and `w` must each be valid
-/// for reading `128 chunks` bytes.
-#[inline(always)]
-unsafe fn dot_panel(acc: &mut [[int32x4_t; 2]; 8], x: *const i8, w: *const i8, chunks: usize) {
-    debug_assert!(chunks >= 1);
-    // One step per iteration: two 4-register loads of weights (v0-v7, vector
-    // 2g + h = depth group g, channels 4h..4h + 4), then rows 0-3 (v8-v11)
-    // and 4-7 (v12-v15), each row's 4 depth groups in its 4 lanes; row r's
-    // accumulators are v(16 + 2r), v(17 + 2r). Written in assembly because
-    // the compiler splits 4-register loads into pairs (75 instructions a step
-    // instead of 70).
-    // SAFETY: reads 128 chunks bytes at each of x and w (the caller's
-    // guarantee), chunks >= 1; sdot needs dotprod, which every caller
-    // (`gemm_dot`) enables. No stack, no writes to memory.
-    unsafe {
-        core::arch::asm!(
-            "2:",
-            "ld1 {{v0.16b, v1.16b, v2.16b, v3.16b}}, [{w}], #64",
-            "ld1 {{v4.16b, v5.16b, v6.16b, v7.16b}}, [{w}], #64",
-            "ld1 {{v8.16b, v9.16b, v10.16b, v11.16b}}, [{x}], #64",
-            "sdot v16.4s, v0.16b, v8.4b[0]",
-            "sdot v17.4s, v1.16b, v8.4b[0]",
-            "sdot v18.4s, v0.16b, v9.4b[0]",
-            "sdot v19.4s, v1.16b, v9.4b[0]",
-            "sdot v20.4s, v0.16b, v10.4b[0]",
-            "sdot v21.4s, v1.16b, v10.4b[0]",
-            "sdot v22.4s, v0.16b, v11.4b[0]",
-            "sdot v23.4s, v1.16b, v11.4b[0]",
-            "sdot v16.4s, v2.16b, v8.4b[1]",
-            "sdot v17.4s, v3.16b, v8.4b[1]",
-            "sdot v18.4s, v2.16b, v9.4b[1]",
-            "sdot v19.4s, v3.16b, v9.4b[1]",
-            "sdot v20.4s, v2.16b, v10.4b[1]",
-            "sdot v21.4s, v3.16b, v10.4b[1]",
-            "sdot v22.4s, v2.16b, v11.4b[1]",
-            "sdot v23.4s, v3.16b, v11.4b[1]",
-            "sdot v16.4s, v4.16b, v8.4b[2]",
-            "sdot v17.4s, v5.16b, v8.4b[2]",
-            "sdot v18.4s, v4.16b, v9.4b[2]",
-            "sdot v19.4s, v5.16b, v9.4b[2]",
-            "sdot v20.4s, v4.16b, v10.4b[2]",
-            "sdot v21.4s, v5.16b, v10.4b[2]",
-            "sdot v22.4s, v4.16b, v11.4b[2]",
-            "sdot v23.4s, v5.16b, v11.4b[2]",
-            "sdot v16.4s, v6.16b, v8.4b[3]",
-            "sdot v17.4s, v7.16b, v8.4b[3]",
-            "sdot v18.4s, v6.16b, v9.4b[3]",
-            "sdot v19.4s, v7.16b, v9.4b[3]",
-            "sdot v20.4s, v6.16b, v10.4b[3]",
-            "sdot v21.4s, v7.16b, v10.4b[3]",
-            "sdot v22.4s, v6.16b, v11.4b[3]",
-            "sdot v23.4s, v7.16b, v11.4b[3]",
-            "ld1 {{v12.16b, v13.16b, v14.16b, v15.16b}}, [{x}], #64",
-            "sdot v24.4s, v0.16b, v12.4b[0]",
-            "sdot v25.4s, v1.16b, v12.4b[0]",
-            "sdot v26.4s, v0.16b, v13.4b[0]",
-            "sdot v27.4s, v1.16b, v13.4b[0]",
-            "sdot v28.4s, v0.16b, v14.4b[0]",
-            "sdot v29.4s, v1.16b, v14.4b[0]",
-            "sdot v30.4s, v0.16b, v15.4b[0]",
-            "sdot v31.4s, v1.16b, v15.4b[0]",
-            "sdot v24.4s, v2.16b, v12.4b[1]",
-            "sdot v25.4s, v3.16b, v12.4b[1]",
-            "sdot v26.4s, v2.16b, v13.4b[1]",
-            "sdot v27.4s, v3.16b, v13.4b[1]",
-            "sdot v28.4s, v2.16b, v14.4b[1]",
-            "sdot v29.4s, v3.16b, v14.4b[1]",
-            "sdot v30.4s, v2.16b, v15.4b[1]",
-            "sdot v31.4s, v3.16b, v15.4b[1]",
-            "sdot v24.4s, v4.16b, v12.4b[2]",
-            "sdot v25.4s, v5.16b, v12.4b[2]",
-            "sdot v26.4s, v4.16b, v13.4b[2]",
-            "sdot v27.4s, v5.16b, v13.4b[2]",
-            "sdot v28.4s, v4.16b, v14.4b[2]",
-            "sdot v29.4s, v5.16b, v14.4b[2]",
-            "sdot v30.4s, v4.16b, v15.4b[2]",
-            "sdot v31.4s, v5.16b, v15.4b[2]",
-            "sdot v24.4s, v6.16b, v12.4b[3]",
-            "sdot v25.4s, v7.16b, v12.4b[3]",
-            "sdot v26.4s, v6.16b, v13.4b[3]",
-            "sdot v27.4s, v7.16b, v13.4b[3]",
-            "sdot v28.4s, v6.16b, v14.4b[3]",
-            "sdot v29.4s, v7.16b, v14.4b[3]",
-            "sdot v30.4s, v6.16b, v15.4b[3]",
-            "sdot v31.4s, v7.16b, v15.4b[3]",
-            "subs {chunks}, {chunks}, #1",
-            "b.ne 2b",
-            w = inout(reg) w => _,
-            x = inout(reg) x => _,
-            chunks = inout(reg) chunks => _,
-            inout("v16") acc[0][0],
-            inout("v17") acc[0][1],
-            inout("v18") acc[1][0],
-            inout("v19") acc[1][1],
-            inout("v20") acc[2][0],
-            inout("v21") acc[2][1],
-            inout("v22") acc[3][0],
-            inout("v23") acc[3][1],
-            inout("v24") acc[4][0],
-            inout("v25") acc[4][1],
-            inout("v26") acc[5][0],
-            inout("v27") acc[5][1],
-            inout("v28") acc[6][0],
-            inout("v29") acc[6][1],
-            inout("v30") acc[7][0],
-            inout("v31") acc[7][1],
-            out("v0") _,
-            out("v1") _,
-            out("v2") _,
-            out("v3") _,
-            out("v4") _,
-            out("v5") _,
-            out("v6") _,
-            out("v7") _,
-            out("v8") _,
-            out("v9") _,
-            out("v10") _,
-            out("v11") _,
-            out("v12") _,
-            out("v13") _,
-            out("v14") _,
-            out("v15") _,
-            options(readonly, nostack),
-        );
-    }
-}
-
-/// The last, half step of a depth whose tail is at most 8 bytes (`k % 16`
-/// in `1..=8`): its depth groups 2 and 3 are zero padding in both the
-/// panel and the weights, so only groups 0 and 1 are multiplied: one
-/// 4-register load of weights, two of rows, 32 `sdot`s (35 instructions
-/// instead of a whole step's 70). A depth of 8 (a pointwise layer after an
-/// 8-channel one) is this step alone; 24 is one whole step and this one.
-///
-/// # Safety
-/// The CPU must have dotprod; `x` must be valid for reading 128 bytes and
-/// `w` for 64.
-#[inline(always)]
-unsafe fn dot_panel_half(acc: &mut [[int32x4_t; 2]; 8], x: *const i8, w: *const i8) {
-    // Registers as in `dot_panel`: weights of groups 0 and 1 in v0-v3,
-    // rows 0-3 in v8-v11 and 4-7 in v12-v15 (lanes 2 and 3 unused).
-    // SAFETY: reads 128 bytes at x and 64 at w (the caller's guarantee);
-    // sdot needs dotprod, which every caller (`gemm_dot`) enables. No
-    // stack, no writes to memory.
-    unsafe {
-        core::arch::asm!(
-            "ld1 {{v0.16b, v1.16b, v2.16b, v3.16b}}, [{w}]",
-            "ld1 {{v8.16b, v9.16b, v10.16b, v11.16b}}, [{x}], #64",
-            "ld1 {{v12.16b, v13.16b, v14.16b, v15.16b}}, [{x}]",
-            "sdot v16.4s, v0.16b, v8.4b[0]",
-            "sdot v17.4s, v1.16b, v8.4b[0]",
-            "sdot v18.4s, v0.16b, v9.4b[0]",
-            "sdot v19.4s, v1.16b, v9.4b[0]",
-            "sdot v20.4s, v0.16b, v10.4b[0]",
-            "sdot v21.4s, v1.16b, v10.4b[0]",
-            "sdot v22.4s, v0.16b, v11.4b[0]",
-            "sdot v23.4s, v1.16b, v11.4b[0]",
-            "sdot v24.4s, v0.16b, v12.4b[0]",
-            "sdot v25.4s, v1.16b, v12.4b[0]",
-            "sdot v26.4s, v0.16b, v13.4b[0]",
-            "sdot v27.4s, v1.16b, v13.4b[0]",
-            "sdot v28.4s, v0.16b, v14.4b[0]",
-            "sdot v29.4s, v1.16b, v14.4b[0]",
-            "sdot v30.4s, v0.16b, v15.4b[0]",
-            "sdot v31.4s, v1.16b, v15.4b[0]",
-            "sdot v16.4s, v2.16b, v8.4b[1]",
-            "sdot v17.4s, v3.16b, v8.4b[1]",
-            "sdot v18.4s, v2.16b, v9.4b[1]",
-            "sdot v19.4s, v3.16b, v9.4b[1]",
-            "sdot v20.4s, v2.16b, v10.4b[1]",
-            "sdot v21.4s, v3.16b, v10.4b[1]",
-            "sdot v22.4s, v2.16b, v11.4b[1]",
-            "sdot v23.4s, v3.16b, v11.4b[1]",
-            "sdot v24.4s, v2.16b, v12.4b[1]",
-            "sdot v25.4s, v3.16b, v12.4b[1]",
-            "sdot v26.4s, v2.16b, v13.4b[1]",
-            "sdot v27.4s, v3.16b, v13.4b[1]",
-            "sdot v28.4s, v2.16b, v14.4b[1]",
-            "sdot v29.4s, v3.16b, v14.4b[1]",
-            "sdot v30.4s, v2.16b, v15.4b[1]",
-            "sdot v31.4s, v3.16b, v15.4b[1]",
-            w = in(reg) w,
-            x = inout(reg) x => _,
-            inout("v16") acc[0][0],
-            inout("v17") acc[0][1],
-            inout("v18") acc[1][0],
-            inout("v19") acc[1][1],
-            inout("v20") acc[2][0],
-            inout("v21") acc[2][1],
-            inout("v22") acc[3][0],
-            inout("v23") acc[3][1],
-            inout("v24") acc[4][0],
-            inout("v25") acc[4][1],
-            inout("v26") acc[5][0],
-            inout("v27") acc[5][1],
-            inout("v28") acc[6][0],
-            inout("v29") acc[6][1],
-            inout("v30") acc[7][0],
-            inout("v31") acc[7][1],
-            out("v0") _,
-            out("v1") _,
-            out("v2") _,
-            out("v3") _,
-            out("v8") _,
-            out("v9") _,
-            out("v10") _,
-            out("v11") _,
-            out("v12") _,
-            out("v13") _,
-            out("v14") _,
-            out("v15") _,
-            options(readonly, nostack),
-        );
-    }
-}
-
-/// `chunks` whole steps then, with `half`, one [`dot_panel_half`].
-///
-/// # Safety
-/// The CPU must have dotprod; `chunks + half >= 1`; `x` and `w` must each
-/// be valid for reading `128 (chunks + half)` bytes.
-#[inline(always)]
-unsafe fn dot_panel_steps(
-    acc: &mut [[int32x4_t; 2]; 8],
-    x: *const i8,
-    w: *const i8,
-    chunks: usize,
-    half: bool,
-) {
-    // SAFETY: the caller's guarantees, step by step.
-    unsafe {
-        if chunks > 0 {
-            dot_panel(acc, x, w, chunks);
-        }
-        if half {
-            dot_panel_half(acc, x.add(128 * chunks), w.add(128 * chunks));
-        }
-    }
-}
-
 /// The `sdot` path on the tile `t` (the whole output when `Gemm::run`
 /// calls it): the rows are copied into a packed panel (when the depth fits
 /// [`PANEL_DEPTH`]) 8 at a time, as many 8-row tiles at once as the panel
@@ -422,6 +178,33 @@ pub(crate) unsafe fn gemm_dot<const AT_ORIGIN: bool>(
     let tile_bytes = MR * g.k_padded;
     let group_rows = MR * (PANEL_DEPTH / g.k_padded);
     let mut group = 0;
+    if k == 8 && rows >= MR {
+        // Whole 8-row tiles read in place (`dot_rows_depth8`); the rows
+        // after the last whole tile go through the panel below.
+        group = rows - rows % MR;
+        // The input rows of those tiles, as the panel's type.
+        let x = &input[first_row * k..(first_row + group) * k];
+        // SAFETY: `MaybeUninit<i8>` has the layout of `i8`, and an
+        // initialized `i8` is a valid `MaybeUninit<i8>`; the view is only read.
+        let x = unsafe { core::slice::from_raw_parts(x.as_ptr().cast(), x.len()) };
+        for (i, w) in weights.chunks_exact(block_bytes).enumerate() {
+            let p = BlockParams::load(g, first_block + i);
+            let out_col = i * NR;
+            let tiles = PanelTiles::<true> {
+                panel: x,
+                tile_bytes: MR * k,
+                w,
+                p: &p,
+                row_offsets: g.row_offsets,
+                output: &mut *output,
+                stride,
+                rows: (first_row, 0, group),
+                cols: (out_col, NR.min(width - out_col)),
+                steps: (0, true),
+            };
+            with_stage(&p, tiles);
+        }
+    }
     while group < rows {
         let group_end = rows.min(group + group_rows);
         for (t, out_row) in (group..group_end).step_by(MR).enumerate() {
@@ -433,7 +216,7 @@ pub(crate) unsafe fn gemm_dot<const AT_ORIGIN: bool>(
         for (i, w) in weights.chunks_exact(block_bytes).enumerate() {
             let p = BlockParams::load(g, first_block + i);
             let out_col = i * NR;
-            let tiles = PanelTiles {
+            let tiles = PanelTiles::<false> {
                 panel: &panel,
                 tile_bytes,
                 w,
@@ -453,8 +236,10 @@ pub(crate) unsafe fn gemm_dot<const AT_ORIGIN: bool>(
 }
 
 /// One weight block over the row tiles of a filled panel group, as
-/// [`gemm_dot`] runs it; built there only, so the CPU has dotprod.
-struct PanelTiles<'a> {
+/// [`gemm_dot`] runs it; built there only, so the CPU has dotprod. With
+/// `IN_PLACE` (a depth of exactly 8) the "panel" is the input rows
+/// themselves, 64 bytes per tile, every tile whole.
+struct PanelTiles<'a, const IN_PLACE: bool> {
     /// The group's panel: tile `t` at `t * tile_bytes`, all written.
     panel: &'a [MaybeUninit<i8>],
     tile_bytes: usize,
@@ -472,7 +257,7 @@ struct PanelTiles<'a> {
     steps: (usize, bool),
 }
 
-impl BlockTiles for PanelTiles<'_> {
+impl<const IN_PLACE: bool> BlockTiles for PanelTiles<'_, IN_PLACE> {
     // Inlined into `gemm_dot`, whose dotprod feature the `sdot`s need.
     #[inline(always)]
     fn run<S: StoreTile>(self, store: S) {
@@ -480,18 +265,34 @@ impl BlockTiles for PanelTiles<'_> {
         let (first_row, group, group_end) = self.rows;
         let (out_col, nr) = self.cols;
         let (chunks, half) = self.steps;
+        // The block's bias as the first four accumulators, for
+        // `bias_accumulators` (in memory: it is read by address).
+        let [b0, b1] = self.p.bias;
+        let bias = [b0, b1, b0, b1];
         for (x, out_row) in self
             .panel
             .chunks_exact(self.tile_bytes)
             .zip((group..group_end).step_by(MR))
         {
             let (row, mr) = (first_row + out_row, MR.min(group_end - out_row));
-            let mut acc = initial_acc::<MR>(self.p.bias, self.row_offsets, row, mr);
+            let mut acc = match self.row_offsets {
+                None => bias_accumulators(&bias),
+                Some(_) => initial_acc::<MR>(self.p.bias, self.row_offsets, row, mr),
+            };
             // SAFETY: the tile's panel holds 8 k_padded = 128 (chunks +
             // half) bytes, all written by `fill_panel`, the block as many;
-            // k >= 1 gives chunks + half >= 1; the CPU has dotprod (built
+            // k >= 1 gives chunks + half >= 1; in place, the tile is 64
+            // input bytes and the block 128; the CPU has dotprod (built
             // in `gemm_dot` only).
-            unsafe { dot_panel_steps(&mut acc, x.as_ptr().cast(), self.w.as_ptr(), chunks, half) };
+            unsafe {
+                if IN_PLACE {
+                    // The tile's 8 input rows are its 64 bytes of `x`; the
+                    // block holds 128 bytes (k_padded = 16).
+                    dot_rows_depth8(&mut acc, x.as_ptr().cast(), self.w.as_ptr());
+                } else {
+                    dot_panel_steps(&mut acc, x.as_ptr().cast(), self.w.as_ptr(), chunks, half);
+                }
+            }
             store.store::<MR>(
                 &acc,
                 self.p,

@@ -310,11 +310,50 @@ fn paired_bias(bias: &[int32x4_t; 2]) -> [int32x4_t; 4] {
     })
 }
 
+/// The 16 accumulators of a tile's four blocks, each `start`: four
+/// 4-register loads straight into the registers [`mmla_panel`] keeps them
+/// in (the compiler copies `start`'s four registers into the other twelve
+/// one by one).
+#[inline(always)]
+fn start_blocks(start: &[int32x4_t; 4]) -> [[int32x4_t; 4]; 4] {
+    // Every value is overwritten by the loads (the zeros compile to nothing).
+    // SAFETY: neon is a compile-time target feature (cfg on this module).
+    let mut acc = [[unsafe { vdupq_n_s32(0) }; 4]; 4];
+    // SAFETY: reads the 64 bytes of `start`; no stack, no writes to memory.
+    unsafe {
+        core::arch::asm!(
+            "ld1 {{v16.4s, v17.4s, v18.4s, v19.4s}}, [{s}]",
+            "ld1 {{v20.4s, v21.4s, v22.4s, v23.4s}}, [{s}]",
+            "ld1 {{v24.4s, v25.4s, v26.4s, v27.4s}}, [{s}]",
+            "ld1 {{v28.4s, v29.4s, v30.4s, v31.4s}}, [{s}]",
+            s = in(reg) start.as_ptr(),
+            out("v16") acc[0][0],
+            out("v17") acc[0][1],
+            out("v18") acc[0][2],
+            out("v19") acc[0][3],
+            out("v20") acc[1][0],
+            out("v21") acc[1][1],
+            out("v22") acc[1][2],
+            out("v23") acc[1][3],
+            out("v24") acc[2][0],
+            out("v25") acc[2][1],
+            out("v26") acc[2][2],
+            out("v27") acc[2][3],
+            out("v28") acc[3][0],
+            out("v29") acc[3][1],
+            out("v30") acc[3][2],
+            out("v31") acc[3][3],
+            options(readonly, nostack, preserves_flags),
+        );
+    }
+    acc
+}
+
 /// The `smmla` path on the tile `t` (the whole output when `Gemm::run`
 /// calls it): the rows are copied into a panel of row pairs 8 at a time, as
 /// many 8-row tiles at once as the panel holds, and every weight block of
 /// the tile runs over those (its parameters loaded once per group). Depths
-/// past [`PANEL_DEPTH`] run [`gemm_dot`].
+/// past [`PANEL_DEPTH`], and a depth of exactly 8, run [`gemm_dot`].
 ///
 /// # Safety
 /// The CPU must have the i8mm and dotprod extensions. `input` holds the
@@ -332,7 +371,10 @@ pub(crate) unsafe fn gemm_mmla<const AT_ORIGIN: bool>(
     const MR: usize = 8;
     debug_assert!(input.len() >= t.rows.end * g.k && !t.rows.is_empty());
     debug_assert!(output.len() >= (t.rows.len() - 1) * t.stride + t.cols.len());
-    if g.k_padded > PANEL_DEPTH {
+    // A depth of exactly 8 too: `gemm_dot` reads its rows in place, two
+    // per register, where this path would copy them into row pairs (on
+    // person_detect's depth-8 layer 84 K instructions against 164 K).
+    if g.k_padded > PANEL_DEPTH || g.k == 8 {
         // SAFETY: the caller's guarantees (dotprod included).
         return unsafe { gemm_dot::<AT_ORIGIN>(g, input, output, t) };
     }
@@ -377,7 +419,7 @@ pub(crate) unsafe fn gemm_mmla<const AT_ORIGIN: bool>(
                 .zip((group..group_end).step_by(MR))
             {
                 let (row, mr) = (first_row + out_row, MR.min(group_end - out_row));
-                let mut blocks = [start; 4];
+                let mut blocks = start_blocks(&start);
                 let x = x.as_ptr().cast::<i8>();
                 // SAFETY: the tile's panel holds 8 k_padded = 128 (chunks +
                 // half) bytes, all written by `fill_pairs` above, the block
