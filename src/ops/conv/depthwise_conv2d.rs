@@ -27,7 +27,7 @@ pub struct DepthwiseConv2d {
     pub(super) backend: Backend,
     /// The NEON kernel's layout of the weights and output stage.
     #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
-    packed: Box<depthwise::Packed>,
+    pub(super) packed: Box<depthwise::Packed>,
 }
 
 impl DepthwiseConv2d {
@@ -121,6 +121,17 @@ impl DepthwiseConv2d {
     ) -> Result<()> {
         #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
         if backend == Backend::Neon {
+            if let Some(folded) = &self.packed.folded {
+                depthwise::pairs::depthwise_rows(
+                    &self.packed,
+                    folded,
+                    &self.prepared.geometry,
+                    input,
+                    output,
+                    rows,
+                );
+                return Ok(());
+            }
             depthwise::neon::depthwise_rows(
                 &self.packed,
                 &self.prepared.geometry,

@@ -18,9 +18,13 @@
 //! folding has to know which taps a window reaches.
 
 #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+mod folded;
+#[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
 pub(crate) mod neon;
 #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
 mod pack;
+#[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+pub(crate) mod pairs;
 #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
 mod stage;
 

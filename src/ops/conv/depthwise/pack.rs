@@ -7,6 +7,7 @@ use alloc::vec::Vec;
 
 use super::super::geometry::ConvGeometry;
 use super::super::params::{ChannelScales, OutputStage};
+use super::folded::Folded;
 use crate::error::Result;
 use crate::ops::requant::try_filled;
 
@@ -66,8 +67,11 @@ pub(super) struct LaneStage {
 pub(crate) struct Packed {
     /// Taps per filter (`kernel_height * kernel_width`).
     pub(super) taps: usize,
-    /// `[block][tap][16 lanes]`, zero past the last channel.
+    /// `[block][tap][16 lanes]`, zero past the last channel (empty when
+    /// `folded` is set: that kernel reads its own 8-bit weights).
     pub(super) weights: Vec<i16>,
+    /// The pair kernel's layout (`super::pairs`), where it applies.
+    pub(crate) folded: Option<Folded>,
     /// Padded to whole blocks.
     pub(super) bias: Vec<i32>,
     pub(super) gather: Gather,
@@ -93,8 +97,10 @@ impl Packed {
         let taps = g.kernel_height * g.kernel_width;
         let blocks = channels.div_ceil(BLOCK);
         let padded = blocks * BLOCK;
-        let mut w = try_filled(op, "packed weights", 0i16, padded * taps)?;
-        for c in 0..channels {
+        let folded = Folded::new(op, g, depth_multiplier, weights, bias, input_zero_point)?;
+        let wide = if folded.is_some() { 0 } else { padded * taps };
+        let mut w = try_filled(op, "packed weights", 0i16, wide)?;
+        for c in (0..channels).filter(|_| folded.is_none()) {
             let (b, lane) = (c / BLOCK, c % BLOCK);
             for t in 0..taps {
                 w[(b * taps + t) * BLOCK + lane] = weights[c * taps + t] as i16;
@@ -121,6 +127,7 @@ impl Packed {
         Ok(Packed {
             taps,
             weights: w,
+            folded,
             bias: padded_bias,
             gather,
             stage: LaneStage::new(op, stage, channels, padded)?,
