@@ -7,7 +7,6 @@ use alloc::vec::Vec;
 
 use super::super::geometry::ConvGeometry;
 use super::super::params::{ChannelScales, OutputStage};
-use super::folded::Folded;
 use crate::error::Result;
 use crate::ops::requant::try_filled;
 
@@ -68,10 +67,8 @@ pub(crate) struct Packed {
     /// Taps per filter (`kernel_height * kernel_width`).
     pub(super) taps: usize,
     /// `[block][tap][16 lanes]`, zero past the last channel (empty when
-    /// `folded` is set: that kernel reads its own 8-bit weights).
+    /// the layer runs the pair kernel, which reads its own 8-bit weights).
     pub(super) weights: Vec<i16>,
-    /// The pair kernel's layout (`super::pairs`), where it applies.
-    pub(crate) folded: Option<Folded>,
     /// Padded to whole blocks.
     pub(super) bias: Vec<i32>,
     pub(super) gather: Gather,
@@ -83,7 +80,9 @@ pub(crate) struct Packed {
 }
 
 impl Packed {
-    /// Packs `weights` (`[channel][tap]`, the scalar loops' order).
+    /// Packs `weights` (`[channel][tap]`, the scalar loops' order), the
+    /// 16-bit weights only when `widening` (the layer runs this kernel).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         op: &'static str,
         g: &ConvGeometry,
@@ -92,15 +91,15 @@ impl Packed {
         bias: &[i32],
         input_zero_point: i32,
         stage: &OutputStage,
+        widening: bool,
     ) -> Result<Packed> {
         let channels = g.output_channels;
         let taps = g.kernel_height * g.kernel_width;
         let blocks = channels.div_ceil(BLOCK);
         let padded = blocks * BLOCK;
-        let folded = Folded::new(op, g, depth_multiplier, weights, bias, input_zero_point)?;
-        let wide = if folded.is_some() { 0 } else { padded * taps };
+        let wide = if widening { padded * taps } else { 0 };
         let mut w = try_filled(op, "packed weights", 0i16, wide)?;
-        for c in (0..channels).filter(|_| folded.is_none()) {
+        for c in (0..channels).filter(|_| widening) {
             let (b, lane) = (c / BLOCK, c % BLOCK);
             for t in 0..taps {
                 w[(b * taps + t) * BLOCK + lane] = weights[c * taps + t] as i16;
@@ -127,7 +126,6 @@ impl Packed {
         Ok(Packed {
             taps,
             weights: w,
-            folded,
             bias: padded_bias,
             gather,
             stage: LaneStage::new(op, stage, channels, padded)?,
@@ -174,6 +172,19 @@ impl LaneStage {
             }
             ChannelScales::TiesUpward(m) => {
                 fixed(&mut l, m);
+                l.stage = Stage::TiesUpward;
+            }
+            ChannelScales::TiesUpwardInBlocksOf8 {
+                blocks,
+                double,
+                block_channels,
+            } if *block_channels == channels => {
+                // Every channel is in a whole block of 8: the blocks' stage
+                // alone (the double rounding it would select against is
+                // never taken).
+                l.multiplier[..channels].copy_from_slice(&double.multiplier[..channels]);
+                l.left_shift[..channels].copy_from_slice(&blocks.left_shift[..channels]);
+                l.neg_right_shift[..channels].copy_from_slice(&blocks.neg_right_shift[..channels]);
                 l.stage = Stage::TiesUpward;
             }
             ChannelScales::TiesUpwardInBlocksOf8 {

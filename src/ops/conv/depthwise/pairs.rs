@@ -15,8 +15,7 @@
 //! so no padded copy of the input is needed (no scratch).
 //!
 //! Interior windows of 3x3 and 5x5 run unrolled, two neighbouring pixels
-//! per pass sharing each tap's weights (a 3x3 block's 9 weight vectors stay
-//! in registers for the whole call); a last block of 8 channels puts the
+//! per pass sharing each tap's weights; a last block of 8 channels puts the
 //! two pixels side by side in one 16-lane vector. The output stage is the
 //! widening kernel's ([`BlockStage`]).
 
@@ -28,7 +27,7 @@ use super::super::origin::FirstRow;
 use super::folded::Folded;
 use super::neon::{store, store_pair};
 use super::pack::{Packed, Stage, BLOCK};
-use super::stage::{BlockStage, F32, FIXED};
+use super::stage::{BlockStage, DOUBLE, F32, FIXED, SINGLE, TIES_UPWARD};
 
 /// Output rows `rows` of a layer with a [`Folded`] layout (the caller's
 /// checks as `super::neon::depthwise_rows`).
@@ -40,10 +39,14 @@ pub(crate) fn depthwise_rows<F: FirstRow>(
     out: (&mut [i8], F),
     rows: Range<usize>,
 ) {
-    if p.stage.stage == Stage::F32 {
-        rows_staged::<F32, F>(p, f, g, input, out, rows)
-    } else {
-        rows_staged::<FIXED, F>(p, f, g, input, out, rows)
+    // Each stage compiled apart: the loops then hold only its vectors.
+    match p.stage.stage {
+        Stage::F32 => rows_staged::<F32, F>(p, f, g, input, out, rows),
+        Stage::Double => rows_staged::<DOUBLE, F>(p, f, g, input, out, rows),
+        Stage::Single => rows_staged::<SINGLE, F>(p, f, g, input, out, rows),
+        Stage::TiesUpward => rows_staged::<TIES_UPWARD, F>(p, f, g, input, out, rows),
+        // (Not met: a layer of whole blocks of 8 runs `TiesUpward`.)
+        Stage::TiesUpwardInBlocksOf8 => rows_staged::<FIXED, F>(p, f, g, input, out, rows),
     }
 }
 
@@ -101,19 +104,19 @@ fn block_rows<const N: usize, const K: usize, const S: u8, F: FirstRow>(
     if S == F32 {
         pair_rows_f32::<N, K, F>(b, input, output)
     } else {
-        pair_rows_fixed::<N, K, F>(b, input, output)
+        pair_rows_fixed::<N, K, S, F>(b, input, output)
     }
 }
 
 /// [`block_rows`] with a fixed-point output stage (its own symbol, for the
 /// disassembly checks).
 #[inline(never)]
-fn pair_rows_fixed<const N: usize, const K: usize, F: FirstRow>(
+fn pair_rows_fixed<const N: usize, const K: usize, const S: u8, F: FirstRow>(
     b: &Block<'_, F>,
     input: &[i8],
     output: &mut [i8],
 ) {
-    rows_of_block::<N, K, FIXED, F>(b, input, output)
+    rows_of_block::<N, K, S, F>(b, input, output)
 }
 
 /// [`block_rows`] with XNNPACK's `f32` output stage.
@@ -148,26 +151,12 @@ fn rows_of_block<const N: usize, const K: usize, const S: u8, F: FirstRow>(
     let oc = g.output_channels;
     // SAFETY: `c0 + 16` is within the padded per-channel arrays.
     let stage = unsafe { BlockStage::<S>::load(&p.stage, c0, N == 2) };
-    // A 3x3 block's weights stay in registers.
-    let held: [int8x16_t; 9] = core::array::from_fn(|t| {
-        // SAFETY: neon is a compile-time target feature; `t * 16 + 16 <=
-        // taps * 16` when `K` is 3 (else nothing is read).
-        unsafe {
-            if K == 3 {
-                vld1q_s8(weights.as_ptr().add(t * BLOCK))
-            } else {
-                vdupq_n_s8(0)
-            }
-        }
-    });
     let weight = |t: usize| -> int8x16_t {
-        if K == 3 {
-            held[t]
-        } else {
-            let w = &weights[t * BLOCK..][..BLOCK];
-            // SAFETY: `w` holds 16 bytes.
-            unsafe { vld1q_s8(w.as_ptr()) }
-        }
+        debug_assert!(t < taps);
+        // SAFETY: every caller's `t` is a tap of the window (`< taps`), and
+        // `weights` holds 16 bytes per tap (unchecked: the edge loop's
+        // index is not a constant).
+        unsafe { vld1q_s8(weights.as_ptr().add(t * BLOCK)) }
     };
     // The columns whose window lies inside the image (see `super::neon`).
     let reach = (kw - 1) * g.dilation_width;
@@ -295,27 +284,30 @@ fn rows_of_block<const N: usize, const K: usize, const S: u8, F: FirstRow>(
                     kw,
                     g.input_width,
                 );
-                // The taps inside the image, paired across rows.
-                let mut pending: Option<(int8x16_t, int8x16_t)> = None;
+                // The taps inside the image, in pairs along each kernel row
+                // (an odd last one alone): no state carried between rows.
                 // (An empty `xs` may start left of the image: no taps.)
                 let rows = if xs.is_empty() { 0..0 } else { ys.clone() };
                 for ky in rows {
                     let iy = (y0 + (ky * g.dilation_height) as isize) as usize;
                     let ix0 = (x0 + (xs.start * g.dilation_width) as isize) as usize;
                     let mut at = iy * in_row + ix0 * ic + c0;
-                    for kx in xs.clone() {
+                    let mut t = ky * kw + xs.start;
+                    let end = ky * kw + xs.end;
+                    while t + 1 < end {
                         // SAFETY: taps() keeps taps inside the image.
-                        let x = unsafe { load_block::<N>(image, at) };
-                        let w = weight(ky * kw + kx);
-                        match pending.take() {
-                            Some((xa, wa)) => pair::<N>(&mut acc, xa, wa, x, w),
-                            None => pending = Some((x, w)),
-                        }
-                        at += dx;
+                        let (a, b) = unsafe {
+                            (load_block::<N>(image, at), load_block::<N>(image, at + dx))
+                        };
+                        pair::<N>(&mut acc, a, weight(t), b, weight(t + 1));
+                        at += 2 * dx;
+                        t += 2;
                     }
-                }
-                if let Some((xa, wa)) = pending {
-                    single::<N>(&mut acc, xa, wa);
+                    if t < end {
+                        // SAFETY: as above.
+                        let a = unsafe { load_block::<N>(image, at) };
+                        single::<N>(&mut acc, a, weight(t));
+                    }
                 }
             }
             store(stage.bytes::<N>(&acc), out, ox * oc + c0, lanes);
@@ -346,7 +338,9 @@ unsafe fn load_block<const N: usize>(image: &[i8], at: usize) -> int8x16_t {
 
 /// `acc += xa * wa + xb * wb` on the low 8 lanes (and the high 8 when `N`
 /// is 4): both products in one 16-bit sum (exact: no weight is -128), then
-/// widened into the 32-bit accumulators.
+/// widened into the 32-bit accumulators. Written as assembly so that the
+/// high halves multiply with `smull2`/`smlal2` (the compiler otherwise
+/// splits loop-invariant weights into halves and adds an `ext` per input).
 #[inline(always)]
 fn pair<const N: usize>(
     acc: &mut [int32x4_t; 4],
@@ -355,35 +349,72 @@ fn pair<const N: usize>(
     xb: int8x16_t,
     wb: int8x16_t,
 ) {
-    // SAFETY: neon is a compile-time target feature (cfg on this module).
+    let [a0, a1, a2, a3] = acc;
+    // SAFETY: register-only NEON instructions (neon is a compile-time
+    // target feature, cfg on this module).
     unsafe {
-        let lo = vmlal_s8(
-            vmull_s8(vget_low_s8(xa), vget_low_s8(wa)),
-            vget_low_s8(xb),
-            vget_low_s8(wb),
-        );
-        acc[0] = vaddw_s16(acc[0], vget_low_s16(lo));
-        acc[1] = vaddw_high_s16(acc[1], lo);
         if N == 4 {
-            let hi = vmlal_high_s8(vmull_high_s8(xa, wa), xb, wb);
-            acc[2] = vaddw_s16(acc[2], vget_low_s16(hi));
-            acc[3] = vaddw_high_s16(acc[3], hi);
+            core::arch::asm!(
+                "smull {lo:v}.8h, {xa:v}.8b, {wa:v}.8b",
+                "smull2 {hi:v}.8h, {xa:v}.16b, {wa:v}.16b",
+                "smlal {lo:v}.8h, {xb:v}.8b, {wb:v}.8b",
+                "smlal2 {hi:v}.8h, {xb:v}.16b, {wb:v}.16b",
+                "saddw {a0:v}.4s, {a0:v}.4s, {lo:v}.4h",
+                "saddw2 {a1:v}.4s, {a1:v}.4s, {lo:v}.8h",
+                "saddw {a2:v}.4s, {a2:v}.4s, {hi:v}.4h",
+                "saddw2 {a3:v}.4s, {a3:v}.4s, {hi:v}.8h",
+                xa = in(vreg) xa, wa = in(vreg) wa, xb = in(vreg) xb, wb = in(vreg) wb,
+                lo = out(vreg) _, hi = out(vreg) _,
+                a0 = inout(vreg) *a0, a1 = inout(vreg) *a1,
+                a2 = inout(vreg) *a2, a3 = inout(vreg) *a3,
+                options(pure, nomem, nostack),
+            );
+        } else {
+            core::arch::asm!(
+                "smull {lo:v}.8h, {xa:v}.8b, {wa:v}.8b",
+                "smlal {lo:v}.8h, {xb:v}.8b, {wb:v}.8b",
+                "saddw {a0:v}.4s, {a0:v}.4s, {lo:v}.4h",
+                "saddw2 {a1:v}.4s, {a1:v}.4s, {lo:v}.8h",
+                xa = in(vreg) xa, wa = in(vreg) wa, xb = in(vreg) xb, wb = in(vreg) wb,
+                lo = out(vreg) _,
+                a0 = inout(vreg) *a0, a1 = inout(vreg) *a1,
+                options(pure, nomem, nostack),
+            );
         }
     }
 }
 
-/// `acc += x * w` on the low 8 lanes (and the high 8 when `N` is 4).
+/// `acc += x * w` on the low 8 lanes (and the high 8 when `N` is 4), as
+/// [`pair`].
 #[inline(always)]
 fn single<const N: usize>(acc: &mut [int32x4_t; 4], x: int8x16_t, w: int8x16_t) {
-    // SAFETY: neon is a compile-time target feature (cfg on this module).
+    let [a0, a1, a2, a3] = acc;
+    // SAFETY: register-only NEON instructions (as `pair`).
     unsafe {
-        let lo = vmull_s8(vget_low_s8(x), vget_low_s8(w));
-        acc[0] = vaddw_s16(acc[0], vget_low_s16(lo));
-        acc[1] = vaddw_high_s16(acc[1], lo);
         if N == 4 {
-            let hi = vmull_high_s8(x, w);
-            acc[2] = vaddw_s16(acc[2], vget_low_s16(hi));
-            acc[3] = vaddw_high_s16(acc[3], hi);
+            core::arch::asm!(
+                "smull {lo:v}.8h, {x:v}.8b, {w:v}.8b",
+                "smull2 {hi:v}.8h, {x:v}.16b, {w:v}.16b",
+                "saddw {a0:v}.4s, {a0:v}.4s, {lo:v}.4h",
+                "saddw2 {a1:v}.4s, {a1:v}.4s, {lo:v}.8h",
+                "saddw {a2:v}.4s, {a2:v}.4s, {hi:v}.4h",
+                "saddw2 {a3:v}.4s, {a3:v}.4s, {hi:v}.8h",
+                x = in(vreg) x, w = in(vreg) w,
+                lo = out(vreg) _, hi = out(vreg) _,
+                a0 = inout(vreg) *a0, a1 = inout(vreg) *a1,
+                a2 = inout(vreg) *a2, a3 = inout(vreg) *a3,
+                options(pure, nomem, nostack),
+            );
+        } else {
+            core::arch::asm!(
+                "smull {lo:v}.8h, {x:v}.8b, {w:v}.8b",
+                "saddw {a0:v}.4s, {a0:v}.4s, {lo:v}.4h",
+                "saddw2 {a1:v}.4s, {a1:v}.4s, {lo:v}.8h",
+                x = in(vreg) x, w = in(vreg) w,
+                lo = out(vreg) _,
+                a0 = inout(vreg) *a0, a1 = inout(vreg) *a1,
+                options(pure, nomem, nostack),
+            );
         }
     }
 }

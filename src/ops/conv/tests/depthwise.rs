@@ -182,10 +182,10 @@ fn check_layer_weights(
             let op = DepthwiseConv2d::new(g, multiplier, &weights, Some(&bias), &q).unwrap();
             #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
             {
-                let pairs = op.packed.folded.is_some();
+                let pairs = op.folded.is_some();
                 match weight_set {
                     Weights::WithMin => assert!(!pairs, "a weight of -128 runs the pair kernel"),
-                    Weights::NoMin if multiplier == 1 && channels % 8 == 0 => {
+                    Weights::NoMin if multiplier == 1 && channels.is_multiple_of(8) => {
                         assert!(pairs, "{g:?}: not on the pair kernel")
                     }
                     _ => {}
@@ -550,7 +550,7 @@ fn depthwise_xnnpack_ties_round_to_even() {
 /// layer then keeps).
 #[test]
 fn depthwise_i8_pairs_equal_scalar_random_shapes() {
-    let mut rng = Rng(0xf01d_ed);
+    let mut rng = Rng(0x00f0_1ded);
     let mut checked = 0;
     while checked < 48 {
         let channels = 8 * (1 + rng.next() as usize % 6);
