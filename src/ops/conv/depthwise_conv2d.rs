@@ -27,7 +27,10 @@ pub struct DepthwiseConv2d {
     pub(super) backend: Backend,
     /// The NEON kernel's layout of the weights and output stage.
     #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
-    packed: Box<depthwise::Packed>,
+    pub(super) packed: Box<depthwise::Packed>,
+    /// The pair kernel's layout, for the layers it takes.
+    #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+    pub(super) folded: Option<Box<depthwise::Folded>>,
 }
 
 impl DepthwiseConv2d {
@@ -82,6 +85,16 @@ impl DepthwiseConv2d {
         }
         prepared.weights = w;
         #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+        let folded = depthwise::Folded::new(
+            DEPTHWISE,
+            &geometry,
+            depth_multiplier,
+            &prepared.weights,
+            &prepared.bias,
+            prepared.input_zero_point,
+        )?
+        .map(Box::new);
+        #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
         let packed = Box::new(depthwise::Packed::new(
             DEPTHWISE,
             &geometry,
@@ -90,12 +103,15 @@ impl DepthwiseConv2d {
             &prepared.bias,
             prepared.input_zero_point,
             &prepared.stage,
+            folded.is_none(),
         )?);
         Ok(DepthwiseConv2d {
             prepared,
             backend: Backend::best(),
             #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
             packed,
+            #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+            folded,
         })
     }
 
@@ -121,6 +137,17 @@ impl DepthwiseConv2d {
     ) -> Result<()> {
         #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
         if backend == Backend::Neon {
+            if let Some(folded) = &self.folded {
+                depthwise::pairs::depthwise_rows(
+                    &self.packed,
+                    folded,
+                    &self.prepared.geometry,
+                    input,
+                    output,
+                    rows,
+                );
+                return Ok(());
+            }
             depthwise::neon::depthwise_rows(
                 &self.packed,
                 &self.prepared.geometry,

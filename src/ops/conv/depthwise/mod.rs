@@ -4,23 +4,35 @@
 //! aarch64 optimized kernels apply to a layer
 //! ([`litert_aarch64_requantization`]).
 //!
-//! The NEON kernel ([`neon`]) computes each output pixel's channels in
-//! blocks of 16 (or 8) lanes:
+//! Two NEON kernels compute each output pixel's channels in blocks of 16
+//! (or 8) lanes:
 //!
 //! ```text
 //! acc[lane] = bias[c] + sum over taps inside the image:
 //!               (x[tap][input channel of c] - input_zero_point) * w[c][tap]
 //! ```
 //!
-//! `x - input_zero_point` is one widening subtract (`ssubl`, it fits 16
-//! bits), the product accumulates into 32 bits (`smlal`), so taps in the
-//! padding are skipped exactly as the scalar loops skip them, and no bias
-//! folding has to know which taps a window reaches.
+//! * the pair kernel ([`pairs`], layout `folded::Folded`): depth
+//!   multiplier 1, channels a multiple of 8 and no weight of -128. The zero
+//!   point's share is folded at `new()` into one bias per class of window
+//!   (which kernel rows and columns are inside the image), so the taps
+//!   multiply raw bytes, two taps per 16-bit sum of 8-bit products; edge
+//!   windows run the same products over their taps inside the image. No
+//!   scratch.
+//! * the widening kernel ([`neon`]), every other layer: `x -
+//!   input_zero_point` is one widening subtract (`ssubl`, it fits 16
+//!   bits), the product accumulates into 32 bits (`smlal`) by 16-bit
+//!   weights, so taps in the padding are skipped exactly as the scalar
+//!   loops skip them.
 
+#[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+mod folded;
 #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
 pub(crate) mod neon;
 #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
 mod pack;
+#[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+pub(crate) mod pairs;
 #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
 mod stage;
 
@@ -86,5 +98,7 @@ fn fast_3x3_supported(g: &ConvGeometry, depth_multiplier: usize) -> bool {
     true
 }
 
+#[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+pub(crate) use self::folded::Folded;
 #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
 pub(crate) use self::pack::Packed;

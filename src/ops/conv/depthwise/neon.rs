@@ -472,7 +472,7 @@ unsafe fn pair_tap<const LOAD: u8, const CONTIGUOUS: bool>(
 /// Stores one pixel's output bytes (the first `lanes` of `bytes`) at
 /// `out[at..at + lanes]`.
 #[inline(always)]
-fn store(bytes: int8x16_t, out: &mut [i8], at: usize, lanes: usize) {
+pub(super) fn store(bytes: int8x16_t, out: &mut [i8], at: usize, lanes: usize) {
     let dst = &mut out[at..][..lanes];
     // SAFETY: the stores write `dst`'s 16 or 8 bytes, or go through a
     // stack copy.
@@ -493,7 +493,7 @@ fn store(bytes: int8x16_t, out: &mut [i8], at: usize, lanes: usize) {
 /// `0..lanes` at `out[at..]`, lanes `8..8 + lanes` one pixel (`pixel`
 /// bytes) later; one 16-byte store when the pixels are 8 channels each.
 #[inline(always)]
-fn store_pair(bytes: int8x16_t, out: &mut [i8], at: usize, pixel: usize, lanes: usize) {
+pub(super) fn store_pair(bytes: int8x16_t, out: &mut [i8], at: usize, pixel: usize, lanes: usize) {
     if lanes == 8 && pixel == 8 {
         let dst = &mut out[at..][..16];
         // SAFETY: writes `dst`'s 16 bytes.

@@ -66,7 +66,8 @@ pub(super) struct LaneStage {
 pub(crate) struct Packed {
     /// Taps per filter (`kernel_height * kernel_width`).
     pub(super) taps: usize,
-    /// `[block][tap][16 lanes]`, zero past the last channel.
+    /// `[block][tap][16 lanes]`, zero past the last channel (empty when
+    /// the layer runs the pair kernel, which reads its own 8-bit weights).
     pub(super) weights: Vec<i16>,
     /// Padded to whole blocks.
     pub(super) bias: Vec<i32>,
@@ -79,7 +80,9 @@ pub(crate) struct Packed {
 }
 
 impl Packed {
-    /// Packs `weights` (`[channel][tap]`, the scalar loops' order).
+    /// Packs `weights` (`[channel][tap]`, the scalar loops' order), the
+    /// 16-bit weights only when `widening` (the layer runs this kernel).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         op: &'static str,
         g: &ConvGeometry,
@@ -88,13 +91,15 @@ impl Packed {
         bias: &[i32],
         input_zero_point: i32,
         stage: &OutputStage,
+        widening: bool,
     ) -> Result<Packed> {
         let channels = g.output_channels;
         let taps = g.kernel_height * g.kernel_width;
         let blocks = channels.div_ceil(BLOCK);
         let padded = blocks * BLOCK;
-        let mut w = try_filled(op, "packed weights", 0i16, padded * taps)?;
-        for c in 0..channels {
+        let wide = if widening { padded * taps } else { 0 };
+        let mut w = try_filled(op, "packed weights", 0i16, wide)?;
+        for c in (0..channels).filter(|_| widening) {
             let (b, lane) = (c / BLOCK, c % BLOCK);
             for t in 0..taps {
                 w[(b * taps + t) * BLOCK + lane] = weights[c * taps + t] as i16;
@@ -167,6 +172,19 @@ impl LaneStage {
             }
             ChannelScales::TiesUpward(m) => {
                 fixed(&mut l, m);
+                l.stage = Stage::TiesUpward;
+            }
+            ChannelScales::TiesUpwardInBlocksOf8 {
+                blocks,
+                double,
+                block_channels,
+            } if *block_channels == channels => {
+                // Every channel is in a whole block of 8: the blocks' stage
+                // alone (the double rounding it would select against is
+                // never taken).
+                l.multiplier[..channels].copy_from_slice(&double.multiplier[..channels]);
+                l.left_shift[..channels].copy_from_slice(&blocks.left_shift[..channels]);
+                l.neg_right_shift[..channels].copy_from_slice(&blocks.neg_right_shift[..channels]);
                 l.stage = Stage::TiesUpward;
             }
             ChannelScales::TiesUpwardInBlocksOf8 {

@@ -27,6 +27,23 @@ use crate::ops::requant::{requantize_lanes, ChannelMultiplier};
 pub(super) const F32: u8 = Stage::F32 as u8;
 /// Any fixed-point stage, read from the block's [`LaneStage`].
 pub(super) const FIXED: u8 = u8::MAX;
+/// Each stage compiled apart (the pair kernel's: its loops hold no more
+/// than the one stage's vectors).
+pub(super) const DOUBLE: u8 = Stage::Double as u8;
+pub(super) const SINGLE: u8 = Stage::Single as u8;
+pub(super) const TIES_UPWARD: u8 = Stage::TiesUpward as u8;
+
+/// The stage `S` names, or `stage` when `S` is [`FIXED`].
+#[inline(always)]
+fn stage_of<const S: u8>(stage: Stage) -> Stage {
+    match S {
+        DOUBLE => Stage::Double,
+        SINGLE => Stage::Single,
+        TIES_UPWARD => Stage::TiesUpward,
+        F32 => Stage::F32,
+        _ => stage,
+    }
+}
 
 /// A block's output stage parameters, four lanes per vector. In the
 /// paired layout (two pixels of at most 8 channels side by side), vectors
@@ -59,13 +76,15 @@ impl<const S: u8> BlockStage<S> {
     #[inline(always)]
     pub(super) unsafe fn load(s: &LaneStage, c0: usize, paired: bool) -> Self {
         debug_assert!((s.stage == Stage::F32) == (S == F32));
+        debug_assert!(S == FIXED || stage_of::<S>(s.stage) == s.stage);
+        let stage = stage_of::<S>(s.stage);
         let channel = |j: usize| c0 + 4 * if paired { j % 2 } else { j };
         // SAFETY: every load reads 4 values (2 for the 64-bit ones) at
         // `channel(j) + 2 * h < c0 + 16`, within the arrays the stage
         // fills (the caller's bound); the others are not read.
         unsafe {
             let i32s = |v: &[i32]| -> [int32x4_t; 4] {
-                if v.is_empty() {
+                if v.is_empty() || (S != FIXED && stage == Stage::F32) {
                     [vdupq_n_s32(0); 4]
                 } else {
                     core::array::from_fn(|j| vld1q_s32(v.as_ptr().add(channel(j))))
@@ -74,20 +93,20 @@ impl<const S: u8> BlockStage<S> {
             let multiplier = i32s(&s.multiplier);
             let left_shift = i32s(&s.left_shift);
             let neg_right_shift = i32s(&s.neg_right_shift);
-            let neg_total_shift = if s.stage == Stage::Single {
+            let neg_total_shift = if stage == Stage::Single {
                 core::array::from_fn(|i| {
                     vld1q_s64(s.neg_total_shift.as_ptr().add(channel(i / 2) + 2 * (i % 2)))
                 })
             } else {
                 [vdupq_n_s64(0); 8]
             };
-            let scales = if s.stage == Stage::F32 {
+            let scales = if stage == Stage::F32 {
                 core::array::from_fn(|j| vld1q_f32(s.scales.as_ptr().add(channel(j))))
             } else {
                 [vdupq_n_f32(0.0); 4]
             };
             BlockStage {
-                stage: s.stage,
+                stage,
                 fixed: core::array::from_fn(|j| ChannelMultiplier {
                     left_shift: left_shift[j],
                     multiplier: multiplier[j],
@@ -117,7 +136,7 @@ impl<const S: u8> BlockStage<S> {
                 v[j] = if S == F32 {
                     vcvtnq_s32_f32(vmulq_f32(vcvtq_f32_s32(a), self.scales[j]))
                 } else {
-                    match self.stage {
+                    match stage_of::<S>(self.stage) {
                         Stage::Double => requantize_lanes(a, m),
                         Stage::Single => requantize_single(
                             a,

@@ -79,6 +79,44 @@ fn check_layer(
     padding: Padding,
     bias_range: (i32, i32),
 ) -> bool {
+    check_layer_weights(
+        rng,
+        input_shape,
+        multiplier,
+        kernel,
+        stride,
+        dilation,
+        padding,
+        bias_range,
+        Weights::Any,
+    )
+}
+
+/// Which random weights [`check_layer_weights`] draws.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Weights {
+    /// Any int8 value.
+    Any,
+    /// Any but -128 (the pair kernel's layers, where the other conditions
+    /// hold).
+    NoMin,
+    /// Any, with one weight of -128 (the widening kernel's).
+    WithMin,
+}
+
+/// [`check_layer`] with the weights drawn as `weights` says.
+#[allow(clippy::too_many_arguments)]
+fn check_layer_weights(
+    rng: &mut Rng,
+    input_shape: [usize; 4],
+    multiplier: usize,
+    kernel: [usize; 2],
+    stride: [usize; 2],
+    dilation: [usize; 2],
+    padding: Padding,
+    bias_range: (i32, i32),
+    weight_set: Weights,
+) -> bool {
     let channels = input_shape[3] * multiplier;
     let Ok(g) = ConvGeometry::tflite(
         "test",
@@ -101,6 +139,14 @@ fn check_layer(
         let c = rng.next() as usize % channels;
         for t in 0..taps {
             weights[t * channels + c] = 0;
+        }
+    }
+    match weight_set {
+        Weights::Any => {}
+        Weights::NoMin => weights.iter_mut().for_each(|w| *w = (*w).max(-127)),
+        Weights::WithMin => {
+            let at = rng.next() as usize % weights.len();
+            weights[at] = i8::MIN;
         }
     }
     let bias: Vec<i32> = (0..channels)
@@ -134,6 +180,17 @@ fn check_layer(
                 requantization: r,
             };
             let op = DepthwiseConv2d::new(g, multiplier, &weights, Some(&bias), &q).unwrap();
+            #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+            {
+                let pairs = op.folded.is_some();
+                match weight_set {
+                    Weights::WithMin => assert!(!pairs, "a weight of -128 runs the pair kernel"),
+                    Weights::NoMin if multiplier == 1 && channels.is_multiple_of(8) => {
+                        assert!(pairs, "{g:?}: not on the pair kernel")
+                    }
+                    _ => {}
+                }
+            }
             let mut scalar = vec![0x55u8 as i8; acc.len()];
             op.run_rows(Backend::Scalar, &input, &mut scalar, 0..op.rows())
                 .unwrap();
@@ -478,6 +535,149 @@ fn depthwise_xnnpack_ties_round_to_even() {
                     out.iter().all(|&o| o == want),
                     "{backend:?} {channels} channels, x {x}: {out:?}"
                 );
+            }
+        }
+    }
+}
+
+/// The pair kernel (8-bit products, the zero point folded into per-class
+/// biases) against the scalar loops: random shapes of depth multiplier 1
+/// and 8 to 48 channels, every kernel size 1x1 to 6x6 (3x3 and 5x5 most),
+/// strides 1 to 3, dilations, both paddings, zero points over the whole
+/// range, weights of -127 but none of -128, biases up to the int32
+/// limits (the folded bias and the sums wrap as the oracle's do); and the
+/// same shapes with one weight of -128 (the widening kernel, which the
+/// layer then keeps).
+#[test]
+fn depthwise_i8_pairs_equal_scalar_random_shapes() {
+    let mut rng = Rng(0x00f0_1ded);
+    let mut checked = 0;
+    while checked < 48 {
+        let channels = 8 * (1 + rng.next() as usize % 6);
+        let side = |rng: &mut Rng| match rng.next() % 4 {
+            0 | 1 => 3,
+            2 => 5,
+            _ => 1 + rng.next() as usize % 6,
+        };
+        let k = side(&mut rng);
+        let kernel = if rng.next().is_multiple_of(4) {
+            [k, side(&mut rng)]
+        } else {
+            [k, k]
+        };
+        let s = 1 + rng.next() as usize % 2 + (rng.next().is_multiple_of(8)) as usize;
+        let stride = [
+            s,
+            if rng.next().is_multiple_of(6) {
+                3 - s.min(2)
+            } else {
+                s
+            },
+        ];
+        let d = if rng.next().is_multiple_of(5) { 2 } else { 1 };
+        let dilation = [d, if rng.next().is_multiple_of(4) { 1 } else { d }];
+        let input = [
+            1 + (rng.next().is_multiple_of(4)) as usize,
+            1 + rng.next() as usize % 11,
+            1 + rng.next() as usize % 14,
+            channels,
+        ];
+        let padding = if rng.next().is_multiple_of(3) {
+            Padding::Valid
+        } else {
+            Padding::Same
+        };
+        let bias_range = match rng.next() % 3 {
+            0 => (i32::MIN, i32::MAX),
+            1 => (i32::MAX - 40_000, i32::MAX),
+            _ => (-20_000, 20_000),
+        };
+        let weights = if checked % 4 == 3 {
+            Weights::WithMin
+        } else {
+            Weights::NoMin
+        };
+        if check_layer_weights(
+            &mut rng, input, 1, kernel, stride, dilation, padding, bias_range, weights,
+        ) {
+            checked += 1;
+        }
+    }
+}
+
+/// The pair kernel on the layer shapes of person_detect and MobileNetV2
+/// (3x3 stride 1 and 2 SAME on 8, 16, 24 and 32 channels, an image of 3x3
+/// and 6x6 where most pixels are edges, a 2x2 image, wide rows of interior
+/// pairs, 5x5), weights at +-127, biases at the int32 limits.
+#[test]
+fn depthwise_i8_pairs_equal_scalar_model_shapes() {
+    let mut rng = Rng(0x9a125);
+    let cases: [Shape; 10] = [
+        ([1, 10, 12, 8], 1, [3, 3], [1, 1], [1, 1], Padding::Same),
+        ([1, 9, 12, 8], 1, [3, 3], [2, 2], [1, 1], Padding::Same),
+        ([1, 6, 6, 32], 1, [3, 3], [1, 1], [1, 1], Padding::Same),
+        ([1, 3, 3, 16], 1, [3, 3], [1, 1], [1, 1], Padding::Same),
+        ([1, 6, 6, 16], 1, [3, 3], [2, 2], [1, 1], Padding::Same),
+        ([1, 2, 2, 24], 1, [3, 3], [1, 1], [1, 1], Padding::Same),
+        ([1, 4, 37, 24], 1, [3, 3], [1, 1], [1, 1], Padding::Same),
+        ([1, 5, 19, 16], 1, [5, 5], [1, 1], [1, 1], Padding::Same),
+        ([1, 7, 11, 8], 1, [5, 5], [2, 2], [1, 1], Padding::Same),
+        ([1, 7, 9, 16], 1, [3, 3], [1, 1], [1, 1], Padding::Valid),
+    ];
+    for (input, m, kernel, stride, dilation, padding) in cases {
+        for bias_range in [(i32::MIN, i32::MAX), (-30_000, 30_000)] {
+            assert!(check_layer_weights(
+                &mut rng,
+                input,
+                m,
+                kernel,
+                stride,
+                dilation,
+                padding,
+                bias_range,
+                Weights::NoMin
+            ));
+        }
+    }
+}
+
+/// The largest 16-bit pair sums: every input byte -128 and every weight
+/// -127 (two products of 16,256 = 32,512 in one 16-bit lane), and every
+/// byte 127 against -127, with the zero point at both ends, on 16 and 8
+/// channels, interior and edges.
+#[test]
+fn depthwise_i8_pairs_extreme_products() {
+    for channels in [8usize, 16, 24] {
+        let g = geometry(
+            Padding::Same,
+            [1, 5, 7, channels],
+            channels,
+            [3, 3],
+            [1, 1],
+            [1, 1],
+        );
+        let weights = vec![-127i8; 9 * channels];
+        for (x, zp) in [(-128i8, 127), (-128, -128), (127, -128), (127, 127)] {
+            let q = ConvQuantization {
+                input: QuantParams::new(0.5, zp),
+                weight_scales: &[0.5],
+                output: QuantParams::new(1000.0, 0),
+                activation: FusedActivation::None,
+                requantization: ConvRequantization::Multiplier(Rounding::Double),
+            };
+            let op = DepthwiseConv2d::new(g, 1, &weights, None, &q).unwrap();
+            let input = vec![x; 35 * channels];
+            let mut scalar = vec![0i8; 35 * channels];
+            op.run_rows(Backend::Scalar, &input, &mut scalar, 0..5)
+                .unwrap();
+            // The centre pixel: 9 taps of (x - zp) * -127 * 0.25 / 1000.
+            let centre = (2 * 7 + 3) * channels;
+            let want = ((x as f64 - zp as f64) * -127.0 * 9.0 * 0.25 / 1000.0).round();
+            assert_eq!(scalar[centre] as f64, want, "x {x} zp {zp}");
+            for backend in Backend::available() {
+                let mut out = vec![0i8; 35 * channels];
+                op.run_rows(backend, &input, &mut out, 0..5).unwrap();
+                assert_eq!(out, scalar, "{backend:?} x {x} zp {zp} {channels} channels");
             }
         }
     }
