@@ -32,7 +32,7 @@
 use alloc::vec::Vec;
 use core::ops::Range;
 
-use super::depthwise_conv2d::{DepthwiseConv2d, DEPTHWISE};
+use super::depthwise_conv2d::{check_depthwise, DepthwiseConv2d, DEPTHWISE};
 use super::geometry::ConvGeometry;
 use super::params::ConvQuantization;
 use crate::backend::Backend;
@@ -81,27 +81,9 @@ impl DepthwiseChannelBlocks {
         bias: Option<&[i32]>,
         quantization: &ConvQuantization<'_>,
     ) -> Result<DepthwiseChannelBlocks> {
-        let (input_len, _) = geometry.validate(DEPTHWISE)?;
-        if depth_multiplier == 0 {
-            return Err(Error::ZeroDimension {
-                op: DEPTHWISE,
-                what: "depth multiplier",
-            });
-        }
+        let input_len = check_depthwise(&geometry, depth_multiplier, weights)?;
         let channels = geometry.output_channels;
-        check_length(
-            DEPTHWISE,
-            "output channels (input channels * depth multiplier)",
-            geometry.input_channels.checked_mul(depth_multiplier),
-            channels,
-        )?;
         let taps = geometry.kernel_height * geometry.kernel_width;
-        check_length(
-            DEPTHWISE,
-            "weights",
-            taps.checked_mul(channels),
-            weights.len(),
-        )?;
         if let Some(b) = bias {
             check_length(DEPTHWISE, "bias", Some(channels), b.len())?;
         }

@@ -33,6 +33,39 @@ pub struct DepthwiseConv2d {
     pub(super) folded: Option<Box<depthwise::Folded>>,
 }
 
+/// The checks of a depthwise layer's shape every prepared form makes: the
+/// geometry, a depth multiplier of at least 1, output channels of
+/// `input_channels * depth_multiplier`, `weights` of `taps * channels`.
+/// Returns the input's length in bytes.
+pub(super) fn check_depthwise(
+    geometry: &ConvGeometry,
+    depth_multiplier: usize,
+    weights: &[i8],
+) -> Result<usize> {
+    let (input_len, _) = geometry.validate(DEPTHWISE)?;
+    if depth_multiplier == 0 {
+        return Err(Error::ZeroDimension {
+            op: DEPTHWISE,
+            what: "depth multiplier",
+        });
+    }
+    let channels = geometry.output_channels;
+    check_length(
+        DEPTHWISE,
+        "output channels (input channels * depth multiplier)",
+        geometry.input_channels.checked_mul(depth_multiplier),
+        channels,
+    )?;
+    let taps = geometry.kernel_height * geometry.kernel_width;
+    check_length(
+        DEPTHWISE,
+        "weights",
+        taps.checked_mul(channels),
+        weights.len(),
+    )?;
+    Ok(input_len)
+}
+
 impl DepthwiseConv2d {
     /// Validates and prepares a depthwise convolution.
     ///
@@ -52,27 +85,9 @@ impl DepthwiseConv2d {
         bias: Option<&[i32]>,
         quantization: &ConvQuantization<'_>,
     ) -> Result<DepthwiseConv2d> {
-        geometry.validate(DEPTHWISE)?;
-        if depth_multiplier == 0 {
-            return Err(Error::ZeroDimension {
-                op: DEPTHWISE,
-                what: "depth multiplier",
-            });
-        }
+        check_depthwise(&geometry, depth_multiplier, weights)?;
         let channels = geometry.output_channels;
-        check_length(
-            DEPTHWISE,
-            "output channels (input channels * depth multiplier)",
-            geometry.input_channels.checked_mul(depth_multiplier),
-            channels,
-        )?;
         let taps = geometry.kernel_height * geometry.kernel_width;
-        check_length(
-            DEPTHWISE,
-            "weights",
-            taps.checked_mul(channels),
-            weights.len(),
-        )?;
         let mut prepared =
             Prepared::new(DEPTHWISE, geometry, 1, depth_multiplier, bias, quantization)?;
         // [tap][channel] -> [channel][tap]: each output channel's taps

@@ -14,15 +14,14 @@
 //! 16 output bytes plus a call per row and share.
 
 use std::ops::Range;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Mutex;
 
 use qneon_pool::Pool;
 use smallvec::SmallVec;
 
 use super::{
-    run_parts, Columns, Cut, Kernel, Part, Scratch, Share, Shared, CONV_SETUP_MACS, INLINE_SHARES,
-    MIN_MACS_PER_THREAD,
+    broadcast_shares, run_parts, Columns, Cut, Kernel, Part, Scratch, Share, Shared,
+    CONV_SETUP_MACS, INLINE_SHARES, MIN_MACS_PER_THREAD,
 };
 
 /// Work (in MACs) a thread spends copying one share's tile row into its
@@ -272,12 +271,11 @@ fn copy_tiles(
         slots.push(Mutex::new(Some((band, band_rows))));
         rest = tail;
     }
-    let first_error: Mutex<Option<String>> = Mutex::new(None);
-    let copy_band = |b: usize| {
+    broadcast_shares(pool, bands, |b| {
         let Some(Ok(Some((band, band_rows)))) =
             slots.get(b).map(|slot| slot.lock().map(|mut s| s.take()))
         else {
-            return;
+            return Ok(());
         };
         if let Some(marks) = shared.marks {
             marks.start(shared.node);
@@ -292,18 +290,8 @@ fn copy_tiles(
         if let Some(marks) = shared.marks {
             marks.idle();
         }
-        if let Err(message) = copied {
-            if let Ok(mut first) = first_error.lock() {
-                first.get_or_insert(message);
-            }
-        }
-    };
-    let ran = catch_unwind(AssertUnwindSafe(|| pool.broadcast(bands, copy_band)));
-    match (ran, first_error.into_inner()) {
-        (_, Ok(Some(message))) => Err(message),
-        (Ok(()), Ok(None)) => Ok(()),
-        (Err(_), _) | (_, Err(_)) => Err("a thread panicked copying tiles".to_string()),
-    }
+        copied
+    })
 }
 
 /// Copies `tile` (every row's `columns`, `elem`-byte elements) into those

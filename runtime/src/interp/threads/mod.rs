@@ -309,16 +309,29 @@ fn run_parts(
     shares: &[Share],
     slots: &[Mutex<Option<Part<'_>>>],
 ) -> Result<(), String> {
+    broadcast_shares(pool, shares.len(), |i| {
+        let part = slots
+            .get(i)
+            .map(|slot| slot.lock().map(|mut part| part.take()));
+        match (part, shares.get(i)) {
+            (Some(Ok(Some(part))), Some(share)) => run_share(shared, share, part),
+            _ => Ok(()),
+        }
+    })
+}
+
+/// `task(i)` for every `i` in `0..shares` on the pool (share `i` on its
+/// thread `i`); the first error of the shares, or an error when the
+/// pool's own code panicked (a share's kernel catches its panics itself).
+fn broadcast_shares(
+    pool: &Pool,
+    shares: usize,
+    task: impl Fn(usize) -> Result<(), String> + Sync,
+) -> Result<(), String> {
     let first_error: Mutex<Option<String>> = Mutex::new(None);
     let ran = catch_unwind(AssertUnwindSafe(|| {
-        pool.broadcast(shares.len(), |i| {
-            let part = slots
-                .get(i)
-                .map(|slot| slot.lock().map(|mut part| part.take()));
-            let (Some(Ok(Some(part))), Some(share)) = (part, shares.get(i)) else {
-                return;
-            };
-            if let Err(message) = run_share(shared, share, part) {
+        pool.broadcast(shares, |i| {
+            if let Err(message) = task(i) {
                 if let Ok(mut first) = first_error.lock() {
                     first.get_or_insert(message);
                 }
