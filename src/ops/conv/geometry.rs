@@ -166,6 +166,24 @@ impl ConvGeometry {
         Ok((input, output))
     }
 
+    /// The output columns whose window of `kernel_width` taps lies wholly
+    /// inside the image: from the first whose first tap is at or after
+    /// column 0 to the last whose last tap is before the image's end
+    /// (`end <= start` when none). Used by the NEON depthwise kernels.
+    #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+    #[inline(always)]
+    pub(crate) fn inside_columns(&self, kernel_width: usize) -> (usize, usize) {
+        let reach = (kernel_width - 1) * self.dilation_width;
+        let first = self.pad_left.div_ceil(self.stride_width);
+        let end = if self.input_width + self.pad_left > reach {
+            ((self.input_width - 1 + self.pad_left - reach) / self.stride_width + 1)
+                .min(self.output_width)
+        } else {
+            0
+        };
+        (first, end)
+    }
+
     /// The kernel taps `0..kernel` of one axis that land inside the image
     /// for output position `out`, and the input index of tap 0 (possibly
     /// negative: in the padding).

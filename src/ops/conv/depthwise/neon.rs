@@ -233,16 +233,8 @@ fn block_rows_staged<const LOAD: u8, const N: usize, const K: usize, const S: u8
     } else {
         (g.kernel_height, kw)
     };
-    // The columns whose window lies inside the image: from the first whose
-    // first tap is at or after column 0 to the last whose last tap is
-    // before the image's end (an empty range when none).
-    let reach = (kw - 1) * g.dilation_width;
-    let first_inside = g.pad_left.div_ceil(g.stride_width);
-    let end_inside = if g.input_width + g.pad_left > reach {
-        ((g.input_width - 1 + g.pad_left - reach) / g.stride_width + 1).min(g.output_width)
-    } else {
-        0
-    };
+    // The columns whose window lies inside the image.
+    let (first_inside, end_inside) = g.inside_columns(kw);
     // One bounds check for the interior taps (constant offsets when `K`
     // is not 0).
     let fixed = &weights[..kh * kwi * BLOCK];

@@ -158,14 +158,8 @@ fn rows_of_block<const N: usize, const K: usize, const S: u8, F: FirstRow>(
         // index is not a constant).
         unsafe { vld1q_s8(weights.as_ptr().add(t * BLOCK)) }
     };
-    // The columns whose window lies inside the image (see `super::neon`).
-    let reach = (kw - 1) * g.dilation_width;
-    let first_inside = g.pad_left.div_ceil(g.stride_width);
-    let end_inside = if g.input_width + g.pad_left > reach {
-        ((g.input_width - 1 + g.pad_left - reach) / g.stride_width + 1).min(g.output_width)
-    } else {
-        0
-    };
+    // The columns whose window lies inside the image.
+    let (first_inside, end_inside) = g.inside_columns(kw);
     for r in b.rows.clone() {
         let (batch, oy) = (r / g.output_height, r % g.output_height);
         let image = &input[batch * in_image..][..in_image];
