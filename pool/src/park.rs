@@ -9,7 +9,7 @@
 //! (an emulator, or a busy board). Sleeping last keeps an idle session
 //! from burning a core.
 
-use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+use std::sync::atomic::{fence, AtomicBool, Ordering::SeqCst};
 use std::sync::{Condvar, Mutex, PoisonError};
 
 /// Checks of the condition with a spin hint between them before yielding.
@@ -53,6 +53,14 @@ impl Parker {
         let mut guard = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
         loop {
             self.sleeping.store(true, SeqCst);
+            // A full barrier between the store and the condition's load (and
+            // in `wake` between the condition's store and this flag's load):
+            // `SeqCst` accesses alone order them in Rust's model, but an
+            // emulator (qemu's aarch64 on an x86 host) was measured to let
+            // `stlr` then `ldar` pass each other and lose a wake-up (a hang
+            // of the 4-thread allocation test, every thread in a futex wait);
+            // a fence is a `dmb`, which it honours.
+            fence(SeqCst);
             if ready() {
                 self.sleeping.store(false, SeqCst);
                 return;
@@ -66,6 +74,7 @@ impl Parker {
 
     /// Wakes the waiter if it sleeps; call after making its condition true.
     pub(crate) fn wake(&self) {
+        fence(SeqCst);
         if self.sleeping.load(SeqCst) {
             let _guard = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
             self.sleeping.store(false, SeqCst);
