@@ -118,7 +118,7 @@ impl DepthwiseConv2d {
             &prepared.bias,
             prepared.input_zero_point,
             &prepared.stage,
-            folded.is_none(),
+            folded.as_ref().is_none_or(|f| f.broadcast()),
         )?);
         Ok(DepthwiseConv2d {
             prepared,
@@ -152,7 +152,7 @@ impl DepthwiseConv2d {
     ) -> Result<()> {
         #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
         if backend == Backend::Neon {
-            if let Some(folded) = &self.folded {
+            if let Some(folded) = self.folded.as_ref().filter(|f| f.runs()) {
                 depthwise::pairs::depthwise_rows(
                     &self.packed,
                     folded,

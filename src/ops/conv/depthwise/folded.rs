@@ -54,6 +54,14 @@ pub(crate) struct Folded {
     pub(super) column_classes: usize,
     /// Lanes per class (`blocks * 16`).
     pub(super) padded: usize,
+    /// The `sdot` kernel's weights of each block of 16 channels (and a
+    /// last 8: `super::dot::pack_block`, one after the other), empty where
+    /// that kernel does not take the layer.
+    pub(super) dot_weights: Vec<i8>,
+    /// One input channel read by every output channel (a first layer of
+    /// `1 x M` filters, `M > 1`): only the `sdot` kernel runs it
+    /// ([`Folded::runs`]).
+    pub(super) broadcast: bool,
 }
 
 impl Folded {
@@ -70,7 +78,14 @@ impl Folded {
         input_zero_point: i32,
     ) -> Result<Option<Folded>> {
         let channels = g.output_channels;
-        if depth_multiplier != 1 || !channels.is_multiple_of(8) || weights.contains(&i8::MIN) {
+        let broadcast = depth_multiplier != 1 && g.input_channels == 1;
+        if (depth_multiplier != 1 && !broadcast)
+            || !channels.is_multiple_of(8)
+            || weights.contains(&i8::MIN)
+        {
+            return Ok(None);
+        }
+        if broadcast && !super::dot::takes(g) {
             return Ok(None);
         }
         let (rows, row_class) = classes(op, g.output_height, |o| {
@@ -140,7 +155,21 @@ impl Folded {
                 }
             }
         }
+        // Whole blocks of 16, then a last block of 8.
+        let dot_weights = if super::dot::takes(g) {
+            let size = g.kernel_width * g.kernel_height.div_ceil(4) * 4;
+            let mut d = try_filled(op, "packed weights", 0i8, channels * size)?;
+            for c0 in (0..channels).step_by(BLOCK) {
+                let lanes = (channels - c0).min(BLOCK);
+                super::dot::pack_block(g, weights, c0, lanes, &mut d[c0 * size..]);
+            }
+            d
+        } else {
+            Vec::new()
+        };
         Ok(Some(Folded {
+            dot_weights,
+            broadcast,
             weights: w,
             biases,
             row_class,
@@ -148,6 +177,21 @@ impl Folded {
             column_classes: columns.len(),
             padded,
         }))
+    }
+}
+
+impl Folded {
+    /// Whether the pair or `sdot` kernel runs the layer on this CPU: a
+    /// broadcast layer only on the `sdot` kernel (the pair kernel reads
+    /// input channel `c` for output channel `c`); it otherwise keeps the
+    /// widening kernel, whose weights `new()` then packs too.
+    pub(crate) fn runs(&self) -> bool {
+        !self.broadcast || crate::backend::CpuFeatures::detect().dotprod
+    }
+
+    /// Whether every output channel reads the one input channel.
+    pub(crate) fn broadcast(&self) -> bool {
+        self.broadcast
     }
 }
 

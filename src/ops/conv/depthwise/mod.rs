@@ -18,13 +18,19 @@
 //!   (which kernel rows and columns are inside the image), so the taps
 //!   multiply raw bytes, two taps per 16-bit sum of 8-bit products; edge
 //!   windows run the same products over their taps inside the image. No
-//!   scratch.
+//!   scratch. On a CPU with dotprod its layers run the `sdot` kernel
+//!   ([`dot`]) instead: each input column a row of windows reads laid out
+//!   once per output row (16 channels x 4 kernel rows in a stack buffer),
+//!   four taps of a channel per `sdot` lane, taps outside the image read as
+//!   raw zeros (their share is in the folded bias).
 //! * the widening kernel ([`neon`]), every other layer: `x -
 //!   input_zero_point` is one widening subtract (`ssubl`, it fits 16
 //!   bits), the product accumulates into 32 bits (`smlal`) by 16-bit
 //!   weights, so taps in the padding are skipped exactly as the scalar
 //!   loops skip them.
 
+#[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+mod dot;
 #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
 mod folded;
 #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]

@@ -1,6 +1,8 @@
 //! The NEON depthwise convolution on raw input bytes, two taps per 16-bit
 //! sum (layers that [`Folded`] takes: depth multiplier 1, channels a
-//! multiple of 8, no weight of -128), bit-exact with the scalar loops.
+//! multiple of 8, no weight of -128), bit-exact with the scalar loops. On
+//! a CPU with dotprod those layers' blocks run the `sdot` kernel
+//! ([`super::dot`]) where it takes them (kernels of at most 8 rows).
 //!
 //! Per block of 16 output channels (or a last 8) and output pixel, the
 //! accumulators start at the folded bias of the pixel's class (see
@@ -24,10 +26,12 @@ use core::ops::Range;
 
 use super::super::geometry::ConvGeometry;
 use super::super::origin::FirstRow;
+use super::dot;
 use super::folded::Folded;
 use super::neon::{store, store_pair};
 use super::pack::{Packed, Stage, BLOCK};
 use super::stage::{BlockStage, DOUBLE, F32, FIXED, SINGLE, TIES_UPWARD};
+use crate::backend::CpuFeatures;
 
 /// Output rows `rows` of a layer with a [`Folded`] layout (the caller's
 /// checks as `super::neon::depthwise_rows`).
@@ -60,6 +64,10 @@ fn rows_staged<const S: u8, F: FirstRow>(
     rows: Range<usize>,
 ) {
     let square = g.kernel_height == g.kernel_width;
+    let dot = !f.dot_weights.is_empty() && CpuFeatures::detect().dotprod;
+    let dot3 = g.kernel_height == 3 && g.kernel_width == 3 && g.dilation_width == 1;
+    // (`Folded::runs`: a broadcast layer comes here only with dotprod.)
+    debug_assert!(dot || !f.broadcast);
     for block in 0..g.output_channels.div_ceil(BLOCK) {
         let br = Block {
             p,
@@ -71,6 +79,30 @@ fn rows_staged<const S: u8, F: FirstRow>(
         };
         let (i, o) = (input, &mut *output);
         let wide = g.output_channels - block * BLOCK >= BLOCK;
+        if dot {
+            let (first, r) = (first.row(), rows.clone());
+            let c0 = block * BLOCK;
+            // SAFETY: the CPU has dotprod (checked above), the layer's
+            // dot weights exist (so `dot::takes(g)`), the block has 16
+            // channels (`wide`) or 8; the caller checked the tensors.
+            unsafe {
+                match (dot3, wide) {
+                    (true, true) => {
+                        dot::block_rows::<S, 3, 4>(p, f, g, input, output, first, r, c0)
+                    }
+                    (true, false) => {
+                        dot::block_rows::<S, 3, 2>(p, f, g, input, output, first, r, c0)
+                    }
+                    (false, true) => {
+                        dot::block_rows::<S, 0, 4>(p, f, g, input, output, first, r, c0)
+                    }
+                    (false, false) => {
+                        dot::block_rows::<S, 0, 2>(p, f, g, input, output, first, r, c0)
+                    }
+                }
+            }
+            continue;
+        }
         match (g.kernel_height, square, wide) {
             (3, true, true) => block_rows::<4, 3, S, F>(&br, i, o),
             (3, true, false) => block_rows::<2, 3, S, F>(&br, i, o),

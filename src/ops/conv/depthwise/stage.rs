@@ -61,6 +61,9 @@ pub(super) struct BlockStage<const S: u8> {
     block_neg_right_shift: [int32x4_t; 4],
     /// [`Stage::F32`]: each lane's `f32` scale.
     scales: [float32x4_t; 4],
+    /// Whether any lane's left shift is not 0 ([`Stage::TiesUpward`]
+    /// skips its `sqshl` otherwise: a shift by 0 saturates nothing).
+    shifts_left: bool,
     zero_point: int16x8_t,
     act_min: int8x16_t,
     act_max: int8x16_t,
@@ -117,6 +120,9 @@ impl<const S: u8> BlockStage<S> {
                 block_left_shift: i32s(&s.block_left_shift),
                 block_neg_right_shift: i32s(&s.block_neg_right_shift),
                 scales,
+                shifts_left: left_shift
+                    .iter()
+                    .any(|&v| vmaxvq_u32(vreinterpretq_u32_s32(v)) != 0),
                 zero_point: vdupq_n_s16(s.zero_point),
                 act_min: vdupq_n_s8(s.act_min),
                 act_max: vdupq_n_s8(s.act_max),
@@ -143,6 +149,9 @@ impl<const S: u8> BlockStage<S> {
                             m.multiplier,
                             &[self.neg_total_shift[2 * j], self.neg_total_shift[2 * j + 1]],
                         ),
+                        Stage::TiesUpward if !self.shifts_left => {
+                            vrshlq_s32(vqrdmulhq_s32(a, m.multiplier), m.neg_right_shift)
+                        }
                         Stage::TiesUpward => {
                             ties_upward(a, m.left_shift, m.multiplier, m.neg_right_shift)
                         }

@@ -682,3 +682,39 @@ fn depthwise_i8_pairs_extreme_products() {
         }
     }
 }
+
+/// The `sdot` kernel (the whole blocks of 16 channels of a pair-kernel
+/// layer, on a CPU with dotprod): kernels of 4 to 8 rows (two groups of 4
+/// rows; 9 rows stay on the pair kernel), rows longer than one pass of its
+/// column buffer (3x3 over 200 columns, 5x5 over 100), strides and
+/// dilations, VALID and SAME, a batch of 2, biases at the int32 limits.
+#[test]
+fn depthwise_i8_dot_equal_scalar_tall_and_wide() {
+    let mut rng = Rng(0xd07_5d07);
+    let cases: [Shape; 9] = [
+        ([1, 3, 200, 16], 1, [3, 3], [1, 1], [1, 1], Padding::Same),
+        ([1, 4, 203, 32], 1, [3, 3], [2, 2], [1, 1], Padding::Same),
+        ([1, 3, 100, 16], 1, [5, 5], [1, 1], [1, 1], Padding::Same),
+        ([1, 9, 11, 24], 1, [7, 7], [1, 1], [1, 1], Padding::Same),
+        ([1, 10, 9, 16], 1, [8, 3], [2, 1], [1, 2], Padding::Same),
+        ([1, 12, 13, 32], 1, [4, 4], [1, 1], [2, 2], Padding::Same),
+        ([1, 6, 7, 16], 1, [9, 9], [1, 1], [1, 1], Padding::Same),
+        ([2, 5, 6, 48], 1, [3, 5], [1, 3], [1, 1], Padding::Valid),
+        ([1, 7, 8, 16], 1, [3, 3], [3, 3], [2, 2], Padding::Same),
+    ];
+    for (input, m, kernel, stride, dilation, padding) in cases {
+        for bias_range in [(i32::MIN, i32::MAX), (-30_000, 30_000)] {
+            assert!(check_layer_weights(
+                &mut rng,
+                input,
+                m,
+                kernel,
+                stride,
+                dilation,
+                padding,
+                bias_range,
+                Weights::NoMin
+            ));
+        }
+    }
+}
