@@ -370,9 +370,10 @@ fn run_nodes(
         let ran = io.with_io(&mut *arena, &mut *variables, constant, |io| {
             profiler.begin(&node.info);
             if let Some(k) = fused {
-                hit_counts[k] = plan.fusions[k]
-                    .fused
-                    .run(&*node.kernel, backend, io, &mut hits[k])?;
+                hit_counts[k] =
+                    plan.fusions[k]
+                        .fused
+                        .run(&*node.kernel, backend, io, &mut hits[k])?;
             } else if let (false, Some((pool, more))) = (shares.is_empty(), workers.as_mut()) {
                 let band = std::mem::take(&mut io.outs[0]);
                 let shared = Shared {

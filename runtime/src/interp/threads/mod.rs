@@ -132,13 +132,16 @@ pub(crate) const DEPTHWISE_MAC_WEIGHT: u64 = 8;
 
 /// The setup (in the node's work unit) each share of a node pays before its
 /// tiles, beyond what the one-thread call pays: a CONV_2D's grows with its
-/// filter (`weights` elements); 0 for the other ops (their bands read only
-/// their own part of the operands, or their setup is too small to see).
-pub(crate) fn share_setup(op: &str, weights: usize) -> u64 {
-    if op == "CONV_2D" {
-        CONV_SETUP_MACS + CONV_SETUP_MACS_PER_WEIGHT * weights as u64
-    } else {
-        0
+/// filter (`weights` elements), unless its tiles are blocks of pixels
+/// (`by_pixels`: a pointwise layer, whose bands then start on the GEMM's
+/// row blocks and compute no partial block twice; only the call's own
+/// setup is left); 0 for the other ops (their bands read only their own
+/// part of the operands, or their setup is too small to see).
+pub(crate) fn share_setup(op: &str, weights: usize, by_pixels: bool) -> u64 {
+    match op {
+        "CONV_2D" if by_pixels => CONV_SETUP_MACS,
+        "CONV_2D" => CONV_SETUP_MACS + CONV_SETUP_MACS_PER_WEIGHT * weights as u64,
+        _ => 0,
     }
 }
 
@@ -509,9 +512,10 @@ mod tests {
         assert_eq!(split(188_000), 0); // / 401,000: under 2 shares
                                        // The band setup of person_detect's 3x3-pixel 1x1 conv of 256 x 256
                                        // weights (it splits by channels instead: columns.rs).
-        let setup = share_setup("CONV_2D", 256 * 256);
+        let setup = share_setup("CONV_2D", 256 * 256, false);
         assert_eq!(setup, 5_000 + 4 * 65_536);
-        assert_eq!(share_setup("FULLY_CONNECTED", 1 << 20), 0);
+        assert_eq!(share_setup("CONV_2D", 256 * 256, true), 5_000);
+        assert_eq!(share_setup("FULLY_CONNECTED", 1 << 20, false), 0);
     }
 
     #[test]
