@@ -348,7 +348,10 @@ pub(super) fn share_nodes(
             let bytes = tensors.get(output).map_or(0, |t| t.bytes);
             let weights = info.inputs.get(1).copied().flatten();
             let weights = weights.and_then(|t| tensors.get(t)).map_or(0, |t| t.bytes);
-            let setup = threads::share_setup(&info.op, weights);
+            // A pointwise CONV_2D (one that also splits by columns) has
+            // tiles of pixel blocks.
+            let by_pixels = node.kernel.columns().is_some();
+            let setup = threads::share_setup(&info.op, weights, by_pixels);
             let weighted = info.work.saturating_mul(threads::mac_weight(&info.op));
             let work = (weighted, info.unit, setup);
             let bands =

@@ -259,7 +259,9 @@ impl NodeIo {
 
     /// Splits `arena` and `variables` into the node's [`Io`]; `constant(c)`
     /// gives the bytes of constant `c`. Absent inputs and state inputs are
-    /// empty in `ins` (the latter are in `state`).
+    /// empty in `ins` (the latter are in `state`). The invoke loops use
+    /// [`with_io`](Self::with_io); this is for tests.
+    #[cfg(test)]
     pub(super) fn carve<'b, 'c: 'b>(
         &self,
         arena: &'b mut [u8],

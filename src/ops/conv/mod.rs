@@ -53,6 +53,7 @@ mod igemm;
 mod methods;
 mod origin;
 mod params;
+mod pixels;
 mod prepared;
 mod scalar;
 

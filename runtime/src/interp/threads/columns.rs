@@ -168,7 +168,11 @@ pub(crate) fn column_shares(
     let largest = work.saturating_mul(blocks.div_ceil(n) as u64) / blocks as u64;
     let by_columns = largest.saturating_add(setup).saturating_add(copy);
     let by_bands = if bands >= 2 {
-        work.div_ceil(bands as u64).saturating_add(band_setup)
+        // The largest band has ceil(tiles / bands) of the tiles (a 6x6
+        // pointwise layer: 5 blocks of 8 pixels, the last of 4).
+        let tiles = kernel.tiles().max(1) as u64;
+        let largest = work.saturating_mul(tiles.div_ceil(bands as u64)) / tiles;
+        largest.saturating_add(band_setup)
     } else {
         work
     };

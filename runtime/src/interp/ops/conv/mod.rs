@@ -50,21 +50,48 @@ fn by_channels(g: &ConvGeometry) -> bool {
 }
 
 /// A prepared convolution; a tile is one output row of the batch
-/// (`batch * output_height` tiles), consecutive tiles one library call.
-/// Threads split it by rows (a pointwise layer's GEMM over pixels too:
-/// a band of rows is a range of whole rows' pixels), each thread writing
-/// its band of the output from the whole input, with a scratch of its own.
+/// (`batch * output_height` tiles), or for a pointwise layer a block of
+/// output pixels (its GEMM's rows), consecutive tiles one library call.
+/// Threads split it by tiles, each thread writing its band of the output
+/// from the whole input, with a scratch of its own.
 #[derive(Debug)]
 struct Convolution {
     layer: Layer,
     rows: usize,
     /// Elements (bytes) of one output row: `output_width * channels`.
     row_len: usize,
+    /// For a pointwise CONV_2D, its tiles instead: groups of `grain`
+    /// output pixels ([`Conv2d::pixel_grain`], the GEMM's row block) of
+    /// its `pixels`, each pixel `channels` bytes. A band of output rows
+    /// whose pixels are not a whole number of row blocks (person_detect's
+    /// 12x12 and 6x6 layers: 12 or 6 pixels a row, blocks of 8) made two
+    /// threads each compute the block they share; cut by pixel blocks, the
+    /// bands together cost what the whole call costs.
+    pixel_tiles: Option<PixelTiles>,
+}
+
+/// The tiles of a pointwise CONV_2D cut by pixels ([`Convolution`]).
+#[derive(Clone, Copy, Debug)]
+struct PixelTiles {
+    grain: usize,
+    pixels: usize,
+    channels: usize,
+}
+
+impl PixelTiles {
+    /// The output pixels of tiles `tiles`.
+    fn pixels(&self, tiles: Range<usize>) -> Range<usize> {
+        let end = tiles.end.saturating_mul(self.grain).min(self.pixels);
+        tiles.start.saturating_mul(self.grain).min(end)..end
+    }
 }
 
 impl Kernel for Convolution {
     fn tiles(&self) -> usize {
-        self.rows
+        match self.pixel_tiles {
+            Some(p) => p.pixels.div_ceil(p.grain),
+            None => self.rows,
+        }
     }
 
     fn split(&self) -> Option<usize> {
@@ -72,7 +99,13 @@ impl Kernel for Convolution {
     }
 
     fn band(&self, tiles: Range<usize>) -> Range<usize> {
-        tiles.start * self.row_len..tiles.end * self.row_len
+        match self.pixel_tiles {
+            Some(p) => {
+                let pixels = p.pixels(tiles);
+                pixels.start * p.channels..pixels.end * p.channels
+            }
+            None => tiles.start * self.row_len..tiles.end * self.row_len,
+        }
     }
 
     /// Tiles `tiles` into `io.outs[0]`, which holds the output from byte
@@ -84,6 +117,14 @@ impl Kernel for Convolution {
         io: &mut Io<'_>,
     ) -> Result<(), String> {
         let input: &[i8] = view(io.ins[0])?;
+        if let (Some(p), Layer::Conv(c)) = (self.pixel_tiles, &self.layer) {
+            let pixels = p.pixels(tiles);
+            let elements = pixels.start * p.channels..pixels.end * p.channels;
+            let band = output_band::<i8>(io.outs[0], io.out_start, elements)?;
+            return c
+                .run_pixels(backend, input, band, pixels)
+                .map_err(|e| e.to_string());
+        }
         let rows = tiles.start.min(self.rows)..tiles.end.min(self.rows);
         let elements = rows.start * self.row_len..rows.end * self.row_len;
         let band = output_band::<i8>(io.outs[0], io.out_start, elements)?;
@@ -432,6 +473,7 @@ fn prepare(op: &Op<'_, '_>) -> Result<PreparedOp> {
     let macs = output.element_count() * kernel[0] * kernel[1] * filter_depth;
     Ok(PreparedOp {
         kernel: Box::new(Convolution {
+            pixel_tiles: pixel_tiles(&layer, rows * geometry.output_width, out_channels),
             layer,
             rows,
             row_len: geometry.output_width * geometry.output_channels,
@@ -441,6 +483,20 @@ fn prepare(op: &Op<'_, '_>) -> Result<PreparedOp> {
         scratch_bytes,
         alias: false,
         state_inputs: Vec::new(),
+    })
+}
+
+/// A pointwise CONV_2D's tiles by blocks of pixels, when its GEMM runs by
+/// pixels ([`Conv2d::pixel_grain`]).
+fn pixel_tiles(layer: &Layer, pixels: usize, channels: usize) -> Option<PixelTiles> {
+    let Layer::Conv(c) = layer else {
+        return None;
+    };
+    let grain = c.pixel_grain()?.max(1);
+    Some(PixelTiles {
+        grain,
+        pixels,
+        channels,
     })
 }
 
