@@ -20,7 +20,10 @@
 //! Depths past [`PANEL_DEPTH`] run the `sdot` kernel (rows read in place).
 
 use super::dot::gemm_dot;
-use super::{initial_acc, row_pointers, store_tile, tail_vectors, tile_origin, BlockParams};
+use super::{
+    initial_acc, row_pointers, tail_vectors, tile_origin, with_stage, BlockParams, BlockTiles,
+    StoreTile,
+};
 use crate::ops::gemm::pack::{KC, NR};
 use crate::ops::gemm::params::{GemmView, Tile};
 use core::arch::aarch64::*;
@@ -409,40 +412,97 @@ pub(crate) unsafe fn gemm_mmla<const AT_ORIGIN: bool>(
             let p = BlockParams::load(g, first_block + i);
             let out_col = i * NR;
             let nr = NR.min(width - out_col);
-            // Without row offsets the blocks start from the bias.
-            let start = match g.row_offsets {
-                None => paired_bias(&p.bias),
-                Some(_) => [vdupq_n_s32(0); 4],
+            let tiles = MmlaTiles {
+                panel: &panel,
+                tile_bytes,
+                w,
+                p: &p,
+                row_offsets: g.row_offsets,
+                output: &mut *output,
+                stride,
+                rows: (first_row, group, group_end),
+                cols: (out_col, nr),
+                steps: (chunks, half),
             };
-            for (x, out_row) in panel
-                .chunks_exact(tile_bytes)
-                .zip((group..group_end).step_by(MR))
-            {
-                let (row, mr) = (first_row + out_row, MR.min(group_end - out_row));
-                let mut blocks = start_blocks(&start);
-                let x = x.as_ptr().cast::<i8>();
-                // SAFETY: the tile's panel holds 8 k_padded = 128 (chunks +
-                // half) bytes, all written by `fill_pairs` above, the block
-                // as many; the CPU has i8mm (this function's feature).
-                unsafe {
-                    if chunks > 0 {
-                        mmla_panel(&mut blocks, x, w.as_ptr(), chunks);
-                    }
-                    if half {
-                        let at = 128 * chunks;
-                        mmla_panel_half(&mut blocks, x.add(at), w.as_ptr().add(at));
-                    }
-                }
-                let acc = match g.row_offsets {
-                    None => unpair(&blocks, None),
-                    Some(_) => {
-                        let init = initial_acc::<MR>(p.bias, g.row_offsets, row, mr);
-                        unpair(&blocks, Some(&init))
-                    }
-                };
-                store_tile::<MR>(&acc, &p, output, stride, out_row, mr, out_col, nr);
-            }
+            // The stage is chosen once for the block's tiles of the group.
+            with_stage(&p, tiles);
         }
         group = group_end;
+    }
+}
+
+/// One weight block over the row tiles of a filled panel group, as
+/// [`gemm_mmla`] runs it; built there only, so the CPU has i8mm.
+struct MmlaTiles<'a> {
+    /// The group's panel of row pairs: tile `t` at `t * tile_bytes`, all
+    /// written by `fill_pairs`.
+    panel: &'a [MaybeUninit<i8>],
+    tile_bytes: usize,
+    /// The block's packed weights (`128 (chunks + half)` bytes or more).
+    w: &'a [i8],
+    p: &'a BlockParams,
+    row_offsets: Option<&'a [i32]>,
+    output: &'a mut [i8],
+    stride: usize,
+    /// (the tile's first row, the group's first and end output rows).
+    rows: (usize, usize, usize),
+    /// (the block's first output column, its channels stored).
+    cols: (usize, usize),
+    /// (whole steps of 16 depth bytes, a half step after them).
+    steps: (usize, bool),
+}
+
+impl BlockTiles for MmlaTiles<'_> {
+    // Inlined into `gemm_mmla`, whose i8mm feature the `smmla`s need.
+    #[inline(always)]
+    fn run<S: StoreTile>(self, store: S) {
+        const MR: usize = 8;
+        let (first_row, group, group_end) = self.rows;
+        let (out_col, nr) = self.cols;
+        let (chunks, half) = self.steps;
+        // Without row offsets the blocks start from the bias.
+        let start = match self.row_offsets {
+            None => paired_bias(&self.p.bias),
+            // SAFETY: neon is a compile-time target feature (cfg on this module).
+            Some(_) => [unsafe { vdupq_n_s32(0) }; 4],
+        };
+        for (x, out_row) in self
+            .panel
+            .chunks_exact(self.tile_bytes)
+            .zip((group..group_end).step_by(MR))
+        {
+            let (row, mr) = (first_row + out_row, MR.min(group_end - out_row));
+            let mut blocks = start_blocks(&start);
+            let x = x.as_ptr().cast::<i8>();
+            // SAFETY: the tile's panel holds 8 k_padded = 128 (chunks +
+            // half) bytes, all written by `fill_pairs`, the block as many;
+            // the CPU has i8mm (built in `gemm_mmla` only).
+            unsafe {
+                if chunks > 0 {
+                    mmla_panel(&mut blocks, x, self.w.as_ptr(), chunks);
+                }
+                if half {
+                    let at = 128 * chunks;
+                    mmla_panel_half(&mut blocks, x.add(at), self.w.as_ptr().add(at));
+                }
+            }
+            let acc = match self.row_offsets {
+                None => unpair(&blocks, None),
+                Some(_) => {
+                    let init = initial_acc::<MR>(self.p.bias, self.row_offsets, row, mr);
+                    unpair(&blocks, Some(&init))
+                }
+            };
+            store.store::<MR>(
+                &acc,
+                self.p,
+                self.output,
+                self.stride,
+                out_row,
+                mr,
+                out_col,
+                nr,
+            );
+        }
     }
 }
