@@ -80,6 +80,42 @@ pub fn cli(args: &[String]) -> Result {
         // the feature-detection test may insist on finding them.
         qemu_tests.env("QNEON_EXPECT_DOTPROD", "1");
         parts.push(cargo_part("aarch64 tests (qemu)", qemu_tests, filters));
+        // The kernels a core without dotprod picks at run time (the
+        // depthwise pair kernel, the widening GEMM inside CONV_2D): under
+        // `-cpu max` the `sdot` kernels take their layers, so the library's
+        // convolution and GEMM tests run again on an Armv8.0 core. Same
+        // build as above (the runner is not part of it): seconds.
+        // The packages of the build above: with `-p qneon` alone, cargo
+        // would unify the library's features apart and build it again.
+        let mut no_dotprod = util::cargo([
+            "test",
+            "-p",
+            "qneon",
+            "-p",
+            "qneon-runtime",
+            "-p",
+            "qneon-capi",
+            "-p",
+            "qneon-pool",
+            "--lib",
+            "--target",
+            TARGET,
+            "--no-fail-fast",
+        ]);
+        no_dotprod.env(
+            "CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER",
+            "qemu-aarch64 -cpu cortex-a72",
+        );
+        let own_filters = ["ops::conv".to_string(), "ops::gemm".to_string()];
+        parts.push(cargo_part(
+            "aarch64 conv and GEMM without dotprod (qemu -cpu cortex-a72)",
+            no_dotprod,
+            if filters.is_empty() {
+                &own_filters
+            } else {
+                filters
+            },
+        ));
     }
     // The library in every feature combination, for the host and (not with
     // --host: it needs the target from setup) bare-metal aarch64.
