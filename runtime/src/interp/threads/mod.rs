@@ -118,7 +118,11 @@ pub(crate) const CONV_SETUP_MACS: u64 = 5_000;
 /// has no dot product to use and an output stage every few taps, about 8
 /// times a CONV_2D's (person_detect, `-cpu neoverse-n1`, NEON: 1.27 against
 /// 0.148 instructions per MAC), so a depthwise layer is worth more threads
-/// than its MACs say.
+/// than its MACs say. With the `sdot` depthwise kernel the ratio is nearer
+/// 4.5 (0.589 against 0.129), but 5 split person_detect worse than 8 (its
+/// critical path at 4 and 8 threads 442,360 and 294,919 against 438,388
+/// and 284,905): small depthwise layers gain from more threads than their
+/// instructions say (edge rows and per-row set-up).
 pub(crate) fn mac_weight(op: &str) -> u64 {
     if op == "DEPTHWISE_CONV_2D" {
         DEPTHWISE_MAC_WEIGHT
