@@ -53,10 +53,6 @@ use crate::ops::requant::ChannelMultiplier;
 use crate::quant::{Requantization, Rounding};
 use core::arch::aarch64::*;
 
-/// [`BlockParams::clamp`]: the activation minimum is above -128.
-const CLAMP_MIN: u8 = 1;
-/// [`BlockParams::clamp`]: the activation maximum is below 127.
-const CLAMP_MAX: u8 = 2;
 /// [`BlockParams::stage`]: gemmlowp's double rounding.
 const STAGE_DOUBLE: u8 = 0;
 /// [`BlockParams::stage`]: single rounding of the 64-bit product.
@@ -75,11 +71,9 @@ pub(super) struct BlockParams {
     any_left_shift: bool,
     /// Every channel of the block shifts right by at least 1.
     all_right_shift: bool,
-    /// Which ends of the activation range are narrower than int8's
-    /// ([`CLAMP_MIN`], [`CLAMP_MAX`]; otherwise the saturating narrow to
-    /// int8 is the clamp). A fused RELU with the zero point at -128, or a
-    /// RELU6 whose 0 is -128, clamps one end only.
-    clamp: u8,
+    /// The activation range is narrower than int8's (otherwise the
+    /// saturating narrow to int8 is the clamp).
+    clamp: bool,
     /// Which output stage: [`STAGE_DOUBLE`], [`STAGE_SINGLE`]
     /// (`requantize_single` with `neg_total_shift`) or [`STAGE_REAL_F64`]
     /// (`requantize_real_f64` with `real`).
@@ -167,15 +161,7 @@ impl BlockParams {
         BlockParams {
             any_left_shift,
             all_right_shift,
-            clamp: if g.act_min > i8::MIN as i32 {
-                CLAMP_MIN
-            } else {
-                0
-            } | if g.act_max < i8::MAX as i32 {
-                CLAMP_MAX
-            } else {
-                0
-            },
+            clamp: g.act_min > i8::MIN as i32 || g.act_max < i8::MAX as i32,
             stage,
             bias: [v(g.folded_bias, 0), v(g.folded_bias, 1)],
             mult: [mult(0), mult(1)],
@@ -227,9 +213,9 @@ pub(super) trait StoreTile: Copy {
 
 /// The [`StoreTile`] of `store_tile_with::<_, LEFT, FAST, CLAMP, STAGE>`.
 #[derive(Clone, Copy)]
-pub(super) struct Stage<const LEFT: bool, const FAST: bool, const CLAMP: u8, const STAGE: u8>;
+pub(super) struct Stage<const LEFT: bool, const FAST: bool, const CLAMP: bool, const STAGE: u8>;
 
-impl<const LEFT: bool, const FAST: bool, const CLAMP: u8, const STAGE: u8> StoreTile
+impl<const LEFT: bool, const FAST: bool, const CLAMP: bool, const STAGE: u8> StoreTile
     for Stage<LEFT, FAST, CLAMP, STAGE>
 {
     #[inline(always)]
@@ -259,40 +245,40 @@ pub(super) trait BlockTiles {
 #[inline(always)]
 pub(super) fn with_stage<B: BlockTiles>(p: &BlockParams, work: B) {
     macro_rules! go {
-        ($left:literal, $fast:literal, $clamp:expr, $stage:ident) => {
-            work.run(Stage::<$left, $fast, { $clamp }, $stage>)
-        };
-        // The clamp's ends as constants.
-        ($left:literal, $fast:literal, $stage:ident) => {
-            match p.clamp {
-                0 => go!($left, $fast, 0, $stage),
-                CLAMP_MIN => go!($left, $fast, CLAMP_MIN, $stage),
-                CLAMP_MAX => go!($left, $fast, CLAMP_MAX, $stage),
-                _ => go!($left, $fast, 3, $stage),
-            }
+        ($left:literal, $fast:literal, $clamp:literal, $stage:ident) => {
+            work.run(Stage::<$left, $fast, $clamp, $stage>)
         };
         (stage $stage:ident, $left:literal) => {
-            go!($left, false, $stage)
+            if p.clamp {
+                go!($left, false, true, $stage)
+            } else {
+                go!($left, false, false, $stage)
+            }
         };
     }
     match p.stage {
         // Every channel shifts right: the 32-bit form, FAST selects it.
-        STAGE_SINGLE if p.all_right_shift => go!(false, true, STAGE_SINGLE),
+        STAGE_SINGLE if p.all_right_shift => {
+            if p.clamp {
+                go!(false, true, true, STAGE_SINGLE)
+            } else {
+                go!(false, true, false, STAGE_SINGLE)
+            }
+        }
         STAGE_SINGLE if p.any_left_shift => go!(stage STAGE_SINGLE, true),
         STAGE_SINGLE => go!(stage STAGE_SINGLE, false),
         STAGE_REAL_F64 => go!(stage STAGE_REAL_F64, false),
         STAGE_XNNPACK_F32 => go!(stage STAGE_XNNPACK_F32, false),
         STAGE_GEMV_TIES_UPWARD => go!(stage STAGE_GEMV_TIES_UPWARD, false),
-        // Double rounding clamps both ends or neither.
-        _ => match (p.any_left_shift, p.all_right_shift, p.clamp != 0) {
-            (false, true, false) => go!(false, true, 0, STAGE_DOUBLE),
-            (false, true, true) => go!(false, true, 3, STAGE_DOUBLE),
-            (false, false, false) => go!(false, false, 0, STAGE_DOUBLE),
-            (false, false, true) => go!(false, false, 3, STAGE_DOUBLE),
-            (true, true, false) => go!(true, true, 0, STAGE_DOUBLE),
-            (true, true, true) => go!(true, true, 3, STAGE_DOUBLE),
-            (true, false, false) => go!(true, false, 0, STAGE_DOUBLE),
-            (true, false, true) => go!(true, false, 3, STAGE_DOUBLE),
+        _ => match (p.any_left_shift, p.all_right_shift, p.clamp) {
+            (false, true, false) => go!(false, true, false, STAGE_DOUBLE),
+            (false, true, true) => go!(false, true, true, STAGE_DOUBLE),
+            (false, false, false) => go!(false, false, false, STAGE_DOUBLE),
+            (false, false, true) => go!(false, false, true, STAGE_DOUBLE),
+            (true, true, false) => go!(true, true, false, STAGE_DOUBLE),
+            (true, true, true) => go!(true, true, true, STAGE_DOUBLE),
+            (true, false, false) => go!(true, false, false, STAGE_DOUBLE),
+            (true, false, true) => go!(true, false, true, STAGE_DOUBLE),
         },
     }
 }
@@ -344,7 +330,7 @@ fn store_tile_with<
     const R: usize,
     const LEFT: bool,
     const FAST: bool,
-    const CLAMP: u8,
+    const CLAMP: bool,
     const STAGE: u8,
 >(
     acc: &[[int32x4_t; 2]; R],
@@ -412,13 +398,8 @@ fn store_tile_with<
         // SAFETY: neon is a compile-time target feature (cfg on this module).
         unsafe {
             let b = vqmovn_high_s16(vqmovn_s16(h0), h1);
-            let b = if CLAMP & CLAMP_MIN != 0 {
-                vmaxq_s8(b, p.min)
-            } else {
-                b
-            };
-            if CLAMP & CLAMP_MAX != 0 {
-                vminq_s8(b, p.max)
+            if CLAMP {
+                vminq_s8(vmaxq_s8(b, p.min), p.max)
             } else {
                 b
             }
