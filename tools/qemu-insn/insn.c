@@ -62,6 +62,18 @@
  * left). Without `out=`, the same lines go to stderr prefixed with
  * "qemu-insn: " when more than one vCPU ran.
  *
+ * Hot blocks. With `blocks=PATH` every translated block also counts its
+ * executions per vCPU and region (a callback per block execution: slower,
+ * for profiling only), and at exit PATH gets one line per (block, vCPU,
+ * region) that ran:
+ *   block VADDR N VCPU REGION EXECUTIONS
+ * VADDR in hex, N the block's instruction count; a block translated twice
+ * (other flags) gives two lines of the same VADDR. A block counts in the
+ * region current when it starts (a marker inside it moves the rest of it
+ * in the exact counts, not here). vCPUs past the first BLOCK_VCPUS, and
+ * executions beyond a vCPU table's room, are not recorded: a last
+ * line `unrecorded COUNT` says how many. The other outputs do not change.
+ *
  * Counting per vCPU with API 1, which has one inline counter for all
  * vCPUs: until the program creates its first thread the inline counter is
  * exact and belongs to vCPU 0. A clone syscall sharing the address space
@@ -93,6 +105,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define EXPORT __attribute__((visibility("default")))
@@ -149,6 +162,7 @@ void qemu_plugin_register_vcpu_tb_exec_cb(struct qemu_plugin_tb *tb,
 void qemu_plugin_register_vcpu_init_cb(plugin_id id, vcpu_simple_cb cb);
 void qemu_plugin_register_vcpu_exit_cb(plugin_id id, vcpu_simple_cb cb);
 void qemu_plugin_register_vcpu_syscall_cb(plugin_id id, vcpu_syscall_cb cb);
+uint64_t qemu_plugin_tb_vaddr(const struct qemu_plugin_tb *tb);
 /*
  * Same name, two signatures: API 1 `const void *f(insn)`, API 2
  * `size_t f(insn, void *dest, size_t len)`. Declared with a placeholder
@@ -193,6 +207,7 @@ static uint64_t total;
 static struct plugin_u64 per_vcpu;  /* API 2: one counter per vCPU */
 static const char *out_path;
 static const char *vcpus_path;
+static const char *blocks_path;
 
 /* API 1: set before the first thread exists; blocks translated from then
  * on count by callback per vCPU. Read and written under QEMU's translation
@@ -297,6 +312,133 @@ static void on_block(unsigned int vcpu_index, void *userdata)
         __atomic_fetch_add(&beyond, n, __ATOMIC_RELAXED);
         __atomic_store_n(&too_many, 1, __ATOMIC_RELAXED);
     }
+}
+
+/* `blocks=`: every translated block gets an id and a record (address,
+ * length); each vCPU counts the executions of (block, region) pairs in a
+ * hash table of its own, made on its first block. */
+#define BLOCK_VCPUS 16
+#define TABLE_BITS 19
+#define TABLE_SIZE (1u << TABLE_BITS)
+struct block {
+    uint64_t vaddr;
+    uint64_t n;
+    uint32_t id;
+    struct block *next;
+};
+struct pair_count {
+    uint64_t key;  /* (block id + 1) << 12 | region; 0: empty */
+    uint64_t executions;
+};
+static struct block *blocks;
+static uint32_t next_block_id;
+static struct pair_count *tables[BLOCK_VCPUS];
+static uint64_t table_used[BLOCK_VCPUS];
+static uint64_t unrecorded;  /* executions no table had room for */
+
+static void on_block_profile(unsigned int vcpu_index, void *userdata)
+{
+    const struct block *b = userdata;
+    unsigned v = vcpu_index;
+    uint64_t key, h;
+    struct pair_count *t;
+
+    /* Each table is written by its own vCPU's thread only. */
+    if (v >= BLOCK_VCPUS) {
+        __atomic_fetch_add(&unrecorded, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    key = ((uint64_t)b->id + 1) << ID_BITS | vcpus[v].current_region;
+    t = tables[v];
+    if (t == NULL) {
+        t = tables[v] = calloc(TABLE_SIZE, sizeof *t);
+        if (t == NULL) {
+            __atomic_fetch_add(&unrecorded, 1, __ATOMIC_RELAXED);
+            return;
+        }
+    }
+    for (h = (key * 0x9E3779B97F4A7C15ull) >> (64 - TABLE_BITS);;
+         h = (h + 1) & (TABLE_SIZE - 1)) {
+        if (t[h].key == key) {
+            t[h].executions++;
+            return;
+        }
+        if (t[h].key == 0) {
+            if (table_used[v] * 4 >= (uint64_t)TABLE_SIZE * 3) {
+                __atomic_fetch_add(&unrecorded, 1, __ATOMIC_RELAXED);
+                return;
+            }
+            table_used[v]++;
+            t[h].key = key;
+            t[h].executions = 1;
+            return;
+        }
+    }
+}
+
+static void add_block(struct qemu_plugin_tb *tb, uint64_t n)
+{
+    struct block *b = calloc(1, sizeof *b);
+
+    if (b == NULL) {
+        return;  /* the profile misses a block; the counts are unaffected */
+    }
+    b->vaddr = qemu_plugin_tb_vaddr(tb);
+    b->n = n;
+    b->id = __atomic_fetch_add(&next_block_id, 1, __ATOMIC_RELAXED);
+    b->next = __atomic_load_n(&blocks, __ATOMIC_ACQUIRE);
+    while (!__atomic_compare_exchange_n(&blocks, &b->next, b, 0,
+                                        __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+    }
+    qemu_plugin_register_vcpu_tb_exec_cb(tb, on_block_profile, CB_NO_REGS, b);
+}
+
+static void write_blocks(void)
+{
+    FILE *f = fopen(blocks_path, "w");
+    struct block *b;
+    struct block **by_id;
+    unsigned v;
+    uint32_t h;
+
+    if (f == NULL) {
+        perror("qemu-insn: cannot open blocks file");
+        return;
+    }
+    by_id = calloc(next_block_id + 1, sizeof *by_id);
+    if (by_id == NULL) {
+        fclose(f);
+        return;
+    }
+    for (b = blocks; b != NULL; b = b->next) {
+        by_id[b->id] = b;
+    }
+    for (v = 0; v < BLOCK_VCPUS; v++) {
+        if (tables[v] == NULL) {
+            continue;
+        }
+        for (h = 0; h < TABLE_SIZE; h++) {
+            const struct pair_count *c = &tables[v][h];
+            uint64_t id;
+
+            if (c->key == 0) {
+                continue;
+            }
+            id = (c->key >> ID_BITS) - 1;
+            if (id < next_block_id && by_id[id] != NULL) {
+                fprintf(f, "block %llx %llu %u %u %llu\n",
+                        (unsigned long long)by_id[id]->vaddr,
+                        (unsigned long long)by_id[id]->n, v,
+                        (unsigned)(c->key & FIELD_MAX),
+                        (unsigned long long)c->executions);
+            }
+        }
+    }
+    if (unrecorded != 0) {
+        fprintf(f, "unrecorded %llu\n", (unsigned long long)unrecorded);
+    }
+    free(by_id);
+    fclose(f);
 }
 
 /* Closes vCPU v's current region at its count now and makes `id` current. */
@@ -415,6 +557,9 @@ static void on_translate(plugin_id id, struct qemu_plugin_tb *tb)
         qemu_plugin_register_vcpu_tb_exec_inline(tb, INLINE_ADD_U64, &total,
                                                  n);
     }
+    if (blocks_path != NULL) {
+        add_block(tb, n);
+    }
 
     for (k = 0; k < n; k++) {
         struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, k);
@@ -512,6 +657,9 @@ static void report_total(plugin_id id, void *userdata)
                 MAX_VCPUS);
     }
 
+    if (blocks_path != NULL) {
+        write_blocks();
+    }
     if (vcpus_path != NULL) {
         f = fopen(vcpus_path, "w");
         if (f == NULL) {
@@ -548,9 +696,11 @@ EXPORT int qemu_plugin_install(plugin_id id, const struct plugin_info *info,
             out_path = argv[i] + 4;
         } else if (strncmp(argv[i], "vcpus=", 6) == 0 && argv[i][6] != '\0') {
             vcpus_path = argv[i] + 6;
+        } else if (strncmp(argv[i], "blocks=", 7) == 0 && argv[i][7] != '\0') {
+            blocks_path = argv[i] + 7;
         } else {
             fprintf(stderr, "qemu-insn: unknown argument '%s' "
-                            "(they are out=PATH and vcpus=PATH)\n", argv[i]);
+                            "(they are out=PATH, vcpus=PATH and blocks=PATH)\n", argv[i]);
             return -1;
         }
     }

@@ -85,6 +85,9 @@ commands:
                         busiest + the inputs and the loop between ops) and its
                         speedup over 1 thread; the same output bytes at
                         every count. target/run/threads-CONFIG.json and .md
+  run ... --hot         also profile each run by block (qemu-insn `blocks=`):
+                        per op, instructions per function and thread
+                        (target/run/runs/CONFIG.hot.md)
   run --scaling [--threads N,...] [--model FILE [--input K=FILE.npy]...] [--cpu CPU]
                         the scaling table: MobileBert 1l, person_detect and
                         MobileNetV2 (or the --model given) at --threads 1, 2,

@@ -87,19 +87,20 @@ pub fn qemu_command_on(
     count_file: &Path,
     binary: &Path,
 ) -> Result<Command> {
-    qemu_command_per_thread(cpu, plugin, count_file, None, binary)
+    qemu_command_per_thread(cpu, plugin, count_file, [None, None], binary)
 }
 
 /// [`qemu_command_on`], with the plugin also writing its per-thread counts
-/// (`vcpus=`, read by `run::Vcpus`) to `vcpus_file` if one is given.
+/// (`vcpus=`, read by `run::Vcpus`) to `vcpus_file` and its per-block
+/// counts (`blocks=`, read by `run --hot`) to `blocks_file`, where given.
 pub fn qemu_command_per_thread(
     cpu: &str,
     plugin: &Path,
     count_file: &Path,
-    vcpus_file: Option<&Path>,
+    [vcpus_file, blocks_file]: [Option<&Path>; 2],
     binary: &Path,
 ) -> Result<Command> {
-    let files = [Some(count_file), vcpus_file];
+    let files = [Some(count_file), vcpus_file, blocks_file];
     for file in files.into_iter().flatten() {
         let _ = fs::remove_file(file);
         if file.to_string_lossy().contains(',') {
@@ -112,9 +113,11 @@ pub fn qemu_command_per_thread(
     let mut plugin_arg = plugin.as_os_str().to_owned();
     plugin_arg.push(",out=");
     plugin_arg.push(count_file);
-    if let Some(file) = vcpus_file {
-        plugin_arg.push(",vcpus=");
-        plugin_arg.push(file);
+    for (option, file) in [(",vcpus=", vcpus_file), (",blocks=", blocks_file)] {
+        if let Some(file) = file {
+            plugin_arg.push(option);
+            plugin_arg.push(file);
+        }
     }
     let mut cmd = Command::new("qemu-aarch64");
     cmd.args(["-cpu", cpu, "-plugin"])

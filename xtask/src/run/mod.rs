@@ -33,6 +33,7 @@
 
 #[cfg(test)]
 mod fixtures;
+mod hot;
 mod profile;
 mod regions;
 mod report;
@@ -103,6 +104,8 @@ struct Options {
     threads: Vec<u32>,
     /// `--scaling`: the scaling table's models at 1, 2, 4, 8 threads.
     scaling: bool,
+    /// `--hot`: each run also profiled by block (`hot.rs`).
+    hot: bool,
 }
 
 fn parse(args: &[String]) -> Result<Options> {
@@ -118,6 +121,7 @@ fn parse(args: &[String]) -> Result<Options> {
             "--all" => opts.all = true,
             "--docs" => opts.docs = true,
             "--scaling" => opts.scaling = true,
+            "--hot" => opts.hot = true,
             "--model" => opts.model = Some(value("--model")?.into()),
             "--input" => {
                 let spec = value("--input")?;
@@ -233,6 +237,7 @@ pub fn cli(args: &[String]) -> Result {
         rounding: opts.rounding.as_deref().unwrap_or("single"),
         threshold: opts.threshold.as_deref(),
         kernels: opts.kernels.as_deref(),
+        hot: opts.hot,
     };
     let mut counts = opts.threads.clone();
     counts.push(1);
@@ -365,6 +370,8 @@ struct Job<'a> {
     rounding: &'a str,
     threshold: Option<&'a str>,
     kernels: Option<&'a str>,
+    /// Profile each run by block too (`--hot`).
+    hot: bool,
 }
 
 // ---- Running. ----
@@ -416,6 +423,7 @@ fn counted_run(
     let json_file = runs.join(format!("{stem}.json"));
     let count_file = runs.join(format!("{stem}.insn"));
     let vcpus_file = threads.map(|_| runs.join(format!("{stem}.vcpus")));
+    let blocks_file = job.hot.then(|| runs.join(format!("{stem}.blocks")));
     let out_dir = runs.join(stem);
     let _ = fs::remove_file(&json_file);
     let _ = fs::remove_dir_all(&out_dir);
@@ -423,7 +431,7 @@ fn counted_run(
         job.cpu,
         job.plugin,
         &count_file,
-        vcpus_file.as_deref(),
+        [vcpus_file.as_deref(), blocks_file.as_deref()],
         job.binary,
     )?;
     cmd.args(["run", job.model, "--profile", "--reps", "1"])
@@ -457,11 +465,20 @@ fn counted_run(
             runner.softmax
         );
     }
-    Profile::new(
+    let profile = Profile::new(
         runner,
         Regions::parse(&read(&count_file)?)?,
         outputs_checksum(&out_dir)?,
-    )
+    )?;
+    if let Some(blocks) = &blocks_file {
+        hot::report(
+            job.binary,
+            blocks,
+            &profile,
+            &runs.join(format!("{stem}.hot.md")),
+        )?;
+    }
+    Ok(profile)
 }
 
 fn main_job(job: &Job, configs: &[(String, String)]) -> Result {

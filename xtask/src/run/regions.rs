@@ -274,10 +274,13 @@ func:
         let plugin = plugin::insn_plugin().unwrap();
         let exe = assemble("regions", REGIONS_PROGRAM);
         let out = exe.with_extension("insn");
+        let blocks = exe.with_extension("blocks");
         let _ = fs::remove_file(&out);
         let mut arg = plugin.into_os_string();
         arg.push(",out=");
         arg.push(&out);
+        arg.push(",blocks=");
+        arg.push(&blocks);
         util::capture(
             Command::new("qemu-aarch64")
                 .args(["-cpu", "max", "-plugin"])
@@ -299,6 +302,19 @@ func:
         .collect();
         assert_eq!(regions.counts, expected);
         assert_eq!(regions.total, expected.values().sum::<u64>());
+        // The block profile: every executed instruction, on vCPU 0, in
+        // blocks of the program (`block VADDR N VCPU REGION EXECUTIONS`).
+        let mut profiled = 0;
+        for line in fs::read_to_string(&blocks).unwrap().lines() {
+            let f: Vec<u64> = line
+                .split_whitespace()
+                .skip(2)
+                .map(|x| x.parse().unwrap())
+                .collect();
+            assert_eq!((line.split_whitespace().next(), f[1]), (Some("block"), 0));
+            profiled += f[0] * f[3];
+        }
+        assert_eq!(profiled, regions.total);
     }
 
     #[test]
