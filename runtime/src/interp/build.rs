@@ -5,6 +5,7 @@
 use qneon_tflite::{Model, ParseOptions};
 
 use super::arena::{ArenaPlan, BufferRequest, ARENA_ALIGNMENT};
+use super::fold;
 use super::info::{NodeInfo, OpReport, TensorInfo};
 use super::ops::{self, element_size, Kernel, Nop};
 use super::options::Options;
@@ -72,11 +73,27 @@ impl Prepared {
 pub(super) fn prepare_model(model: &Model<'_>, options: &Options) -> Prepared {
     let graph = model.main_subgraph();
     let tensors: Vec<TensorInfo> = graph.tensors().iter().map(tensor_info).collect();
-    let mut nodes = Vec::with_capacity(graph.operators().len());
+    let mut nodes: Vec<Node> = Vec::with_capacity(graph.operators().len());
     let mut reports = Vec::with_capacity(graph.operators().len());
-    for operator in graph.operators() {
+    let folds = fold::pad_folds(graph, options);
+    for (position, operator) in graph.operators().iter().enumerate() {
         let op_name = ops::op_name(operator);
-        let result = ops::prepare(graph, operator, options);
+        // A convolution that can take over its input's PAD does, unless it
+        // then fails to prepare (it is prepared as written instead, and
+        // its error, if any, is the model's).
+        let mut folded = folds[position];
+        let mut result = ops::prepare(graph, operator, options, folded);
+        if folded.is_some() && result.is_err() {
+            folded = None;
+            result = ops::prepare(graph, operator, options, None);
+        }
+        let mut inputs = operator.inputs().to_vec();
+        if let (Some(f), Ok(_)) = (folded, &result) {
+            inputs[0] = Some(f.source);
+            let pad = &mut nodes[f.pad];
+            pad.info.folded_into = Some(operator.index());
+            pad.info.work = 0;
+        }
         // A failed operator is planned like the others (its tensors'
         // lifetimes count) and never run: a plan refuses such a model.
         let prepared = result.as_ref().ok();
@@ -86,10 +103,11 @@ pub(super) fn prepare_model(model: &Model<'_>, options: &Options) -> Prepared {
                 op: op_name.clone(),
                 work: prepared.map_or(0, |p| p.work),
                 unit: prepared.map_or("element", |p| p.unit),
-                inputs: operator.inputs().to_vec(),
+                inputs,
                 outputs: operator.outputs().to_vec(),
                 scratch_bytes: prepared.map_or(0, |p| p.scratch_bytes),
                 aliased: prepared.is_some_and(|p| p.alias),
+                folded_into: None,
                 arithmetic: prepared.and_then(|_| ops::arithmetic(operator, options)),
                 fused: None,
                 threads: 1,
@@ -158,7 +176,10 @@ pub(super) fn place_tensors(model: &Model<'_>, prepared: &Prepared) -> Result<Pl
     for &i in inputs {
         is_input[i] = true;
     }
-    for (step, node) in nodes.iter().enumerate() {
+    // A folded PAD neither reads nor writes: its convolution reads its
+    // input, and its output is never made.
+    let live = |node: &&Node| node.info.folded_into.is_none();
+    for (step, node) in nodes.iter().enumerate().filter(|(_, n)| live(n)) {
         for &t in node.info.inputs.iter().flatten() {
             let ready = tensors[t].constant || tensors[t].variable || is_input[t];
             if !ready && producer[t].is_none() {
@@ -293,7 +314,7 @@ pub(super) fn place_tensors(model: &Model<'_>, prepared: &Prepared) -> Result<Pl
     }
     let mut scratch_buffer: Vec<Option<usize>> = vec![None; steps];
     for (step, node) in nodes.iter().enumerate() {
-        if node.info.scratch_bytes > 0 {
+        if node.info.scratch_bytes > 0 && node.info.folded_into.is_none() {
             requests.push(BufferRequest {
                 size: node.info.scratch_bytes,
                 first: step,
@@ -341,7 +362,10 @@ pub(super) fn share_nodes(
         .map(|node| {
             let info = &mut node.info;
             let output = info.outputs.first().copied().flatten();
-            let alone = info.aliased || info.fused.is_some() || !node.state_inputs.is_empty();
+            let alone = info.aliased
+                || info.folded_into.is_some()
+                || info.fused.is_some()
+                || !node.state_inputs.is_empty();
             let (Some(output), false) = (output, alone) else {
                 return Ok(Vec::new());
             };

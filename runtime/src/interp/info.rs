@@ -61,6 +61,10 @@ pub struct NodeInfo {
     pub scratch_bytes: usize,
     /// The output shares its input's bytes (a RESHAPE): nothing runs.
     pub aliased: bool,
+    /// A PAD whose padding the convolution of this operator index takes
+    /// over (it reads the PAD's input): nothing runs, and the padded
+    /// tensor is never made.
+    pub folded_into: Option<usize>,
     /// Which arithmetic the op takes under the load's options (its
     /// requantization, float arithmetic or method), for the ops whose
     /// arithmetic the options choose; `None` for the others.

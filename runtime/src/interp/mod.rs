@@ -36,6 +36,7 @@
 pub mod arena;
 mod build;
 mod carve;
+mod fold;
 mod info;
 mod ops;
 mod options;

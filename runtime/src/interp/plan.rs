@@ -116,7 +116,7 @@ impl<'a> Plan<'a> {
             .iter()
             .zip(&placed.scratch)
             .map(|(node, scratch)| {
-                if node.info.aliased {
+                if node.info.aliased || node.info.folded_into.is_some() {
                     return Ok(NodeIo::default());
                 }
                 NodeIo::new(

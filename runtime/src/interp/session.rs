@@ -274,7 +274,7 @@ impl<'a> Session<'a> {
         let model = plan.model.bytes();
         let constant = |c: usize| plan.constants[c].bytes(model);
         for (node, io) in plan.nodes.iter().zip(&plan.node_io) {
-            if node.info.aliased {
+            if node.info.aliased || node.info.folded_into.is_some() {
                 profiler.begin(&node.info);
                 profiler.end(&node.info);
                 continue;
@@ -351,7 +351,7 @@ fn run_nodes(
     // A failed invoke leaves no hits of an earlier one behind.
     hit_counts.fill(0);
     for (p, (node, io)) in plan.nodes.iter().zip(&plan.node_io).enumerate() {
-        if node.info.aliased {
+        if node.info.aliased || node.info.folded_into.is_some() {
             profiler.begin(&node.info);
             profiler.end(&node.info);
             continue;

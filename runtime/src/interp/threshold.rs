@@ -59,7 +59,10 @@ pub(super) fn fuse(
     let operators = graph.operators();
     let mut fusions = Vec::new();
     for step in 0..prepared.nodes.len() {
-        if prepared.reports[step].status.is_err() || prepared.nodes[step].info.aliased {
+        if prepared.reports[step].status.is_err()
+            || prepared.nodes[step].info.aliased
+            || prepared.nodes[step].info.folded_into.is_some()
+        {
             continue;
         }
         let info = &prepared.nodes[step].info;

@@ -54,9 +54,12 @@ pub(crate) fn inspect(args: InspectArgs) -> Result<(), String> {
     for (report, node) in analysis.reports.iter().zip(&analysis.nodes) {
         let status = match &report.status {
             Ok(()) if node.aliased => "ok (aliased, no copy)".to_string(),
-            Ok(()) => match &node.arithmetic {
-                Some(arithmetic) => format!("ok, {} {}, {arithmetic}", node.work, node.unit),
-                None => format!("ok, {} {}", node.work, node.unit),
+            Ok(()) => match (node.folded_into, &node.arithmetic) {
+                (Some(conv), _) => format!("ok (folded into operator {conv}'s padding, no copy)"),
+                (None, Some(arithmetic)) => {
+                    format!("ok, {} {}, {arithmetic}", node.work, node.unit)
+                }
+                (None, None) => format!("ok, {} {}", node.work, node.unit),
             },
             Err(e) => format!("CANNOT RUN: {e}"),
         };

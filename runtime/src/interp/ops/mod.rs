@@ -52,7 +52,7 @@ mod kernel;
 mod lstm;
 mod minmax;
 mod movement;
-mod op;
+pub(super) mod op;
 mod pool;
 mod prelu;
 mod reduce;
@@ -124,11 +124,13 @@ pub(crate) fn arithmetic(operator: &Operator<'_>, options: &Options) -> Option<S
     Some(describe(options, registration.op))
 }
 
-/// Prepares `operator` of `graph` with the family that registered its op.
+/// Prepares `operator` of `graph` with the family that registered its op;
+/// a convolution with `pad_fold` reads the PAD's input in its place.
 pub(crate) fn prepare(
     graph: &Subgraph<'_>,
     operator: &Operator<'_>,
     options: &Options,
+    pad_fold: Option<crate::interp::fold::PadFold>,
 ) -> Result<PreparedOp> {
     let name = op_name(operator);
     let Some(builtin) = operator.builtin() else {
@@ -143,7 +145,8 @@ pub(crate) fn prepare(
         return Err(op.unsupported("no kernel for this operator"));
     };
     let options = registration.paths.prepare_options(options);
-    let op = op::Op::new(graph, operator, builtin, &name, &options);
+    let mut op = op::Op::new(graph, operator, builtin, &name, &options);
+    op.pad_fold = pad_fold;
     if !registration.paths.reproduces(options.kernels) {
         // Only XNNPACK lacks ops today: every row reproduces LiteRT's sets.
         return Err(op.unsupported("XNNPACK's arithmetic for this operator is not built yet"));

@@ -9,6 +9,7 @@ use qneon_tflite::{BuiltinOp, Operator, Subgraph, Tensor, TensorType};
 
 use super::buffers::element_size;
 use crate::error::{Error, Result};
+use crate::interp::fold::PadFold;
 use crate::interp::options::Options;
 
 /// The operator being prepared and its tensors, with error constructors.
@@ -21,6 +22,9 @@ pub(crate) struct Op<'m, 'a> {
     /// TFLite's name of the op, for messages.
     pub name: String,
     pub options: &'m Options,
+    /// A PAD whose padding this convolution takes over (`fold.rs`): it
+    /// reads the PAD's input instead of input 0.
+    pub pad_fold: Option<PadFold>,
 }
 
 impl<'m, 'a> Op<'m, 'a> {
@@ -39,6 +43,7 @@ impl<'m, 'a> Op<'m, 'a> {
             builtin,
             name: name.to_string(),
             options,
+            pad_fold: None,
         }
     }
 }

@@ -491,6 +491,7 @@ mod tests {
             outputs: Vec::new(),
             scratch_bytes: 0,
             aliased: false,
+            folded_into: None,
             arithmetic: None,
             fused: None,
             threads: 1,

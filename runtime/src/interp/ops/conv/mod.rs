@@ -14,6 +14,7 @@ use super::buffers::{output_band, view, view_mut, Io};
 use super::kernel::{Columns, Kernel, PreparedOp, Registration};
 use super::op::Op;
 use crate::error::Result;
+use crate::interp::fold::PadFold;
 use crate::interp::options::{Options, Rounding, TfliteKernels};
 
 /// The ops this family prepares.
@@ -406,6 +407,14 @@ fn prepare(op: &Op<'_, '_>) -> Result<PreparedOp> {
         ],
     )?;
 
+    // With a PAD folded in, the kernels read the PAD's input, its rows and
+    // columns added to the padding; TFLite's own choices (the output
+    // shape, the requantization a path picks from the shape) stay those
+    // of the layer as written.
+    let kernel_geometry = match op.pad_fold {
+        Some(fold) => folded_geometry(op, &geometry, fold)?,
+        None => geometry,
+    };
     let in_q = op.per_tensor(input, "input")?;
     let out_q = op.per_tensor(output, "output")?;
     if !filter.is_constant() || bias.is_some_and(|b| !b.is_constant()) {
@@ -438,16 +447,16 @@ fn prepare(op: &Op<'_, '_>) -> Result<PreparedOp> {
     };
     let layer = if depthwise {
         let whole = DepthwiseConv2d::new(
-            geometry,
+            kernel_geometry,
             depth_multiplier,
             &weights,
             bias_values.as_deref(),
             &q,
         )
         .map_err(|e| op.kernel_error(e))?;
-        let blocks = if by_channels(&geometry) {
+        let blocks = if by_channels(&kernel_geometry) {
             let blocks = DepthwiseChannelBlocks::new(
-                geometry,
+                kernel_geometry,
                 depth_multiplier,
                 &weights,
                 bias_values.as_deref(),
@@ -461,8 +470,14 @@ fn prepare(op: &Op<'_, '_>) -> Result<PreparedOp> {
         Layer::Depthwise(Box::new(whole), blocks)
     } else {
         Layer::Conv(Box::new(
-            Conv2d::new(geometry, filter_depth, &weights, bias_values.as_deref(), &q)
-                .map_err(|e| op.kernel_error(e))?,
+            Conv2d::new(
+                kernel_geometry,
+                filter_depth,
+                &weights,
+                bias_values.as_deref(),
+                &q,
+            )
+            .map_err(|e| op.kernel_error(e))?,
         ))
     };
     let scratch_bytes = match &layer {
@@ -484,6 +499,50 @@ fn prepare(op: &Op<'_, '_>) -> Result<PreparedOp> {
         alias: false,
         state_inputs: Vec::new(),
     })
+}
+
+/// The geometry the kernels run with a PAD folded in: the PAD's input
+/// (its shape checked against the padded one `g` reads) and the PAD's
+/// rows and columns before the image added to `g`'s padding; the window,
+/// the output and everything else as `g`. The rows and columns after the
+/// image need nothing: taps past the image read nothing, as taps of the
+/// zero point add nothing.
+fn folded_geometry(op: &Op<'_, '_>, g: &ConvGeometry, fold: PadFold) -> Result<ConvGeometry> {
+    let source = op
+        .graph
+        .tensor(fold.source)
+        .ok_or_else(|| op.invalid(format!("folded PAD input {} is missing", fold.source)))?;
+    let (rows, columns) = (
+        fold.rows[0] + fold.rows[1],
+        fold.columns[0] + fold.columns[1],
+    );
+    let (Some(input_height), Some(input_width)) = (
+        g.input_height.checked_sub(rows),
+        g.input_width.checked_sub(columns),
+    ) else {
+        return Err(op.invalid("a folded PAD pads more than its output holds"));
+    };
+    if source.shape() != [g.batch, input_height, input_width, g.input_channels] {
+        return Err(op.invalid(format!(
+            "folded PAD input shape {:?} is not the padded input's less the padding",
+            source.shape()
+        )));
+    }
+    let (Some(pad_top), Some(pad_left)) = (
+        g.pad_top.checked_add(fold.rows[0]),
+        g.pad_left.checked_add(fold.columns[0]),
+    ) else {
+        return Err(op.invalid("a folded PAD's padding overflows"));
+    };
+    // The library checks the rest (`Conv2d::new`, `DepthwiseConv2d::new`).
+    let folded = ConvGeometry {
+        input_height,
+        input_width,
+        pad_top,
+        pad_left,
+        ..*g
+    };
+    Ok(folded)
 }
 
 /// A pointwise CONV_2D's tiles by blocks of pixels, when its GEMM runs by
