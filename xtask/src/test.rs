@@ -58,24 +58,20 @@ pub fn cli(args: &[String]) -> Result {
         filters,
     )];
     if !host_only {
-        // The library and the model runtime (the NEON layer on the committed
-        // model, `runtime/tests/model_file.rs`) for aarch64.
-        let mut qemu_tests = util::cargo([
-            "test",
-            "-p",
-            "qneon",
-            "-p",
-            "qneon-runtime",
-            // The C API's Rust tests (its extern functions on NEON).
-            "-p",
-            "qneon-capi",
-            // The thread pool's handoffs on aarch64's weaker memory order.
-            "-p",
-            "qneon-pool",
-            "--target",
-            TARGET,
-            "--no-fail-fast",
-        ]);
+        // For aarch64: the library, the model runtime, the C API's Rust
+        // tests (its extern functions on NEON) and the thread pool (its
+        // handoffs on aarch64's weaker memory order); one build for both
+        // parts below.
+        let aarch64_tests = |extra: &[&str]| {
+            let mut args = vec!["test"];
+            for package in ["qneon", "qneon-runtime", "qneon-capi", "qneon-pool"] {
+                args.extend(["-p", package]);
+            }
+            args.extend(extra);
+            args.extend(["--target", TARGET, "--no-fail-fast"]);
+            util::cargo(args)
+        };
+        let mut qemu_tests = aarch64_tests(&[]);
         // The runner is `qemu-aarch64 -cpu max`, which has dotprod and i8mm:
         // the feature-detection test may insist on finding them.
         qemu_tests.env("QNEON_EXPECT_DOTPROD", "1");
@@ -84,24 +80,10 @@ pub fn cli(args: &[String]) -> Result {
         // depthwise pair kernel, the widening GEMM inside CONV_2D): under
         // `-cpu max` the `sdot` kernels take their layers, so the library's
         // convolution and GEMM tests run again on an Armv8.0 core. Same
-        // build as above (the runner is not part of it): seconds.
-        // The packages of the build above: with `-p qneon` alone, cargo
-        // would unify the library's features apart and build it again.
-        let mut no_dotprod = util::cargo([
-            "test",
-            "-p",
-            "qneon",
-            "-p",
-            "qneon-runtime",
-            "-p",
-            "qneon-capi",
-            "-p",
-            "qneon-pool",
-            "--lib",
-            "--target",
-            TARGET,
-            "--no-fail-fast",
-        ]);
+        // build as above (the runner is not part of it): seconds; with `-p
+        // qneon` alone, cargo would unify the library's features apart and
+        // build it again.
+        let mut no_dotprod = aarch64_tests(&["--lib"]);
         no_dotprod.env(
             "CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER",
             "qemu-aarch64 -cpu cortex-a72",
