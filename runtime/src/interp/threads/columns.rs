@@ -149,24 +149,31 @@ pub(crate) fn column_shares(
     let columns = kernel.columns()?;
     let grain = columns.grain.max(1);
     let blocks = columns.columns.div_ceil(grain);
-    let per_share = MIN_MACS_PER_THREAD.saturating_add(setup.saturating_mul(2));
-    let worth = usize::try_from(work / per_share).unwrap_or(usize::MAX);
-    let n = threads.min(blocks).min(worth);
-    if n < 2 {
-        return None;
-    }
     let rows = columns.rows as u64;
     let row_bytes = (columns.columns * columns.elem) as u64;
     // Each thread copies a band of whole rows from every tile.
     let band_rows = rows.div_ceil((threads as u64).clamp(1, rows.max(1)));
-    let copy = band_rows
-        .saturating_mul(n as u64)
-        .saturating_mul(COPY_MACS_PER_ROW)
-        .saturating_add(band_rows.saturating_mul(row_bytes) * COPY_MACS_PER_BYTE)
-        .saturating_add(COPY_CALL_MACS);
-    // The largest share has ceil(blocks / n) of the blocks.
-    let largest = work.saturating_mul(blocks.div_ceil(n) as u64) / blocks as u64;
-    let by_columns = largest.saturating_add(setup).saturating_add(copy);
+    // The busiest of `n` column shares: the largest (ceil(blocks / n) of
+    // the blocks), its setup, and its band of the copy.
+    let busiest = |n: usize| {
+        let copy = band_rows
+            .saturating_mul(n as u64)
+            .saturating_mul(COPY_MACS_PER_ROW)
+            .saturating_add(band_rows.saturating_mul(row_bytes) * COPY_MACS_PER_BYTE)
+            .saturating_add(COPY_CALL_MACS);
+        let largest = work.saturating_mul(blocks.div_ceil(n) as u64) / blocks as u64;
+        largest.saturating_add(setup).saturating_add(copy)
+    };
+    // As many shares as lower the busiest thread's work, each at least the
+    // minimum worth a thread. (Capped as bands are, by the setup as well,
+    // person_detect's 6x6x64 -> 128 layer took 5 column shares at 8
+    // threads, costlier than its 5 bands of pixels, where 8 column shares
+    // of 16 channels cost its busiest thread less.)
+    let most = threads
+        .min(blocks)
+        .min(usize::try_from(work / MIN_MACS_PER_THREAD).unwrap_or(usize::MAX));
+    let n = (2..=most).min_by_key(|&n| (busiest(n), n))?;
+    let by_columns = busiest(n);
     let by_bands = if bands >= 2 {
         // The largest band has ceil(tiles / bands) of the tiles (a 6x6
         // pointwise layer: 5 blocks of 8 pixels, the last of 4).
@@ -430,7 +437,14 @@ mod tests {
             let bands = threads.min(3);
             let shares =
                 column_shares(&grid, (work, 1_000), (bands, 100_000), threads).expect("columns");
-            assert_eq!(shares.len(), threads.min(70usize.div_ceil(4)));
+            // The least largest share (in blocks of 4 columns) that
+            // `threads` shares can give, with as few shares as give it
+            // (more would only add to the copy).
+            let (blocks, most) = (70usize.div_ceil(4), threads.min(70usize.div_ceil(4)));
+            assert_eq!(blocks.div_ceil(shares.len()), blocks.div_ceil(most));
+            assert!(
+                shares.len() <= most && blocks.div_ceil(shares.len() - 1) > blocks.div_ceil(most)
+            );
             // Cut on the grain, in order, covering every column.
             let mut next = 0;
             for s in &shares {
