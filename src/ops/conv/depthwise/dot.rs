@@ -31,6 +31,7 @@ use core::arch::aarch64::*;
 use core::mem::MaybeUninit;
 
 use super::super::geometry::ConvGeometry;
+use super::dot3::{self, RunStage};
 use super::folded::Folded;
 use super::pack::{Packed, BLOCK};
 use super::stage::BlockStage;
@@ -341,6 +342,32 @@ pub(super) unsafe fn block_rows<const S: u8, const K: usize, const N: usize>(
     let classes = f.column_classes * f.padded;
     // Each output column's bias offset within a row class's biases.
     let column_class = &f.column_class[..g.output_width];
+    // A whole block's 3x3 windows with the ties-upward stage and no left
+    // shift, a row in one pass: each row's pixels in the asm loop of
+    // `dot3`, by runs of one column class (found once per call).
+    let mut runs = [[0usize; 2]; dot3::RUNS];
+    let mut run_count = 0;
+    let fast = K == 3 && N == 4 && stage.ties_upward_right_only() && per_pass >= g.output_width;
+    if fast {
+        for (ox, &class) in column_class.iter().enumerate() {
+            if ox > 0 && class == column_class[ox - 1] {
+                runs[run_count - 1][1] += 1;
+            } else if run_count < dot3::RUNS {
+                runs[run_count] = [class as usize * f.padded + c0, 1];
+                run_count += 1;
+            } else {
+                run_count = 0;
+                break;
+            }
+        }
+    }
+    let run3 = (run_count > 0).then(|| RunStage {
+        multiplier: p.stage.multiplier[c0..c0 + BLOCK].as_ptr(),
+        neg_right_shift: p.stage.neg_right_shift[c0..c0 + BLOCK].as_ptr(),
+        zero_point: p.stage.zero_point,
+        act_min: p.stage.act_min,
+        act_max: p.stage.act_max,
+    });
     for r in rows {
         let (batch, oy) = (r / g.output_height, r % g.output_height);
         let image = &input[batch * in_image..][..in_image];
@@ -412,6 +439,25 @@ pub(super) unsafe fn block_rows<const S: u8, const K: usize, const N: usize>(
                     }
                 }
                 zero_columns::<N>(buf.add((left + inside) * groups * entry), right * groups);
+            }
+            if let Some(rs) = &run3 {
+                debug_assert!(ox0 == 0 && ox1 == g.output_width);
+                debug_assert!(runs[..run_count]
+                    .iter()
+                    .all(|&[at, _]| at + BLOCK <= classes));
+                // SAFETY: dotprod (the caller's); the weights hold 3
+                // entries of 64 bytes (`kw * groups`), each run's bias
+                // offset is within the row class's biases, the stage
+                // arrays are padded past `c0 + 16`; the runs cover the
+                // row's `output_width` pixels, which read the laid-out
+                // columns (`< count`) and write their 16 bytes within
+                // `out`.
+                unsafe {
+                    let o = out_ptr.add(c0);
+                    dot3::run(wp, rs, bias_ptr, &runs[..run_count], buf, sw, o, oc);
+                }
+                ox0 = ox1;
+                continue;
             }
             for ox in ox0..ox1 {
                 debug_assert!(column_class[ox] as usize * f.padded + c0 + 4 * N <= classes);

@@ -32,6 +32,8 @@
 #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
 mod dot;
 #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+mod dot3;
+#[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
 mod folded;
 #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
 pub(crate) mod neon;

@@ -130,6 +130,13 @@ impl<const S: u8> BlockStage<S> {
         }
     }
 
+    /// Whether the stage is [`TIES_UPWARD`] with no lane shifting left
+    /// (`sqrdmulh` then `srshl`: the `sdot` kernel's 3x3 asm loop).
+    #[inline(always)]
+    pub(super) fn ties_upward_right_only(&self) -> bool {
+        S == TIES_UPWARD && !self.shifts_left
+    }
+
     /// The output bytes of `acc`'s first `4 * N` lanes (the rest zero).
     #[inline(always)]
     pub(super) fn bytes<const N: usize>(&self, acc: &[int32x4_t; 4]) -> int8x16_t {

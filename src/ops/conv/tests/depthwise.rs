@@ -718,3 +718,57 @@ fn depthwise_i8_dot_equal_scalar_tall_and_wide() {
         }
     }
 }
+
+/// The `sdot` kernel's 3x3 blocks with per-channel scales that shift some
+/// channels left (a block with left shifts runs the generic loop, one with
+/// none the asm row loop) next to blocks that only shift right, on
+/// strides 1 and 2, SAME and VALID, every requantization, against the
+/// scalar loops.
+#[test]
+fn depthwise_i8_dot_left_and_right_shifts() {
+    let mut rng = Rng(0x1ef7_5417);
+    for (shape, stride, padding) in [
+        ([1, 5, 9, 48], 1, Padding::Same),
+        ([1, 7, 8, 32], 2, Padding::Same),
+        ([1, 6, 7, 32], 1, Padding::Valid),
+    ] {
+        let channels = shape[3];
+        let g = geometry(padding, shape, channels, [3, 3], [stride; 2], [1, 1]);
+        let input: Vec<i8> = (0..shape.iter().product::<usize>())
+            .map(|_| rng.i8())
+            .collect();
+        let weights: Vec<i8> = (0..9 * channels).map(|_| rng.i8().max(-127)).collect();
+        let bias: Vec<i32> = (0..channels).map(|_| rng.range(-3_000, 3_000)).collect();
+        // Channels 16..32 scale up (effective scale 0.5 s / 100 above 1:
+        // left shifts), the others down; channel 3 at exactly 1.
+        let scales: Vec<f32> = (0..channels)
+            .map(|c| match c {
+                3 => 200.0,
+                16..32 => 300.0 + c as f32 * 10.0,
+                _ => 0.5 + c as f32 * 0.1,
+            })
+            .collect();
+        for r in ALL {
+            for act in ACTIVATIONS {
+                let q = ConvQuantization {
+                    input: QuantParams::new(0.5, rng.range(-128, 127)),
+                    weight_scales: &scales,
+                    output: QuantParams::new(100.0, rng.range(-128, 127)),
+                    activation: act,
+                    requantization: r,
+                };
+                let op = DepthwiseConv2d::new(g, 1, &weights, Some(&bias), &q).unwrap();
+                let n = op.rows() * g.output_width * channels;
+                let mut scalar = vec![0i8; n];
+                op.run_rows(Backend::Scalar, &input, &mut scalar, 0..op.rows())
+                    .unwrap();
+                for backend in Backend::available() {
+                    let mut out = vec![0x33u8 as i8; n];
+                    op.run_rows(backend, &input, &mut out, 0..op.rows())
+                        .unwrap();
+                    assert_eq!(out, scalar, "{backend:?} {g:?} {r:?} {act:?}");
+                }
+            }
+        }
+    }
+}

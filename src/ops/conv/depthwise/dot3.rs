@@ -1,0 +1,147 @@
+//! The `sdot` kernel's 3x3 window (dilation 1) on a whole block of 16
+//! channels with LiteRT's ties-upward double rounding and no channel of
+//! the block shifting left: a row of output pixels in one asm loop, by
+//! runs of one column class (one bias each), the block's 12 weight
+//! vectors, multipliers, right shifts, zero point and clamp held in
+//! registers for the row.
+//!
+//! Per pixel of 16 channels that is 37 instructions: the class's bias (one
+//! 4-register load), 3 column loads and 12 `sdot`s, `sqrdmulh` and the
+//! ties-upward `srshl` on 4 vectors (the stage without left shift: a shift
+//! by 0 is the identity), the saturating narrows with the zero point, the
+//! clamp, the store and 2 for the loop (and 4 per run, 8 per row); the
+//! kernel's generic loop spends about 49 (weights reloaded per pixel, the
+//! class looked up per pixel, the left shift tested per pixel). Registers:
+//! weights v0-v11, zero point and clamp v12-v14, accumulators v16-v19,
+//! columns v20-v23, multipliers v24-v27, right shifts v28-v31.
+
+/// The constants of a block's run: pointers to its 16 channels' Q0.31
+/// multipliers and non-positive right shifts (`srshl` amounts), the output
+/// zero point and activation clamp.
+pub(super) struct RunStage {
+    pub(super) multiplier: *const i32,
+    pub(super) neg_right_shift: *const i32,
+    pub(super) zero_point: i16,
+    pub(super) act_min: i8,
+    pub(super) act_max: i8,
+}
+
+/// The most runs of one column class a row may have for [`run`] (a 3x3
+/// window's row has at most 5: up to 2 edge classes on either side and
+/// the interior).
+pub(super) const RUNS: usize = 8;
+
+/// One output row of the block, by `runs` of `[bias offset, pixels]`:
+/// pixel `i` (counted along the row) reads the laid-out columns at `x +
+/// 64 (stride i + kx)` (`kx` in 0..3), its accumulators start at the 16
+/// values at `biases` plus its run's offset, and its 16 bytes go to `out +
+/// out_step i`. `w` holds the block's 3 weight entries of 64 bytes
+/// (`[kx][channel][row]`).
+///
+/// # Safety
+/// The CPU has dotprod; `runs` is not empty and every run has a pixel;
+/// `w` holds 192 bytes, `biases` 16 values at each run's offset, the
+/// stage pointers 16 values each; `x` holds the `64 (stride (n - 1) + 3)`
+/// bytes read for the `n` pixels of the runs, and `out + out_step i` 16
+/// writable bytes for each `i < n`.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(super) unsafe fn run(
+    w: *const i8,
+    s: &RunStage,
+    biases: *const i32,
+    runs: &[[usize; 2]],
+    x: *const i8,
+    stride: usize,
+    out: *mut i8,
+    out_step: usize,
+) {
+    debug_assert!(!runs.is_empty() && runs.iter().all(|r| r[1] >= 1));
+    // After the window's first two columns (post-incremented by 64 each),
+    // on to the next pixel's first column (negative for stride 1: the
+    // register post-index adds modulo 2^64).
+    let x_step = (64 * stride).wrapping_sub(128);
+    // SAFETY: the caller's bounds: every load reads within `w`, `biases`, `runs`,
+    // the stage arrays and the laid-out columns, every store writes one
+    // pixel's 16 bytes; `sdot` needs dotprod (the caller's); the
+    // intrinsic is not stable yet, hence the asm.
+    unsafe {
+        core::arch::asm!(
+            "ld1 {{v0.16b-v3.16b}}, [{w}], #64",
+            "ld1 {{v4.16b-v7.16b}}, [{w}], #64",
+            "ld1 {{v8.16b-v11.16b}}, [{w}]",
+            "ld1 {{v24.4s-v27.4s}}, [{m}]",
+            "ld1 {{v28.4s-v31.4s}}, [{r}]",
+            "dup v12.8h, {zp:w}",
+            "dup v13.16b, {lo:w}",
+            "dup v14.16b, {hi:w}",
+            "3:",
+            "ldp {b}, {n}, [{runs}], #16",
+            "add {b}, {biases}, {b}, lsl #2",
+            "2:",
+            "ld1 {{v16.4s-v19.4s}}, [{b}]",
+            "ld1 {{v20.16b-v23.16b}}, [{x}], #64",
+            "sdot v16.4s, v20.16b, v0.16b",
+            "sdot v17.4s, v21.16b, v1.16b",
+            "sdot v18.4s, v22.16b, v2.16b",
+            "sdot v19.4s, v23.16b, v3.16b",
+            "ld1 {{v20.16b-v23.16b}}, [{x}], #64",
+            "sdot v16.4s, v20.16b, v4.16b",
+            "sdot v17.4s, v21.16b, v5.16b",
+            "sdot v18.4s, v22.16b, v6.16b",
+            "sdot v19.4s, v23.16b, v7.16b",
+            "ld1 {{v20.16b-v23.16b}}, [{x}], {xs}",
+            "sdot v16.4s, v20.16b, v8.16b",
+            "sdot v17.4s, v21.16b, v9.16b",
+            "sdot v18.4s, v22.16b, v10.16b",
+            "sdot v19.4s, v23.16b, v11.16b",
+            "sqrdmulh v16.4s, v16.4s, v24.4s",
+            "sqrdmulh v17.4s, v17.4s, v25.4s",
+            "sqrdmulh v18.4s, v18.4s, v26.4s",
+            "sqrdmulh v19.4s, v19.4s, v27.4s",
+            "srshl v16.4s, v16.4s, v28.4s",
+            "srshl v17.4s, v17.4s, v29.4s",
+            "srshl v18.4s, v18.4s, v30.4s",
+            "srshl v19.4s, v19.4s, v31.4s",
+            "sqxtn v16.4h, v16.4s",
+            "sqxtn2 v16.8h, v17.4s",
+            "sqxtn v18.4h, v18.4s",
+            "sqxtn2 v18.8h, v19.4s",
+            "sqadd v16.8h, v16.8h, v12.8h",
+            "sqadd v18.8h, v18.8h, v12.8h",
+            "sqxtn v16.8b, v16.8h",
+            "sqxtn2 v16.16b, v18.8h",
+            "smax v16.16b, v16.16b, v13.16b",
+            "smin v16.16b, v16.16b, v14.16b",
+            "subs {n}, {n}, #1",
+            "st1 {{v16.16b}}, [{o}], {os}",
+            "b.ne 2b",
+            "subs {k}, {k}, #1",
+            "b.ne 3b",
+            w = inout(reg) w => _,
+            m = in(reg) s.multiplier,
+            r = in(reg) s.neg_right_shift,
+            zp = in(reg) s.zero_point as i32,
+            lo = in(reg) s.act_min as i32,
+            hi = in(reg) s.act_max as i32,
+            biases = in(reg) biases,
+            runs = inout(reg) runs.as_ptr() => _,
+            k = inout(reg) runs.len() => _,
+            b = out(reg) _,
+            x = inout(reg) x => _,
+            xs = in(reg) x_step,
+            o = inout(reg) out => _,
+            os = in(reg) out_step,
+            n = out(reg) _,
+            out("v0") _, out("v1") _, out("v2") _, out("v3") _,
+            out("v4") _, out("v5") _, out("v6") _, out("v7") _,
+            out("v8") _, out("v9") _, out("v10") _, out("v11") _,
+            out("v12") _, out("v13") _, out("v14") _,
+            out("v16") _, out("v17") _, out("v18") _, out("v19") _,
+            out("v20") _, out("v21") _, out("v22") _, out("v23") _,
+            out("v24") _, out("v25") _, out("v26") _, out("v27") _,
+            out("v28") _, out("v29") _, out("v30") _, out("v31") _,
+            options(nostack),
+        );
+    }
+}
