@@ -330,11 +330,11 @@ impl<const IN_PLACE: bool> BlockTiles for PanelTiles<'_, IN_PLACE> {
                 skip = whole;
             }
         }
-        for (x, out_row) in self
-            .panel
+        // The tiles left (all of them when the loop above did not run).
+        let panel = &self.panel[skip * self.tile_bytes..];
+        for (x, out_row) in panel
             .chunks_exact(self.tile_bytes)
-            .zip((group..group_end).step_by(MR))
-            .skip(skip)
+            .zip((group + skip * MR..group_end).step_by(MR))
         {
             let (row, mr) = (first_row + out_row, MR.min(group_end - out_row));
             let mut acc = match self.row_offsets {
