@@ -3,6 +3,7 @@
 //! place for depths beyond the panel.
 
 use super::dot_panel::{bias_accumulators, dot_panel_steps, dot_rows_depth8};
+use super::dot_tiles::{panel_tiles_single_right, SingleRightStage};
 use super::{
     initial_acc, row_pointers, store_tile, tail_rows, tail_vectors, tile_origin, with_stage,
     BlockParams, BlockTiles, StoreTile,
@@ -269,10 +270,71 @@ impl<const IN_PLACE: bool> BlockTiles for PanelTiles<'_, IN_PLACE> {
         // `bias_accumulators` (in memory: it is read by address).
         let [b0, b1] = self.p.bias;
         let bias = [b0, b1, b0, b1];
-        for (x, out_row) in self
-            .panel
+        // Whole tiles of the single-rounding stage whose channels all shift
+        // right run in one assembly loop; the rest, tile by tile below.
+        let mut skip = 0;
+        if let (Some(clamp), false, None, NR) = (S::SINGLE_RIGHT, IN_PLACE, self.row_offsets, nr) {
+            let whole = (group_end - group) / MR;
+            if whole > 0 {
+                let p = self.p;
+                let stage = SingleRightStage {
+                    multiplier: [p.mult[0].multiplier, p.mult[1].multiplier],
+                    neg_right_shift: [p.mult[0].neg_right_shift, p.mult[1].neg_right_shift],
+                    zero_point: p.zero_point,
+                    min: p.min,
+                    max: p.max,
+                };
+                debug_assert_eq!(self.tile_bytes, 128 * (chunks + usize::from(half)));
+                // One check for every read and store of the loop: the
+                // tiles' panels, the block's weights, the last row's bytes.
+                let panel = &self.panel[..whole * self.tile_bytes];
+                let w = &self.w[..self.tile_bytes];
+                let last = (group + whole * MR - 1) * self.stride + out_col;
+                let _last = &mut self.output[last..last + NR];
+                // SAFETY: the CPU has dotprod (built in `gemm_dot` only);
+                // every panel tile holds 128 (chunks + half) written bytes
+                // (k >= 1: chunks + half >= 1), as does the block (sliced
+                // above); the output rows group..group + 8 whole of the
+                // columns out_col..out_col + 8 end at or before the last
+                // one's end, within `output` (sliced above), so the first
+                // row's offset is within it too.
+                unsafe {
+                    let out = self.output.as_mut_ptr().add(group * self.stride + out_col);
+                    let args = (panel.as_ptr().cast(), w.as_ptr(), chunks, half);
+                    if clamp {
+                        panel_tiles_single_right::<true>(
+                            args.0,
+                            args.1,
+                            args.2,
+                            args.3,
+                            &bias,
+                            &stage,
+                            out,
+                            self.stride,
+                            whole,
+                        );
+                    } else {
+                        panel_tiles_single_right::<false>(
+                            args.0,
+                            args.1,
+                            args.2,
+                            args.3,
+                            &bias,
+                            &stage,
+                            out,
+                            self.stride,
+                            whole,
+                        );
+                    }
+                }
+                skip = whole;
+            }
+        }
+        // The tiles left (all of them when the loop above did not run).
+        let panel = &self.panel[skip * self.tile_bytes..];
+        for (x, out_row) in panel
             .chunks_exact(self.tile_bytes)
-            .zip((group..group_end).step_by(MR))
+            .zip((group + skip * MR..group_end).step_by(MR))
         {
             let (row, mr) = (first_row + out_row, MR.min(group_end - out_row));
             let mut acc = match self.row_offsets {

@@ -39,6 +39,7 @@
 
 pub(crate) mod dot;
 mod dot_panel;
+mod dot_tiles;
 pub(crate) mod mmla;
 pub(crate) mod pack;
 pub(crate) mod widening;
@@ -196,6 +197,12 @@ pub(super) fn tile_origin<const AT_ORIGIN: bool>(t: &Tile) -> (usize, usize, usi
 /// monomorphized for it ([`with_stage`]) rather than choosing the stage
 /// again for every tile.
 pub(super) trait StoreTile: Copy {
+    /// `Some(clamp)` for the single-rounding stage of a block whose channels
+    /// all shift right (`requantize_single_right`), which whole tiles may
+    /// run in one assembly loop (`dot_tiles::panel_tiles_single_right`);
+    /// `None` for every other stage.
+    const SINGLE_RIGHT: Option<bool>;
+
     /// [`store_tile`] in this stage.
     #[allow(clippy::too_many_arguments)]
     fn store<const R: usize>(
@@ -218,6 +225,12 @@ pub(super) struct Stage<const LEFT: bool, const FAST: bool, const CLAMP: bool, c
 impl<const LEFT: bool, const FAST: bool, const CLAMP: bool, const STAGE: u8> StoreTile
     for Stage<LEFT, FAST, CLAMP, STAGE>
 {
+    const SINGLE_RIGHT: Option<bool> = if STAGE == STAGE_SINGLE && FAST && !LEFT {
+        Some(CLAMP)
+    } else {
+        None
+    };
+
     #[inline(always)]
     fn store<const R: usize>(
         self,
