@@ -3,6 +3,7 @@
 //! place for depths beyond the panel.
 
 use super::dot_panel::{bias_accumulators, dot_panel_steps, dot_rows_depth8};
+use super::source::PanelRows;
 use super::{
     initial_acc, row_pointers, store_tile, tail_rows, tail_vectors, tile_origin, with_stage,
     BlockParams, BlockTiles, StoreTile,
@@ -90,7 +91,7 @@ unsafe fn dot_chunks(
 
 /// The deepest input (in bytes, a multiple of 16) that [`gemm_dot`] copies
 /// into a packed panel on the stack (8 KiB); deeper inputs are read in place.
-const PANEL_DEPTH: usize = 1024;
+pub(crate) const PANEL_DEPTH: usize = 1024;
 
 /// Copies rows `row..row + 8` (rows past `row + mr` repeat the last one) of
 /// the `k`-deep input into the first `8 k_padded` bytes of `panel`
@@ -100,7 +101,13 @@ const PANEL_DEPTH: usize = 1024;
 /// four registers. Every one of those `8 k_padded` bytes is written, so the
 /// panel need not start initialized (its kernels read no byte past them).
 #[inline(always)]
-fn fill_panel(panel: &mut [MaybeUninit<i8>], input: &[i8], k: usize, row: usize, mr: usize) {
+pub(super) fn fill_panel(
+    panel: &mut [MaybeUninit<i8>],
+    input: &[i8],
+    k: usize,
+    row: usize,
+    mr: usize,
+) {
     let whole = k / KC;
     // One check for every store below: the panel holds 8 k_padded bytes.
     let panel = &mut panel[..8 * k.div_ceil(KC) * KC];
@@ -135,23 +142,30 @@ fn fill_panel(panel: &mut [MaybeUninit<i8>], input: &[i8], k: usize, row: usize,
 /// holds, and every weight block of the tile runs over those, its
 /// parameters loaded once per group rather than once per 8 rows.
 ///
+/// The rows come from `source` (see [`PanelRows`]): only dense rows (an
+/// `m x k` matrix) may be deeper than the panel.
+///
 /// # Safety
-/// The CPU must have the dotprod extension. `input` holds the whole `m x k`
-/// input, `rows.end <= m`, and `output` the tile, as `Gemm::run_tile` checks
-/// (see [`Tile`]); with `AT_ORIGIN` the tile starts at row 0 and channel 0
-/// (see `tile_origin`).
+/// The CPU must have the dotprod extension. `source` holds rows
+/// `0..rows.end` (dense rows: the whole `m x k` input, `rows.end <= m`),
+/// and `output` the tile, as `Gemm::run_tile` checks (see [`Tile`]); with
+/// `AT_ORIGIN` the tile starts at row 0 and channel 0 (see `tile_origin`).
 #[target_feature(enable = "dotprod")]
 #[inline(never)]
-pub(crate) unsafe fn gemm_dot<const AT_ORIGIN: bool>(
+pub(crate) unsafe fn gemm_dot<const AT_ORIGIN: bool, S: PanelRows>(
     g: &GemmView<'_>,
-    input: &[i8],
+    source: &S,
     output: &mut [i8],
     t: &Tile,
 ) {
     const MR: usize = 8;
-    debug_assert!(input.len() >= t.rows.end * g.k && !t.rows.is_empty());
+    debug_assert!(!t.rows.is_empty());
     debug_assert!(output.len() >= (t.rows.len() - 1) * t.stride + t.cols.len());
     if g.k_padded > PANEL_DEPTH {
+        let input = source
+            .dense()
+            .expect("only dense rows are deeper than the panel");
+        debug_assert!(input.len() >= t.rows.end * g.k);
         // SAFETY: the caller's guarantees.
         return unsafe { gemm_dot_rows::<AT_ORIGIN>(g, input, output, t) };
     }
@@ -178,7 +192,7 @@ pub(crate) unsafe fn gemm_dot<const AT_ORIGIN: bool>(
     let tile_bytes = MR * g.k_padded;
     let group_rows = MR * (PANEL_DEPTH / g.k_padded);
     let mut group = 0;
-    if k == 8 && rows >= MR {
+    if let (8, true, Some(input)) = (k, rows >= MR, source.dense()) {
         // Whole 8-row tiles read in place (`dot_rows_depth8`); the rows
         // after the last whole tile go through the panel below.
         group = rows - rows % MR;
@@ -209,7 +223,7 @@ pub(crate) unsafe fn gemm_dot<const AT_ORIGIN: bool>(
         let group_end = rows.min(group + group_rows);
         for (t, out_row) in (group..group_end).step_by(MR).enumerate() {
             let (row, mr) = (first_row + out_row, MR.min(group_end - out_row));
-            fill_panel(&mut panel[t * tile_bytes..], input, k, row, mr);
+            source.fill_dot(&mut panel[t * tile_bytes..], row, mr);
         }
         // Blocks outside, row tiles inside: a block's parameters are
         // loaded once for the group's tiles.

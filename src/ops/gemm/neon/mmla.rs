@@ -20,6 +20,7 @@
 //! Depths past [`PANEL_DEPTH`] run the `sdot` kernel (rows read in place).
 
 use super::dot::gemm_dot;
+use super::source::PanelRows;
 use super::{
     initial_acc, row_pointers, tail_vectors, tile_origin, with_stage, BlockParams, BlockTiles,
     StoreTile,
@@ -42,7 +43,13 @@ const PANEL_DEPTH: usize = 1024;
 /// alike. The depth past `k` is zero. Every one of those `8 k_padded` bytes
 /// is written, so the panel need not start initialized.
 #[inline(always)]
-fn fill_pairs(panel: &mut [MaybeUninit<i8>], input: &[i8], k: usize, row: usize, mr: usize) {
+pub(super) fn fill_pairs(
+    panel: &mut [MaybeUninit<i8>],
+    input: &[i8],
+    k: usize,
+    row: usize,
+    mr: usize,
+) {
     let whole = k / KC;
     // One check for every store below: the panel holds 8 k_padded bytes.
     let panel = &mut panel[..8 * k.div_ceil(KC) * KC];
@@ -358,29 +365,33 @@ fn start_blocks(start: &[int32x4_t; 4]) -> [[int32x4_t; 4]; 4] {
 /// the tile runs over those (its parameters loaded once per group). Depths
 /// past [`PANEL_DEPTH`], and a depth of exactly 8, run [`gemm_dot`].
 ///
+/// The rows come from `source` (see [`PanelRows`]): only dense rows (an
+/// `m x k` matrix) may be deeper than the panel.
+///
 /// # Safety
-/// The CPU must have the i8mm and dotprod extensions. `input` holds the
-/// whole `m x k` input, `rows.end <= m`, and `output` the tile, as
-/// `Gemm::run_tile` checks (see [`Tile`]); with `AT_ORIGIN` the tile starts
-/// at row 0 and channel 0 (see `tile_origin`).
+/// The CPU must have the i8mm and dotprod extensions. `source` holds rows
+/// `0..rows.end` (dense rows: the whole `m x k` input, `rows.end <= m`),
+/// and `output` the tile, as `Gemm::run_tile` checks (see [`Tile`]); with
+/// `AT_ORIGIN` the tile starts at row 0 and channel 0 (see `tile_origin`).
 #[target_feature(enable = "dotprod,i8mm")]
 #[inline(never)]
-pub(crate) unsafe fn gemm_mmla<const AT_ORIGIN: bool>(
+pub(crate) unsafe fn gemm_mmla<const AT_ORIGIN: bool, S: PanelRows>(
     g: &GemmView<'_>,
-    input: &[i8],
+    source: &S,
     output: &mut [i8],
     t: &Tile,
 ) {
     const MR: usize = 8;
-    debug_assert!(input.len() >= t.rows.end * g.k && !t.rows.is_empty());
+    debug_assert!(!t.rows.is_empty());
     debug_assert!(output.len() >= (t.rows.len() - 1) * t.stride + t.cols.len());
     // A depth of exactly 8 too: `gemm_dot` reads its rows in place, two
     // per register, where this path would copy them into row pairs (on
     // person_detect's depth-8 layer 84 K instructions against 164 K).
-    if g.k_padded > PANEL_DEPTH || g.k == 8 {
+    if source.dense().is_some() && (g.k_padded > PANEL_DEPTH || g.k == 8) {
         // SAFETY: the caller's guarantees (dotprod included).
-        return unsafe { gemm_dot::<AT_ORIGIN>(g, input, output, t) };
+        return unsafe { gemm_dot::<AT_ORIGIN, S>(g, source, output, t) };
     }
+    debug_assert!(g.k_padded <= PANEL_DEPTH);
     let k = g.k;
     // Whole steps of 16 depth bytes, and whether a half step ends the depth.
     let half = matches!(k % KC, 1..=8);
@@ -404,7 +415,7 @@ pub(crate) unsafe fn gemm_mmla<const AT_ORIGIN: bool>(
         let group_end = rows.min(group + group_rows);
         for (t, out_row) in (group..group_end).step_by(MR).enumerate() {
             let (row, mr) = (first_row + out_row, MR.min(group_end - out_row));
-            fill_pairs(&mut panel[t * tile_bytes..], input, k, row, mr);
+            source.fill_pairs(&mut panel[t * tile_bytes..], row, mr);
         }
         // Blocks outside, row tiles inside: a block's parameters are
         // loaded once for the group's tiles.
