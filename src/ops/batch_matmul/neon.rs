@@ -5,7 +5,7 @@
 
 use super::MatMul;
 use crate::ops::gemm::kernels::neon::{
-    block_sums, dot, pack_columns, pack_rows, widening, DenseRows, GemmView, Tile,
+    block_sums, dot, pack_columns, pack_rows, widening, GemmView, Tile,
 };
 use crate::ops::gemm::kernels::{KC, NR};
 use core::arch::aarch64::*;
@@ -84,8 +84,7 @@ pub(super) fn matmul(
         // of x (m k) and output (m n) were checked (m >= 1, n >= 1), packed
         // holds the whole padded blocks and column_start one value per
         // padded channel.
-        let rows = DenseRows { input: x, k };
-        unsafe { dot::gemm_dot::<true, _>(&view, &rows, output, &whole) };
+        unsafe { dot::gemm_dot::<true>(&view, x, output, &whole) };
     } else {
         widening::gemm_widening::<true>(&view, x, output, &whole);
     }

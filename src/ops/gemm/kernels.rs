@@ -13,7 +13,6 @@ pub(crate) use super::pack::{KC, NR};
 /// they take.
 #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
 pub(crate) mod neon {
-    pub(crate) use crate::ops::gemm::neon::dense::DenseRows;
     pub(crate) use crate::ops::gemm::neon::pack::{block_sums, pack_columns, pack_rows};
     pub(crate) use crate::ops::gemm::neon::source::{
         DotLayout, PairLayout, PanelLayout, PanelRows,

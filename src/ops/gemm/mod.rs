@@ -573,11 +573,11 @@ impl Gemm {
             // tile was checked above, the source holds its m rows (the
             // caller's promise, `PanelRows`) and the depth fits the panel.
             GemmPath::Mmla if cpu.i8mm && cpu.dotprod => unsafe {
-                neon::mmla::gemm_mmla::<true, S>(&view, source, output, &tile)
+                neon::mmla::gemm_mmla_panel_rows::<S>(&view, source, output, &tile)
             },
             // SAFETY: as above, with dotprod.
             GemmPath::Dot if cpu.dotprod => unsafe {
-                neon::dot::gemm_dot::<true, S>(&view, source, output, &tile)
+                neon::dot::gemm_dot_panel_rows::<S>(&view, source, output, &tile)
             },
             _ => return Ok(false),
         }
@@ -618,11 +618,7 @@ impl Gemm {
         // channel, take the kernels' origin specialization.
         #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
         let at_origin = tile.rows.start == 0 && tile.cols.start == 0;
-        #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
-        let dense = neon::dense::DenseRows {
-            input,
-            k: self.params.k,
-        };
+
         match backend {
             Backend::Scalar => {
                 if !empty {
@@ -639,16 +635,16 @@ impl Gemm {
                         // caller.
                         unsafe {
                             if at_origin {
-                                neon::dot::gemm_dot::<true, _>(
+                                neon::dot::gemm_dot::<true>(
                                     &self.params.view(),
-                                    &dense,
+                                    input,
                                     output,
                                     tile,
                                 )
                             } else {
-                                neon::dot::gemm_dot::<false, _>(
+                                neon::dot::gemm_dot::<false>(
                                     &self.params.view(),
-                                    &dense,
+                                    input,
                                     output,
                                     tile,
                                 )
@@ -670,9 +666,9 @@ impl Gemm {
                         // checked by the caller.
                         unsafe {
                             if at_origin {
-                                neon::mmla::gemm_mmla::<true, _>(&view, &dense, output, tile)
+                                neon::mmla::gemm_mmla::<true>(&view, input, output, tile)
                             } else {
-                                neon::mmla::gemm_mmla::<false, _>(&view, &dense, output, tile)
+                                neon::mmla::gemm_mmla::<false>(&view, input, output, tile)
                             }
                         };
                     }
