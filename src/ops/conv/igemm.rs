@@ -11,6 +11,10 @@
 //! wrapping), and the GEMM's output stage is the same per-channel
 //! requantization, so the bytes are the scalar loops'.
 //!
+//! A layer of one group whose window is a few bytes (`patch_rows`: a
+//! first layer's) skips the scratch on the `sdot` and `smmla` paths: its
+//! rows are built in the GEMM's panel straight from the image.
+//!
 //! The scratch never holds more than [`MAX_TILE_PIXELS`] pixels (at least
 //! [`MIN_TILE_PIXELS`] when the depth is large): a few rows of the layer,
 //! never its whole im2col copy.
@@ -21,6 +25,8 @@ use core::ops::Range;
 use super::geometry::ConvGeometry;
 use super::origin::FirstRow;
 use super::params::ConvQuantization;
+#[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+use super::patch_rows::{PatchPlan, PatchRows};
 use crate::backend::Backend;
 use crate::error::Result;
 use crate::ops::gemm::Gemm;
@@ -50,6 +56,10 @@ pub(crate) struct Implicit {
     input_zero_point: i8,
     /// Pixels per GEMM call with a scratch of [`Implicit::scratch_bytes`].
     tile_pixels: usize,
+    /// A small window (one group): its rows are built in the GEMM's panel
+    /// from the image, all pixels in one GEMM call, no scratch.
+    #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+    small: Option<PatchPlan>,
 }
 
 impl Implicit {
@@ -96,7 +106,19 @@ impl Implicit {
             // The caller checked the zero point's range.
             input_zero_point: q.input.zero_point as i8,
             tile_pixels,
+            #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+            small: PatchPlan::new(geometry, depth),
         })
+    }
+
+    /// Whether NEON's `sdot` and `smmla` paths build this layer's rows in
+    /// the GEMM's panel from the image (a small window, `patch_rows`).
+    #[cfg(test)]
+    pub(crate) fn small_window(&self) -> bool {
+        #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+        return self.small.is_some();
+        #[cfg(not(all(target_arch = "aarch64", target_feature = "neon")))]
+        false
     }
 
     /// The scratch [`run`](Self::run) fills at most: a tile of pixels'
@@ -119,11 +141,25 @@ impl Implicit {
         rows: Range<usize>,
         scratch: &mut [i8],
     ) -> Result<()> {
-        let tile = (scratch.len() / self.patch).min(MAX_TILE_PIXELS);
-        debug_assert!(tile >= 1);
         let channels = g.output_channels;
         let pixels = rows.start * g.output_width..rows.end * g.output_width;
         let skipped = first.row() * g.output_width;
+        #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+        if let (Some(plan), [gemm]) = (&self.small, &self.gemms[..]) {
+            let source = PatchRows {
+                plan,
+                g,
+                input,
+                pixel0: pixels.start,
+                zero_point: self.input_zero_point,
+            };
+            let out = &mut output[(pixels.start - skipped) * channels..];
+            if gemm.run_panel_rows(backend, &source, pixels.len(), out, channels)? {
+                return Ok(());
+            }
+        }
+        let tile = (scratch.len() / self.patch).min(MAX_TILE_PIXELS);
+        debug_assert!(tile >= 1);
         let mut start = pixels.start;
         while start < pixels.end {
             let end = (start + tile).min(pixels.end);

@@ -39,7 +39,8 @@
 //! The files: `params.rs` the quantization and output stage, `prepared.rs`
 //! what both ops prepare and the checks of a run, `conv2d.rs` and
 //! `depthwise_conv2d.rs` each op's `new` and dispatch, `methods.rs` and
-//! `band.rs` the run entry points, `scalar.rs`, `igemm.rs` and
+//! `band.rs` the run entry points, `scalar.rs`, `igemm.rs` (with
+//! `patch_rows.rs`, a small window's rows built in the GEMM's panel) and
 //! `depthwise/` the kernels, `geometry.rs` the padding and sizes.
 
 mod band;
@@ -53,6 +54,8 @@ mod igemm;
 mod methods;
 mod origin;
 mod params;
+#[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+mod patch_rows;
 mod pixels;
 mod prepared;
 mod scalar;

@@ -14,6 +14,9 @@ pub(crate) use super::pack::{KC, NR};
 #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
 pub(crate) mod neon {
     pub(crate) use crate::ops::gemm::neon::pack::{block_sums, pack_columns, pack_rows};
+    pub(crate) use crate::ops::gemm::neon::source::{
+        DotLayout, PairLayout, PanelLayout, PanelRows,
+    };
     pub(crate) use crate::ops::gemm::neon::{dot, widening};
     pub(crate) use crate::ops::gemm::params::{GemmView, Tile};
 }

@@ -20,6 +20,7 @@ mod depthwise;
 mod edges;
 mod implicit;
 mod shapes;
+mod small_patch;
 
 /// A small deterministic generator (64-bit LCG, high bits).
 struct Rng(u64);
@@ -225,13 +226,19 @@ struct Case {
     bias_range: (i32, i32),
     input_zero_point: i32,
     output: QuantParams,
+    /// Input bytes drawn from these values only (edge values), or from all
+    /// of int8.
+    input_values: Option<&'static [i8]>,
 }
 
 fn check(case: &Case, seed: u64) {
     let g = &case.geometry;
     let mut rng = Rng(seed);
     let input: Vec<i8> = (0..g.batch * g.input_height * g.input_width * g.input_channels)
-        .map(|_| rng.i8())
+        .map(|_| match case.input_values {
+            None => rng.i8(),
+            Some(v) => v[rng.range(0, v.len() as i32 - 1) as usize],
+        })
         .collect();
     let per_filter = match case.kind {
         Kind::Conv { filter_depth } => g.kernel_height * g.kernel_width * filter_depth,
@@ -406,5 +413,6 @@ fn case(geometry: ConvGeometry, kind: Kind, per_channel: bool) -> Case {
         bias_range: (-3000, 3000),
         input_zero_point: -7,
         output: QuantParams::new(0.11, 5),
+        input_values: None,
     }
 }

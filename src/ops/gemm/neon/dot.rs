@@ -2,11 +2,13 @@
 //! accumulators over a stack panel of interleaved rows, or over the rows in
 //! place for depths beyond the panel.
 
+use super::dense::DenseRows;
 use super::dot_panel::{bias_accumulators, dot_panel_steps, dot_rows_depth8};
 use super::dot_tiles::{panel_tiles_single_right, SingleRightStage};
+use super::source::PanelRows;
 use super::{
-    initial_acc, row_pointers, store_tile, tail_rows, tail_vectors, tile_origin, with_stage,
-    BlockParams, BlockTiles, StoreTile,
+    initial_acc, row_pointers, store_tile, tail_rows, tile_origin, with_stage, BlockParams,
+    BlockTiles, StoreTile,
 };
 use crate::ops::gemm::pack::{KC, NR};
 use crate::ops::gemm::params::{GemmView, Tile};
@@ -91,44 +93,7 @@ unsafe fn dot_chunks(
 
 /// The deepest input (in bytes, a multiple of 16) that [`gemm_dot`] copies
 /// into a packed panel on the stack (8 KiB); deeper inputs are read in place.
-const PANEL_DEPTH: usize = 1024;
-
-/// Copies rows `row..row + 8` (rows past `row + mr` repeat the last one) of
-/// the `k`-deep input into the first `8 k_padded` bytes of `panel`
-/// (`k_padded`: `k` rounded up to 16), interleaved by steps of 16 depth bytes:
-/// step `i` of tile row `r` at `128 i + 16 r`, the depth past `k` zero. One
-/// step of all 8 rows is then 128 contiguous bytes, loaded with two `ld1`s of
-/// four registers. Every one of those `8 k_padded` bytes is written, so the
-/// panel need not start initialized (its kernels read no byte past them).
-#[inline(always)]
-fn fill_panel(panel: &mut [MaybeUninit<i8>], input: &[i8], k: usize, row: usize, mr: usize) {
-    let whole = k / KC;
-    // One check for every store below: the panel holds 8 k_padded bytes.
-    let panel = &mut panel[..8 * k.div_ceil(KC) * KC];
-    let rows = row_pointers::<8>(input, k, row, mr);
-    let dst = panel.as_mut_ptr().cast::<i8>();
-    for i in 0..whole {
-        // SAFETY: each row pointer starts a k-byte input row and
-        // 16 (i + 1) <= k; the panel holds 8 k_padded >= 128 (i + 1) bytes
-        // (sliced above).
-        unsafe {
-            let x: [int8x16_t; 8] = core::array::from_fn(|r| vld1q_s8(rows[r].add(i * KC)));
-            let at = dst.add(i * 8 * KC);
-            vst1q_s8_x4(at, int8x16x4_t(x[0], x[1], x[2], x[3]));
-            vst1q_s8_x4(at.add(64), int8x16x4_t(x[4], x[5], x[6], x[7]));
-        }
-    }
-    if !k.is_multiple_of(KC) {
-        let x = tail_vectors::<8>(input, k, row, mr);
-        // SAFETY: the panel holds 8 k_padded = 128 (whole + 1) bytes
-        // (sliced above).
-        unsafe {
-            let at = dst.add(whole * 8 * KC);
-            vst1q_s8_x4(at, int8x16x4_t(x[0], x[1], x[2], x[3]));
-            vst1q_s8_x4(at.add(64), int8x16x4_t(x[4], x[5], x[6], x[7]));
-        }
-    }
-}
+pub(crate) const PANEL_DEPTH: usize = 1024;
 
 /// The `sdot` path on the tile `t` (the whole output when `Gemm::run`
 /// calls it): the rows are copied into a packed panel (when the depth fits
@@ -136,11 +101,14 @@ fn fill_panel(panel: &mut [MaybeUninit<i8>], input: &[i8], k: usize, row: usize,
 /// holds, and every weight block of the tile runs over those, its
 /// parameters loaded once per group rather than once per 8 rows.
 ///
+/// The rows come from `source` (see [`PanelRows`]): only dense rows (an
+/// `m x k` matrix) may be deeper than the panel.
+///
 /// # Safety
-/// The CPU must have the dotprod extension. `input` holds the whole `m x k`
-/// input, `rows.end <= m`, and `output` the tile, as `Gemm::run_tile` checks
-/// (see [`Tile`]); with `AT_ORIGIN` the tile starts at row 0 and channel 0
-/// (see `tile_origin`).
+/// The CPU must have the dotprod extension. `source` holds rows
+/// `0..rows.end` (dense rows: the whole `m x k` input, `rows.end <= m`),
+/// and `output` the tile, as `Gemm::run_tile` checks (see [`Tile`]); with
+/// `AT_ORIGIN` the tile starts at row 0 and channel 0 (see `tile_origin`).
 #[target_feature(enable = "dotprod")]
 #[inline(never)]
 pub(crate) unsafe fn gemm_dot<const AT_ORIGIN: bool>(
@@ -149,10 +117,51 @@ pub(crate) unsafe fn gemm_dot<const AT_ORIGIN: bool>(
     output: &mut [i8],
     t: &Tile,
 ) {
+    debug_assert!(input.len() >= t.rows.end * g.k);
+    let rows = DenseRows { input, k: g.k };
+    // SAFETY: the caller's guarantees.
+    unsafe { gemm_dot_from::<AT_ORIGIN, _>(g, &rows, output, t) }
+}
+
+/// [`gemm_dot`] over the `m` rows a [`PanelRows`] other than a matrix
+/// builds in the panel (a convolution's windows), the tile at the origin:
+/// a function of its own (the same loops), so that the machine-code checks
+/// tell it from the matrix's.
+///
+/// # Safety
+/// As [`gemm_dot`]; the depth fits the panel ([`PANEL_DEPTH`]).
+#[target_feature(enable = "dotprod")]
+#[inline(never)]
+pub(crate) unsafe fn gemm_dot_panel_rows<S: PanelRows>(
+    g: &GemmView<'_>,
+    source: &S,
+    output: &mut [i8],
+    t: &Tile,
+) {
+    debug_assert!(g.k_padded <= PANEL_DEPTH && source.dense().is_none());
+    // SAFETY: the caller's guarantees.
+    unsafe { gemm_dot_from::<true, S>(g, source, output, t) }
+}
+
+/// The body of [`gemm_dot`] and [`gemm_dot_panel_rows`].
+///
+/// # Safety
+/// As [`gemm_dot`]; inlined into those only (their dotprod feature).
+#[inline(always)]
+unsafe fn gemm_dot_from<const AT_ORIGIN: bool, S: PanelRows>(
+    g: &GemmView<'_>,
+    source: &S,
+    output: &mut [i8],
+    t: &Tile,
+) {
     const MR: usize = 8;
-    debug_assert!(input.len() >= t.rows.end * g.k && !t.rows.is_empty());
+    debug_assert!(!t.rows.is_empty());
     debug_assert!(output.len() >= (t.rows.len() - 1) * t.stride + t.cols.len());
     if g.k_padded > PANEL_DEPTH {
+        let input = source
+            .dense()
+            .expect("only dense rows are deeper than the panel");
+        debug_assert!(input.len() >= t.rows.end * g.k);
         // SAFETY: the caller's guarantees.
         return unsafe { gemm_dot_rows::<AT_ORIGIN>(g, input, output, t) };
     }
@@ -179,7 +188,7 @@ pub(crate) unsafe fn gemm_dot<const AT_ORIGIN: bool>(
     let tile_bytes = MR * g.k_padded;
     let group_rows = MR * (PANEL_DEPTH / g.k_padded);
     let mut group = 0;
-    if k == 8 && rows >= MR {
+    if let (8, true, Some(input)) = (k, rows >= MR, source.dense()) {
         // Whole 8-row tiles read in place (`dot_rows_depth8`); the rows
         // after the last whole tile go through the panel below.
         group = rows - rows % MR;
@@ -210,7 +219,7 @@ pub(crate) unsafe fn gemm_dot<const AT_ORIGIN: bool>(
         let group_end = rows.min(group + group_rows);
         for (t, out_row) in (group..group_end).step_by(MR).enumerate() {
             let (row, mr) = (first_row + out_row, MR.min(group_end - out_row));
-            fill_panel(&mut panel[t * tile_bytes..], input, k, row, mr);
+            source.fill_dot(&mut panel[t * tile_bytes..], row, mr);
         }
         // Blocks outside, row tiles inside: a block's parameters are
         // loaded once for the group's tiles.

@@ -19,11 +19,10 @@
 //!
 //! Depths past [`PANEL_DEPTH`] run the `sdot` kernel (rows read in place).
 
+use super::dense::DenseRows;
 use super::dot::gemm_dot;
-use super::{
-    initial_acc, row_pointers, tail_vectors, tile_origin, with_stage, BlockParams, BlockTiles,
-    StoreTile,
-};
+use super::source::PanelRows;
+use super::{initial_acc, tile_origin, with_stage, BlockParams, BlockTiles, StoreTile};
 use crate::ops::gemm::pack::{KC, NR};
 use crate::ops::gemm::params::{GemmView, Tile};
 use core::arch::aarch64::*;
@@ -33,63 +32,9 @@ use core::mem::MaybeUninit;
 /// panel of row pairs (8 KiB, as the `sdot` path's).
 const PANEL_DEPTH: usize = 1024;
 
-/// Copies rows `row..row + 8` (rows past `row + mr` repeat the last one) of
-/// the `k`-deep input into the first `8 k_padded` bytes of `panel`
-/// (`k_padded`: `k` rounded up to 16) as row pairs: depth bytes `16 i` to
-/// `16 i + 16` are the 128 bytes at `128 i`, first 64 bytes of depths `16 i`
-/// to `16 i + 8` for pairs `(0, 1), (2, 3), (4, 5), (6, 7)` (16 bytes each,
-/// the even row first), then 64 bytes of depths `16 i + 8` to `16 i + 16`
-/// alike. The depth past `k` is zero. Every one of those `8 k_padded` bytes
-/// is written, so the panel need not start initialized.
-#[inline(always)]
-fn fill_pairs(panel: &mut [MaybeUninit<i8>], input: &[i8], k: usize, row: usize, mr: usize) {
-    let whole = k / KC;
-    // One check for every store below: the panel holds 8 k_padded bytes.
-    let panel = &mut panel[..8 * k.div_ceil(KC) * KC];
-    let rows = row_pointers::<8>(input, k, row, mr);
-    let store = |at: usize, x: &[int8x16_t; 8], panel: &mut [MaybeUninit<i8>]| {
-        // SAFETY: neon is a compile-time target feature (cfg on this
-        // module); the caller keeps at + 128 <= 8 k_padded = panel.len().
-        unsafe {
-            let pair = |p: usize, high: bool| {
-                let (a, b) = (
-                    vreinterpretq_s64_s8(x[2 * p]),
-                    vreinterpretq_s64_s8(x[2 * p + 1]),
-                );
-                vreinterpretq_s8_s64(if high {
-                    vzip2q_s64(a, b)
-                } else {
-                    vzip1q_s64(a, b)
-                })
-            };
-            let dst = panel.as_mut_ptr().cast::<i8>().add(at);
-            let low = int8x16x4_t(
-                pair(0, false),
-                pair(1, false),
-                pair(2, false),
-                pair(3, false),
-            );
-            let high = int8x16x4_t(pair(0, true), pair(1, true), pair(2, true), pair(3, true));
-            vst1q_s8_x4(dst, low);
-            vst1q_s8_x4(dst.add(64), high);
-        }
-    };
-    for i in 0..whole {
-        // SAFETY: each row pointer starts a k-byte input row and
-        // 16 (i + 1) <= k.
-        let x: [int8x16_t; 8] = core::array::from_fn(|r| unsafe { vld1q_s8(rows[r].add(i * KC)) });
-        // 128 (i + 1) <= 8 k_padded.
-        store(i * 8 * KC, &x, panel);
-    }
-    if !k.is_multiple_of(KC) {
-        let x = tail_vectors::<8>(input, k, row, mr);
-        store(whole * 8 * KC, &x, panel);
-    }
-}
-
 /// `chunks` steps of 16 depth bytes on the 8 x 8 tile, `acc[i][j]` the
 /// 2 x 2 block of row pair `i` and channel pair `j`, from a panel of row
-/// pairs (see [`fill_pairs`]) and a packed weight block: per step two
+/// pairs (see `dense::fill_pairs`) and a packed weight block: per step two
 /// 4-register loads of weights and two of row pairs, 8 `zip`s pairing the
 /// weights' channels, 32 `smmla`s.
 ///
@@ -358,11 +303,14 @@ fn start_blocks(start: &[int32x4_t; 4]) -> [[int32x4_t; 4]; 4] {
 /// the tile runs over those (its parameters loaded once per group). Depths
 /// past [`PANEL_DEPTH`], and a depth of exactly 8, run [`gemm_dot`].
 ///
+/// The rows come from `source` (see [`PanelRows`]): only dense rows (an
+/// `m x k` matrix) may be deeper than the panel.
+///
 /// # Safety
-/// The CPU must have the i8mm and dotprod extensions. `input` holds the
-/// whole `m x k` input, `rows.end <= m`, and `output` the tile, as
-/// `Gemm::run_tile` checks (see [`Tile`]); with `AT_ORIGIN` the tile starts
-/// at row 0 and channel 0 (see `tile_origin`).
+/// The CPU must have the i8mm and dotprod extensions. `source` holds rows
+/// `0..rows.end` (dense rows: the whole `m x k` input, `rows.end <= m`),
+/// and `output` the tile, as `Gemm::run_tile` checks (see [`Tile`]); with
+/// `AT_ORIGIN` the tile starts at row 0 and channel 0 (see `tile_origin`).
 #[target_feature(enable = "dotprod,i8mm")]
 #[inline(never)]
 pub(crate) unsafe fn gemm_mmla<const AT_ORIGIN: bool>(
@@ -371,16 +319,54 @@ pub(crate) unsafe fn gemm_mmla<const AT_ORIGIN: bool>(
     output: &mut [i8],
     t: &Tile,
 ) {
+    debug_assert!(input.len() >= t.rows.end * g.k);
+    let rows = DenseRows { input, k: g.k };
+    // SAFETY: the caller's guarantees.
+    unsafe { gemm_mmla_from::<AT_ORIGIN, _>(g, &rows, output, t) }
+}
+
+/// [`gemm_mmla`] over the `m` rows a [`PanelRows`] other than a matrix
+/// builds in the panel (a convolution's windows), the tile at the origin:
+/// a function of its own (the same loops), so that the machine-code checks
+/// tell it from the matrix's.
+///
+/// # Safety
+/// As [`gemm_mmla`]; the depth fits the panel ([`PANEL_DEPTH`]).
+#[target_feature(enable = "dotprod,i8mm")]
+#[inline(never)]
+pub(crate) unsafe fn gemm_mmla_panel_rows<S: PanelRows>(
+    g: &GemmView<'_>,
+    source: &S,
+    output: &mut [i8],
+    t: &Tile,
+) {
+    debug_assert!(g.k_padded <= PANEL_DEPTH && source.dense().is_none());
+    // SAFETY: the caller's guarantees.
+    unsafe { gemm_mmla_from::<true, S>(g, source, output, t) }
+}
+
+/// The body of [`gemm_mmla`] and [`gemm_mmla_panel_rows`].
+///
+/// # Safety
+/// As [`gemm_mmla`]; inlined into those only (their features).
+#[inline(always)]
+unsafe fn gemm_mmla_from<const AT_ORIGIN: bool, S: PanelRows>(
+    g: &GemmView<'_>,
+    source: &S,
+    output: &mut [i8],
+    t: &Tile,
+) {
     const MR: usize = 8;
-    debug_assert!(input.len() >= t.rows.end * g.k && !t.rows.is_empty());
+    debug_assert!(!t.rows.is_empty());
     debug_assert!(output.len() >= (t.rows.len() - 1) * t.stride + t.cols.len());
     // A depth of exactly 8 too: `gemm_dot` reads its rows in place, two
     // per register, where this path would copy them into row pairs (on
     // person_detect's depth-8 layer 84 K instructions against 164 K).
-    if g.k_padded > PANEL_DEPTH || g.k == 8 {
+    if let (Some(input), true) = (source.dense(), g.k_padded > PANEL_DEPTH || g.k == 8) {
         // SAFETY: the caller's guarantees (dotprod included).
         return unsafe { gemm_dot::<AT_ORIGIN>(g, input, output, t) };
     }
+    debug_assert!(g.k_padded <= PANEL_DEPTH);
     let k = g.k;
     // Whole steps of 16 depth bytes, and whether a half step ends the depth.
     let half = matches!(k % KC, 1..=8);
@@ -404,7 +390,7 @@ pub(crate) unsafe fn gemm_mmla<const AT_ORIGIN: bool>(
         let group_end = rows.min(group + group_rows);
         for (t, out_row) in (group..group_end).step_by(MR).enumerate() {
             let (row, mr) = (first_row + out_row, MR.min(group_end - out_row));
-            fill_pairs(&mut panel[t * tile_bytes..], input, k, row, mr);
+            source.fill_pairs(&mut panel[t * tile_bytes..], row, mr);
         }
         // Blocks outside, row tiles inside: a block's parameters are
         // loaded once for the group's tiles.

@@ -37,11 +37,13 @@
 //! 32-bit saturating add and clamp (a value beyond the 16-bit range saturates
 //! the 8-bit result either way).
 
+pub(crate) mod dense;
 pub(crate) mod dot;
 mod dot_panel;
 mod dot_tiles;
 pub(crate) mod mmla;
 pub(crate) mod pack;
+pub(crate) mod source;
 pub(crate) mod widening;
 
 use super::pack::{KC, NR};
