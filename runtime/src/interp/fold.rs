@@ -40,8 +40,9 @@ pub(crate) struct PadFold {
 /// The ops a PAD folds into. Not CONV_2D for now, although the bytes
 /// would be the same: its im2col gather pays more for padded windows than
 /// the PAD costs (MobileNetV2's first layer under `-cpu neoverse-n1`:
-/// +433 K instructions in the CONV_2D for 28 K saved in its PAD), where
-/// the depthwise kernels take the padding at almost no cost (its 17
+/// +433 K instructions in the CONV_2D for 28 K saved in its PAD; with the
+/// small-window panel rows, `conv/patch_rows.rs`, +41 K for 42 K: even),
+/// where the depthwise kernels take the padding at almost no cost (its 17
 /// depthwise layers: -780 K in the PADs, +50 K in the layers).
 const FOLDS_INTO: [BuiltinOp; 1] = [BuiltinOp::DEPTHWISE_CONV_2D];
 
