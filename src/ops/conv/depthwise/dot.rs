@@ -347,7 +347,7 @@ pub(super) unsafe fn block_rows<const S: u8, const K: usize, const N: usize>(
     // `dot3`, by runs of one column class (found once per call).
     let mut runs = [[0usize; 2]; dot3::RUNS];
     let mut run_count = 0;
-    let fast = K == 3 && N == 4 && stage.ties_upward_right_only() && per_pass >= g.output_width;
+    let fast = K == 3 && stage.ties_upward_right_only() && per_pass >= g.output_width;
     if fast {
         for (ox, &class) in column_class.iter().enumerate() {
             if ox > 0 && class == column_class[ox - 1] {
@@ -444,17 +444,21 @@ pub(super) unsafe fn block_rows<const S: u8, const K: usize, const N: usize>(
                 debug_assert!(ox0 == 0 && ox1 == g.output_width);
                 debug_assert!(runs[..run_count]
                     .iter()
-                    .all(|&[at, _]| at + BLOCK <= classes));
+                    .all(|&[at, _]| at + 4 * N <= classes));
                 // SAFETY: dotprod (the caller's); the weights hold 3
-                // entries of 64 bytes (`kw * groups`), each run's bias
-                // offset is within the row class's biases, the stage
+                // entries of `entry` bytes (`kw * groups`), each run's
+                // bias offset is within the row class's biases, the stage
                 // arrays are padded past `c0 + 16`; the runs cover the
                 // row's `output_width` pixels, which read the laid-out
-                // columns (`< count`) and write their 16 bytes within
+                // columns (`< count`) and write their `4 N` bytes within
                 // `out`.
                 unsafe {
-                    let o = out_ptr.add(c0);
-                    dot3::run(wp, rs, bias_ptr, &runs[..run_count], buf, sw, o, oc);
+                    let (o, rr) = (out_ptr.add(c0), &runs[..run_count]);
+                    if N == 4 {
+                        dot3::run(wp, rs, bias_ptr, rr, buf, sw, o, oc);
+                    } else {
+                        dot3::run8(wp, rs, bias_ptr, rr, buf, sw, o, oc);
+                    }
                 }
                 ox0 = ox1;
                 continue;

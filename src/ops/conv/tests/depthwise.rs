@@ -772,3 +772,61 @@ fn depthwise_i8_dot_left_and_right_shifts() {
         }
     }
 }
+
+/// The `sdot` kernel's 3x3 row loop on a last block of 8 channels: 8 and
+/// 8 + 16 = 24 channels, and one input channel times 8 (the broadcast
+/// layout), on strides 1 and 2, SAME and VALID (edge column and row
+/// classes), every requantization and activation, with weights and
+/// inputs at the int8 limits, against the scalar loops.
+#[test]
+fn depthwise_i8_dot_blocks_of_8() {
+    let mut rng = Rng(0xd07_0008);
+    for (shape, m, stride, padding) in [
+        ([1, 9, 11, 8], 1, 1, Padding::Same),
+        ([1, 8, 9, 8], 1, 2, Padding::Same),
+        ([1, 7, 10, 24], 1, 1, Padding::Valid),
+        ([1, 9, 8, 24], 1, 2, Padding::Same),
+        ([1, 10, 12, 1], 8, 2, Padding::Same),
+        ([1, 7, 9, 1], 8, 1, Padding::Valid),
+        ([1, 6, 7, 3], 8, 1, Padding::Same),
+    ] {
+        let channels = shape[3] * m;
+        let g = geometry(padding, shape, channels, [3, 3], [stride; 2], [1, 1]);
+        let edge = |rng: &mut Rng, i: usize| match i % 7 {
+            0 => -128,
+            1 => 127,
+            _ => rng.i8(),
+        };
+        let input: Vec<i8> = (0..shape.iter().product::<usize>())
+            .map(|i| edge(&mut rng, i))
+            .collect();
+        let weights: Vec<i8> = (0..9 * channels)
+            .map(|i| edge(&mut rng, i / 3).max(-127))
+            .collect();
+        let bias: Vec<i32> = (0..channels).map(|_| rng.range(-30_000, 30_000)).collect();
+        // All channels scale down (no left shift: the asm row loop).
+        let scales: Vec<f32> = (0..channels).map(|c| 0.3 + c as f32 * 0.07).collect();
+        for r in ALL {
+            for act in ACTIVATIONS {
+                let q = ConvQuantization {
+                    input: QuantParams::new(0.5, rng.range(-128, 127)),
+                    weight_scales: &scales,
+                    output: QuantParams::new(100.0, rng.range(-128, 127)),
+                    activation: act,
+                    requantization: r,
+                };
+                let op = DepthwiseConv2d::new(g, m, &weights, Some(&bias), &q).unwrap();
+                let n = op.rows() * g.output_width * channels;
+                let mut scalar = vec![0i8; n];
+                op.run_rows(Backend::Scalar, &input, &mut scalar, 0..op.rows())
+                    .unwrap();
+                for backend in Backend::available() {
+                    let mut out = vec![0x33u8 as i8; n];
+                    op.run_rows(backend, &input, &mut out, 0..op.rows())
+                        .unwrap();
+                    assert_eq!(out, scalar, "{backend:?} {g:?} {r:?} {act:?}");
+                }
+            }
+        }
+    }
+}
