@@ -21,21 +21,8 @@
 
 use qneon_tflite::{BuiltinOp, Operator, Subgraph, TensorType};
 
-use super::ops::op::Op;
+use super::ops::op::{Op, PadFold};
 use super::options::Options;
-
-/// A PAD (operator position `pad`) whose padding a convolution takes over.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct PadFold {
-    /// The PAD's position in the execution order.
-    pub pad: usize,
-    /// The PAD's input tensor: the convolution reads it instead.
-    pub source: usize,
-    /// Rows the PAD adds above and below the image.
-    pub rows: [usize; 2],
-    /// Columns the PAD adds left and right of it.
-    pub columns: [usize; 2],
-}
 
 /// The ops a PAD folds into. Not CONV_2D for now, although the bytes
 /// would be the same: its im2col gather pays more for padded windows than

@@ -130,7 +130,7 @@ pub(crate) fn prepare(
     graph: &Subgraph<'_>,
     operator: &Operator<'_>,
     options: &Options,
-    pad_fold: Option<crate::interp::fold::PadFold>,
+    pad_fold: Option<op::PadFold>,
 ) -> Result<PreparedOp> {
     let name = op_name(operator);
     let Some(builtin) = operator.builtin() else {

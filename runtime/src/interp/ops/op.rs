@@ -9,8 +9,21 @@ use qneon_tflite::{BuiltinOp, Operator, Subgraph, Tensor, TensorType};
 
 use super::buffers::element_size;
 use crate::error::{Error, Result};
-use crate::interp::fold::PadFold;
 use crate::interp::options::Options;
+
+/// A PAD (operator position `pad`) whose padding a convolution takes over
+/// (`interp/fold.rs` finds them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct PadFold {
+    /// The PAD's position in the execution order.
+    pub pad: usize,
+    /// The PAD's input tensor: the convolution reads it instead.
+    pub source: usize,
+    /// Rows the PAD adds above and below the image.
+    pub rows: [usize; 2],
+    /// Columns the PAD adds left and right of it.
+    pub columns: [usize; 2],
+}
 
 /// The operator being prepared and its tensors, with error constructors.
 pub(crate) struct Op<'m, 'a> {

@@ -12,9 +12,8 @@ use qneon_tflite::{BuiltinOp, Options as OpOptions, Tensor};
 
 use super::buffers::{output_band, view, view_mut, Io};
 use super::kernel::{Columns, Kernel, PreparedOp, Registration};
-use super::op::Op;
+use super::op::{Op, PadFold};
 use crate::error::Result;
-use crate::interp::fold::PadFold;
 use crate::interp::options::{Options, Rounding, TfliteKernels};
 
 /// The ops this family prepares.
