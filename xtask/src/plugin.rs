@@ -20,13 +20,27 @@ pub fn insn_plugin() -> Result<PathBuf> {
     }
     fs::create_dir_all(&out_dir)
         .map_err(|e| format!("cannot create {}: {e}", out_dir.display()))?;
+    // Built under a name of its own, then renamed into place: tests run in
+    // parallel, and one that found the library half written (fresh by its
+    // time stamp) handed qemu a truncated file ("file too short").
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let partial = out_dir.join(format!("libinsn.so.{}.{stamp}.tmp", std::process::id()));
     util::run(
         Command::new("cc")
             .args(["-shared", "-fPIC", "-O2", "-fvisibility=hidden", "-o"])
-            .arg(&lib)
+            .arg(&partial)
             .arg(&source),
     )
     .map_err(|e| format!("building the qemu-insn plugin failed: {e}"))?;
+    fs::rename(&partial, &lib).map_err(|e| {
+        format!(
+            "cannot move {} to {}: {e}",
+            partial.display(),
+            lib.display()
+        )
+    })?;
     Ok(lib)
 }
 
