@@ -38,10 +38,10 @@ use super::stage::BlockStage;
 
 /// The stack buffer's capacity in laid-out (column, group) entries of 64
 /// bytes (12 KiB).
-const ENTRIES: usize = 192;
+pub(super) const ENTRIES: usize = 192;
 /// Bytes per entry: 16 channels x 4 kernel rows (a block of 8 channels
 /// uses half).
-const ENTRY: usize = 64;
+pub(super) const ENTRY: usize = 64;
 
 /// Whether a layer's blocks of 16 can run this kernel: kernels of at most
 /// 8 rows (two groups), and a window plus one stride that fits the buffer.
@@ -207,7 +207,7 @@ unsafe fn column_tap<const N: usize>(acc: &mut [int32x4_t; 4], x: *const i8, w: 
 /// Each `at[j] + step[j] * (count - 1)` starts `4 N` readable bytes (1
 /// with `B`; `j < ROWS`); `dst` holds `16 N count` bytes.
 #[inline(always)]
-unsafe fn lay_out<const ROWS: usize, const N: usize, const B: bool>(
+pub(super) unsafe fn lay_out<const ROWS: usize, const N: usize, const B: bool>(
     at: [*const i8; 4],
     step: [usize; 4],
     dst: *mut i8,
@@ -276,7 +276,7 @@ unsafe fn lay_out<const ROWS: usize, const N: usize, const B: bool>(
 /// # Safety
 /// `dst` holds `16 N count` bytes.
 #[inline(always)]
-unsafe fn zero_columns<const N: usize>(dst: *mut i8, count: usize) {
+pub(super) unsafe fn zero_columns<const N: usize>(dst: *mut i8, count: usize) {
     // SAFETY: the caller's bound (neon is a compile-time target feature).
     unsafe {
         let zero = vdupq_n_s8(0);
@@ -455,9 +455,9 @@ pub(super) unsafe fn block_rows<const S: u8, const K: usize, const N: usize>(
                 unsafe {
                     let (o, rr) = (out_ptr.add(c0), &runs[..run_count]);
                     if N == 4 {
-                        dot3::run(wp, rs, bias_ptr, rr, buf, sw, o, oc);
+                        dot3::run(wp, rs, &[bias_ptr], rr, buf, sw, o, oc);
                     } else {
-                        dot3::run8(wp, rs, bias_ptr, rr, buf, sw, o, oc);
+                        dot3::run8(wp, rs, &[bias_ptr], rr, buf, sw, o, oc);
                     }
                 }
                 ox0 = ox1;

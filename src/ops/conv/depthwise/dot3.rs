@@ -1,15 +1,16 @@
 //! The `sdot` kernel's 3x3 window (dilation 1) on a whole block of 16
 //! channels with LiteRT's ties-upward double rounding and no channel of
-//! the block shifting left: a row of output pixels in one asm loop, by
-//! runs of one column class (one bias each), the block's 12 weight
+//! the block shifting left: rows of output pixels in one asm loop, each
+//! by runs of one column class (one bias each), the block's 12 weight
 //! vectors, multipliers, right shifts, zero point and clamp held in
-//! registers for the row.
+//! registers for all the rows (loaded once per call, not once per row:
+//! a small image's rows have few pixels).
 //!
 //! Per pixel of 16 channels that is 37 instructions: the class's bias (one
 //! 4-register load), 3 column loads and 12 `sdot`s, `sqrdmulh` and the
 //! ties-upward `srshl` on 4 vectors (the stage without left shift: a shift
 //! by 0 is the identity), the saturating narrows with the zero point, the
-//! clamp, the store and 2 for the loop (and 4 per run, 8 per row); the
+//! clamp, the store and 2 for the loop (and 4 per run, 6 per row); the
 //! kernel's generic loop spends about 49 (weights reloaded per pixel, the
 //! class looked up per pixel, the left shift tested per pixel). Registers:
 //! weights v0-v11, zero point and clamp v12-v14, accumulators v16-v19,
@@ -31,37 +32,42 @@ pub(super) struct RunStage {
 /// the interior).
 pub(super) const RUNS: usize = 8;
 
-/// One output row of the block, by `runs` of `[bias offset, pixels]`:
-/// pixel `i` (counted along the row) reads the laid-out columns at `x +
-/// 64 (stride i + kx)` (`kx` in 0..3), its accumulators start at the 16
-/// values at `biases` plus its run's offset, and its 16 bytes go to `out +
-/// out_step i`. `w` holds the block's 3 weight entries of 64 bytes
-/// (`[kx][channel][row]`).
+/// `rows.len()` output rows of the block, each by `runs` of `[bias
+/// offset, pixels]` (`n` pixels in all): pixel `i` of row `j` reads the
+/// laid-out columns at `x + 64 (count j + stride i + kx)` (`kx` in 0..3,
+/// `count = stride (n - 1) + 3` columns laid out per row), its
+/// accumulators start at the 16 values at `rows[j]` plus its run's
+/// offset, and its 16 bytes go to `out + out_step (n j + i)` (rows of the
+/// output follow each other). `w` holds the block's 3 weight entries of
+/// 64 bytes (`[kx][channel][row]`).
 ///
 /// # Safety
-/// The CPU has dotprod; `runs` is not empty and every run has a pixel;
-/// `w` holds 192 bytes, `biases` 16 values at each run's offset, the
-/// stage pointers 16 values each; `x` holds the `64 (stride (n - 1) + 3)`
-/// bytes read for the `n` pixels of the runs, and `out + out_step i` 16
-/// writable bytes for each `i < n`.
+/// The CPU has dotprod; `rows` and `runs` are not empty and every run has
+/// a pixel; `w` holds 192 bytes, each `rows[j]` 16 values at each run's
+/// offset, the stage pointers 16 values each; `x` holds the `64 count
+/// rows.len()` bytes read, and `out + out_step i` 16 writable bytes for
+/// each `i < n rows.len()`.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub(super) unsafe fn run(
     w: *const i8,
     s: &RunStage,
-    biases: *const i32,
+    rows: &[*const i32],
     runs: &[[usize; 2]],
     x: *const i8,
     stride: usize,
     out: *mut i8,
     out_step: usize,
 ) {
-    debug_assert!(!runs.is_empty() && runs.iter().all(|r| r[1] >= 1));
+    debug_assert!(!rows.is_empty() && !runs.is_empty() && runs.iter().all(|r| r[1] >= 1));
     // After the window's first two columns (post-incremented by 64 each),
     // on to the next pixel's first column (negative for stride 1: the
     // register post-index adds modulo 2^64).
     let x_step = (64 * stride).wrapping_sub(128);
-    // SAFETY: the caller's bounds: every load reads within `w`, `biases`, `runs`,
+    // After a row's `n` pixels (`64 stride n` bytes on), on to the next
+    // row's first column (`64 (stride (n - 1) + 3)` bytes on).
+    let x_row = (64 * 3usize).wrapping_sub(64 * stride);
+    // SAFETY: the caller's bounds: every load reads within `w`, `rows`, the row biases, `runs`,
     // the stage arrays and the laid-out columns, every store writes one
     // pixel's 16 bytes; `sdot` needs dotprod (the caller's); the
     // intrinsic is not stable yet, hence the asm.
@@ -75,9 +81,13 @@ pub(super) unsafe fn run(
             "dup v12.8h, {zp:w}",
             "dup v13.16b, {lo:w}",
             "dup v14.16b, {hi:w}",
+            "4:",
+            "ldr {rb}, [{rows}], #8",
+            "mov {rp}, {runs}",
+            "mov {k}, {nruns}",
             "3:",
-            "ldp {b}, {n}, [{runs}], #16",
-            "add {b}, {biases}, {b}, lsl #2",
+            "ldp {b}, {n}, [{rp}], #16",
+            "add {b}, {rb}, {b}, lsl #2",
             "2:",
             "ld1 {{v16.4s-v19.4s}}, [{b}]",
             "ld1 {{v20.16b-v23.16b}}, [{x}], #64",
@@ -118,15 +128,23 @@ pub(super) unsafe fn run(
             "b.ne 2b",
             "subs {k}, {k}, #1",
             "b.ne 3b",
+            "add {x}, {x}, {xr}",
+            "subs {nrows}, {nrows}, #1",
+            "b.ne 4b",
             w = inout(reg) w => _,
             m = in(reg) s.multiplier,
             r = in(reg) s.neg_right_shift,
             zp = in(reg) s.zero_point as i32,
             lo = in(reg) s.act_min as i32,
             hi = in(reg) s.act_max as i32,
-            biases = in(reg) biases,
-            runs = inout(reg) runs.as_ptr() => _,
-            k = inout(reg) runs.len() => _,
+            rows = inout(reg) rows.as_ptr() => _,
+            nrows = inout(reg) rows.len() => _,
+            rb = out(reg) _,
+            runs = in(reg) runs.as_ptr(),
+            nruns = in(reg) runs.len(),
+            rp = out(reg) _,
+            k = out(reg) _,
+            xr = in(reg) x_row,
             b = out(reg) _,
             x = inout(reg) x => _,
             xs = in(reg) x_step,
@@ -155,26 +173,27 @@ pub(super) unsafe fn run(
 /// v20-v21, multipliers v24-v25, right shifts v28-v29.
 ///
 /// # Safety
-/// As [`run`] with half the bytes: `w` holds 96 bytes, `biases` 8 values
-/// at each run's offset, the stage pointers 8 values each; `x` holds the
-/// `32 (stride (n - 1) + 3)` bytes read, and `out + out_step i` 8
-/// writable bytes for each `i < n`.
+/// As [`run`] with half the bytes: `w` holds 96 bytes, each `rows[j]` 8
+/// values at each run's offset, the stage pointers 8 values each; `x`
+/// holds the `32 count rows.len()` bytes read, and `out + out_step i` 8
+/// writable bytes for each `i < n rows.len()`.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub(super) unsafe fn run8(
     w: *const i8,
     s: &RunStage,
-    biases: *const i32,
+    rows: &[*const i32],
     runs: &[[usize; 2]],
     x: *const i8,
     stride: usize,
     out: *mut i8,
     out_step: usize,
 ) {
-    debug_assert!(!runs.is_empty() && runs.iter().all(|r| r[1] >= 1));
+    debug_assert!(!rows.is_empty() && !runs.is_empty() && runs.iter().all(|r| r[1] >= 1));
     // As in `run`, with columns of 32 bytes.
     let x_step = (32 * stride).wrapping_sub(64);
-    // SAFETY: as `run`: every load reads within `w`, `biases`, `runs`, the
+    let x_row = (32 * 3usize).wrapping_sub(32 * stride);
+    // SAFETY: as `run`: every load reads within `w`, `rows`, the row biases, `runs`, the
     // stage arrays and the laid-out columns, every store writes one
     // pixel's 8 bytes; `sdot` needs dotprod (the caller's).
     unsafe {
@@ -186,9 +205,13 @@ pub(super) unsafe fn run8(
             "dup v12.8h, {zp:w}",
             "dup v13.8b, {lo:w}",
             "dup v14.8b, {hi:w}",
+            "4:",
+            "ldr {rb}, [{rows}], #8",
+            "mov {rp}, {runs}",
+            "mov {k}, {nruns}",
             "3:",
-            "ldp {b}, {n}, [{runs}], #16",
-            "add {b}, {biases}, {b}, lsl #2",
+            "ldp {b}, {n}, [{rp}], #16",
+            "add {b}, {rb}, {b}, lsl #2",
             "2:",
             "ld1 {{v16.4s-v17.4s}}, [{b}]",
             "ld1 {{v20.16b-v21.16b}}, [{x}], #32",
@@ -215,15 +238,23 @@ pub(super) unsafe fn run8(
             "b.ne 2b",
             "subs {k}, {k}, #1",
             "b.ne 3b",
+            "add {x}, {x}, {xr}",
+            "subs {nrows}, {nrows}, #1",
+            "b.ne 4b",
             w = inout(reg) w => _,
             m = in(reg) s.multiplier,
             r = in(reg) s.neg_right_shift,
             zp = in(reg) s.zero_point as i32,
             lo = in(reg) s.act_min as i32,
             hi = in(reg) s.act_max as i32,
-            biases = in(reg) biases,
-            runs = inout(reg) runs.as_ptr() => _,
-            k = inout(reg) runs.len() => _,
+            rows = inout(reg) rows.as_ptr() => _,
+            nrows = inout(reg) rows.len() => _,
+            rb = out(reg) _,
+            runs = in(reg) runs.as_ptr(),
+            nruns = in(reg) runs.len(),
+            rp = out(reg) _,
+            k = out(reg) _,
+            xr = in(reg) x_row,
             b = out(reg) _,
             x = inout(reg) x => _,
             xs = in(reg) x_step,

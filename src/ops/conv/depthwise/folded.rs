@@ -62,6 +62,13 @@ pub(crate) struct Folded {
     /// `1 x M` filters, `M > 1`): only the `sdot` kernel runs it
     /// ([`Folded::runs`]).
     pub(super) broadcast: bool,
+    /// A row's output columns as runs of one class, `[class * padded,
+    /// pixels]` (`super::dot3::run`'s), empty where the `sdot` kernel does
+    /// not take the layer or a row has more than `super::dot3::RUNS`.
+    pub(super) runs3: Vec<[usize; 2]>,
+    /// A broadcast 3x3 layer of 8 channels: `super::first3`'s weights
+    /// (`[ky][channel][kx]`), else empty.
+    pub(super) first_weights: Vec<i8>,
 }
 
 impl Folded {
@@ -167,7 +174,21 @@ impl Folded {
         } else {
             Vec::new()
         };
+        let runs3 = if dot_weights.is_empty() {
+            Vec::new()
+        } else {
+            column_runs(op, &column_class, padded)?
+        };
+        let first_weights = if broadcast && super::first3::shape(g) {
+            let mut v = try_filled(op, "packed weights", 0i8, 96)?;
+            super::first3::pack(weights, &mut v);
+            v
+        } else {
+            Vec::new()
+        };
         Ok(Some(Folded {
+            first_weights,
+            runs3,
             dot_weights,
             broadcast,
             weights: w,
@@ -193,6 +214,26 @@ impl Folded {
     pub(crate) fn broadcast(&self) -> bool {
         self.broadcast
     }
+}
+
+/// `column_class` as runs of one class, `[class * padded, pixels]`, or
+/// none past `super::dot3::RUNS` runs.
+fn column_runs(op: &'static str, column_class: &[u16], padded: usize) -> Result<Vec<[usize; 2]>> {
+    let mut runs = [[0usize; 2]; super::dot3::RUNS];
+    let mut count = 0;
+    for (ox, &class) in column_class.iter().enumerate() {
+        if ox > 0 && class == column_class[ox - 1] {
+            runs[count - 1][1] += 1;
+        } else if count < runs.len() {
+            runs[count] = [class as usize * padded, 1];
+            count += 1;
+        } else {
+            return Ok(Vec::new());
+        }
+    }
+    let mut v = try_filled(op, "column runs", [0usize; 2], count)?;
+    v.copy_from_slice(&runs[..count]);
+    Ok(v)
 }
 
 /// The distinct tap ranges of `count` outputs, in order of first use, and

@@ -34,6 +34,8 @@ mod dot;
 #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
 mod dot3;
 #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+mod first3;
+#[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
 mod folded;
 #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
 pub(crate) mod neon;
@@ -41,6 +43,8 @@ pub(crate) mod neon;
 mod pack;
 #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
 pub(crate) mod pairs;
+#[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+mod rows3;
 #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
 mod stage;
 

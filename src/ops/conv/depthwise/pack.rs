@@ -58,6 +58,9 @@ pub(super) struct LaneStage {
     pub(super) zero_point: i16,
     pub(super) act_min: i8,
     pub(super) act_max: i8,
+    /// [`Stage::TiesUpward`] with no channel shifting left (the `sdot`
+    /// kernel's 3x3 asm loop over a call's rows: `super::rows3`).
+    pub(super) right_only: bool,
 }
 
 /// A depthwise layer's weights, bias and output stage in the kernel's
@@ -149,6 +152,7 @@ impl LaneStage {
             zero_point: s.zero_point as i16,
             act_min: s.act_min as i8,
             act_max: s.act_max as i8,
+            right_only: false,
         };
         let fixed = |l: &mut LaneStage, m: &crate::ops::requant::ChannelMultipliers| {
             l.multiplier[..channels].copy_from_slice(&m.multiplier[..channels]);
@@ -212,6 +216,7 @@ impl LaneStage {
                 l.stage = Stage::F32;
             }
         }
+        l.right_only = l.stage == Stage::TiesUpward && l.left_shift.iter().all(|&v| v == 0);
         Ok(l)
     }
 }

@@ -31,6 +31,7 @@ use super::folded::Folded;
 use super::neon::{store, store_pair};
 use super::pack::{Packed, Stage, BLOCK};
 use super::stage::{BlockStage, DOUBLE, F32, FIXED, SINGLE, TIES_UPWARD};
+use super::{first3, rows3};
 use crate::backend::CpuFeatures;
 
 /// Output rows `rows` of a layer with a [`Folded`] layout (the caller's
@@ -66,6 +67,14 @@ fn rows_staged<const S: u8, F: FirstRow>(
     let square = g.kernel_height == g.kernel_width;
     let dot = !f.dot_weights.is_empty() && CpuFeatures::detect().dotprod;
     let dot3 = g.kernel_height == 3 && g.kernel_width == 3 && g.dilation_width == 1;
+    // The 3x3 asm loop over many rows per call (`rows3`).
+    let rows3 = dot && dot3 && S == TIES_UPWARD && rows3::takes(p, f, g);
+    if dot && f.broadcast && S == TIES_UPWARD && first3::takes(p, f, g) {
+        // SAFETY: the CPU has dotprod (checked above) and `first3` takes
+        // the layer; the caller checked the tensors.
+        unsafe { first3::depthwise_rows(p, f, g, input, output, first.row(), rows) };
+        return;
+    }
     // (`Folded::runs`: a broadcast layer comes here only with dotprod.)
     debug_assert!(dot || !f.broadcast);
     for block in 0..g.output_channels.div_ceil(BLOCK) {
@@ -87,6 +96,12 @@ fn rows_staged<const S: u8, F: FirstRow>(
             // channels (`wide`) or 8; the caller checked the tensors.
             unsafe {
                 match (dot3, wide) {
+                    (true, true) if rows3 => {
+                        rows3::block_rows::<4>(p, f, g, input, output, first, r, c0)
+                    }
+                    (true, false) if rows3 => {
+                        rows3::block_rows::<2>(p, f, g, input, output, first, r, c0)
+                    }
                     (true, true) => {
                         dot::block_rows::<S, 3, 4>(p, f, g, input, output, first, r, c0)
                     }

@@ -830,3 +830,54 @@ fn depthwise_i8_dot_blocks_of_8() {
         }
     }
 }
+
+/// The `sdot` kernel's 3x3 paths over many rows per call (`rows3`: more
+/// rows than its buffer holds at once, a batch of 2, images of 6x6 and
+/// 3x3) and the first layer's 1 x 8 kernel (`first3`: person_detect's
+/// 96x96 stride 2, stride 1 VALID), each run in pieces of rows as the
+/// threads split it, against the scalar loops over the whole output.
+#[test]
+fn depthwise_i8_dot_rows_in_pieces() {
+    let mut rng = Rng(0xd07_9135);
+    for (shape, m, stride, padding) in [
+        ([1, 48, 48, 8], 1, 1, Padding::Same),
+        ([1, 24, 24, 40], 1, 2, Padding::Same),
+        ([2, 6, 6, 128], 1, 1, Padding::Same),
+        ([1, 3, 3, 256], 1, 1, Padding::Same),
+        ([1, 96, 96, 1], 8, 2, Padding::Same),
+        ([2, 9, 13, 1], 8, 1, Padding::Valid),
+    ] {
+        let channels = shape[3] * m;
+        let g = geometry(padding, shape, channels, [3, 3], [stride; 2], [1, 1]);
+        let input: Vec<i8> = (0..shape.iter().product::<usize>())
+            .map(|_| rng.i8())
+            .collect();
+        let weights: Vec<i8> = (0..9 * channels).map(|_| rng.i8().max(-127)).collect();
+        let bias: Vec<i32> = (0..channels).map(|_| rng.range(-30_000, 30_000)).collect();
+        let scales: Vec<f32> = (0..channels).map(|c| 0.3 + c as f32 * 0.01).collect();
+        for r in ALL {
+            let q = ConvQuantization {
+                input: QuantParams::new(0.5, rng.range(-128, 127)),
+                weight_scales: &scales,
+                output: QuantParams::new(100.0, rng.range(-128, 127)),
+                activation: FusedActivation::Relu6,
+                requantization: r,
+            };
+            let op = DepthwiseConv2d::new(g, m, &weights, Some(&bias), &q).unwrap();
+            let rows = op.rows();
+            let n = rows * g.output_width * channels;
+            let mut scalar = vec![0i8; n];
+            op.run_rows(Backend::Scalar, &input, &mut scalar, 0..rows)
+                .unwrap();
+            for backend in Backend::available() {
+                let mut out = vec![0x33u8 as i8; n];
+                let cuts = [0, 1, rows / 3, rows / 2 + 1, rows - 1, rows];
+                for w in cuts.windows(2) {
+                    op.run_rows(backend, &input, &mut out, w[0]..w[1].max(w[0]))
+                        .unwrap();
+                }
+                assert_eq!(out, scalar, "{backend:?} {g:?} {r:?}");
+            }
+        }
+    }
+}
