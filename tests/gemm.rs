@@ -601,6 +601,53 @@ mod neon {
     }
 
     #[test]
+    fn gemm_i8_neon_row_tails_equal_scalar() {
+        // The sdot path runs a panel group's last tile of m % 8 < 7 rows as
+        // pieces of 4, 2 and 1 rows (7 rows: the whole tile): every tail
+        // after 0, 1 and 4 whole tiles; depths of a half step, whole steps
+        // and both, of 8 (whole tiles read in place), and deep rows read in
+        // place; each requantization with per-channel or per-tensor
+        // scales, extreme inputs and weights, scales that shift left.
+        require_dotprod();
+        let mut rng = Rng::new(17);
+        let requantizations = [
+            Rounding::Single.into(),
+            Rounding::Double.into(),
+            Requantization::RealF64,
+            Requantization::XnnpackF32,
+            Requantization::GemvTiesUpward,
+        ];
+        for r in 1..=7 {
+            for q in [0, 1, 4] {
+                let m = 8 * q + r;
+                for (n, k) in [(8, 4), (16, 8), (16, 24), (13, 128), (24, 100), (9, 1040)] {
+                    for (i, &requantization) in requantizations.iter().enumerate() {
+                        let mut c = Case::random(&mut rng, m, n, k);
+                        c.requantization = requantization;
+                        match (i + r + q) % 4 {
+                            0 => c.weight_scales = vec![c.weight_scales[0]; n],
+                            1 => {
+                                let edge = |v: &i8| if *v < 0 { -128 } else { 127 };
+                                c.x = c.x.iter().map(edge).collect();
+                                c.w = c.w.iter().map(edge).collect();
+                            }
+                            2 => {
+                                c.input = QuantParams::new(1.0, -5);
+                                // Effective scales of 1 to 100 (XNNPACK's below 256).
+                                c.output = QuantParams::new(1.0, 9);
+                                c.weight_scales =
+                                    (0..n).map(|j| 10f32.powi(j as i32 % 3)).collect();
+                            }
+                            _ => {}
+                        }
+                        check_neon(&c);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
     fn gemm_i8_neon_single_rounding_of_accumulators_near_the_int32_limits() {
         // Single rounding narrows the 64-bit products of blocks without a
         // left shift by taking their low halves: right for every product

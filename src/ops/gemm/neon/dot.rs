@@ -249,28 +249,28 @@ unsafe fn gemm_dot_from<const AT_ORIGIN: bool, S: PanelRows>(
 /// [`gemm_dot`] runs it; built there only, so the CPU has dotprod. With
 /// `IN_PLACE` (a depth of exactly 8) the "panel" is the input rows
 /// themselves, 64 bytes per tile, every tile whole.
-struct PanelTiles<'a, const IN_PLACE: bool> {
+pub(super) struct PanelTiles<'a, const IN_PLACE: bool> {
     /// The group's panel: tile `t` at `t * tile_bytes`, all written.
-    panel: &'a [MaybeUninit<i8>],
-    tile_bytes: usize,
+    pub(super) panel: &'a [MaybeUninit<i8>],
+    pub(super) tile_bytes: usize,
     /// The block's packed weights (`128 (chunks + half)` bytes or more).
-    w: &'a [i8],
-    p: &'a BlockParams,
-    row_offsets: Option<&'a [i32]>,
-    output: &'a mut [i8],
-    stride: usize,
+    pub(super) w: &'a [i8],
+    pub(super) p: &'a BlockParams,
+    pub(super) row_offsets: Option<&'a [i32]>,
+    pub(super) output: &'a mut [i8],
+    pub(super) stride: usize,
     /// (the tile's first row, the group's first and end output rows).
-    rows: (usize, usize, usize),
+    pub(super) rows: (usize, usize, usize),
     /// (the block's first output column, its channels stored).
-    cols: (usize, usize),
+    pub(super) cols: (usize, usize),
     /// (whole steps of 16 depth bytes, a half step after them).
-    steps: (usize, bool),
+    pub(super) steps: (usize, bool),
 }
 
 impl<const IN_PLACE: bool> BlockTiles for PanelTiles<'_, IN_PLACE> {
     // Inlined into `gemm_dot`, whose dotprod feature the `sdot`s need.
     #[inline(always)]
-    fn run<S: StoreTile>(self, store: S) {
+    fn run<S: StoreTile>(mut self, store: S) {
         const MR: usize = 8;
         let (first_row, group, group_end) = self.rows;
         let (out_col, nr) = self.cols;
@@ -346,6 +346,12 @@ impl<const IN_PLACE: bool> BlockTiles for PanelTiles<'_, IN_PLACE> {
             .zip((group + skip * MR..group_end).step_by(MR))
         {
             let (row, mr) = (first_row + out_row, MR.min(group_end - out_row));
+            if !IN_PLACE && mr < MR - 1 {
+                // SAFETY: as below (the tile's panel and the block each
+                // hold 128 (chunks + half) bytes).
+                unsafe { self.tail(store, x, &bias, out_row, mr) };
+                continue;
+            }
             let mut acc = match self.row_offsets {
                 None => bias_accumulators(&bias),
                 Some(_) => initial_acc::<MR>(self.p.bias, self.row_offsets, row, mr),
@@ -408,6 +414,29 @@ unsafe fn gemm_dot_rows<const AT_ORIGIN: bool>(
         let mut out_row = 0;
         while out_row < rows_len {
             let (row, mr) = (first_row + out_row, MR.min(rows_len - out_row));
+            if mr < MR - 1 {
+                // The last rows, fewer than 7: pieces of 4, 2 and 1 rows
+                // (as `PanelTiles::tail`).
+                let mut r0 = 0;
+                for piece in [4, 2, 1] {
+                    if mr & piece != 0 {
+                        let (at, row) = (out_row + r0, row + r0);
+                        let cols = (out_col, nr);
+                        // SAFETY: rows row..row + piece <= row + mr lie
+                        // within the input; the caller's guarantees.
+                        unsafe {
+                            let io = (input, &mut *output, stride);
+                            match piece {
+                                4 => dot_rows_piece::<4, 4>(g, w, &p, io, row, at, cols),
+                                2 => dot_rows_piece::<2, 2>(g, w, &p, io, row, at, cols),
+                                _ => dot_rows_piece::<1, 2>(g, w, &p, io, row, at, cols),
+                            }
+                        }
+                        r0 += piece;
+                    }
+                }
+                break;
+            }
             let rows = row_pointers::<MR>(input, k, row, mr);
             // The depth tail is copied before the accumulators are live, so
             // that they need not be saved around the copies.
@@ -428,6 +457,83 @@ unsafe fn gemm_dot_rows<const AT_ORIGIN: bool>(
             }
             store_tile::<MR>(&acc, &p, output, stride, out_row, mr, out_col, nr);
             out_row += MR;
+        }
+    }
+}
+
+/// Rows `row..row + R` of the deep input, read in place (R of 4, 2, 1: the
+/// last rows of [`gemm_dot_rows`]), on one weight block `w`: `R` rows of
+/// `sdot`s instead of a whole 8-row tile's, stored as an `A`-row tile
+/// (`A >= R`, even) of which the `R` rows are written, at output row
+/// `out_row`, columns `cols` (first, count).
+///
+/// # Safety
+/// The CPU must have dotprod (inlined into `gemm_dot_rows` only); rows
+/// `row..row + R` lie within the `k`-deep `input`; `w` holds the block
+/// (`8 k_padded` bytes); the output rows and columns lie within the tile.
+#[inline(always)]
+unsafe fn dot_rows_piece<const R: usize, const A: usize>(
+    g: &GemmView<'_>,
+    w: &[i8],
+    p: &BlockParams,
+    (input, output, stride): (&[i8], &mut [i8], usize),
+    row: usize,
+    out_row: usize,
+    (out_col, nr): (usize, usize),
+) {
+    debug_assert!(R <= A && A.is_multiple_of(2) && w.len() >= NR * g.k_padded);
+    let k = g.k;
+    let whole = k / KC;
+    let rows = row_pointers::<A>(input, k, row, R);
+    // The depth tail is copied before the accumulators are live.
+    let mut buf = [[0i8; KC]; A];
+    if !k.is_multiple_of(KC) {
+        tail_rows(input, k, row, R, &mut buf);
+    }
+    let mut acc = initial_acc::<A>(p.bias, g.row_offsets, row, R);
+    // SAFETY: each row pointer starts a k-byte input row, and whole * 16
+    // <= k; the block holds k_padded / 16 >= whole steps of 128 bytes.
+    unsafe { dot_chunks_rows::<R, A>(&mut acc, &rows, whole, w.as_ptr()) };
+    if !k.is_multiple_of(KC) {
+        let rows: [*const i8; A] = core::array::from_fn(|r| buf[r].as_ptr());
+        // SAFETY: each buffer row holds 16 bytes; the block's last 128
+        // bytes start at whole * 128 (k_padded = (whole + 1) * 16).
+        unsafe { dot_chunks_rows::<R, A>(&mut acc, &rows, 1, w.as_ptr().add(whole * 128)) };
+    }
+    store_tile::<A>(&acc, p, output, stride, out_row, R, out_col, nr);
+}
+
+/// [`dot_chunks`] on the first `R` of `A` rows (`R <= A`): per step the 8
+/// weight vectors, then each row's 16 bytes against them, 8 `sdot`s a row.
+///
+/// # Safety
+/// As [`dot_chunks`], for rows `0..R`.
+#[inline(always)]
+unsafe fn dot_chunks_rows<const R: usize, const A: usize>(
+    acc: &mut [[int32x4_t; 2]; A],
+    rows: &[*const i8; A],
+    chunks: usize,
+    w: *const i8,
+) {
+    let mut w = w;
+    for i in 0..chunks {
+        // SAFETY: as `dot_chunks`.
+        unsafe {
+            let wv: [int8x16_t; 8] = core::array::from_fn(|j| vld1q_s8(w.add(16 * j)));
+            for (a, row) in acc.iter_mut().zip(rows).take(R) {
+                let x = vld1q_s8(row.add(i * KC));
+                macro_rules! group {
+                    ($g:literal) => {
+                        a[0] = sdot_lane::<$g>(a[0], wv[2 * $g], x);
+                        a[1] = sdot_lane::<$g>(a[1], wv[2 * $g + 1], x);
+                    };
+                }
+                group!(0);
+                group!(1);
+                group!(2);
+                group!(3);
+            }
+            w = w.add(8 * 16);
         }
     }
 }

@@ -14,7 +14,9 @@
 //!   64 `sdot`s (1024 MACs). Deeper inputs are read in place
 //!   (`gemm_dot_rows`: 8 row loads and 4 weight pair loads per step). A
 //!   depth of exactly 8 reads whole 8-row tiles in place, two rows per
-//!   register (64 contiguous bytes, no panel copy).
+//!   register (64 contiguous bytes, no panel copy). A last tile of 1 to 6
+//!   rows runs as pieces of 4, 2 and 1 rows (`dot_tail`; in place,
+//!   `dot_rows_piece`), about `r / 8` of a tile's instructions.
 //! * [`mmla::gemm_mmla`]: `smmla` (FEAT_I8MM) on the same 8 x 8 tile as 16
 //!   blocks of 2 x 2, over a stack panel of row pairs (grouped as `sdot`'s): per 16 bytes of
 //!   depth 32 `smmla`s, 8 `zip`s pairing the packed weights' channels and
@@ -40,6 +42,7 @@
 pub(crate) mod dense;
 pub(crate) mod dot;
 mod dot_panel;
+mod dot_tail;
 mod dot_tiles;
 pub(crate) mod mmla;
 pub(crate) mod pack;
