@@ -23,7 +23,7 @@ use smallvec::SmallVec;
 
 use super::{
     broadcast_shares, run_share, Columns, Cut, Kernel, Part, Scratch, Share, Shared,
-    CONV_SETUP_MACS, INLINE_SHARES, MIN_MACS_PER_THREAD,
+    CONV_SETUP_MACS, INLINE_SHARES,
 };
 
 /// Work (in MACs) a thread spends copying one share's tile row into its
@@ -35,6 +35,11 @@ const COPY_MACS_PER_BYTE: u64 = 1;
 /// The copy's own call of the pool (posting it, each thread's marks), about
 /// 300 instructions.
 const COPY_CALL_MACS: u64 = 2_400;
+/// Least work (MACs) worth one more column share: below
+/// [`MIN_MACS_PER_THREAD`](super::MIN_MACS_PER_THREAD), since a column
+/// share's own cost (its setup, its band of the copy) is counted apart
+/// and its thread is already awake for the node's other shares.
+pub(crate) const MIN_MACS_PER_COLUMN_SHARE: u64 = 8_000;
 /// Work (in MACs) a CONV_2D column share spends per output row (pixel)
 /// beyond its MACs and its packing: it runs every row for a few channels,
 /// so every 8 rows pay a narrow tile's set-up and output stage (about 140
@@ -112,7 +117,7 @@ pub(crate) fn column_setup(
         .rev()
         .map(|n| (n, setup(n)))
         .find(|&(n, s)| {
-            let per_share = MIN_MACS_PER_THREAD.saturating_add(s.saturating_mul(2));
+            let per_share = MIN_MACS_PER_COLUMN_SHARE.saturating_add(s.saturating_mul(2));
             work / per_share >= n as u64
         })
         .map_or_else(|| setup(1), |(_, s)| s)
@@ -173,7 +178,7 @@ pub(crate) fn column_shares(
     // of 16 channels cost its busiest thread less.)
     let most = threads
         .min(blocks)
-        .min(usize::try_from(work / MIN_MACS_PER_THREAD).unwrap_or(usize::MAX));
+        .min(usize::try_from(work / MIN_MACS_PER_COLUMN_SHARE).unwrap_or(usize::MAX));
     let n = (2..=most).min_by_key(|&n| (busiest(n), n))?;
     let by_columns = busiest(n);
     let by_bands = if bands >= 2 {
