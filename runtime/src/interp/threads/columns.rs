@@ -22,8 +22,8 @@ use qneon_pool::Pool;
 use smallvec::SmallVec;
 
 use super::{
-    broadcast_shares, run_share, Columns, Cut, Kernel, Part, Scratch, Share, Shared,
-    CONV_SETUP_MACS, INLINE_SHARES,
+    broadcast_shares, run_share, Columns, Cut, Kernel, Scratch, Share, Shared, CONV_SETUP_MACS,
+    INLINE_SHARES,
 };
 
 /// Work (in MACs) a thread spends copying one share's tile row into its
@@ -239,20 +239,13 @@ pub(super) fn run(
         ));
     }
     let row = width * elem;
-    let mut slots: SmallVec<[Mutex<Option<Part<'_>>>; INLINE_SHARES]> = SmallVec::new();
+    // Each share's thread carves its tile and scratch out of its `Scratch`
+    // itself (the calling thread only cuts the output into bands).
+    let mut slots: SmallVec<[Mutex<Option<&mut Scratch>>; INLINE_SHARES]> = SmallVec::new();
     let mut bands: SmallVec<[Mutex<Option<RowBand<'_>>>; INLINE_SHARES]> = SmallVec::new();
     let mut rest = output;
-    for (i, (share, scratch)) in shares.iter().zip(more.iter_mut()).enumerate() {
-        let all = scratch.bytes(share.bytes.len() + shared.scratch_bytes);
-        if all.len() < share.bytes.len() {
-            return Err(format!("a scratch of {} bytes for a tile", all.len()));
-        }
-        let (tile, scratch) = all.split_at_mut(share.bytes.len());
-        slots.push(Mutex::new(Some(Part {
-            band: tile,
-            band_start: 0,
-            scratch,
-        })));
+    for (i, scratch) in (0..n).zip(more.iter_mut()) {
+        slots.push(Mutex::new(Some(scratch)));
         let band_rows = i * rows / n..(i + 1) * rows / n;
         let (band, tail) = std::mem::take(&mut rest).split_at_mut(band_rows.len() * row);
         bands.push(Mutex::new(Some((band, band_rows))));
@@ -286,15 +279,22 @@ pub(super) fn run(
         // Counts this share in, whatever happens to it (a panic too), so
         // that no thread waits for it forever.
         let arrive = Arrive(&arrived);
-        let part = slots
+        let scratch = slots
             .get(i)
-            .and_then(|slot| slot.lock().ok().and_then(|mut part| part.take()));
-        let ran = match (part, shares.get(i)) {
-            (Some(Part { band, scratch, .. }), Some(share)) => {
-                let ran = run_share(shared, share, (&mut *band, 0), scratch);
-                let tile: &[u8] = band;
-                let _ = done[i].set(tile);
-                ran
+            .and_then(|slot| slot.lock().ok().and_then(|mut scratch| scratch.take()));
+        let ran = match (scratch, shares.get(i)) {
+            (Some(scratch), Some(share)) => {
+                let len = share.bytes.len();
+                let all = scratch.bytes(len + shared.scratch_bytes);
+                if all.len() < len {
+                    Err(format!("a scratch of {} bytes for a tile", all.len()))
+                } else {
+                    let (tile, scratch) = all.split_at_mut(len);
+                    let ran = run_share(shared, share, (&mut *tile, 0), scratch);
+                    let tile: &[u8] = tile;
+                    let _ = done[i].set(tile);
+                    ran
+                }
             }
             _ => Ok(()),
         };
