@@ -1,7 +1,8 @@
 //! Nodes cut by columns of their output ([`Cut::Columns`]): each thread
 //! computes some columns of every row into a tile in its own scratch; once
 //! all are done, the threads copy the tiles into the output, each a band
-//! of whole output rows (a second call of the pool).
+//! of whole output rows (in the same call of the pool: each thread waits
+//! for the others' tiles).
 //!
 //! Why: a layer with few output rows and many channels (MobileNetV2's last
 //! pointwise layers: 7x7 pixels, up to 1,280 channels; person_detect's
@@ -14,14 +15,15 @@
 //! 16 output bytes plus a call per row and share.
 
 use std::ops::Range;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
 
 use qneon_pool::Pool;
 use smallvec::SmallVec;
 
 use super::{
-    broadcast_shares, run_parts, Columns, Cut, Kernel, Part, Scratch, Share, Shared,
-    CONV_SETUP_MACS, INLINE_SHARES, MIN_MACS_PER_THREAD,
+    broadcast_shares, run_share, Columns, Cut, Kernel, Scratch, Share, Shared, CONV_SETUP_MACS,
+    INLINE_SHARES,
 };
 
 /// Work (in MACs) a thread spends copying one share's tile row into its
@@ -33,6 +35,11 @@ const COPY_MACS_PER_BYTE: u64 = 1;
 /// The copy's own call of the pool (posting it, each thread's marks), about
 /// 300 instructions.
 const COPY_CALL_MACS: u64 = 2_400;
+/// Least work (MACs) worth one more column share: below
+/// [`MIN_MACS_PER_THREAD`](super::MIN_MACS_PER_THREAD), since a column
+/// share's own cost (its setup, its band of the copy) is counted apart
+/// and its thread is already awake for the node's other shares.
+pub(crate) const MIN_MACS_PER_COLUMN_SHARE: u64 = 8_000;
 /// Work (in MACs) a CONV_2D column share spends per output row (pixel)
 /// beyond its MACs and its packing: it runs every row for a few channels,
 /// so every 8 rows pay a narrow tile's set-up and output stage (about 140
@@ -110,7 +117,7 @@ pub(crate) fn column_setup(
         .rev()
         .map(|n| (n, setup(n)))
         .find(|&(n, s)| {
-            let per_share = MIN_MACS_PER_THREAD.saturating_add(s.saturating_mul(2));
+            let per_share = MIN_MACS_PER_COLUMN_SHARE.saturating_add(s.saturating_mul(2));
             work / per_share >= n as u64
         })
         .map_or_else(|| setup(1), |(_, s)| s)
@@ -171,7 +178,7 @@ pub(crate) fn column_shares(
     // of 16 channels cost its busiest thread less.)
     let most = threads
         .min(blocks)
-        .min(usize::try_from(work / MIN_MACS_PER_THREAD).unwrap_or(usize::MAX));
+        .min(usize::try_from(work / MIN_MACS_PER_COLUMN_SHARE).unwrap_or(usize::MAX));
     let n = (2..=most).min_by_key(|&n| (busiest(n), n))?;
     let by_columns = busiest(n);
     let by_bands = if bands >= 2 {
@@ -202,8 +209,12 @@ pub(crate) fn column_shares(
 }
 
 /// Runs a node's column `shares` on `pool` (share `i` with `more[i]`, its
-/// tile first and the node's scratch after it), then copies the tiles into
-/// `output` (the whole of output 0: `output_start` 0) by bands of rows.
+/// tile first and the node's scratch after it) and copies the tiles into
+/// `output` (the whole of output 0: `output_start` 0), in one call of the
+/// pool: share `i`'s thread, once every tile is done, copies every tile's
+/// part of band `i` of the output's rows. (A second call of the pool for
+/// the copy cost the calling thread about 650 instructions a node at 8
+/// threads, posting and waking the workers again.)
 pub(super) fn run(
     pool: &Pool,
     shared: &Shared<'_, '_>,
@@ -218,99 +229,139 @@ pub(super) fn run(
         elem,
         ..
     } = columns;
-    if output_start != 0 || output.len() != rows * width * elem || shares.len() > more.len() {
+    let n = shares.len();
+    if output_start != 0 || output.len() != rows * width * elem || n > more.len() {
         return Err(format!(
-            "{} column shares of a {rows} x {width} output into {} bytes from byte \
+            "{n} column shares of a {rows} x {width} output into {} bytes from byte \
              {output_start} with {} scratches",
-            shares.len(),
             output.len(),
             more.len()
         ));
     }
-    {
-        let mut slots: SmallVec<[Mutex<Option<Part<'_>>>; INLINE_SHARES]> = SmallVec::new();
-        for (share, scratch) in shares.iter().zip(more.iter_mut()) {
-            let all = scratch.bytes(share.bytes.len() + shared.scratch_bytes);
-            if all.len() < share.bytes.len() {
-                return Err(format!("a scratch of {} bytes for a tile", all.len()));
-            }
-            let (tile, scratch) = all.split_at_mut(share.bytes.len());
-            slots.push(Mutex::new(Some(Part {
-                band: tile,
-                band_start: 0,
-                scratch,
-            })));
-        }
-        run_parts(pool, shared, shares, &slots)?;
-    }
-    // This thread's work for the copy starts here (its share ended idle).
-    if let Some(marks) = shared.marks {
-        marks.start(shared.node);
-    }
-    // Built in place: `collect` returned the 2 KiB vector by a copy, about
-    // 280 instructions of the calling thread per node.
-    let mut tiles: SmallVec<[(&[u8], Range<usize>); INLINE_SHARES]> = SmallVec::new();
-    tiles.extend(
-        shares
-            .iter()
-            .zip(more.iter_mut())
-            .map(|(share, scratch)| (&*scratch.bytes(share.bytes.len()), share.tiles.clone())),
-    );
-    copy_tiles(pool, shared, &tiles, output, (rows, width, elem))
-}
-
-/// A band of whole output rows and which rows they are.
-type RowBand<'a> = (&'a mut [u8], Range<usize>);
-
-/// Copies every share's tile into `output` (`rows` x `width` elements of
-/// `elem` bytes), the rows cut into bands, one per thread of `pool` (at
-/// most one per row): each thread owns a band of whole output rows and
-/// copies every tile's part of it. The copy is the node's work too,
-/// marked as such, so that a count per thread and op sees it. (One thread
-/// copying all tiles made the calling thread the busiest of person_detect's
-/// 6x6 pointwise layers at 8 threads.)
-fn copy_tiles(
-    pool: &Pool,
-    shared: &Shared<'_, '_>,
-    tiles: &[(&[u8], Range<usize>)],
-    output: &mut [u8],
-    (rows, width, elem): (usize, usize, usize),
-) -> Result<(), String> {
     let row = width * elem;
-    let bands = pool.threads().min(rows).max(1);
-    let mut slots: SmallVec<[Mutex<Option<RowBand<'_>>>; INLINE_SHARES]> = SmallVec::new();
+    // Each share's thread carves its tile and scratch out of its `Scratch`
+    // itself (the calling thread only cuts the output into bands).
+    let mut slots: SmallVec<[Mutex<Option<&mut Scratch>>; INLINE_SHARES]> = SmallVec::new();
+    let mut bands: SmallVec<[Mutex<Option<RowBand<'_>>>; INLINE_SHARES]> = SmallVec::new();
     let mut rest = output;
-    for b in 0..bands {
-        let band_rows = b * rows / bands..(b + 1) * rows / bands;
+    for (i, scratch) in (0..n).zip(more.iter_mut()) {
+        slots.push(Mutex::new(Some(scratch)));
+        let band_rows = i * rows / n..(i + 1) * rows / n;
         let (band, tail) = std::mem::take(&mut rest).split_at_mut(band_rows.len() * row);
-        slots.push(Mutex::new(Some((band, band_rows))));
+        bands.push(Mutex::new(Some((band, band_rows))));
         rest = tail;
     }
-    broadcast_shares(pool, bands, |b| {
+    // Each tile, once computed, for every thread to read.
+    // (Built in place: `collect` returns the SmallVec by a copy.)
+    let mut done: SmallVec<[OnceLock<&[u8]>; INLINE_SHARES]> = SmallVec::new();
+    done.extend((0..n).map(|_| OnceLock::new()));
+    // The shares run side by side, each on a thread of its own, unless this
+    // call is inside a task of a pool (the pool then runs them one after
+    // the other on this thread): then this thread copies every band after.
+    let together = qneon_pool::current_thread_index().is_none() && n >= 2 && n <= pool.threads();
+    let arrived = AtomicUsize::new(0);
+    let copy = |b: usize| -> Result<(), String> {
         let Some(Ok(Some((band, band_rows)))) =
-            slots.get(b).map(|slot| slot.lock().map(|mut s| s.take()))
+            bands.get(b).map(|slot| slot.lock().map(|mut s| s.take()))
         else {
             return Ok(());
         };
         if let Some(marks) = shared.marks {
             marks.start(shared.node);
         }
-        let copied = tiles.iter().try_for_each(|(tile, columns)| {
-            let tile_row = columns.len() * elem;
-            let part = tile
-                .get(band_rows.start * tile_row..band_rows.end * tile_row)
-                .ok_or_else(|| format!("a tile of {} bytes for rows {band_rows:?}", tile.len()))?;
-            copy_tile(part, band, columns.clone(), width, elem)
-        });
+        let copied = copy_band(&done, shares, band, band_rows, (width, elem));
         if let Some(marks) = shared.marks {
             marks.idle();
         }
         copied
-    })
+    };
+    broadcast_shares(pool, n, |i| {
+        // Counts this share in, whatever happens to it (a panic too), so
+        // that no thread waits for it forever.
+        let arrive = Arrive(&arrived);
+        let scratch = slots
+            .get(i)
+            .and_then(|slot| slot.lock().ok().and_then(|mut scratch| scratch.take()));
+        let ran = match (scratch, shares.get(i)) {
+            (Some(scratch), Some(share)) => {
+                let len = share.bytes.len();
+                let all = scratch.bytes(len + shared.scratch_bytes);
+                if all.len() < len {
+                    Err(format!("a scratch of {} bytes for a tile", all.len()))
+                } else {
+                    let (tile, scratch) = all.split_at_mut(len);
+                    let ran = run_share(shared, share, (&mut *tile, 0), scratch);
+                    let tile: &[u8] = tile;
+                    let _ = done[i].set(tile);
+                    ran
+                }
+            }
+            _ => Ok(()),
+        };
+        drop(arrive);
+        if !together {
+            return ran;
+        }
+        wait_for(&arrived, n);
+        ran.and(copy(i))
+    })?;
+    if !together {
+        (0..n).try_for_each(copy)?;
+    }
+    Ok(())
+}
+
+/// Adds one to its count when dropped.
+struct Arrive<'c>(&'c AtomicUsize);
+
+impl Drop for Arrive<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::AcqRel);
+    }
+}
+
+/// Returns once `count` reaches `n`: spins a little, then yields the core
+/// (the other shares of a node end within a few thousand instructions of
+/// each other, so no thread sleeps here).
+fn wait_for(count: &AtomicUsize, n: usize) {
+    let mut spins = 0u32;
+    while count.load(Ordering::Acquire) < n {
+        if spins < 64 {
+            spins += 1;
+            std::hint::spin_loop();
+        } else {
+            std::thread::yield_now();
+        }
+    }
+}
+
+/// A band of whole output rows and which rows they are.
+type RowBand<'a> = (&'a mut [u8], Range<usize>);
+
+/// Copies every tile's part of `band_rows` (`done[i]` the tile of
+/// `shares[i]`) into `band`, those rows of `width` elements of `elem`
+/// bytes.
+fn copy_band(
+    done: &[OnceLock<&[u8]>],
+    shares: &[Share],
+    band: &mut [u8],
+    band_rows: Range<usize>,
+    (width, elem): (usize, usize),
+) -> Result<(), String> {
+    for (tile, share) in done.iter().zip(shares) {
+        let tile = tile.get().ok_or("a column tile was not computed")?;
+        let tile_row = share.tiles.len() * elem;
+        let part = tile
+            .get(band_rows.start * tile_row..band_rows.end * tile_row)
+            .ok_or_else(|| format!("a tile of {} bytes for rows {band_rows:?}", tile.len()))?;
+        copy_tile(part, band, share.tiles.clone(), width, elem)?;
+    }
+    Ok(())
 }
 
 /// Copies `tile` (every row's `columns`, `elem`-byte elements) into those
 /// columns of `output`'s rows of `width` elements.
+#[inline]
 fn copy_tile(
     tile: &[u8],
     output: &mut [u8],
@@ -328,13 +379,36 @@ fn copy_tile(
             "a tile of columns {columns:?} does not fit rows of {width}"
         ));
     }
-    for (src, dst) in tile
-        .chunks_exact(tile_row)
-        .zip(output.chunks_exact_mut(row))
-    {
-        copy_row(src, &mut dst[from..from + tile_row]);
+    // Tiles of 16 or 32 bytes a row (8 column shares of 128 or 256
+    // channels): one load and store a row, about 6 instructions where the
+    // general loop took about 17.
+    match tile_row {
+        16 => copy_rows::<16>(tile, output, from, row),
+        32 => copy_rows::<32>(tile, output, from, row),
+        _ => {
+            for (src, dst) in tile
+                .chunks_exact(tile_row)
+                .zip(output.chunks_exact_mut(row))
+            {
+                copy_row(src, &mut dst[from..from + tile_row]);
+            }
+        }
     }
     Ok(())
+}
+
+/// [`copy_tile`]'s loop for rows of `N` bytes (`tile`'s rows into bytes
+/// `from..from + N` of `output`'s rows of `row` bytes).
+#[inline(always)]
+fn copy_rows<const N: usize>(tile: &[u8], output: &mut [u8], from: usize, row: usize) {
+    for (src, dst) in tile.chunks_exact(N).zip(output.chunks_exact_mut(row)) {
+        let dst = dst
+            .get_mut(from..from + N)
+            .and_then(|d| <&mut [u8; N]>::try_from(d).ok());
+        if let (Ok(src), Some(dst)) = (<&[u8; N]>::try_from(src), dst) {
+            *dst = *src;
+        }
+    }
 }
 
 /// `dst.copy_from_slice(src)` for the short rows of a tile (16 to a few
@@ -342,12 +416,16 @@ fn copy_tile(
 /// rest by `copy_from_slice`. A `copy_from_slice` of a row length known
 /// only at run time is a `memcpy` call, about 20 instructions for a
 /// 16-byte row (person_detect's 6x6 layers at 8 threads copy 288 such
-/// rows per node on the calling thread).
+/// rows per node); so is a `copy_from_slice` of a chunk whose length the
+/// compiler lost sight of, hence the pieces as arrays.
+#[inline(always)]
 fn copy_row(src: &[u8], dst: &mut [u8]) {
     let mut pieces = dst.chunks_exact_mut(16);
     let mut from = src.chunks_exact(16);
     for (d, s) in (&mut pieces).zip(&mut from) {
-        d.copy_from_slice(s);
+        if let (Ok(d), Ok(s)) = (<&mut [u8; 16]>::try_from(d), <&[u8; 16]>::try_from(s)) {
+            *d = *s;
+        }
     }
     let rest = pieces.into_remainder();
     if !rest.is_empty() {

@@ -300,7 +300,27 @@ const INLINE_SHARES: usize = 64;
 pub(super) struct Part<'a> {
     band: &'a mut [u8],
     band_start: usize,
-    scratch: &'a mut [u8],
+    scratch: ShareScratch<'a>,
+}
+
+/// A share's scratch as its slot holds it: the node's own (the calling
+/// thread's share), or a worker's [`Scratch`], whose bytes the share's own
+/// thread takes, so that the calling thread does not carve every share's
+/// before it posts them (about 25 instructions a share).
+pub(super) enum ShareScratch<'a> {
+    Node(&'a mut [u8]),
+    Worker(&'a mut Scratch),
+}
+
+impl<'a> ShareScratch<'a> {
+    /// Its first `len` bytes (a worker's scratch), or all of it (the
+    /// node's, planned with the node's size).
+    fn bytes(self, len: usize) -> &'a mut [u8] {
+        match self {
+            ShareScratch::Node(bytes) => bytes,
+            ShareScratch::Worker(scratch) => scratch.bytes(len),
+        }
+    }
 }
 
 /// Runs `shares` of a node, `band` holding output 0 from byte
@@ -334,8 +354,8 @@ pub(crate) fn run_shares(
     // lay each part in its share's slot.
     let mut slots: SmallVec<[Mutex<Option<Part<'_>>>; INLINE_SHARES]> = SmallVec::new();
     let (mut rest, mut rest_start) = (band, band_start);
-    let mut scratches =
-        std::iter::once(scratch).chain(more.iter_mut().map(|s| s.bytes(shared.scratch_bytes)));
+    let mut scratches = std::iter::once(ShareScratch::Node(scratch))
+        .chain(more.iter_mut().map(ShareScratch::Worker));
     for (i, scratch) in (0..shares.len()).zip(&mut scratches) {
         let end = shares
             .get(i + 1)
@@ -365,7 +385,10 @@ fn run_parts(
             .get(i)
             .map(|slot| slot.lock().map(|mut part| part.take()));
         match (part, shares.get(i)) {
-            (Some(Ok(Some(part))), Some(share)) => run_share(shared, share, part),
+            (Some(Ok(Some(part))), Some(share)) => {
+                let scratch = part.scratch.bytes(shared.scratch_bytes);
+                run_share(shared, share, (part.band, part.band_start), scratch)
+            }
             _ => Ok(()),
         }
     })
@@ -397,23 +420,29 @@ fn broadcast_shares(
     }
 }
 
-fn run_share(shared: &Shared<'_, '_>, share: &Share, part: Part<'_>) -> Result<(), String> {
-    let Part {
-        band,
-        band_start,
-        scratch,
-    } = part;
+/// Runs `share` of a node on this thread: its tiles into `band` (output 0
+/// from byte `band_start` on) cut by bands, or its columns into the tile
+/// `band` cut by columns; a panic becomes its error.
+fn run_share(
+    shared: &Shared<'_, '_>,
+    share: &Share,
+    (band, band_start): (&mut [u8], usize),
+    scratch: &mut [u8],
+) -> Result<(), String> {
     if let Some(marks) = shared.marks {
         marks.start(shared.node);
     }
     let outs: Outs<'_> = smallvec![band];
+    // The inputs pushed in place: `collect` built the (400-byte) list and
+    // then copied it, a `memcpy` of about 110 instructions a share.
     let mut io = Io {
-        ins: shared.ins.iter().copied().collect(),
+        ins: Ins::new(),
         outs,
         scratch,
         out_start: band_start,
         state: Outs::new(),
     };
+    io.ins.extend(shared.ins.iter().copied());
     let tiles = share.tiles.clone();
     let result = catch_unwind(AssertUnwindSafe(|| match share.cut {
         Cut::Bands => shared.kernel.run_tiles(shared.backend, tiles, &mut io),
