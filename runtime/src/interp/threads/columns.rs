@@ -510,7 +510,7 @@ mod tests {
             rows: 3,
             columns: 70,
         };
-        let work = 100 * MIN_MACS_PER_THREAD;
+        let work = 100 * MIN_MACS_PER_COLUMN_SHARE;
         for threads in [2, 3, 4, 8] {
             let bands = threads.min(3);
             let shares =
@@ -564,11 +564,11 @@ mod tests {
             rows: 64,
             columns: 16,
         };
-        let work = 100 * MIN_MACS_PER_THREAD;
+        let work = 100 * MIN_MACS_PER_COLUMN_SHARE;
         // 8 even bands with no setup beat 4 column blocks.
         assert!(column_shares(&grid, (work, 1_000), (8, 0), 8).is_none());
         // Too little work for two shares.
-        assert!(column_shares(&grid, (MIN_MACS_PER_THREAD, 0), (1, 0), 8).is_none());
+        assert!(column_shares(&grid, (MIN_MACS_PER_COLUMN_SHARE, 0), (1, 0), 8).is_none());
         // A kernel without columns.
         #[derive(Debug)]
         struct Whole;
@@ -607,7 +607,7 @@ mod tests {
             CONV_SETUP_MACS + 9 * 128 / 2 + 9 * CONV_COLUMN_MACS_PER_ROW
         );
         // Work for two shares only: the setup of two shares of 8 blocks.
-        let small = 2 * (MIN_MACS_PER_THREAD + 2 * (8 * one + 9 * 128 * 3));
+        let small = 2 * (MIN_MACS_PER_COLUMN_SHARE + 2 * (8 * one + 9 * 128 * 3));
         let two = column_setup("DEPTHWISE_CONV_2D", &columns, (9, input), (small, 8));
         assert_eq!(two, 8 * one + 9 * 128 * DEPTHWISE_GATHER_MACS_PER_BYTE);
         // A band of its rows sets up all 16 blocks; a CONV_2D band its own.
@@ -627,7 +627,7 @@ mod tests {
         let setup = column_setup("DEPTHWISE_CONV_2D", &narrow, (9, 144 * 64), (work, 8));
         assert!(setup >= gather + work / 8, "{setup}");
         // So not even two shares are worth their threads.
-        assert!(setup.saturating_mul(2) + MIN_MACS_PER_THREAD > work / 2);
+        assert!(setup.saturating_mul(2) + MIN_MACS_PER_COLUMN_SHARE > work / 2);
     }
 
     #[test]
