@@ -66,6 +66,7 @@ impl Profile {
                 runner.setup_region,
                 runner.between_region,
                 runner.inputs_region,
+                runner.profiler_region,
             ];
             if !special.contains(&id) && !runner.ops.iter().any(|o| o.region == id) {
                 bail!("{name}: the plugin counted region {id}, but no op of the runner has it");
@@ -107,13 +108,13 @@ impl Profile {
         self.per_invoke(ops)
     }
 
-    /// Region 0, the inputs', the invoke loop's and the set-up's regions,
-    /// over the run.
+    /// Region 0, the inputs', the invoke loop's, the profiler's and the
+    /// set-up's regions, over the run.
     fn per_run_outside(&self) -> u64 {
         let r = &self.runner;
         let loop_and_inputs =
             self.regions.get(r.between_region) + self.regions.get(r.inputs_region);
-        self.regions.get(0) + loop_and_inputs + self.setup()
+        self.regions.get(0) + loop_and_inputs + self.regions.get(r.profiler_region) + self.setup()
     }
 
     /// Instructions of op instance `op` per invoke, when it has a region of

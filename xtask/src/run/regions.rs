@@ -172,7 +172,7 @@ mod tests {
     #[test]
     fn parses_plugin_output() {
         let r = Regions::parse(PLUGIN_OUT).unwrap();
-        assert_eq!(r.total, 607_000);
+        assert_eq!(r.total, 610_000);
         assert_eq!(
             r.counts.into_iter().collect::<Vec<_>>(),
             [
@@ -181,6 +181,7 @@ mod tests {
                 (2, 100_000),
                 (3, 60_000),
                 (4, 40_000),
+                (4092, 3_000),
                 (4093, 100_000),
                 (4095, 100_000)
             ]

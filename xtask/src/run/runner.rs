@@ -48,6 +48,9 @@ pub(crate) struct RunnerReport {
     /// invoke with `--reps 1`). Region 0 is then only the process's
     /// start-up (once) and the workers' waiting.
     pub(crate) inputs_region: u16,
+    /// The region of `qneon run`'s own clock reads (its `--profile` times):
+    /// measuring, not the runtime's work, in no per-invoke figure.
+    pub(crate) profiler_region: u16,
     pub(crate) ops: Vec<OpRun>,
     /// The JSON as read, kept whole in profile.json.
     pub(crate) raw: Value,
@@ -76,13 +79,12 @@ impl RunnerReport {
         };
         let (setup_region, between_region) = (special("setup_region")?, special("between_region")?);
         let inputs_region = special("inputs_region")?;
-        if setup_region == between_region
-            || inputs_region == setup_region
-            || inputs_region == between_region
-        {
+        let profiler_region = special("profiler_region")?;
+        let specials = [setup_region, between_region, inputs_region, profiler_region];
+        if (1..specials.len()).any(|i| specials[..i].contains(&specials[i])) {
             bail!(
-                "{BIN} JSON: the set-up, the invoke loop and the inputs share a region \
-                 ({setup_region}, {between_region}, {inputs_region})"
+                "{BIN} JSON: the set-up, the invoke loop, the inputs and the profiler share a \
+                 region {specials:?}"
             );
         }
         let mut ops: Vec<OpRun> = Vec::new();
@@ -99,9 +101,10 @@ impl RunnerReport {
                     bail!("{BIN} JSON: op `{op}` has region {region}; regions are 1..={MAX_REGION}")
                 }
             };
-            if [setup_region, between_region, inputs_region].contains(&region) {
+            if specials.contains(&region) {
                 bail!(
-                    "{BIN} JSON: op `{op}` has the set-up's or the invoke loop's region {region}"
+                    "{BIN} JSON: op `{op}` has the set-up's, the invoke loop's, the inputs' or \
+                     the profiler's region {region}"
                 );
             }
             if region_per_op && ops.iter().any(|p| p.region == region) {
@@ -142,6 +145,7 @@ impl RunnerReport {
             setup_region,
             between_region,
             inputs_region,
+            profiler_region,
             ops,
             raw: v.clone(),
         })

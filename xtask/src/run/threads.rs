@@ -163,7 +163,9 @@ impl Threaded {
             .map(|(&v, r)| {
                 // The main thread's region 0 is the process's start-up.
                 let startup = if v == 0 { r.get(0) } else { 0 };
-                let invokes = r.total - r.get(self.profile.runner.setup_region) - startup;
+                let runner = &self.profile.runner;
+                let invokes =
+                    r.total - r.get(runner.setup_region) - r.get(runner.profiler_region) - startup;
                 let idle = r.get(0) - startup;
                 (v, self.per_invoke(invokes), self.per_invoke(idle))
             })
@@ -307,20 +309,23 @@ mod tests {
     }
 
     /// The fixture's model (2 invokes: regions 1..4 = 200k, 100k, 60k,
-    /// 40k, inputs 100k, start-up 7k and set-up 100k once) on one thread, and on 2
+    /// 40k, inputs 100k, start-up 7k and set-up 100k once, the profiler's
+    /// clock 3k in no figure) on one thread, and on 2
     /// threads: region 1 split 100k / 100k, region 2 and the softmax (3) on
     /// the main thread alone, the ADD (4) split 20k / 20k; the worker idles
     /// 50k in region 0 and runs the invoke loop (its work between nodes,
     /// region 4094, 20k: serial).
-    const ONE: &str = "vcpu 0 607000\nvcpu 0 region 0 7000\nvcpu 0 region 1 200000\n\
+    const ONE: &str = "vcpu 0 610000\nvcpu 0 region 0 7000\nvcpu 0 region 1 200000\n\
                        vcpu 0 region 2 100000\nvcpu 0 region 3 60000\nvcpu 0 region 4 40000\n\
-                       vcpu 0 region 4093 100000\nvcpu 0 region 4095 100000\n";
-    const TWO_OUT: &str = "677000\nregion 0 57000\nregion 1 200000\nregion 2 100000\n\
-                           region 3 60000\nregion 4 40000\nregion 4093 100000\nregion 4094 20000\n\
-                           region 4095 100000\n";
-    const TWO: &str = "vcpu 0 487000\nvcpu 0 region 0 7000\nvcpu 0 region 1 100000\n\
+                       vcpu 0 region 4092 3000\nvcpu 0 region 4093 100000\n\
+                       vcpu 0 region 4095 100000\n";
+    const TWO_OUT: &str = "680000\nregion 0 57000\nregion 1 200000\nregion 2 100000\n\
+                           region 3 60000\nregion 4 40000\nregion 4092 3000\nregion 4093 100000\n\
+                           region 4094 20000\nregion 4095 100000\n";
+    const TWO: &str = "vcpu 0 490000\nvcpu 0 region 0 7000\nvcpu 0 region 1 100000\n\
                        vcpu 0 region 2 100000\nvcpu 0 region 3 60000\nvcpu 0 region 4 20000\n\
-                       vcpu 0 region 4093 100000\nvcpu 0 region 4095 100000\nvcpu 1 190000\n\
+                       vcpu 0 region 4092 3000\nvcpu 0 region 4093 100000\n\
+                       vcpu 0 region 4095 100000\nvcpu 1 190000\n\
                        vcpu 1 region 0 50000\nvcpu 1 region 1 100000\n\
                        vcpu 1 region 4 20000\nvcpu 1 region 4094 20000\n";
 

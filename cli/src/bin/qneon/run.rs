@@ -21,7 +21,8 @@ use crate::marker;
 /// (execution order), and brackets its kernel with the instruction-count
 /// region markers of `regions[p]` (see `marker.rs`). The clock is read
 /// once per node, at its end, outside the marked region (so counts per node
-/// hold the kernel alone): a node's time runs from the end of the one
+/// hold the kernel alone) and in a region of its own (so the invoke loop's
+/// count holds the loop alone): a node's time runs from the end of the one
 /// before (the first's from its start), so it includes the interpreter's
 /// few hundred instructions of bookkeeping before the kernel.
 struct Timer {
@@ -34,17 +35,20 @@ struct Timer {
 impl Profiler for Timer {
     fn begin(&mut self, _node: &NodeInfo) {
         if self.position == 0 {
+            marker::region(marker::PROFILER);
             self.started = Instant::now();
         }
         marker::region(self.regions[self.position]);
     }
     fn end(&mut self, _node: &NodeInfo) {
-        marker::region(marker::BETWEEN);
-        // One clock read per node: the next node's time starts here.
+        // One clock read per node, counted apart from the invoke loop: the
+        // next node's time starts here.
+        marker::region(marker::PROFILER);
         let now = Instant::now();
         self.times[self.position] += now.duration_since(self.started);
         self.started = now;
         self.position += 1;
+        marker::region(marker::BETWEEN);
     }
     fn thread_marks(&self) -> Option<&dyn ThreadMarks> {
         Some(self)
@@ -274,6 +278,7 @@ pub(crate) fn run(args: RunArgs) -> Result<(), String> {
             "setup_region": marker::SETUP,
             "between_region": marker::BETWEEN,
             "inputs_region": marker::INPUTS,
+            "profiler_region": marker::PROFILER,
             "invoke_ns": invoke_times.iter().map(|t| t.as_nanos() as u64).collect::<Vec<_>>(),
             "ops": ops,
             "outputs": interpreter.outputs().iter().enumerate()
