@@ -15,12 +15,16 @@
 //! output stage takes. The blocks start from the bias (in their lanes), or,
 //! with row offsets, from zero and the bias and offsets are added after
 //! the zips (the sum wraps, so the order of the additions does not change
-//! it): the bytes of every other path.
+//! it): the bytes of every other path. Whole tiles of the stage LiteRT's
+//! optimized kernels take (single rounding, every channel shifting right)
+//! skip the `zip`s: [`super::mmla_tiles`] runs them in one assembly loop,
+//! the stage on the blocks and the rows sorted out after the narrows.
 //!
 //! Depths past [`PANEL_DEPTH`] run the `sdot` kernel (rows read in place).
 
 use super::dense::DenseRows;
 use super::dot::gemm_dot;
+use super::mmla_tiles::{mmla_tiles_single_right, pair_weights, paired, PairedSingleRightStage};
 use super::source::PanelRows;
 use super::{initial_acc, tile_origin, with_stage, BlockParams, BlockTiles, StoreTile};
 use crate::ops::gemm::pack::{KC, NR};
@@ -240,22 +244,12 @@ fn unpair(blocks: &[[int32x4_t; 4]; 4], init: Option<&[[int32x4_t; 2]; 8]>) -> [
     })
 }
 
-/// A block's bias in the lanes of the 2 x 2 blocks: channel pair `j`
-/// (channels `2j`, `2j + 1` of the 8) as `(b[2j], b[2j + 1], b[2j],
-/// b[2j + 1])`, one 64-bit lane of the bias repeated. Blocks that start
-/// from it need no addition after `smmla` (the int32 sums wrap, so adding
-/// the bias first gives the same values).
+/// A block's bias in the lanes of the 2 x 2 blocks (see [`paired`]).
+/// Blocks that start from it need no addition after `smmla` (the int32
+/// sums wrap, so adding the bias first gives the same values).
 #[inline(always)]
 fn paired_bias(bias: &[int32x4_t; 2]) -> [int32x4_t; 4] {
-    // SAFETY: neon is a compile-time target feature (cfg on this module).
-    core::array::from_fn(|j| unsafe {
-        let b = vreinterpretq_s64_s32(bias[j / 2]);
-        vreinterpretq_s32_s64(if j % 2 == 0 {
-            vdupq_laneq_s64::<0>(b)
-        } else {
-            vdupq_laneq_s64::<1>(b)
-        })
-    })
+    paired(bias)
 }
 
 /// The 16 accumulators of a tile's four blocks, each `start`: four
@@ -452,10 +446,78 @@ impl BlockTiles for MmlaTiles<'_> {
             // SAFETY: neon is a compile-time target feature (cfg on this module).
             Some(_) => [unsafe { vdupq_n_s32(0) }; 4],
         };
-        for (x, out_row) in self
-            .panel
+        // Whole tiles of the single-rounding stage whose channels all shift
+        // right run in one assembly loop; the rest, tile by tile below.
+        let mut skip = 0;
+        if let (Some(clamp), None, NR) = (S::SINGLE_RIGHT, self.row_offsets, nr) {
+            let whole = (group_end - group) / MR;
+            if whole > 0 {
+                let p = self.p;
+                let stage = PairedSingleRightStage {
+                    multiplier: paired(&[p.mult[0].multiplier, p.mult[1].multiplier]),
+                    neg_right_shift: paired(&[
+                        p.mult[0].neg_right_shift,
+                        p.mult[1].neg_right_shift,
+                    ]),
+                    zero_point: p.zero_point,
+                    min: p.min,
+                    max: p.max,
+                };
+                debug_assert_eq!(self.tile_bytes, 128 * (chunks + usize::from(half)));
+                // One check for every read and store of the loop: the
+                // tiles' panels, the block's weights, the last row's bytes.
+                let panel = &self.panel[..whole * self.tile_bytes];
+                let w = &self.w[..self.tile_bytes];
+                let last = (group + whole * MR - 1) * self.stride + out_col;
+                let _last = &mut self.output[last..last + NR];
+                // With two tiles or more, the block's channels are paired
+                // once here (128 bytes per step: 2 loads, 8 `zip`s, 2
+                // stores) rather than in every tile's steps (8 `zip`s).
+                let mut paired_w = [MaybeUninit::<i8>::uninit(); 8 * PANEL_DEPTH];
+                let pair = whole >= 2;
+                if pair {
+                    pair_weights(w, &mut paired_w, chunks + usize::from(half));
+                }
+                macro_rules! tiles {
+                    ($paired:literal, $clamp:literal, $w:expr) => {
+                        mmla_tiles_single_right::<$paired, $clamp>(
+                            panel.as_ptr().cast(),
+                            $w,
+                            chunks,
+                            half,
+                            &start,
+                            &stage,
+                            self.output.as_mut_ptr().add(group * self.stride + out_col),
+                            self.stride,
+                            whole,
+                        )
+                    };
+                }
+                // SAFETY: the CPU has i8mm (built in `gemm_mmla` only);
+                // every panel tile holds 128 (chunks + half) bytes written
+                // by `fill_pairs` (k >= 1: chunks + half >= 1), as does the
+                // block (sliced above) and, when paired, its copy (all
+                // written by `pair_weights`); the output rows group..group +
+                // 8 whole of the columns out_col..out_col + 8 end at or
+                // before the last one's end, within `output` (sliced
+                // above), so the first row's offset is within it too.
+                unsafe {
+                    let pw = paired_w.as_ptr().cast::<i8>();
+                    match (pair, clamp) {
+                        (true, true) => tiles!(true, true, pw),
+                        (true, false) => tiles!(true, false, pw),
+                        (false, true) => tiles!(false, true, w.as_ptr()),
+                        (false, false) => tiles!(false, false, w.as_ptr()),
+                    }
+                }
+                skip = whole;
+            }
+        }
+        // The tiles left (all of them when the loop above did not run).
+        let panel = &self.panel[skip * self.tile_bytes..];
+        for (x, out_row) in panel
             .chunks_exact(self.tile_bytes)
-            .zip((group..group_end).step_by(MR))
+            .zip((group + skip * MR..group_end).step_by(MR))
         {
             let (row, mr) = (first_row + out_row, MR.min(group_end - out_row));
             let mut blocks = start_blocks(&start);

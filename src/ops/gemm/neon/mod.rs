@@ -21,6 +21,8 @@
 //!   blocks of 2 x 2, over a stack panel of row pairs (grouped as `sdot`'s): per 16 bytes of
 //!   depth 32 `smmla`s, 8 `zip`s pairing the packed weights' channels and
 //!   four 4-register loads (1024 MACs). Deeper inputs and a depth of 8 run `gemm_dot`.
+//!   Whole tiles of the single-rounding, right-shift stage run in one
+//!   assembly loop ([`mmla_tiles`]), as `sdot`'s do ([`dot_tiles`]).
 //! * [`widening::gemm_widening`]: `smull`/`smull2` to 16 bits and `sadalp` into 32 bits
 //!   on a 4 x 8 tile (a product of two int8 fits 16 bits, -128 * -128
 //!   included, and `sadalp` widens before adding: nothing can overflow). The
@@ -45,6 +47,7 @@ mod dot_panel;
 mod dot_tail;
 mod dot_tiles;
 pub(crate) mod mmla;
+mod mmla_tiles;
 pub(crate) mod pack;
 pub(crate) mod source;
 pub(crate) mod widening;
