@@ -84,9 +84,9 @@ pub(super) unsafe fn depthwise_rows(
         let n = r1 - r0;
         for j in 0..n {
             let y0 = (oy * g.stride_height) as isize - g.pad_top as isize;
-            for ky in 0..3 {
+            for (ky, at) in row_at[j].iter_mut().enumerate() {
                 let iy = y0 + (ky * g.dilation_height) as isize;
-                row_at[j][ky] = if iy >= 0 && (iy as usize) < g.input_height {
+                *at = if iy >= 0 && (iy as usize) < g.input_height {
                     batch * l.in_image + iy as usize * l.in_row
                 } else {
                     OUTSIDE
