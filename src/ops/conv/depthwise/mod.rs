@@ -22,7 +22,11 @@
 //!   ([`dot`]) instead: each input column a row of windows reads laid out
 //!   once per output row (16 channels x 4 kernel rows in a stack buffer),
 //!   four taps of a channel per `sdot` lane, taps outside the image read as
-//!   raw zeros (their share is in the folded bias).
+//!   raw zeros (their share is in the folded bias). Its 3x3 layers with
+//!   the ties-upward stage and no left shift run many rows per asm call
+//!   ([`rows3`]), and a first layer of one input channel x 8 its own
+//!   kernel ([`first3`]: `sdot` by element on a padded input row, no
+//!   column layout).
 //! * the widening kernel ([`neon`]), every other layer: `x -
 //!   input_zero_point` is one widening subtract (`ssubl`, it fits 16
 //!   bits), the product accumulates into 32 bits (`smlal`) by 16-bit

@@ -75,6 +75,13 @@ fn rows_staged<const S: u8, F: FirstRow>(
         unsafe { first3::depthwise_rows(p, f, g, input, output, first.row(), rows) };
         return;
     }
+    if rows3 {
+        // SAFETY: the CPU has dotprod (checked above), the layer is 3x3
+        // of width dilation 1 and `rows3` takes it; the caller checked the
+        // tensors.
+        unsafe { rows3::depthwise_rows(p, f, g, input, output, first.row(), rows) };
+        return;
+    }
     // (`Folded::runs`: a broadcast layer comes here only with dotprod.)
     debug_assert!(dot || !f.broadcast);
     for block in 0..g.output_channels.div_ceil(BLOCK) {
@@ -96,12 +103,6 @@ fn rows_staged<const S: u8, F: FirstRow>(
             // channels (`wide`) or 8; the caller checked the tensors.
             unsafe {
                 match (dot3, wide) {
-                    (true, true) if rows3 => {
-                        rows3::block_rows::<4>(p, f, g, input, output, first, r, c0)
-                    }
-                    (true, false) if rows3 => {
-                        rows3::block_rows::<2>(p, f, g, input, output, first, r, c0)
-                    }
                     (true, true) => {
                         dot::block_rows::<S, 3, 4>(p, f, g, input, output, first, r, c0)
                     }
