@@ -340,18 +340,18 @@ impl<const IN_PLACE: bool> BlockTiles for PanelTiles<'_, IN_PLACE> {
             }
         }
         // The tiles left (all of them when the loop above did not run).
-        // A last tile of 1 to 6 rows runs after the loop, as pieces.
-        let tail = match (group_end - group) % MR {
-            7 => 0,
-            _ if IN_PLACE => 0,
-            r => r,
-        };
         let panel = &self.panel[skip * self.tile_bytes..];
         for (x, out_row) in panel
             .chunks_exact(self.tile_bytes)
-            .zip((group + skip * MR..group_end - tail).step_by(MR))
+            .zip((group + skip * MR..group_end).step_by(MR))
         {
             let (row, mr) = (first_row + out_row, MR.min(group_end - out_row));
+            if !IN_PLACE && mr < MR - 1 {
+                // SAFETY: as below (the tile's panel and the block each
+                // hold 128 (chunks + half) bytes).
+                unsafe { self.tail(store, x, &bias, out_row, mr) };
+                continue;
+            }
             let mut acc = match self.row_offsets {
                 None => bias_accumulators(&bias),
                 Some(_) => initial_acc::<MR>(self.p.bias, self.row_offsets, row, mr),
@@ -380,14 +380,6 @@ impl<const IN_PLACE: bool> BlockTiles for PanelTiles<'_, IN_PLACE> {
                 out_col,
                 nr,
             );
-        }
-        if tail > 0 {
-            let at = group_end - tail;
-            let x = &self.panel[(at - group) / MR * self.tile_bytes..][..self.tile_bytes];
-            // SAFETY: the tile's panel (sliced just above) and the block
-            // each hold 128 (chunks + half) written bytes; the CPU has
-            // dotprod (built in `gemm_dot` only).
-            unsafe { self.tail(store, x, &bias, at, tail) };
         }
     }
 }
