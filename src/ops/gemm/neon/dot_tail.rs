@@ -335,7 +335,12 @@ impl<const IN_PLACE: bool> PanelTiles<'_, IN_PLACE> {
     /// The CPU must have dotprod (`gemm_dot` only builds a `PanelTiles`);
     /// `x` holds the tile's `128 (chunks + half)` written bytes and the
     /// block `w` as many; `chunks + half >= 1`.
-    #[inline(always)]
+    ///
+    /// Not inlined: inside the tile loop its code made the loop's
+    /// register allocation worse for every tile (a test per tile is cheap,
+    /// the inlined pieces were not).
+    #[target_feature(enable = "dotprod")]
+    #[inline(never)]
     pub(super) unsafe fn tail<S: StoreTile>(
         &mut self,
         store: S,
