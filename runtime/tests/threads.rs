@@ -215,9 +215,12 @@ fn person_detect_splits_its_convolutions() {
             .collect();
         assert_eq!(late.len(), 2);
         assert!(late.iter().all(|n| n.threads == 4 && n.split_by_columns));
-        // The last one (3 x 3 pixels of 256 channels, 20,736 MACs); the one
-        // before it (128 channels, stride 2) is worth fewer than 2 column
-        // shares and stays in its 3 bands.
+        // The last one (3 x 3 pixels of 256 channels, 20,736 MACs) takes its
+        // 3 bands of rows at 4 threads: a column share of four channel
+        // blocks costs more than the idle thread (busiest thread 5,713
+        // instructions by rows, 7,273 by channels; by channels at 8
+        // threads). The one before it (128 channels, stride 2) stays in its
+        // 3 bands too.
         let late_depthwise: Vec<_> = convs
             .iter()
             .filter(|n| n.op == "DEPTHWISE_CONV_2D" && n.work >= 20_736)
@@ -227,7 +230,7 @@ fn person_detect_splits_its_convolutions() {
         for n in &late_depthwise {
             let t = n.inputs[0].map(|t| &plan.tensors()[t].shape);
             assert!(
-                n.threads == 4 && n.split_by_columns,
+                n.threads == 3 && !n.split_by_columns,
                 "node {} {:?} work {}: {} threads, by columns {}",
                 n.index,
                 t,

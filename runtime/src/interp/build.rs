@@ -397,7 +397,10 @@ pub(super) fn share_nodes(
                     let column_setup =
                         threads::column_setup(&info.op, &columns, operands, (weighted, threads));
                     let cut = (bands.len(), threads::band_setup(&info.op, &columns, setup));
-                    threads::column_shares(&*node.kernel, (weighted, column_setup), cut, threads)
+                    let (per_share, per_block) = threads::column_overhead(&info.op, &columns);
+                    let column_setup = column_setup.saturating_add(per_share);
+                    let cost = (weighted, column_setup, per_block);
+                    threads::column_shares(&*node.kernel, cost, cut, threads)
                 }
                 _ => None,
             };

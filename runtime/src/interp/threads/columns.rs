@@ -123,6 +123,45 @@ pub(crate) fn column_setup(
         .map_or_else(|| setup(1), |(_, s)| s)
 }
 
+/// What a DEPTHWISE_CONV_2D column share costs its thread beyond
+/// [`column_setup`]'s estimate and its band of the copy, in MACs (of a
+/// CONV_2D, about 16 a depthwise-weighted instruction here): once a share
+/// (its slot, its marks, the wait for the other tiles, the copy's
+/// calls), and per channel block in it (the block's call, and per output
+/// pixel its gathered input and its output moved into the tile). Fitted
+/// on person_detect and MobileNetV2 at 4 and 8 threads (`-cpu
+/// neoverse-n1`; about 300 + 22 instructions a pixel per block): a
+/// 14x14x384 layer's shares of 6 blocks cost 32,305 instructions above an
+/// even part, of 3 blocks 18,237, a 7x7x960 layer's of 15 and 8 blocks
+/// 27,380 and 16,715 (cut by rows, 4 or 2 rows of 14 and 2 or 1 of 7, a
+/// share costs less); person_detect's 6x6x128
+/// layer's column shares cost 2,738 (one block a share) and 3,604 (two)
+/// instructions above an even part, the 3x3x256 layer's 3,306 (two) and
+/// 4,297 (four); cut by rows instead, its 6x6 layers took 6,698 and 4,666
+/// instructions on their busiest thread at 4 and 8 threads (8,011 and
+/// 4,941 by columns); its 3x3x256 layer 5,713 by rows and 7,273 by
+/// columns at 4 threads, 5,713 and 4,794 at 8. (Its stride-2 3x3x128
+/// layer is now cut by rows at 8 threads too: 3,481 against 3,279.)
+pub(crate) const DEPTHWISE_COLUMN_SHARE_MACS: u64 = 27_000;
+/// [`DEPTHWISE_COLUMN_SHARE_MACS`]' part per channel block of a share, and
+/// per output pixel of a block.
+pub(crate) const DEPTHWISE_COLUMN_BLOCK_MACS: u64 = 6_000;
+pub(crate) const DEPTHWISE_COLUMN_PIXEL_MACS: u64 = 440;
+
+/// The cost (MACs) of a column share of a node of `op` whose output has
+/// `columns.rows` pixels that its setup and copy leave out: once a share,
+/// and per channel block in it ([`DEPTHWISE_COLUMN_SHARE_MACS`]; none for
+/// a CONV_2D, whose column setup is fitted whole).
+pub(crate) fn column_overhead(op: &str, columns: &Columns) -> (u64, u64) {
+    if op == "DEPTHWISE_CONV_2D" {
+        let pixels = (columns.rows as u64).saturating_mul(DEPTHWISE_COLUMN_PIXEL_MACS);
+        let block = DEPTHWISE_COLUMN_BLOCK_MACS.saturating_add(pixels);
+        (DEPTHWISE_COLUMN_SHARE_MACS, block)
+    } else {
+        (0, 0)
+    }
+}
+
 /// The setup (in MACs) one band of rows of a node of `op` pays, to weigh
 /// against its column shares: a CONV_2D's `setup` ([`share_setup`]); a
 /// DEPTHWISE_CONV_2D band calls the kernel on every block of 16 channels of
@@ -143,13 +182,14 @@ pub(crate) fn band_setup(op: &str, columns: &Columns, setup: u64) -> u64 {
 
 /// The column shares of a node of `work` MACs whose kernel splits by
 /// columns, for up to `threads` threads, each paying `setup`
-/// ([`column_setup`]); `None` when the node does not split by columns or
+/// ([`column_setup`]) and `per_block` for each block of the grain it
+/// holds ([`column_overhead`]); `None` when the node does not split by columns or
 /// when cutting it into `bands` bands with `band_setup` each costs its
 /// busiest thread no more. The cost of a cut: its largest share's work,
 /// plus its setup, plus (by columns) a thread's band of the tiles' copy.
 pub(crate) fn column_shares(
     kernel: &dyn Kernel,
-    (work, setup): (u64, u64),
+    (work, setup, per_block): (u64, u64, u64),
     (bands, band_setup): (usize, u64),
     threads: usize,
 ) -> Option<Vec<Share>> {
@@ -168,8 +208,10 @@ pub(crate) fn column_shares(
             .saturating_mul(COPY_MACS_PER_ROW)
             .saturating_add(band_rows.saturating_mul(row_bytes) * COPY_MACS_PER_BYTE)
             .saturating_add(COPY_CALL_MACS);
-        let largest = work.saturating_mul(blocks.div_ceil(n) as u64) / blocks as u64;
-        largest.saturating_add(setup).saturating_add(copy)
+        let held = blocks.div_ceil(n) as u64;
+        let largest = work.saturating_mul(held) / blocks as u64;
+        let own = setup.saturating_add(per_block.saturating_mul(held));
+        largest.saturating_add(own).saturating_add(copy)
     };
     // As many shares as lower the busiest thread's work, each at least the
     // minimum worth a thread. (Capped as bands are, by the setup as well,
@@ -514,7 +556,7 @@ mod tests {
         for threads in [2, 3, 4, 8] {
             let bands = threads.min(3);
             let shares =
-                column_shares(&grid, (work, 1_000), (bands, 100_000), threads).expect("columns");
+                column_shares(&grid, (work, 1_000, 0), (bands, 100_000), threads).expect("columns");
             // The least largest share (in blocks of 4 columns) that
             // `threads` shares can give, with as few shares as give it
             // (more would only add to the copy).
@@ -566,9 +608,9 @@ mod tests {
         };
         let work = 100 * MIN_MACS_PER_COLUMN_SHARE;
         // 8 even bands with no setup beat 4 column blocks.
-        assert!(column_shares(&grid, (work, 1_000), (8, 0), 8).is_none());
+        assert!(column_shares(&grid, (work, 1_000, 0), (8, 0), 8).is_none());
         // Too little work for two shares.
-        assert!(column_shares(&grid, (MIN_MACS_PER_COLUMN_SHARE, 0), (1, 0), 8).is_none());
+        assert!(column_shares(&grid, (MIN_MACS_PER_COLUMN_SHARE, 0, 0), (1, 0), 8).is_none());
         // A kernel without columns.
         #[derive(Debug)]
         struct Whole;
@@ -577,7 +619,7 @@ mod tests {
                 Ok(())
             }
         }
-        assert!(column_shares(&Whole, (work, 0), (1, 0), 8).is_none());
+        assert!(column_shares(&Whole, (work, 0, 0), (1, 0), 8).is_none());
     }
 
     #[test]
@@ -628,6 +670,84 @@ mod tests {
         assert!(setup >= gather + work / 8, "{setup}");
         // So not even two shares are worth their threads.
         assert!(setup.saturating_mul(2) + MIN_MACS_PER_COLUMN_SHARE > work / 2);
+    }
+
+    /// A depthwise layer of `rows` output rows of `width` pixels and
+    /// `channels` channels in blocks of 16, its input as large as its
+    /// output (stride 1).
+    #[derive(Debug)]
+    struct Depthwise {
+        rows: usize,
+        width: usize,
+        channels: usize,
+    }
+
+    impl Kernel for Depthwise {
+        fn tiles(&self) -> usize {
+            self.rows
+        }
+        fn split(&self) -> Option<usize> {
+            Some(1)
+        }
+        fn run_tiles(&self, _: Backend, _: Range<usize>, _: &mut Io<'_>) -> Result<(), String> {
+            Ok(())
+        }
+        fn columns(&self) -> Option<Columns> {
+            Some(Columns {
+                rows: self.rows * self.width,
+                columns: self.channels,
+                grain: 16,
+                elem: 1,
+            })
+        }
+    }
+
+    /// How many column shares the planner gives `layer` under `threads`
+    /// (0: it is cut by rows), weighed as `share_nodes` weighs them.
+    fn depthwise_column_shares(layer: &Depthwise, threads: usize) -> usize {
+        let columns = layer.columns().unwrap();
+        let pixels = layer.rows * layer.width;
+        let work = (pixels * layer.channels * 9) as u64 * super::super::DEPTHWISE_MAC_WEIGHT;
+        let input = pixels * layer.channels;
+        let setup = column_setup("DEPTHWISE_CONV_2D", &columns, (9, input), (work, threads));
+        let (per_share, per_block) = column_overhead("DEPTHWISE_CONV_2D", &columns);
+        let bands = threads.min(layer.rows);
+        let band = band_setup("DEPTHWISE_CONV_2D", &columns, 0);
+        let cost = (work, setup + per_share, per_block);
+        column_shares(layer, cost, (bands, band), threads).map_or(0, |s| s.len())
+    }
+
+    #[test]
+    fn a_depthwise_layer_is_cut_by_rows_unless_too_few_rows_leave_threads_idle() {
+        // person_detect's 6x6x128 layers: by rows at 4 and 8 threads (its
+        // column shares cost about 2,700 to 3,600 instructions above an
+        // even part, its bands of rows less).
+        let six = Depthwise {
+            rows: 6,
+            width: 6,
+            channels: 128,
+        };
+        assert_eq!(depthwise_column_shares(&six, 4), 0);
+        assert_eq!(depthwise_column_shares(&six, 8), 0);
+        // Its 3x3x256 layer: 3 bands leave 5 of 8 threads idle.
+        let three = Depthwise {
+            rows: 3,
+            width: 3,
+            channels: 256,
+        };
+        assert_eq!(depthwise_column_shares(&three, 4), 0);
+        assert_eq!(depthwise_column_shares(&three, 8), 8);
+        // MobileNetV2's 14x14x384 and 7x7x960 layers: by rows (their
+        // column shares gather and move 196 or 49 pixels a block).
+        for (rows, channels) in [(14, 384), (7, 960)] {
+            let layer = Depthwise {
+                rows,
+                width: rows,
+                channels,
+            };
+            assert_eq!(depthwise_column_shares(&layer, 4), 0, "{rows}x{rows}");
+            assert_eq!(depthwise_column_shares(&layer, 8), 0, "{rows}x{rows}");
+        }
     }
 
     #[test]

@@ -69,7 +69,7 @@ use super::ops::{Columns, Ins, Io, Kernel, Outs};
 
 mod columns;
 
-pub(crate) use self::columns::{band_setup, column_setup, column_shares};
+pub(crate) use self::columns::{band_setup, column_overhead, column_setup, column_shares};
 
 /// Least multiply-accumulates worth one more thread: below it, the wake-up
 /// of a worker and a share's call cost about what the thread saves. 25,000
