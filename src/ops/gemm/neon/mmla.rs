@@ -17,9 +17,10 @@
 //! and offsets are added after the zips (the sum wraps, so the order of
 //! the additions does not change it): the bytes of every other path.
 //! Whole tiles whose channels all shift right (single rounding, LiteRT's
-//! optimized CONV_2D and FULLY_CONNECTED, or double, its BATCH_MATMUL) skip the `zip`s: [`super::mmla_tiles`] runs them in
-//! one assembly loop, the blocks started from the bias and row offsets,
-//! the stage on the blocks and the rows sorted out after the narrows.
+//! optimized CONV_2D and FULLY_CONNECTED, or double, its BATCH_MATMUL)
+//! skip the `zip`s: [`super::mmla_tiles`] runs them in one assembly loop,
+//! the blocks started from the bias and row offsets, the stage on the
+//! blocks and the rows sorted out after the narrows.
 //!
 //! Depths past [`PANEL_DEPTH`] run the `sdot` kernel (rows read in place).
 
