@@ -12,10 +12,10 @@
 //! batch matrix product) and are paired in registers: a 4-byte `zip` of
 //! two depth groups gives two channels' 8 depth bytes. At the end, 64-bit
 //! `zip`s turn the 2 x 2 blocks back into the rows of 8 channels the shared
-//! output stage takes. The blocks start from the bias (in their lanes), or,
-//! with row offsets (the batch matrix product's), from zero and the bias
-//! and offsets are added after the zips (the sum wraps, so the order of
-//! the additions does not change it): the bytes of every other path.
+//! output stage takes. The blocks start from the bias (in their lanes);
+//! row offsets (the batch matrix product's) are added after the zips (the
+//! sum wraps, so the order of the additions does not change it): the bytes
+//! of every other path.
 //! Whole tiles whose channels all shift right (single rounding, LiteRT's
 //! optimized CONV_2D and FULLY_CONNECTED, or double, its BATCH_MATMUL)
 //! skip the `zip`s: [`super::mmla_tiles`] runs them in one assembly loop,
@@ -223,8 +223,8 @@ unsafe fn mmla_panel_half(acc: &mut [[int32x4_t; 4]; 4], x: *const i8, w: *const
 
 /// The 2 x 2 blocks as rows of 8 channels (row `2i` from the low halves of
 /// row pair `i`'s blocks, row `2i + 1` from the high halves), each added to
-/// its starting value `init` (bias and row offset) when there is one (the
-/// blocks may have started from the bias already, see [`paired_bias`]).
+/// `init` (the row offsets) when there is one (the blocks started from the
+/// bias, see [`paired_bias`]).
 #[inline(always)]
 fn unpair(blocks: &[[int32x4_t; 4]; 4], init: Option<&[[int32x4_t; 2]; 8]>) -> [[int32x4_t; 2]; 8] {
     // SAFETY: neon is a compile-time target feature (cfg on this module).
@@ -442,12 +442,9 @@ impl BlockTiles for MmlaTiles<'_> {
         let (first_row, group, group_end) = self.rows;
         let (out_col, nr) = self.cols;
         let (chunks, half) = self.steps;
-        // Without row offsets the blocks start from the bias.
-        let start = match self.row_offsets {
-            None => paired_bias(&self.p.bias),
-            // SAFETY: neon is a compile-time target feature (cfg on this module).
-            Some(_) => [unsafe { vdupq_n_s32(0) }; 4],
-        };
+        // The blocks start from the bias; the row offsets, when there are,
+        // are added in the assembly loop's start or after the `zip`s.
+        let start = paired_bias(&self.p.bias);
         // Whole tiles of the single-rounding stage whose channels all shift
         // right run in one assembly loop (their blocks started from the
         // bias and the row offsets there); the rest, tile by tile below.
@@ -466,7 +463,6 @@ impl BlockTiles for MmlaTiles<'_> {
                     let at = first_row + group;
                     o[at..at + whole * MR].as_ptr()
                 });
-                let bias = paired_bias(&p.bias);
                 let stage = PairedRightStage {
                     multiplier: paired(&[p.mult[0].multiplier, p.mult[1].multiplier]),
                     neg_right_shift: paired(&[
@@ -506,7 +502,7 @@ impl BlockTiles for MmlaTiles<'_> {
                             $w,
                             chunks,
                             half,
-                            &bias,
+                            &start,
                             offsets,
                             &stage,
                             self.output.as_mut_ptr().add(group * self.stride + out_col),
@@ -561,7 +557,10 @@ impl BlockTiles for MmlaTiles<'_> {
             let acc = match self.row_offsets {
                 None => unpair(&blocks, None),
                 Some(_) => {
-                    let init = initial_acc::<MR>(self.p.bias, self.row_offsets, row, mr);
+                    // The bias is in the blocks already: the offsets alone.
+                    // SAFETY: neon is a compile-time target feature (cfg on this module).
+                    let zero = [unsafe { vdupq_n_s32(0) }; 2];
+                    let init = initial_acc::<MR>(zero, self.row_offsets, row, mr);
                     unpair(&blocks, Some(&init))
                 }
             };
