@@ -176,8 +176,16 @@ fn check(case: &Case) {
     let g = case.matmul();
     let want = case.oracle();
     assert_same("scalar vs oracle", case, &case.run(&g, None, 0x33), &want);
+    // The smmla path when the CPU has i8mm (`qemu-aarch64 -cpu max`, not
+    // `-cpu neoverse-n1`).
     #[cfg(target_arch = "aarch64")]
-    for (path, dirt) in [(GemmPath::Dot, -0x43), (GemmPath::Widening, 0x7f)] {
+    let mut paths = vec![(GemmPath::Dot, -0x43), (GemmPath::Widening, 0x7f)];
+    #[cfg(target_arch = "aarch64")]
+    if qneon::CpuFeatures::detect().i8mm {
+        paths.push((GemmPath::Mmla, 0x2b));
+    }
+    #[cfg(target_arch = "aarch64")]
+    for (path, dirt) in paths {
         assert_same(
             &format!("{path:?}"),
             case,
@@ -220,6 +228,27 @@ fn matmul_i8_matches_oracle_on_mobilebert_attention_shapes() {
             let mut c = Case::random(&mut rng, m, n, k, zeros);
             c.adj_x = false;
             c.adj_y = adj_y;
+            check(&c);
+        }
+    }
+}
+
+#[test]
+fn matmul_i8_matches_oracle_over_several_panel_groups_and_row_tails() {
+    // Rows past one panel group of the smmla and sdot paths (1024 depth
+    // bytes: 168 rows at a padded depth of 48, 128 at 64), with a last
+    // tile of every height, the depth tail a half step (k % 16 in 1..=8)
+    // or a whole one, with and without row offsets (the rhs zero point).
+    let mut rng = Rng::new(75);
+    for (i, (n, k)) in [(16, 40), (9, 33), (24, 47), (8, 56), (17, 64)]
+        .into_iter()
+        .enumerate()
+    {
+        for tail in 0..8 {
+            let m = 8 * (21 + i) + tail;
+            let zeros = (tail % 4) as u8;
+            let mut c = Case::random(&mut rng, m, n, k, zeros);
+            c.adj_x = false;
             check(&c);
         }
     }

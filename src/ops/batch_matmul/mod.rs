@@ -15,10 +15,10 @@
 //! right-hand side is (`n x k`, as attention's keys in `Q K^T`).
 //!
 //! It is the [`Gemm`](super::Gemm)'s kernel with a right-hand side packed at
-//! run time: the same `sdot` / widening micro-kernels and output stages run
-//! over `y` packed into the GEMM's weight layout on every call (a `k x n` `y`
-//! is transposed by the packing itself), with both zero points folded out of
-//! the inner loop:
+//! run time: the same `smmla` / `sdot` / widening micro-kernels and output
+//! stages run over `y` packed into the GEMM's weight layout on every call (a
+//! `k x n` `y` is transposed by the packing itself), with both zero points
+//! folded out of the inner loop:
 //!
 //! ```text
 //! acc = sum_d x y  -  lhs_zp * sum_d y[d][c]  -  rhs_zp * sum_d x[r][d]  +  k lhs_zp rhs_zp
@@ -142,7 +142,10 @@ impl MatMul {
             requantization,
         )?;
         let block_shifts = block_shifts(OP, &multipliers, n_padded / NR)?;
-        let path = if CpuFeatures::detect().dotprod {
+        let cpu = CpuFeatures::detect();
+        let path = if cpu.i8mm && cpu.dotprod {
+            GemmPath::Mmla
+        } else if cpu.dotprod {
             GemmPath::Dot
         } else {
             GemmPath::Widening
@@ -246,22 +249,21 @@ impl MatMul {
         self.check(lhs, rhs, output, scratch_bytes, scratch_words)?;
         #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
         {
-            let dot = match path {
-                GemmPath::Dot if CpuFeatures::detect().dotprod => true,
-                GemmPath::Dot => {
+            let cpu = CpuFeatures::detect();
+            match path {
+                GemmPath::Dot if !cpu.dotprod => {
                     return Err(Error::BackendUnavailable {
                         backend: "neon (sdot)",
                     })
                 }
-                // No smmla kernel here: the batch matrix product runs sdot.
-                GemmPath::Mmla => {
+                GemmPath::Mmla if !(cpu.i8mm && cpu.dotprod) => {
                     return Err(Error::BackendUnavailable {
-                        backend: "neon (smmla, not in the batch matrix product)",
+                        backend: "neon (smmla)",
                     })
                 }
-                GemmPath::Widening => false,
-            };
-            neon::matmul(self, dot, lhs, rhs, output, scratch_bytes, scratch_words);
+                _ => {}
+            }
+            neon::matmul(self, path, lhs, rhs, output, scratch_bytes, scratch_words);
             return Ok(());
         }
         #[allow(unreachable_code)]

@@ -1,22 +1,24 @@
 //! The NEON [`MatMul`](super::MatMul): the right-hand side packed into the
 //! GEMM's weight layout in the caller's scratch, its column sums and the
 //! left-hand side's row sums folded into the accumulators' starting values,
-//! then the GEMM's `sdot` or widening kernel and output stage.
+//! then the GEMM's `smmla`, `sdot` or widening kernel and output stage.
 
 use super::MatMul;
 use crate::ops::gemm::kernels::neon::{
-    block_sums, dot, pack_columns, pack_rows, widening, GemmView, Tile,
+    block_sums, dot, mmla, pack_columns, pack_rows, widening, GemmView, Tile,
 };
 use crate::ops::gemm::kernels::{KC, NR};
+use crate::ops::gemm::GemmPath;
 use core::arch::aarch64::*;
 
-/// `output = lhs * rhs` on NEON (`dot`: the `sdot` path, which the caller
-/// checked this CPU has). Lengths were checked by the caller: `lhs` `m k`,
-/// `rhs` `k n`, `output` `m n`, `bytes` and `words` at least
+/// `output = lhs * rhs` on NEON, on the kernel `path` (`Dot`: `sdot`,
+/// `Mmla`: `smmla`, whose extensions the caller checked this CPU has).
+/// Lengths were checked by the caller: `lhs` `m k`, `rhs` `k n`, `output`
+/// `m n`, `bytes` and `words` at least
 /// `scratch_bytes()` and `scratch_words()` long.
 pub(super) fn matmul(
     p: &MatMul,
-    dot: bool,
+    path: GemmPath,
     lhs: &[i8],
     rhs: &[i8],
     output: &mut [i8],
@@ -79,14 +81,16 @@ pub(super) fn matmul(
         act_max: i8::MAX as i32,
     };
     let whole = Tile::whole(m, n);
-    if dot {
+    match path {
         // SAFETY: the caller checked that this CPU has dotprod; the lengths
         // of x (m k) and output (m n) were checked (m >= 1, n >= 1), packed
-        // holds the whole padded blocks and column_start one value per
-        // padded channel.
-        unsafe { dot::gemm_dot::<true>(&view, x, output, &whole) };
-    } else {
-        widening::gemm_widening::<true>(&view, x, output, &whole);
+        // holds the whole padded blocks, column_start one value per padded
+        // channel and row_offsets one per row.
+        GemmPath::Dot => unsafe { dot::gemm_dot::<true>(&view, x, output, &whole) },
+        // SAFETY: as for `Dot`, the CPU having i8mm and dotprod (checked by
+        // the caller).
+        GemmPath::Mmla => unsafe { mmla::gemm_mmla::<true>(&view, x, output, &whole) },
+        GemmPath::Widening => widening::gemm_widening::<true>(&view, x, output, &whole),
     }
 }
 

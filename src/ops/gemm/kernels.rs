@@ -9,7 +9,7 @@
 
 pub(crate) use super::pack::{KC, NR};
 
-/// The NEON side: packing, the two kernel paths, and the view and tile
+/// The NEON side: packing, the three kernel paths, and the view and tile
 /// they take.
 #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
 pub(crate) mod neon {
@@ -17,6 +17,6 @@ pub(crate) mod neon {
     pub(crate) use crate::ops::gemm::neon::source::{
         DotLayout, PairLayout, PanelLayout, PanelRows,
     };
-    pub(crate) use crate::ops::gemm::neon::{dot, widening};
+    pub(crate) use crate::ops::gemm::neon::{dot, mmla, widening};
     pub(crate) use crate::ops::gemm::params::{GemmView, Tile};
 }

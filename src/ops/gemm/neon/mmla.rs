@@ -12,19 +12,21 @@
 //! batch matrix product) and are paired in registers: a 4-byte `zip` of
 //! two depth groups gives two channels' 8 depth bytes. At the end, 64-bit
 //! `zip`s turn the 2 x 2 blocks back into the rows of 8 channels the shared
-//! output stage takes. The blocks start from the bias (in their lanes), or,
-//! with row offsets, from zero and the bias and offsets are added after
-//! the zips (the sum wraps, so the order of the additions does not change
-//! it): the bytes of every other path. Whole tiles of the stage LiteRT's
-//! optimized kernels take (single rounding, every channel shifting right)
+//! output stage takes. The blocks start from the bias (in their lanes);
+//! row offsets (the batch matrix product's) are added after the zips (the
+//! sum wraps, so the order of the additions does not change it): the bytes
+//! of every other path.
+//! Whole tiles whose channels all shift right (single rounding, LiteRT's
+//! optimized CONV_2D and FULLY_CONNECTED, or double, its BATCH_MATMUL)
 //! skip the `zip`s: [`super::mmla_tiles`] runs them in one assembly loop,
-//! the stage on the blocks and the rows sorted out after the narrows.
+//! the blocks started from the bias and row offsets, the stage on the
+//! blocks and the rows sorted out after the narrows.
 //!
 //! Depths past [`PANEL_DEPTH`] run the `sdot` kernel (rows read in place).
 
 use super::dense::DenseRows;
 use super::dot::gemm_dot;
-use super::mmla_tiles::{mmla_tiles_single_right, pair_weights, paired, PairedSingleRightStage};
+use super::mmla_tiles::{mmla_tiles_right, pair_weights, paired, PairedRightStage};
 use super::source::PanelRows;
 use super::{initial_acc, tile_origin, with_stage, BlockParams, BlockTiles, StoreTile};
 use crate::ops::gemm::pack::{KC, NR};
@@ -221,8 +223,8 @@ unsafe fn mmla_panel_half(acc: &mut [[int32x4_t; 4]; 4], x: *const i8, w: *const
 
 /// The 2 x 2 blocks as rows of 8 channels (row `2i` from the low halves of
 /// row pair `i`'s blocks, row `2i + 1` from the high halves), each added to
-/// its starting value `init` (bias and row offset) when there is one (the
-/// blocks may have started from the bias already, see [`paired_bias`]).
+/// `init` (the row offsets) when there is one (the blocks started from the
+/// bias, see [`paired_bias`]).
 #[inline(always)]
 fn unpair(blocks: &[[int32x4_t; 4]; 4], init: Option<&[[int32x4_t; 2]; 8]>) -> [[int32x4_t; 2]; 8] {
     // SAFETY: neon is a compile-time target feature (cfg on this module).
@@ -440,20 +442,28 @@ impl BlockTiles for MmlaTiles<'_> {
         let (first_row, group, group_end) = self.rows;
         let (out_col, nr) = self.cols;
         let (chunks, half) = self.steps;
-        // Without row offsets the blocks start from the bias.
-        let start = match self.row_offsets {
-            None => paired_bias(&self.p.bias),
-            // SAFETY: neon is a compile-time target feature (cfg on this module).
-            Some(_) => [unsafe { vdupq_n_s32(0) }; 4],
-        };
+        // The blocks start from the bias; the row offsets, when there are,
+        // are added in the assembly loop's start or after the `zip`s.
+        let start = paired_bias(&self.p.bias);
         // Whole tiles of the single-rounding stage whose channels all shift
-        // right run in one assembly loop; the rest, tile by tile below.
+        // right run in one assembly loop (their blocks started from the
+        // bias and the row offsets there); the rest, tile by tile below.
         let mut skip = 0;
-        if let (Some(clamp), None, NR) = (S::SINGLE_RIGHT, self.row_offsets, nr) {
+        let right = match (S::SINGLE_RIGHT, S::DOUBLE_RIGHT) {
+            (Some(clamp), _) => Some((clamp, false)),
+            (None, Some(clamp)) => Some((clamp, true)),
+            (None, None) => None,
+        };
+        if let (Some((clamp, double)), NR) = (right, nr) {
             let whole = (group_end - group) / MR;
             if whole > 0 {
                 let p = self.p;
-                let stage = PairedSingleRightStage {
+                // The whole tiles' row offsets, checked once.
+                let offsets = self.row_offsets.map(|o| {
+                    let at = first_row + group;
+                    o[at..at + whole * MR].as_ptr()
+                });
+                let stage = PairedRightStage {
                     multiplier: paired(&[p.mult[0].multiplier, p.mult[1].multiplier]),
                     neg_right_shift: paired(&[
                         p.mult[0].neg_right_shift,
@@ -480,12 +490,20 @@ impl BlockTiles for MmlaTiles<'_> {
                 }
                 macro_rules! tiles {
                     ($paired:literal, $clamp:literal, $w:expr) => {
-                        mmla_tiles_single_right::<$paired, $clamp>(
+                        if double {
+                            tiles!($paired, $clamp, true, $w)
+                        } else {
+                            tiles!($paired, $clamp, false, $w)
+                        }
+                    };
+                    ($paired:literal, $clamp:literal, $double:literal, $w:expr) => {
+                        mmla_tiles_right::<$paired, $clamp, $double>(
                             panel.as_ptr().cast(),
                             $w,
                             chunks,
                             half,
                             &start,
+                            offsets,
                             &stage,
                             self.output.as_mut_ptr().add(group * self.stride + out_col),
                             self.stride,
@@ -497,8 +515,10 @@ impl BlockTiles for MmlaTiles<'_> {
                 // every panel tile holds 128 (chunks + half) bytes written
                 // by `fill_pairs` (k >= 1: chunks + half >= 1), as does the
                 // block (sliced above) and, when paired, its copy (all
-                // written by `pair_weights`); the output rows group..group +
-                // 8 whole of the columns out_col..out_col + 8 end at or
+                // written by `pair_weights`); the row offsets, when there
+                // are, hold 8 values per tile (sliced above); the output
+                // rows group..group + 8 whole of the columns out_col..out_col
+                // + 8 end at or
                 // before the last one's end, within `output` (sliced
                 // above), so the first row's offset is within it too.
                 unsafe {
@@ -537,7 +557,10 @@ impl BlockTiles for MmlaTiles<'_> {
             let acc = match self.row_offsets {
                 None => unpair(&blocks, None),
                 Some(_) => {
-                    let init = initial_acc::<MR>(self.p.bias, self.row_offsets, row, mr);
+                    // The bias is in the blocks already: the offsets alone.
+                    // SAFETY: neon is a compile-time target feature (cfg on this module).
+                    let zero = [unsafe { vdupq_n_s32(0) }; 2];
+                    let init = initial_acc::<MR>(zero, self.row_offsets, row, mr);
                     unpair(&blocks, Some(&init))
                 }
             };

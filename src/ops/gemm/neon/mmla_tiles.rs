@@ -1,8 +1,10 @@
 //! Whole 8 x 8 tiles of one weight block in a single assembly loop on the
-//! `smmla` path, for the output stage LiteRT's optimized CONV_2D and
-//! FULLY_CONNECTED take most often: single rounding with every channel
-//! shifting right (`requantize_single_right` in [`super`]), as
-//! [`super::dot_tiles`] does for `sdot`.
+//! `smmla` path, for the output stages LiteRT's optimized kernels take
+//! most often, every channel shifting right: single rounding for CONV_2D
+//! and FULLY_CONNECTED (`requantize_single_right` in [`super`]), as
+//! [`super::dot_tiles`] does for `sdot`, and double rounding for
+//! BATCH_MATMUL (`requant::neon::requantize::<false, true>`), whose tiles
+//! also start from the row offsets (both its operands have zero points).
 //!
 //! The stage runs on the 2 x 2 blocks themselves, with the multipliers and
 //! shifts paired as the bias is (`(m[2j], m[2j + 1], m[2j], m[2j + 1])`
@@ -26,16 +28,12 @@ use core::mem::MaybeUninit;
 /// point in v8, the bounds in v9-v10.
 #[rustfmt::skip]
 macro_rules! stage_quad {
-    ($clamp:ident, [$a:literal, $b:literal, $c:literal, $d:literal, $e:literal, $f:literal, $g:literal, $h:literal]) => {
+    ($clamp:ident, $round:ident, [$a:literal, $b:literal, $c:literal, $d:literal, $e:literal, $f:literal, $g:literal, $h:literal]) => {
         concat!(
-            "sqdmulh v", $a, ".4s, v", $a, ".4s, v0.4s\n",
-            "sqdmulh v", $b, ".4s, v", $b, ".4s, v1.4s\n",
-            "sqdmulh v", $c, ".4s, v", $c, ".4s, v2.4s\n",
-            "sqdmulh v", $d, ".4s, v", $d, ".4s, v3.4s\n",
-            "sqdmulh v", $e, ".4s, v", $e, ".4s, v0.4s\n",
-            "sqdmulh v", $f, ".4s, v", $f, ".4s, v1.4s\n",
-            "sqdmulh v", $g, ".4s, v", $g, ".4s, v2.4s\n",
-            "sqdmulh v", $h, ".4s, v", $h, ".4s, v3.4s\n",
+            high_mul!($round, $a, 0), high_mul!($round, $b, 1),
+            high_mul!($round, $c, 2), high_mul!($round, $d, 3),
+            high_mul!($round, $e, 0), high_mul!($round, $f, 1),
+            high_mul!($round, $g, 2), high_mul!($round, $h, 3),
             "srshl v", $a, ".4s, v", $a, ".4s, v4.4s\n",
             "srshl v", $b, ".4s, v", $b, ".4s, v5.4s\n",
             "srshl v", $c, ".4s, v", $c, ".4s, v6.4s\n",
@@ -67,6 +65,25 @@ macro_rules! stage_quad {
             "st1 {{v14.d}}[0], [{out}], {stride}\n",
             "st1 {{v12.d}}[1], [{out}], {stride}\n",
             "st1 {{v14.d}}[1], [{out}], {stride}\n",
+        )
+    };
+}
+
+/// The high multiply of block `v$a` by the paired multipliers `v$m`:
+/// `sqdmulh` for single rounding (the rounding right shift `srshl` after
+/// it rounds once); for double rounding gemmlowp's rounding `sqrdmulh`,
+/// then `ssra #31` takes 1 from negative values so that the `srshl` after
+/// it rounds ties away from zero (`requantize::<false, true>` in
+/// `ops::requant`, lane for lane).
+#[rustfmt::skip]
+macro_rules! high_mul {
+    (single, $a:literal, $m:literal) => {
+        concat!("sqdmulh v", $a, ".4s, v", $a, ".4s, v", $m, ".4s\n")
+    };
+    (double, $a:literal, $m:literal) => {
+        concat!(
+            "sqrdmulh v", $a, ".4s, v", $a, ".4s, v", $m, ".4s\n",
+            "ssra v", $a, ".4s, v", $a, ".4s, #31\n",
         )
     };
 }
@@ -186,15 +203,59 @@ macro_rules! mmla_last_half {
     };
 }
 
-/// [`mmla_tiles_single_right`]'s loop, with or without the clamp.
+/// The starting 2 x 2 blocks of a tile: the paired bias in every row
+/// pair's four blocks (`bias`), or (`offsets`) the paired bias plus the
+/// tile's 8 row offsets (read at `{offs}`, which steps to the next tile's)
+/// in the blocks' lanes, `(o[2i], o[2i], o[2i + 1], o[2i + 1])` for row
+/// pair `i`: one `zip` of the offsets with themselves per row pair and 16
+/// `add`s (the sums wrap, so the order of the additions changes nothing).
+#[rustfmt::skip]
+macro_rules! start_tile {
+    (bias) => {
+        concat!(
+            "ld1 {{v16.4s, v17.4s, v18.4s, v19.4s}}, [{bias}]\n",
+            "ld1 {{v20.4s, v21.4s, v22.4s, v23.4s}}, [{bias}]\n",
+            "ld1 {{v24.4s, v25.4s, v26.4s, v27.4s}}, [{bias}]\n",
+            "ld1 {{v28.4s, v29.4s, v30.4s, v31.4s}}, [{bias}]\n",
+        )
+    };
+    (offsets) => {
+        concat!(
+            "ld1 {{v0.4s, v1.4s, v2.4s, v3.4s}}, [{bias}]\n",
+            "ld1 {{v4.4s, v5.4s}}, [{offs}], #32\n",
+            "zip1 v6.4s, v4.4s, v4.4s\n",
+            "zip2 v7.4s, v4.4s, v4.4s\n",
+            "zip1 v8.4s, v5.4s, v5.4s\n",
+            "zip2 v9.4s, v5.4s, v5.4s\n",
+            "add v16.4s, v0.4s, v6.4s\n",
+            "add v17.4s, v1.4s, v6.4s\n",
+            "add v18.4s, v2.4s, v6.4s\n",
+            "add v19.4s, v3.4s, v6.4s\n",
+            "add v20.4s, v0.4s, v7.4s\n",
+            "add v21.4s, v1.4s, v7.4s\n",
+            "add v22.4s, v2.4s, v7.4s\n",
+            "add v23.4s, v3.4s, v7.4s\n",
+            "add v24.4s, v0.4s, v8.4s\n",
+            "add v25.4s, v1.4s, v8.4s\n",
+            "add v26.4s, v2.4s, v8.4s\n",
+            "add v27.4s, v3.4s, v8.4s\n",
+            "add v28.4s, v0.4s, v9.4s\n",
+            "add v29.4s, v1.4s, v9.4s\n",
+            "add v30.4s, v2.4s, v9.4s\n",
+            "add v31.4s, v3.4s, v9.4s\n",
+        )
+    };
+}
+
+/// [`mmla_tiles_right`]'s loop, with or without the clamp, in single or
+/// double rounding (`$round`, see [`high_mul`]), the
+/// blocks started by [`start_tile`] (`$start`; with `offsets`, `$extra`
+/// names the offsets' register operand).
 macro_rules! mmla_tiles_asm {
-    ($weights:ident, $clamp:ident, $x:expr, $w:expr, $chunks:expr, $half:expr, $bias:expr, $stage:expr, $out:expr, $stride:expr, $tiles:expr) => {
+    ($weights:ident, $clamp:ident, $round:ident, $start:ident, $x:expr, $w:expr, $chunks:expr, $half:expr, $bias:expr, $stage:expr, $out:expr, $stride:expr, $tiles:expr; $($extra:tt)*) => {
         core::arch::asm!(
             "3:",
-            "ld1 {{v16.4s, v17.4s, v18.4s, v19.4s}}, [{bias}]",
-            "ld1 {{v20.4s, v21.4s, v22.4s, v23.4s}}, [{bias}]",
-            "ld1 {{v24.4s, v25.4s, v26.4s, v27.4s}}, [{bias}]",
-            "ld1 {{v28.4s, v29.4s, v30.4s, v31.4s}}, [{bias}]",
+            start_tile!($start),
             "mov {wp}, {w}",
             "cbz {chunks}, 5f",
             "mov {n}, {chunks}",
@@ -212,8 +273,8 @@ macro_rules! mmla_tiles_asm {
             "ld1 {{v0.4s, v1.4s, v2.4s, v3.4s}}, [{s}], #64",
             "ld1 {{v4.4s, v5.4s, v6.4s, v7.4s}}, [{s}], #64",
             "ld1 {{v8.8h, v9.8h, v10.8h}}, [{s}]",
-            stage_quad!($clamp, [16, 17, 18, 19, 20, 21, 22, 23]),
-            stage_quad!($clamp, [24, 25, 26, 27, 28, 29, 30, 31]),
+            stage_quad!($clamp, $round, [16, 17, 18, 19, 20, 21, 22, 23]),
+            stage_quad!($clamp, $round, [24, 25, 26, 27, 28, 29, 30, 31]),
             "subs {tiles}, {tiles}, #1",
             "b.ne 3b",
             x = inout(reg) $x => _,
@@ -228,6 +289,7 @@ macro_rules! mmla_tiles_asm {
             out = inout(reg) $out => _,
             stride = in(reg) $stride,
             tiles = inout(reg) $tiles => _,
+            $($extra)*
             out("v0") _, out("v1") _, out("v2") _, out("v3") _,
             out("v4") _, out("v5") _, out("v6") _, out("v7") _,
             out("v8") _, out("v9") _, out("v10") _, out("v11") _,
@@ -241,13 +303,14 @@ macro_rules! mmla_tiles_asm {
     };
 }
 
-/// The parameters of [`mmla_tiles_single_right`]'s output stage, in the
+/// The parameters of [`mmla_tiles_right`]'s output stage (single or double
+/// rounding alike), in the
 /// order it loads them, paired as the 2 x 2 blocks' lanes are (channel pair
 /// `j`: `(c[2j], c[2j + 1], c[2j], c[2j + 1])`): the block's multipliers
 /// (Q0.31), its negated right shifts (`-r`, `r >= 1`), then the output zero
 /// point as 8 int16 lanes and the activation bounds as 16 int8 lanes.
 #[repr(C, align(16))]
-pub(super) struct PairedSingleRightStage {
+pub(super) struct PairedRightStage {
     pub(super) multiplier: [int32x4_t; 4],
     pub(super) neg_right_shift: [int32x4_t; 4],
     pub(super) zero_point: int16x8_t,
@@ -271,30 +334,35 @@ pub(super) fn paired(v: &[int32x4_t; 2]) -> [int32x4_t; 4] {
 }
 
 /// `tiles` whole 8 x 8 tiles of one weight block, one after another, with
-/// the single-rounding output stage of a block whose channels all shift
-/// right and no row offsets: per tile the paired bias loads, `chunks` whole
+/// the single-rounding (or with `DOUBLE` the double-rounding) output stage
+/// of a block whose channels all shift right: per tile the blocks started
+/// from the paired bias (plus, with `offsets`, the tile's 8 row offsets:
+/// see [`start_tile`]), `chunks` whole
 /// `smmla` steps and with `half` a half step (as `mmla_panel` and
 /// `mmla_panel_half`), the stage on the blocks, two `uzp`s per 4 rows and
 /// the 8 row stores, all in one loop (nothing leaves the registers). The
 /// tiles' panels of row pairs follow one another (`128 (chunks + half)`
-/// bytes each) and so do their output rows (tile `t` at `out + 8 t
-/// stride`). With `PAIRED` the weights `w` are [`pair_weights`]'s copy of
-/// the block (no `zip`s in the steps), otherwise the packed block.
+/// bytes each), and so do their output rows (tile `t` at `out + 8 t
+/// stride`) and their row offsets (tile `t`'s at `offsets + 8 t`). With
+/// `PAIRED` the weights `w` are [`pair_weights`]'s copy of the block (no
+/// `zip`s in the steps), otherwise the packed block.
 ///
 /// # Safety
 /// The CPU must have i8mm; `tiles >= 1`; `chunks + half >= 1`; `x` must be
 /// valid for reading `128 (chunks + half) tiles` bytes, `w` for
-/// `128 (chunks + half)`, `bias` for 64 (the paired bias), and the 8 bytes
-/// at `out + r stride` for writing for every `r < 8 tiles`.
+/// `128 (chunks + half)`, `bias` for 64 (the paired bias), `offsets` (when
+/// `Some`) for `8 tiles` values, and the 8 bytes at `out + r stride` for
+/// writing for every `r < 8 tiles`.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-pub(super) unsafe fn mmla_tiles_single_right<const PAIRED: bool, const CLAMP: bool>(
+pub(super) unsafe fn mmla_tiles_right<const PAIRED: bool, const CLAMP: bool, const DOUBLE: bool>(
     x: *const i8,
     w: *const i8,
     chunks: usize,
     half: bool,
     bias: &[int32x4_t; 4],
-    stage: &PairedSingleRightStage,
+    offsets: Option<*const i32>,
+    stage: &PairedRightStage,
     out: *mut i8,
     stride: usize,
     tiles: usize,
@@ -302,27 +370,39 @@ pub(super) unsafe fn mmla_tiles_single_right<const PAIRED: bool, const CLAMP: bo
     debug_assert!(tiles >= 1 && chunks + usize::from(half) >= 1);
     let half = usize::from(half);
     let (bias, stage) = (bias.as_ptr(), core::ptr::from_ref(stage));
+    macro_rules! go {
+        ($weights:ident, $clamp:ident, $round:ident) => {
+            match offsets {
+                None => mmla_tiles_asm!(
+                    $weights, $clamp, $round, bias,
+                    x, w, chunks, half, bias, stage, out, stride, tiles;
+                ),
+                Some(offs) => mmla_tiles_asm!(
+                    $weights, $clamp, $round, offsets,
+                    x, w, chunks, half, bias, stage, out, stride, tiles;
+                    offs = inout(reg) offs => _,
+                ),
+            }
+        };
+        ($weights:ident, $clamp:ident) => {
+            if DOUBLE {
+                go!($weights, $clamp, double)
+            } else {
+                go!($weights, $clamp, single)
+            }
+        };
+    }
     // SAFETY: reads and writes only what the caller guarantees (per tile
     // the panel and weights as `mmla_panel` and `mmla_panel_half` read
-    // them, 64 bytes of `bias`, the 176 bytes of `stage`, 8 bytes of each
-    // of the tile's 8 rows); smmla needs i8mm, which every caller
-    // (`gemm_mmla`) enables. No stack.
+    // them, 64 bytes of `bias`, 8 row offsets, the 176 bytes of `stage`, 8
+    // bytes of each of the tile's 8 rows); smmla needs i8mm, which every
+    // caller (`gemm_mmla`) enables. No stack.
     unsafe {
         match (PAIRED, CLAMP) {
-            (false, true) => {
-                mmla_tiles_asm!(zip, clamp, x, w, chunks, half, bias, stage, out, stride, tiles)
-            }
-            (false, false) => {
-                mmla_tiles_asm!(zip, no_clamp, x, w, chunks, half, bias, stage, out, stride, tiles)
-            }
-            (true, true) => {
-                mmla_tiles_asm!(paired, clamp, x, w, chunks, half, bias, stage, out, stride, tiles)
-            }
-            (true, false) => {
-                mmla_tiles_asm!(
-                    paired, no_clamp, x, w, chunks, half, bias, stage, out, stride, tiles
-                )
-            }
+            (false, true) => go!(zip, clamp),
+            (false, false) => go!(zip, no_clamp),
+            (true, true) => go!(paired, clamp),
+            (true, false) => go!(paired, no_clamp),
         }
     }
 }

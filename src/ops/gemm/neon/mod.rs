@@ -211,6 +211,12 @@ pub(super) trait StoreTile: Copy {
     /// `None` for every other stage.
     const SINGLE_RIGHT: Option<bool>;
 
+    /// `Some(clamp)` for the double-rounding stage of a block whose
+    /// channels all shift right (`requant::neon::requantize::<false,
+    /// true>`), which the `smmla` path's whole tiles run in its assembly
+    /// loop (`mmla_tiles::mmla_tiles_right`); `None` for every other stage.
+    const DOUBLE_RIGHT: Option<bool>;
+
     /// [`store_tile`] in this stage.
     #[allow(clippy::too_many_arguments)]
     fn store<const R: usize>(
@@ -234,6 +240,11 @@ impl<const LEFT: bool, const FAST: bool, const CLAMP: bool, const STAGE: u8> Sto
     for Stage<LEFT, FAST, CLAMP, STAGE>
 {
     const SINGLE_RIGHT: Option<bool> = if STAGE == STAGE_SINGLE && FAST && !LEFT {
+        Some(CLAMP)
+    } else {
+        None
+    };
+    const DOUBLE_RIGHT: Option<bool> = if STAGE == STAGE_DOUBLE && FAST && !LEFT {
         Some(CLAMP)
     } else {
         None
