@@ -20,6 +20,9 @@
 //! [`Folded`]). A pixel of 8 channels is 3 loads of 4 bytes, 6 `sdot`s
 //! and the output stage: 23 instructions, where laying out columns for
 //! the column kernel (`super::rows3`) costs 12 more per pixel at stride 2.
+//! At stride 2 one 8-byte load holds the taps of pixels `i` and `i + 2`
+//! (two `sdot` elements), so four pixels a step share their loads and
+//! run the stage on 16 lanes ([`run4`]): about 18 instructions a pixel.
 
 use core::ops::Range;
 
@@ -96,7 +99,7 @@ pub(super) unsafe fn depthwise_rows(
         act_max: p.stage.act_max,
     };
     let classes = f.column_classes * f.padded;
-    debug_assert!(f.runs3.iter().all(|&[at, _]| at + 8 <= classes));
+    debug_assert!(f.runs3.iter().all(|&[at, _]| at + 16 <= classes));
     let row_class = &f.row_class[..g.output_height];
     let weights = &f.first_weights[..96];
     // Three input rows from column `-pad_left`, zeros around the image's
@@ -118,17 +121,31 @@ pub(super) unsafe fn depthwise_rows(
         let biases = &f.biases[row_class[oy] as usize * classes..][..classes];
         let out = &mut output[(r - first) * out_row..][..out_row];
         // SAFETY: dotprod (the caller's); the weights hold 96 bytes, the
-        // biases 8 values at every run's offset, the stage arrays 8
+        // biases 16 values at every run's offset, the stage arrays 8
         // values; the runs cover the row's `output_width` pixels, pixel
         // `i` reading 4 bytes at `stride i < ROW - 3` of each padded row
         // and writing 8 bytes at `8 i` of `out`.
         unsafe {
+            let rows = [padded[0].as_ptr(), padded[1].as_ptr(), padded[2].as_ptr()];
+            if g.stride_width == 2 {
+                // (Each run's biases hold 16 lanes: the block of 8's
+                // repeated.)
+                run4(
+                    weights.as_ptr(),
+                    &rs,
+                    biases.as_ptr(),
+                    &f.runs3,
+                    rows,
+                    out.as_mut_ptr(),
+                );
+                continue;
+            }
             run(
                 weights.as_ptr(),
                 &rs,
                 biases.as_ptr(),
                 &f.runs3,
-                [padded[0].as_ptr(), padded[1].as_ptr(), padded[2].as_ptr()],
+                rows,
                 g.stride_width,
                 out.as_mut_ptr(),
             );
@@ -222,6 +239,184 @@ unsafe fn run(
             out("v12") _, out("v13") _, out("v14") _,
             out("v16") _, out("v17") _,
             out("v20") _, out("v21") _, out("v22") _,
+            out("v24") _, out("v25") _,
+            out("v28") _, out("v29") _,
+            options(nostack),
+        );
+    }
+}
+
+/// [`run`] at stride 2, four pixels a step: the 8 bytes at `rows[ky] + 2
+/// i` hold pixel `i`'s 4 taps and pixel `i + 2`'s (elements 0 and 1), the
+/// 8 bytes 2 further pixels `i + 1` and `i + 3`, so 4 pixels take 6 loads
+/// (not 12), 24 `sdot`s, the stage on two sets of 4 vectors (pixels `i, i
+/// + 1` and `i + 2, i + 3`, 16 lanes each: a last block of 8 repeats its
+/// biases in lanes 8 to 15, see [`Folded`]) and one 32-byte store, 71
+/// instructions where [`run`] spends 92. A run's last 1 to 3 pixels run
+/// as [`run`]'s. Registers: weights v0-v5, input bytes v6-v11, zero point
+/// and clamp v12-v14, accumulators v16-v23, multipliers v24-v25, right
+/// shifts v28-v29.
+///
+/// # Safety
+/// As [`run`] at stride 2, with `biases` holding 16 values at each run's
+/// offset (each row `2 (n - 1) + 4` bytes, as [`run`]'s).
+#[inline(always)]
+unsafe fn run4(
+    w: *const i8,
+    s: &RunStage,
+    biases: *const i32,
+    runs: &[[usize; 2]],
+    rows: [*const i8; 3],
+    out: *mut i8,
+) {
+    debug_assert!(!runs.is_empty() && runs.iter().all(|r| r[1] >= 1));
+    // SAFETY: as `run`: every load reads within `w`, `biases` (16 values
+    // at a run's offset), `runs`, the stage arrays and the rows (a group
+    // from pixel `i` reads bytes `2 i .. 2 i + 10`, `i + 3 < n`), every
+    // store writes 4 or 1 pixels' bytes; `sdot` needs dotprod (the
+    // caller's).
+    unsafe {
+        core::arch::asm!(
+            "ld1 {{v0.16b-v3.16b}}, [{w}], #64",
+            "ld1 {{v4.16b-v5.16b}}, [{w}]",
+            "ld1 {{v24.4s-v25.4s}}, [{m}]",
+            "ld1 {{v28.4s-v29.4s}}, [{r}]",
+            "dup v12.8h, {zp:w}",
+            "dup v13.16b, {lo:w}",
+            "dup v14.16b, {hi:w}",
+            "mov {c2}, #2",
+            "mov {c6}, #6",
+            "3:",
+            "ldp {b}, {n}, [{runs}], #16",
+            "add {b}, {biases}, {b}, lsl #2",
+            "lsr {q}, {n}, #2",
+            "cbz {q}, 5f",
+            "2:",
+            "ld1 {{v16.4s-v19.4s}}, [{b}]",
+            "ld1 {{v6.8b}}, [{p0}], {c2}",
+            "ld1 {{v9.8b}}, [{p0}], {c6}",
+            "ld1 {{v20.4s-v23.4s}}, [{b}]",
+            "ld1 {{v7.8b}}, [{p1}], {c2}",
+            "ld1 {{v10.8b}}, [{p1}], {c6}",
+            "ld1 {{v8.8b}}, [{p2}], {c2}",
+            "ld1 {{v11.8b}}, [{p2}], {c6}",
+            "sdot v16.4s, v0.16b, v6.4b[0]",
+            "sdot v17.4s, v1.16b, v6.4b[0]",
+            "sdot v18.4s, v0.16b, v9.4b[0]",
+            "sdot v19.4s, v1.16b, v9.4b[0]",
+            "sdot v20.4s, v0.16b, v6.4b[1]",
+            "sdot v21.4s, v1.16b, v6.4b[1]",
+            "sdot v22.4s, v0.16b, v9.4b[1]",
+            "sdot v23.4s, v1.16b, v9.4b[1]",
+            "sdot v16.4s, v2.16b, v7.4b[0]",
+            "sdot v17.4s, v3.16b, v7.4b[0]",
+            "sdot v18.4s, v2.16b, v10.4b[0]",
+            "sdot v19.4s, v3.16b, v10.4b[0]",
+            "sdot v20.4s, v2.16b, v7.4b[1]",
+            "sdot v21.4s, v3.16b, v7.4b[1]",
+            "sdot v22.4s, v2.16b, v10.4b[1]",
+            "sdot v23.4s, v3.16b, v10.4b[1]",
+            "sdot v16.4s, v4.16b, v8.4b[0]",
+            "sdot v17.4s, v5.16b, v8.4b[0]",
+            "sdot v18.4s, v4.16b, v11.4b[0]",
+            "sdot v19.4s, v5.16b, v11.4b[0]",
+            "sdot v20.4s, v4.16b, v8.4b[1]",
+            "sdot v21.4s, v5.16b, v8.4b[1]",
+            "sdot v22.4s, v4.16b, v11.4b[1]",
+            "sdot v23.4s, v5.16b, v11.4b[1]",
+            "sqrdmulh v16.4s, v16.4s, v24.4s",
+            "sqrdmulh v17.4s, v17.4s, v25.4s",
+            "sqrdmulh v18.4s, v18.4s, v24.4s",
+            "sqrdmulh v19.4s, v19.4s, v25.4s",
+            "sqrdmulh v20.4s, v20.4s, v24.4s",
+            "sqrdmulh v21.4s, v21.4s, v25.4s",
+            "sqrdmulh v22.4s, v22.4s, v24.4s",
+            "sqrdmulh v23.4s, v23.4s, v25.4s",
+            "srshl v16.4s, v16.4s, v28.4s",
+            "srshl v17.4s, v17.4s, v29.4s",
+            "srshl v18.4s, v18.4s, v28.4s",
+            "srshl v19.4s, v19.4s, v29.4s",
+            "srshl v20.4s, v20.4s, v28.4s",
+            "srshl v21.4s, v21.4s, v29.4s",
+            "srshl v22.4s, v22.4s, v28.4s",
+            "srshl v23.4s, v23.4s, v29.4s",
+            "sqxtn v16.4h, v16.4s",
+            "sqxtn2 v16.8h, v17.4s",
+            "sqxtn v18.4h, v18.4s",
+            "sqxtn2 v18.8h, v19.4s",
+            "sqxtn v20.4h, v20.4s",
+            "sqxtn2 v20.8h, v21.4s",
+            "sqxtn v22.4h, v22.4s",
+            "sqxtn2 v22.8h, v23.4s",
+            "sqadd v16.8h, v16.8h, v12.8h",
+            "sqadd v18.8h, v18.8h, v12.8h",
+            "sqadd v20.8h, v20.8h, v12.8h",
+            "sqadd v22.8h, v22.8h, v12.8h",
+            "sqxtn v16.8b, v16.8h",
+            "sqxtn2 v16.16b, v18.8h",
+            "sqxtn v17.8b, v20.8h",
+            "sqxtn2 v17.16b, v22.8h",
+            "smax v16.16b, v16.16b, v13.16b",
+            "smax v17.16b, v17.16b, v13.16b",
+            "smin v16.16b, v16.16b, v14.16b",
+            "smin v17.16b, v17.16b, v14.16b",
+            "subs {q}, {q}, #1",
+            "st1 {{v16.16b-v17.16b}}, [{o}], #32",
+            "b.ne 2b",
+            "5:",
+            "ands {n}, {n}, #3",
+            "b.eq 6f",
+            "7:",
+            "ld1 {{v16.4s-v17.4s}}, [{b}]",
+            "ld1 {{v20.s}}[0], [{p0}], {c2}",
+            "ld1 {{v21.s}}[0], [{p1}], {c2}",
+            "ld1 {{v22.s}}[0], [{p2}], {c2}",
+            "sdot v16.4s, v0.16b, v20.4b[0]",
+            "sdot v17.4s, v1.16b, v20.4b[0]",
+            "sdot v16.4s, v2.16b, v21.4b[0]",
+            "sdot v17.4s, v3.16b, v21.4b[0]",
+            "sdot v16.4s, v4.16b, v22.4b[0]",
+            "sdot v17.4s, v5.16b, v22.4b[0]",
+            "sqrdmulh v16.4s, v16.4s, v24.4s",
+            "sqrdmulh v17.4s, v17.4s, v25.4s",
+            "srshl v16.4s, v16.4s, v28.4s",
+            "srshl v17.4s, v17.4s, v29.4s",
+            "sqxtn v16.4h, v16.4s",
+            "sqxtn2 v16.8h, v17.4s",
+            "sqadd v16.8h, v16.8h, v12.8h",
+            "sqxtn v16.8b, v16.8h",
+            "smax v16.8b, v16.8b, v13.8b",
+            "smin v16.8b, v16.8b, v14.8b",
+            "subs {n}, {n}, #1",
+            "st1 {{v16.8b}}, [{o}], #8",
+            "b.ne 7b",
+            "6:",
+            "subs {k}, {k}, #1",
+            "b.ne 3b",
+            w = inout(reg) w => _,
+            m = in(reg) s.multiplier,
+            r = in(reg) s.neg_right_shift,
+            zp = in(reg) s.zero_point as i32,
+            lo = in(reg) s.act_min as i32,
+            hi = in(reg) s.act_max as i32,
+            biases = in(reg) biases,
+            runs = inout(reg) runs.as_ptr() => _,
+            k = inout(reg) runs.len() => _,
+            b = out(reg) _,
+            n = out(reg) _,
+            q = out(reg) _,
+            c2 = out(reg) _,
+            c6 = out(reg) _,
+            p0 = inout(reg) rows[0] => _,
+            p1 = inout(reg) rows[1] => _,
+            p2 = inout(reg) rows[2] => _,
+            o = inout(reg) out => _,
+            out("v0") _, out("v1") _, out("v2") _, out("v3") _,
+            out("v4") _, out("v5") _, out("v6") _, out("v7") _,
+            out("v8") _, out("v9") _, out("v10") _, out("v11") _,
+            out("v12") _, out("v13") _, out("v14") _,
+            out("v16") _, out("v17") _, out("v18") _, out("v19") _,
+            out("v20") _, out("v21") _, out("v22") _, out("v23") _,
             out("v24") _, out("v25") _,
             out("v28") _, out("v29") _,
             options(nostack),

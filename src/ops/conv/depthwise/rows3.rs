@@ -164,7 +164,7 @@ impl Layer {
 
 /// One chunk of rows of the block of `4 N` channels (16 or a last 8) from
 /// `c0`: each row's columns laid out at `buf`, one after the other, then
-/// one [`dot3::run`] (or `run8`) call for all of them into `out` (the
+/// one [`dot3::run`] (or `run8`, `run8x2`) call for all of them into `out` (the
 /// chunk's output rows).
 ///
 /// # Safety
@@ -249,6 +249,11 @@ unsafe fn block<const N: usize>(
         let rb = core::slice::from_raw_parts(row_bias.as_ptr() as *const *const i32, row_at.len());
         if N == 4 {
             dot3::run(wp, &rs, rb, &f.runs3, buf, l.sw, o, l.oc);
+        } else if l.oc == 8 && l.sw == 1 {
+            // A layer of 8 channels at stride 1: two pixels a step (each
+            // row's biases hold 16 lanes per run: a block of 8 repeats its
+            // 8 in lanes 8 to 15).
+            dot3::run8x2(wp, &rs, rb, &f.runs3, buf, o);
         } else {
             dot3::run8(wp, &rs, rb, &f.runs3, buf, l.sw, o, l.oc);
         }

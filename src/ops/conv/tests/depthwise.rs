@@ -783,6 +783,13 @@ fn depthwise_i8_dot_blocks_of_8() {
     let mut rng = Rng(0xd07_0008);
     for (shape, m, stride, padding) in [
         ([1, 9, 11, 8], 1, 1, Padding::Same),
+        // 8 channels at stride 1 run two pixels a step: runs of even and
+        // odd length, one and two columns, VALID.
+        ([2, 5, 6, 8], 1, 1, Padding::Same),
+        ([1, 6, 7, 8], 1, 1, Padding::Valid),
+        ([1, 5, 8, 8], 1, 1, Padding::Valid),
+        ([1, 4, 2, 8], 1, 1, Padding::Same),
+        ([1, 4, 1, 8], 1, 1, Padding::Same),
         ([1, 8, 9, 8], 1, 2, Padding::Same),
         ([1, 7, 10, 24], 1, 1, Padding::Valid),
         ([1, 9, 8, 24], 1, 2, Padding::Same),
