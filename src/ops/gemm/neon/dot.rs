@@ -200,7 +200,7 @@ unsafe fn gemm_dot_from<const AT_ORIGIN: bool, S: PanelRows>(
         for (i, w) in weights.chunks_exact(block_bytes).enumerate() {
             let p = BlockParams::load(g, first_block + i);
             let out_col = i * NR;
-            let tiles = PanelTiles::<true> {
+            let tiles = PanelTiles::<true, false> {
                 panel: x,
                 tile_bytes: MR * k,
                 w,
@@ -222,34 +222,87 @@ unsafe fn gemm_dot_from<const AT_ORIGIN: bool, S: PanelRows>(
             source.fill_dot(&mut panel[t * tile_bytes..], row, mr);
         }
         // Blocks outside, row tiles inside: a block's parameters are
-        // loaded once for the group's tiles.
-        for (i, w) in weights.chunks_exact(block_bytes).enumerate() {
-            let p = BlockParams::load(g, first_block + i);
+        // loaded once for the group's tiles. Only the last group may end
+        // in a tile of 1 to 6 rows: its blocks run a loop of their own
+        // (`TAIL`), so that the pieces of that tile cost nothing to the
+        // loops of groups of whole tiles.
+        let tiles = Blocks {
+            weights,
+            block_bytes,
+            first_block,
+            width,
+            panel: &panel,
+            tile_bytes,
+            stride,
+            rows: (first_row, group, group_end),
+            steps: (chunks, half),
+        };
+        if matches!((group_end - group) % MR, 1..=6) {
+            tiles.run::<true>(g, output);
+        } else {
+            tiles.run::<false>(g, output);
+        }
+        group = group_end;
+    }
+}
+
+/// The weight blocks of one filled panel group, as [`gemm_dot_from`] runs
+/// them: each block's [`PanelTiles`] with its stage.
+struct Blocks<'a> {
+    weights: &'a [i8],
+    block_bytes: usize,
+    first_block: usize,
+    /// Output channels of the tile from its first block.
+    width: usize,
+    panel: &'a [MaybeUninit<i8>],
+    tile_bytes: usize,
+    stride: usize,
+    rows: (usize, usize, usize),
+    steps: (usize, bool),
+}
+
+impl Blocks<'_> {
+    /// Every block over the group's tiles; with `TAIL` the group's last
+    /// tile has 1 to 6 rows, without it none has. A loop of its own for
+    /// each: the tail's pieces, inlined into the loop of whole tiles, made
+    /// that loop's register allocation worse for every tile, and a call to
+    /// them out of line cost every loop its registers across the call.
+    ///
+    /// # Safety
+    /// The CPU must have dotprod; the panel holds the group's tiles, all
+    /// written (`fill_dot`).
+    #[inline(always)]
+    fn run<const TAIL: bool>(&self, g: &GemmView<'_>, output: &mut [i8]) {
+        const MR: usize = 8;
+        for (i, w) in self.weights.chunks_exact(self.block_bytes).enumerate() {
+            let p = BlockParams::load(g, self.first_block + i);
             let out_col = i * NR;
-            let tiles = PanelTiles::<false> {
-                panel: &panel,
-                tile_bytes,
+            let tiles = PanelTiles::<false, TAIL> {
+                panel: self.panel,
+                tile_bytes: self.tile_bytes,
                 w,
                 p: &p,
                 row_offsets: g.row_offsets,
                 output: &mut *output,
-                stride,
-                rows: (first_row, group, group_end),
-                cols: (out_col, NR.min(width - out_col)),
-                steps: (chunks, half),
+                stride: self.stride,
+                rows: self.rows,
+                cols: (out_col, NR.min(self.width - out_col)),
+                steps: self.steps,
             };
+            debug_assert!(TAIL == matches!((self.rows.2 - self.rows.1) % MR, 1..=6));
             // The stage is chosen once for the block's tiles of the group.
             with_stage(&p, tiles);
         }
-        group = group_end;
     }
 }
 
 /// One weight block over the row tiles of a filled panel group, as
 /// [`gemm_dot`] runs it; built there only, so the CPU has dotprod. With
 /// `IN_PLACE` (a depth of exactly 8) the "panel" is the input rows
-/// themselves, 64 bytes per tile, every tile whole.
-pub(super) struct PanelTiles<'a, const IN_PLACE: bool> {
+/// themselves, 64 bytes per tile, every tile whole. With `TAIL` the last
+/// tile has 1 to 6 rows and runs as pieces ([`PanelTiles::tail`], inlined
+/// into this loop only); without it every tile has 7 or 8 rows.
+pub(super) struct PanelTiles<'a, const IN_PLACE: bool, const TAIL: bool> {
     /// The group's panel: tile `t` at `t * tile_bytes`, all written.
     pub(super) panel: &'a [MaybeUninit<i8>],
     pub(super) tile_bytes: usize,
@@ -267,8 +320,9 @@ pub(super) struct PanelTiles<'a, const IN_PLACE: bool> {
     pub(super) steps: (usize, bool),
 }
 
-impl<const IN_PLACE: bool> BlockTiles for PanelTiles<'_, IN_PLACE> {
-    // Inlined into `gemm_dot`, whose dotprod feature the `sdot`s need.
+impl<const IN_PLACE: bool, const TAIL: bool> BlockTiles for PanelTiles<'_, IN_PLACE, TAIL> {
+    // Inlined into `gemm_dot` and `Blocks::run`, whose dotprod feature the
+    // `sdot`s need.
     #[inline(always)]
     fn run<S: StoreTile>(mut self, store: S) {
         const MR: usize = 8;
@@ -346,7 +400,7 @@ impl<const IN_PLACE: bool> BlockTiles for PanelTiles<'_, IN_PLACE> {
             .zip((group + skip * MR..group_end).step_by(MR))
         {
             let (row, mr) = (first_row + out_row, MR.min(group_end - out_row));
-            if !IN_PLACE && mr < MR - 1 {
+            if TAIL && mr < MR - 1 {
                 // SAFETY: as below (the tile's panel and the block each
                 // hold 128 (chunks + half) bytes).
                 unsafe { self.tail(store, x, &bias, out_row, mr) };

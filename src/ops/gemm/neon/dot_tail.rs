@@ -323,7 +323,7 @@ fn bias_rows<const R: usize>(bias: &[int32x4_t; 4]) -> [[int32x4_t; 2]; R] {
     }
 }
 
-impl<const IN_PLACE: bool> PanelTiles<'_, IN_PLACE> {
+impl<const IN_PLACE: bool, const TAIL: bool> PanelTiles<'_, IN_PLACE, TAIL> {
     /// The group's last tile when it has `mr` rows, `mr` in `1..=6`, from
     /// its panel `x`: its rows as 4, 2 and 1-row pieces (`mr`'s binary
     /// digits), each multiplied by its kernel above and stored through the
@@ -336,11 +336,10 @@ impl<const IN_PLACE: bool> PanelTiles<'_, IN_PLACE> {
     /// `x` holds the tile's `128 (chunks + half)` written bytes and the
     /// block `w` as many; `chunks + half >= 1`.
     ///
-    /// Not inlined: inside the tile loop its code made the loop's
-    /// register allocation worse for every tile (a test per tile is cheap,
-    /// the inlined pieces were not).
-    #[target_feature(enable = "dotprod")]
-    #[inline(never)]
+    /// Inlined into the loop of the tail group's tiles only (`TAIL`): in
+    /// the loop of whole tiles its code made the register allocation worse
+    /// for every tile.
+    #[inline(always)]
     pub(super) unsafe fn tail<S: StoreTile>(
         &mut self,
         store: S,
