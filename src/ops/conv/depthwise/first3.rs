@@ -249,8 +249,8 @@ unsafe fn run(
 /// [`run`] at stride 2, four pixels a step: the 8 bytes at `rows[ky] + 2
 /// i` hold pixel `i`'s 4 taps and pixel `i + 2`'s (elements 0 and 1), the
 /// 8 bytes 2 further pixels `i + 1` and `i + 3`, so 4 pixels take 6 loads
-/// (not 12), 24 `sdot`s, the stage on two sets of 4 vectors (pixels `i, i
-/// + 1` and `i + 2, i + 3`, 16 lanes each: a last block of 8 repeats its
+/// (not 12), 24 `sdot`s, the stage on two sets of 4 vectors (pixels
+/// `i, i + 1` and `i + 2, i + 3`, 16 lanes each: a last block of 8 repeats its
 /// biases in lanes 8 to 15, see [`Folded`]) and one 32-byte store, 71
 /// instructions where [`run`] spends 92. A run's last 1 to 3 pixels run
 /// as [`run`]'s. Registers: weights v0-v5, input bytes v6-v11, zero point
