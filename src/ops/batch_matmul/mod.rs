@@ -142,14 +142,7 @@ impl MatMul {
             requantization,
         )?;
         let block_shifts = block_shifts(OP, &multipliers, n_padded / NR)?;
-        let cpu = CpuFeatures::detect();
-        let path = if cpu.i8mm && cpu.dotprod {
-            GemmPath::Mmla
-        } else if cpu.dotprod {
-            GemmPath::Dot
-        } else {
-            GemmPath::Widening
-        };
+        let path = GemmPath::for_cpu(&CpuFeatures::detect());
         Ok(MatMul {
             m,
             n,

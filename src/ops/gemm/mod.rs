@@ -76,6 +76,20 @@ pub enum GemmPath {
     Widening,
 }
 
+impl GemmPath {
+    /// The fastest path `cpu` runs: `smmla` with i8mm (and dotprod), else
+    /// `sdot` with dotprod, else the widening kernel.
+    pub(crate) fn for_cpu(cpu: &CpuFeatures) -> GemmPath {
+        if cpu.i8mm && cpu.dotprod {
+            GemmPath::Mmla
+        } else if cpu.dotprod {
+            GemmPath::Dot
+        } else {
+            GemmPath::Widening
+        }
+    }
+}
+
 /// A prepared int8 fully connected layer: TFLite's per-channel int8
 /// `FullyConnected` (`reference_integer_ops::FullyConnectedPerChannel`) bit for
 /// bit. Output `(m, n)` of an `m x k` input and `n x k` weights:
@@ -236,14 +250,7 @@ impl Gemm {
             None => alloc::vec![0; n],
         };
         let (act_min, act_max) = activation.range_i8_for(output, multipliers.requantization);
-        let cpu = CpuFeatures::detect();
-        let path = if cpu.i8mm && cpu.dotprod {
-            GemmPath::Mmla
-        } else if cpu.dotprod {
-            GemmPath::Dot
-        } else {
-            GemmPath::Widening
-        };
+        let path = GemmPath::for_cpu(&CpuFeatures::detect());
         let block_shifts = block_shifts(OP, &multipliers, blocks)?;
         let mut gemm = Gemm {
             params: GemmParams {
