@@ -510,6 +510,31 @@ mod neon {
     }
 
     #[test]
+    fn gemm_i8_neon_paths_equal_scalar_for_each_clamp_side() {
+        // The whole-tile loop clamps only the bounds not at int8's ends:
+        // RELU6 at an output zero point of -128 clamps above only, RELU
+        // above -128 below only, RELU6 above -128 both, NONE neither. Single
+        // rounding (the loop's stage), whole tiles and a tail.
+        require_dotprod();
+        let mut rng = Rng::new(16);
+        for (act, zero_point) in [(2u8, -128), (1, -20), (2, -20), (0, 3)] {
+            for (m, k) in [(24, 32), (19, 16), (16, 200)] {
+                let mut c = Case::random(&mut rng, m, 16, k);
+                c.requantization = Rounding::Single.into();
+                c.act = act;
+                c.output.zero_point = zero_point;
+                // An output scale that puts 6.0 inside int8 (RELU6 clamps).
+                c.output.scale = c.output.scale.max(6.0 / 200.0);
+                check_neon(&c);
+                let out = c.run_scalar(&c.gemm());
+                if act != 0 {
+                    assert!(out.contains(&(zero_point as i8)), "nothing clamped below");
+                }
+            }
+        }
+    }
+
+    #[test]
     fn gemm_i8_neon_paths_equal_scalar_large_shapes() {
         require_dotprod();
         let mut rng = Rng::new(11);

@@ -4,7 +4,10 @@
 
 use super::dense::DenseRows;
 use super::dot_panel::{bias_accumulators, dot_panel_steps, dot_rows_depth8};
-use super::dot_tiles::{panel_tiles_single_right, SingleRightStage};
+use super::dot_tiles::{
+    clamp_kind, panel_tiles_single_right, SingleRightStage, CLAMP_BOTH, CLAMP_LOWER, CLAMP_NONE,
+    CLAMP_UPPER,
+};
 use super::source::PanelRows;
 use super::{
     initial_acc, row_pointers, store_tile, tail_rows, tile_origin, with_stage, BlockParams,
@@ -340,6 +343,12 @@ impl<const IN_PLACE: bool, const TAIL: bool> BlockTiles for PanelTiles<'_, IN_PL
             let whole = (group_end - group) / MR;
             if whole > 0 {
                 let p = self.p;
+                // The bounds at int8's own ends need no instruction.
+                let kind = if clamp {
+                    clamp_kind(p.min, p.max)
+                } else {
+                    CLAMP_NONE
+                };
                 let stage = SingleRightStage {
                     multiplier: [p.mult[0].multiplier, p.mult[1].multiplier],
                     neg_right_shift: [p.mult[0].neg_right_shift, p.mult[1].neg_right_shift],
@@ -363,31 +372,20 @@ impl<const IN_PLACE: bool, const TAIL: bool> BlockTiles for PanelTiles<'_, IN_PL
                 // row's offset is within it too.
                 unsafe {
                     let out = self.output.as_mut_ptr().add(group * self.stride + out_col);
-                    let args = (panel.as_ptr().cast(), w.as_ptr(), chunks, half);
-                    if clamp {
-                        panel_tiles_single_right::<true>(
-                            args.0,
-                            args.1,
-                            args.2,
-                            args.3,
-                            &bias,
-                            &stage,
-                            out,
-                            self.stride,
-                            whole,
-                        );
-                    } else {
-                        panel_tiles_single_right::<false>(
-                            args.0,
-                            args.1,
-                            args.2,
-                            args.3,
-                            &bias,
-                            &stage,
-                            out,
-                            self.stride,
-                            whole,
-                        );
+                    let (x, w, stride) = (panel.as_ptr().cast(), w.as_ptr(), self.stride);
+                    match kind {
+                        CLAMP_BOTH => panel_tiles_single_right::<CLAMP_BOTH>(
+                            x, w, chunks, half, &bias, &stage, out, stride, whole,
+                        ),
+                        CLAMP_LOWER => panel_tiles_single_right::<CLAMP_LOWER>(
+                            x, w, chunks, half, &bias, &stage, out, stride, whole,
+                        ),
+                        CLAMP_UPPER => panel_tiles_single_right::<CLAMP_UPPER>(
+                            x, w, chunks, half, &bias, &stage, out, stride, whole,
+                        ),
+                        _ => panel_tiles_single_right::<CLAMP_NONE>(
+                            x, w, chunks, half, &bias, &stage, out, stride, whole,
+                        ),
                     }
                 }
                 skip = whole;

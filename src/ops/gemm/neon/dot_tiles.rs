@@ -109,22 +109,19 @@ macro_rules! stage_pair {
     };
 }
 
-/// The activation clamp of one register of 16 outputs (bounds in v5, v6),
-/// or nothing.
+/// The activation clamp of one register of 16 outputs (bounds in v5, v6):
+/// both sides, one side, or nothing. A bound at int8's own end needs no
+/// instruction (the saturating narrow already stops there): RELU6 with an
+/// output zero point of -128 clamps above only.
 macro_rules! clamp_lines {
     (clamp, $t:literal) => {
-        concat!(
-            "smax v",
-            $t,
-            ".16b, v",
-            $t,
-            ".16b, v5.16b\n",
-            "smin v",
-            $t,
-            ".16b, v",
-            $t,
-            ".16b, v6.16b\n",
-        )
+        concat!(clamp_lines!(lower, $t), clamp_lines!(upper, $t))
+    };
+    (lower, $t:literal) => {
+        concat!("smax v", $t, ".16b, v", $t, ".16b, v5.16b\n")
+    };
+    (upper, $t:literal) => {
+        concat!("smin v", $t, ".16b, v", $t, ".16b, v6.16b\n")
     };
     (no_clamp, $t:literal) => {
         ""
@@ -285,6 +282,27 @@ macro_rules! panel_tiles_asm {
     };
 }
 
+/// [`panel_tiles_single_right`]'s activation clamp: none (the range is
+/// int8's), both bounds, or only the one not at int8's end.
+pub(super) const CLAMP_NONE: u8 = 0;
+pub(super) const CLAMP_BOTH: u8 = 1;
+pub(super) const CLAMP_LOWER: u8 = 2;
+pub(super) const CLAMP_UPPER: u8 = 3;
+
+/// Which [`panel_tiles_single_right`] clamp the bounds `min`, `max` (every
+/// lane alike) need.
+#[inline(always)]
+pub(super) fn clamp_kind(min: int8x16_t, max: int8x16_t) -> u8 {
+    // SAFETY: neon is a compile-time target feature (cfg on this module).
+    let (lo, hi) = unsafe { (vgetq_lane_s8::<0>(min), vgetq_lane_s8::<0>(max)) };
+    match (lo > i8::MIN, hi < i8::MAX) {
+        (true, true) => CLAMP_BOTH,
+        (true, false) => CLAMP_LOWER,
+        (false, true) => CLAMP_UPPER,
+        (false, false) => CLAMP_NONE,
+    }
+}
+
 /// The parameters of [`panel_tiles_single_right`]'s output stage, in the
 /// order it loads them: the block's multipliers (Q0.31, channels 0-3 and
 /// 4-7), negated right shifts (`-r`, `r >= 1`), the output zero point as 8
@@ -316,7 +334,7 @@ pub(super) struct SingleRightStage {
 /// at `out + r stride` for writing for every `r < 8 tiles`.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-pub(super) unsafe fn panel_tiles_single_right<const CLAMP: bool>(
+pub(super) unsafe fn panel_tiles_single_right<const CLAMP: u8>(
     x: *const i8,
     w: *const i8,
     chunks: usize,
@@ -336,10 +354,17 @@ pub(super) unsafe fn panel_tiles_single_right<const CLAMP: bool>(
     // 8 tiles rows); sdot needs dotprod, which every caller (`gemm_dot`)
     // enables. No stack.
     unsafe {
-        if CLAMP {
-            panel_tiles_asm!(clamp, x, w, chunks, half, bias, stage, out, stride, tiles);
-        } else {
-            panel_tiles_asm!(no_clamp, x, w, chunks, half, bias, stage, out, stride, tiles);
+        match CLAMP {
+            CLAMP_BOTH => {
+                panel_tiles_asm!(clamp, x, w, chunks, half, bias, stage, out, stride, tiles)
+            }
+            CLAMP_LOWER => {
+                panel_tiles_asm!(lower, x, w, chunks, half, bias, stage, out, stride, tiles)
+            }
+            CLAMP_UPPER => {
+                panel_tiles_asm!(upper, x, w, chunks, half, bias, stage, out, stride, tiles)
+            }
+            _ => panel_tiles_asm!(no_clamp, x, w, chunks, half, bias, stage, out, stride, tiles),
         }
     }
 }
