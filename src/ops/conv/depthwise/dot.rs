@@ -270,6 +270,68 @@ pub(super) unsafe fn lay_out<const ROWS: usize, const N: usize, const B: bool>(
     }
 }
 
+/// [`lay_out`] of 3 kernel rows, two columns per loop step (one loop
+/// counter and branch per two `st4`s: 5 instructions a column where the
+/// one-column loop spends 6), an odd last column after the loop.
+///
+/// # Safety
+/// As [`lay_out`] with `ROWS` 3.
+#[inline(always)]
+pub(super) unsafe fn lay_out3_pairs<const N: usize, const B: bool>(
+    at: [*const i8; 4],
+    step: [usize; 4],
+    dst: *mut i8,
+    count: usize,
+) {
+    macro_rules! lay_out {
+        ($ld:literal, $t:literal, $size:literal) => {
+            core::arch::asm!(
+                "movi v23.16b, #0",
+                "movi v27.16b, #0",
+                "lsr {m}, {n}, #1",
+                "cbz {m}, 3f",
+                "2:",
+                concat!($ld, " {{v20.", $t, "}}, [{p0}], {s0}"),
+                concat!($ld, " {{v21.", $t, "}}, [{p1}], {s1}"),
+                concat!($ld, " {{v22.", $t, "}}, [{p2}], {s2}"),
+                concat!($ld, " {{v24.", $t, "}}, [{p0}], {s0}"),
+                concat!($ld, " {{v25.", $t, "}}, [{p1}], {s1}"),
+                concat!($ld, " {{v26.", $t, "}}, [{p2}], {s2}"),
+                "subs {m}, {m}, #1",
+                concat!("st4 {{v20.", $t, "-v23.", $t, "}}, [{d}], #", $size),
+                concat!("st4 {{v24.", $t, "-v27.", $t, "}}, [{d}], #", $size),
+                "b.ne 2b",
+                "3:",
+                "tbz {n}, #0, 4f",
+                concat!($ld, " {{v20.", $t, "}}, [{p0}]"),
+                concat!($ld, " {{v21.", $t, "}}, [{p1}]"),
+                concat!($ld, " {{v22.", $t, "}}, [{p2}]"),
+                concat!("st4 {{v20.", $t, "-v23.", $t, "}}, [{d}]"),
+                "4:",
+                p0 = inout(reg) at[0] => _, p1 = inout(reg) at[1] => _,
+                p2 = inout(reg) at[2] => _,
+                s0 = in(reg) step[0], s1 = in(reg) step[1], s2 = in(reg) step[2],
+                d = inout(reg) dst => _,
+                n = in(reg) count,
+                m = out(reg) _,
+                out("v20") _, out("v21") _, out("v22") _, out("v23") _,
+                out("v24") _, out("v25") _, out("v26") _, out("v27") _,
+                options(nostack),
+            )
+        };
+    }
+    // SAFETY: the caller's bounds: `count` columns, `4 N` bytes per row
+    // read, `16 N` bytes per column written.
+    unsafe {
+        match (N, B) {
+            (4, false) => lay_out!("ld1", "16b", "64"),
+            (4, true) => lay_out!("ld1r", "16b", "64"),
+            (_, false) => lay_out!("ld1", "8b", "32"),
+            (_, true) => lay_out!("ld1r", "8b", "32"),
+        }
+    }
+}
+
 /// Zeroes `count` laid-out columns of `16 N` bytes at `dst` (columns
 /// outside the image).
 ///

@@ -18,7 +18,7 @@ use core::mem::MaybeUninit;
 use core::ops::Range;
 
 use super::super::geometry::ConvGeometry;
-use super::dot::{lay_out, zero_columns, ENTRIES, ENTRY};
+use super::dot::{lay_out, lay_out3_pairs, zero_columns, ENTRIES, ENTRY};
 use super::dot3::{self, RunStage};
 use super::folded::Folded;
 use super::pack::{Packed, BLOCK};
@@ -224,16 +224,30 @@ unsafe fn block<const N: usize>(
         // SAFETY: row `j` of the chunk's `count` columns of `entry` bytes
         // is in the buffer (the caller's); the inside columns `xi..xi +
         // inside` are image columns, each kernel row's pointer in a row of
-        // the image (or the zero row, step 0), reading `4 N` bytes from
-        // channel `ci` (one with a broadcast layer), within the row.
+        // the image (or the zero row of 16 bytes, step 0), reading `4 N`
+        // bytes from channel `ci` (one with a broadcast layer), within the
+        // row; with 8 channels, a pair's 16 bytes are its two inside
+        // columns (`2 pairs <= inside`).
         unsafe {
             let dst = buf.add(j * l.count * entry);
             zero_columns::<N>(dst, l.left);
             let mid = dst.add(l.left * entry);
             if f.broadcast {
-                lay_out::<3, N, true>(at, step, mid, l.inside);
+                lay_out3_pairs::<N, true>(at, step, mid, l.inside);
+            } else if N == 2 && l.ic == 8 {
+                // A layer of 8 channels: two neighbouring columns are 16
+                // bytes of an input row, and one `st4` of such 16-byte
+                // rows writes their two 32-byte laid-out columns after
+                // each other (the 16-channel layout's loop at twice the
+                // step), half the loop's instructions per column; an odd
+                // last column as 8 bytes.
+                let pairs = l.inside / 2;
+                lay_out::<3, 4, false>(at, step.map(|s| 2 * s), mid, pairs);
+                let at: [*const i8; 4] =
+                    core::array::from_fn(|j| at[j].wrapping_add(2 * pairs * step[j]));
+                lay_out::<3, 2, false>(at, step, mid.add(pairs * 2 * entry), l.inside % 2);
             } else {
-                lay_out::<3, N, false>(at, step, mid, l.inside);
+                lay_out3_pairs::<N, false>(at, step, mid, l.inside);
             }
             zero_columns::<N>(dst.add((l.left + l.inside) * entry), l.right);
         }

@@ -841,8 +841,9 @@ fn depthwise_i8_dot_blocks_of_8() {
 /// The `sdot` kernel's 3x3 paths over many rows per call (`rows3`: more
 /// rows than its buffer holds at once, a batch of 2, images of 6x6 and
 /// 3x3) and the first layer's 1 x 8 kernel (`first3`: person_detect's
-/// 96x96 stride 2, stride 1 VALID), each run in pieces of rows as the
-/// threads split it, against the scalar loops over the whole output.
+/// 96x96 stride 2, stride 1 VALID), odd and even row widths, each run in
+/// pieces of rows as the threads split it, against the scalar loops over
+/// the whole output.
 #[test]
 fn depthwise_i8_dot_rows_in_pieces() {
     let mut rng = Rng(0xd07_9135);
@@ -853,6 +854,14 @@ fn depthwise_i8_dot_rows_in_pieces() {
         ([1, 3, 3, 256], 1, 1, Padding::Same),
         ([1, 96, 96, 1], 8, 2, Padding::Same),
         ([2, 9, 13, 1], 8, 1, Padding::Valid),
+        // Odd and even columns per row for the layouts two columns a
+        // step: 8 channels (pairs of neighbouring columns), 48 and 24
+        // (a last block of 8), a broadcast of 1 x 16.
+        ([1, 7, 9, 8], 1, 1, Padding::Same),
+        ([1, 5, 8, 8], 1, 1, Padding::Valid),
+        ([1, 9, 11, 48], 1, 1, Padding::Same),
+        ([1, 10, 7, 24], 1, 2, Padding::Same),
+        ([1, 7, 9, 1], 16, 1, Padding::Same),
     ] {
         let channels = shape[3] * m;
         let g = geometry(padding, shape, channels, [3, 3], [stride; 2], [1, 1]);
