@@ -22,10 +22,14 @@
 //! the blocks started from the bias and row offsets, the stage on the
 //! blocks and the rows sorted out after the narrows.
 //!
+//! A group's last tile of 1 to 7 rows multiplies only its `ceil(mr / 2)`
+//! row pairs ([`super::mmla_tail`]) on the block's weights paired once.
+//!
 //! Depths past [`PANEL_DEPTH`] run the `sdot` kernel (rows read in place).
 
 use super::dense::DenseRows;
 use super::dot::gemm_dot;
+use super::mmla_tail::mmla_tail_pairs;
 use super::mmla_tiles::{mmla_tiles_right, pair_weights, paired, PairedRightStage};
 use super::source::PanelRows;
 use super::{initial_acc, tile_origin, with_stage, BlockParams, BlockTiles, StoreTile};
@@ -221,12 +225,15 @@ unsafe fn mmla_panel_half(acc: &mut [[int32x4_t; 4]; 4], x: *const i8, w: *const
     }
 }
 
-/// The 2 x 2 blocks as rows of 8 channels (row `2i` from the low halves of
-/// row pair `i`'s blocks, row `2i + 1` from the high halves), each added to
-/// `init` (the row offsets) when there is one (the blocks started from the
-/// bias, see [`paired_bias`]).
+/// The 2 x 2 blocks as `R` rows of 8 channels (`R <= 8`; row `2i` from the
+/// low halves of row pair `i`'s blocks, row `2i + 1` from the high
+/// halves), each added to `init` (the row offsets) when there is one (the
+/// blocks started from the bias, see [`paired_bias`]).
 #[inline(always)]
-fn unpair(blocks: &[[int32x4_t; 4]; 4], init: Option<&[[int32x4_t; 2]; 8]>) -> [[int32x4_t; 2]; 8] {
+fn unpair<const R: usize>(
+    blocks: &[[int32x4_t; 4]; 4],
+    init: Option<&[[int32x4_t; 2]; R]>,
+) -> [[int32x4_t; 2]; R] {
     // SAFETY: neon is a compile-time target feature (cfg on this module).
     core::array::from_fn(|r| unsafe {
         let b = &blocks[r / 2];
@@ -437,109 +444,107 @@ struct MmlaTiles<'a> {
 impl BlockTiles for MmlaTiles<'_> {
     // Inlined into `gemm_mmla`, whose i8mm feature the `smmla`s need.
     #[inline(always)]
-    fn run<S: StoreTile>(self, store: S) {
+    fn run<S: StoreTile>(mut self, store: S) {
         const MR: usize = 8;
         let (first_row, group, group_end) = self.rows;
         let (out_col, nr) = self.cols;
         let (chunks, half) = self.steps;
+        let steps = chunks + usize::from(half);
+        debug_assert_eq!(self.tile_bytes, 128 * steps);
+        // Whole 8-row tiles, and the rows of a last tile of 1 to 7.
+        let (whole, tail) = ((group_end - group) / MR, (group_end - group) % MR);
         // The blocks start from the bias; the row offsets, when there are,
         // are added in the assembly loop's start or after the `zip`s.
         let start = paired_bias(&self.p.bias);
-        // Whole tiles of the single-rounding stage whose channels all shift
-        // right run in one assembly loop (their blocks started from the
-        // bias and the row offsets there); the rest, tile by tile below.
-        let mut skip = 0;
         let right = match (S::SINGLE_RIGHT, S::DOUBLE_RIGHT) {
             (Some(clamp), _) => Some((clamp, false)),
             (None, Some(clamp)) => Some((clamp, true)),
             (None, None) => None,
-        };
-        if let (Some((clamp, double)), NR) = (right, nr) {
-            let whole = (group_end - group) / MR;
-            if whole > 0 {
-                let p = self.p;
-                // The whole tiles' row offsets, checked once.
-                let offsets = self.row_offsets.map(|o| {
-                    let at = first_row + group;
-                    o[at..at + whole * MR].as_ptr()
-                });
-                let stage = PairedRightStage {
-                    multiplier: paired(&[p.mult[0].multiplier, p.mult[1].multiplier]),
-                    neg_right_shift: paired(&[
-                        p.mult[0].neg_right_shift,
-                        p.mult[1].neg_right_shift,
-                    ]),
-                    zero_point: p.zero_point,
-                    min: p.min,
-                    max: p.max,
-                };
-                debug_assert_eq!(self.tile_bytes, 128 * (chunks + usize::from(half)));
-                // One check for every read and store of the loop: the
-                // tiles' panels, the block's weights, the last row's bytes.
-                let panel = &self.panel[..whole * self.tile_bytes];
-                let w = &self.w[..self.tile_bytes];
-                let last = (group + whole * MR - 1) * self.stride + out_col;
-                let _last = &mut self.output[last..last + NR];
-                // With two tiles or more, the block's channels are paired
-                // once here (128 bytes per step: 2 loads, 8 `zip`s, 2
-                // stores) rather than in every tile's steps (8 `zip`s).
-                let mut paired_w = [MaybeUninit::<i8>::uninit(); 8 * PANEL_DEPTH];
-                let pair = whole >= 2;
-                if pair {
-                    pair_weights(w, &mut paired_w, chunks + usize::from(half));
-                }
-                macro_rules! tiles {
-                    ($paired:literal, $clamp:literal, $w:expr) => {
-                        if double {
-                            tiles!($paired, $clamp, true, $w)
-                        } else {
-                            tiles!($paired, $clamp, false, $w)
-                        }
-                    };
-                    ($paired:literal, $clamp:literal, $double:literal, $w:expr) => {
-                        mmla_tiles_right::<$paired, $clamp, $double>(
-                            panel.as_ptr().cast(),
-                            $w,
-                            chunks,
-                            half,
-                            &start,
-                            offsets,
-                            &stage,
-                            self.output.as_mut_ptr().add(group * self.stride + out_col),
-                            self.stride,
-                            whole,
-                        )
-                    };
-                }
-                // SAFETY: the CPU has i8mm (built in `gemm_mmla` only);
-                // every panel tile holds 128 (chunks + half) bytes written
-                // by `fill_pairs` (k >= 1: chunks + half >= 1), as does the
-                // block (sliced above) and, when paired, its copy (all
-                // written by `pair_weights`); the row offsets, when there
-                // are, hold 8 values per tile (sliced above); the output
-                // rows group..group + 8 whole of the columns out_col..out_col
-                // + 8 end at or
-                // before the last one's end, within `output` (sliced
-                // above), so the first row's offset is within it too.
-                unsafe {
-                    let pw = paired_w.as_ptr().cast::<i8>();
-                    match (pair, clamp) {
-                        (true, true) => tiles!(true, true, pw),
-                        (true, false) => tiles!(true, false, pw),
-                        (false, true) => tiles!(false, true, w.as_ptr()),
-                        (false, false) => tiles!(false, false, w.as_ptr()),
-                    }
-                }
-                skip = whole;
-            }
         }
-        // The tiles left (all of them when the loop above did not run).
+        .filter(|_| nr == NR && whole > 0);
+        // The block's channels are paired once here (128 bytes per step: 2
+        // loads, 8 `zip`s, 2 stores) when two tiles or more read them (8
+        // `zip`s a step each otherwise), or a last tile of 1 to 7 rows
+        // does: its row pairs alone are multiplied (`mmla_tail_pairs`).
+        let mut paired_w = [MaybeUninit::<i8>::uninit(); 8 * PANEL_DEPTH];
+        let pair = tail > 0 || (right.is_some() && whole >= 2);
+        if pair {
+            pair_weights(self.w, &mut paired_w, steps);
+        }
+        let pw = paired_w.as_ptr().cast::<i8>();
+        // Whole tiles of the single-rounding stage whose channels all shift
+        // right run in one assembly loop (their blocks started from the
+        // bias and the row offsets there); the rest, tile by tile below.
+        let mut skip = 0;
+        if let Some((clamp, double)) = right {
+            let p = self.p;
+            // The whole tiles' row offsets, checked once.
+            let offsets = self.row_offsets.map(|o| {
+                let at = first_row + group;
+                o[at..at + whole * MR].as_ptr()
+            });
+            let stage = PairedRightStage {
+                multiplier: paired(&[p.mult[0].multiplier, p.mult[1].multiplier]),
+                neg_right_shift: paired(&[p.mult[0].neg_right_shift, p.mult[1].neg_right_shift]),
+                zero_point: p.zero_point,
+                min: p.min,
+                max: p.max,
+            };
+            // One check for every read and store of the loop: the
+            // tiles' panels, the block's weights, the last row's bytes.
+            let panel = &self.panel[..whole * self.tile_bytes];
+            let w = &self.w[..self.tile_bytes];
+            let last = (group + whole * MR - 1) * self.stride + out_col;
+            let _last = &mut self.output[last..last + NR];
+            macro_rules! tiles {
+                ($paired:literal, $clamp:literal, $w:expr) => {
+                    if double {
+                        tiles!($paired, $clamp, true, $w)
+                    } else {
+                        tiles!($paired, $clamp, false, $w)
+                    }
+                };
+                ($paired:literal, $clamp:literal, $double:literal, $w:expr) => {
+                    mmla_tiles_right::<$paired, $clamp, $double>(
+                        panel.as_ptr().cast(),
+                        $w,
+                        chunks,
+                        half,
+                        &start,
+                        offsets,
+                        &stage,
+                        self.output.as_mut_ptr().add(group * self.stride + out_col),
+                        self.stride,
+                        whole,
+                    )
+                };
+            }
+            // SAFETY: the CPU has i8mm (built in `gemm_mmla` only);
+            // every panel tile holds 128 (chunks + half) bytes written
+            // by `fill_pairs` (k >= 1: chunks + half >= 1), as does the
+            // block (sliced above) and, when paired, its copy (all
+            // written by `pair_weights`); the row offsets, when there
+            // are, hold 8 values per tile (sliced above); the output
+            // rows group..group + 8 whole of the columns out_col..out_col
+            // + 8 end at or before the last one's end, within `output`
+            // (sliced above), so the first row's offset is within it too.
+            unsafe {
+                match (pair, clamp) {
+                    (true, true) => tiles!(true, true, pw),
+                    (true, false) => tiles!(true, false, pw),
+                    (false, true) => tiles!(false, true, w.as_ptr()),
+                    (false, false) => tiles!(false, false, w.as_ptr()),
+                }
+            }
+            skip = whole;
+        }
+        // The whole tiles left (all of them when the loop above did not run).
         let panel = &self.panel[skip * self.tile_bytes..];
         for (x, out_row) in panel
             .chunks_exact(self.tile_bytes)
-            .zip((group + skip * MR..group_end).step_by(MR))
+            .zip((group + skip * MR..group + whole * MR).step_by(MR))
         {
-            let (row, mr) = (first_row + out_row, MR.min(group_end - out_row));
+            let row = first_row + out_row;
             let mut blocks = start_blocks(&start);
             let x = x.as_ptr().cast::<i8>();
             // SAFETY: the tile's panel holds 8 k_padded = 128 (chunks +
@@ -554,26 +559,93 @@ impl BlockTiles for MmlaTiles<'_> {
                     mmla_panel_half(&mut blocks, x.add(at), self.w.as_ptr().add(at));
                 }
             }
-            let acc = match self.row_offsets {
-                None => unpair(&blocks, None),
-                Some(_) => {
-                    // The bias is in the blocks already: the offsets alone.
-                    // SAFETY: neon is a compile-time target feature (cfg on this module).
-                    let zero = [unsafe { vdupq_n_s32(0) }; 2];
-                    let init = initial_acc::<MR>(zero, self.row_offsets, row, mr);
-                    unpair(&blocks, Some(&init))
-                }
-            };
+            let acc = self.offsets::<MR>(&blocks, row, MR);
             store.store::<MR>(
                 &acc,
                 self.p,
                 self.output,
                 self.stride,
                 out_row,
-                mr,
+                MR,
                 out_col,
                 nr,
             );
         }
+        if tail > 0 {
+            let x = &self.panel[whole * self.tile_bytes..][..self.tile_bytes];
+            let x = x.as_ptr().cast::<i8>();
+            let out_row = group + whole * MR;
+            // SAFETY: the tail tile's panel holds 128 (chunks + half) bytes
+            // written by `fill_pairs` (sliced above), the paired block as
+            // many (written by `pair_weights`: `pair` holds with a tail).
+            unsafe {
+                match tail.div_ceil(2) {
+                    1 => self.tail::<S, 2>(store, x, pw, &start, out_row, tail),
+                    2 => self.tail::<S, 4>(store, x, pw, &start, out_row, tail),
+                    3 => self.tail::<S, 6>(store, x, pw, &start, out_row, tail),
+                    _ => self.tail::<S, 8>(store, x, pw, &start, out_row, tail),
+                }
+            }
+        }
+    }
+}
+
+impl MmlaTiles<'_> {
+    /// The blocks' first `R` rows (see [`unpair`]) plus the row offsets of
+    /// rows `row..row + mr` when there are (the bias is in the blocks).
+    #[inline(always)]
+    fn offsets<const R: usize>(
+        &self,
+        blocks: &[[int32x4_t; 4]; 4],
+        row: usize,
+        mr: usize,
+    ) -> [[int32x4_t; 2]; R] {
+        match self.row_offsets {
+            None => unpair::<R>(blocks, None),
+            Some(_) => {
+                // SAFETY: neon is a compile-time target feature (cfg on this module).
+                let zero = [unsafe { vdupq_n_s32(0) }; 2];
+                let init = initial_acc::<R>(zero, self.row_offsets, row, mr);
+                unpair::<R>(blocks, Some(&init))
+            }
+        }
+    }
+
+    /// The group's last tile when it has `mr` rows (1 to 7, `R` of them
+    /// rounded up to a whole row pair): its `R / 2` row pairs from its
+    /// panel `x` against the paired block `pw` ([`mmla_tail_pairs`]), then
+    /// its `mr` rows stored through the block's stage.
+    ///
+    /// # Safety
+    /// The CPU must have i8mm; `x` and `pw` must each be valid for reading
+    /// `128 (chunks + half)` written bytes.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn tail<S: StoreTile, const R: usize>(
+        &mut self,
+        store: S,
+        x: *const i8,
+        pw: *const i8,
+        start: &[int32x4_t; 4],
+        out_row: usize,
+        mr: usize,
+    ) {
+        debug_assert!(mr <= R && R <= mr + 1);
+        let (chunks, half) = self.steps;
+        let (out_col, nr) = self.cols;
+        let mut blocks = [*start; 4];
+        // SAFETY: the caller's guarantees; 1 <= R / 2 <= 4.
+        unsafe { mmla_tail_pairs(&mut blocks, R / 2, x, pw, chunks, half) };
+        let acc = self.offsets::<R>(&blocks, self.rows.0 + out_row, mr);
+        store.store::<R>(
+            &acc,
+            self.p,
+            self.output,
+            self.stride,
+            out_row,
+            mr,
+            out_col,
+            nr,
+        );
     }
 }

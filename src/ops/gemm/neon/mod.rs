@@ -23,6 +23,8 @@
 //!   four 4-register loads (1024 MACs). Deeper inputs and a depth of 8 run `gemm_dot`.
 //!   Whole tiles of the single-rounding, right-shift stage run in one
 //!   assembly loop ([`mmla_tiles`]), as `sdot`'s do ([`dot_tiles`]).
+//!   A last tile of 1 to 7 rows multiplies only its row pairs, on the
+//!   block's weights paired once for the group ([`mmla_tail`]).
 //! * [`widening::gemm_widening`]: `smull`/`smull2` to 16 bits and `sadalp` into 32 bits
 //!   on a 4 x 8 tile (a product of two int8 fits 16 bits, -128 * -128
 //!   included, and `sadalp` widens before adding: nothing can overflow). The
@@ -47,6 +49,7 @@ mod dot_panel;
 mod dot_tail;
 mod dot_tiles;
 pub(crate) mod mmla;
+mod mmla_tail;
 mod mmla_tiles;
 pub(crate) mod pack;
 pub(crate) mod source;
