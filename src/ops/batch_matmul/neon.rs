@@ -71,6 +71,7 @@ pub(super) fn matmul(
         k,
         k_padded: p.k_padded,
         packed,
+        paired: &[],
         folded_bias: column_start,
         row_offsets,
         multipliers: &p.multipliers,

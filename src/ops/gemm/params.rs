@@ -108,6 +108,13 @@ pub(crate) struct GemmParams {
     /// The depth rounded up to a multiple of [`KC`](super::pack::KC).
     pub(crate) k_padded: usize,
     pub(crate) packed: Vec<i8>,
+    /// `packed` with each block's channels paired as `smmla` takes them
+    /// (`neon::mmla::pair_blocks`), built with the weights when the GEMM's
+    /// path is `smmla` and its depth fits that kernel's panel, so that no
+    /// call pairs them again; empty otherwise (the kernels then pair each
+    /// block per group of row tiles).
+    #[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
+    pub(crate) paired: Vec<i8>,
     /// TFLite's bias (zeros when there is none), length `n`.
     pub(crate) bias: Vec<i32>,
     /// `bias - input_zero_point * sum_k w`, padded with zeros to whole blocks.
@@ -142,6 +149,7 @@ impl GemmParams {
             k: self.k,
             k_padded: self.k_padded,
             packed: &self.packed,
+            paired: &self.paired,
             folded_bias: &self.folded_bias,
             row_offsets: None,
             multipliers: &self.multipliers,
@@ -166,6 +174,8 @@ pub(crate) struct GemmView<'a> {
     pub(crate) k: usize,
     pub(crate) k_padded: usize,
     pub(crate) packed: &'a [i8],
+    /// `packed` paired for `smmla` (as long as `packed`), or empty.
+    pub(crate) paired: &'a [i8],
     pub(crate) folded_bias: &'a [i32],
     pub(crate) row_offsets: Option<&'a [i32]>,
     pub(crate) multipliers: &'a ChannelMultipliers,

@@ -42,6 +42,37 @@ use core::mem::MaybeUninit;
 /// panel of row pairs (8 KiB, as the `sdot` path's).
 const PANEL_DEPTH: usize = 1024;
 
+/// Whether the `smmla` kernel reads a [`Gemm`](crate::Gemm) of depth `k`
+/// (`k_padded` packed) from its panel, and so takes its weights paired
+/// ([`pair_blocks`]): depths past [`PANEL_DEPTH`] and a depth of exactly 8
+/// run [`gemm_dot`] on the packed weights.
+pub(crate) fn pre_pairs(k: usize, k_padded: usize) -> bool {
+    k_padded <= PANEL_DEPTH && k != 8
+}
+
+/// Pairs every block of the packed weights `packed` (blocks of 8 channels
+/// of depth `k_padded`, a multiple of 16) into `paired` (as long) as the
+/// `smmla` loops take them ([`pair_weights`]). Called when the weights are
+/// set, not per call.
+pub(crate) fn pair_blocks(packed: &[i8], paired: &mut [i8], k_padded: usize) {
+    let block_bytes = 8 * k_padded;
+    if block_bytes == 0 || packed.len() != paired.len() {
+        return;
+    }
+    for (w, out) in packed
+        .chunks_exact(block_bytes)
+        .zip(paired.chunks_exact_mut(block_bytes))
+    {
+        // SAFETY: `MaybeUninit<i8>` has the layout of `i8` and every `i8` is
+        // a valid one; `pair_weights` only writes initialized bytes, so
+        // `out` stays initialized.
+        let out = unsafe {
+            core::slice::from_raw_parts_mut(out.as_mut_ptr().cast::<MaybeUninit<i8>>(), out.len())
+        };
+        pair_weights(w, out, k_padded / 16);
+    }
+}
+
 /// `chunks` steps of 16 depth bytes on the 8 x 8 tile, `acc[i][j]` the
 /// 2 x 2 block of row pair `i` and channel pair `j`, from a panel of row
 /// pairs (see `dense::fill_pairs`) and a packed weight block: per step two
@@ -382,6 +413,9 @@ unsafe fn gemm_mmla_from<const AT_ORIGIN: bool, S: PanelRows>(
         t.stride,
     );
     let weights = &g.packed[first_block * block_bytes..end_block * block_bytes];
+    // The blocks paired when the weights were set, when they were.
+    let paired = (g.paired.len() == g.packed.len())
+        .then(|| &g.paired[first_block * block_bytes..end_block * block_bytes]);
     // Not zeroed: `fill_pairs` writes every byte the kernels then read.
     let mut panel = [MaybeUninit::<i8>::uninit(); 8 * PANEL_DEPTH];
     // Bytes of one row tile's panel, and rows of the tiles the panel holds
@@ -405,6 +439,7 @@ unsafe fn gemm_mmla_from<const AT_ORIGIN: bool, S: PanelRows>(
                 panel: &panel,
                 tile_bytes,
                 w,
+                pre_paired: paired.map(|paired| &paired[i * block_bytes..(i + 1) * block_bytes]),
                 p: &p,
                 row_offsets: g.row_offsets,
                 output: &mut *output,
@@ -429,6 +464,8 @@ struct MmlaTiles<'a> {
     tile_bytes: usize,
     /// The block's packed weights (`128 (chunks + half)` bytes or more).
     w: &'a [i8],
+    /// `w` paired ([`pair_weights`]) when the weights were set, if they were.
+    pre_paired: Option<&'a [i8]>,
     p: &'a BlockParams,
     row_offsets: Option<&'a [i32]>,
     output: &'a mut [i8],
@@ -466,12 +503,18 @@ impl BlockTiles for MmlaTiles<'_> {
         // loads, 8 `zip`s, 2 stores) when two tiles or more read them (8
         // `zip`s a step each otherwise), or a last tile of 1 to 7 rows
         // does: its row pairs alone are multiplied (`mmla_tail_pairs`).
+        // Weights paired when they were set need neither.
         let mut paired_w = [MaybeUninit::<i8>::uninit(); 8 * PANEL_DEPTH];
-        let pair = tail > 0 || (right.is_some() && whole >= 2);
-        if pair {
-            pair_weights(self.w, &mut paired_w, steps);
-        }
-        let pw = paired_w.as_ptr().cast::<i8>();
+        let pair = self.pre_paired.is_some() || tail > 0 || (right.is_some() && whole >= 2);
+        let pw = match self.pre_paired {
+            Some(paired) => paired[..128 * steps].as_ptr(),
+            None => {
+                if pair {
+                    pair_weights(self.w, &mut paired_w, steps);
+                }
+                paired_w.as_ptr().cast::<i8>()
+            }
+        };
         // Whole tiles of the single-rounding stage whose channels all shift
         // right run in one assembly loop (their blocks started from the
         // bias and the row offsets there); the rest, tile by tile below.
