@@ -42,6 +42,8 @@ mod first3;
 #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
 mod folded;
 #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+mod narrow;
+#[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
 pub(crate) mod neon;
 #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
 mod pack;

@@ -100,6 +100,20 @@ pub(super) unsafe fn depthwise_rows(
         }
         let out = &mut output[(r0 - first) * out_row..(r1 - first) * out_row];
         let chunk_rows = (&row_at[..n], &bias_at[..n]);
+        // The blocks of 16 lay out each row's columns at the same places:
+        // their zero columns outside the image are written once per chunk
+        // (a last block of 8, with its shorter entries, writes its own).
+        if oc >= BLOCK {
+            for j in 0..n {
+                // SAFETY: row `j`'s `count` columns of 64 bytes are in the
+                // buffer (`n <= chunk`).
+                unsafe {
+                    let dst = buf.add(j * l.count * ENTRY);
+                    zero_columns::<4>(dst, l.left);
+                    zero_columns::<4>(dst.add((l.left + l.inside) * ENTRY), l.right);
+                }
+            }
+        }
         for c0 in (0..oc).step_by(BLOCK) {
             // SAFETY: the caller's (dotprod, `takes`); `c0 + 16 <= oc` or
             // a last block of 8 (channels are a multiple of 8); the
@@ -163,7 +177,9 @@ impl Layer {
 }
 
 /// One chunk of rows of the block of `4 N` channels (16 or a last 8) from
-/// `c0`: each row's columns laid out at `buf`, one after the other, then
+/// `c0`: each row's columns laid out at `buf`, one after the other (a
+/// block of 16 finds the zero columns outside the image written by the
+/// caller, a block of 8 writes them), then
 /// one [`dot3::run`] (or `run8`, `run8x2`) call for all of them into `out` (the
 /// chunk's output rows).
 ///
@@ -171,7 +187,8 @@ impl Layer {
 /// The CPU has dotprod; `c0 + 4 N <= l.oc`; each input row offset of `rows`
 /// other than [`OUTSIDE`]
 /// starts a row of `input`, each bias offset a row class of `f.biases`;
-/// `buf` holds `rows.0.len() * l.count` entries of `16 N` bytes, `out`
+/// `buf` holds `rows.0.len() * l.count` entries of `16 N` bytes (with `N`
+/// 4, each row's columns outside the image already zero), `out`
 /// `rows.0.len()` output rows.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
@@ -230,7 +247,9 @@ unsafe fn block<const N: usize>(
         // columns (`2 pairs <= inside`).
         unsafe {
             let dst = buf.add(j * l.count * entry);
-            zero_columns::<N>(dst, l.left);
+            if N == 2 {
+                zero_columns::<N>(dst, l.left);
+            }
             let mid = dst.add(l.left * entry);
             if f.broadcast {
                 lay_out3_pairs::<N, true>(at, step, mid, l.inside);
@@ -249,7 +268,9 @@ unsafe fn block<const N: usize>(
             } else {
                 lay_out3_pairs::<N, false>(at, step, mid, l.inside);
             }
-            zero_columns::<N>(dst.add((l.left + l.inside) * entry), l.right);
+            if N == 2 {
+                zero_columns::<N>(dst.add((l.left + l.inside) * entry), l.right);
+            }
         }
     }
     // SAFETY: dotprod (the caller's); the weights hold 3 entries of

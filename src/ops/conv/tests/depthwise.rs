@@ -89,6 +89,7 @@ fn check_layer(
         padding,
         bias_range,
         Weights::Any,
+        None,
     )
 }
 
@@ -104,7 +105,8 @@ enum Weights {
     WithMin,
 }
 
-/// [`check_layer`] with the weights drawn as `weights` says.
+/// [`check_layer`] with the weights drawn as `weights` says, and the
+/// output zero point `output_zp` when given (else a random one).
 #[allow(clippy::too_many_arguments)]
 fn check_layer_weights(
     rng: &mut Rng,
@@ -116,6 +118,7 @@ fn check_layer_weights(
     padding: Padding,
     bias_range: (i32, i32),
     weight_set: Weights,
+    output_zp: Option<i32>,
 ) -> bool {
     let channels = input_shape[3] * multiplier;
     let Ok(g) = ConvGeometry::tflite(
@@ -161,7 +164,9 @@ fn check_layer_weights(
         vec![0.0031]
     };
     let input_q = QuantParams::new(0.047, rng.range(-128, 127));
-    let output_q = QuantParams::new(0.05 + rng.range(0, 100) as f32 * 1e-3, rng.range(-128, 127));
+    let output_scale = 0.05 + rng.range(0, 100) as f32 * 1e-3;
+    let zero_point = rng.range(-128, 127);
+    let output_q = QuantParams::new(output_scale, output_zp.unwrap_or(zero_point));
     let acc = naive_acc(
         &g,
         Kind::Depthwise { multiplier },
@@ -598,7 +603,7 @@ fn depthwise_i8_pairs_equal_scalar_random_shapes() {
             Weights::NoMin
         };
         if check_layer_weights(
-            &mut rng, input, 1, kernel, stride, dilation, padding, bias_range, weights,
+            &mut rng, input, 1, kernel, stride, dilation, padding, bias_range, weights, None,
         ) {
             checked += 1;
         }
@@ -635,7 +640,48 @@ fn depthwise_i8_pairs_equal_scalar_model_shapes() {
                 dilation,
                 padding,
                 bias_range,
-                Weights::NoMin
+                Weights::NoMin,
+                None,
+            ));
+        }
+    }
+}
+
+/// An output zero point of -128 (RELU and RELU6 outputs quantized from 0
+/// upward, and no activation: a lower bound of -128), where the `sdot`
+/// kernels' asm loops narrow with `sqxtun` and flip the top bit, with an
+/// upper bound of 127 or (RELU6) below it: person_detect's and
+/// MobileNetV2's 3x3 shapes on 8 (paired pixels at stride 1), 16, 24 and 32
+/// channels, the first layer of one input channel times 8 (stride 2: four
+/// pixels a step and odd ends), small images of edges only, biases at the
+/// int32 limits so that the 16-bit sums saturate both ways.
+#[test]
+fn depthwise_i8_dot_output_zero_point_min() {
+    let mut rng = Rng(0x2e80);
+    let cases: [Shape; 9] = [
+        ([1, 10, 12, 8], 1, [3, 3], [1, 1], [1, 1], Padding::Same),
+        ([1, 9, 13, 8], 1, [3, 3], [2, 2], [1, 1], Padding::Same),
+        ([1, 12, 15, 1], 8, [3, 3], [2, 2], [1, 1], Padding::Same),
+        ([1, 6, 6, 32], 1, [3, 3], [1, 1], [1, 1], Padding::Same),
+        ([1, 3, 3, 16], 1, [3, 3], [1, 1], [1, 1], Padding::Same),
+        ([1, 7, 9, 24], 1, [3, 3], [2, 2], [1, 1], Padding::Same),
+        ([1, 4, 37, 24], 1, [3, 3], [1, 1], [1, 1], Padding::Same),
+        ([1, 7, 9, 16], 1, [3, 3], [1, 1], [1, 1], Padding::Valid),
+        ([1, 5, 11, 40], 1, [3, 3], [1, 1], [1, 1], Padding::Same),
+    ];
+    for (input, m, kernel, stride, dilation, padding) in cases {
+        for bias_range in [(i32::MIN, i32::MAX), (-30_000, 30_000), (-3_000, 3_000)] {
+            assert!(check_layer_weights(
+                &mut rng,
+                input,
+                m,
+                kernel,
+                stride,
+                dilation,
+                padding,
+                bias_range,
+                Weights::NoMin,
+                Some(-128),
             ));
         }
     }
@@ -713,7 +759,8 @@ fn depthwise_i8_dot_equal_scalar_tall_and_wide() {
                 dilation,
                 padding,
                 bias_range,
-                Weights::NoMin
+                Weights::NoMin,
+                None,
             ));
         }
     }
