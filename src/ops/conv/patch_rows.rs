@@ -19,6 +19,14 @@
 //! end past the caller's input slice writes its runs into a stack copy of
 //! the table first: taps outside the image hold the input zero point, as
 //! the scratch path's do (see `igemm`), so the bytes are the same.
+//!
+//! The `smmla` panel of row pairs takes two neighbouring pixels of one
+//! output row at once when a kernel row of both windows fits 16 bytes
+//! (`run + stride_width * channels <= 16`: MobileNet's 3x3x3 at stride 2
+//! is 9 + 6): one 16-byte load per kernel row holds both pixels' runs, and
+//! per 16 depth bytes two `tbl`s give the pair's two 16-byte panel vectors
+//! (depths 0 to 8 of both rows, then 8 to 16) as the panel stores them,
+//! instead of two tables, two `tbl`s and four 8-byte stores.
 
 use core::arch::aarch64::*;
 use core::mem::MaybeUninit;
@@ -51,6 +59,14 @@ pub(crate) struct PatchPlan {
     /// `ky * dilation_height * input_width * channels`; slots past the
     /// kernel's rows repeat the last run (loaded, never read).
     offsets: [usize; MAX_RUNS],
+    /// Neighbouring pixels' rows are built in pairs (see the module doc):
+    /// 16-byte slots, `run + stride_width * channels <= 16`.
+    pairs: bool,
+    /// With `pairs`, step `s`'s `tbl` indices of a pixel pair's vectors
+    /// `h = 0, 1`: byte `b` is depth `16 s + 8 h + b % 8` of the first
+    /// pixel (`b < 8`) or the second, whose runs start `stride_width *
+    /// channels` bytes into the slots; 255 past the depth.
+    pair_index: [[[u8; KC]; 2]; MAX_STEPS],
 }
 
 impl PatchPlan {
@@ -74,12 +90,30 @@ impl PatchPlan {
         }
         let row_step = g.dilation_height * g.input_width * g.input_channels;
         let offsets = core::array::from_fn(|ky| ky.min(kh - 1) * row_step);
+        let delta = g.stride_width * depth;
+        let pairs = slot == KC && run + delta <= KC;
+        let mut pair_index = [[[u8::MAX; KC]; 2]; MAX_STEPS];
+        if pairs {
+            for (s, step) in pair_index.iter_mut().enumerate().take(steps) {
+                for (h, half) in step.iter_mut().enumerate() {
+                    for (b, i) in half.iter_mut().enumerate() {
+                        let d = KC * s + 8 * h + b % 8;
+                        if d < k {
+                            let second = if b < 8 { 0 } else { delta };
+                            *i = ((d / run) * KC + d % run + second) as u8;
+                        }
+                    }
+                }
+            }
+        }
         Some(PatchPlan {
             slot8: slot == 8,
             regs: (kh * slot).div_ceil(KC),
             steps,
             index,
             offsets,
+            pairs,
+            pair_index,
         })
     }
 }
@@ -186,6 +220,106 @@ impl PatchRows<'_> {
         core::array::from_fn(|j| unsafe { vld1q_s8(buf.as_ptr().add(KC * j)) })
     }
 
+    /// The table of the pixel at `c` and of the next one (16-byte slots, `R`
+    /// registers: one load per kernel row holds both runs) when both
+    /// windows lie in the image, on one output row, and the loads end
+    /// within `input`; `None` otherwise.
+    #[inline(always)]
+    fn pair_table<const R: usize>(&self, c: &Cursor) -> Option<[int8x16_t; TABLE_REGS]> {
+        let g = self.g;
+        let p = self.plan;
+        let inside = c.rows_inside
+            && c.x0 >= 0
+            && c.ox + 1 < g.output_width
+            && c.x0 as usize + g.stride_width + g.kernel_width <= g.input_width;
+        if !inside {
+            return None;
+        }
+        let at = c.row_at + c.x0 as usize * g.input_channels;
+        // The last kernel row's load ends furthest (offsets grow with ky).
+        if at + p.offsets[R - 1] + KC > self.input.len() {
+            return None;
+        }
+        let base = self.input.as_ptr();
+        // SAFETY: every load below reads 16 bytes at `at + offsets[j]`
+        // for some j < R, within `input` (checked just above, offsets
+        // non-decreasing); neon is a compile-time target feature.
+        let mut t = [unsafe { vdupq_n_s8(0) }; TABLE_REGS];
+        for (j, t) in t.iter_mut().enumerate().take(R) {
+            // SAFETY: as above.
+            *t = unsafe { vld1q_s8(base.add(at + p.offsets[j])) };
+        }
+        Some(t)
+    }
+
+    /// Rows `row..row + 8` (rows past `row + mr` repeat the last one)
+    /// into the tile's panel of row pairs, a pair's two pixels from one
+    /// table ([`Self::pair_table`]) where they can, one by one otherwise
+    /// (an edge, a pair across output rows, the tile's last rows); `R`
+    /// table registers of 16-byte slots.
+    #[inline(always)]
+    fn fill_pairs_with<const R: usize>(
+        &self,
+        panel: &mut [MaybeUninit<i8>],
+        row: usize,
+        mr: usize,
+    ) {
+        let steps = self.plan.steps;
+        // One check for every store below: the tile's 8 k_padded bytes.
+        let panel = &mut panel[..8 * KC * steps];
+        let dst = panel.as_mut_ptr().cast::<i8>();
+        // SAFETY: neon is a compile-time target feature; each index row
+        // holds 16 bytes.
+        let (mut index, mut pair_index) =
+            unsafe { ([vdupq_n_u8(0); MAX_STEPS], [[vdupq_n_u8(0); 2]; MAX_STEPS]) };
+        for s in 0..steps {
+            // SAFETY: as above.
+            unsafe {
+                index[s] = vld1q_u8(self.plan.index[s].as_ptr());
+                pair_index[s] = [
+                    vld1q_u8(self.plan.pair_index[s][0].as_ptr()),
+                    vld1q_u8(self.plan.pair_index[s][1].as_ptr()),
+                ];
+            }
+        }
+        let mut c = self.cursor(self.pixel0 + row);
+        for q in 0..4 {
+            let r = 2 * q;
+            if r > 0 && r < mr {
+                self.advance(&mut c);
+            }
+            if r + 1 < mr {
+                if let Some(table) = self.pair_table::<R>(&c) {
+                    for (s, pair) in pair_index.iter().enumerate().take(steps) {
+                        let lo = lookup::<R>(&table, pair[0]);
+                        let hi = lookup::<R>(&table, pair[1]);
+                        // SAFETY: 128 s + 64 + 16 q + 16 <= 128 (s + 1)
+                        // with q < 4, s < steps (sliced above).
+                        unsafe {
+                            let at = dst.add(128 * s + 16 * q);
+                            vst1q_s8(at, lo);
+                            vst1q_s8(at.add(64), hi);
+                        }
+                    }
+                    self.advance(&mut c);
+                    continue;
+                }
+            }
+            for h in 0..2 {
+                if h == 1 && r + 1 < mr {
+                    self.advance(&mut c);
+                }
+                let table = self.table::<false, R>(&c);
+                for (s, &index) in index.iter().enumerate().take(steps) {
+                    let v = lookup::<R>(&table, index);
+                    // SAFETY: s < steps and r + h < 8: the store ends
+                    // within the panel's 128 steps bytes (sliced above).
+                    unsafe { PairLayout::store_row(dst, s, r + h, v) };
+                }
+            }
+        }
+    }
+
     /// The table of a pixel at the image's edge, in memory: its runs at
     /// `ky * slot`, taps outside the image the input zero point.
     #[inline(never)]
@@ -278,7 +412,14 @@ impl PanelRows for PatchRows<'_> {
     }
 
     fn fill_pairs(&self, panel: &mut [MaybeUninit<i8>], row: usize, mr: usize) {
-        self.fill::<PairLayout>(panel, row, mr)
+        // Pairs take 16-byte slots: one register per kernel row.
+        match (self.plan.pairs, self.plan.regs) {
+            (false, _) => self.fill::<PairLayout>(panel, row, mr),
+            (true, 1) => self.fill_pairs_with::<1>(panel, row, mr),
+            (true, 2) => self.fill_pairs_with::<2>(panel, row, mr),
+            (true, 3) => self.fill_pairs_with::<3>(panel, row, mr),
+            (true, _) => self.fill_pairs_with::<4>(panel, row, mr),
+        }
     }
 
     fn dense(&self) -> Option<&[i8]> {

@@ -29,6 +29,7 @@
 
 use super::dense::DenseRows;
 use super::dot::gemm_dot;
+use super::dot_tiles::{clamp_kind, CLAMP_BOTH, CLAMP_LOWER, CLAMP_NONE, CLAMP_UPPER};
 use super::mmla_tail::mmla_tail_pairs;
 use super::mmla_tiles::{mmla_tiles_right, pair_weights, paired, PairedRightStage};
 use super::source::PanelRows;
@@ -265,10 +266,14 @@ fn unpair<const R: usize>(
     blocks: &[[int32x4_t; 4]; 4],
     init: Option<&[[int32x4_t; 2]; R]>,
 ) -> [[int32x4_t; 2]; R] {
+    // An explicit array and loop, not `core::array::from_fn`: that one
+    // was left out of line (a call and the rows through memory per tile).
     // SAFETY: neon is a compile-time target feature (cfg on this module).
-    core::array::from_fn(|r| unsafe {
+    let mut rows = [[unsafe { vdupq_n_s32(0) }; 2]; R];
+    for (r, out) in rows.iter_mut().enumerate() {
         let b = &blocks[r / 2];
-        let join = |lo: int32x4_t, hi: int32x4_t| {
+        // SAFETY: as above.
+        let join = |lo: int32x4_t, hi: int32x4_t| unsafe {
             let (lo, hi) = (vreinterpretq_s64_s32(lo), vreinterpretq_s64_s32(hi));
             vreinterpretq_s32_s64(if r % 2 == 0 {
                 vzip1q_s64(lo, hi)
@@ -277,11 +282,13 @@ fn unpair<const R: usize>(
             })
         };
         let row = [join(b[0], b[1]), join(b[2], b[3])];
-        match init {
-            Some(init) => [vaddq_s32(init[r][0], row[0]), vaddq_s32(init[r][1], row[1])],
+        *out = match init {
+            // SAFETY: as above.
+            Some(init) => unsafe { [vaddq_s32(init[r][0], row[0]), vaddq_s32(init[r][1], row[1])] },
             None => row,
-        }
-    })
+        };
+    }
+    rows
 }
 
 /// A block's bias in the lanes of the 2 x 2 blocks (see [`paired`]).
@@ -521,6 +528,13 @@ impl BlockTiles for MmlaTiles<'_> {
         let mut skip = 0;
         if let Some((clamp, double)) = right {
             let p = self.p;
+            // Only the bounds not at int8's ends (RELU6 at zero point -128
+            // clamps above only): the saturating narrow stops at those.
+            let clamp = if clamp {
+                clamp_kind(p.min, p.max)
+            } else {
+                CLAMP_NONE
+            };
             // The whole tiles' row offsets, checked once.
             let offsets = self.row_offsets.map(|o| {
                 let at = first_row + group;
@@ -540,14 +554,14 @@ impl BlockTiles for MmlaTiles<'_> {
             let last = (group + whole * MR - 1) * self.stride + out_col;
             let _last = &mut self.output[last..last + NR];
             macro_rules! tiles {
-                ($paired:literal, $clamp:literal, $w:expr) => {
+                ($paired:literal, $clamp:expr, $w:expr) => {
                     if double {
                         tiles!($paired, $clamp, true, $w)
                     } else {
                         tiles!($paired, $clamp, false, $w)
                     }
                 };
-                ($paired:literal, $clamp:literal, $double:literal, $w:expr) => {
+                ($paired:literal, $clamp:expr, $double:literal, $w:expr) => {
                     mmla_tiles_right::<$paired, $clamp, $double>(
                         panel.as_ptr().cast(),
                         $w,
@@ -573,10 +587,14 @@ impl BlockTiles for MmlaTiles<'_> {
             // (sliced above), so the first row's offset is within it too.
             unsafe {
                 match (pair, clamp) {
-                    (true, true) => tiles!(true, true, pw),
-                    (true, false) => tiles!(true, false, pw),
-                    (false, true) => tiles!(false, true, w.as_ptr()),
-                    (false, false) => tiles!(false, false, w.as_ptr()),
+                    (true, CLAMP_BOTH) => tiles!(true, CLAMP_BOTH, pw),
+                    (true, CLAMP_LOWER) => tiles!(true, CLAMP_LOWER, pw),
+                    (true, CLAMP_UPPER) => tiles!(true, CLAMP_UPPER, pw),
+                    (true, _) => tiles!(true, CLAMP_NONE, pw),
+                    (false, CLAMP_BOTH) => tiles!(false, CLAMP_BOTH, w.as_ptr()),
+                    (false, CLAMP_LOWER) => tiles!(false, CLAMP_LOWER, w.as_ptr()),
+                    (false, CLAMP_UPPER) => tiles!(false, CLAMP_UPPER, w.as_ptr()),
+                    (false, _) => tiles!(false, CLAMP_NONE, w.as_ptr()),
                 }
             }
             skip = whole;

@@ -18,6 +18,7 @@
 //! 4 rows from two row pairs, instead of 16 64-bit `zip`s on the int32
 //! blocks before the stage.
 
+use super::dot_tiles::{CLAMP_BOTH, CLAMP_LOWER, CLAMP_UPPER};
 use core::arch::aarch64::*;
 use core::mem::MaybeUninit;
 
@@ -89,12 +90,21 @@ macro_rules! high_mul {
 }
 
 /// The activation clamp of the two row pairs' 32 outputs (v11, v13;
-/// bounds in v9, v10), or nothing.
+/// bounds in v9, v10): both sides, one side, or nothing. A bound at int8's
+/// own end needs no instruction (the saturating narrow already stops
+/// there): RELU6 with an output zero point of -128 clamps above only.
 macro_rules! clamp_quad {
     (clamp) => {
+        concat!(clamp_quad!(lower), clamp_quad!(upper))
+    };
+    (lower) => {
         concat!(
             "smax v11.16b, v11.16b, v9.16b\n",
             "smax v13.16b, v13.16b, v9.16b\n",
+        )
+    };
+    (upper) => {
+        concat!(
             "smin v11.16b, v11.16b, v10.16b\n",
             "smin v13.16b, v13.16b, v10.16b\n",
         )
@@ -322,15 +332,17 @@ pub(super) struct PairedRightStage {
 /// lanes of a 2 x 2 block: one 64-bit lane of `v` repeated.
 #[inline(always)]
 pub(super) fn paired(v: &[int32x4_t; 2]) -> [int32x4_t; 4] {
+    // Spelled out, not `core::array::from_fn` (which may stay out of line).
     // SAFETY: neon is a compile-time target feature (cfg on this module).
-    core::array::from_fn(|j| unsafe {
-        let b = vreinterpretq_s64_s32(v[j / 2]);
-        vreinterpretq_s32_s64(if j % 2 == 0 {
-            vdupq_laneq_s64::<0>(b)
-        } else {
-            vdupq_laneq_s64::<1>(b)
-        })
-    })
+    unsafe {
+        let (a, b) = (vreinterpretq_s64_s32(v[0]), vreinterpretq_s64_s32(v[1]));
+        [
+            vreinterpretq_s32_s64(vdupq_laneq_s64::<0>(a)),
+            vreinterpretq_s32_s64(vdupq_laneq_s64::<1>(a)),
+            vreinterpretq_s32_s64(vdupq_laneq_s64::<0>(b)),
+            vreinterpretq_s32_s64(vdupq_laneq_s64::<1>(b)),
+        ]
+    }
 }
 
 /// `tiles` whole 8 x 8 tiles of one weight block, one after another, with
@@ -355,7 +367,7 @@ pub(super) fn paired(v: &[int32x4_t; 2]) -> [int32x4_t; 4] {
 /// writing for every `r < 8 tiles`.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-pub(super) unsafe fn mmla_tiles_right<const PAIRED: bool, const CLAMP: bool, const DOUBLE: bool>(
+pub(super) unsafe fn mmla_tiles_right<const PAIRED: bool, const CLAMP: u8, const DOUBLE: bool>(
     x: *const i8,
     w: *const i8,
     chunks: usize,
@@ -399,10 +411,14 @@ pub(super) unsafe fn mmla_tiles_right<const PAIRED: bool, const CLAMP: bool, con
     // caller (`gemm_mmla`) enables. No stack.
     unsafe {
         match (PAIRED, CLAMP) {
-            (false, true) => go!(zip, clamp),
-            (false, false) => go!(zip, no_clamp),
-            (true, true) => go!(paired, clamp),
-            (true, false) => go!(paired, no_clamp),
+            (false, CLAMP_BOTH) => go!(zip, clamp),
+            (false, CLAMP_LOWER) => go!(zip, lower),
+            (false, CLAMP_UPPER) => go!(zip, upper),
+            (false, _) => go!(zip, no_clamp),
+            (true, CLAMP_BOTH) => go!(paired, clamp),
+            (true, CLAMP_LOWER) => go!(paired, lower),
+            (true, CLAMP_UPPER) => go!(paired, upper),
+            (true, _) => go!(paired, no_clamp),
         }
     }
 }

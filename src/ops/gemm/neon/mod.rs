@@ -650,21 +650,35 @@ pub(super) fn tail_vectors<const R: usize>(
     // SAFETY: neon is a compile-time target feature (cfg on this module);
     // INDEX holds 16 bytes.
     let mask = unsafe { vcltq_u8(vld1q_u8(INDEX.as_ptr()), vdupq_n_u8(len as u8)) };
-    core::array::from_fn(|r| {
+    // An explicit array and loop, not `core::array::from_fn` (left out of
+    // line, a call per tile); the byte copy of the input's last rows is a
+    // function of its own, so that the loads stay small enough to inline.
+    // SAFETY: neon is a compile-time target feature (cfg on this module).
+    let mut x = [unsafe { vdupq_n_s8(0) }; R];
+    for (r, x) in x.iter_mut().enumerate() {
         let at = (row + r.min(mr - 1)) * k + start;
-        if at + KC <= input.len() {
+        *x = if at + KC <= input.len() {
             // SAFETY: at + 16 <= input.len() (checked just above).
             unsafe {
                 let x = vld1q_s8(input.as_ptr().add(at));
                 vreinterpretq_s8_u8(vandq_u8(vreinterpretq_u8_s8(x), mask))
             }
         } else {
-            let mut b = [0i8; KC];
-            for (d, &s) in b.iter_mut().zip(&input[at..at + len]) {
-                *d = s;
-            }
-            // SAFETY: b holds 16 bytes.
-            unsafe { vld1q_s8(b.as_ptr()) }
-        }
-    })
+            tail_copy(&input[at..at + len])
+        };
+    }
+    x
+}
+
+/// The `len < 16` bytes of `tail` zero-padded to 16 (a row tail that ends
+/// the input, where a 16-byte load would read past it).
+#[cold]
+#[inline(never)]
+fn tail_copy(tail: &[i8]) -> int8x16_t {
+    let mut b = [0i8; KC];
+    for (d, &s) in b.iter_mut().zip(tail) {
+        *d = s;
+    }
+    // SAFETY: b holds 16 bytes.
+    unsafe { vld1q_s8(b.as_ptr()) }
 }
