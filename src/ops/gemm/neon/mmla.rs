@@ -31,6 +31,7 @@ use super::dense::DenseRows;
 use super::dot::gemm_dot;
 use super::dot_tiles::{clamp_kind, CLAMP_BOTH, CLAMP_LOWER, CLAMP_NONE, CLAMP_UPPER};
 use super::mmla_tail::mmla_tail_pairs;
+pub(crate) use super::mmla_tiles::pair_blocks;
 use super::mmla_tiles::{mmla_tiles_right, pair_weights, paired, PairedRightStage};
 use super::source::PanelRows;
 use super::{initial_acc, tile_origin, with_stage, BlockParams, BlockTiles, StoreTile};
@@ -49,29 +50,6 @@ const PANEL_DEPTH: usize = 1024;
 /// run [`gemm_dot`] on the packed weights.
 pub(crate) fn pre_pairs(k: usize, k_padded: usize) -> bool {
     k_padded <= PANEL_DEPTH && k != 8
-}
-
-/// Pairs every block of the packed weights `packed` (blocks of 8 channels
-/// of depth `k_padded`, a multiple of 16) into `paired` (as long) as the
-/// `smmla` loops take them ([`pair_weights`]). Called when the weights are
-/// set, not per call.
-pub(crate) fn pair_blocks(packed: &[i8], paired: &mut [i8], k_padded: usize) {
-    let block_bytes = 8 * k_padded;
-    if block_bytes == 0 || packed.len() != paired.len() {
-        return;
-    }
-    for (w, out) in packed
-        .chunks_exact(block_bytes)
-        .zip(paired.chunks_exact_mut(block_bytes))
-    {
-        // SAFETY: `MaybeUninit<i8>` has the layout of `i8` and every `i8` is
-        // a valid one; `pair_weights` only writes initialized bytes, so
-        // `out` stays initialized.
-        let out = unsafe {
-            core::slice::from_raw_parts_mut(out.as_mut_ptr().cast::<MaybeUninit<i8>>(), out.len())
-        };
-        pair_weights(w, out, k_padded / 16);
-    }
 }
 
 /// `chunks` steps of 16 depth bytes on the 8 x 8 tile, `acc[i][j]` the

@@ -423,6 +423,29 @@ pub(super) unsafe fn mmla_tiles_right<const PAIRED: bool, const CLAMP: u8, const
     }
 }
 
+/// Pairs every block of the packed weights `packed` (blocks of 8 channels
+/// of depth `k_padded`, a multiple of 16) into `paired` (as long) as the
+/// `smmla` loops take them ([`pair_weights`]). Called when the weights are
+/// set, not per call.
+pub(crate) fn pair_blocks(packed: &[i8], paired: &mut [i8], k_padded: usize) {
+    let block_bytes = 8 * k_padded;
+    if block_bytes == 0 || packed.len() != paired.len() {
+        return;
+    }
+    for (w, out) in packed
+        .chunks_exact(block_bytes)
+        .zip(paired.chunks_exact_mut(block_bytes))
+    {
+        // SAFETY: `MaybeUninit<i8>` has the layout of `i8` and every `i8` is
+        // a valid one; `pair_weights` only writes initialized bytes, so
+        // `out` stays initialized.
+        let out = unsafe {
+            core::slice::from_raw_parts_mut(out.as_mut_ptr().cast::<MaybeUninit<i8>>(), out.len())
+        };
+        pair_weights(w, out, k_padded / 16);
+    }
+}
+
 /// Copies the first `128 steps` bytes of a packed weight block (`w`) into
 /// `paired` with its channels paired as `smmla` takes them: per step of 16
 /// depth bytes, channel pairs `(0, 1), (2, 3), (4, 5), (6, 7)` of depths 0
