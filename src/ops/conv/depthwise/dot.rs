@@ -31,8 +31,9 @@ use core::arch::aarch64::*;
 use core::mem::MaybeUninit;
 
 use super::super::geometry::ConvGeometry;
-use super::dot3::{self, RunStage};
+use super::dot3;
 use super::folded::Folded;
+use super::narrow::RunStage;
 use super::pack::{Packed, BLOCK};
 use super::stage::BlockStage;
 

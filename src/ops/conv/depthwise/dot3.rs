@@ -16,18 +16,7 @@
 //! weights v0-v11, zero point and clamp v12-v14, accumulators v16-v19,
 //! columns v20-v23, multipliers v24-v27, right shifts v28-v31.
 
-use super::narrow::{by_narrow, narrow16, narrow8};
-
-/// The constants of a block's run: pointers to its 16 channels' Q0.31
-/// multipliers and non-positive right shifts (`srshl` amounts), the output
-/// zero point and activation clamp.
-pub(super) struct RunStage {
-    pub(super) multiplier: *const i32,
-    pub(super) neg_right_shift: *const i32,
-    pub(super) zero_point: i16,
-    pub(super) act_min: i8,
-    pub(super) act_max: i8,
-}
+use super::narrow::{by_narrow, narrow16, narrow8, RunStage};
 
 /// The most runs of one column class a row may have for [`run`] (a 3x3
 /// window's row has at most 5: up to 2 edge classes on either side and

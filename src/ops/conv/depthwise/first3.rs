@@ -27,8 +27,8 @@
 use core::ops::Range;
 
 use super::super::geometry::ConvGeometry;
-use super::dot3::RunStage;
 use super::folded::Folded;
+use super::narrow::RunStage;
 use super::narrow::{by_narrow, narrow16, narrow8};
 use super::pack::Packed;
 

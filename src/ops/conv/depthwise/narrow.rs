@@ -12,7 +12,16 @@
 //! bound below 127 is then an unsigned `umin` by `act_max + 128` before the
 //! flip; a bound of 127 clamps nothing.
 
-use super::dot3::RunStage;
+/// The constants of a block's run: pointers to its 16 channels' Q0.31
+/// multipliers and non-positive right shifts (`srshl` amounts), the output
+/// zero point and activation clamp.
+pub(super) struct RunStage {
+    pub(super) multiplier: *const i32,
+    pub(super) neg_right_shift: *const i32,
+    pub(super) zero_point: i16,
+    pub(super) act_min: i8,
+    pub(super) act_max: i8,
+}
 
 /// Which sequence a block's stage ends with.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]

@@ -19,8 +19,9 @@ use core::ops::Range;
 
 use super::super::geometry::ConvGeometry;
 use super::dot::{lay_out, lay_out3_pairs, zero_columns, ENTRIES, ENTRY};
-use super::dot3::{self, RunStage};
+use super::dot3;
 use super::folded::Folded;
+use super::narrow::RunStage;
 use super::pack::{Packed, BLOCK};
 
 /// A kernel row outside the image (no input row offset).
