@@ -272,10 +272,8 @@ impl Gemm {
             backend: Backend::best(),
             path,
         };
-        // The `smmla` kernel's copy of the weights, paired once here (and
-        // by every `set_weights`, in place: a new right-hand side allocates
-        // nothing): the kernel had paired each block again for every group
-        // of row tiles, 7% of MobileBert's instructions under `-cpu max`.
+        // The `smmla` kernel's weights paired once (`set_weights` re-pairs in
+        // place), not per group of row tiles: 7% of MobileBert under `max`.
         #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
         if path == GemmPath::Mmla && neon::mmla::pre_pairs(k, k_padded) {
             gemm.params.paired = alloc::vec![0i8; n_padded * k_padded];
@@ -370,16 +368,12 @@ impl Gemm {
         self.fold();
     }
 
-    /// Fills the `smmla` kernel's paired copy of the packed weights, when
-    /// [`new`](Self::new) made one.
+    /// Fills the `smmla` kernel's paired weights when `new` made room.
     fn pair(&mut self) {
         #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
         if !self.params.paired.is_empty() {
-            neon::mmla::pair_blocks(
-                &self.params.packed,
-                &mut self.params.paired,
-                self.params.k_padded,
-            );
+            let p = &mut self.params;
+            neon::mmla::pair_blocks(&p.packed, &mut p.paired, p.k_padded);
         }
     }
 
