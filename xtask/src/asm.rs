@@ -1,7 +1,7 @@
 //! `cargo xtask asm`: check the machine code of kernels.
 //!
-//! Builds the release aarch64 library, disassembles the object code inside
-//! `libqneon-*.rlib` with `aarch64-linux-gnu-objdump -d -r -C`, splits the
+//! Builds the release aarch64 library (as the aarch64 wheel's build does),
+//! disassembles the object code inside `libqneon-*.rlib` with `aarch64-linux-gnu-objdump -d -r -C`, splits the
 //! listing into functions and checks each `[[kernel]]` entry of
 //! `asm_tests/expect.toml` (see `asm_tests/README.md`). Every entry is one
 //! test; so is the coverage check: every row of `qneon::catalogue` (op,
@@ -11,13 +11,14 @@
 
 use std::fs;
 use std::path::PathBuf;
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 use crate::counts::Counts;
 use qneon::catalogue::KERNELS;
 
 use crate::expect::{self, Expectations, Kernel};
 use crate::pattern::{Insn, Pattern};
+use crate::python;
 use crate::setup;
 use crate::util::{self, bail, Reported, Result, TARGET};
 
@@ -181,8 +182,15 @@ fn coverage_of(file: &Expectations, rows: Vec<[&str; 3]>) -> std::result::Result
 
 /// Builds the release aarch64 library and returns its rlib and the
 /// functions disassembled from it.
+///
+/// The library is built in the Python package's workspace with the aarch64
+/// wheel's flags: the same dependency versions, features, profile and
+/// flags, so that `cargo xtask test` builds it once (the Python stage's
+/// wheel build leaves it fresh; a second, different build took 6 to 9 of
+/// CI's minutes) and the checks read the code the wheel ships. Only the
+/// library is built (no Python needed).
 pub fn disassemble() -> Result<(PathBuf, Vec<Function>)> {
-    util::run(&mut util::cargo([
+    let mut build = util::cargo([
         "build",
         "--release",
         "-p",
@@ -190,8 +198,23 @@ pub fn disassemble() -> Result<(PathBuf, Vec<Function>)> {
         "--target",
         TARGET,
         "--lib",
-    ]))?;
-    let rlib = newest_rlib()?;
+        "--message-format=json-render-diagnostics",
+        "--manifest-path",
+    ]);
+    build
+        .arg(python::manifest())
+        .env("CARGO_TARGET_DIR", util::target_dir())
+        .env("RUSTFLAGS", python::AARCH64_RUSTFLAGS)
+        .stdin(Stdio::null())
+        .stderr(Stdio::inherit());
+    util::step(util::display(&build));
+    let out = build
+        .output()
+        .map_err(|e| format!("cannot run cargo build: {e}"))?;
+    if !out.status.success() {
+        bail!("the release aarch64 library did not build ({})", out.status);
+    }
+    let rlib = built_rlib(&String::from_utf8_lossy(&out.stdout))?;
     let listing = util::capture(
         Command::new("aarch64-linux-gnu-objdump")
             .args(["-d", "-r", "-C", "--no-show-raw-insn"])
@@ -200,32 +223,33 @@ pub fn disassemble() -> Result<(PathBuf, Vec<Function>)> {
     Ok((rlib, parse_listing(&listing)))
 }
 
+/// The `libqneon-*.rlib` named by cargo's JSON messages (the artifact of the
+/// `qneon` library target).
+fn built_rlib(messages: &str) -> Result<PathBuf> {
+    for line in messages.lines() {
+        let Ok(message) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
+        if message["reason"] != "compiler-artifact" || message["target"]["name"] != "qneon" {
+            continue;
+        }
+        let files = message["filenames"].as_array().into_iter().flatten();
+        if let Some(rlib) = files
+            .filter_map(|f| f.as_str())
+            .find(|f| f.ends_with(".rlib"))
+        {
+            return Ok(PathBuf::from(rlib));
+        }
+    }
+    bail!("cargo build named no libqneon rlib")
+}
+
 fn print_result(counts: Counts) {
     let verdict = if counts.failed == 0 { "ok" } else { "FAILED" };
     println!(
         "\ntest result: {verdict}. {} passed; {} failed\n",
         counts.passed, counts.failed
     );
-}
-
-/// The most recently built `libqneon-*.rlib` of the release aarch64 build.
-fn newest_rlib() -> Result<PathBuf> {
-    let deps = util::target_dir().join(TARGET).join("release").join("deps");
-    let entries =
-        fs::read_dir(&deps).map_err(|e| format!("cannot list {}: {e}", deps.display()))?;
-    let newest = entries
-        .filter_map(|entry| entry.ok())
-        .filter(|entry| {
-            let name = entry.file_name();
-            let name = name.to_string_lossy();
-            name.starts_with("libqneon-") && name.ends_with(".rlib")
-        })
-        .filter_map(|entry| Some((entry.metadata().ok()?.modified().ok()?, entry.path())))
-        .max();
-    match newest {
-        Some((_, path)) => Ok(path),
-        None => bail!("no libqneon-*.rlib in {}", deps.display()),
-    }
 }
 
 /// A function from the disassembly.

@@ -66,6 +66,17 @@ fn crate_dir() -> PathBuf {
     util::root().join("python")
 }
 
+/// The Python package's manifest: its own workspace (and lockfile).
+pub fn manifest() -> PathBuf {
+    crate_dir().join("Cargo.toml")
+}
+
+/// RUSTFLAGS of the aarch64 wheel's build. The workspace links aarch64
+/// binaries statically (`.cargo/config.toml`); an extension module is a
+/// shared library, which needs the C library dynamically. RUSTFLAGS replaces
+/// the configured flags.
+pub const AARCH64_RUSTFLAGS: &str = "-C target-feature=-crt-static";
+
 pub fn cli(args: &[String]) -> Result {
     let (command, flags) = match args.split_first() {
         Some((c, rest)) => (c.as_str(), rest),
@@ -151,12 +162,8 @@ fn build_wheels(host_only: bool) -> Result<Vec<PathBuf>> {
                 cmd.arg("--interpreter").arg(venv_python());
             }
             Some(target) => {
-                // The workspace links aarch64 binaries statically
-                // (`.cargo/config.toml`); an extension module is a shared
-                // library, which needs the C library dynamically.
-                // RUSTFLAGS replaces the configured flags.
                 cmd.args(["--target", target])
-                    .env("RUSTFLAGS", "-C target-feature=-crt-static");
+                    .env("RUSTFLAGS", AARCH64_RUSTFLAGS);
             }
         }
         let before: Vec<PathBuf> = list_wheels(&out)?;
