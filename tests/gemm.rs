@@ -518,7 +518,19 @@ mod neon {
         require_dotprod();
         let mut rng = Rng::new(16);
         for (act, zero_point) in [(2u8, -128), (1, -20), (2, -20), (0, 3)] {
-            for (m, k) in [(24, 32), (19, 16), (16, 200)] {
+            // Depth 8 runs whole tiles in place (a loop of its own); 8 t + 1
+            // rows end in a tile and a row run as 9 rows (a whole depth, a
+            // half step, a last row in a group of its own).
+            for (m, k) in [
+                (24, 32),
+                (19, 16),
+                (16, 200),
+                (24, 8),
+                (17, 8),
+                (9, 256),
+                (17, 24),
+                (49, 160),
+            ] {
                 let mut c = Case::random(&mut rng, m, 16, k);
                 c.requantization = Rounding::Single.into();
                 c.act = act;

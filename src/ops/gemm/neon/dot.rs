@@ -3,7 +3,9 @@
 //! place for depths beyond the panel.
 
 use super::dense::DenseRows;
+use super::dot_depth8::depth8_tiles_single_right;
 use super::dot_panel::{bias_accumulators, dot_panel_steps, dot_rows_depth8};
+use super::dot_tile9::tile9_single_right;
 use super::dot_tiles::{
     clamp_kind, panel_tiles_single_right, SingleRightStage, CLAMP_BOTH, CLAMP_LOWER, CLAMP_NONE,
     CLAMP_UPPER,
@@ -339,7 +341,7 @@ impl<const IN_PLACE: bool, const TAIL: bool> BlockTiles for PanelTiles<'_, IN_PL
         // Whole tiles of the single-rounding stage whose channels all shift
         // right run in one assembly loop; the rest, tile by tile below.
         let mut skip = 0;
-        if let (Some(clamp), false, None, NR) = (S::SINGLE_RIGHT, IN_PLACE, self.row_offsets, nr) {
+        if let (Some(clamp), None, NR) = (S::SINGLE_RIGHT, self.row_offsets, nr) {
             let whole = (group_end - group) / MR;
             if whole > 0 {
                 let p = self.p;
@@ -356,39 +358,101 @@ impl<const IN_PLACE: bool, const TAIL: bool> BlockTiles for PanelTiles<'_, IN_PL
                     min: p.min,
                     max: p.max,
                 };
-                debug_assert_eq!(self.tile_bytes, 128 * (chunks + usize::from(half)));
-                // One check for every read and store of the loop: the
-                // tiles' panels, the block's weights, the last row's bytes.
-                let panel = &self.panel[..whole * self.tile_bytes];
-                let w = &self.w[..self.tile_bytes];
-                let last = (group + whole * MR - 1) * self.stride + out_col;
-                let _last = &mut self.output[last..last + NR];
-                // SAFETY: the CPU has dotprod (built in `gemm_dot` only);
-                // every panel tile holds 128 (chunks + half) written bytes
-                // (k >= 1: chunks + half >= 1), as does the block (sliced
-                // above); the output rows group..group + 8 whole of the
-                // columns out_col..out_col + 8 end at or before the last
-                // one's end, within `output` (sliced above), so the first
-                // row's offset is within it too.
-                unsafe {
-                    let out = self.output.as_mut_ptr().add(group * self.stride + out_col);
-                    let (x, w, stride) = (panel.as_ptr().cast(), w.as_ptr(), self.stride);
-                    match kind {
-                        CLAMP_BOTH => panel_tiles_single_right::<CLAMP_BOTH>(
-                            x, w, chunks, half, &bias, &stage, out, stride, whole,
-                        ),
-                        CLAMP_LOWER => panel_tiles_single_right::<CLAMP_LOWER>(
-                            x, w, chunks, half, &bias, &stage, out, stride, whole,
-                        ),
-                        CLAMP_UPPER => panel_tiles_single_right::<CLAMP_UPPER>(
-                            x, w, chunks, half, &bias, &stage, out, stride, whole,
-                        ),
-                        _ => panel_tiles_single_right::<CLAMP_NONE>(
-                            x, w, chunks, half, &bias, &stage, out, stride, whole,
-                        ),
+                if IN_PLACE {
+                    // A depth of 8: each tile is its 64 input bytes, the
+                    // block's first 64 bytes its weights.
+                    debug_assert_eq!(self.tile_bytes, 64);
+                    let x = &self.panel[..whole * 64];
+                    let w = &self.w[..64];
+                    let last = (group + whole * MR - 1) * self.stride + out_col;
+                    let _last = &mut self.output[last..last + NR];
+                    // SAFETY: the CPU has dotprod (built in `gemm_dot`
+                    // only); the tiles' rows and the block's 64 bytes are
+                    // sliced above; the output rows group..group + 8 whole
+                    // of the columns out_col..out_col + 8 end at or before
+                    // the last one's end, within `output` (sliced above).
+                    unsafe {
+                        let out = self.output.as_mut_ptr().add(group * self.stride + out_col);
+                        let (x, w, stride) = (x.as_ptr().cast(), w.as_ptr(), self.stride);
+                        match kind {
+                            CLAMP_BOTH => depth8_tiles_single_right::<CLAMP_BOTH>(
+                                x, w, &bias, &stage, out, stride, whole,
+                            ),
+                            CLAMP_LOWER => depth8_tiles_single_right::<CLAMP_LOWER>(
+                                x, w, &bias, &stage, out, stride, whole,
+                            ),
+                            CLAMP_UPPER => depth8_tiles_single_right::<CLAMP_UPPER>(
+                                x, w, &bias, &stage, out, stride, whole,
+                            ),
+                            _ => depth8_tiles_single_right::<CLAMP_NONE>(
+                                x, w, &bias, &stage, out, stride, whole,
+                            ),
+                        }
                     }
+                    skip = whole;
+                } else {
+                    debug_assert_eq!(self.tile_bytes, 128 * (chunks + usize::from(half)));
+                    // A group of 8 t + 1 rows: its last whole tile and the
+                    // row after it run as 9 rows (`tile9_single_right`),
+                    // the tiles before them in the loop.
+                    let nine = usize::from(TAIL && (group_end - group) % MR == 1);
+                    let looped = whole - nine;
+                    // One check for every read and store of the loop: the
+                    // tiles' panels, the block's weights, the last row's bytes.
+                    let panel = &self.panel[..(whole + nine) * self.tile_bytes];
+                    let w = &self.w[..self.tile_bytes];
+                    let last = (group + whole * MR + nine - 1) * self.stride + out_col;
+                    let _last = &mut self.output[last..last + NR];
+                    // SAFETY: the CPU has dotprod (built in `gemm_dot` only);
+                    // every panel tile holds 128 (chunks + half) written bytes
+                    // (k >= 1: chunks + half >= 1), as does the block (sliced
+                    // above), and the ninth row's tile its row 0 of each
+                    // step; the output rows group..group + 8 whole + nine of
+                    // the columns out_col..out_col + 8 end at or before the
+                    // last one's end, within `output` (sliced above), so the
+                    // first row's offset is within it too.
+                    unsafe {
+                        let out = self.output.as_mut_ptr().add(group * self.stride + out_col);
+                        let (x, w, stride) = (panel.as_ptr().cast(), w.as_ptr(), self.stride);
+                        if looped > 0 {
+                            match kind {
+                                CLAMP_BOTH => panel_tiles_single_right::<CLAMP_BOTH>(
+                                    x, w, chunks, half, &bias, &stage, out, stride, looped,
+                                ),
+                                CLAMP_LOWER => panel_tiles_single_right::<CLAMP_LOWER>(
+                                    x, w, chunks, half, &bias, &stage, out, stride, looped,
+                                ),
+                                CLAMP_UPPER => panel_tiles_single_right::<CLAMP_UPPER>(
+                                    x, w, chunks, half, &bias, &stage, out, stride, looped,
+                                ),
+                                _ => panel_tiles_single_right::<CLAMP_NONE>(
+                                    x, w, chunks, half, &bias, &stage, out, stride, looped,
+                                ),
+                            }
+                        }
+                        if nine == 1 {
+                            let x = x.add(looped * self.tile_bytes);
+                            let x9 = x.add(self.tile_bytes);
+                            let out = out.add(looped * MR * stride);
+                            let steps = (chunks, half);
+                            match kind {
+                                CLAMP_BOTH => tile9_single_right::<CLAMP_BOTH>(
+                                    x, x9, w, steps, &bias, &stage, out, stride,
+                                ),
+                                CLAMP_LOWER => tile9_single_right::<CLAMP_LOWER>(
+                                    x, x9, w, steps, &bias, &stage, out, stride,
+                                ),
+                                CLAMP_UPPER => tile9_single_right::<CLAMP_UPPER>(
+                                    x, x9, w, steps, &bias, &stage, out, stride,
+                                ),
+                                _ => tile9_single_right::<CLAMP_NONE>(
+                                    x, x9, w, steps, &bias, &stage, out, stride,
+                                ),
+                            }
+                        }
+                    }
+                    skip = whole + nine;
                 }
-                skip = whole;
             }
         }
         // The tiles left (all of them when the loop above did not run).

@@ -128,6 +128,9 @@ macro_rules! clamp_lines {
     };
 }
 
+// For the depth-8 loop of `super::dot_depth8`, the same stage.
+pub(super) use {clamp_lines, stage_pair};
+
 /// [`panel_tiles_single_right`]'s loop, with or without the clamp.
 macro_rules! panel_tiles_asm {
     ($clamp:ident, $x:expr, $w:expr, $chunks:expr, $half:expr, $bias:expr, $stage:expr, $out:expr, $stride:expr, $tiles:expr) => {

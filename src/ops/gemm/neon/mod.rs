@@ -45,8 +45,10 @@
 
 pub(crate) mod dense;
 pub(crate) mod dot;
+mod dot_depth8;
 mod dot_panel;
 mod dot_tail;
+mod dot_tile9;
 mod dot_tiles;
 pub(crate) mod mmla;
 mod mmla_tail;
