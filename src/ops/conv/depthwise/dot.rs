@@ -518,9 +518,9 @@ pub(super) unsafe fn block_rows<const S: u8, const K: usize, const N: usize>(
                 unsafe {
                     let (o, rr) = (out_ptr.add(c0), &runs[..run_count]);
                     if N == 4 {
-                        dot3::run(wp, rs, &[bias_ptr], rr, buf, sw, o, oc);
+                        dot3::run(wp, rs, &[bias_ptr], rr, buf, sw, o, oc, 0);
                     } else {
-                        dot3::run8(wp, rs, &[bias_ptr], rr, buf, sw, o, oc);
+                        dot3::run8(wp, rs, &[bias_ptr], rr, buf, sw, o, oc, 0);
                     }
                 }
                 ox0 = ox1;

@@ -28,16 +28,17 @@ pub(super) const RUNS: usize = 8;
 /// laid-out columns at `x + 64 (count j + stride i + kx)` (`kx` in 0..3,
 /// `count = stride (n - 1) + 3` columns laid out per row), its
 /// accumulators start at the 16 values at `rows[j]` plus its run's
-/// offset, and its 16 bytes go to `out + out_step (n j + i)` (rows of the
-/// output follow each other). `w` holds the block's 3 weight entries of
-/// 64 bytes (`[kx][channel][row]`).
+/// offset, and its 16 bytes go to `out + out_step (n j + i) + out_skip j`
+/// (rows of the output follow each other, or every other one with
+/// `out_skip` one output row: rows3's row pairs). `w` holds the block's 3
+/// weight entries of 64 bytes (`[kx][channel][row]`).
 ///
 /// # Safety
 /// The CPU has dotprod; `rows` and `runs` are not empty and every run has
 /// a pixel; `w` holds 192 bytes, each `rows[j]` 16 values at each run's
 /// offset, the stage pointers 16 values each; `x` holds the `64 count
-/// rows.len()` bytes read, and `out + out_step i` 16 writable bytes for
-/// each `i < n rows.len()`.
+/// rows.len()` bytes read, and `out + out_step (n j + i) + out_skip j`
+/// 16 writable bytes for each pixel `i < n` of each row `j`.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub(super) unsafe fn run(
@@ -49,6 +50,7 @@ pub(super) unsafe fn run(
     stride: usize,
     out: *mut i8,
     out_step: usize,
+    out_skip: usize,
 ) {
     debug_assert!(!rows.is_empty() && !runs.is_empty() && runs.iter().all(|r| r[1] >= 1));
     // After the window's first two columns (post-incremented by 64 each),
@@ -118,6 +120,7 @@ pub(super) unsafe fn run(
                     "subs {k}, {k}, #1",
                     "b.ne 3b",
                     "add {x}, {x}, {xr}",
+                    "add {o}, {o}, {oskip}",
                     "subs {nrows}, {nrows}, #1",
                     "b.ne 4b",
                     w = inout(reg) w => _,
@@ -134,6 +137,7 @@ pub(super) unsafe fn run(
                     rp = out(reg) _,
                     k = out(reg) _,
                     xr = in(reg) x_row,
+                    oskip = in(reg) out_skip,
                     b = out(reg) _,
                     x = inout(reg) x => _,
                     xs = in(reg) x_step,
@@ -167,8 +171,9 @@ pub(super) unsafe fn run(
 /// # Safety
 /// As [`run`] with half the bytes: `w` holds 96 bytes, each `rows[j]` 8
 /// values at each run's offset, the stage pointers 8 values each; `x`
-/// holds the `32 count rows.len()` bytes read, and `out + out_step i` 8
-/// writable bytes for each `i < n rows.len()`.
+/// holds the `32 count rows.len()` bytes read, and `out + out_step (n j +
+/// i) + out_skip j` 8 writable bytes for each pixel `i < n` of each row
+/// `j`.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub(super) unsafe fn run8(
@@ -180,6 +185,7 @@ pub(super) unsafe fn run8(
     stride: usize,
     out: *mut i8,
     out_step: usize,
+    out_skip: usize,
 ) {
     debug_assert!(!rows.is_empty() && !runs.is_empty() && runs.iter().all(|r| r[1] >= 1));
     // As in `run`, with columns of 32 bytes.
@@ -231,6 +237,7 @@ pub(super) unsafe fn run8(
                     "subs {k}, {k}, #1",
                     "b.ne 3b",
                     "add {x}, {x}, {xr}",
+                    "add {o}, {o}, {oskip}",
                     "subs {nrows}, {nrows}, #1",
                     "b.ne 4b",
                     w = inout(reg) w => _,
@@ -247,6 +254,7 @@ pub(super) unsafe fn run8(
                     rp = out(reg) _,
                     k = out(reg) _,
                     xr = in(reg) x_row,
+                    oskip = in(reg) out_skip,
                     b = out(reg) _,
                     x = inout(reg) x => _,
                     xs = in(reg) x_step,
@@ -289,6 +297,7 @@ pub(super) unsafe fn run8x2(
     runs: &[[usize; 2]],
     x: *const i8,
     out: *mut i8,
+    out_skip: usize,
 ) {
     debug_assert!(!rows.is_empty() && !runs.is_empty() && runs.iter().all(|r| r[1] >= 1));
     // After a row's pixels (`32 n` bytes on), on to the next row's first
@@ -379,6 +388,7 @@ pub(super) unsafe fn run8x2(
                     "subs {k}, {k}, #1",
                     "b.ne 3b",
                     "add {x}, {x}, {xr}",
+                    "add {o}, {o}, {oskip}",
                     "subs {nrows}, {nrows}, #1",
                     "b.ne 4b",
                     w = inout(reg) w => _,
@@ -395,6 +405,7 @@ pub(super) unsafe fn run8x2(
                     rp = out(reg) _,
                     k = out(reg) _,
                     xr = in(reg) x_row,
+                    oskip = in(reg) out_skip,
                     b = out(reg) _,
                     x = inout(reg) x => _,
                     c32 = out(reg) _,

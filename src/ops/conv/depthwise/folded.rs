@@ -58,6 +58,12 @@ pub(crate) struct Folded {
     /// last 8: `super::dot::pack_block`, one after the other), empty where
     /// that kernel does not take the layer.
     pub(super) dot_weights: Vec<i8>,
+    /// [`Folded::dot_weights`] one kernel row lower (`[0, w0, w1, w2]` per
+    /// channel and kernel column) for a 3x3 layer of stride and dilation 1
+    /// in height, else empty: `super::rows3` lays out the four input rows
+    /// of two neighbouring output rows once, and the lower row's weights
+    /// skip the first of them as the upper row's skip the fourth.
+    pub(super) dot_weights_low: Vec<i8>,
     /// One input channel read by every output channel (a first layer of
     /// `1 x M` filters, `M > 1`): only the `sdot` kernel runs it
     /// ([`Folded::runs`]).
@@ -174,6 +180,21 @@ impl Folded {
         } else {
             Vec::new()
         };
+        let dot_weights_low = if !dot_weights.is_empty()
+            && !broadcast
+            && g.kernel_height == 3
+            && g.stride_height == 1
+            && g.dilation_height == 1
+        {
+            let mut d = try_filled(op, "packed weights", 0i8, dot_weights.len())?;
+            for (low, w) in d.chunks_exact_mut(4).zip(dot_weights.chunks_exact(4)) {
+                debug_assert_eq!(w[3], 0);
+                low[1..].copy_from_slice(&w[..3]);
+            }
+            d
+        } else {
+            Vec::new()
+        };
         let runs3 = if dot_weights.is_empty() {
             Vec::new()
         } else {
@@ -190,6 +211,7 @@ impl Folded {
             first_weights,
             runs3,
             dot_weights,
+            dot_weights_low,
             broadcast,
             weights: w,
             biases,
