@@ -76,6 +76,7 @@ pub(super) fn matmul(
         row_offsets,
         multipliers: &p.multipliers,
         block_shifts: &p.block_shifts,
+        single_right: &[],
         weights_above_min: above_min,
         output_zero_point: p.output_zero_point,
         act_min: i8::MIN as i32,

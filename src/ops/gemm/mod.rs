@@ -263,6 +263,7 @@ impl Gemm {
                 folded_bias: alloc::vec![0i32; n_padded],
                 multipliers,
                 block_shifts,
+                single_right: Vec::new(),
                 weights_above_min: true,
                 input_zero_point: input.zero_point,
                 output_zero_point: output.zero_point,
@@ -277,6 +278,15 @@ impl Gemm {
         #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
         if path == GemmPath::Mmla && neon::mmla::pre_pairs(k, k_padded) {
             gemm.params.paired = alloc::vec![0i8; n_padded * k_padded];
+        }
+        // Each block's whole-tile stage made once (`fold` fills it), not
+        // loaded and copied per block per call.
+        #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+        if matches!(
+            gemm.params.multipliers.requantization,
+            Requantization::Multiplier(Rounding::Single)
+        ) {
+            gemm.params.single_right = alloc::vec![Default::default(); blocks];
         }
         gemm.pack_rows(weights);
         Ok(gemm)
@@ -398,6 +408,21 @@ impl Gemm {
             }
         }
         self.params.weights_above_min = above_min;
+        let p = &mut self.params;
+        let m = &p.multipliers;
+        for (b, block) in p.single_right.iter_mut().enumerate() {
+            let c = b * NR;
+            let bias = &p.folded_bias[c..c + NR];
+            block.bias[..8].copy_from_slice(bias);
+            block.bias[8..].copy_from_slice(bias);
+            block.multiplier.copy_from_slice(&m.multiplier[c..c + NR]);
+            block
+                .neg_right_shift
+                .copy_from_slice(&m.neg_right_shift[c..c + NR]);
+            block.zero_point = [p.output_zero_point as i16; 8];
+            block.min = [p.act_min as i8; 16];
+            block.max = [p.act_max as i8; 16];
+        }
     }
 
     /// How the accumulators are requantized.

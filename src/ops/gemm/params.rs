@@ -125,6 +125,12 @@ pub(crate) struct GemmParams {
     /// shifts right by at least 1), for the NEON output stage.
     #[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
     pub(crate) block_shifts: Vec<(bool, bool)>,
+    /// Per block of 8 channels, the `sdot` whole-tile loop's bias and output
+    /// stage as it loads them, made when the weights are set (single
+    /// rounding on aarch64; empty otherwise): a block whose channels all
+    /// shift right runs from these, not from the per-channel arrays.
+    #[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
+    pub(crate) single_right: Vec<SingleRightBlock>,
     /// No weight is -128 (the widening NEON path may then add two products
     /// in 16 bits).
     #[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
@@ -133,6 +139,22 @@ pub(crate) struct GemmParams {
     pub(crate) output_zero_point: i32,
     pub(crate) act_min: i32,
     pub(crate) act_max: i32,
+}
+
+/// One block's bias and single-rounding output stage in the order the
+/// `sdot` whole-tile loop loads them: the folded bias as `[b0, b1, b0, b1]`
+/// (channels 0-3, 4-7, twice: two rows' first accumulators), the
+/// multipliers (Q0.31), the negated right shifts, the output zero point as
+/// 8 lanes and the activation bounds as 16 lanes each.
+#[repr(C, align(16))]
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct SingleRightBlock {
+    pub(crate) bias: [i32; 16],
+    pub(crate) multiplier: [i32; 8],
+    pub(crate) neg_right_shift: [i32; 8],
+    pub(crate) zero_point: [i16; 8],
+    pub(crate) min: [i8; 16],
+    pub(crate) max: [i8; 16],
 }
 
 impl GemmParams {
@@ -154,6 +176,7 @@ impl GemmParams {
             row_offsets: None,
             multipliers: &self.multipliers,
             block_shifts: &self.block_shifts,
+            single_right: &self.single_right,
             weights_above_min: self.weights_above_min,
             output_zero_point: self.output_zero_point,
             act_min: self.act_min,
@@ -180,6 +203,9 @@ pub(crate) struct GemmView<'a> {
     pub(crate) row_offsets: Option<&'a [i32]>,
     pub(crate) multipliers: &'a ChannelMultipliers,
     pub(crate) block_shifts: &'a [(bool, bool)],
+    /// [`GemmParams::single_right`] (empty: every block runs from the
+    /// per-channel arrays).
+    pub(crate) single_right: &'a [SingleRightBlock],
     pub(crate) weights_above_min: bool,
     pub(crate) output_zero_point: i32,
     pub(crate) act_min: i32,

@@ -16,7 +16,7 @@ use super::{
     BlockTiles, StoreTile,
 };
 use crate::ops::gemm::pack::{KC, NR};
-use crate::ops::gemm::params::{GemmView, Tile};
+use crate::ops::gemm::params::{GemmView, SingleRightBlock, Tile};
 use core::arch::aarch64::*;
 use core::mem::MaybeUninit;
 
@@ -279,9 +279,24 @@ impl Blocks<'_> {
     #[inline(always)]
     fn run<const TAIL: bool>(&self, g: &GemmView<'_>, output: &mut [i8]) {
         const MR: usize = 8;
+        let (_, group, group_end) = self.rows;
+        // Groups of whole tiles without row offsets run the blocks whose
+        // channels all shift right from their stage made at `new()`
+        // (`GemmParams::single_right`): no per-channel loads, no copies.
+        let made = !TAIL
+            && g.row_offsets.is_none()
+            && g.single_right.len() * NR == g.folded_bias.len()
+            && (group_end - group) % MR == 0;
+        // SAFETY: neon is a compile-time target feature (cfg on this module).
+        let kind = unsafe { clamp_kind(vdupq_n_s8(g.act_min as i8), vdupq_n_s8(g.act_max as i8)) };
         for (i, w) in self.weights.chunks_exact(self.block_bytes).enumerate() {
-            let p = BlockParams::load(g, self.first_block + i);
+            let block = self.first_block + i;
             let out_col = i * NR;
+            if made && g.block_shifts[block].1 && self.width - out_col >= NR {
+                self.single_right_tiles(&g.single_right[block], w, out_col, kind, output);
+                continue;
+            }
+            let p = BlockParams::load(g, self.first_block + i);
             let tiles = PanelTiles::<false, TAIL> {
                 panel: self.panel,
                 tile_bytes: self.tile_bytes,
@@ -297,6 +312,71 @@ impl Blocks<'_> {
             debug_assert!(TAIL == matches!((self.rows.2 - self.rows.1) % MR, 1..=6));
             // The stage is chosen once for the block's tiles of the group.
             with_stage(&p, tiles);
+        }
+    }
+}
+
+impl Blocks<'_> {
+    /// The group's whole tiles (all of them: no tail) of one block whose
+    /// channels all shift right, in `panel_tiles_single_right`'s loop with
+    /// the block's bias and stage made at `new()`.
+    #[inline(always)]
+    fn single_right_tiles(
+        &self,
+        stage: &SingleRightBlock,
+        w: &[i8],
+        out_col: usize,
+        kind: u8,
+        output: &mut [i8],
+    ) {
+        const MR: usize = 8;
+        let (_, group, group_end) = self.rows;
+        let (chunks, half) = self.steps;
+        let whole = (group_end - group) / MR;
+        if whole == 0 {
+            return;
+        }
+        debug_assert_eq!(self.tile_bytes, 128 * (chunks + usize::from(half)));
+        // One check for every read and store of the loop: the tiles'
+        // panels, the block's weights, the last row's bytes.
+        let panel = &self.panel[..whole * self.tile_bytes];
+        let w = &w[..self.tile_bytes];
+        let last = (group + whole * MR - 1) * self.stride + out_col;
+        let _last = &output[last..last + NR];
+        // `SingleRightBlock` is the bias (64 bytes) then the stage in
+        // `SingleRightStage`'s layout, both 16-byte aligned.
+        const _: () = assert!(
+            core::mem::size_of::<SingleRightBlock>()
+                == 64 + core::mem::size_of::<SingleRightStage>()
+                && core::mem::align_of::<SingleRightBlock>() >= 16
+        );
+        let base = core::ptr::from_ref(stage).cast::<u8>();
+        // SAFETY: the CPU has dotprod (built in `gemm_dot` only); every
+        // panel tile holds 128 (chunks + half) written bytes (k >= 1), as
+        // does the block (sliced above); the output rows group..group + 8
+        // whole of the columns out_col..out_col + 8 end at or before the
+        // last one's end, within `output` (sliced above); `stage` is 16-byte
+        // aligned, its first 64 bytes 4 vectors of i32, the rest laid out as
+        // `SingleRightStage` (repr(C), asserted sizes).
+        unsafe {
+            let bias = &*base.cast::<[int32x4_t; 4]>();
+            let st = &*base.add(64).cast::<SingleRightStage>();
+            let out = output.as_mut_ptr().add(group * self.stride + out_col);
+            let (x, w, stride) = (panel.as_ptr().cast(), w.as_ptr(), self.stride);
+            match kind {
+                CLAMP_BOTH => panel_tiles_single_right::<CLAMP_BOTH>(
+                    x, w, chunks, half, bias, st, out, stride, whole,
+                ),
+                CLAMP_LOWER => panel_tiles_single_right::<CLAMP_LOWER>(
+                    x, w, chunks, half, bias, st, out, stride, whole,
+                ),
+                CLAMP_UPPER => panel_tiles_single_right::<CLAMP_UPPER>(
+                    x, w, chunks, half, bias, st, out, stride, whole,
+                ),
+                _ => panel_tiles_single_right::<CLAMP_NONE>(
+                    x, w, chunks, half, bias, st, out, stride, whole,
+                ),
+            }
         }
     }
 }
