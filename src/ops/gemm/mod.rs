@@ -252,6 +252,7 @@ impl Gemm {
         let (act_min, act_max) = activation.range_i8_for(output, multipliers.requantization);
         let path = GemmPath::for_cpu(&CpuFeatures::detect());
         let block_shifts = block_shifts(OP, &multipliers, blocks)?;
+        let single_right = params::single_right_room(&multipliers, blocks);
         let mut gemm = Gemm {
             params: GemmParams {
                 n,
@@ -263,7 +264,7 @@ impl Gemm {
                 folded_bias: alloc::vec![0i32; n_padded],
                 multipliers,
                 block_shifts,
-                single_right: Vec::new(),
+                single_right,
                 weights_above_min: true,
                 input_zero_point: input.zero_point,
                 output_zero_point: output.zero_point,
@@ -273,20 +274,10 @@ impl Gemm {
             backend: Backend::best(),
             path,
         };
-        // The `smmla` kernel's weights paired once (`set_weights` re-pairs in
-        // place), not per group of row tiles: 7% of MobileBert under `max`.
+        // `smmla`'s weights paired once, not per group of row tiles per call.
         #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
         if path == GemmPath::Mmla && neon::mmla::pre_pairs(k, k_padded) {
             gemm.params.paired = alloc::vec![0i8; n_padded * k_padded];
-        }
-        // Each block's whole-tile stage made once (`fold` fills it), not
-        // loaded and copied per block per call.
-        #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
-        if matches!(
-            gemm.params.multipliers.requantization,
-            Requantization::Multiplier(Rounding::Single)
-        ) {
-            gemm.params.single_right = alloc::vec![Default::default(); blocks];
         }
         gemm.pack_rows(weights);
         Ok(gemm)
@@ -296,8 +287,7 @@ impl Gemm {
     /// points): for a right-hand side computed at run time, such as attention's
     /// keys (`Q K^T`: `weights` = `K`, `n x k` row-major). Repacks and refolds
     /// the bias; allocates nothing. [`Error::Length`] unless `weights` is
-    /// `n * k` long. The new weights must be quantized with the scales given to
-    /// [`new`](Self::new).
+    /// `n * k` long; they are read with the scales given to [`new`](Self::new).
     pub fn set_weights(&mut self, weights: &[i8]) -> Result<()> {
         check_length(
             OP,
@@ -388,8 +378,8 @@ impl Gemm {
     }
 
     /// From the packed weights: folds the input zero point into the bias
-    /// (`bias[c] - input_zero_point * sum_d w(c, d)`, wrapping) and records
-    /// whether any weight is -128. The zero padding adds nothing to the sums.
+    /// (`bias[c] - input_zero_point * sum_d w(c, d)`, wrapping, the padding
+    /// adding nothing), records whether any weight is -128, fills the stages.
     fn fold(&mut self) {
         let block_bytes = NR * self.params.k_padded;
         let mut above_min = true;
@@ -408,21 +398,7 @@ impl Gemm {
             }
         }
         self.params.weights_above_min = above_min;
-        let p = &mut self.params;
-        let m = &p.multipliers;
-        for (b, block) in p.single_right.iter_mut().enumerate() {
-            let c = b * NR;
-            let bias = &p.folded_bias[c..c + NR];
-            block.bias[..8].copy_from_slice(bias);
-            block.bias[8..].copy_from_slice(bias);
-            block.multiplier.copy_from_slice(&m.multiplier[c..c + NR]);
-            block
-                .neg_right_shift
-                .copy_from_slice(&m.neg_right_shift[c..c + NR]);
-            block.zero_point = [p.output_zero_point as i16; 8];
-            block.min = [p.act_min as i8; 16];
-            block.max = [p.act_max as i8; 16];
-        }
+        self.params.fill_single_right();
     }
 
     /// How the accumulators are requantized.

@@ -7,6 +7,7 @@
 use super::pack::{packed_index, NR};
 use crate::error::{Error, Result};
 use crate::ops::requant::ChannelMultipliers;
+use crate::quant::{Requantization, Rounding};
 use alloc::vec::Vec;
 use core::ops::Range;
 
@@ -157,7 +158,42 @@ pub(crate) struct SingleRightBlock {
     pub(crate) max: [i8; 16],
 }
 
+/// Room for [`GemmParams::single_right`] (filled when the weights are
+/// set, not loaded and copied per block per call): a block each on aarch64
+/// under single rounding, else none.
+pub(crate) fn single_right_room(m: &ChannelMultipliers, blocks: usize) -> Vec<SingleRightBlock> {
+    let single = matches!(
+        m.requantization,
+        Requantization::Multiplier(Rounding::Single)
+    );
+    if cfg!(all(target_arch = "aarch64", target_feature = "neon")) && single {
+        alloc::vec![SingleRightBlock::default(); blocks]
+    } else {
+        Vec::new()
+    }
+}
+
 impl GemmParams {
+    /// Fills [`GemmParams::single_right`] (when `new` made room) from the
+    /// folded bias, the multipliers, the zero point and the bounds: after
+    /// every change of the weights.
+    pub(crate) fn fill_single_right(&mut self) {
+        let m = &self.multipliers;
+        for (b, block) in self.single_right.iter_mut().enumerate() {
+            let c = b * NR;
+            let bias = &self.folded_bias[c..c + NR];
+            block.bias[..8].copy_from_slice(bias);
+            block.bias[8..].copy_from_slice(bias);
+            block.multiplier.copy_from_slice(&m.multiplier[c..c + NR]);
+            block
+                .neg_right_shift
+                .copy_from_slice(&m.neg_right_shift[c..c + NR]);
+            block.zero_point = [self.output_zero_point as i16; 8];
+            block.min = [self.act_min as i8; 16];
+            block.max = [self.act_max as i8; 16];
+        }
+    }
+
     /// Weight `(c, d)` as packed (the original value for `c < n`, `d < k`).
     #[inline(always)]
     pub(crate) fn weight(&self, c: usize, d: usize) -> i8 {

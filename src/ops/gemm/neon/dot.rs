@@ -7,8 +7,8 @@ use super::dot_depth8::depth8_tiles_single_right;
 use super::dot_panel::{bias_accumulators, dot_panel_steps, dot_rows_depth8};
 use super::dot_tile9::tile9_single_right;
 use super::dot_tiles::{
-    clamp_kind, panel_tiles_single_right, SingleRightStage, CLAMP_BOTH, CLAMP_LOWER, CLAMP_NONE,
-    CLAMP_UPPER,
+    clamp_kind, panel_tiles_single_right, single_right_tiles, SingleRightStage, CLAMP_BOTH,
+    CLAMP_LOWER, CLAMP_NONE, CLAMP_UPPER,
 };
 use super::source::PanelRows;
 use super::{
@@ -16,7 +16,7 @@ use super::{
     BlockTiles, StoreTile,
 };
 use crate::ops::gemm::pack::{KC, NR};
-use crate::ops::gemm::params::{GemmView, SingleRightBlock, Tile};
+use crate::ops::gemm::params::{GemmView, Tile};
 use core::arch::aarch64::*;
 use core::mem::MaybeUninit;
 
@@ -293,7 +293,19 @@ impl Blocks<'_> {
             let block = self.first_block + i;
             let out_col = i * NR;
             if made && g.block_shifts[block].1 && self.width - out_col >= NR {
-                self.single_right_tiles(&g.single_right[block], w, out_col, kind, output);
+                let (panel, tile_bytes) = (self.panel, self.tile_bytes);
+                let (rows, at) = ((self.rows.1, self.rows.2), (self.stride, out_col));
+                single_right_tiles(
+                    panel,
+                    tile_bytes,
+                    w,
+                    &g.single_right[block],
+                    self.steps,
+                    rows,
+                    at,
+                    kind,
+                    output,
+                );
                 continue;
             }
             let p = BlockParams::load(g, self.first_block + i);
@@ -312,71 +324,6 @@ impl Blocks<'_> {
             debug_assert!(TAIL == matches!((self.rows.2 - self.rows.1) % MR, 1..=6));
             // The stage is chosen once for the block's tiles of the group.
             with_stage(&p, tiles);
-        }
-    }
-}
-
-impl Blocks<'_> {
-    /// The group's whole tiles (all of them: no tail) of one block whose
-    /// channels all shift right, in `panel_tiles_single_right`'s loop with
-    /// the block's bias and stage made at `new()`.
-    #[inline(always)]
-    fn single_right_tiles(
-        &self,
-        stage: &SingleRightBlock,
-        w: &[i8],
-        out_col: usize,
-        kind: u8,
-        output: &mut [i8],
-    ) {
-        const MR: usize = 8;
-        let (_, group, group_end) = self.rows;
-        let (chunks, half) = self.steps;
-        let whole = (group_end - group) / MR;
-        if whole == 0 {
-            return;
-        }
-        debug_assert_eq!(self.tile_bytes, 128 * (chunks + usize::from(half)));
-        // One check for every read and store of the loop: the tiles'
-        // panels, the block's weights, the last row's bytes.
-        let panel = &self.panel[..whole * self.tile_bytes];
-        let w = &w[..self.tile_bytes];
-        let last = (group + whole * MR - 1) * self.stride + out_col;
-        let _last = &output[last..last + NR];
-        // `SingleRightBlock` is the bias (64 bytes) then the stage in
-        // `SingleRightStage`'s layout, both 16-byte aligned.
-        const _: () = assert!(
-            core::mem::size_of::<SingleRightBlock>()
-                == 64 + core::mem::size_of::<SingleRightStage>()
-                && core::mem::align_of::<SingleRightBlock>() >= 16
-        );
-        let base = core::ptr::from_ref(stage).cast::<u8>();
-        // SAFETY: the CPU has dotprod (built in `gemm_dot` only); every
-        // panel tile holds 128 (chunks + half) written bytes (k >= 1), as
-        // does the block (sliced above); the output rows group..group + 8
-        // whole of the columns out_col..out_col + 8 end at or before the
-        // last one's end, within `output` (sliced above); `stage` is 16-byte
-        // aligned, its first 64 bytes 4 vectors of i32, the rest laid out as
-        // `SingleRightStage` (repr(C), asserted sizes).
-        unsafe {
-            let bias = &*base.cast::<[int32x4_t; 4]>();
-            let st = &*base.add(64).cast::<SingleRightStage>();
-            let out = output.as_mut_ptr().add(group * self.stride + out_col);
-            let (x, w, stride) = (panel.as_ptr().cast(), w.as_ptr(), self.stride);
-            match kind {
-                CLAMP_BOTH => panel_tiles_single_right::<CLAMP_BOTH>(
-                    x, w, chunks, half, bias, st, out, stride, whole,
-                ),
-                CLAMP_LOWER => panel_tiles_single_right::<CLAMP_LOWER>(
-                    x, w, chunks, half, bias, st, out, stride, whole,
-                ),
-                CLAMP_UPPER => panel_tiles_single_right::<CLAMP_UPPER>(
-                    x, w, chunks, half, bias, st, out, stride, whole,
-                ),
-                _ => panel_tiles_single_right::<CLAMP_NONE>(
-                    x, w, chunks, half, bias, st, out, stride, whole,
-                ),
-            }
         }
     }
 }
