@@ -520,10 +520,15 @@ mod neon {
         for (act, zero_point) in [(2u8, -128), (1, -20), (2, -20), (0, 3)] {
             // Depth 8 runs whole tiles in place (a loop of its own); 8 t + 1
             // rows end in a tile and a row run as 9 rows (a whole depth, a
-            // half step, a last row in a group of its own).
+            // half step, a last row in a group of its own); 8 t + 4 rows in
+            // whole tiles and a 4-row kernel (none, one or two whole tiles
+            // before it, a half step).
             for (m, k) in [
                 (24, 32),
                 (19, 16),
+                (4, 16),
+                (12, 40),
+                (20, 128),
                 (16, 200),
                 (24, 8),
                 (17, 8),

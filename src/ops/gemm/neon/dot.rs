@@ -6,9 +6,10 @@ use super::dense::DenseRows;
 use super::dot_depth8::depth8_tiles_single_right;
 use super::dot_panel::{bias_accumulators, dot_panel_steps, dot_rows_depth8};
 use super::dot_tile9::tile9_single_right;
+use super::dot_group::{group_runs_made, single_right_group};
 use super::dot_tiles::{
-    clamp_kind, panel_tiles_single_right, single_right_tiles, SingleRightStage, CLAMP_BOTH,
-    CLAMP_LOWER, CLAMP_NONE, CLAMP_UPPER,
+    clamp_kind, panel_tiles_single_right, SingleRightStage, CLAMP_BOTH, CLAMP_LOWER, CLAMP_NONE,
+    CLAMP_UPPER,
 };
 use super::source::PanelRows;
 use super::{
@@ -280,13 +281,13 @@ impl Blocks<'_> {
     fn run<const TAIL: bool>(&self, g: &GemmView<'_>, output: &mut [i8]) {
         const MR: usize = 8;
         let (_, group, group_end) = self.rows;
-        // Groups of whole tiles without row offsets run the blocks whose
-        // channels all shift right from their stage made at `new()`
-        // (`GemmParams::single_right`): no per-channel loads, no copies.
-        let made = !TAIL
-            && g.row_offsets.is_none()
+        // Groups without row offsets whose last rows `single_right_group`
+        // takes run the blocks whose channels all shift right from their
+        // stage made at `new()` (`GemmParams::single_right`): no
+        // per-channel loads, no copies.
+        let made = g.row_offsets.is_none()
             && g.single_right.len() * NR == g.folded_bias.len()
-            && (group_end - group) % MR == 0;
+            && group_runs_made(group_end - group);
         // SAFETY: neon is a compile-time target feature (cfg on this module).
         let kind = unsafe { clamp_kind(vdupq_n_s8(g.act_min as i8), vdupq_n_s8(g.act_max as i8)) };
         for (i, w) in self.weights.chunks_exact(self.block_bytes).enumerate() {
@@ -294,18 +295,10 @@ impl Blocks<'_> {
             let out_col = i * NR;
             if made && g.block_shifts[block].1 && self.width - out_col >= NR {
                 let (panel, tile_bytes) = (self.panel, self.tile_bytes);
-                let (rows, at) = ((self.rows.1, self.rows.2), (self.stride, out_col));
-                single_right_tiles(
-                    panel,
-                    tile_bytes,
-                    w,
-                    &g.single_right[block],
-                    self.steps,
-                    rows,
-                    at,
-                    kind,
-                    output,
-                );
+                let (rows, at) = ((group, group_end), (self.stride, out_col));
+                let made = &g.single_right[block];
+                let steps = self.steps;
+                single_right_group(panel, tile_bytes, w, made, steps, rows, at, kind, output);
                 continue;
             }
             let p = BlockParams::load(g, self.first_block + i);

@@ -5,9 +5,7 @@
 //! [`super::dot_panel`]'s; the stage is `store_tile_with`'s, instruction for
 //! instruction, so the bytes are the same.
 
-use crate::ops::gemm::params::SingleRightBlock;
 use core::arch::aarch64::*;
-use core::mem::MaybeUninit;
 
 /// The output stage of rows `a`/`b` (one row: channels 0-3, 4-7) and
 /// `c`/`d` (the next row) in `requantize_single_right`'s form, as
@@ -370,74 +368,6 @@ pub(super) unsafe fn panel_tiles_single_right<const CLAMP: u8>(
                 panel_tiles_asm!(upper, x, w, chunks, half, bias, stage, out, stride, tiles)
             }
             _ => panel_tiles_asm!(no_clamp, x, w, chunks, half, bias, stage, out, stride, tiles),
-        }
-    }
-}
-
-/// The whole tiles of a group of row tiles (all of them: no tail) of one
-/// block whose channels all shift right, in [`panel_tiles_single_right`]'s
-/// loop with the block's bias and stage made at `new()`: the group's
-/// panel (`tile_bytes` per tile), the block's weights, its steps of 16
-/// depth bytes, the group's output rows `group..group_end` and (output
-/// stride, the block's first column), the clamp kind.
-#[allow(clippy::too_many_arguments)]
-#[inline(always)]
-pub(super) fn single_right_tiles(
-    panel: &[MaybeUninit<i8>],
-    tile_bytes: usize,
-    w: &[i8],
-    stage: &SingleRightBlock,
-    (chunks, half): (usize, bool),
-    (group, group_end): (usize, usize),
-    (stride, out_col): (usize, usize),
-    kind: u8,
-    output: &mut [i8],
-) {
-    const MR: usize = 8;
-    const NR: usize = 8;
-    let whole = (group_end - group) / MR;
-    if whole == 0 {
-        return;
-    }
-    debug_assert_eq!(tile_bytes, 128 * (chunks + usize::from(half)));
-    // One check for every read and store of the loop: the tiles'
-    // panels, the block's weights, the last row's bytes.
-    let panel = &panel[..whole * tile_bytes];
-    let w = &w[..tile_bytes];
-    let last = (group + whole * MR - 1) * stride + out_col;
-    let _last = &output[last..last + NR];
-    // `SingleRightBlock` is the bias (64 bytes) then the stage in
-    // `SingleRightStage`'s layout, both 16-byte aligned.
-    const _: () = assert!(
-        core::mem::size_of::<SingleRightBlock>() == 64 + core::mem::size_of::<SingleRightStage>()
-            && core::mem::align_of::<SingleRightBlock>() >= 16
-    );
-    let base = core::ptr::from_ref(stage).cast::<u8>();
-    // SAFETY: the CPU has dotprod (called from `gemm_dot` only); every
-    // panel tile holds 128 (chunks + half) written bytes (k >= 1), as does
-    // the block (sliced above); the output rows group..group + 8 whole of
-    // the columns out_col..out_col + 8 end at or before the last one's
-    // end, within `output` (sliced above); `stage` is 16-byte aligned, its
-    // first 64 bytes 4 vectors of i32, the rest laid out as
-    // `SingleRightStage` (repr(C), asserted sizes).
-    unsafe {
-        let bias = &*base.cast::<[int32x4_t; 4]>();
-        let st = &*base.add(64).cast::<SingleRightStage>();
-        let out = output.as_mut_ptr().add(group * stride + out_col);
-        let (x, w) = (panel.as_ptr().cast(), w.as_ptr());
-        match kind {
-            CLAMP_BOTH => panel_tiles_single_right::<CLAMP_BOTH>(
-                x, w, chunks, half, bias, st, out, stride, whole,
-            ),
-            CLAMP_LOWER => panel_tiles_single_right::<CLAMP_LOWER>(
-                x, w, chunks, half, bias, st, out, stride, whole,
-            ),
-            CLAMP_UPPER => panel_tiles_single_right::<CLAMP_UPPER>(
-                x, w, chunks, half, bias, st, out, stride, whole,
-            ),
-            _ => panel_tiles_single_right::<CLAMP_NONE>(
-                x, w, chunks, half, bias, st, out, stride, whole,
-            ),
         }
     }
 }

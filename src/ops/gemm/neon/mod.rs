@@ -46,6 +46,7 @@
 pub(crate) mod dense;
 pub(crate) mod dot;
 mod dot_depth8;
+mod dot_group;
 mod dot_panel;
 mod dot_tail;
 mod dot_tile9;
