@@ -4,9 +4,9 @@
 
 use super::dense::DenseRows;
 use super::dot_depth8::depth8_tiles_single_right;
+use super::dot_group::{group_runs_made, single_right_group};
 use super::dot_panel::{bias_accumulators, dot_panel_steps, dot_rows_depth8};
 use super::dot_tile9::tile9_single_right;
-use super::dot_group::{group_runs_made, single_right_group};
 use super::dot_tiles::{
     clamp_kind, panel_tiles_single_right, SingleRightStage, CLAMP_BOTH, CLAMP_LOWER, CLAMP_NONE,
     CLAMP_UPPER,
@@ -298,7 +298,9 @@ impl Blocks<'_> {
                 let (rows, at) = ((group, group_end), (self.stride, out_col));
                 let made = &g.single_right[block];
                 let steps = self.steps;
-                single_right_group(panel, tile_bytes, w, made, steps, rows, at, kind, output);
+                single_right_group::<TAIL>(
+                    panel, tile_bytes, w, made, steps, rows, at, kind, output,
+                );
                 continue;
             }
             let p = BlockParams::load(g, self.first_block + i);

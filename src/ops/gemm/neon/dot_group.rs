@@ -32,10 +32,12 @@ pub(super) fn group_runs_made(rows: usize) -> bool {
 /// block whose channels all shift right, with its bias and stage `made`:
 /// the block's weights `w`, its steps of 16 depth bytes, the group's output
 /// rows `group..group_end` (as [`group_runs_made`] allows), (output stride,
-/// the block's first column), the clamp kind.
+/// the block's first column), the clamp kind. Without `TAIL` the group is
+/// whole tiles only (the last-rows kernels are not built into the caller's
+/// loop of whole-tile groups: they made it slower for every block).
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-pub(super) fn single_right_group(
+pub(super) fn single_right_group<const TAIL: bool>(
     panel: &[MaybeUninit<i8>],
     tile_bytes: usize,
     w: &[i8],
@@ -52,7 +54,8 @@ pub(super) fn single_right_group(
     debug_assert_eq!(tile_bytes, 128 * (chunks + usize::from(half)));
     // The group's last rows: none, 4 (the tile after the whole ones), or a
     // ninth row run with the last whole tile.
-    let (whole, rest) = (rows / MR, rows % MR);
+    debug_assert!(TAIL || rows.is_multiple_of(MR));
+    let (whole, rest) = (rows / MR, if TAIL { rows % MR } else { 0 });
     let nine = usize::from(rest == 1);
     let looped = whole - nine;
     let tiles = whole + usize::from(rest > 0);
