@@ -2,10 +2,10 @@
 //! right, with the block's bias and single-rounding stage made at `new()`
 //! (`GemmParams::single_right`): the whole 8 x 8 tiles in
 //! [`panel_tiles_single_right`]'s loop and the group's last rows, when they
-//! are 4 or a ninth row, in the assembly kernels of [`super::dot_tail`] and
+//! are 4 or a ninth row, in the assembly kernels of [`super::dot_tail4`] and
 //! [`super::dot_tile9`]. No per-channel loads, no copies, no compiled stage.
 
-use super::dot_tail::tail4_single_right;
+use super::dot_tail4::tail4_single_right;
 use super::dot_tile9::tile9_single_right;
 use super::dot_tiles::{
     panel_tiles_single_right, SingleRightStage, CLAMP_BOTH, CLAMP_LOWER, CLAMP_NONE, CLAMP_UPPER,

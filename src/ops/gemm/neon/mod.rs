@@ -49,6 +49,7 @@ mod dot_depth8;
 mod dot_group;
 mod dot_panel;
 mod dot_tail;
+mod dot_tail4;
 mod dot_tile9;
 mod dot_tiles;
 pub(crate) mod mmla;
