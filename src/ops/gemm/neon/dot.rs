@@ -185,6 +185,58 @@ unsafe fn gemm_dot_from<const AT_ORIGIN: bool, S: PanelRows>(
         t.stride,
     );
     let weights = &g.packed[first_block * block_bytes..end_block * block_bytes];
+    let mut group = 0;
+    if let (8, true, Some(input)) = (k, rows >= MR, source.dense()) {
+        // Whole 8-row tiles read in place (`dot_rows_depth8`); the rows
+        // after the last whole tile go through the panel below.
+        group = rows - rows % MR;
+        let whole = (first_row, group);
+        let blocks = (first_block, width, stride);
+        // SAFETY: the caller's guarantees (dotprod; `input` holds the rows).
+        unsafe { depth8_in_place(g, input, weights, blocks, whole, output) };
+    }
+    if group < rows {
+        let blocks = (first_block, width, stride);
+        // SAFETY: the caller's guarantees (dotprod, the rows and the tile).
+        unsafe {
+            dot_groups(
+                g,
+                source,
+                weights,
+                blocks,
+                (first_row, group, rows),
+                (chunks, half),
+                output,
+            )
+        };
+    }
+}
+
+/// Output rows `group..rows` (from the tile's `first_row`) of [`gemm_dot`]
+/// or [`gemm_dot_panel_rows`] through the panel: groups of row tiles filled
+/// from `source`, each group's weight blocks ([`Blocks`]). A function per
+/// kind of rows, not per tile origin: its loops inlined into each of the
+/// callers' instances made a third of the aarch64 library's build time (a
+/// trait object for `source`, one function for both, cost person_detect
+/// 0.4% more instructions: a call per filled tile).
+///
+/// # Safety
+/// The CPU must have dotprod; `source` holds the rows and `output` the
+/// tile, as [`gemm_dot`] requires; the depth fits the panel.
+#[target_feature(enable = "dotprod")]
+#[inline(never)]
+unsafe fn dot_groups<S: PanelRows>(
+    g: &GemmView<'_>,
+    source: &S,
+    weights: &[i8],
+    (first_block, width, stride): (usize, usize, usize),
+    (first_row, group, rows): (usize, usize, usize),
+    (chunks, half): (usize, bool),
+    output: &mut [i8],
+) {
+    const MR: usize = 8;
+    debug_assert!(g.k_padded <= PANEL_DEPTH);
+    let block_bytes = NR * g.k_padded;
     // Not zeroed: `fill_panel` writes every byte the kernels then read (an
     // 8 KiB `memset` per call was about 550 instructions, as many as a
     // layer's few late tiles).
@@ -193,34 +245,7 @@ unsafe fn gemm_dot_from<const AT_ORIGIN: bool, S: PanelRows>(
     // at once (a multiple of MR, at least MR).
     let tile_bytes = MR * g.k_padded;
     let group_rows = MR * (PANEL_DEPTH / g.k_padded);
-    let mut group = 0;
-    if let (8, true, Some(input)) = (k, rows >= MR, source.dense()) {
-        // Whole 8-row tiles read in place (`dot_rows_depth8`); the rows
-        // after the last whole tile go through the panel below.
-        group = rows - rows % MR;
-        // The input rows of those tiles, as the panel's type.
-        let x = &input[first_row * k..(first_row + group) * k];
-        // SAFETY: `MaybeUninit<i8>` has the layout of `i8`, and an
-        // initialized `i8` is a valid `MaybeUninit<i8>`; the view is only read.
-        let x = unsafe { core::slice::from_raw_parts(x.as_ptr().cast(), x.len()) };
-        for (i, w) in weights.chunks_exact(block_bytes).enumerate() {
-            let p = BlockParams::load(g, first_block + i);
-            let out_col = i * NR;
-            let tiles = PanelTiles::<true, false> {
-                panel: x,
-                tile_bytes: MR * k,
-                w,
-                p: &p,
-                row_offsets: g.row_offsets,
-                output: &mut *output,
-                stride,
-                rows: (first_row, 0, group),
-                cols: (out_col, NR.min(width - out_col)),
-                steps: (0, true),
-            };
-            with_stage(&p, tiles);
-        }
-    }
+    let mut group = group;
     while group < rows {
         let group_end = rows.min(group + group_rows);
         for (t, out_row) in (group..group_end).step_by(MR).enumerate() {
@@ -252,7 +277,52 @@ unsafe fn gemm_dot_from<const AT_ORIGIN: bool, S: PanelRows>(
     }
 }
 
-/// The weight blocks of one filled panel group, as [`gemm_dot_from`] runs
+/// The whole 8-row tiles of a depth of exactly 8, read in place
+/// (`dot_rows_depth8`): output rows `first_row..first_row + group` of every
+/// weight block in `weights` (blocks `first_block..`, `width` output
+/// channels, output `stride`), each block with its stage. Out of line so
+/// that `gemm_dot`'s two instances share one copy of its loops.
+///
+/// # Safety
+/// The CPU must have dotprod; `input` holds the `m x 8` matrix's rows
+/// `0..first_row + group`, `output` the tile, as [`gemm_dot`] requires.
+#[target_feature(enable = "dotprod")]
+#[inline(never)]
+unsafe fn depth8_in_place(
+    g: &GemmView<'_>,
+    input: &[i8],
+    weights: &[i8],
+    (first_block, width, stride): (usize, usize, usize),
+    (first_row, group): (usize, usize),
+    output: &mut [i8],
+) {
+    const MR: usize = 8;
+    let (k, block_bytes) = (g.k, NR * g.k_padded);
+    // The input rows of those tiles, as the panel's type.
+    let x = &input[first_row * k..(first_row + group) * k];
+    // SAFETY: `MaybeUninit<i8>` has the layout of `i8`, and an
+    // initialized `i8` is a valid `MaybeUninit<i8>`; the view is only read.
+    let x = unsafe { core::slice::from_raw_parts(x.as_ptr().cast(), x.len()) };
+    for (i, w) in weights.chunks_exact(block_bytes).enumerate() {
+        let p = BlockParams::load(g, first_block + i);
+        let out_col = i * NR;
+        let tiles = PanelTiles::<true, false> {
+            panel: x,
+            tile_bytes: MR * k,
+            w,
+            p: &p,
+            row_offsets: g.row_offsets,
+            output: &mut *output,
+            stride,
+            rows: (first_row, 0, group),
+            cols: (out_col, NR.min(width - out_col)),
+            steps: (0, true),
+        };
+        with_stage(&p, tiles);
+    }
+}
+
+/// The weight blocks of one filled panel group, as [`dot_groups`] runs
 /// them: each block's [`PanelTiles`] with its stage.
 struct Blocks<'a> {
     weights: &'a [i8],
@@ -273,6 +343,8 @@ impl Blocks<'_> {
     /// each: the tail's pieces, inlined into the loop of whole tiles, made
     /// that loop's register allocation worse for every tile, and a call to
     /// them out of line cost every loop its registers across the call.
+    ///
+    /// Inlined into [`dot_groups`], whose dotprod feature the `sdot`s need.
     ///
     /// # Safety
     /// The CPU must have dotprod; the panel holds the group's tiles, all

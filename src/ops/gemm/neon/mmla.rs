@@ -414,29 +414,76 @@ unsafe fn gemm_mmla_from<const AT_ORIGIN: bool, S: PanelRows>(
             let (row, mr) = (first_row + out_row, MR.min(group_end - out_row));
             source.fill_pairs(&mut panel[t * tile_bytes..], row, mr);
         }
-        // Blocks outside, row tiles inside: a block's parameters are
-        // loaded once for the group's tiles.
-        for (i, w) in weights.chunks_exact(block_bytes).enumerate() {
-            let p = BlockParams::load(g, first_block + i);
+        let blocks = MmlaGroup {
+            weights,
+            paired,
+            block_bytes,
+            first_block,
+            width,
+            panel: &panel,
+            tile_bytes,
+            stride,
+            rows: (first_row, group, group_end),
+            steps: (chunks, half),
+        };
+        // SAFETY: the caller's guarantees (dotprod and i8mm); every tile of
+        // the group was filled above.
+        unsafe { blocks.run(g, output) };
+        group = group_end;
+    }
+}
+
+/// The weight blocks of one filled panel group, as [`gemm_mmla_from`] runs
+/// them: each block's [`MmlaTiles`] with its stage.
+struct MmlaGroup<'a> {
+    weights: &'a [i8],
+    /// `weights` paired when they were set, if they were.
+    paired: Option<&'a [i8]>,
+    block_bytes: usize,
+    first_block: usize,
+    /// Output channels of the tile from its first block.
+    width: usize,
+    panel: &'a [MaybeUninit<i8>],
+    tile_bytes: usize,
+    stride: usize,
+    rows: (usize, usize, usize),
+    steps: (usize, bool),
+}
+
+impl MmlaGroup<'_> {
+    /// Every block over the group's tiles. Blocks outside, row tiles
+    /// inside: a block's parameters are loaded once for the group's tiles.
+    /// Out of line (once per group): inlined, its loops were compiled again
+    /// into each of `gemm_mmla`'s instances and `gemm_mmla_panel_rows`.
+    ///
+    /// # Safety
+    /// The CPU must have dotprod and i8mm; the panel holds the group's
+    /// tiles, all written (`fill_pairs`).
+    #[target_feature(enable = "dotprod,i8mm")]
+    #[inline(never)]
+    unsafe fn run(&self, g: &GemmView<'_>, output: &mut [i8]) {
+        let block_bytes = self.block_bytes;
+        for (i, w) in self.weights.chunks_exact(block_bytes).enumerate() {
+            let p = BlockParams::load(g, self.first_block + i);
             let out_col = i * NR;
-            let nr = NR.min(width - out_col);
             let tiles = MmlaTiles {
-                panel: &panel,
-                tile_bytes,
+                panel: self.panel,
+                tile_bytes: self.tile_bytes,
                 w,
-                pre_paired: paired.map(|paired| &paired[i * block_bytes..(i + 1) * block_bytes]),
+                pre_paired: self
+                    .paired
+                    .map(|paired| &paired[i * block_bytes..(i + 1) * block_bytes]),
                 p: &p,
                 row_offsets: g.row_offsets,
                 output: &mut *output,
-                stride,
-                rows: (first_row, group, group_end),
-                cols: (out_col, nr),
-                steps: (chunks, half),
+                stride: self.stride,
+                rows: self.rows,
+                cols: (out_col, NR.min(self.width - out_col)),
+                steps: self.steps,
             };
             // The stage is chosen once for the block's tiles of the group.
             with_stage(&p, tiles);
         }
-        group = group_end;
     }
 }
 
