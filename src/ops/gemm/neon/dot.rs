@@ -8,8 +8,7 @@ use super::dot_group::{group_runs_made, single_right_group};
 use super::dot_panel::{bias_accumulators, dot_panel_steps, dot_rows_depth8};
 use super::dot_tile9::tile9_single_right;
 use super::dot_tiles::{
-    clamp_kind, panel_tiles_single_right, SingleRightStage, CLAMP_BOTH, CLAMP_LOWER, CLAMP_NONE,
-    CLAMP_UPPER,
+    clamp_kind, panel_tiles_single_right, with_clamp, SingleRightStage, CLAMP_NONE,
 };
 use super::source::PanelRows;
 use super::{
@@ -468,20 +467,10 @@ impl<const IN_PLACE: bool, const TAIL: bool> BlockTiles for PanelTiles<'_, IN_PL
                     unsafe {
                         let out = self.output.as_mut_ptr().add(group * self.stride + out_col);
                         let (x, w, stride) = (x.as_ptr().cast(), w.as_ptr(), self.stride);
-                        match kind {
-                            CLAMP_BOTH => depth8_tiles_single_right::<CLAMP_BOTH>(
-                                x, w, &bias, &stage, out, stride, whole,
-                            ),
-                            CLAMP_LOWER => depth8_tiles_single_right::<CLAMP_LOWER>(
-                                x, w, &bias, &stage, out, stride, whole,
-                            ),
-                            CLAMP_UPPER => depth8_tiles_single_right::<CLAMP_UPPER>(
-                                x, w, &bias, &stage, out, stride, whole,
-                            ),
-                            _ => depth8_tiles_single_right::<CLAMP_NONE>(
-                                x, w, &bias, &stage, out, stride, whole,
-                            ),
-                        }
+                        with_clamp!(
+                            kind,
+                            depth8_tiles_single_right(x, w, &bias, &stage, out, stride, whole)
+                        )
                     }
                     skip = whole;
                 } else {
@@ -509,40 +498,22 @@ impl<const IN_PLACE: bool, const TAIL: bool> BlockTiles for PanelTiles<'_, IN_PL
                         let out = self.output.as_mut_ptr().add(group * self.stride + out_col);
                         let (x, w, stride) = (panel.as_ptr().cast(), w.as_ptr(), self.stride);
                         if looped > 0 {
-                            match kind {
-                                CLAMP_BOTH => panel_tiles_single_right::<CLAMP_BOTH>(
-                                    x, w, chunks, half, &bias, &stage, out, stride, looped,
-                                ),
-                                CLAMP_LOWER => panel_tiles_single_right::<CLAMP_LOWER>(
-                                    x, w, chunks, half, &bias, &stage, out, stride, looped,
-                                ),
-                                CLAMP_UPPER => panel_tiles_single_right::<CLAMP_UPPER>(
-                                    x, w, chunks, half, &bias, &stage, out, stride, looped,
-                                ),
-                                _ => panel_tiles_single_right::<CLAMP_NONE>(
-                                    x, w, chunks, half, &bias, &stage, out, stride, looped,
-                                ),
-                            }
+                            with_clamp!(
+                                kind,
+                                panel_tiles_single_right(
+                                    x, w, chunks, half, &bias, &stage, out, stride, looped
+                                )
+                            )
                         }
                         if nine == 1 {
                             let x = x.add(looped * self.tile_bytes);
                             let x9 = x.add(self.tile_bytes);
                             let out = out.add(looped * MR * stride);
                             let steps = (chunks, half);
-                            match kind {
-                                CLAMP_BOTH => tile9_single_right::<CLAMP_BOTH>(
-                                    x, x9, w, steps, &bias, &stage, out, stride,
-                                ),
-                                CLAMP_LOWER => tile9_single_right::<CLAMP_LOWER>(
-                                    x, x9, w, steps, &bias, &stage, out, stride,
-                                ),
-                                CLAMP_UPPER => tile9_single_right::<CLAMP_UPPER>(
-                                    x, x9, w, steps, &bias, &stage, out, stride,
-                                ),
-                                _ => tile9_single_right::<CLAMP_NONE>(
-                                    x, x9, w, steps, &bias, &stage, out, stride,
-                                ),
-                            }
+                            with_clamp!(
+                                kind,
+                                tile9_single_right(x, x9, w, steps, &bias, &stage, out, stride)
+                            )
                         }
                     }
                     skip = whole + nine;

@@ -7,9 +7,7 @@
 //! and the loop (about 30 instructions less than each tile through the
 //! compiled stage).
 
-use super::dot_tiles::{
-    clamp_lines, stage_pair, SingleRightStage, CLAMP_BOTH, CLAMP_LOWER, CLAMP_UPPER,
-};
+use super::dot_tiles::{clamp_asm, clamp_lines, stage_pair, SingleRightStage};
 use core::arch::aarch64::*;
 
 /// [`depth8_tiles_single_right`]'s loop, with or without the clamp.
@@ -119,11 +117,9 @@ pub(super) unsafe fn depth8_tiles_single_right<const CLAMP: u8>(
     // bytes of each of the tiles' rows); sdot needs dotprod, which every
     // caller (`gemm_dot`) enables. No stack.
     unsafe {
-        match CLAMP {
-            CLAMP_BOTH => depth8_tiles_asm!(clamp, x, w, bias, stage, out, stride, tiles),
-            CLAMP_LOWER => depth8_tiles_asm!(lower, x, w, bias, stage, out, stride, tiles),
-            CLAMP_UPPER => depth8_tiles_asm!(upper, x, w, bias, stage, out, stride, tiles),
-            _ => depth8_tiles_asm!(no_clamp, x, w, bias, stage, out, stride, tiles),
-        }
+        clamp_asm!(
+            CLAMP,
+            depth8_tiles_asm!(x, w, bias, stage, out, stride, tiles)
+        )
     }
 }

@@ -7,9 +7,7 @@
 
 use super::dot_tail4::tail4_single_right;
 use super::dot_tile9::tile9_single_right;
-use super::dot_tiles::{
-    panel_tiles_single_right, SingleRightStage, CLAMP_BOTH, CLAMP_LOWER, CLAMP_NONE, CLAMP_UPPER,
-};
+use super::dot_tiles::{panel_tiles_single_right, with_clamp, SingleRightStage};
 use crate::ops::gemm::params::SingleRightBlock;
 use core::arch::aarch64::*;
 use core::mem::MaybeUninit;
@@ -86,47 +84,20 @@ pub(super) fn single_right_group<const TAIL: bool>(
         let out = output.as_mut_ptr().add(group * stride + out_col);
         let (x, w) = (panel.as_ptr().cast::<i8>(), w.as_ptr());
         if looped > 0 {
-            match kind {
-                CLAMP_BOTH => panel_tiles_single_right::<CLAMP_BOTH>(
-                    x, w, chunks, half, bias, st, out, stride, looped,
-                ),
-                CLAMP_LOWER => panel_tiles_single_right::<CLAMP_LOWER>(
-                    x, w, chunks, half, bias, st, out, stride, looped,
-                ),
-                CLAMP_UPPER => panel_tiles_single_right::<CLAMP_UPPER>(
-                    x, w, chunks, half, bias, st, out, stride, looped,
-                ),
-                _ => panel_tiles_single_right::<CLAMP_NONE>(
-                    x, w, chunks, half, bias, st, out, stride, looped,
-                ),
-            }
+            with_clamp!(
+                kind,
+                panel_tiles_single_right(x, w, chunks, half, bias, st, out, stride, looped)
+            )
         }
         let (x, out) = (x.add(looped * tile_bytes), out.add(looped * MR * stride));
         if nine == 1 {
             let x9 = x.add(tile_bytes);
-            match kind {
-                CLAMP_BOTH => {
-                    tile9_single_right::<CLAMP_BOTH>(x, x9, w, steps, bias, st, out, stride)
-                }
-                CLAMP_LOWER => {
-                    tile9_single_right::<CLAMP_LOWER>(x, x9, w, steps, bias, st, out, stride)
-                }
-                CLAMP_UPPER => {
-                    tile9_single_right::<CLAMP_UPPER>(x, x9, w, steps, bias, st, out, stride)
-                }
-                _ => tile9_single_right::<CLAMP_NONE>(x, x9, w, steps, bias, st, out, stride),
-            }
+            with_clamp!(
+                kind,
+                tile9_single_right(x, x9, w, steps, bias, st, out, stride)
+            )
         } else if rest == 4 {
-            match kind {
-                CLAMP_BOTH => tail4_single_right::<CLAMP_BOTH>(x, w, steps, bias, st, out, stride),
-                CLAMP_LOWER => {
-                    tail4_single_right::<CLAMP_LOWER>(x, w, steps, bias, st, out, stride)
-                }
-                CLAMP_UPPER => {
-                    tail4_single_right::<CLAMP_UPPER>(x, w, steps, bias, st, out, stride)
-                }
-                _ => tail4_single_right::<CLAMP_NONE>(x, w, steps, bias, st, out, stride),
-            }
+            with_clamp!(kind, tail4_single_right(x, w, steps, bias, st, out, stride))
         }
     }
 }

@@ -2,9 +2,7 @@
 //! made at `new()` (a group of `8 t + 4` rows), and the step of 16 depth
 //! bytes on 4 panel rows that it and `super::dot_tail`'s 4-row piece share.
 
-use super::dot_tiles::{
-    clamp_lines, stage_pair, SingleRightStage, CLAMP_BOTH, CLAMP_LOWER, CLAMP_UPPER,
-};
+use super::dot_tiles::{clamp_asm, clamp_lines, stage_pair, SingleRightStage};
 use core::arch::aarch64::*;
 
 /// Depth group `g` of a step on the 4 rows in v8-v11 (lane `g` of each)
@@ -141,11 +139,9 @@ pub(super) unsafe fn tail4_single_right<const CLAMP: u8>(
     // 4 rows); sdot needs dotprod, which every caller (`gemm_dot`) enables.
     // No stack.
     unsafe {
-        match CLAMP {
-            CLAMP_BOTH => tail4_asm!(clamp, x, w, chunks, half, bias, stage, out, stride),
-            CLAMP_LOWER => tail4_asm!(lower, x, w, chunks, half, bias, stage, out, stride),
-            CLAMP_UPPER => tail4_asm!(upper, x, w, chunks, half, bias, stage, out, stride),
-            _ => tail4_asm!(no_clamp, x, w, chunks, half, bias, stage, out, stride),
-        }
+        clamp_asm!(
+            CLAMP,
+            tail4_asm!(x, w, chunks, half, bias, stage, out, stride)
+        )
     }
 }

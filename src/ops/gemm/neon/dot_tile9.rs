@@ -6,9 +6,7 @@
 //! them again and ran the loop and the stage for one row.
 
 use super::dot_tail4::tail4_group;
-use super::dot_tiles::{
-    clamp_lines, stage_pair, SingleRightStage, CLAMP_BOTH, CLAMP_LOWER, CLAMP_UPPER,
-};
+use super::dot_tiles::{clamp_asm, clamp_lines, stage_pair, SingleRightStage};
 use core::arch::aarch64::*;
 
 /// [`tile9_single_right`]'s kernel, with or without the clamp. Registers
@@ -181,17 +179,9 @@ pub(super) unsafe fn tile9_single_right<const CLAMP: u8>(
     // `stage`; 8 bytes of each of the 9 rows); sdot needs dotprod, which
     // every caller (`gemm_dot`) enables. No stack.
     unsafe {
-        match CLAMP {
-            CLAMP_BOTH => {
-                tile9_asm!(clamp, x, x9, w, chunks, half, bias, stage, out, stride)
-            }
-            CLAMP_LOWER => {
-                tile9_asm!(lower, x, x9, w, chunks, half, bias, stage, out, stride)
-            }
-            CLAMP_UPPER => {
-                tile9_asm!(upper, x, x9, w, chunks, half, bias, stage, out, stride)
-            }
-            _ => tile9_asm!(no_clamp, x, x9, w, chunks, half, bias, stage, out, stride),
-        }
+        clamp_asm!(
+            CLAMP,
+            tile9_asm!(x, x9, w, chunks, half, bias, stage, out, stride)
+        )
     }
 }

@@ -292,6 +292,42 @@ pub(super) const CLAMP_BOTH: u8 = 1;
 pub(super) const CLAMP_LOWER: u8 = 2;
 pub(super) const CLAMP_UPPER: u8 = 3;
 
+/// `kernel::<CLAMP>(args)` with the clamp kind `kind` (a run-time value, one
+/// of the `CLAMP_*` above) as its const parameter: the one dispatch of the
+/// single-rounding kernels from the kind [`clamp_kind`] found.
+macro_rules! with_clamp {
+    ($kind:expr, $kernel:ident($($arg:expr),* $(,)?)) => {
+        match $kind {
+            super::dot_tiles::CLAMP_BOTH => $kernel::<{ super::dot_tiles::CLAMP_BOTH }>($($arg),*),
+            super::dot_tiles::CLAMP_LOWER => {
+                $kernel::<{ super::dot_tiles::CLAMP_LOWER }>($($arg),*)
+            }
+            super::dot_tiles::CLAMP_UPPER => {
+                $kernel::<{ super::dot_tiles::CLAMP_UPPER }>($($arg),*)
+            }
+            _ => $kernel::<{ super::dot_tiles::CLAMP_NONE }>($($arg),*),
+        }
+    };
+}
+
+/// `asm_kernel!(lines, args)` with the asm lines of the clamp `CLAMP` (a
+/// const parameter: one `CLAMP_*`) as its first argument ([`clamp_lines`]:
+/// `clamp`, `lower`, `upper`, `no_clamp`): the kernels' one choice of their
+/// loop's clamp instructions.
+macro_rules! clamp_asm {
+    ($clamp:expr, $asm_kernel:ident!($($arg:tt)*)) => {
+        match $clamp {
+            super::dot_tiles::CLAMP_BOTH => $asm_kernel!(clamp, $($arg)*),
+            super::dot_tiles::CLAMP_LOWER => $asm_kernel!(lower, $($arg)*),
+            super::dot_tiles::CLAMP_UPPER => $asm_kernel!(upper, $($arg)*),
+            _ => $asm_kernel!(no_clamp, $($arg)*),
+        }
+    };
+}
+
+// For the kernels of `dot_depth8`, `dot_tail4`, `dot_tile9` and their callers.
+pub(super) use {clamp_asm, with_clamp};
+
 /// Which [`panel_tiles_single_right`] clamp the bounds `min`, `max` (every
 /// lane alike) need.
 #[inline(always)]
@@ -357,17 +393,9 @@ pub(super) unsafe fn panel_tiles_single_right<const CLAMP: u8>(
     // 8 tiles rows); sdot needs dotprod, which every caller (`gemm_dot`)
     // enables. No stack.
     unsafe {
-        match CLAMP {
-            CLAMP_BOTH => {
-                panel_tiles_asm!(clamp, x, w, chunks, half, bias, stage, out, stride, tiles)
-            }
-            CLAMP_LOWER => {
-                panel_tiles_asm!(lower, x, w, chunks, half, bias, stage, out, stride, tiles)
-            }
-            CLAMP_UPPER => {
-                panel_tiles_asm!(upper, x, w, chunks, half, bias, stage, out, stride, tiles)
-            }
-            _ => panel_tiles_asm!(no_clamp, x, w, chunks, half, bias, stage, out, stride, tiles),
-        }
+        clamp_asm!(
+            CLAMP,
+            panel_tiles_asm!(x, w, chunks, half, bias, stage, out, stride, tiles)
+        )
     }
 }
