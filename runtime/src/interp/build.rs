@@ -391,16 +391,10 @@ pub(super) fn share_nodes(
             let by_columns = match node.kernel.columns() {
                 Some(columns) if info.unit == "MAC" && columns.columns > 0 => {
                     let depth = weights / columns.columns;
-                    let input = info.inputs.first().copied().flatten();
-                    let input = input.and_then(|t| tensors.get(t)).map_or(0, |t| t.bytes);
-                    let operands = (depth, input);
-                    let column_setup =
-                        threads::column_setup(&info.op, &columns, operands, (weighted, threads));
+                    let column_setup = threads::column_setup(&info.op, &columns, depth)
+                        .saturating_add(threads::column_overhead(&info.op));
                     let cut = (bands.len(), threads::band_setup(&info.op, &columns, setup));
-                    let (per_share, per_block) = threads::column_overhead(&info.op, &columns);
-                    let column_setup = column_setup.saturating_add(per_share);
-                    let cost = (weighted, column_setup, per_block);
-                    threads::column_shares(&*node.kernel, cost, cut, threads)
+                    threads::column_shares(&*node.kernel, (weighted, column_setup), cut, threads)
                 }
                 _ => None,
             };

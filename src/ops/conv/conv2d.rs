@@ -234,7 +234,9 @@ impl Conv2d {
                     implicit.run(g, backend, input, (output, first), rows, &mut scratch)
                 }
                 _ => {
-                    self.prepared.run_scalar(input, (output, first), rows);
+                    let channels = 0..self.prepared.geometry.output_channels;
+                    self.prepared
+                        .run_scalar(input, (output, first), (rows, channels));
                     Ok(())
                 }
             },

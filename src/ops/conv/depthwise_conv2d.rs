@@ -18,6 +18,12 @@ use crate::ops::requant::try_filled;
 
 pub(super) const DEPTHWISE: &str = "depthwise_conv_2d";
 
+/// Output channels of the kernels' blocks: every kernel computes a layer
+/// 16 channels at a time (a last block the rest), so a range of whole
+/// blocks ([`DepthwiseConv2d::run_band_channels`]) costs what those blocks
+/// cost in a run of every channel.
+pub const CHANNEL_BLOCK: usize = 16;
+
 /// A prepared int8 DEPTHWISE_CONV_2D (see the [module](super) for the
 /// arithmetic).
 #[derive(Clone, Debug)]
@@ -150,6 +156,26 @@ impl DepthwiseConv2d {
         output: (&mut [i8], F),
         rows: Range<usize>,
     ) -> Result<()> {
+        let blocks = 0..self
+            .prepared
+            .geometry
+            .output_channels
+            .div_ceil(CHANNEL_BLOCK);
+        self.dispatch_blocks(backend, input, output, (rows, blocks))
+    }
+
+    /// [`dispatch`](Self::dispatch) of the output channels of blocks
+    /// `blocks` (checked) of [`CHANNEL_BLOCK`] channels only: every kernel
+    /// runs its blocks of channels one after the other, each the same
+    /// whatever the others.
+    pub(super) fn dispatch_blocks<F: FirstRow>(
+        &self,
+        backend: Backend,
+        input: &[i8],
+        output: (&mut [i8], F),
+        (rows, blocks): (Range<usize>, Range<usize>),
+    ) -> Result<()> {
+        let rows = (rows, blocks);
         #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
         if backend == Backend::Neon {
             if let Some(folded) = self.folded.as_ref().filter(|f| f.runs()) {
@@ -173,7 +199,11 @@ impl DepthwiseConv2d {
             return Ok(());
         }
         let _ = backend;
-        self.prepared.run_scalar(input, output, rows);
+        let (rows, blocks) = rows;
+        let channels = self.prepared.geometry.output_channels;
+        let channels = (blocks.start * CHANNEL_BLOCK).min(channels)
+            ..(blocks.end * CHANNEL_BLOCK).min(channels);
+        self.prepared.run_scalar(input, output, (rows, channels));
         Ok(())
     }
 

@@ -34,7 +34,10 @@
 //! ties-upward reference stages runs the scalar loops. Work splits by output rows ([`Conv2d::run_rows`]): every
 //! output element depends on its own window only; [`Conv2d::run_band`]
 //! and [`DepthwiseConv2d::run_band`] write some rows into a slice of their
-//! own (a thread's band).
+//! own (a thread's band); a depthwise layer of few rows also splits by
+//! blocks of [`CHANNEL_BLOCK`] output channels
+//! ([`DepthwiseConv2d::run_band_channels`]: the kernels run a layer one
+//! block at a time, each reading its channels of the input in place).
 //!
 //! The files: `params.rs` the quantization and output stage, `prepared.rs`
 //! what both ops prepare and the checks of a run, `conv2d.rs` and
@@ -47,7 +50,6 @@ mod band;
 mod channels;
 mod conv2d;
 pub mod depthwise;
-mod depthwise_channels;
 mod depthwise_conv2d;
 mod geometry;
 mod igemm;
@@ -61,8 +63,7 @@ mod prepared;
 mod scalar;
 
 pub use self::conv2d::Conv2d;
-pub use self::depthwise_channels::DepthwiseChannelBlocks;
-pub use self::depthwise_conv2d::DepthwiseConv2d;
+pub use self::depthwise_conv2d::{DepthwiseConv2d, CHANNEL_BLOCK};
 pub use self::geometry::{AxisPadding, ConvGeometry, Padding};
 pub(crate) use self::params::OutputStage;
 pub use self::params::{ConvQuantization, ConvRequantization};

@@ -147,13 +147,13 @@ impl Prepared {
         Ok(())
     }
 
-    /// The scalar loops over output rows `rows` (checked) into `output`
-    /// holding the rows from `first` on.
+    /// The scalar loops over output rows `rows` and output channels
+    /// `channels` (checked) into `output` holding the rows from `first` on.
     pub(super) fn run_scalar<F: FirstRow>(
         &self,
         input: &[i8],
         output: (&mut [i8], F),
-        rows: Range<usize>,
+        rows: (Range<usize>, Range<usize>),
     ) {
         let layer = Layer {
             geometry: &self.geometry,

@@ -27,15 +27,16 @@ pub(crate) struct Layer<'a> {
     pub outputs_per_group: usize,
 }
 
-/// Output rows `rows` (numbered over the batch: row `r` is image
-/// `r / output_height`, row `r % output_height`) of the convolution.
-/// `input` is the whole NHWC tensor, `output` its rows from row `first` on
-/// (the whole tensor when `first` is 0), both checked by the caller.
+/// Output channels `channels` of output rows `rows` (numbered over the
+/// batch: row `r` is image `r / output_height`, row `r % output_height`)
+/// of the convolution. `input` is the whole NHWC tensor, `output` its rows
+/// from row `first` on (the whole tensor when `first` is 0), both checked
+/// by the caller; the other channels of those rows are left as they are.
 pub(crate) fn conv<F: FirstRow>(
     layer: &Layer<'_>,
     input: &[i8],
     (output, first): (&mut [i8], F),
-    rows: Range<usize>,
+    (rows, channels): (Range<usize>, Range<usize>),
 ) {
     let g = layer.geometry;
     let (kh, kw, depth) = (g.kernel_height, g.kernel_width, layer.depth);
@@ -62,7 +63,7 @@ pub(crate) fn conv<F: FirstRow>(
                 kw,
                 g.input_width,
             );
-            for c in 0..g.output_channels {
+            for c in channels.clone() {
                 let ic = (c / layer.outputs_per_group) * depth;
                 let filter = &layer.weights[c * kh * kw * depth..][..kh * kw * depth];
                 let mut acc = layer.bias[c];

@@ -93,7 +93,9 @@ pub(crate) trait Kernel: Debug + Send + Sync {
 
     /// Columns `columns` (cut at multiples of [`Columns::grain`]) of every
     /// row of output 0 into `tile`, row `r`'s at `r * columns.len()`
-    /// elements; `io.outs` is empty, `io.scratch` the node's scratch.
+    /// elements (with [`Columns::whole_rows`], in their place of a tile of
+    /// the output's size); `io.outs` is empty, `io.scratch` the node's
+    /// scratch.
     fn run_columns(
         &self,
         backend: Backend,
@@ -110,13 +112,17 @@ pub(crate) trait Kernel: Debug + Send + Sync {
 
 /// Output 0 of a kernel that splits by columns ([`Kernel::columns`]):
 /// `rows` x `columns` elements of `elem` bytes; column ranges start at
-/// multiples of `grain`.
+/// multiples of `grain`. A share's tile holds `rows` x its columns, or
+/// with `whole_rows` every column's place of every row, the share's
+/// columns written there and the others not (a depthwise layer's kernels
+/// write a block of channels in place).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Columns {
     pub rows: usize,
     pub columns: usize,
     pub grain: usize,
     pub elem: usize,
+    pub whole_rows: bool,
 }
 
 /// Nothing to run: the output shares its input's bytes (an aliased

@@ -55,110 +55,48 @@ const CONV_COLUMN_MACS_PER_ROW: u64 = 300;
 /// only for its own (the one-thread call pays it once a block, so column
 /// shares add nothing to it).
 const DEPTHWISE_BLOCK_MACS: u64 = 3_200;
-/// Work (in MACs) per byte a DEPTHWISE_CONV_2D share moves beyond the
-/// kernel's: its blocks' input channels gathered out of every input pixel,
-/// and with more than one block a share, each block's output into the
-/// tile (a load and a store per 16 or 8 bytes and the loop, about 0.3
-/// instructions a byte).
-const DEPTHWISE_GATHER_MACS_PER_BYTE: u64 = 3;
-
-/// The setup (in MACs) of one share of a node of `op` and `work` MACs cut
-/// by columns, under up to `threads` threads: for a CONV_2D whose input 0
-/// is `rows` x `depth` bytes, a GEMM call of its own, which packs every
-/// input row and runs every row's tiles ([`CONV_COLUMN_MACS_PER_ROW`]); for a DEPTHWISE_CONV_2D (its input 0 `input_bytes`), the
-/// largest share's channel blocks each gathering its input channels (its
-/// part of the input) and (several a share) moving its output into the
-/// tile, with as many shares as [`column_shares`] will make of it (fewer
-/// shares, more blocks each). The blocks' calls are not a setup: the
-/// one-thread call makes them too.
-pub(crate) fn column_setup(
-    op: &str,
-    columns: &Columns,
-    (depth, input_bytes): (usize, usize),
-    (work, threads): (u64, usize),
-) -> u64 {
-    if op != "DEPTHWISE_CONV_2D" {
-        let rows = columns.rows as u64;
-        let packing = rows.saturating_mul(depth as u64) / 2;
-        let tiles = rows.saturating_mul(CONV_COLUMN_MACS_PER_ROW);
-        return CONV_SETUP_MACS
-            .saturating_add(packing)
-            .saturating_add(tiles);
+/// The setup (in MACs) of one share of a node of `op` cut by columns: for
+/// a CONV_2D whose input 0 is `rows` x `depth` bytes, a GEMM call of its
+/// own, which packs every input row and runs every row's tiles
+/// ([`CONV_COLUMN_MACS_PER_ROW`]); for a DEPTHWISE_CONV_2D, whose share
+/// runs its channel blocks as the one-thread call runs them (reading its
+/// input channels in place, writing its output channels in place in a
+/// tile of the output's size), nothing beyond [`column_overhead`].
+pub(crate) fn column_setup(op: &str, columns: &Columns, depth: usize) -> u64 {
+    if op == "DEPTHWISE_CONV_2D" {
+        return 0;
     }
-    let grain = columns.grain.max(1);
-    let blocks = columns.columns.div_ceil(grain).max(1);
-    let setup = |shares: usize| {
-        let per_share = blocks.div_ceil(shares) as u64;
-        let gathered = (input_bytes as u64).saturating_mul(per_share) / blocks as u64;
-        let moved = if per_share > 1 {
-            (columns.rows as u64).saturating_mul(grain as u64 * per_share)
-        } else {
-            0
-        };
-        let bytes = gathered.saturating_add(moved);
-        bytes.saturating_mul(DEPTHWISE_GATHER_MACS_PER_BYTE)
-    };
-    // Blocks narrower than the kernel's 16 lanes: each share's work about
-    // doubles (person_detect's 12x12x64 layer in 8 shares of 8 channels,
-    // `-cpu neoverse-n1`: 181,592 instructions over the threads against
-    // 90,462 on one), so a share pays its work again.
-    let narrow = |shares: usize| {
-        if grain < 16 {
-            work / shares.max(1) as u64
-        } else {
-            0
-        }
-    };
-    let setup = |shares: usize| setup(shares).saturating_add(narrow(shares));
-    // The most shares each worth its thread with its own setup
-    // (`column_shares`' rule); their setup.
-    let most = threads.clamp(1, blocks);
-    (2..=most)
-        .rev()
-        .map(|n| (n, setup(n)))
-        .find(|&(n, s)| {
-            let per_share = MIN_MACS_PER_COLUMN_SHARE.saturating_add(s.saturating_mul(2));
-            work / per_share >= n as u64
-        })
-        .map_or_else(|| setup(1), |(_, s)| s)
+    let rows = columns.rows as u64;
+    let packing = rows.saturating_mul(depth as u64) / 2;
+    let tiles = rows.saturating_mul(CONV_COLUMN_MACS_PER_ROW);
+    CONV_SETUP_MACS
+        .saturating_add(packing)
+        .saturating_add(tiles)
 }
 
-/// What a DEPTHWISE_CONV_2D column share costs its thread beyond
-/// [`column_setup`]'s estimate and its band of the copy, in MACs (of a
-/// CONV_2D, about 16 a depthwise-weighted instruction here): once a share
-/// (its slot, its marks, the wait for the other tiles, the copy's
-/// calls), and per channel block in it (the block's call, and per output
-/// pixel its gathered input and its output moved into the tile). Fitted
-/// on person_detect and MobileNetV2 at 4 and 8 threads (`-cpu
-/// neoverse-n1`; about 300 + 22 instructions a pixel per block): a
-/// 14x14x384 layer's shares of 6 blocks cost 32,305 instructions above an
-/// even part, of 3 blocks 18,237, a 7x7x960 layer's of 15 and 8 blocks
-/// 27,380 and 16,715 (cut by rows, 4 or 2 rows of 14 and 2 or 1 of 7, a
-/// share costs less); person_detect's 6x6x128
-/// layer's column shares cost 2,738 (one block a share) and 3,604 (two)
-/// instructions above an even part, the 3x3x256 layer's 3,306 (two) and
-/// 4,297 (four); cut by rows instead, its 6x6 layers took 6,698 and 4,666
-/// instructions on their busiest thread at 4 and 8 threads (8,011 and
-/// 4,941 by columns); its 3x3x256 layer 5,713 by rows and 7,273 by
-/// columns at 4 threads, 5,713 and 4,794 at 8. (Its stride-2 3x3x128
-/// layer is now cut by rows at 8 threads too: 3,481 against 3,279.)
-pub(crate) const DEPTHWISE_COLUMN_SHARE_MACS: u64 = 27_000;
-/// [`DEPTHWISE_COLUMN_SHARE_MACS`]' part per channel block of a share, and
-/// per output pixel of a block.
-pub(crate) const DEPTHWISE_COLUMN_BLOCK_MACS: u64 = 6_000;
-pub(crate) const DEPTHWISE_COLUMN_PIXEL_MACS: u64 = 440;
+/// What a DEPTHWISE_CONV_2D column share costs its thread beyond an even
+/// part of the work and its band of the copy, in depthwise-weighted MACs
+/// (about 21 an instruction on person_detect's 6x6 layers): its call (the
+/// kernel's rows found and laid out again for each share, about 550
+/// instructions on a 6x6 layer), its slot, marks and wait, and the
+/// calling thread's posting of the shares. Fitted on person_detect at 4
+/// and 8 threads (`-cpu neoverse-n1`, `cargo xtask run --threads 4,8
+/// --hot`): its busiest column share cost about 1,700 to 2,100
+/// instructions above an even part at 4 threads, 2,300 to 2,700 at 8
+/// (the 6x6x128 layers 5,962 against 6,142 by bands of rows at 4 threads,
+/// 4,661 against 4,509 at 8; the 3x3x256 layer 4,624 against 5,460 and
+/// 3,764 against 5,444).
+pub(crate) const DEPTHWISE_COLUMN_SHARE_MACS: u64 = 36_000;
 
-/// The cost (MACs) of a column share of a node of `op` whose output has
-/// `columns.rows` pixels that its setup and copy leave out: once a share,
-/// and per channel block in it ([`DEPTHWISE_COLUMN_SHARE_MACS`]; none for
-/// a CONV_2D, whose column setup is fitted whole).
-pub(crate) fn column_overhead(op: &str, columns: &Columns) -> (u64, u64) {
+/// The cost (MACs) of a column share of a node of `op` that its setup
+/// and copy leave out: a DEPTHWISE_CONV_2D's
+/// [`DEPTHWISE_COLUMN_SHARE_MACS`]; none for a CONV_2D, whose column
+/// setup is fitted whole.
+pub(crate) fn column_overhead(op: &str) -> u64 {
     if op == "DEPTHWISE_CONV_2D" {
-        let pixels = (columns.rows as u64).saturating_mul(DEPTHWISE_COLUMN_PIXEL_MACS);
-        let block = DEPTHWISE_COLUMN_BLOCK_MACS.saturating_add(pixels);
-        (DEPTHWISE_COLUMN_SHARE_MACS, block)
+        DEPTHWISE_COLUMN_SHARE_MACS
     } else {
-        (0, 0)
+        0
     }
 }
 
@@ -169,7 +107,7 @@ pub(crate) fn column_overhead(op: &str, columns: &Columns) -> (u64, u64) {
 /// layer of 128 channels, `-cpu neoverse-n1`: a band of one row took 13,895
 /// instructions, of two 20,325, the whole layer 54,243, which puts a band's
 /// calls at about 4,700 instructions, 590 a block), where a column share
-/// pays only its own blocks' (in [`column_setup`]).
+/// runs only its own blocks.
 ///
 /// [`share_setup`]: super::share_setup
 pub(crate) fn band_setup(op: &str, columns: &Columns, setup: u64) -> u64 {
@@ -182,14 +120,14 @@ pub(crate) fn band_setup(op: &str, columns: &Columns, setup: u64) -> u64 {
 
 /// The column shares of a node of `work` MACs whose kernel splits by
 /// columns, for up to `threads` threads, each paying `setup`
-/// ([`column_setup`]) and `per_block` for each block of the grain it
-/// holds ([`column_overhead`]); `None` when the node does not split by columns or
-/// when cutting it into `bands` bands with `band_setup` each costs its
-/// busiest thread no more. The cost of a cut: its largest share's work,
-/// plus its setup, plus (by columns) a thread's band of the tiles' copy.
+/// ([`column_setup`] and [`column_overhead`]); `None` when the node does
+/// not split by columns or when cutting it into `bands` bands with
+/// `band_setup` each costs its busiest thread no more. The cost of a cut:
+/// its largest share's work, plus its setup, plus (by columns) a thread's
+/// band of the tiles' copy.
 pub(crate) fn column_shares(
     kernel: &dyn Kernel,
-    (work, setup, per_block): (u64, u64, u64),
+    (work, setup): (u64, u64),
     (bands, band_setup): (usize, u64),
     threads: usize,
 ) -> Option<Vec<Share>> {
@@ -210,8 +148,7 @@ pub(crate) fn column_shares(
             .saturating_add(COPY_CALL_MACS);
         let held = blocks.div_ceil(n) as u64;
         let largest = work.saturating_mul(held) / blocks as u64;
-        let own = setup.saturating_add(per_block.saturating_mul(held));
-        largest.saturating_add(own).saturating_add(copy)
+        largest.saturating_add(setup).saturating_add(copy)
     };
     // As many shares as lower the busiest thread's work, each at least the
     // minimum worth a thread. (Capped as bands are, by the setup as well,
@@ -239,7 +176,12 @@ pub(crate) fn column_shares(
         .map(|i| {
             let (first, last) = (i * blocks / n, (i + 1) * blocks / n);
             let tiles = first * grain..(last * grain).min(columns.columns);
-            let bytes = 0..columns.rows * tiles.len() * columns.elem;
+            let tile_columns = if columns.whole_rows {
+                columns.columns
+            } else {
+                tiles.len()
+            };
+            let bytes = 0..columns.rows * tile_columns * columns.elem;
             Share {
                 tiles,
                 bytes,
@@ -269,6 +211,7 @@ pub(super) fn run(
         rows,
         columns: width,
         elem,
+        whole_rows,
         ..
     } = columns;
     let n = shares.len();
@@ -311,7 +254,7 @@ pub(super) fn run(
         if let Some(marks) = shared.marks {
             marks.start(shared.node);
         }
-        let copied = copy_band(&done, shares, band, band_rows, (width, elem));
+        let copied = copy_band(&done, shares, band, band_rows, (width, elem, whole_rows));
         if let Some(marks) = shared.marks {
             marks.idle();
         }
@@ -381,73 +324,82 @@ fn wait_for(count: &AtomicUsize, n: usize) {
 type RowBand<'a> = (&'a mut [u8], Range<usize>);
 
 /// Copies every tile's part of `band_rows` (`done[i]` the tile of
-/// `shares[i]`) into `band`, those rows of `width` elements of `elem`
-/// bytes.
+/// `shares[i]`, its rows holding the share's columns or, with
+/// `whole_rows`, every column's place) into `band`, those rows of `width`
+/// elements of `elem` bytes.
 fn copy_band(
     done: &[OnceLock<&[u8]>],
     shares: &[Share],
     band: &mut [u8],
     band_rows: Range<usize>,
-    (width, elem): (usize, usize),
+    (width, elem, whole_rows): (usize, usize, bool),
 ) -> Result<(), String> {
     for (tile, share) in done.iter().zip(shares) {
         let tile = tile.get().ok_or("a column tile was not computed")?;
-        let tile_row = share.tiles.len() * elem;
+        let tile_row = if whole_rows { width } else { share.tiles.len() } * elem;
         let part = tile
             .get(band_rows.start * tile_row..band_rows.end * tile_row)
             .ok_or_else(|| format!("a tile of {} bytes for rows {band_rows:?}", tile.len()))?;
-        copy_tile(part, band, share.tiles.clone(), width, elem)?;
+        copy_tile((part, tile_row), band, share.tiles.clone(), width, elem)?;
     }
     Ok(())
 }
 
-/// Copies `tile` (every row's `columns`, `elem`-byte elements) into those
-/// columns of `output`'s rows of `width` elements.
+/// Copies `columns` of every row of `tile` (rows of `tile_row` bytes:
+/// those columns, or every column's place) into those columns of
+/// `output`'s rows of `width` elements of `elem` bytes.
 #[inline]
 fn copy_tile(
-    tile: &[u8],
+    (tile, tile_row): (&[u8], usize),
     output: &mut [u8],
     columns: Range<usize>,
     width: usize,
     elem: usize,
 ) -> Result<(), String> {
-    let (from, row) = (columns.start * elem, width * elem);
-    let tile_row = columns.len() * elem;
-    if tile_row == 0 {
+    let (from, row, len) = (columns.start * elem, width * elem, columns.len() * elem);
+    if len == 0 {
         return Ok(());
     }
-    if columns.end > width || tile.len() / tile_row * row > output.len() {
+    // Where the columns start in a tile row: at its start, or in place.
+    let at = if tile_row == len { 0 } else { from };
+    if columns.end > width || at + len > tile_row || tile.len() / tile_row * row > output.len() {
         return Err(format!(
             "a tile of columns {columns:?} does not fit rows of {width}"
         ));
     }
-    // Tiles of 16 or 32 bytes a row (8 column shares of 128 or 256
+    // Columns of 16 or 32 bytes a row (8 column shares of 128 or 256
     // channels): one load and store a row, about 6 instructions where the
     // general loop took about 17.
-    match tile_row {
-        16 => copy_rows::<16>(tile, output, from, row),
-        32 => copy_rows::<32>(tile, output, from, row),
+    let rows = tile
+        .chunks_exact(tile_row)
+        .zip(output.chunks_exact_mut(row));
+    match len {
+        16 => copy_rows::<16>(rows, (at, from)),
+        32 => copy_rows::<32>(rows, (at, from)),
         _ => {
-            for (src, dst) in tile
-                .chunks_exact(tile_row)
-                .zip(output.chunks_exact_mut(row))
-            {
-                copy_row(src, &mut dst[from..from + tile_row]);
+            for (src, dst) in rows {
+                copy_row(&src[at..at + len], &mut dst[from..from + len]);
             }
         }
     }
     Ok(())
 }
 
-/// [`copy_tile`]'s loop for rows of `N` bytes (`tile`'s rows into bytes
-/// `from..from + N` of `output`'s rows of `row` bytes).
+/// [`copy_tile`]'s loop for columns of `N` bytes: each pair's bytes `at..at
+/// + N` of the tile's row into bytes `from..from + N` of the output's.
 #[inline(always)]
-fn copy_rows<const N: usize>(tile: &[u8], output: &mut [u8], from: usize, row: usize) {
-    for (src, dst) in tile.chunks_exact(N).zip(output.chunks_exact_mut(row)) {
+fn copy_rows<'a, const N: usize>(
+    rows: impl Iterator<Item = (&'a [u8], &'a mut [u8])>,
+    (at, from): (usize, usize),
+) {
+    for (src, dst) in rows {
+        let src = src
+            .get(at..at + N)
+            .and_then(|s| <&[u8; N]>::try_from(s).ok());
         let dst = dst
             .get_mut(from..from + N)
             .and_then(|d| <&mut [u8; N]>::try_from(d).ok());
-        if let (Ok(src), Some(dst)) = (<&[u8; N]>::try_from(src), dst) {
+        if let (Some(src), Some(dst)) = (src, dst) {
             *dst = *src;
         }
     }
@@ -458,20 +410,19 @@ fn copy_rows<const N: usize>(tile: &[u8], output: &mut [u8], from: usize, row: u
 /// rest by `copy_from_slice`. A `copy_from_slice` of a row length known
 /// only at run time is a `memcpy` call, about 20 instructions for a
 /// 16-byte row (person_detect's 6x6 layers at 8 threads copy 288 such
-/// rows per node); so is a `copy_from_slice` of a chunk whose length the
-/// compiler lost sight of, hence the pieces as arrays.
+/// rows per node); pieces taken by `chunks_exact` and converted one by
+/// one cost about 8 instructions each (MobileNetV2's 14x14x384 depthwise
+/// layers at 4 threads: 10,732 instructions a thread for 196 rows of 96
+/// bytes), hence the rows as arrays of pieces.
 #[inline(always)]
 fn copy_row(src: &[u8], dst: &mut [u8]) {
-    let mut pieces = dst.chunks_exact_mut(16);
-    let mut from = src.chunks_exact(16);
-    for (d, s) in (&mut pieces).zip(&mut from) {
-        if let (Ok(d), Ok(s)) = (<&mut [u8; 16]>::try_from(d), <&[u8; 16]>::try_from(s)) {
-            *d = *s;
-        }
+    let (pieces, rest) = dst.as_chunks_mut::<16>();
+    let (from, from_rest) = src.as_chunks::<16>();
+    for (d, s) in pieces.iter_mut().zip(from) {
+        *d = *s;
     }
-    let rest = pieces.into_remainder();
-    if !rest.is_empty() {
-        rest.copy_from_slice(from.remainder());
+    if !rest.is_empty() && rest.len() == from_rest.len() {
+        rest.copy_from_slice(from_rest);
     }
 }
 
@@ -525,6 +476,7 @@ mod tests {
                 columns: self.columns,
                 grain: 4,
                 elem: 1,
+                whole_rows: false,
             })
         }
         fn run_columns(
@@ -556,7 +508,7 @@ mod tests {
         for threads in [2, 3, 4, 8] {
             let bands = threads.min(3);
             let shares =
-                column_shares(&grid, (work, 1_000, 0), (bands, 100_000), threads).expect("columns");
+                column_shares(&grid, (work, 1_000), (bands, 100_000), threads).expect("columns");
             // The least largest share (in blocks of 4 columns) that
             // `threads` shares can give, with as few shares as give it
             // (more would only add to the copy).
@@ -608,9 +560,9 @@ mod tests {
         };
         let work = 100 * MIN_MACS_PER_COLUMN_SHARE;
         // 8 even bands with no setup beat 4 column blocks.
-        assert!(column_shares(&grid, (work, 1_000, 0), (8, 0), 8).is_none());
+        assert!(column_shares(&grid, (work, 1_000), (8, 0), 8).is_none());
         // Too little work for two shares.
-        assert!(column_shares(&grid, (MIN_MACS_PER_COLUMN_SHARE, 0, 0), (1, 0), 8).is_none());
+        assert!(column_shares(&grid, (MIN_MACS_PER_COLUMN_SHARE, 0), (1, 0), 8).is_none());
         // A kernel without columns.
         #[derive(Debug)]
         struct Whole;
@@ -619,57 +571,35 @@ mod tests {
                 Ok(())
             }
         }
-        assert!(column_shares(&Whole, (work, 0, 0), (1, 0), 8).is_none());
+        assert!(column_shares(&Whole, (work, 0), (1, 0), 8).is_none());
     }
 
     #[test]
-    fn a_depthwise_share_pays_for_its_blocks_and_a_conv_share_for_its_packing() {
-        // person_detect's 3x3-pixel depthwise layer: 256 channels in 16
-        // blocks of 16, its input 6 x 6 x 256.
+    fn a_depthwise_share_pays_its_call_and_a_conv_share_its_packing() {
+        // person_detect's 3x3-pixel layer of 256 channels: a depthwise
+        // share reads its input and writes its output in place (no setup
+        // but its call's); a pointwise share packs every input row.
         let columns = Columns {
             rows: 9,
             columns: 256,
             grain: 16,
             elem: 1,
+            whole_rows: true,
         };
-        let input = 6 * 6 * 256;
-        let work = 1 << 40;
-        let at = |threads| column_setup("DEPTHWISE_CONV_2D", &columns, (9, input), (work, threads));
-        // One block a share: a sixteenth of the input gathered.
-        let one = (input as u64 / 16) * DEPTHWISE_GATHER_MACS_PER_BYTE;
-        assert_eq!(at(16), one);
-        assert_eq!(at(64), one);
-        // Two blocks a share: twice that, and both blocks' outputs moved.
-        assert_eq!(at(8), 2 * one + 9 * 32 * DEPTHWISE_GATHER_MACS_PER_BYTE);
-        // Four threads: four blocks each.
-        assert_eq!(at(4), 4 * one + 9 * 64 * DEPTHWISE_GATHER_MACS_PER_BYTE);
-        let conv = column_setup("CONV_2D", &columns, (128, input), (work, 4));
+        assert_eq!(column_setup("DEPTHWISE_CONV_2D", &columns, 9), 0);
         assert_eq!(
-            conv,
+            column_overhead("DEPTHWISE_CONV_2D"),
+            DEPTHWISE_COLUMN_SHARE_MACS
+        );
+        assert_eq!(
+            column_setup("CONV_2D", &columns, 128),
             CONV_SETUP_MACS + 9 * 128 / 2 + 9 * CONV_COLUMN_MACS_PER_ROW
         );
-        // Work for two shares only: the setup of two shares of 8 blocks.
-        let small = 2 * (MIN_MACS_PER_COLUMN_SHARE + 2 * (8 * one + 9 * 128 * 3));
-        let two = column_setup("DEPTHWISE_CONV_2D", &columns, (9, input), (small, 8));
-        assert_eq!(two, 8 * one + 9 * 128 * DEPTHWISE_GATHER_MACS_PER_BYTE);
+        assert_eq!(column_overhead("CONV_2D"), 0);
         // A band of its rows sets up all 16 blocks; a CONV_2D band its own.
         let band = band_setup("DEPTHWISE_CONV_2D", &columns, 7);
         assert_eq!(band, 16 * DEPTHWISE_BLOCK_MACS);
         assert_eq!(band_setup("CONV_2D", &columns, 7), 7);
-        // Blocks of 8 channels: each share pays its work again (64
-        // channels in 8 blocks, 8 threads: one block a share).
-        let narrow = Columns {
-            rows: 144,
-            columns: 64,
-            grain: 8,
-            elem: 1,
-        };
-        let work = 8 * 82_944;
-        let gather = (144 * 64 / 8) * DEPTHWISE_GATHER_MACS_PER_BYTE;
-        let setup = column_setup("DEPTHWISE_CONV_2D", &narrow, (9, 144 * 64), (work, 8));
-        assert!(setup >= gather + work / 8, "{setup}");
-        // So not even two shares are worth their threads.
-        assert!(setup.saturating_mul(2) + MIN_MACS_PER_COLUMN_SHARE > work / 2);
     }
 
     /// A depthwise layer of `rows` output rows of `width` pixels and
@@ -698,6 +628,7 @@ mod tests {
                 columns: self.channels,
                 grain: 16,
                 elem: 1,
+                whole_rows: true,
             })
         }
     }
@@ -708,55 +639,56 @@ mod tests {
         let columns = layer.columns().unwrap();
         let pixels = layer.rows * layer.width;
         let work = (pixels * layer.channels * 9) as u64 * super::super::DEPTHWISE_MAC_WEIGHT;
-        let input = pixels * layer.channels;
-        let setup = column_setup("DEPTHWISE_CONV_2D", &columns, (9, input), (work, threads));
-        let (per_share, per_block) = column_overhead("DEPTHWISE_CONV_2D", &columns);
+        let setup =
+            column_setup("DEPTHWISE_CONV_2D", &columns, 9) + column_overhead("DEPTHWISE_CONV_2D");
         let bands = threads.min(layer.rows);
         let band = band_setup("DEPTHWISE_CONV_2D", &columns, 0);
-        let cost = (work, setup + per_share, per_block);
-        column_shares(layer, cost, (bands, band), threads).map_or(0, |s| s.len())
+        column_shares(layer, (work, setup), (bands, band), threads).map_or(0, |s| s.len())
     }
 
     #[test]
-    fn a_depthwise_layer_is_cut_by_rows_unless_too_few_rows_leave_threads_idle() {
-        // person_detect's 6x6x128 layers: by rows at 4 and 8 threads (its
-        // column shares cost about 2,700 to 3,600 instructions above an
-        // even part, its bands of rows less).
+    fn a_depthwise_layer_is_cut_by_channels_where_bands_of_rows_are_uneven() {
+        // person_detect's 6x6x128 layers: 4 column shares of 2 blocks at 4
+        // threads (bands: 2 of the 6 rows on the busiest thread, and every
+        // block's call a band); 6 bands of one row at 8 (8 shares of one
+        // block each pay their calls for an eighth of the work).
         let six = Depthwise {
             rows: 6,
             width: 6,
             channels: 128,
         };
-        assert_eq!(depthwise_column_shares(&six, 4), 0);
+        assert_eq!(depthwise_column_shares(&six, 4), 4);
         assert_eq!(depthwise_column_shares(&six, 8), 0);
-        // Its 3x3x256 layer: 3 bands leave 5 of 8 threads idle.
+        // Its 3x3x256 layer: 3 bands leave threads idle.
         let three = Depthwise {
             rows: 3,
             width: 3,
             channels: 256,
         };
-        assert_eq!(depthwise_column_shares(&three, 4), 0);
+        assert_eq!(depthwise_column_shares(&three, 4), 4);
         assert_eq!(depthwise_column_shares(&three, 8), 8);
-        // MobileNetV2's 14x14x384 and 7x7x960 layers: by rows (their
-        // column shares gather and move 196 or 49 pixels a block).
-        for (rows, channels) in [(14, 384), (7, 960)] {
-            let layer = Depthwise {
-                rows,
-                width: rows,
-                channels,
-            };
-            assert_eq!(depthwise_column_shares(&layer, 4), 0, "{rows}x{rows}");
-            assert_eq!(depthwise_column_shares(&layer, 8), 0, "{rows}x{rows}");
-        }
+        // Many rows: bands (a 12x12 layer of 64 channels, 4 blocks).
+        let twelve = Depthwise {
+            rows: 12,
+            width: 12,
+            channels: 64,
+        };
+        assert_eq!(depthwise_column_shares(&twelve, 4), 0);
+        assert_eq!(depthwise_column_shares(&twelve, 8), 0);
     }
 
     #[test]
     fn a_tile_that_does_not_fit_is_an_error() {
         let mut output = vec![0u8; 12];
-        assert!(copy_tile(&[1; 6], &mut output, 2..4, 4, 1).is_ok());
+        assert!(copy_tile((&[1; 6], 2), &mut output, 2..4, 4, 1).is_ok());
         assert_eq!(output, [0, 0, 1, 1, 0, 0, 1, 1, 0, 0, 1, 1]);
-        assert!(copy_tile(&[1; 6], &mut output, 3..5, 4, 1).is_err());
-        assert!(copy_tile(&[1; 8], &mut output, 0..2, 4, 1).is_err());
+        assert!(copy_tile((&[1; 6], 2), &mut output, 3..5, 4, 1).is_err());
+        assert!(copy_tile((&[1; 8], 2), &mut output, 0..2, 4, 1).is_err());
+        // A tile of whole rows: its columns 1..3 of each row, in place.
+        let whole: Vec<u8> = (0..12).collect();
+        assert!(copy_tile((&whole, 4), &mut output, 1..3, 4, 1).is_ok());
+        assert_eq!(output, [0, 1, 2, 1, 0, 5, 6, 1, 0, 9, 10, 1]);
+        assert!(copy_tile((&whole[..8], 4), &mut output, 2..5, 4, 1).is_err());
         // Rows of whole 16-byte pieces and a remainder.
         for len in [1, 15, 16, 17, 32, 40, 100] {
             let src: Vec<u8> = (0..len).map(|i| i as u8 ^ 0x5A).collect();

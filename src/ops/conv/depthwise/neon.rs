@@ -60,15 +60,16 @@ const PARTIAL: u8 = Load::Partial as u8;
 const BROADCAST: u8 = Load::Broadcast as u8;
 const TABLE: u8 = Load::Table as u8;
 
-/// Output rows `rows` (checked by the caller: `input` is the whole NHWC
-/// tensor of `g`, `output` its output's rows from row `first` on, the whole
-/// output when `first` is 0; `rows` within `batch * output_height`).
+/// Output rows `rows` of the blocks `blocks` of 16 channels (checked by the
+/// caller: `input` is the whole NHWC tensor of `g`, `output` its output's
+/// rows from row `first` on, the whole output when `first` is 0; `rows`
+/// within `batch * output_height`, `blocks` within the channels').
 pub(crate) fn depthwise_rows<F: FirstRow>(
     p: &Packed,
     g: &ConvGeometry,
     input: &[i8],
     (output, first): (&mut [i8], F),
-    rows: Range<usize>,
+    rows: (Range<usize>, Range<usize>),
 ) {
     let out = (output, first);
     if p.stage.stage == Stage::F32 {
@@ -84,7 +85,7 @@ fn rows_staged<const S: u8, F: FirstRow>(
     g: &ConvGeometry,
     input: &[i8],
     out: (&mut [i8], F),
-    rows: Range<usize>,
+    rows: (Range<usize>, Range<usize>),
 ) {
     let square = g.kernel_height == g.kernel_width;
     match g.kernel_height {
@@ -101,10 +102,10 @@ fn rows_with<const K: usize, const S: u8, F: FirstRow>(
     g: &ConvGeometry,
     input: &[i8],
     (output, first): (&mut [i8], F),
-    rows: Range<usize>,
+    (rows, blocks): (Range<usize>, Range<usize>),
 ) {
     let channels = g.output_channels;
-    for block in 0..channels.div_ceil(BLOCK) {
+    for block in blocks {
         let lanes = (channels - block * BLOCK).min(BLOCK);
         let load = match (&p.gather, lanes) {
             (Gather::Direct, 16) => Load::Whole16,

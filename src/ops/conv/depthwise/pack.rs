@@ -11,7 +11,7 @@ use crate::error::Result;
 use crate::ops::requant::try_filled;
 
 /// Output channels per block (the widest kernel's lanes).
-pub(super) const BLOCK: usize = 16;
+pub(super) const BLOCK: usize = super::super::depthwise_conv2d::CHANNEL_BLOCK;
 
 /// How a block's lanes find their input bytes.
 #[derive(Clone, Debug)]

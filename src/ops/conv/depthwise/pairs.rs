@@ -34,15 +34,16 @@ use super::stage::{BlockStage, DOUBLE, F32, FIXED, SINGLE, TIES_UPWARD};
 use super::{first3, rows3};
 use crate::backend::CpuFeatures;
 
-/// Output rows `rows` of a layer with a [`Folded`] layout (the caller's
-/// checks as `super::neon::depthwise_rows`).
+/// Output rows `rows` of the blocks `blocks` (of 16 channels) of a layer
+/// with a [`Folded`] layout (the caller's checks as
+/// `super::neon::depthwise_rows`).
 pub(crate) fn depthwise_rows<F: FirstRow>(
     p: &Packed,
     f: &Folded,
     g: &ConvGeometry,
     input: &[i8],
     out: (&mut [i8], F),
-    rows: Range<usize>,
+    rows: (Range<usize>, Range<usize>),
 ) {
     // Each stage compiled apart: the loops then hold only its vectors.
     match p.stage.stage {
@@ -62,14 +63,15 @@ fn rows_staged<const S: u8, F: FirstRow>(
     g: &ConvGeometry,
     input: &[i8],
     (output, first): (&mut [i8], F),
-    rows: Range<usize>,
+    (rows, blocks): (Range<usize>, Range<usize>),
 ) {
     let square = g.kernel_height == g.kernel_width;
     let dot = !f.dot_weights.is_empty() && CpuFeatures::detect().dotprod;
     let dot3 = g.kernel_height == 3 && g.kernel_width == 3 && g.dilation_width == 1;
     // The 3x3 asm loop over many rows per call (`rows3`).
     let rows3 = dot && dot3 && S == TIES_UPWARD && rows3::takes(p, f, g);
-    if dot && f.broadcast && S == TIES_UPWARD && first3::takes(p, f, g) {
+    let every_block = blocks == (0..g.output_channels.div_ceil(BLOCK));
+    if dot && f.broadcast && S == TIES_UPWARD && every_block && first3::takes(p, f, g) {
         // SAFETY: the CPU has dotprod (checked above) and `first3` takes
         // the layer; the caller checked the tensors.
         unsafe { first3::depthwise_rows(p, f, g, input, output, first.row(), rows) };
@@ -79,12 +81,12 @@ fn rows_staged<const S: u8, F: FirstRow>(
         // SAFETY: the CPU has dotprod (checked above), the layer is 3x3
         // of width dilation 1 and `rows3` takes it; the caller checked the
         // tensors.
-        unsafe { rows3::depthwise_rows(p, f, g, input, output, first.row(), rows) };
+        unsafe { rows3::depthwise_rows(p, f, g, input, output, first.row(), (rows, blocks)) };
         return;
     }
     // (`Folded::runs`: a broadcast layer comes here only with dotprod.)
     debug_assert!(dot || !f.broadcast);
-    for block in 0..g.output_channels.div_ceil(BLOCK) {
+    for block in blocks {
         let br = Block {
             p,
             f,

@@ -47,11 +47,11 @@ pub(super) fn takes(p: &Packed, f: &Folded, g: &ConvGeometry) -> bool {
         && (g.output_width - 1) * g.stride_width + 3 <= ENTRIES
 }
 
-/// The output rows `rows` of every block of the layer (16 channels, and a
-/// last 8), from output row `first` of `output` on (the pair kernel's
-/// checks: `input` the whole NHWC tensor of `g`): by chunks of rows whose
-/// columns fit the buffer, each chunk's rows found once, then each block
-/// laid out and run.
+/// The output rows `rows` of the layer's blocks `blocks` (of 16 channels,
+/// and a last 8), from output row `first` of `output` on (the pair
+/// kernel's checks: `input` the whole NHWC tensor of `g`): by chunks of
+/// rows whose columns fit the buffer, each chunk's rows found once, then
+/// each block laid out and run.
 ///
 /// # Safety
 /// The CPU has the dotprod extension; the layer is 3x3 of width dilation
@@ -65,7 +65,7 @@ pub(super) unsafe fn depthwise_rows(
     input: &[i8],
     output: &mut [i8],
     first: usize,
-    rows: Range<usize>,
+    (rows, blocks): (Range<usize>, Range<usize>),
 ) {
     debug_assert!(takes(p, f, g));
     debug_assert!(g.kernel_height == 3 && g.kernel_width == 3 && g.dilation_width == 1);
@@ -140,7 +140,7 @@ pub(super) unsafe fn depthwise_rows(
                 }
             }
         }
-        for c0 in (0..oc).step_by(BLOCK) {
+        for c0 in (blocks.start * BLOCK..oc.min(blocks.end * BLOCK)).step_by(BLOCK) {
             // SAFETY: the caller's (dotprod, `takes`); `c0 + 16 <= oc` or
             // a last block of 8 (channels are a multiple of 8); the
             // chunk's rows' offsets are rows of `input` (the whole

@@ -3,6 +3,7 @@
 //! edges, partial blocks, one input channel, permuted multipliers), and
 //! LiteRT's two aarch64 requantizations against the oracle.
 
+use core::ops::Range;
 use std::vec;
 use std::vec::Vec;
 
@@ -956,6 +957,114 @@ fn depthwise_i8_dot_rows_in_pieces() {
                 }
                 assert_eq!(out, scalar, "{backend:?} {g:?} {r:?}");
             }
+        }
+    }
+}
+
+/// Ranges of whole channel blocks of bands of rows
+/// ([`DepthwiseConv2d::run_band_channels`]), as threads cut a layer with
+/// few rows, on every kernel path (the `sdot` 3x3 rows of `rows3` and its
+/// general blocks, the pair kernel, the widening kernel of a multiplier 2
+/// and of weights of -128, 5x5, stride 2, a last block of 8, a broadcast
+/// of 1 x 32 whose first-layer kernel needs every block) and every
+/// requantization: each equals the scalar loops over the whole output on
+/// its channels and leaves the band's other channels as they were.
+#[test]
+fn depthwise_i8_channel_blocks_of_bands_equal_the_whole_run() {
+    let mut rng = Rng(0xc4a7_2e15);
+    for (shape, m, kernel, stride, padding, low) in [
+        ([2, 6, 6, 128], 1, 3, 1, Padding::Same, -127),
+        ([1, 3, 3, 256], 1, 3, 1, Padding::Same, -127),
+        ([1, 7, 7, 40], 1, 3, 2, Padding::Same, -127),
+        ([1, 7, 9, 24], 1, 5, 1, Padding::Same, -127),
+        ([1, 5, 6, 32], 1, 3, 1, Padding::Valid, -128),
+        ([1, 5, 5, 12], 2, 3, 1, Padding::Same, -127),
+        ([1, 6, 7, 1], 32, 3, 1, Padding::Same, -127),
+    ] {
+        let channels = shape[3] * m;
+        let g = geometry(padding, shape, channels, [kernel; 2], [stride; 2], [1, 1]);
+        let input: Vec<i8> = (0..shape.iter().product::<usize>())
+            .map(|_| rng.i8())
+            .collect();
+        let taps = kernel * kernel;
+        let weights: Vec<i8> = (0..taps * channels).map(|_| rng.i8().max(low)).collect();
+        let bias: Vec<i32> = (0..channels).map(|_| rng.range(-30_000, 30_000)).collect();
+        let scales: Vec<f32> = (0..channels).map(|c| 0.3 + c as f32 * 0.01).collect();
+        let blocks = channels.div_ceil(CHANNEL_BLOCK);
+        let at = |b: usize| (b * CHANNEL_BLOCK).min(channels);
+        let mut ranges: Vec<Range<usize>> = (0..blocks).map(|b| at(b)..at(b + 1)).collect();
+        ranges.extend([
+            0..channels,
+            at(1)..channels,
+            0..at(blocks / 2),
+            at(1)..at(1),
+        ]);
+        for r in ALL {
+            let q = ConvQuantization {
+                input: QuantParams::new(0.5, rng.range(-128, 127)),
+                weight_scales: &scales,
+                output: QuantParams::new(100.0, rng.range(-128, 127)),
+                activation: FusedActivation::Relu6,
+                requantization: r,
+            };
+            let op = DepthwiseConv2d::new(g, m, &weights, Some(&bias), &q).unwrap();
+            let rows = op.rows();
+            let row_len = g.output_width * channels;
+            let mut whole = vec![0i8; rows * row_len];
+            op.run_rows(Backend::Scalar, &input, &mut whole, 0..rows)
+                .unwrap();
+            let bands = [0..rows, 0..1, 1..rows / 2 + 1, rows - 1..rows];
+            for backend in Backend::available() {
+                for band_rows in bands.clone() {
+                    for range in &ranges {
+                        let poison = 0x5Bu8 as i8;
+                        let mut band = vec![poison; band_rows.len() * row_len];
+                        op.run_band_channels(
+                            backend,
+                            &input,
+                            &mut band,
+                            (band_rows.clone(), range.clone()),
+                        )
+                        .unwrap();
+                        let expected: Vec<i8> = whole[band_rows.start * row_len..][..band.len()]
+                            .iter()
+                            .enumerate()
+                            .map(|(i, &v)| {
+                                if range.contains(&(i % channels)) {
+                                    v
+                                } else {
+                                    poison
+                                }
+                            })
+                            .collect();
+                        assert_eq!(
+                            band, expected,
+                            "{backend:?} {g:?} x{m} {r:?} rows {band_rows:?} channels {range:?}"
+                        );
+                    }
+                }
+            }
+        }
+        // Channels off the blocks, reversed or past the layer's.
+        let q = ConvQuantization {
+            input: QuantParams::new(0.5, 0),
+            weight_scales: &scales,
+            output: QuantParams::new(100.0, 0),
+            activation: FusedActivation::None,
+            requantization: ALL[0],
+        };
+        let op = DepthwiseConv2d::new(g, m, &weights, Some(&bias), &q).unwrap();
+        let mut band = vec![0i8; g.output_width * channels];
+        #[allow(clippy::reversed_empty_ranges)]
+        for bad in [8..channels, 0..channels + 16, 16..0, 0..8] {
+            if bad == (0..channels) || (bad.end == channels && bad.start % 16 == 0) {
+                continue;
+            }
+            let err = op.run_band_channels(Backend::Scalar, &input, &mut band, (0..1, bad.clone()));
+            assert!(
+                matches!(err, Err(Error::Tile { .. })),
+                "{bad:?} of {channels}: {err:?}"
+            );
         }
     }
 }

@@ -5,7 +5,7 @@
 
 use std::ops::Range;
 
-use qneon::ops::conv::{ConvGeometry, DepthwiseChannelBlocks, Padding};
+use qneon::ops::conv::{ConvGeometry, Padding, CHANNEL_BLOCK};
 use qneon::{Backend, Conv2d, ConvQuantization, ConvRequantization, DepthwiseConv2d};
 use qneon_tflite::schema::BuiltinOptions;
 use qneon_tflite::{BuiltinOp, Options as OpOptions, Tensor};
@@ -30,23 +30,23 @@ pub(crate) const OPS: &[Registration] = &[
 #[derive(Debug)]
 enum Layer {
     Conv(Box<Conv2d>),
-    /// The layer, and for one the planner may cut by output channels
-    /// ([`by_channels`]), the same layer as blocks of channels.
-    Depthwise(Box<DepthwiseConv2d>, Option<Box<DepthwiseChannelBlocks>>),
+    /// The layer, and whether the planner may cut it by output channels
+    /// ([`by_channels`]).
+    Depthwise(Box<DepthwiseConv2d>, bool),
 }
 
-/// Output rows (of the batch) below which a DEPTHWISE_CONV_2D is also
-/// prepared by blocks of output channels: with this many rows, bands give
+/// Output rows (of the batch) below which a DEPTHWISE_CONV_2D may also be
+/// cut by blocks of output channels: with this many rows, bands give
 /// 16 threads a share each, and channels cannot do better; below it (the
 /// late layers: person_detect's 6x6 and 3x3 pixels, MobileNetV2's 7x7 and
 /// 14x14) the cost model (`threads/columns.rs`) weighs the two cuts.
 const DEPTHWISE_COLUMN_ROWS: usize = 16;
 
-/// Whether a depthwise layer of geometry `g` is prepared by channel blocks
+/// Whether a depthwise layer of geometry `g` may be cut by channel blocks
 /// too: few output rows ([`DEPTHWISE_COLUMN_ROWS`]) and channels for at
-/// least two blocks of the narrowest grain (8).
+/// least two of the kernels' blocks ([`CHANNEL_BLOCK`]).
 fn by_channels(g: &ConvGeometry) -> bool {
-    g.batch * g.output_height < DEPTHWISE_COLUMN_ROWS && g.output_channels >= 16
+    g.batch * g.output_height < DEPTHWISE_COLUMN_ROWS && g.output_channels > CHANNEL_BLOCK
 }
 
 /// A prepared convolution; a tile is one output row of the batch
@@ -161,18 +161,17 @@ impl Kernel for Convolution {
     /// (its channel blocks) also split by output channels: every pixel's,
     /// a range of channels each.
     fn columns(&self) -> Option<Columns> {
-        let (channels, grain) = match &self.layer {
-            Layer::Conv(c) => (c.geometry().output_channels, c.channel_grain()?),
-            Layer::Depthwise(_, blocks) => {
-                let blocks = blocks.as_ref()?;
-                (blocks.geometry().output_channels, blocks.grain())
-            }
+        let (channels, grain, whole_rows) = match &self.layer {
+            Layer::Conv(c) => (c.geometry().output_channels, c.channel_grain()?, false),
+            Layer::Depthwise(d, true) => (d.geometry().output_channels, CHANNEL_BLOCK, true),
+            Layer::Depthwise(_, false) => return None,
         };
         Some(Columns {
             rows: self.rows * self.row_len / channels.max(1),
             columns: channels,
             grain,
             elem: 1,
+            whole_rows,
         })
     }
 
@@ -187,13 +186,11 @@ impl Kernel for Convolution {
         let tile: &mut [i8] = view_mut(tile)?;
         let result = match &self.layer {
             Layer::Conv(c) => c.run_channels(backend, input, tile, columns),
-            Layer::Depthwise(_, Some(blocks)) => {
-                // The block's gathered input channels (and a block's
-                // output), planned as the node's scratch.
-                let scratch: &mut [i8] = view_mut(&mut *io.scratch)?;
-                blocks.run_channels(backend, input, tile, columns, scratch)
+            // The tile is the whole output's place: its channels in place.
+            Layer::Depthwise(d, true) => {
+                d.run_band_channels(backend, input, tile, (0..self.rows, columns))
             }
-            Layer::Depthwise(_, None) => {
+            Layer::Depthwise(_, false) => {
                 return Err(
                     "a depthwise convolution with many rows does not split by channels".to_string(),
                 )
@@ -453,20 +450,7 @@ fn prepare(op: &Op<'_, '_>) -> Result<PreparedOp> {
             &q,
         )
         .map_err(|e| op.kernel_error(e))?;
-        let blocks = if by_channels(&kernel_geometry) {
-            let blocks = DepthwiseChannelBlocks::new(
-                kernel_geometry,
-                depth_multiplier,
-                &weights,
-                bias_values.as_deref(),
-                &q,
-            )
-            .map_err(|e| op.kernel_error(e))?;
-            Some(Box::new(blocks))
-        } else {
-            None
-        };
-        Layer::Depthwise(Box::new(whole), blocks)
+        Layer::Depthwise(Box::new(whole), by_channels(&kernel_geometry))
     } else {
         Layer::Conv(Box::new(
             Conv2d::new(
@@ -481,7 +465,7 @@ fn prepare(op: &Op<'_, '_>) -> Result<PreparedOp> {
     };
     let scratch_bytes = match &layer {
         Layer::Conv(c) => c.scratch_bytes(),
-        Layer::Depthwise(_, blocks) => blocks.as_ref().map_or(0, |b| b.scratch_len()),
+        Layer::Depthwise(..) => 0,
     };
     let rows = geometry.batch * geometry.output_height;
     let macs = output.element_count() * kernel[0] * kernel[1] * filter_depth;
