@@ -178,7 +178,7 @@ unsafe fn dot_groups<S: PanelRows>(
         // in a tile of 1 to 6 rows: its blocks run a loop of their own
         // (`TAIL`), so that the pieces of that tile cost nothing to the
         // loops of groups of whole tiles.
-        let tiles = Blocks {
+        let tiles = PanelGroup {
             weights,
             block_bytes,
             first_block,
@@ -243,22 +243,29 @@ unsafe fn depth8_in_place(
     }
 }
 
-/// The weight blocks of one filled panel group, as [`dot_groups`] runs
-/// them: each block's [`PanelTiles`] with its stage.
-struct Blocks<'a> {
-    weights: &'a [i8],
-    block_bytes: usize,
-    first_block: usize,
+/// The weight blocks of one filled panel group: as [`dot_groups`] runs
+/// them (each block's [`PanelTiles`] with its stage), and the `smmla`
+/// path's groups (`super::mmla`, with its paired weights beside).
+pub(super) struct PanelGroup<'a> {
+    /// The blocks' packed weights, `block_bytes` each.
+    pub(super) weights: &'a [i8],
+    pub(super) block_bytes: usize,
+    /// The first block's index in the whole filter.
+    pub(super) first_block: usize,
     /// Output channels of the tile from its first block.
-    width: usize,
-    panel: &'a [MaybeUninit<i8>],
-    tile_bytes: usize,
-    stride: usize,
-    rows: (usize, usize, usize),
-    steps: (usize, bool),
+    pub(super) width: usize,
+    /// The group's panel: tile `t` at `t * tile_bytes`, all written.
+    pub(super) panel: &'a [MaybeUninit<i8>],
+    pub(super) tile_bytes: usize,
+    /// Output row stride.
+    pub(super) stride: usize,
+    /// (the tile's first row, the group's first and end output rows).
+    pub(super) rows: (usize, usize, usize),
+    /// (whole steps of 16 depth bytes, a half step after them).
+    pub(super) steps: (usize, bool),
 }
 
-impl Blocks<'_> {
+impl PanelGroup<'_> {
     /// Every block over the group's tiles; with `TAIL` the group's last
     /// tile has 1 to 6 rows, without it none has. A loop of its own for
     /// each: the tail's pieces, inlined into the loop of whole tiles, made

@@ -28,7 +28,7 @@
 //! Depths past [`PANEL_DEPTH`] run the `sdot` kernel (rows read in place).
 
 use super::dense::DenseRows;
-use super::dot::gemm_dot;
+use super::dot::{gemm_dot, PanelGroup};
 use super::dot_tiles::{clamp_kind, CLAMP_BOTH, CLAMP_LOWER, CLAMP_NONE, CLAMP_UPPER};
 use super::mmla_panel::{mmla_panel, mmla_panel_half};
 use super::mmla_tail::mmla_tail_pairs;
@@ -233,16 +233,18 @@ unsafe fn gemm_mmla_from<const AT_ORIGIN: bool, S: PanelRows>(
             source.fill_pairs(&mut panel[t * tile_bytes..], row, mr);
         }
         let blocks = MmlaGroup {
-            weights,
+            group: PanelGroup {
+                weights,
+                block_bytes,
+                first_block,
+                width,
+                panel: &panel,
+                tile_bytes,
+                stride,
+                rows: (first_row, group, group_end),
+                steps: (chunks, half),
+            },
             paired,
-            block_bytes,
-            first_block,
-            width,
-            panel: &panel,
-            tile_bytes,
-            stride,
-            rows: (first_row, group, group_end),
-            steps: (chunks, half),
         };
         // SAFETY: the caller's guarantees (dotprod and i8mm); every tile of
         // the group was filled above.
@@ -254,18 +256,9 @@ unsafe fn gemm_mmla_from<const AT_ORIGIN: bool, S: PanelRows>(
 /// The weight blocks of one filled panel group, as [`gemm_mmla_from`] runs
 /// them: each block's [`MmlaTiles`] with its stage.
 struct MmlaGroup<'a> {
-    weights: &'a [i8],
-    /// `weights` paired when they were set, if they were.
+    group: PanelGroup<'a>,
+    /// The group's weights paired when they were set, if they were.
     paired: Option<&'a [i8]>,
-    block_bytes: usize,
-    first_block: usize,
-    /// Output channels of the tile from its first block.
-    width: usize,
-    panel: &'a [MaybeUninit<i8>],
-    tile_bytes: usize,
-    stride: usize,
-    rows: (usize, usize, usize),
-    steps: (usize, bool),
 }
 
 impl MmlaGroup<'_> {
@@ -280,13 +273,14 @@ impl MmlaGroup<'_> {
     #[target_feature(enable = "dotprod,i8mm")]
     #[inline(never)]
     unsafe fn run(&self, g: &GemmView<'_>, output: &mut [i8]) {
-        let block_bytes = self.block_bytes;
-        for (i, w) in self.weights.chunks_exact(block_bytes).enumerate() {
-            let p = BlockParams::load(g, self.first_block + i);
+        let group = &self.group;
+        let block_bytes = group.block_bytes;
+        for (i, w) in group.weights.chunks_exact(block_bytes).enumerate() {
+            let p = BlockParams::load(g, group.first_block + i);
             let out_col = i * NR;
             let tiles = MmlaTiles {
-                panel: self.panel,
-                tile_bytes: self.tile_bytes,
+                panel: group.panel,
+                tile_bytes: group.tile_bytes,
                 w,
                 pre_paired: self
                     .paired
@@ -294,10 +288,10 @@ impl MmlaGroup<'_> {
                 p: &p,
                 row_offsets: g.row_offsets,
                 output: &mut *output,
-                stride: self.stride,
-                rows: self.rows,
-                cols: (out_col, NR.min(self.width - out_col)),
-                steps: self.steps,
+                stride: group.stride,
+                rows: group.rows,
+                cols: (out_col, NR.min(group.width - out_col)),
+                steps: group.steps,
             };
             // The stage is chosen once for the block's tiles of the group.
             with_stage(&p, tiles);
